@@ -1,0 +1,44 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "FormSync",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "FormSpec", targets: ["FormSpec"]),
+        .library(name: "FormSyncCodegen", targets: ["FormSyncCodegen"]),
+        .library(name: "FormSyncRuntime", targets: ["FormSyncRuntime"]),
+        .executable(name: "formsync", targets: ["formsync"]),
+        .executable(name: "formsync-gen", targets: ["formsync-gen"]),
+        .plugin(name: "FormSyncPlugin", targets: ["FormSyncPlugin"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        .target(name: "FormSpec", dependencies: ["CYAML"]),
+        .target(name: "FormSyncCodegen", dependencies: ["FormSpec"]),
+        .target(name: "FormSyncRuntime", dependencies: ["CSQLite"]),
+        .executableTarget(name: "formsync-gen", dependencies: ["FormSpec", "FormSyncCodegen"]),
+        .executableTarget(
+            name: "formsync",
+            dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncRuntime"]
+        ),
+        .plugin(name: "FormSyncPlugin", capability: .buildTool(), dependencies: ["formsync-gen"]),
+
+        // The example forms: every *.yaml in FormSpecs/ is compiled by the plugin.
+        .target(
+            name: "FieldForms",
+            dependencies: ["FormSyncRuntime"],
+            path: "FormSpecs",
+            exclude: ["formspec.schema.json"],
+            plugins: ["FormSyncPlugin"]
+        ),
+
+        .testTarget(name: "FormSpecTests", dependencies: ["FormSpec"]),
+        .testTarget(name: "FormSyncCodegenTests", dependencies: ["FormSpec", "FormSyncCodegen"]),
+        .testTarget(name: "FormSyncRuntimeTests", dependencies: ["FormSyncRuntime"]),
+        .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncRuntime"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,184 @@
+/// A checked form spec: every name resolved, every rule known to fit its field's type. This is
+/// what the generator translates; it never sees YAML.
+public struct FormDefinition: Sendable, Equatable {
+    /// The Swift type name of the payload (`form:`).
+    public var name: String
+    /// The payload-shape version (`version:`), stamped on every queued item.
+    public var version: Int
+    /// Free text from `description:`, emitted as the type's doc comment.
+    public var summary: String?
+    /// The endpoint template (`endpoint:`), with `{field}` placeholders.
+    public var endpoint: String
+    /// The field names the endpoint's placeholders refer to, in order of appearance.
+    public var endpointFields: [String]
+    /// The field whose value names the ordering lane (`entity:`), if any.
+    public var entity: String?
+    /// Choice lists declared once at the top of the spec (`choices:`), in declaration order.
+    public var choiceLists: [ChoiceSet]
+    /// The top-level fields, in declaration order.
+    public var fields: [FieldDefinition]
+    /// The spec's file name, for the do-not-edit header.
+    public var sourceName: String
+
+    public init(
+        name: String, version: Int, summary: String?, endpoint: String, endpointFields: [String],
+        entity: String?, choiceLists: [ChoiceSet], fields: [FieldDefinition], sourceName: String
+    ) {
+        self.name = name
+        self.version = version
+        self.summary = summary
+        self.endpoint = endpoint
+        self.endpointFields = endpointFields
+        self.entity = entity
+        self.choiceLists = choiceLists
+        self.fields = fields
+        self.sourceName = sourceName
+    }
+
+    /// The top-level field with this spec name.
+    public func field(named name: String) -> FieldDefinition? {
+        fields.first { $0.name == name }
+    }
+}
+
+/// A set of options for choice and multi-choice fields; becomes one Swift enum.
+public struct ChoiceSet: Sendable, Equatable {
+    /// The name in the spec (`choices:` key), or the field's name for inline options.
+    public var specName: String
+    /// The generated enum's type name.
+    public var typeName: String
+    /// Whether it was declared in `choices:` (shared) rather than inline on one field.
+    public var isNamed: Bool
+    public var options: [ChoiceOption]
+}
+
+/// One option: its wire value and its Swift case name.
+public struct ChoiceOption: Sendable, Equatable {
+    public var value: String
+    public var caseName: String
+}
+
+/// How two edits of one field are reconciled when the server's record moved on.
+public enum ConflictPolicy: String, Sendable, Equatable, CaseIterable {
+    /// Three-way: take whichever side changed; a clash on this field is a conflict.
+    case merge
+    /// The device's value is sent, overwriting the server's.
+    case client
+    /// The server's value stands; the device's edit is dropped silently.
+    case server
+    /// Any server change to this field that differs from the device's value needs a person.
+    case ask
+}
+
+/// The kinds of file a file field holds; all are uploaded and referenced the same way.
+public enum FileKind: String, Sendable, Equatable, CaseIterable {
+    case photo, signature, audio, video, file
+}
+
+/// A condition of `required_if`: the sibling field holds one of these values.
+public struct Condition: Sendable, Equatable {
+    /// The sibling field's spec name.
+    public var field: String
+    /// The accepted values, as written (option values, `true`/`false`, integers or text).
+    public var values: [String]
+}
+
+/// A field of a form or of a list item.
+public struct FieldDefinition: Sendable, Equatable {
+    /// The spec name, which is also the JSON key.
+    public var name: String
+    /// The Swift property name (lower camel case).
+    public var swiftName: String
+    /// Free text from `description:` (or `label:`), emitted as the property's doc comment.
+    public var summary: String?
+    public var kind: FieldKind
+    public var required: Bool
+    public var requiredIf: [Condition]
+    public var conflict: ConflictPolicy
+    /// A money field whose value the server owns (`authority: server`).
+    public var serverAuthority: Bool
+
+    public init(
+        name: String, swiftName: String, summary: String?, kind: FieldKind, required: Bool,
+        requiredIf: [Condition], conflict: ConflictPolicy, serverAuthority: Bool
+    ) {
+        self.name = name
+        self.swiftName = swiftName
+        self.summary = summary
+        self.kind = kind
+        self.required = required
+        self.requiredIf = requiredIf
+        self.conflict = conflict
+        self.serverAuthority = serverAuthority
+    }
+}
+
+/// Minimum and maximum counts of a field holding several values.
+public struct CountRule: Sendable, Equatable {
+    public var min: Int?
+    public var max: Int?
+    public init(min: Int? = nil, max: Int? = nil) {
+        self.min = min
+        self.max = max
+    }
+}
+
+/// The rules of a file field.
+public struct FileRule: Sendable, Equatable {
+    /// Whether the field holds a list of files (`min_count` or `max_count` given) or one.
+    public var multiple: Bool
+    public var count: CountRule
+    /// The largest accepted file, in bytes.
+    public var maxBytes: Int64?
+    /// Accepted media types (`image/jpeg`, `image/*`); empty means any.
+    public var contentTypes: [String]
+}
+
+/// A repeat group: a list of items, each with its own fields.
+public struct ListDefinition: Sendable, Equatable {
+    /// The generated item struct's name.
+    public var itemTypeName: String
+    public var fields: [FieldDefinition]
+    public var count: CountRule
+}
+
+/// A field's type with the rules that belong to it.
+public indirect enum FieldKind: Sendable, Equatable {
+    case text(minLength: Int?, maxLength: Int?, pattern: String?)
+    case integer(min: Int?, max: Int?)
+    /// Bounds as exact decimal literals.
+    case decimal(min: String?, max: String?)
+    case boolean
+    case date
+    case time
+    case datetime
+    case choice(ChoiceSet)
+    case multiChoice(ChoiceSet, CountRule)
+    /// Bounds in minor units; `currency` fixes the ISO 4217 code when given.
+    case money(min: Int64?, max: Int64?, currency: String?)
+    case geopoint
+    /// An id of another entity (`to:`), possibly one created offline.
+    case reference(to: String)
+    case file(FileKind, FileRule)
+    case list(ListDefinition)
+
+    /// The spec's name of the type.
+    public var typeName: String {
+        switch self {
+        case .text: return "text"
+        case .integer: return "integer"
+        case .decimal: return "decimal"
+        case .boolean: return "boolean"
+        case .date: return "date"
+        case .time: return "time"
+        case .datetime: return "datetime"
+        case .choice: return "choice"
+        case .multiChoice: return "multi_choice"
+        case .money: return "money"
+        case .geopoint: return "geopoint"
+        case .reference: return "reference"
+        case .file(let kind, _): return kind.rawValue
+        case .list: return "list"
+        }
+    }
+}

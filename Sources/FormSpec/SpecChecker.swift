@@ -1,0 +1,686 @@
+import Foundation
+
+/// Turns a YAML tree into a `FormDefinition`, collecting every problem instead of stopping at the
+/// first. Each check reports at the key or value it is about.
+struct SpecChecker {
+    let path: String
+    var diagnostics: [Diagnostic] = []
+
+    init(path: String) {
+        self.path = path
+    }
+
+    mutating func error(_ location: SourceLocation, _ message: String) {
+        diagnostics.append(Diagnostic(.error, path: path, at: location, message))
+    }
+
+    mutating func warning(_ location: SourceLocation, _ message: String) {
+        diagnostics.append(Diagnostic(.warning, path: path, at: location, message))
+    }
+
+    typealias Pair = (key: YAMLNode, value: YAMLNode)
+
+    static let topLevelKeys = ["form", "version", "description", "endpoint", "entity", "choices", "fields"]
+    static let commonFieldKeys = ["type", "description", "label", "required", "required_if", "conflict"]
+    static let ruleKeys: [String: [String]] = [
+        "text": ["min_length", "max_length", "pattern"],
+        "integer": ["min", "max"],
+        "decimal": ["min", "max"],
+        "boolean": [], "date": [], "time": [], "datetime": [], "geopoint": [],
+        "choice": ["options"],
+        "multi_choice": ["options", "min_count", "max_count"],
+        "money": ["min", "max", "currency", "authority"],
+        "reference": ["to"],
+        "photo": fileKeys, "signature": fileKeys, "audio": fileKeys, "video": fileKeys, "file": fileKeys,
+        "list": ["fields", "item", "min_count", "max_count"],
+    ]
+    static let fileKeys = ["min_count", "max_count", "max_bytes", "content_types"]
+    static let typeNames = [
+        "text", "integer", "decimal", "boolean", "date", "time", "datetime", "choice", "multi_choice",
+        "money", "geopoint", "reference", "photo", "signature", "audio", "video", "file", "list",
+    ]
+    static var allFieldKeys: Set<String> { Set(commonFieldKeys + ruleKeys.values.flatMap { $0 }) }
+
+    // MARK: The form
+
+    mutating func check(root: YAMLNode, sourceName: String) -> FormDefinition? {
+        guard let pairs = mapping(root, "a spec") else { return nil }
+        let keys = keyed(pairs, allowed: Self.topLevelKeys, context: "at the top of a spec")
+        for required in ["form", "version", "endpoint", "fields"] where keys[required] == nil {
+            error(root.location, "missing required key '\(required)'")
+        }
+
+        var name: String?
+        if let node = keys["form"]?.value, let text = text(node, "form") {
+            if !Naming.isIdentifier(text, firstLowercase: false) {
+                error(node.location, "form name '\(text)' must be a Swift type name: an upper-case letter, then letters, digits or underscores")
+            } else if Naming.swiftKeywords.contains(text) || Naming.reservedTypes.contains(text) {
+                error(node.location, "form name '\(text)' is reserved in Swift or by the FormSync runtime")
+            } else {
+                name = text
+            }
+        }
+        var version: Int?
+        if let node = keys["version"]?.value, let value = integer(node, "version") {
+            if value < 1 { error(node.location, "version must be 1 or more") } else { version = value }
+        }
+        let summary = keys["description"].flatMap { text($0.value, "description") }
+
+        var formScope = TypeScope(owner: name ?? "")
+        var namedChoices: [String: (set: ChoiceSet, location: SourceLocation)] = [:]
+        var choiceOrder: [String] = []
+        if let node = keys["choices"]?.value, let entries = mapping(node, "choices") {
+            for (key, value) in entries {
+                guard let listName = key.scalar else { continue }
+                guard Naming.isIdentifier(listName, firstLowercase: true) else {
+                    error(key.location, "choice list name '\(listName)' must start with a lower-case letter and hold only letters, digits and underscores")
+                    continue
+                }
+                let typeName = Naming.upperCamel(listName)
+                guard let options = options(value, context: "choice list '\(listName)'") else { continue }
+                if declare(typeName, in: &formScope, at: key.location, what: "choice list '\(listName)'") {
+                    namedChoices[listName] = (ChoiceSet(specName: listName, typeName: typeName, isNamed: true, options: options), key.location)
+                    choiceOrder.append(listName)
+                }
+            }
+        }
+
+        var usedChoices: Set<String> = []
+        var fields: [FieldDefinition] = []
+        if let node = keys["fields"]?.value {
+            fields = checkFields(node, scope: &formScope, pathPrefix: "", named: namedChoices.mapValues(\.set), used: &usedChoices)
+            if case .mapping(let list) = node.kind, list.isEmpty {
+                error(node.location, "a form needs at least one field")
+            }
+        }
+        for listName in choiceOrder where !usedChoices.contains(listName) {
+            warning(namedChoices[listName]!.location, "choice list '\(listName)' is not used by any field")
+        }
+
+        var entity: String?
+        if let node = keys["entity"]?.value, let value = text(node, "entity") {
+            if let field = fields.first(where: { $0.name == value }) {
+                if !field.kind.canNameAPath {
+                    error(node.location, "entity '\(value)' is a \(field.kind.typeName) field; a lane needs a text, integer, choice or reference field")
+                } else if !field.required {
+                    error(node.location, "entity field '\(value)' must be required: every submission needs a lane")
+                } else {
+                    entity = value
+                }
+            } else {
+                error(node.location, "entity '\(value)' names no field\(suggestion(value, fields.map(\.name)))")
+            }
+        }
+
+        var endpoint: String?
+        var endpointFields: [String] = []
+        if let node = keys["endpoint"]?.value, let value = text(node, "endpoint") {
+            endpointFields = checkEndpoint(value, node: node, fields: fields)
+            endpoint = value
+        }
+
+        guard let name, let version, let endpoint else { return nil }
+        return FormDefinition(
+            name: name, version: version, summary: summary, endpoint: endpoint, endpointFields: endpointFields,
+            entity: entity, choiceLists: choiceOrder.map { namedChoices[$0]!.set }, fields: fields,
+            sourceName: sourceName)
+    }
+
+    mutating func checkEndpoint(_ value: String, node: YAMLNode, fields: [FieldDefinition]) -> [String] {
+        let offset = node.isPlainScalar ? 0 : 1
+        func column(_ index: String.Index) -> SourceLocation {
+            SourceLocation(line: node.location.line, column: node.location.column + offset + value.distance(from: value.startIndex, to: index))
+        }
+        if !value.hasPrefix("/") {
+            error(node.location, "endpoint must be a path starting with '/'")
+        }
+        var names: [String] = []
+        var index = value.startIndex
+        while index < value.endIndex {
+            let ch = value[index]
+            if ch == "}" {
+                error(column(index), "'}' without a matching '{' in endpoint")
+            } else if ch == "{" {
+                guard let close = value[index...].firstIndex(of: "}") else {
+                    error(column(index), "'{' is not closed in endpoint")
+                    break
+                }
+                let placeholder = String(value[value.index(after: index)..<close])
+                if let field = fields.first(where: { $0.name == placeholder }) {
+                    if !field.kind.canNameAPath {
+                        error(column(index), "endpoint placeholder {\(placeholder)} is a \(field.kind.typeName) field; a path needs a text, integer, choice or reference field")
+                    } else if !field.required {
+                        error(column(index), "endpoint placeholder {\(placeholder)} names a field that is not required; the endpoint could not be built without it")
+                    } else {
+                        names.append(placeholder)
+                    }
+                } else {
+                    error(column(index), "endpoint placeholder {\(placeholder)} names no field\(suggestion(placeholder, fields.map(\.name)))")
+                }
+                index = close
+            } else if ch == " " || ch == "?" || ch == "#" {
+                error(column(index), "endpoint may not contain '\(ch)'")
+            }
+            index = value.index(after: index)
+        }
+        return names
+    }
+
+    // MARK: Fields
+
+    /// The Swift type names declared in one scope (the form, or one list item).
+    struct TypeScope {
+        var owner: String
+        var names: [String: SourceLocation] = [:]
+    }
+
+    /// Declares a nested type name; false (with a diagnostic) when it clashes.
+    mutating func declare(_ typeName: String, in scope: inout TypeScope, at location: SourceLocation, what: String) -> Bool {
+        if let first = scope.names[typeName] {
+            error(location, "\(what) becomes the Swift type '\(typeName)', which line \(first.line) already declares")
+            return false
+        }
+        if typeName == scope.owner || Naming.reservedTypes.contains(typeName) {
+            error(location, "\(what) becomes the Swift type '\(typeName)', which is reserved here; rename it")
+            return false
+        }
+        scope.names[typeName] = location
+        return true
+    }
+
+    mutating func checkFields(
+        _ node: YAMLNode, scope: inout TypeScope, pathPrefix: String, named: [String: ChoiceSet],
+        used: inout Set<String>
+    ) -> [FieldDefinition] {
+        guard let pairs = mapping(node, "fields") else { return [] }
+        var fields: [FieldDefinition] = []
+        var conditions: [(index: Int, node: YAMLNode)] = []
+        var swiftNames: [String: (name: String, line: Int)] = [:]
+        for (key, value) in pairs {
+            guard let name = key.scalar else { continue }
+            let display = pathPrefix + name
+            guard Naming.isIdentifier(name, firstLowercase: true), !name.hasSuffix("_"), !name.contains("__") else {
+                error(key.location, "field name '\(display)' must start with a lower-case letter and hold only letters, digits and single underscores")
+                continue
+            }
+            let swiftName = Naming.lowerCamel(name)
+            if Naming.swiftKeywords.contains(swiftName) {
+                error(key.location, "field name '\(display)' is a Swift keyword; choose another name")
+                continue
+            }
+            if Naming.reservedMembers.contains(swiftName) {
+                error(key.location, "field name '\(display)' is reserved by the generated code ('\(swiftName)'); choose another name")
+                continue
+            }
+            if let first = swiftNames[swiftName] {
+                error(key.location, "field '\(display)' and field '\(pathPrefix + first.name)' (line \(first.line)) both become '\(swiftName)' in Swift")
+                continue
+            }
+            swiftNames[swiftName] = (name, key.location.line)
+            if let (field, condition) = checkField(
+                name: name, swiftName: swiftName, key: key, value: value, scope: &scope, display: display,
+                named: named, used: &used)
+            {
+                if let condition { conditions.append((fields.count, condition)) }
+                fields.append(field)
+            }
+        }
+        for (index, node) in conditions {
+            fields[index].requiredIf = checkConditions(node, field: fields[index], siblings: fields, pathPrefix: pathPrefix)
+            if fields[index].required && !fields[index].requiredIf.isEmpty {
+                warning(node.location, "required_if has no effect: field '\(pathPrefix + fields[index].name)' is always required")
+            }
+        }
+        return fields
+    }
+
+    /// Checks one field; returns it with its `required_if` node, resolved once all siblings are known.
+    mutating func checkField(
+        name: String, swiftName: String, key: YAMLNode, value: YAMLNode, scope: inout TypeScope, display: String,
+        named: [String: ChoiceSet], used: inout Set<String>
+    ) -> (FieldDefinition, YAMLNode?)? {
+        var keys: [String: Pair] = [:]
+        let typeNode: YAMLNode
+        if case .scalar = value.kind {
+            typeNode = value
+        } else {
+            guard let pairs = mapping(value, "field '\(display)'") else { return nil }
+            keys = keyed(pairs, allowed: nil, context: "")
+            guard let node = keys["type"]?.value else {
+                error(key.location, "field '\(display)' needs a 'type' (one of: \(Self.typeNames.joined(separator: ", ")))")
+                return nil
+            }
+            typeNode = node
+        }
+        guard let type = text(typeNode, "type") else { return nil }
+        guard let rules = Self.ruleKeys[type] else {
+            error(typeNode.location, "unknown field type '\(type)'\(suggestion(type, Self.typeNames, orList: true))")
+            return nil
+        }
+        let allowed = Set(Self.commonFieldKeys + rules)
+        for (keyName, pair) in keys.sorted(by: { $0.value.key.location < $1.value.key.location }) where !allowed.contains(keyName) {
+            if Self.allFieldKeys.contains(keyName) {
+                error(pair.key.location, "'\(keyName)' does not apply to a \(type) field")
+            } else {
+                error(pair.key.location, "unknown key '\(keyName)' in field '\(display)'\(suggestion(keyName, Array(allowed)))")
+            }
+        }
+
+        let required = keys["required"].flatMap { bool($0.value, "required") } ?? false
+        let summary = (keys["description"] ?? keys["label"]).flatMap { text($0.value, "description") }
+        var conflict = ConflictPolicy.merge
+        if let node = keys["conflict"]?.value, let value = text(node, "conflict") {
+            if let policy = ConflictPolicy(rawValue: value) {
+                conflict = policy
+            } else {
+                error(node.location, "unknown conflict policy '\(value)' (expected one of: merge, client, server, ask)")
+            }
+        }
+
+        let kind: FieldKind?
+        var serverAuthority = false
+        switch type {
+        case "text":
+            let minLength = keys["min_length"].flatMap { nonNegative($0.value, "min_length") }
+            let maxLength = keys["max_length"].flatMap { positive($0.value, "max_length") }
+            orderCheck(minLength, maxLength, keys["max_length"], "max_length", "min_length")
+            var pattern: String?
+            if let node = keys["pattern"]?.value, let value = text(node, "pattern") {
+                if (try? NSRegularExpression(pattern: value)) == nil {
+                    error(node.location, "pattern '\(value)' is not a valid regular expression")
+                } else {
+                    pattern = value
+                }
+            }
+            kind = .text(minLength: minLength, maxLength: maxLength, pattern: pattern)
+        case "integer":
+            let min = keys["min"].flatMap { integer($0.value, "min") }
+            let max = keys["max"].flatMap { integer($0.value, "max") }
+            orderCheck(min, max, keys["max"], "max", "min")
+            kind = .integer(min: min, max: max)
+        case "decimal":
+            let min = keys["min"].flatMap { decimal($0.value, "min") }
+            let max = keys["max"].flatMap { decimal($0.value, "max") }
+            if let min, let max, let node = keys["max"]?.value,
+                let a = Decimal(string: min, locale: Locale(identifier: "en_US_POSIX")),
+                let b = Decimal(string: max, locale: Locale(identifier: "en_US_POSIX")), a > b
+            {
+                error(node.location, "max (\(max)) is less than min (\(min))")
+            }
+            kind = .decimal(min: min, max: max)
+        case "boolean": kind = .boolean
+        case "date": kind = .date
+        case "time": kind = .time
+        case "datetime": kind = .datetime
+        case "geopoint": kind = .geopoint
+        case "choice", "multi_choice":
+            guard let node = keys["options"]?.value else {
+                error(key.location, "\(type) field '\(display)' needs 'options': a list, or the name of a list in 'choices'")
+                return nil
+            }
+            let set: ChoiceSet
+            if case .scalar = node.kind {
+                guard let listName = text(node, "options") else { return nil }
+                guard let found = named[listName] else {
+                    error(node.location, "options '\(listName)' names no choice list\(suggestion(listName, Array(named.keys)))")
+                    return nil
+                }
+                used.insert(listName)
+                set = found
+            } else {
+                guard let options = options(node, context: "field '\(display)'") else { return nil }
+                let typeName = Naming.upperCamel(name)
+                guard declare(typeName, in: &scope, at: key.location, what: "the options of field '\(display)'") else { return nil }
+                set = ChoiceSet(specName: name, typeName: typeName, isNamed: false, options: options)
+            }
+            if type == "choice" {
+                kind = .choice(set)
+            } else {
+                kind = .multiChoice(set, counts(keys))
+            }
+        case "money":
+            let min = keys["min"].flatMap { integer($0.value, "min") }
+            let max = keys["max"].flatMap { integer($0.value, "max") }
+            orderCheck(min, max, keys["max"], "max", "min")
+            var currency: String?
+            if let node = keys["currency"]?.value, let value = text(node, "currency") {
+                if value.count == 3, value.unicodeScalars.allSatisfy({ ("A"..."Z").contains($0) }) {
+                    currency = value
+                } else {
+                    error(node.location, "currency '\(value)' must be an ISO 4217 code such as EUR or USD")
+                }
+            }
+            if let node = keys["authority"]?.value, let value = text(node, "authority") {
+                if value == "server" {
+                    serverAuthority = true
+                    if let conflictKey = keys["conflict"]?.key {
+                        warning(conflictKey.location, "'conflict' is ignored: a money field with authority: server always takes the server's value")
+                    }
+                } else {
+                    error(node.location, "authority must be 'server' (leave it out to let the conflict policy decide)")
+                }
+            }
+            kind = .money(min: min.map(Int64.init), max: max.map(Int64.init), currency: currency)
+        case "reference":
+            guard let node = keys["to"]?.value else {
+                error(key.location, "reference field '\(display)' needs 'to': the entity it refers to, such as Customer")
+                return nil
+            }
+            guard let target = text(node, "to") else { return nil }
+            guard Naming.isIdentifier(target, firstLowercase: false) else {
+                error(node.location, "'to' must name an entity type in upper camel case, such as Customer")
+                return nil
+            }
+            kind = .reference(to: target)
+        case "photo", "signature", "audio", "video", "file":
+            let count = counts(keys)
+            var maxBytes: Int64?
+            if let node = keys["max_bytes"]?.value { maxBytes = byteSize(node) }
+            var contentTypes: [String] = []
+            if let node = keys["content_types"]?.value {
+                contentTypes = stringList(node, "content_types").filter { item in
+                    let ok = item.value.range(of: #"^[a-z]+/([a-z0-9][a-z0-9.+-]*|\*)$"#, options: .regularExpression) != nil
+                    if !ok { error(item.location, "'\(item.value)' is not a media type such as image/jpeg or image/*") }
+                    return ok
+                }.map(\.value)
+            }
+            let multiple = keys["min_count"] != nil || keys["max_count"] != nil
+            kind = .file(FileKind(rawValue: type)!, FileRule(multiple: multiple, count: count, maxBytes: maxBytes, contentTypes: contentTypes))
+        case "list":
+            guard let node = keys["fields"]?.value else {
+                error(key.location, "list field '\(display)' needs 'fields': the fields of each item")
+                return nil
+            }
+            var itemName = Naming.itemTypeName(forList: name)
+            if let itemNode = keys["item"]?.value, let value = text(itemNode, "item") {
+                if Naming.isIdentifier(value, firstLowercase: false) && !Naming.swiftKeywords.contains(value) {
+                    itemName = value
+                } else {
+                    error(itemNode.location, "item '\(value)' must be a Swift type name in upper camel case")
+                }
+            }
+            guard declare(itemName, in: &scope, at: key.location, what: "list '\(display)'") else { return nil }
+            var itemScope = TypeScope(owner: itemName)
+            let itemFields = checkFields(node, scope: &itemScope, pathPrefix: display + ".", named: named, used: &used)
+            if case .mapping(let list) = node.kind, list.isEmpty {
+                error(node.location, "list '\(display)' needs at least one field")
+            }
+            kind = .list(ListDefinition(itemTypeName: itemName, fields: itemFields, count: counts(keys)))
+        default:
+            kind = nil
+        }
+        guard let kind else { return nil }
+        let field = FieldDefinition(
+            name: name, swiftName: swiftName, summary: summary, kind: kind, required: required, requiredIf: [],
+            conflict: conflict, serverAuthority: serverAuthority)
+        return (field, keys["required_if"]?.value)
+    }
+
+    mutating func checkConditions(_ node: YAMLNode, field: FieldDefinition, siblings: [FieldDefinition], pathPrefix: String) -> [Condition] {
+        guard let pairs = mapping(node, "required_if") else { return [] }
+        if pairs.isEmpty { error(node.location, "required_if needs at least one condition, such as { outcome: delivered }") }
+        var conditions: [Condition] = []
+        for (key, value) in pairs {
+            guard let name = key.scalar else { continue }
+            guard let sibling = siblings.first(where: { $0.name == name }), sibling.name != field.name else {
+                error(key.location, "required_if names '\(name)', which is not another field at this level\(suggestion(name, siblings.map(\.name).filter { $0 != field.name }))")
+                continue
+            }
+            let nodes: [YAMLNode]
+            if case .sequence(let items) = value.kind { nodes = items } else { nodes = [value] }
+            if nodes.isEmpty { error(value.location, "required_if needs a value for '\(name)'") }
+            var values: [String] = []
+            for item in nodes {
+                switch sibling.kind {
+                case .choice(let set):
+                    guard let v = text(item, "required_if value") else { continue }
+                    if set.options.contains(where: { $0.value == v }) {
+                        values.append(v)
+                    } else {
+                        error(item.location, "'\(v)' is not an option of '\(pathPrefix + name)'\(suggestion(v, set.options.map(\.value), orList: true))")
+                    }
+                case .boolean:
+                    if let b = bool(item, "required_if value") { values.append(b ? "true" : "false") }
+                case .integer:
+                    if let i = integer(item, "required_if value") { values.append(String(i)) }
+                case .text:
+                    if let t = text(item, "required_if value") { values.append(t) }
+                default:
+                    error(key.location, "required_if can test a choice, boolean, integer or text field; '\(pathPrefix + name)' is a \(sibling.kind.typeName) field")
+                }
+            }
+            if !values.isEmpty { conditions.append(Condition(field: name, values: values)) }
+        }
+        return conditions
+    }
+
+    // MARK: Rule values
+
+    mutating func options(_ node: YAMLNode, context: String) -> [ChoiceOption]? {
+        guard case .sequence(let items) = node.kind else {
+            error(node.location, "\(context) options must be a list such as [delivered, refused]")
+            return nil
+        }
+        if items.isEmpty {
+            error(node.location, "\(context) needs at least one option")
+            return nil
+        }
+        var options: [ChoiceOption] = []
+        var seenValues: [String: Int] = [:]
+        var seenCases: [String: String] = [:]
+        for item in items {
+            guard let value = text(item, "option") else { continue }
+            guard let first = value.unicodeScalars.first, first.isASCIILetter || first.isASCIIDigit,
+                value.unicodeScalars.allSatisfy({ $0.isASCIILetter || $0.isASCIIDigit || $0 == "_" })
+            else {
+                error(item.location, "option '\(value)' must hold only letters, digits and underscores")
+                continue
+            }
+            if let line = seenValues[value] {
+                error(item.location, "option '\(value)' is listed twice (first on line \(line))")
+                continue
+            }
+            var caseName = Naming.lowerCamel(value)
+            if caseName.first!.isNumber { caseName = "_" + caseName }
+            if let other = seenCases[caseName] {
+                error(item.location, "options '\(value)' and '\(other)' both become the Swift case '\(caseName)'")
+                continue
+            }
+            seenValues[value] = item.location.line
+            seenCases[caseName] = value
+            options.append(ChoiceOption(value: value, caseName: caseName))
+        }
+        return options.isEmpty ? nil : options
+    }
+
+    mutating func counts(_ keys: [String: Pair]) -> CountRule {
+        let min = keys["min_count"].flatMap { nonNegative($0.value, "min_count") }
+        let max = keys["max_count"].flatMap { positive($0.value, "max_count") }
+        orderCheck(min, max, keys["max_count"], "max_count", "min_count")
+        return CountRule(min: min, max: max)
+    }
+
+    mutating func orderCheck<T: Comparable>(_ min: T?, _ max: T?, _ maxPair: Pair?, _ maxName: String, _ minName: String) {
+        if let min, let max, let node = maxPair?.value, max < min {
+            error(node.location, "\(maxName) (\(max)) is less than \(minName) (\(min))")
+        }
+    }
+
+    mutating func nonNegative(_ node: YAMLNode, _ what: String) -> Int? {
+        guard let value = integer(node, what) else { return nil }
+        if value < 0 { error(node.location, "\(what) must be 0 or more"); return nil }
+        return value
+    }
+
+    mutating func positive(_ node: YAMLNode, _ what: String) -> Int? {
+        guard let value = integer(node, what) else { return nil }
+        if value < 1 { error(node.location, "\(what) must be 1 or more"); return nil }
+        return value
+    }
+
+    /// `8MB`, `500KB`, `1GB` (powers of 1024) or a plain number of bytes.
+    mutating func byteSize(_ node: YAMLNode) -> Int64? {
+        guard let raw = node.scalar else {
+            error(node.location, "max_bytes must be a size such as 8MB, 500KB or 1048576")
+            return nil
+        }
+        if raw.allSatisfy(\.isNumber) {
+            guard let value = integer(node, "max_bytes") else { return nil }
+            if value < 1 { error(node.location, "max_bytes must be 1 or more"); return nil }
+            return Int64(value)
+        }
+        let units: [(String, Int64)] = [("KB", 1024), ("MB", 1024 * 1024), ("GB", 1024 * 1024 * 1024), ("B", 1)]
+        for (suffix, factor) in units where raw.hasSuffix(suffix) {
+            let digits = raw.dropLast(suffix.count)
+            if let number = Int64(digits), number > 0, !digits.hasPrefix("0"), number <= Int64.max / factor {
+                return number * factor
+            }
+        }
+        error(node.location, "max_bytes '\(raw)' must be a size such as 8MB, 500KB or 1048576")
+        return nil
+    }
+
+    // MARK: Typed scalars
+
+    static let yaml11Booleans: Set<String> = [
+        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF",
+        "True", "TRUE", "False", "FALSE",
+    ]
+    static let yamlNulls: Set<String> = ["", "~", "null", "Null", "NULL"]
+
+    mutating func mapping(_ node: YAMLNode, _ what: String) -> [Pair]? {
+        guard case .mapping(let pairs) = node.kind else {
+            error(node.location, "\(what) must be a mapping of keys to values, found \(node.kindName)")
+            return nil
+        }
+        return pairs
+    }
+
+    /// The pairs of a mapping by key; with `allowed`, unknown keys are reported.
+    mutating func keyed(_ pairs: [Pair], allowed: [String]?, context: String) -> [String: Pair] {
+        var result: [String: Pair] = [:]
+        for pair in pairs {
+            guard let key = pair.key.scalar else { continue }
+            if let allowed, !allowed.contains(key) {
+                error(pair.key.location, "unknown key '\(key)' \(context)\(suggestion(key, allowed, orList: true))")
+                continue
+            }
+            result[key] = pair
+        }
+        return result
+    }
+
+    /// A text value. Plain scalars that other YAML tools would read as booleans or null are
+    /// refused, so a spec means the same thing everywhere.
+    mutating func text(_ node: YAMLNode, _ what: String) -> String? {
+        guard case .scalar(let value, let plain) = node.kind else {
+            error(node.location, "\(what) must be a single value, found \(node.kindName)")
+            return nil
+        }
+        if plain {
+            if Self.yamlNulls.contains(value) {
+                error(node.location, "\(what) has no value")
+                return nil
+            }
+            if Self.yaml11Booleans.contains(value) || value == "true" || value == "false" {
+                error(node.location, "plain '\(value)' is read as a boolean by YAML 1.1 tools; quote it (\"\(value)\") if you mean the text")
+                return nil
+            }
+        }
+        return value
+    }
+
+    mutating func bool(_ node: YAMLNode, _ what: String) -> Bool? {
+        guard case .scalar(let value, let plain) = node.kind else {
+            error(node.location, "\(what) must be true or false, found \(node.kindName)")
+            return nil
+        }
+        if plain && value == "true" { return true }
+        if plain && value == "false" { return false }
+        if plain && Self.yaml11Booleans.contains(value) {
+            error(node.location, "'\(value)' is not a boolean in a FormSync spec (YAML 1.1 reads it as one); write true or false")
+        } else {
+            error(node.location, "\(what) must be true or false, found '\(value)'")
+        }
+        return nil
+    }
+
+    mutating func integer(_ node: YAMLNode, _ what: String) -> Int? {
+        guard case .scalar(let value, let plain) = node.kind else {
+            error(node.location, "\(what) must be an integer, found \(node.kindName)")
+            return nil
+        }
+        guard plain else {
+            error(node.location, "\(what) must be an integer, found the quoted text '\(value)'")
+            return nil
+        }
+        let digits = value.hasPrefix("-") ? value.dropFirst() : Substring(value)
+        if digits.count > 1, digits.hasPrefix("0"), digits.allSatisfy { $0.isASCII && $0.isNumber } {
+            let fixed = digits.drop { $0 == "0" }
+            error(node.location, "'\(value)' has a leading zero, which YAML 1.1 reads as an octal number; write \(value.hasPrefix("-") ? "-" : "")\(fixed.isEmpty ? "0" : String(fixed))")
+            return nil
+        }
+        guard !digits.isEmpty, digits.allSatisfy { $0.isASCII && $0.isNumber }, let number = Int(value) else {
+            error(node.location, "\(what) must be an integer, found '\(value)'")
+            return nil
+        }
+        return number
+    }
+
+    /// An exact decimal literal such as `12.50`, kept as written.
+    mutating func decimal(_ node: YAMLNode, _ what: String) -> String? {
+        guard case .scalar(let value, let plain) = node.kind, plain,
+            value.range(of: #"^-?(0|[1-9][0-9]*)(\.[0-9]+)?$"#, options: .regularExpression) != nil
+        else {
+            error(node.location, "\(what) must be a decimal number such as 12.5, found \(node.scalar.map { "'\($0)'" } ?? node.kindName)")
+            return nil
+        }
+        return value
+    }
+
+    mutating func stringList(_ node: YAMLNode, _ what: String) -> [(value: String, location: SourceLocation)] {
+        guard case .sequence(let items) = node.kind else {
+            error(node.location, "\(what) must be a list")
+            return []
+        }
+        return items.compactMap { item in text(item, what).map { ($0, item.location) } }
+    }
+
+    /// ` (did you mean 'x'?)` for a near miss, or the list of choices when asked and none is near.
+    func suggestion(_ word: String, _ candidates: [String], orList: Bool = false) -> String {
+        let limit = max(1, word.count / 3)
+        var best: (name: String, distance: Int)?
+        for candidate in candidates.sorted() {
+            let distance = Self.editDistance(word.lowercased(), candidate.lowercased())
+            if distance <= limit, distance < (best?.distance ?? Int.max) { best = (candidate, distance) }
+        }
+        if let best { return " (did you mean '\(best.name)'?)" }
+        if orList && !candidates.isEmpty { return " (expected one of: \(candidates.joined(separator: ", ")))" }
+        return ""
+    }
+
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in stride(from: 1, through: b.count, by: 1) {
+                let substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)
+                current[j] = Swift.min(previous[j] + 1, current[j - 1] + 1, substitution)
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}
+
+extension FieldKind {
+    /// Whether a value of this kind can stand in a URL path or a lane name.
+    var canNameAPath: Bool {
+        switch self {
+        case .text, .integer, .choice, .reference: return true
+        default: return false
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+
+/// The outcome of checking one spec: the checked form when there were no errors, and every
+/// diagnostic found, sorted for display.
+public struct CheckedSpec: Sendable {
+    public var form: FormDefinition?
+    public var diagnostics: [Diagnostic]
+}
+
+/// The entry point of the spec language: text or a file in, a checked form and diagnostics out.
+public enum SpecLoader {
+    /// Checks spec text; `path` is used in diagnostics and its last component in the generated
+    /// header.
+    public static func check(text: String, path: String) -> CheckedSpec {
+        var reader = YAMLReader(path: path)
+        let root = reader.read(text)
+        var checker = SpecChecker(path: path)
+        checker.diagnostics = reader.diagnostics
+        var form: FormDefinition?
+        if let root {
+            form = checker.check(root: root, sourceName: (path as NSString).lastPathComponent)
+        } else if reader.diagnostics.isEmpty {
+            checker.error(SourceLocation(line: 1, column: 1), "the spec is empty; a spec starts with 'form: Name'")
+        }
+        let diagnostics = checker.diagnostics.sortedForDisplay()
+        return CheckedSpec(form: diagnostics.hasErrors ? nil : form, diagnostics: diagnostics)
+    }
+
+    /// Reads and checks the spec file at `path`. An unreadable file is a diagnostic, not a throw.
+    public static func check(fileAt path: String) -> CheckedSpec {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return CheckedSpec(form: nil, diagnostics: [
+                Diagnostic(.error, path: path, at: SourceLocation(line: 1, column: 1), "cannot read the file")
+            ])
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            return CheckedSpec(form: nil, diagnostics: [
+                Diagnostic(.error, path: path, at: SourceLocation(line: 1, column: 1), "the file is not UTF-8 text")
+            ])
+        }
+        return check(text: text, path: path)
+    }
+
+    /// The spec files named by `paths`: files as given, folders searched (not recursively) for
+    /// `*.yaml` and `*.yml`, sorted by name so that output is deterministic.
+    public static func specFiles(in paths: [String]) -> [String] {
+        var files: [String] = []
+        let fm = FileManager.default
+        for path in paths {
+            var isDirectory: ObjCBool = false
+            if fm.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                let names = (try? fm.contentsOfDirectory(atPath: path)) ?? []
+                files += names.filter { $0.hasSuffix(".yaml") || $0.hasSuffix(".yml") }.sorted()
+                    .map { (path as NSString).appendingPathComponent($0) }
+            } else {
+                files.append(path)
+            }
+        }
+        return files
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+
+/// One rule a payload breaks, located by a JSON Pointer (`#/lines/3/quantity`) so that a form,
+/// a server in another language, or an RFC 9457 problem body can all point at the same field.
+public struct FieldError: Codable, Sendable, Hashable, CustomStringConvertible {
+    /// A JSON Pointer in URI-fragment form into the payload.
+    public var pointer: String
+    /// A stable machine code: `required`, `min`, `max`, `min_length`, `max_length`, `pattern`,
+    /// `min_count`, `max_count`, `max_bytes`, `content_type`, `currency`, `range`, `invalid`.
+    public var code: String
+    /// A sentence for a person.
+    public var detail: String
+
+    public init(pointer: String, code: String, detail: String) {
+        self.pointer = pointer
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { "\(pointer): \(code): \(detail)" }
+}
+
+/// JSON Pointer helpers (RFC 6901 in the URI-fragment form that FormSync uses on the wire).
+public enum JSONPointer {
+    /// The pointer to the whole payload.
+    public static let root = "#"
+
+    /// `#/lines` + `3` gives `#/lines/3`; `~` and `/` in keys are escaped.
+    public static func appending(_ pointer: String, _ token: String) -> String {
+        pointer + "/" + token.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+    }
+
+    public static func appending(_ pointer: String, _ index: Int) -> String {
+        pointer + "/" + String(index)
+    }
+
+    /// The unescaped reference tokens of a pointer; nil when it is not in `#/…` form.
+    public static func tokens(_ pointer: String) -> [String]? {
+        guard pointer.hasPrefix("#") else { return nil }
+        let body = pointer.dropFirst()
+        if body.isEmpty { return [] }
+        guard body.hasPrefix("/") else { return nil }
+        return body.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map {
+            $0.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
+        }
+    }
+}

@@ -1,0 +1,27 @@
+/// What every generated form model is: a typed payload that knows its form, its lane and endpoint,
+/// its own validation, which of its fields hold placeholder ids, and how to merge three versions
+/// of itself. The outbox and the server work only through this protocol.
+public protocol FormPayload: Codable, Sendable, Equatable {
+    /// The form's name, sent as `FormSync-Form`.
+    static var formName: String { get }
+    /// The spec version of the payload's shape, stamped on every queued item.
+    static var formVersion: Int { get }
+    /// The endpoint with its `{field}` placeholders, as written in the spec.
+    static var endpointTemplate: String { get }
+
+    /// The ordering lane: payloads with the same lane are delivered in order. Nil when the form
+    /// declares no entity, in which case each document is its own lane.
+    var lane: String? { get }
+    /// The endpoint path with this payload's values filled in (percent-encoded).
+    var endpoint: String { get }
+    /// Every rule violation, each with a JSON Pointer into the payload. Empty means valid.
+    func validate() -> [FieldError]
+    /// The placeholder ids (negative) held in file and reference fields, at any depth, each once,
+    /// in field order.
+    var placeholders: [Int64] { get }
+    /// A copy with placeholder ids replaced by server ids where `ids` knows them.
+    func remapped(_ ids: [Int64: Int64]) -> Self
+    /// Reconciles a local edit with the server's current record, field by field, from their
+    /// common base, applying each field's conflict policy.
+    static func merge(base: Self, local: Self, server: Self) -> MergeResult<Self>
+}
