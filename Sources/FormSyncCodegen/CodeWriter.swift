@@ -1,0 +1,66 @@
+/// Accumulates source text line by line with four-space indentation.
+struct CodeWriter {
+    private(set) var text = ""
+    private var depth = 0
+
+    mutating func line(_ s: String = "") {
+        if s.isEmpty {
+            text += "\n"
+        } else {
+            text += String(repeating: "    ", count: depth) + s + "\n"
+        }
+    }
+
+    /// Writes `header {`, the body one level deeper, then `}`.
+    mutating func block(_ header: String, _ body: (inout CodeWriter) -> Void) {
+        line(header + " {")
+        depth += 1
+        body(&self)
+        depth -= 1
+        line("}")
+    }
+
+    /// Writes a `switch` whose `case` lines stand at the switch's own level, as Swift style has it.
+    mutating func switchBlock(_ header: String, _ body: (inout CodeWriter) -> Void) {
+        line(header + " {")
+        body(&self)
+        line("}")
+    }
+
+    /// Writes a `///` doc comment, one line per line of `text`.
+    mutating func doc(_ text: String) {
+        for part in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = part.trimmingTrailingSpaces()
+            line(trimmed.isEmpty ? "///" : "/// " + trimmed)
+        }
+    }
+}
+
+extension Substring {
+    func trimmingTrailingSpaces() -> String {
+        var s = String(self)
+        while s.last == " " || s.last == "\t" { s.removeLast() }
+        return s
+    }
+}
+
+/// A Swift string literal for any text.
+func swiftLiteral(_ value: String) -> String {
+    var out = "\""
+    for scalar in value.unicodeScalars {
+        switch scalar {
+        case "\\": out += "\\\\"
+        case "\"": out += "\\\""
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        default:
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                out += "\\u{" + String(scalar.value, radix: 16) + "}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+    }
+    return out + "\""
+}

@@ -1,0 +1,194 @@
+import FormSpec
+
+/// Translates a checked form into a JSON Schema (draft 2020-12) of its payload, for backends
+/// that are not written in Swift. It states the same rules the generated validator runs.
+public enum JSONSchemaGenerator {
+    /// The schema of `form`'s payload.
+    public static func schema(for form: FormDefinition) -> JSONValue {
+        var root: [(String, JSONValue)] = [
+            ("$schema", .string("https://json-schema.org/draft/2020-12/schema")),
+            ("$id", .string("urn:formsync:form:\(form.name):\(form.version)")),
+            ("title", .string(form.name)),
+        ]
+        if let summary = form.summary { root.append(("description", .string(summary))) }
+        root += objectSchema(form.fields)
+        root.append(("$defs", .object(definitions)))
+        var meta: [(String, JSONValue)] = [
+            ("form", .string(form.name)), ("version", .integer(Int64(form.version))), ("endpoint", .string(form.endpoint)),
+        ]
+        if let entity = form.entity { meta.append(("entity", .string(entity))) }
+        root.append(("x-formsync", .object(meta)))
+        return .object(root)
+    }
+
+    static let definitions: [(String, JSONValue)] = [
+        ("Money", .object([
+            ("description", .string("An exact amount: integer minor units and an ISO 4217 currency code.")),
+            ("type", .string("object")),
+            ("properties", .object([
+                ("minor_units", .object([("type", .string("integer"))])),
+                ("currency", .object([("type", .string("string")), ("pattern", .string("^[A-Z]{3}$"))])),
+            ])),
+            ("required", .array([.string("minor_units"), .string("currency")])),
+            ("additionalProperties", .bool(false)),
+        ])),
+        ("FileRef", .object([
+            ("description", .string("A file: a negative placeholder id before upload, the server's positive id after.")),
+            ("type", .string("object")),
+            ("properties", .object([
+                ("id", .object([("type", .string("integer")), ("not", .object([("const", .integer(0))]))])),
+                ("byte_count", .object([("type", .string("integer")), ("minimum", .integer(0))])),
+                ("content_type", .object([("type", .string("string"))])),
+            ])),
+            ("required", .array([.string("id")])),
+            ("additionalProperties", .bool(false)),
+        ])),
+        ("GeoPoint", .object([
+            ("description", .string("WGS 84 degrees, with the horizontal accuracy in metres when known.")),
+            ("type", .string("object")),
+            ("properties", .object([
+                ("latitude", .object([("type", .string("number")), ("minimum", .integer(-90)), ("maximum", .integer(90))])),
+                ("longitude", .object([("type", .string("number")), ("minimum", .integer(-180)), ("maximum", .integer(180))])),
+                ("accuracy", .object([("type", .string("number")), ("minimum", .integer(0))])),
+            ])),
+            ("required", .array([.string("latitude"), .string("longitude")])),
+            ("additionalProperties", .bool(false)),
+        ])),
+    ]
+
+    static func objectSchema(_ fields: [FieldDefinition]) -> [(String, JSONValue)] {
+        var result: [(String, JSONValue)] = [
+            ("type", .string("object")),
+            ("properties", .object(fields.map { ($0.name, fieldSchema($0)) })),
+        ]
+        let required = fields.filter(\.required).map { JSONValue.string($0.name) }
+        if !required.isEmpty { result.append(("required", .array(required))) }
+        result.append(("additionalProperties", .bool(false)))
+        var conditions: [JSONValue] = []
+        for field in fields {
+            for condition in field.requiredIf {
+                guard let sibling = fields.first(where: { $0.name == condition.field }) else { continue }
+                let values = condition.values.map { conditionValue($0, sibling) }
+                let test: JSONValue = values.count == 1 ? .object([("const", values[0])]) : .object([("enum", .array(values))])
+                conditions.append(.object([
+                    ("if", .object([
+                        ("properties", .object([(condition.field, test)])),
+                        ("required", .array([.string(condition.field)])),
+                    ])),
+                    ("then", .object([("required", .array([.string(field.name)]))])),
+                ]))
+            }
+        }
+        if !conditions.isEmpty { result.append(("allOf", .array(conditions))) }
+        return result
+    }
+
+    static func conditionValue(_ value: String, _ sibling: FieldDefinition) -> JSONValue {
+        switch sibling.kind {
+        case .boolean: return .bool(value == "true")
+        case .integer: return .integer(Int64(value) ?? 0)
+        default: return .string(value)
+        }
+    }
+
+    static func fieldSchema(_ field: FieldDefinition) -> JSONValue {
+        var schema: [(String, JSONValue)] = []
+        if let summary = field.summary { schema.append(("description", .string(summary))) }
+        schema += kindSchema(field.kind)
+        if field.serverAuthority { schema.append(("x-formsync-authority", .string("server"))) }
+        if field.conflict != .merge { schema.append(("x-formsync-conflict", .string(field.conflict.rawValue))) }
+        return .object(schema)
+    }
+
+    static func counts(_ count: CountRule) -> [(String, JSONValue)] {
+        var out: [(String, JSONValue)] = []
+        if let min = count.min { out.append(("minItems", .integer(Int64(min)))) }
+        if let max = count.max { out.append(("maxItems", .integer(Int64(max)))) }
+        return out
+    }
+
+    static func fileSchema(_ rule: FileRule) -> JSONValue {
+        var properties: [(String, JSONValue)] = []
+        if let maxBytes = rule.maxBytes { properties.append(("byte_count", .object([("maximum", .integer(maxBytes))]))) }
+        if !rule.contentTypes.isEmpty {
+            let alternatives = rule.contentTypes.map { type in
+                type.hasSuffix("/*") ? escapeRegex(String(type.dropLast())) + ".+" : escapeRegex(type)
+            }
+            properties.append(("content_type", .object([("pattern", .string("^(" + alternatives.joined(separator: "|") + ")$"))])))
+        }
+        var schema: [(String, JSONValue)] = [("$ref", .string("#/$defs/FileRef"))]
+        if !properties.isEmpty { schema.append(("properties", .object(properties))) }
+        return .object(schema)
+    }
+
+    static func escapeRegex(_ s: String) -> String {
+        var out = ""
+        for ch in s {
+            if ".+*?^$()[]{}|\\/".contains(ch) { out += "\\" }
+            out.append(ch)
+        }
+        return out
+    }
+
+    static func kindSchema(_ kind: FieldKind) -> [(String, JSONValue)] {
+        switch kind {
+        case .text(let minLength, let maxLength, let pattern):
+            var out: [(String, JSONValue)] = [("type", .string("string"))]
+            if let minLength { out.append(("minLength", .integer(Int64(minLength)))) }
+            if let maxLength { out.append(("maxLength", .integer(Int64(maxLength)))) }
+            if let pattern { out.append(("pattern", .string("^(?:" + pattern + ")$"))) }
+            return out
+        case .integer(let min, let max):
+            var out: [(String, JSONValue)] = [("type", .string("integer"))]
+            if let min { out.append(("minimum", .integer(Int64(min)))) }
+            if let max { out.append(("maximum", .integer(Int64(max)))) }
+            return out
+        case .decimal(let min, let max):
+            var out: [(String, JSONValue)] = [("type", .string("number"))]
+            if let min { out.append(("minimum", .number(min))) }
+            if let max { out.append(("maximum", .number(max))) }
+            return out
+        case .boolean:
+            return [("type", .string("boolean"))]
+        case .date:
+            return [("type", .string("string")), ("format", .string("date"))]
+        case .time:
+            return [("type", .string("string")), ("pattern", .string("^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$"))]
+        case .datetime:
+            return [("type", .string("string")), ("format", .string("date-time"))]
+        case .choice(let set):
+            return [("enum", .array(set.options.map { .string($0.value) }))]
+        case .multiChoice(let set, let count):
+            return [
+                ("type", .string("array")), ("items", .object([("enum", .array(set.options.map { .string($0.value) }))])),
+                ("uniqueItems", .bool(true)),
+            ] + counts(count)
+        case .money(let min, let max, let currency):
+            var properties: [(String, JSONValue)] = []
+            var bounds: [(String, JSONValue)] = []
+            if let min { bounds.append(("minimum", .integer(min))) }
+            if let max { bounds.append(("maximum", .integer(max))) }
+            if !bounds.isEmpty { properties.append(("minor_units", .object(bounds))) }
+            if let currency { properties.append(("currency", .object([("const", .string(currency))]))) }
+            var out: [(String, JSONValue)] = [("$ref", .string("#/$defs/Money"))]
+            if !properties.isEmpty { out.append(("properties", .object(properties))) }
+            return out
+        case .geopoint:
+            return [("$ref", .string("#/$defs/GeoPoint"))]
+        case .reference(let target):
+            return [
+                ("type", .string("integer")), ("not", .object([("const", .integer(0))])),
+                ("x-formsync-reference", .string(target)),
+            ]
+        case .file(let kind, let rule):
+            if rule.multiple {
+                return [("type", .string("array")), ("items", fileSchema(rule))] + counts(rule.count)
+                    + [("x-formsync-file", .string(kind.rawValue))]
+            }
+            guard case .object(let pairs) = fileSchema(rule) else { return [] }
+            return pairs + [("x-formsync-file", .string(kind.rawValue))]
+        case .list(let list):
+            return [("type", .string("array")), ("items", .object(objectSchema(list.fields)))] + counts(list.count)
+        }
+    }
+}
