@@ -19,11 +19,15 @@ public struct FormDefinition: Sendable, Equatable {
     public var fields: [FieldDefinition]
     /// The spec's file name, for the do-not-edit header.
     public var sourceName: String
+    /// Where the form's name is written, for diagnostics that span several specs.
+    public var nameLocation: SourceLocation
 
     public init(
         name: String, version: Int, summary: String?, endpoint: String, endpointFields: [String],
-        entity: String?, choiceLists: [ChoiceSet], fields: [FieldDefinition], sourceName: String
+        entity: String?, choiceLists: [ChoiceSet], fields: [FieldDefinition], sourceName: String,
+        nameLocation: SourceLocation
     ) {
+        self.nameLocation = nameLocation
         self.name = name
         self.version = version
         self.summary = summary

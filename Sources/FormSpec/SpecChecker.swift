@@ -123,7 +123,7 @@ struct SpecChecker {
         return FormDefinition(
             name: name, version: version, summary: summary, endpoint: endpoint, endpointFields: endpointFields,
             entity: entity, choiceLists: choiceOrder.map { namedChoices[$0]!.set }, fields: fields,
-            sourceName: sourceName)
+            sourceName: sourceName, nameLocation: keys["form"]?.value.location ?? root.location)
     }
 
     mutating func checkEndpoint(_ value: String, node: YAMLNode, fields: [FieldDefinition]) -> [String] {
@@ -615,12 +615,12 @@ struct SpecChecker {
             return nil
         }
         let digits = value.hasPrefix("-") ? value.dropFirst() : Substring(value)
-        if digits.count > 1, digits.hasPrefix("0"), digits.allSatisfy { $0.isASCII && $0.isNumber } {
+        if digits.count > 1, digits.hasPrefix("0"), digits.allSatisfy({ $0.isASCII && $0.isNumber }) {
             let fixed = digits.drop { $0 == "0" }
             error(node.location, "'\(value)' has a leading zero, which YAML 1.1 reads as an octal number; write \(value.hasPrefix("-") ? "-" : "")\(fixed.isEmpty ? "0" : String(fixed))")
             return nil
         }
-        guard !digits.isEmpty, digits.allSatisfy { $0.isASCII && $0.isNumber }, let number = Int(value) else {
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(value) else {
             error(node.location, "\(what) must be an integer, found '\(value)'")
             return nil
         }

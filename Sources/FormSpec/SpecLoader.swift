@@ -26,6 +26,12 @@ public enum SpecLoader {
         return CheckedSpec(form: diagnostics.hasErrors ? nil : form, diagnostics: diagnostics)
     }
 
+    /// Reads the YAML only, without checking it as a spec: the baseline of the generator benchmark.
+    public static func parseOnly(text: String, path: String) -> Bool {
+        var reader = YAMLReader(path: path)
+        return reader.read(text) != nil
+    }
+
     /// Reads and checks the spec file at `path`. An unreadable file is a diagnostic, not a throw.
     public static func check(fileAt path: String) -> CheckedSpec {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -39,6 +45,25 @@ public enum SpecLoader {
             ])
         }
         return check(text: text, path: path)
+    }
+
+    /// Checks several specs together: each on its own, then across them, since two specs
+    /// declaring the same form would generate the same Swift type.
+    public static func check(filesAt paths: [String]) -> [(path: String, spec: CheckedSpec)] {
+        var results = paths.map { (path: $0, spec: check(fileAt: $0)) }
+        var firstPath: [String: String] = [:]
+        for index in results.indices {
+            guard let form = results[index].spec.form else { continue }
+            if let other = firstPath[form.name] {
+                results[index].spec.diagnostics.append(Diagnostic(
+                    .error, path: results[index].path, at: form.nameLocation,
+                    "form '\(form.name)' is already declared in \(other)"))
+                results[index].spec.form = nil
+            } else {
+                firstPath[form.name] = results[index].path
+            }
+        }
+        return results
     }
 
     /// The spec files named by `paths`: files as given, folders searched (not recursively) for

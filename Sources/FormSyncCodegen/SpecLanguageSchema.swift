@@ -1,0 +1,120 @@
+/// The JSON Schema of the spec language itself, for editors' YAML support (completion and
+/// inline checks while a spec is written). The checker remains the authority: it also checks
+/// what a schema cannot, such as names resolving and clashes after case conversion.
+public enum SpecLanguageSchema {
+    public static func schema() -> JSONValue {
+        .object([
+            ("$schema", .string("https://json-schema.org/draft/2020-12/schema")),
+            ("$id", .string("urn:formsync:spec-language:1")),
+            ("title", .string("FormSync form spec")),
+            ("description", .string("One form per file. See README.md, 'The spec language'.")),
+            ("type", .string("object")),
+            ("properties", .object([
+                ("form", describe("The Swift type name of the payload.", [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
+                ("version", describe("Bumped on every change to the payload's shape.", [("type", .string("integer")), ("minimum", .integer(1))])),
+                ("description", describe("Becomes the type's doc comment.", [("type", .string("string"))])),
+                ("endpoint", describe("Path the payload is sent to; {field} placeholders name required top-level fields.", [("type", .string("string")), ("pattern", .string("^/"))])),
+                ("entity", describe("The field whose value names the ordering lane.", [("type", .string("string"))])),
+                ("choices", describe("Named choice lists shared by several fields.", [
+                    ("type", .string("object")),
+                    ("additionalProperties", ref("options")),
+                ])),
+                ("fields", ref("fields")),
+            ])),
+            ("required", .array([.string("form"), .string("version"), .string("endpoint"), .string("fields")])),
+            ("additionalProperties", .bool(false)),
+            ("$defs", .object(definitions())),
+        ])
+    }
+
+    static let fieldTypes = [
+        "text", "integer", "decimal", "boolean", "date", "time", "datetime", "choice", "multi_choice", "money",
+        "geopoint", "reference", "photo", "signature", "audio", "video", "file", "list",
+    ]
+
+    static func describe(_ text: String, _ rest: [(String, JSONValue)]) -> JSONValue {
+        .object([("description", .string(text))] + rest)
+    }
+
+    static func ref(_ name: String) -> JSONValue {
+        .object([("$ref", .string("#/$defs/\(name)"))])
+    }
+
+    static let count: JSONValue = .object([("type", .string("integer")), ("minimum", .integer(0))])
+
+    static func definitions() -> [(String, JSONValue)] {
+        let fileRules = ["min_count", "max_count", "max_bytes", "content_types"]
+        let rulesByType: [(String, [String])] = [
+            ("text", ["min_length", "max_length", "pattern"]), ("integer", ["min", "max"]), ("decimal", ["min", "max"]),
+            ("choice", ["options"]), ("multi_choice", ["options", "min_count", "max_count"]),
+            ("money", ["min", "max", "currency", "authority"]), ("reference", ["to"]),
+            ("photo", fileRules), ("signature", fileRules), ("audio", fileRules), ("video", fileRules), ("file", fileRules),
+            ("list", ["fields", "item", "min_count", "max_count"]),
+        ]
+        let common = ["type", "description", "label", "required", "required_if", "conflict"]
+        var perType: [JSONValue] = []
+        for type in fieldTypes {
+            let rules = rulesByType.first { $0.0 == type }?.1 ?? []
+            var then: [(String, JSONValue)] = [("propertyNames", .object([("enum", .array((common + rules).map { .string($0) }))]))]
+            let needs = ["choice": "options", "multi_choice": "options", "reference": "to", "list": "fields"]
+            if let needed = needs[type] { then.append(("required", .array([.string(needed)]))) }
+            perType.append(.object([
+                ("if", .object([("properties", .object([("type", .object([("const", .string(type))]))]))])),
+                ("then", .object(then)),
+            ]))
+        }
+        return [
+            ("fields", .object([
+                ("type", .string("object")),
+                ("propertyNames", .object([("pattern", .string("^[a-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$"))])),
+                ("additionalProperties", ref("field")),
+                ("minProperties", .integer(1)),
+            ])),
+            ("options", .object([
+                ("type", .string("array")), ("minItems", .integer(1)), ("uniqueItems", .bool(true)),
+                ("items", .object([("type", .string("string")), ("pattern", .string("^[A-Za-z0-9][A-Za-z0-9_]*$"))])),
+            ])),
+            ("field", .object([
+                ("oneOf", .array([
+                    describe("Shorthand: just the type name.", [("enum", .array(fieldTypes.map { .string($0) }))]),
+                    .object([
+                        ("type", .string("object")),
+                        ("properties", .object([
+                            ("type", .object([("enum", .array(fieldTypes.map { .string($0) }))])),
+                            ("description", .object([("type", .string("string"))])),
+                            ("label", .object([("type", .string("string"))])),
+                            ("required", .object([("type", .string("boolean"))])),
+                            ("required_if", describe("Required when a sibling field holds one of these values.", [
+                                ("type", .string("object")), ("minProperties", .integer(1)),
+                            ])),
+                            ("conflict", .object([("enum", .array(["merge", "client", "server", "ask"].map { .string($0) }))])),
+                            ("authority", .object([("const", .string("server"))])),
+                            ("currency", .object([("type", .string("string")), ("pattern", .string("^[A-Z]{3}$"))])),
+                            ("min", .object([("type", .string("number"))])),
+                            ("max", .object([("type", .string("number"))])),
+                            ("min_length", count),
+                            ("max_length", .object([("type", .string("integer")), ("minimum", .integer(1))])),
+                            ("pattern", .object([("type", .string("string"))])),
+                            ("options", .object([("oneOf", .array([ref("options"), describe("The name of a list in 'choices'.", [("type", .string("string"))])]))])),
+                            ("min_count", count),
+                            ("max_count", .object([("type", .string("integer")), ("minimum", .integer(1))])),
+                            ("max_bytes", .object([("oneOf", .array([
+                                .object([("type", .string("integer")), ("minimum", .integer(1))]),
+                                .object([("type", .string("string")), ("pattern", .string("^[1-9][0-9]*(B|KB|MB|GB)$"))]),
+                            ]))])),
+                            ("content_types", .object([
+                                ("type", .string("array")),
+                                ("items", .object([("type", .string("string")), ("pattern", .string("^[a-z]+/([a-z0-9][a-z0-9.+-]*|\\*)$"))])),
+                            ])),
+                            ("to", .object([("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
+                            ("item", .object([("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
+                            ("fields", ref("fields")),
+                        ])),
+                        ("required", .array([.string("type")])),
+                        ("allOf", .array(perType)),
+                    ]),
+                ])),
+            ])),
+        ]
+    }
+}

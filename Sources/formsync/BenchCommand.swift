@@ -1,0 +1,82 @@
+import FormSpec
+import FormSyncCodegen
+import Foundation
+
+/// `formsync bench ...`: measured figures for BENCHMARKS.md, each against a baseline measured
+/// in the same run. Nothing here asserts a timing; it prints what it measured.
+enum BenchCommand {
+    static let help = """
+        usage: formsync bench generator [--specs N] [--rounds R] [--from DIR]
+
+          generator   check + generate N specs (variants of the specs in DIR, default FormSpecs),
+                      against a baseline that only reads the same YAML with libyaml.
+        """
+
+    static func run(_ raw: [String]) throws -> Int32 {
+        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from"], flags: ["--help", "-h"])
+        if args.flags.contains("--help") || args.flags.contains("-h") {
+            print(help)
+            return 0
+        }
+        switch args.positionals.first {
+        case "generator":
+            return try generator(
+                specs: args.integer("--specs", default: 200), rounds: args.integer("--rounds", default: 5),
+                from: args.values["--from"] ?? "FormSpecs")
+        default:
+            throw UsageError("name a benchmark: generator")
+        }
+    }
+
+    static func generator(specs count: Int, rounds: Int, from folder: String) throws -> Int32 {
+        let sources = SpecLoader.specFiles(in: [folder]).compactMap { path -> (String, String)? in
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8),
+                let form = SpecLoader.check(text: text, path: path).form
+            else { return nil }
+            return (form.name, text)
+        }
+        guard !sources.isEmpty, count > 0, rounds > 0 else { throw UsageError("no valid specs in \(folder)") }
+        // N distinct specs: each a copy of a real one under its own form name.
+        let texts = (0..<count).map { i -> (path: String, text: String) in
+            let (name, text) = sources[i % sources.count]
+            return ("Bench\(i).yaml", text.replacingOccurrences(of: "form: \(name)", with: "form: \(name)\(i)"))
+        }
+        var baseline: [Double] = []
+        var full: [Double] = []
+        var bytes = 0
+        for _ in 0..<rounds {
+            baseline.append(measure {
+                for (path, text) in texts { _ = SpecLoader.parseOnly(text: text, path: path) }
+            })
+            full.append(measure {
+                bytes = 0
+                for (path, text) in texts {
+                    guard let form = SpecLoader.check(text: text, path: path).form else { fatalError("bench spec \(path) has errors") }
+                    for file in GeneratedFile.outputs(for: form) { bytes += file.contents.utf8.count }
+                }
+            })
+        }
+        let base = median(baseline)
+        let total = median(full)
+        print("generator benchmark: \(count) specs, median of \(rounds) rounds, \(bytes) bytes generated per round")
+        print("  yaml read only (libyaml, baseline): \(format(base * 1000)) ms  \(format(Double(count) / base)) specs/s")
+        print("  check + generate Swift and schema:  \(format(total * 1000)) ms  \(format(Double(count) / total)) specs/s")
+        print("  ratio full / baseline: \(format(total / base))x")
+        return 0
+    }
+
+    static func measure(_ body: () -> Void) -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        body()
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted[sorted.count / 2]
+    }
+
+    static func format(_ value: Double) -> String {
+        String(format: value >= 100 ? "%.0f" : "%.2f", value)
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// The `formsync` command-line tool. Exit status: 0 ok, 1 problems found, 2 a usage mistake.
+@main
+enum FormSyncTool {
+    typealias Run = @Sendable ([String]) async throws -> Int32
+
+    static let commands: [(name: String, summary: String, run: Run)] = [
+        ("check", "Check form specs; print every problem as path:line:column: error: message", CheckCommand.run),
+        ("generate", "Generate Swift and JSON Schema from specs (--check compares instead)", GenerateCommand.run),
+        ("schema", "Print the JSON Schema of the spec language, for editors", SchemaCommand.run),
+        ("bench", "Measure throughput against a same-run baseline (see BENCHMARKS.md)", BenchCommand.run),
+    ]
+
+    static var help: String {
+        """
+        usage: formsync COMMAND [ARGUMENTS]   (formsync COMMAND --help for each command)
+
+        commands:
+        \(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+        """
+    }
+
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        guard let name = arguments.first else {
+            printError(help)
+            exit(2)
+        }
+        if ["--help", "-h", "help"].contains(name) {
+            print(help)
+            exit(0)
+        }
+        guard let command = commands.first(where: { $0.name == name }) else {
+            printError("formsync: unknown command '\(name)'\n\n\(help)")
+            exit(2)
+        }
+        do {
+            exit(try await command.run(Array(arguments.dropFirst())))
+        } catch let error as UsageError {
+            printError("formsync \(name): \(error.message) (see formsync \(name) --help)")
+            exit(2)
+        } catch {
+            printError("formsync \(name): \(error)")
+            exit(1)
+        }
+    }
+}
+
+/// Writes a line to standard error: diagnostics and progress, so standard output stays data.
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}
