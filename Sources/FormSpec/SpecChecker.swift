@@ -101,7 +101,7 @@ struct SpecChecker {
         if let node = keys["entity"]?.value, let value = text(node, "entity") {
             if let field = fields.first(where: { $0.name == value }) {
                 if !field.kind.canNameAPath {
-                    error(node.location, "entity '\(value)' is a \(field.kind.typeName) field; a lane needs a text, integer, choice or reference field")
+                    error(node.location, "entity '\(value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; a lane needs a text, integer, choice or reference field")
                 } else if !field.required {
                     error(node.location, "entity field '\(value)' must be required: every submission needs a lane")
                 } else {
@@ -148,7 +148,7 @@ struct SpecChecker {
                 let placeholder = String(value[value.index(after: index)..<close])
                 if let field = fields.first(where: { $0.name == placeholder }) {
                     if !field.kind.canNameAPath {
-                        error(column(index), "endpoint placeholder {\(placeholder)} is a \(field.kind.typeName) field; a path needs a text, integer, choice or reference field")
+                        error(column(index), "endpoint placeholder {\(placeholder)} is \(article(field.kind.typeName)) \(field.kind.typeName) field; a path needs a text, integer, choice or reference field")
                     } else if !field.required {
                         error(column(index), "endpoint placeholder {\(placeholder)} names a field that is not required; the endpoint could not be built without it")
                     } else {
@@ -241,7 +241,10 @@ struct SpecChecker {
     ) -> (FieldDefinition, YAMLNode?)? {
         var keys: [String: Pair] = [:]
         let typeNode: YAMLNode
-        if case .scalar = value.kind {
+        if case .scalar(let text, true) = value.kind, Self.yamlNulls.contains(text) {
+            error(value.location, "field '\(display)' has no type; write for example '\(name): text'")
+            return nil
+        } else if case .scalar = value.kind {
             typeNode = value
         } else {
             guard let pairs = mapping(value, "field '\(display)'") else { return nil }
@@ -260,7 +263,7 @@ struct SpecChecker {
         let allowed = Set(Self.commonFieldKeys + rules)
         for (keyName, pair) in keys.sorted(by: { $0.value.key.location < $1.value.key.location }) where !allowed.contains(keyName) {
             if Self.allFieldKeys.contains(keyName) {
-                error(pair.key.location, "'\(keyName)' does not apply to a \(type) field")
+                error(pair.key.location, "'\(keyName)' does not apply to \(article(type)) \(type) field")
             } else {
                 error(pair.key.location, "unknown key '\(keyName)' in field '\(display)'\(suggestion(keyName, Array(allowed)))")
             }
@@ -446,7 +449,7 @@ struct SpecChecker {
                 case .text:
                     if let t = text(item, "required_if value") { values.append(t) }
                 default:
-                    error(key.location, "required_if can test a choice, boolean, integer or text field; '\(pathPrefix + name)' is a \(sibling.kind.typeName) field")
+                    error(key.location, "required_if can test a choice, boolean, integer or text field; '\(pathPrefix + name)' is \(article(sibling.kind.typeName)) \(sibling.kind.typeName) field")
                 }
             }
             if !values.isEmpty { conditions.append(Condition(field: name, values: values)) }
@@ -466,7 +469,7 @@ struct SpecChecker {
             return nil
         }
         var options: [ChoiceOption] = []
-        var seenValues: [String: Int] = [:]
+        var seenValues: [String: SourceLocation] = [:]
         var seenCases: [String: String] = [:]
         for item in items {
             guard let value = text(item, "option") else { continue }
@@ -476,8 +479,8 @@ struct SpecChecker {
                 error(item.location, "option '\(value)' must hold only letters, digits and underscores")
                 continue
             }
-            if let line = seenValues[value] {
-                error(item.location, "option '\(value)' is listed twice (first on line \(line))")
+            if let first = seenValues[value] {
+                error(item.location, "option '\(value)' is listed twice (first at line \(first.line), column \(first.column))")
                 continue
             }
             var caseName = Naming.lowerCamel(value)
@@ -486,7 +489,7 @@ struct SpecChecker {
                 error(item.location, "options '\(value)' and '\(other)' both become the Swift case '\(caseName)'")
                 continue
             }
-            seenValues[value] = item.location.line
+            seenValues[value] = item.location
             seenCases[caseName] = value
             options.append(ChoiceOption(value: value, caseName: caseName))
         }
@@ -549,6 +552,7 @@ struct SpecChecker {
     static let yamlNulls: Set<String> = ["", "~", "null", "Null", "NULL"]
 
     mutating func mapping(_ node: YAMLNode, _ what: String) -> [Pair]? {
+        if case .invalid = node.kind { return nil }
         guard case .mapping(let pairs) = node.kind else {
             error(node.location, "\(what) must be a mapping of keys to values, found \(node.kindName)")
             return nil
@@ -573,6 +577,7 @@ struct SpecChecker {
     /// A text value. Plain scalars that other YAML tools would read as booleans or null are
     /// refused, so a spec means the same thing everywhere.
     mutating func text(_ node: YAMLNode, _ what: String) -> String? {
+        if case .invalid = node.kind { return nil }
         guard case .scalar(let value, let plain) = node.kind else {
             error(node.location, "\(what) must be a single value, found \(node.kindName)")
             return nil
@@ -591,6 +596,7 @@ struct SpecChecker {
     }
 
     mutating func bool(_ node: YAMLNode, _ what: String) -> Bool? {
+        if case .invalid = node.kind { return nil }
         guard case .scalar(let value, let plain) = node.kind else {
             error(node.location, "\(what) must be true or false, found \(node.kindName)")
             return nil
@@ -606,6 +612,7 @@ struct SpecChecker {
     }
 
     mutating func integer(_ node: YAMLNode, _ what: String) -> Int? {
+        if case .invalid = node.kind { return nil }
         guard case .scalar(let value, let plain) = node.kind else {
             error(node.location, "\(what) must be an integer, found \(node.kindName)")
             return nil
@@ -629,6 +636,7 @@ struct SpecChecker {
 
     /// An exact decimal literal such as `12.50`, kept as written.
     mutating func decimal(_ node: YAMLNode, _ what: String) -> String? {
+        if case .invalid = node.kind { return nil }
         guard case .scalar(let value, let plain) = node.kind, plain,
             value.range(of: #"^-?(0|[1-9][0-9]*)(\.[0-9]+)?$"#, options: .regularExpression) != nil
         else {
@@ -673,6 +681,12 @@ struct SpecChecker {
         }
         return previous[b.count]
     }
+}
+
+/// "an integer", "a text".
+func article(_ word: String) -> String {
+    guard let first = word.first else { return "a" }
+    return "aeiou".contains(first) ? "an" : "a"
 }
 
 extension FieldKind {

@@ -8,6 +8,8 @@ struct YAMLNode: Sendable {
         case scalar(String, plain: Bool)
         case mapping([(key: YAMLNode, value: YAMLNode)])
         case sequence([YAMLNode])
+        /// A node already reported as not allowed (an alias); checks skip it silently.
+        case invalid
     }
 
     var kind: Kind
@@ -28,6 +30,7 @@ struct YAMLNode: Sendable {
         case .scalar: return "a scalar"
         case .mapping: return "a mapping"
         case .sequence: return "a list"
+        case .invalid: return "an alias"
         }
     }
 }

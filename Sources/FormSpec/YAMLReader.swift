@@ -78,7 +78,7 @@ struct YAMLReader {
         switch event.type {
         case YAML_ALIAS_EVENT:
             error(event.location, "aliases (*name) are not allowed in a spec; write the value out")
-            return YAMLNode(kind: .scalar("", plain: false), location: event.location)
+            return YAMLNode(kind: .invalid, location: event.location)
         case YAML_SCALAR_EVENT:
             return YAMLNode(kind: .scalar(event.value, plain: event.plain), location: event.location)
         case YAML_SEQUENCE_START_EVENT:

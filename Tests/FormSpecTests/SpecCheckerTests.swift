@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+
+@testable import FormSpec
+
+struct SpecCheckerTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    func check(_ text: String) -> CheckedSpec {
+        SpecLoader.check(text: text, path: "Spec.yaml")
+    }
+
+    @Test func everyExampleSpecChecksCleanAndTogetherTheyUseEveryFieldType() throws {
+        let files = SpecLoader.specFiles(in: [Self.root.appendingPathComponent("FormSpecs").path])
+        #expect(files.count >= 4)
+        var types: Set<String> = []
+        func collect(_ fields: [FieldDefinition]) {
+            for field in fields {
+                types.insert(field.kind.typeName)
+                if case .list(let list) = field.kind { collect(list.fields) }
+            }
+        }
+        for (path, spec) in SpecLoader.check(filesAt: files) {
+            #expect(spec.diagnostics.isEmpty, "\(path): \(spec.diagnostics)")
+            if let form = spec.form { collect(form.fields) }
+        }
+        #expect(types == Set(SpecChecker.typeNames))
+    }
+
+    @Test func positionsAreOneBasedLineAndColumnOfTheOffendingValue() {
+        let result = check("form: Visit\nversion: 1\nendpoint: /v\nfields:\n  count: { type: integer, min: x }\n")
+        #expect(result.diagnostics.map(\.description) == ["Spec.yaml:5:32: error: min must be an integer, found 'x'"])
+    }
+
+    @Test func aCheckedSpecKeepsFieldsRulesAndChoicesInDeclarationOrder() throws {
+        let result = check("""
+            form: Visit
+            version: 2
+            endpoint: /sites/{site}/visits
+            entity: site
+            choices:
+              outcome: [done, not_home]
+            fields:
+              site: { type: text, required: true, max_length: 8 }
+              result: { type: choice, options: outcome }
+              reason: { type: text, required_if: { result: [not_home] } }
+              lines:
+                type: list
+                min_count: 1
+                fields:
+                  qty: { type: integer, min: 1 }
+            """)
+        let form = try #require(result.form)
+        #expect(form.version == 2)
+        #expect(form.entity == "site")
+        #expect(form.endpointFields == ["site"])
+        #expect(form.fields.map(\.name) == ["site", "result", "reason", "lines"])
+        #expect(form.fields[0].kind == .text(minLength: nil, maxLength: 8, pattern: nil))
+        #expect(form.fields[2].requiredIf == [Condition(field: "result", values: ["not_home"])])
+        #expect(form.choiceLists.first?.options.map(\.caseName) == ["done", "notHome"])
+        guard case .list(let list) = form.fields[3].kind else {
+            Issue.record("lines is not a list")
+            return
+        }
+        #expect(list.itemTypeName == "Line")
+        #expect(list.count == CountRule(min: 1, max: nil))
+    }
+
+    @Test func trueAndFalseAreTheOnlyBooleansAndQuotedYesIsText() throws {
+        let ok = check("form: Poll\nversion: 1\nendpoint: /a\nfields:\n  a: { type: choice, options: [\"yes\", \"no\"], required: true }\n")
+        #expect(ok.diagnostics.isEmpty)
+        let bad = check("form: A\nversion: 1\nendpoint: /a\nfields:\n  a: { type: text, required: True }\n")
+        #expect(bad.diagnostics.map(\.message) == ["'True' is not a boolean in a FormSync spec (YAML 1.1 reads it as one); write true or false"])
+    }
+
+    @Test func byteSizesUseBinaryUnits() throws {
+        let result = check("form: A\nversion: 1\nendpoint: /a\nfields:\n  p: { type: photo, max_bytes: 8MB }\n  q: { type: file, max_bytes: 1500 }\n")
+        let form = try #require(result.form)
+        guard case .file(.photo, let p) = form.fields[0].kind, case .file(.file, let q) = form.fields[1].kind else {
+            Issue.record("unexpected kinds")
+            return
+        }
+        #expect(p.maxBytes == Int64(8_388_608))
+        #expect(q.maxBytes == 1500)
+        #expect(!p.multiple)
+    }
+
+    @Test func sameFormNameInTwoSpecsIsAnErrorAtTheSecond() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("formspec-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let text = "form: Same\nversion: 1\nendpoint: /a\nfields:\n  a: text\n"
+        try text.write(to: dir.appendingPathComponent("A.yaml"), atomically: true, encoding: .utf8)
+        try text.write(to: dir.appendingPathComponent("B.yaml"), atomically: true, encoding: .utf8)
+        let results = SpecLoader.check(filesAt: SpecLoader.specFiles(in: [dir.path]))
+        #expect(results[0].spec.diagnostics.isEmpty)
+        #expect(results[1].spec.diagnostics.map(\.description) == [
+            "\(dir.path)/B.yaml:1:7: error: form 'Same' is already declared in \(dir.path)/A.yaml"
+        ])
+    }
+
+    @Test func caseConversionFollowsSwiftConventions() {
+        #expect(Naming.lowerCamel("due_date") == "dueDate")
+        #expect(Naming.lowerCamel("dueDate") == "dueDate")
+        #expect(Naming.upperCamel("outcome_list") == "OutcomeList")
+        #expect(Naming.itemTypeName(forList: "lines") == "Line")
+        #expect(Naming.itemTypeName(forList: "address") == "AddressItem")
+        #expect(Naming.escaped("default") == "`default`")
+    }
+
+    @Test func anUnreadableFileIsADiagnosticNotACrash() {
+        let result = SpecLoader.check(fileAt: "/nonexistent/Spec.yaml")
+        #expect(result.diagnostics.map(\.description) == ["/nonexistent/Spec.yaml:1:1: error: cannot read the file"])
+    }
+}
