@@ -24,10 +24,11 @@ public struct FileRef: Codable, Sendable, Hashable {
         case contentType = "content_type"
     }
 
-    /// The same file with its id swapped when `ids` maps it.
+    /// The same file with its placeholder id swapped when `ids` maps it; a server id is never
+    /// touched.
     public func remapped(_ ids: [Int64: Int64]) -> FileRef {
         var copy = self
-        if let replacement = ids[id] { copy.id = replacement }
+        if id < 0, let replacement = ids[id] { copy.id = replacement }
         return copy
     }
 }
@@ -53,8 +54,10 @@ public struct EntityRef: Codable, Sendable, Hashable, CustomStringConvertible {
         try container.encode(id)
     }
 
+    /// The same reference with its placeholder id swapped when `ids` maps it; a server id is
+    /// never touched.
     public func remapped(_ ids: [Int64: Int64]) -> EntityRef {
-        EntityRef(ids[id] ?? id)
+        id < 0 ? EntityRef(ids[id] ?? id) : self
     }
 
     public var description: String { String(id) }
