@@ -25,6 +25,8 @@ let package = Package(
             dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncRuntime"]
         ),
         .plugin(name: "FormSyncPlugin", capability: .buildTool(), dependencies: ["formsync-gen"]),
+        // Test support: a scriptable in-process transport. Not a product.
+        .target(name: "FormSyncTesting", dependencies: ["FormSyncRuntime"]),
 
         // The example forms: every *.yaml in FormSpecs/ is compiled by the plugin.
         .target(
@@ -39,6 +41,7 @@ let package = Package(
         .testTarget(name: "FormSyncCodegenTests", dependencies: ["FormSpec", "FormSyncCodegen"]),
         .testTarget(name: "FormSyncRuntimeTests", dependencies: ["FormSyncRuntime"]),
         .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncRuntime"]),
+        .testTarget(name: "OutboxTests", dependencies: ["FieldForms", "FormSyncRuntime", "FormSyncTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

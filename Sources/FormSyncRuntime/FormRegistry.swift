@@ -1,0 +1,95 @@
+import Foundation
+
+/// The forms an outbox (or a server) knows, by name, with their generated behaviour reachable
+/// from stored JSON: the runtime stores payloads as bytes and needs the typed code back to
+/// validate, remap and merge them.
+public struct FormRegistry: Sendable {
+    /// The generated behaviour of one form over its JSON.
+    public struct Entry: Sendable {
+        public let name: String
+        public let version: Int
+        let decodeAndValidate: @Sendable (Data) throws -> [FieldError]
+        let placeholders: @Sendable (Data) throws -> [Int64]
+        let remap: @Sendable (Data, [Int64: Int64]) throws -> (payload: Data, endpoint: String)
+        let merge: @Sendable (Data, Data, Data) throws -> (merged: Data, conflicts: [FieldConflict])
+
+        /// Decodes and validates; a payload that does not decode yields one error per decoding problem.
+        public func validate(_ json: Data) -> [FieldError] {
+            do {
+                return try decodeAndValidate(json)
+            } catch {
+                return [FieldError(decoding: error)]
+            }
+        }
+    }
+
+    private let entries: [String: Entry]
+
+    public init(_ forms: [any FormPayload.Type]) {
+        var entries: [String: Entry] = [:]
+        for form in forms {
+            entries[form.formName] = Self.entry(for: form)
+        }
+        self.entries = entries
+    }
+
+    public subscript(name: String) -> Entry? { entries[name] }
+
+    public var names: [String] { entries.keys.sorted() }
+
+    /// JSON as the outbox stores and sends it: sorted keys, so the same payload is the same bytes.
+    public static func encode<P: Encodable>(_ value: P) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(value)
+    }
+
+    static func entry<P: FormPayload>(for type: P.Type) -> Entry {
+        let decode: @Sendable (Data) throws -> P = { try JSONDecoder().decode(P.self, from: $0) }
+        return Entry(
+            name: P.formName, version: P.formVersion,
+            decodeAndValidate: { try decode($0).validate() },
+            placeholders: { try decode($0).placeholders },
+            remap: { data, ids in
+                let remapped = try decode(data).remapped(ids)
+                return (try encode(remapped), remapped.endpoint)
+            },
+            merge: { base, local, server in
+                let result = P.merge(base: try decode(base), local: try decode(local), server: try decode(server))
+                return (try encode(result.merged), result.conflicts)
+            })
+    }
+}
+
+extension FieldError {
+    /// A decoding failure as a field error, pointing at the value that did not decode.
+    public init(decoding error: any Error) {
+        guard let error = error as? DecodingError else {
+            self.init(pointer: JSONPointer.root, code: "invalid", detail: "The payload is not valid JSON.")
+            return
+        }
+        let path: [any CodingKey]
+        let detail: String
+        switch error {
+        case .typeMismatch(let type, let context):
+            path = context.codingPath
+            detail = "Expected \(type)."
+        case .valueNotFound(let type, let context):
+            path = context.codingPath
+            detail = "Expected \(type), found null."
+        case .keyNotFound(let key, let context):
+            path = context.codingPath + [key]
+            detail = "This field is missing."
+        case .dataCorrupted(let context):
+            path = context.codingPath
+            detail = context.debugDescription
+        @unknown default:
+            path = []
+            detail = "The value could not be read."
+        }
+        let pointer = path.reduce(JSONPointer.root) { pointer, key in
+            key.intValue.map { JSONPointer.appending(pointer, $0) } ?? JSONPointer.appending(pointer, key.stringValue)
+        }
+        self.init(pointer: pointer, code: "invalid", detail: detail)
+    }
+}

@@ -1,0 +1,207 @@
+import CSQLite
+import Foundation
+
+/// A failed SQLite call: the extended result code, SQLite's message and the statement that
+/// failed. Bound values are never included, so a payload cannot leak into a log.
+public struct SQLiteError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// SQLite's extended result code (for example 1555, SQLITE_CONSTRAINT_PRIMARYKEY).
+    public var code: Int32
+    public var message: String
+    /// The SQL text that failed, without its bound values.
+    public var sql: String
+
+    public var description: String { "SQLite error \(code): \(message) (in: \(sql))" }
+}
+
+/// A value bound to or read from a statement.
+enum SQLValue: Sendable, Equatable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob(Data)
+}
+
+/// How hard a commit works to survive power loss.
+///
+/// In WAL mode, `synchronous=FULL` fsyncs the log on every commit, so a commit that returned is
+/// on disk; `NORMAL` leaves the fsync to the next checkpoint, so the last commits can vanish on
+/// power loss (never corrupt the file). FormSync uses `full` for every commit that a person was
+/// told about or acted on — enqueue ("saved"), resubmit, retry, discard, conflict resolution —
+/// and `normal` for the transitions whose loss is harmless because they are replayed: a lost
+/// lease returns the item to pending, a lost acknowledgement or parking means the same attempt
+/// is sent again and the server's idempotency ledger answers with the recorded result.
+enum Durability: Sendable {
+    case full
+    case normal
+}
+
+/// One SQLite connection: WAL mode (checked after setting it), a busy timeout, prepared
+/// statements cached by SQL text, `BEGIN IMMEDIATE` transactions scoped to a closure. Not
+/// thread-safe on its own: it is owned by one actor and used only from that actor's executor.
+final class SQLiteConnection {
+    private let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+    private var currentDurability: Durability?
+    let path: String
+
+    init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(code: rc, message: message, sql: "open \(path)")
+        }
+        handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+        let mode = try query("PRAGMA journal_mode=WAL") { $0.text(0) }.first ?? nil
+        guard mode?.lowercased() == "wal" else {
+            throw SQLiteError(code: SQLITE_ERROR, message: "WAL mode could not be enabled (journal_mode is \(mode ?? "unknown"))", sql: "PRAGMA journal_mode=WAL")
+        }
+        try execute("PRAGMA foreign_keys=ON")
+        try setDurability(.full)
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
+
+    private func error(_ rc: Int32, _ sql: String) -> SQLiteError {
+        SQLiteError(code: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+
+    /// Runs SQL with no result rows (one or several statements, no parameters).
+    func execute(_ sql: String) throws {
+        let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw error(rc, sql) }
+    }
+
+    private func prepared(_ sql: String) throws -> OpaquePointer {
+        if let statement = statements[sql] {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+            return statement
+        }
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard rc == SQLITE_OK, let statement else { throw error(rc, sql) }
+        statements[sql] = statement
+        return statement
+    }
+
+    private func bind(_ values: [SQLValue], to statement: OpaquePointer, sql: String) throws {
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let rc: Int32
+            switch value {
+            case .null: rc = sqlite3_bind_null(statement, index)
+            case .integer(let v): rc = sqlite3_bind_int64(statement, index, v)
+            case .real(let v): rc = sqlite3_bind_double(statement, index, v)
+            case .text(let v): rc = sqlite3_bind_text(statement, index, v, -1, transient)
+            case .blob(let v):
+                rc = v.withUnsafeBytes { raw in
+                    sqlite3_bind_blob(statement, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), transient)
+                }
+            }
+            guard rc == SQLITE_OK else { throw error(rc, sql) }
+        }
+    }
+
+    /// Runs one statement that returns no rows; returns the number of rows it changed.
+    @discardableResult
+    func run(_ sql: String, _ values: [SQLValue] = []) throws -> Int {
+        let statement = try prepared(sql)
+        defer { sqlite3_reset(statement) }
+        try bind(values, to: statement, sql: sql)
+        let rc = sqlite3_step(statement)
+        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw error(rc, sql) }
+        return Int(sqlite3_changes(handle))
+    }
+
+    /// Runs one statement and maps each row.
+    func query<T>(_ sql: String, _ values: [SQLValue] = [], _ map: (Row) throws -> T) throws -> [T] {
+        let statement = try prepared(sql)
+        defer { sqlite3_reset(statement) }
+        try bind(values, to: statement, sql: sql)
+        var rows: [T] = []
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw error(rc, sql) }
+            rows.append(try map(Row(statement: statement)))
+        }
+        return rows
+    }
+
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    func setDurability(_ durability: Durability) throws {
+        guard durability != currentDurability else { return }
+        try execute(durability == .full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
+        currentDurability = durability
+    }
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction committed at `durability`; rolls back and
+    /// rethrows when `body` or the commit throws.
+    func transaction<T>(_ durability: Durability, _ body: () throws -> T) throws -> T {
+        try setDurability(durability)
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// A result row, valid only inside the mapping closure.
+    struct Row {
+        let statement: OpaquePointer
+
+        func isNull(_ i: Int32) -> Bool { sqlite3_column_type(statement, i) == SQLITE_NULL }
+        func int(_ i: Int32) -> Int64 { sqlite3_column_int64(statement, i) }
+        func optionalInt(_ i: Int32) -> Int64? { isNull(i) ? nil : int(i) }
+        func text(_ i: Int32) -> String? {
+            guard let c = sqlite3_column_text(statement, i) else { return nil }
+            return String(cString: c)
+        }
+        func blob(_ i: Int32) -> Data? {
+            guard !isNull(i) else { return nil }
+            let count = Int(sqlite3_column_bytes(statement, i))
+            guard count > 0, let bytes = sqlite3_column_blob(statement, i) else { return Data() }
+            return Data(bytes: bytes, count: count)
+        }
+    }
+}
+
+/// Versioned schema migrations, each applied once in its own transaction and recorded in the
+/// database's `migrations` table with its version and name.
+struct SQLiteMigrator {
+    struct Migration {
+        var version: Int
+        var name: String
+        var sql: String
+    }
+
+    var migrations: [Migration]
+
+    func migrate(_ db: SQLiteConnection, now: Int64) throws {
+        try db.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
+        let applied = Set(try db.query("SELECT version FROM migrations") { $0.int(0) })
+        for migration in migrations.sorted(by: { $0.version < $1.version }) where !applied.contains(Int64(migration.version)) {
+            try db.transaction(.full) {
+                try db.execute(migration.sql)
+                try db.run("INSERT INTO migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                           [.integer(Int64(migration.version)), .text(migration.name), .integer(now)])
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import FormSyncRuntime
+import Foundation
+import Synchronization
+
+/// An in-process transport for tests: it records every request in order and answers each from a
+/// script of steps (done, transient, auth expired, conflict, rejected, or hang until released).
+/// Requests no scripted step matches are acknowledged with fresh server ids.
+public final class ScriptedTransport: OutboxTransport {
+    /// What to answer one request with.
+    public enum Step: Sendable {
+        case outcome(DeliveryOutcome)
+        /// Hold the request until `release(_:)`: a request on the wire with no reply yet.
+        case hang
+    }
+
+    private struct Rule {
+        var matches: @Sendable (OutboundRequest) -> Bool
+        var step: Step
+    }
+
+    private struct State {
+        var rules: [Rule] = []
+        var requests: [OutboundRequest] = []
+        var hanging: [(request: OutboundRequest, continuation: CheckedContinuation<DeliveryOutcome, Never>)] = []
+        var inFlight = 0
+        var peakInFlight = 0
+        var nextServerID: Int64 = 1000
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Adds a step for the next request that `matches` (every request when omitted). Steps are
+    /// used once each, in the order they were added.
+    public func script(_ step: Step, when matches: @escaping @Sendable (OutboundRequest) -> Bool = { _ in true }) {
+        state.withLock { $0.rules.append(Rule(matches: matches, step: step)) }
+    }
+
+    /// Shorthand for scripting an outcome.
+    public func script(_ outcome: DeliveryOutcome, when matches: @escaping @Sendable (OutboundRequest) -> Bool = { _ in true }) {
+        script(.outcome(outcome), when: matches)
+    }
+
+    /// Every request sent, in the order the transport received them.
+    public var requests: [OutboundRequest] { state.withLock { $0.requests } }
+
+    /// How many requests are held by `hang` now.
+    public var hangingCount: Int { state.withLock { $0.hanging.count } }
+
+    /// The most requests that were on the wire at once.
+    public var peakInFlight: Int { state.withLock { $0.peakInFlight } }
+
+    /// Answers every hanging request with `outcome`.
+    public func release(_ outcome: DeliveryOutcome) {
+        let hung = state.withLock { s -> [CheckedContinuation<DeliveryOutcome, Never>] in
+            defer { s.hanging = [] }
+            return s.hanging.map(\.continuation)
+        }
+        for continuation in hung { continuation.resume(returning: outcome) }
+    }
+
+    public func send(_ request: OutboundRequest) async -> DeliveryOutcome {
+        let step = state.withLock { s -> Step in
+            s.requests.append(request)
+            s.inFlight += 1
+            s.peakInFlight = max(s.peakInFlight, s.inFlight)
+            if let index = s.rules.firstIndex(where: { $0.matches(request) }) {
+                return s.rules.remove(at: index).step
+            }
+            s.nextServerID += 1
+            return .outcome(.done(ServerAcknowledgement(serverID: s.nextServerID, version: "v1")))
+        }
+        let outcome: DeliveryOutcome
+        switch step {
+        case .outcome(let scripted):
+            await Task.yield()
+            outcome = scripted
+        case .hang:
+            outcome = await withCheckedContinuation { continuation in
+                state.withLock { $0.hanging.append((request, continuation)) }
+            }
+        }
+        state.withLock { $0.inFlight -= 1 }
+        return outcome
+    }
+}
+
+extension OutboundRequest {
+    /// The submission's form name, or nil for a file upload.
+    public var form: String? {
+        if case .submission(let form, _, _, _, _) = body { return form }
+        return nil
+    }
+
+    /// The JSON sent, for submissions.
+    public var payload: Data? {
+        if case .submission(_, _, _, let payload, _) = body { return payload }
+        return nil
+    }
+
+    public var endpoint: String? {
+        if case .submission(_, _, let endpoint, _, _) = body { return endpoint }
+        return nil
+    }
+
+    public var isFile: Bool {
+        if case .file = body { return true }
+        return false
+    }
+}
