@@ -22,7 +22,7 @@ let package = Package(
         .executableTarget(name: "formsync-gen", dependencies: ["FormSpec", "FormSyncCodegen"]),
         .executableTarget(
             name: "formsync",
-            dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncRuntime"]
+            dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncRuntime", "FieldForms", "FormSyncTesting", "CSQLite"]
         ),
         .plugin(name: "FormSyncPlugin", capability: .buildTool(), dependencies: ["formsync-gen"]),
         // Test support: a scriptable in-process transport. Not a product.

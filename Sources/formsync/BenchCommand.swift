@@ -7,13 +7,19 @@ import Foundation
 enum BenchCommand {
     static let help = """
         usage: formsync bench generator [--specs N] [--rounds R] [--from DIR]
+               formsync bench outbox [--items N] [--lanes L] [--small S]
 
           generator   check + generate N specs (variants of the specs in DIR, default FormSpecs),
                       against a baseline that only reads the same YAML with libyaml.
+          outbox      enqueue N sales orders over L lanes and flush them with the in-process
+                      transport (default 100000 over 10000), against a raw SQLite insert at the
+                      same durability; the per-item flush cost is compared with a run of S items
+                      (default 1000).
+        Build with -c release for figures worth recording.
         """
 
-    static func run(_ raw: [String]) throws -> Int32 {
-        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from"], flags: ["--help", "-h"])
+    static func run(_ raw: [String]) async throws -> Int32 {
+        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -23,8 +29,12 @@ enum BenchCommand {
             return try generator(
                 specs: args.integer("--specs", default: 200), rounds: args.integer("--rounds", default: 5),
                 from: args.values["--from"] ?? "FormSpecs")
+        case "outbox":
+            return try await OutboxBenchmark.run(
+                items: args.integer("--items", default: 100_000), lanes: args.integer("--lanes", default: 10_000),
+                small: args.integer("--small", default: 1000))
         default:
-            throw UsageError("name a benchmark: generator")
+            throw UsageError("name a benchmark: generator or outbox")
         }
     }
 
