@@ -173,6 +173,7 @@ public actor Outbox {
                 row.form = P.formName
                 row.formVersion = P.formVersion
                 row.payload = json
+                row.endpoint = placeholders.isEmpty ? payload.endpoint : nil
                 row.basePayload = baseJSON
                 row.baseVersion = base?.version
                 if blockedBy != nil { row.state = .blocked }
@@ -217,7 +218,8 @@ public actor Outbox {
             id: 0, kind: kind, workspace: workspace, lane: lane, documentID: documentID, attemptID: environment.newID(),
             form: nil, formVersion: nil, payload: nil, basePayload: nil, baseVersion: nil, produces: produces, serverID: nil,
             serverVersion: nil, filePath: nil, contentType: nil, byteCount: nil, sha256: nil, state: .pending, attempts: 0,
-            nextAttemptAt: now, leaseExpiresAt: nil, lastError: nil, fieldErrors: nil, serverPayload: nil, conflicts: nil)
+            nextAttemptAt: now, leaseExpiresAt: nil, lastError: nil, fieldErrors: nil, serverPayload: nil, conflicts: nil,
+            endpoint: nil)
     }
 
     private func encode<T: Encodable>(_ value: T) throws -> Data {
@@ -327,9 +329,13 @@ public actor Outbox {
                     return nil
                 }
                 do {
-                    let remapped = try entry.remap(payload, try store.resolvedDependencies(of: row.id))
-                    body = .submission(form: name, version: row.formVersion ?? entry.version, endpoint: remapped.endpoint,
-                                       payload: remapped.payload, baseVersion: row.baseVersion)
+                    let version = row.formVersion ?? entry.version
+                    if let endpoint = row.endpoint {
+                        body = .submission(form: name, version: version, endpoint: endpoint, payload: payload, baseVersion: row.baseVersion)
+                    } else {
+                        let remapped = try entry.remap(payload, try store.resolvedDependencies(of: row.id))
+                        body = .submission(form: name, version: version, endpoint: remapped.endpoint, payload: remapped.payload, baseVersion: row.baseVersion)
+                    }
                 } catch let error as SQLiteError {
                     throw error
                 } catch {
@@ -441,6 +447,7 @@ public actor Outbox {
             return
         }
         row.payload = merged.merged
+        row.endpoint = nil
         row.basePayload = current
         row.baseVersion = version
         row.serverPayload = nil
@@ -572,6 +579,7 @@ public actor Outbox {
             guard row.form == P.formName else { throw OutboxError.formMismatch(expected: row.form ?? "file", got: P.formName) }
             try replaceDependencies(of: row.id, with: fixed.placeholders)
             row.payload = json
+            row.endpoint = fixed.placeholders.isEmpty ? fixed.endpoint : nil
             row.attemptID = environment.newID()
             try reopen(&row, now: now)
         }
@@ -590,6 +598,7 @@ public actor Outbox {
             guard row.form == P.formName else { throw OutboxError.formMismatch(expected: row.form ?? "file", got: P.formName) }
             try replaceDependencies(of: row.id, with: merged.placeholders)
             row.payload = json
+            row.endpoint = merged.placeholders.isEmpty ? merged.endpoint : nil
             if let server = row.serverPayload {
                 row.basePayload = server
                 row.baseVersion = row.serverVersion

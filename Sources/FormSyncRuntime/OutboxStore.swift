@@ -23,6 +23,7 @@ final class OutboxStore {
                 form TEXT,
                 form_version INTEGER,
                 payload BLOB,
+                endpoint TEXT,
                 base_payload BLOB,
                 base_version TEXT,
                 produces INTEGER UNIQUE,
@@ -99,12 +100,14 @@ final class OutboxStore {
         var fieldErrors: Data?
         var serverPayload: Data?
         var conflicts: Data?
+        /// The endpoint computed at enqueue; used as is while the payload holds no placeholders.
+        var endpoint: String?
     }
 
     static let columns = """
         id, kind, workspace, lane, document_id, attempt_id, form, form_version, payload, base_payload, base_version,
         produces, server_id, server_version, file_path, content_type, byte_count, sha256, state, attempts,
-        next_attempt_at, lease_expires_at, last_error, field_errors, server_payload, conflicts
+        next_attempt_at, lease_expires_at, last_error, field_errors, server_payload, conflicts, endpoint
         """
 
     static func row(_ r: SQLiteConnection.Row) -> Row {
@@ -116,7 +119,7 @@ final class OutboxStore {
             contentType: r.text(15), byteCount: r.optionalInt(16), sha256: r.blob(17),
             state: State(rawValue: r.text(18) ?? "") ?? .pending, attempts: Int(r.int(19)), nextAttemptAt: r.int(20),
             leaseExpiresAt: r.optionalInt(21), lastError: r.text(22), fieldErrors: r.blob(23), serverPayload: r.blob(24),
-            conflicts: r.blob(25))
+            conflicts: r.blob(25), endpoint: r.text(26))
     }
 
     func item(_ id: Int64) throws -> Row? {
@@ -133,8 +136,9 @@ final class OutboxStore {
     func insert(_ row: Row, now: Int64) throws -> Int64 {
         try db.run("""
             INSERT INTO items (kind, workspace, lane, document_id, attempt_id, form, form_version, payload, base_payload,
-                base_version, produces, file_path, content_type, byte_count, sha256, state, next_attempt_at, created_at, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                base_version, produces, file_path, content_type, byte_count, sha256, state, next_attempt_at, created_at, updated_at,
+                endpoint)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [
                 .text(row.kind.rawValue), .text(row.workspace), .text(row.lane), .text(row.documentID), .text(row.attemptID),
                 row.form.map(SQLValue.text) ?? .null, row.formVersion.map { .integer(Int64($0)) } ?? .null,
@@ -143,6 +147,7 @@ final class OutboxStore {
                 row.filePath.map(SQLValue.text) ?? .null, row.contentType.map(SQLValue.text) ?? .null,
                 row.byteCount.map(SQLValue.integer) ?? .null, row.sha256.map(SQLValue.blob) ?? .null,
                 .text(row.state.rawValue), .integer(row.nextAttemptAt), .integer(now), .integer(now),
+                row.endpoint.map(SQLValue.text) ?? .null,
             ])
         return db.lastInsertRowID
     }
@@ -150,12 +155,13 @@ final class OutboxStore {
     /// Writes back every mutable column of `row`.
     func update(_ row: Row, now: Int64) throws {
         try db.run("""
-            UPDATE items SET attempt_id = ?, payload = ?, base_payload = ?, base_version = ?, server_id = ?, server_version = ?,
+            UPDATE items SET attempt_id = ?, payload = ?, endpoint = ?, base_payload = ?, base_version = ?, server_id = ?, server_version = ?,
                 state = ?, attempts = ?, next_attempt_at = ?, lease_expires_at = ?, last_error = ?, field_errors = ?,
                 server_payload = ?, conflicts = ?, updated_at = ?
             WHERE id = ?
             """, [
-                .text(row.attemptID), row.payload.map(SQLValue.blob) ?? .null, row.basePayload.map(SQLValue.blob) ?? .null,
+                .text(row.attemptID), row.payload.map(SQLValue.blob) ?? .null, row.endpoint.map(SQLValue.text) ?? .null,
+                row.basePayload.map(SQLValue.blob) ?? .null,
                 row.baseVersion.map(SQLValue.text) ?? .null, row.serverID.map(SQLValue.integer) ?? .null,
                 row.serverVersion.map(SQLValue.text) ?? .null, .text(row.state.rawValue), .integer(Int64(row.attempts)),
                 .integer(row.nextAttemptAt), row.leaseExpiresAt.map(SQLValue.integer) ?? .null,

@@ -63,6 +63,7 @@ final class SQLiteConnection {
             throw SQLiteError(code: SQLITE_ERROR, message: "WAL mode could not be enabled (journal_mode is \(mode ?? "unknown"))", sql: "PRAGMA journal_mode=WAL")
         }
         try execute("PRAGMA foreign_keys=ON")
+        try execute("PRAGMA cache_size=-16384")
         try setDurability(.full)
     }
 
