@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "FormSpec", targets: ["FormSpec"]),
         .library(name: "FormSyncCodegen", targets: ["FormSyncCodegen"]),
         .library(name: "FormSyncRuntime", targets: ["FormSyncRuntime"]),
+        .library(name: "FormSyncServer", targets: ["FormSyncServer"]),
         .executable(name: "formsync", targets: ["formsync"]),
         .executable(name: "formsync-gen", targets: ["formsync-gen"]),
         .plugin(name: "FormSyncPlugin", targets: ["FormSyncPlugin"]),
@@ -19,10 +20,11 @@ let package = Package(
         .target(name: "FormSpec", dependencies: ["CYAML"]),
         .target(name: "FormSyncCodegen", dependencies: ["FormSpec"]),
         .target(name: "FormSyncRuntime", dependencies: ["CSQLite"]),
+        .target(name: "FormSyncServer", dependencies: ["FormSyncRuntime"]),
         .executableTarget(name: "formsync-gen", dependencies: ["FormSpec", "FormSyncCodegen"]),
         .executableTarget(
             name: "formsync",
-            dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncRuntime", "FieldForms", "FormSyncTesting", "CSQLite"]
+            dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncRuntime", "FieldForms", "FormSyncTesting", "FormSyncServer", "CSQLite"]
         ),
         .plugin(name: "FormSyncPlugin", capability: .buildTool(), dependencies: ["formsync-gen"]),
         // Test support: a scriptable in-process transport. Not a product.
@@ -42,6 +44,7 @@ let package = Package(
         .testTarget(name: "FormSyncRuntimeTests", dependencies: ["FormSyncRuntime"]),
         .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncRuntime"]),
         .testTarget(name: "OutboxTests", dependencies: ["FieldForms", "FormSyncRuntime", "FormSyncTesting"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["FieldForms", "FormSyncRuntime", "FormSyncServer"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -11,7 +11,15 @@ struct FormSyncPlugin: BuildToolPlugin {
         let specs = target.sourceFiles.map(\.url)
             .filter { $0.pathExtension == "yaml" || $0.pathExtension == "yml" }
             .sorted { $0.path < $1.path }
-        return specs.map { spec in
+        let catalog = context.pluginWorkDirectoryURL.appending(path: "FormCatalog.swift")
+        let catalogCommand: Command = .buildCommand(
+            displayName: "Generating FormCatalog.swift from \(specs.count) specs",
+            executable: generator.url,
+            arguments: ["--catalog", catalog.path] + specs.map(\.path),
+            inputFiles: specs,
+            outputFiles: [catalog]
+        )
+        return [catalogCommand] + specs.map { spec in
             let base = spec.deletingPathExtension().lastPathComponent
             let output = context.pluginWorkDirectoryURL.appending(path: base + ".swift")
             return .buildCommand(

@@ -9,9 +9,9 @@ public struct FormRegistry: Sendable {
         public let name: String
         public let version: Int
         let decodeAndValidate: @Sendable (Data) throws -> [FieldError]
-        let placeholders: @Sendable (Data) throws -> [Int64]
-        let remap: @Sendable (Data, [Int64: Int64]) throws -> (payload: Data, endpoint: String)
-        let merge: @Sendable (Data, Data, Data) throws -> (merged: Data, conflicts: [FieldConflict])
+        package let placeholders: @Sendable (Data) throws -> [Int64]
+        package let remap: @Sendable (Data, [Int64: Int64]) throws -> (payload: Data, endpoint: String)
+        package let merge: @Sendable (Data, Data, Data) throws -> (merged: Data, conflicts: [FieldConflict])
 
         /// Decodes and validates; a payload that does not decode yields one error per decoding problem.
         public func validate(_ json: Data) -> [FieldError] {

@@ -14,7 +14,7 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable, Equatable {
 }
 
 /// A value bound to or read from a statement.
-enum SQLValue: Sendable, Equatable {
+package enum SQLValue: Sendable, Equatable {
     case null
     case integer(Int64)
     case real(Double)
@@ -31,7 +31,7 @@ enum SQLValue: Sendable, Equatable {
 /// and `normal` for the transitions whose loss is harmless because they are replayed: a lost
 /// lease returns the item to pending, a lost acknowledgement or parking means the same attempt
 /// is sent again and the server's idempotency ledger answers with the recorded result.
-enum Durability: Sendable {
+package enum Durability: Sendable {
     case full
     case normal
 }
@@ -39,13 +39,13 @@ enum Durability: Sendable {
 /// One SQLite connection: WAL mode (checked after setting it), a busy timeout, prepared
 /// statements cached by SQL text, `BEGIN IMMEDIATE` transactions scoped to a closure. Not
 /// thread-safe on its own: it is owned by one actor and used only from that actor's executor.
-final class SQLiteConnection {
+package final class SQLiteConnection {
     private let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
     private var currentDurability: Durability?
-    let path: String
+    package let path: String
 
-    init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
+    package init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -77,7 +77,7 @@ final class SQLiteConnection {
     }
 
     /// Runs SQL with no result rows (one or several statements, no parameters).
-    func execute(_ sql: String) throws {
+    package func execute(_ sql: String) throws {
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw error(rc, sql) }
     }
@@ -116,7 +116,7 @@ final class SQLiteConnection {
 
     /// Runs one statement that returns no rows; returns the number of rows it changed.
     @discardableResult
-    func run(_ sql: String, _ values: [SQLValue] = []) throws -> Int {
+    package func run(_ sql: String, _ values: [SQLValue] = []) throws -> Int {
         let statement = try prepared(sql)
         defer { sqlite3_reset(statement) }
         try bind(values, to: statement, sql: sql)
@@ -126,7 +126,7 @@ final class SQLiteConnection {
     }
 
     /// Runs one statement and maps each row.
-    func query<T>(_ sql: String, _ values: [SQLValue] = [], _ map: (Row) throws -> T) throws -> [T] {
+    package func query<T>(_ sql: String, _ values: [SQLValue] = [], _ map: (Row) throws -> T) throws -> [T] {
         let statement = try prepared(sql)
         defer { sqlite3_reset(statement) }
         try bind(values, to: statement, sql: sql)
@@ -140,9 +140,9 @@ final class SQLiteConnection {
         return rows
     }
 
-    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
-    func setDurability(_ durability: Durability) throws {
+    package func setDurability(_ durability: Durability) throws {
         guard durability != currentDurability else { return }
         try execute(durability == .full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
         currentDurability = durability
@@ -150,7 +150,7 @@ final class SQLiteConnection {
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction committed at `durability`; rolls back and
     /// rethrows when `body` or the commit throws.
-    func transaction<T>(_ durability: Durability, _ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ durability: Durability, _ body: () throws -> T) throws -> T {
         try setDurability(durability)
         try execute("BEGIN IMMEDIATE")
         do {
@@ -164,17 +164,17 @@ final class SQLiteConnection {
     }
 
     /// A result row, valid only inside the mapping closure.
-    struct Row {
+    package struct Row {
         let statement: OpaquePointer
 
-        func isNull(_ i: Int32) -> Bool { sqlite3_column_type(statement, i) == SQLITE_NULL }
-        func int(_ i: Int32) -> Int64 { sqlite3_column_int64(statement, i) }
-        func optionalInt(_ i: Int32) -> Int64? { isNull(i) ? nil : int(i) }
-        func text(_ i: Int32) -> String? {
+        package func isNull(_ i: Int32) -> Bool { sqlite3_column_type(statement, i) == SQLITE_NULL }
+        package func int(_ i: Int32) -> Int64 { sqlite3_column_int64(statement, i) }
+        package func optionalInt(_ i: Int32) -> Int64? { isNull(i) ? nil : int(i) }
+        package func text(_ i: Int32) -> String? {
             guard let c = sqlite3_column_text(statement, i) else { return nil }
             return String(cString: c)
         }
-        func blob(_ i: Int32) -> Data? {
+        package func blob(_ i: Int32) -> Data? {
             guard !isNull(i) else { return nil }
             let count = Int(sqlite3_column_bytes(statement, i))
             guard count > 0, let bytes = sqlite3_column_blob(statement, i) else { return Data() }
@@ -185,16 +185,26 @@ final class SQLiteConnection {
 
 /// Versioned schema migrations, each applied once in its own transaction and recorded in the
 /// database's `migrations` table with its version and name.
-struct SQLiteMigrator {
-    struct Migration {
-        var version: Int
-        var name: String
-        var sql: String
+package struct SQLiteMigrator {
+    package struct Migration {
+        package var version: Int
+        package var name: String
+        package var sql: String
+
+        package init(version: Int, name: String, sql: String) {
+            self.version = version
+            self.name = name
+            self.sql = sql
+        }
     }
 
-    var migrations: [Migration]
+    package var migrations: [Migration]
 
-    func migrate(_ db: SQLiteConnection, now: Int64) throws {
+    package init(migrations: [Migration]) {
+        self.migrations = migrations
+    }
+
+    package func migrate(_ db: SQLiteConnection, now: Int64) throws {
         try db.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
         let applied = Set(try db.query("SELECT version FROM migrations") { $0.int(0) })
         for migration in migrations.sorted(by: { $0.version < $1.version }) where !applied.contains(Int64(migration.version)) {

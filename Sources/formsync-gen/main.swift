@@ -6,8 +6,35 @@ import Foundation
 // standard error as `path:line:column: error: message`, which SwiftPM and Xcode show inline;
 // any error fails the build.
 
-let usage = "usage: formsync-gen SPEC.yaml --swift OUTPUT.swift [--schema OUTPUT.schema.json]"
+let usage = """
+    usage: formsync-gen SPEC.yaml --swift OUTPUT.swift [--schema OUTPUT.schema.json]
+           formsync-gen --catalog OUTPUT.swift SPEC.yaml...
+    """
 var arguments = Array(CommandLine.arguments.dropFirst())
+
+/// Writes only when the contents change, so an unchanged spec does not trigger a recompile.
+func write(_ contents: String, to path: String, reportingAgainst spec: String) {
+    if let existing = FileManager.default.contents(atPath: path), existing == Data(contents.utf8) { return }
+    do {
+        try Data(contents.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+    } catch {
+        FileHandle.standardError.write(Data("\(spec):1:1: error: cannot write \(path): \(error.localizedDescription)\n".utf8))
+        exit(1)
+    }
+}
+
+if arguments.first == "--catalog" {
+    guard arguments.count >= 2 else {
+        FileHandle.standardError.write(Data("\(usage)\n".utf8))
+        exit(2)
+    }
+    let output = arguments[1]
+    // Each spec's own command reports its diagnostics; the catalog lists the forms that check.
+    let forms = Array(arguments.dropFirst(2)).compactMap { SpecLoader.check(fileAt: $0).form }
+    write(GeneratedFile.catalog(for: forms).contents, to: output, reportingAgainst: arguments.dropFirst(2).first ?? output)
+    exit(0)
+}
+
 var specPath: String?
 var swiftOutput: String?
 var schemaOutput: String?
@@ -39,18 +66,7 @@ for diagnostic in checked.diagnostics {
 }
 guard let form = checked.form else { exit(1) }
 
-/// Writes only when the contents change, so an unchanged spec does not trigger a recompile.
-func write(_ contents: String, to path: String) {
-    if let existing = FileManager.default.contents(atPath: path), existing == Data(contents.utf8) { return }
-    do {
-        try Data(contents.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
-    } catch {
-        FileHandle.standardError.write(Data("\(specPath):1:1: error: cannot write \(path): \(error.localizedDescription)\n".utf8))
-        exit(1)
-    }
-}
-
 for file in GeneratedFile.outputs(for: form) {
-    if file.name.hasSuffix(".swift"), let swiftOutput { write(file.contents, to: swiftOutput) }
-    if file.name.hasSuffix(".schema.json"), let schemaOutput { write(file.contents, to: schemaOutput) }
+    if file.name.hasSuffix(".swift"), let swiftOutput { write(file.contents, to: swiftOutput, reportingAgainst: specPath) }
+    if file.name.hasSuffix(".schema.json"), let schemaOutput { write(file.contents, to: schemaOutput, reportingAgainst: specPath) }
 }

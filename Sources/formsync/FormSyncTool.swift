@@ -9,6 +9,7 @@ enum FormSyncTool {
         ("check", "Check form specs; print every problem as path:line:column: error: message", CheckCommand.run),
         ("generate", "Generate Swift and JSON Schema from specs (--check compares instead)", GenerateCommand.run),
         ("schema", "Print the JSON Schema of the spec language, for editors", SchemaCommand.run),
+        ("serve", "Run the reference sync server on loopback", ServeCommand.run),
         ("bench", "Measure throughput against a same-run baseline (see BENCHMARKS.md)", BenchCommand.run),
     ]
 
@@ -45,6 +46,12 @@ enum FormSyncTool {
             exit(1)
         }
     }
+}
+
+/// Writes a line to standard output at once (unbuffered), for long-running commands whose
+/// output is read while they run.
+func printNow(_ message: String) {
+    FileHandle.standardOutput.write(Data((message + "\n").utf8))
 }
 
 /// Writes a line to standard error: diagnostics and progress, so standard output stays data.

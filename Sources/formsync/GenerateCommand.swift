@@ -8,7 +8,7 @@ enum GenerateCommand {
         usage: formsync generate PATH... --output DIR [--check]
 
         Generates <Spec>.swift and <Spec>.schema.json into DIR for each spec file (or each *.yaml
-        in each folder). Files that are already up to date are not touched; generated files whose
+        in each folder), and FormCatalog.swift listing every form. Files that are already up to date are not touched; generated files whose
         spec is gone are removed.
           --check   write nothing; exit 1 naming each stale, missing or orphaned file.
         Exit status: 0 ok, 1 spec errors or (with --check) differences, 2 usage mistake.
@@ -28,12 +28,19 @@ enum GenerateCommand {
         guard !files.isEmpty else { throw UsageError("no *.yaml specs found in \(args.positionals.joined(separator: ", "))") }
 
         var expected: [GeneratedFile] = []
+        var forms: [FormDefinition] = []
         var failed = false
         for (_, spec) in SpecLoader.check(filesAt: files) {
             for diagnostic in spec.diagnostics { printError(diagnostic.description) }
-            if let form = spec.form { expected += GeneratedFile.outputs(for: form) } else { failed = true }
+            if let form = spec.form {
+                forms.append(form)
+                expected += GeneratedFile.outputs(for: form)
+            } else {
+                failed = true
+            }
         }
         if failed { return 1 }
+        expected.append(GeneratedFile.catalog(for: forms))
 
         let fm = FileManager.default
         let existing = Set(((try? fm.contentsOfDirectory(atPath: output)) ?? []).filter { name in

@@ -26,12 +26,14 @@ struct GeneratedReferenceTests {
         }
     }
 
-    @Test func generatedFolderHoldsNothingButTheOutputsOfFormSpecs() throws {
-        let expected = try Self.specPaths().flatMap { path in
-            try GeneratedFile.outputs(for: #require(SpecLoader.check(fileAt: path).form)).map(\.name)
-        }
+    @Test func generatedFolderHoldsNothingButTheOutputsOfFormSpecsAndTheirCatalog() throws {
+        let forms = try Self.specPaths().map { try #require(SpecLoader.check(fileAt: $0).form) }
+        let expected = forms.flatMap { GeneratedFile.outputs(for: $0).map(\.name) } + [GeneratedFile.catalogName]
         let present = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Generated").path)
         #expect(Set(present) == Set(expected))
+        let catalog = try Data(contentsOf: Self.root.appendingPathComponent("Generated/FormCatalog.swift"))
+        #expect(catalog == Data(GeneratedFile.catalog(for: forms).contents.utf8))
+        #expect(GeneratedFile.catalog(for: forms).contents.contains("SalesOrder.self,"))
     }
 
     @Test func theSpecLanguageSchemaCheckedInMatchesTheGenerator() throws {

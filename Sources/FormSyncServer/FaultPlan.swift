@@ -1,0 +1,82 @@
+import Foundation
+import Synchronization
+
+/// Faults the reference server injects into its next requests, for tests and the demo: a
+/// scripted flaky network on loopback.
+public final class FaultPlan: Sendable {
+    /// One kind of fault.
+    public enum Fault: Sendable, Equatable {
+        /// Process and commit the request, then close the connection without replying.
+        case dropAfterCommit
+        /// Hold the request this long (after marking its key in flight), then process it.
+        case delay(milliseconds: Int)
+        /// 503 with `Retry-After`, before processing.
+        case unavailable(retryAfterSeconds: Int)
+        /// 429 with `Retry-After`, before processing.
+        case tooManyRequests(retryAfterSeconds: Int)
+        /// A captive portal: 200 with an HTML login page, for every route including /health.
+        case captivePortal
+        /// 401, as if the token had expired.
+        case unauthorized
+    }
+
+    /// Which requests a fault applies to.
+    public enum Target: String, Sendable {
+        case submissions, files, all
+    }
+
+    private struct Entry {
+        var fault: Fault
+        var remaining: Int
+        var target: Target
+    }
+
+    private let entries = Mutex<[Entry]>([])
+
+    public init() {}
+
+    /// Applies `fault` to the next `count` requests that `target` matches, after the faults
+    /// already planned for them.
+    public func add(_ fault: Fault, count: Int = 1, target: Target = .all) {
+        entries.withLock { $0.append(Entry(fault: fault, remaining: count, target: target)) }
+    }
+
+    /// Forgets every planned fault.
+    public func clear() {
+        entries.withLock { $0 = [] }
+    }
+
+    public var isEmpty: Bool { entries.withLock { $0.isEmpty } }
+
+    /// Takes the fault for a request on `route`, if any is planned.
+    func next(for route: Target) -> Fault? {
+        entries.withLock { entries in
+            guard let index = entries.firstIndex(where: { $0.target == .all || $0.target == route }) else {
+                return nil
+            }
+            let fault = entries[index].fault
+            entries[index].remaining -= 1
+            if entries[index].remaining <= 0 { entries.remove(at: index) }
+            return fault
+        }
+    }
+
+    /// Parses `KIND[:COUNT]` as the command line takes it: `drop`, `delay=MS`, `503=SECONDS`,
+    /// `429=SECONDS`, `captive`, `401`; for example `503=2:3` is three 503s with Retry-After 2.
+    public static func parse(_ text: String) -> (Fault, Int)? {
+        let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+        let count = parts.count == 2 ? Int(parts[1]) : 1
+        guard let count, count > 0 else { return nil }
+        let kind = parts[0].split(separator: "=", maxSplits: 1).map(String.init)
+        let value = kind.count == 2 ? Int(kind[1]) : nil
+        switch kind[0] {
+        case "drop": return (.dropAfterCommit, count)
+        case "delay": return value.map { (.delay(milliseconds: $0), count) }
+        case "503": return (.unavailable(retryAfterSeconds: value ?? 1), count)
+        case "429": return (.tooManyRequests(retryAfterSeconds: value ?? 1), count)
+        case "captive": return (.captivePortal, count)
+        case "401": return (.unauthorized, count)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+/// A parsed HTTP/1.1 request.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    /// The path without the query.
+    public var path: String
+    public var query: String?
+    /// Header names are lower-cased.
+    public var headers: [String: String]
+    public var body: Data
+
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+}
+
+/// An HTTP response to write.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: Data
+
+    public init(status: Int, headers: [(String, String)] = [], body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON reply.
+    public static func json(_ status: Int, _ object: Any, headers: [(String, String)] = []) -> HTTPResponse {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: data)
+    }
+
+    /// An RFC 9457 problem reply.
+    public static func problem(_ status: Int, _ title: String, detail: String? = nil, errors: [[String: String]]? = nil, headers: [(String, String)] = []) -> HTTPResponse {
+        var object: [String: Any] = ["type": "about:blank", "title": title, "status": status]
+        if let detail { object["detail"] = detail }
+        if let errors { object["errors"] = errors }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return HTTPResponse(status: status, headers: [("Content-Type", "application/problem+json")] + headers, body: data)
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: return "OK"
+        case 201: return "Created"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 409: return "Conflict"
+        case 411: return "Length Required"
+        case 412: return "Precondition Failed"
+        case 413: return "Content Too Large"
+        case 422: return "Unprocessable Content"
+        case 429: return "Too Many Requests"
+        case 431: return "Request Header Fields Too Large"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 503: return "Service Unavailable"
+        default: return "Status \(status)"
+        }
+    }
+}

@@ -1,0 +1,168 @@
+import FormSyncRuntime
+import Foundation
+
+/// The reference server's tables: the idempotency ledger (unique key), documents (unique
+/// document identity), files (by digest) and tokens. Used only under the server's lock.
+final class ServerStore {
+    let db: SQLiteConnection
+    let filesDirectory: String
+
+    struct LedgerEntry {
+        var hash: Data
+        /// Nil while the request is still being processed.
+        var response: HTTPResponse?
+    }
+
+    static let migrations = SQLiteMigrator(migrations: [
+        .init(version: 1, name: "server", sql: """
+            CREATE TABLE ledger (
+                key TEXT PRIMARY KEY,
+                hash BLOB NOT NULL,
+                status INTEGER,
+                headers TEXT,
+                body BLOB,
+                created_at INTEGER NOT NULL
+            );
+            CREATE TABLE documents (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                document_id TEXT NOT NULL UNIQUE,
+                form TEXT NOT NULL,
+                form_version INTEGER NOT NULL,
+                version INTEGER NOT NULL,
+                payload BLOB NOT NULL,
+                applied_writes INTEGER NOT NULL,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL
+            );
+            CREATE TABLE files (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                document_id TEXT NOT NULL UNIQUE,
+                digest BLOB NOT NULL,
+                content_type TEXT,
+                byte_count INTEGER NOT NULL,
+                created_at INTEGER NOT NULL
+            );
+            CREATE TABLE tokens (token TEXT PRIMARY KEY, kind TEXT NOT NULL, expires_at INTEGER NOT NULL);
+            """),
+    ])
+
+    init(directory: String, now: Int64) throws {
+        filesDirectory = (directory as NSString).appendingPathComponent("files")
+        try FileManager.default.createDirectory(atPath: filesDirectory, withIntermediateDirectories: true)
+        db = try SQLiteConnection(path: (directory as NSString).appendingPathComponent("server.sqlite"))
+        try Self.migrations.migrate(db, now: now)
+        // A key left "in flight" by a server that died never committed its work (the work and
+        // its recorded reply commit together): forget it so the client's retry is processed.
+        try db.run("DELETE FROM ledger WHERE status IS NULL")
+    }
+
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try db.transaction(.full, body)
+    }
+
+    // MARK: Ledger
+
+    func ledgerEntry(_ key: String) -> LedgerEntry? {
+        (try? db.query("SELECT hash, status, headers, body FROM ledger WHERE key = ?", [.text(key)]) { row in
+            let hash = row.blob(0) ?? Data()
+            guard let status = row.optionalInt(1) else { return LedgerEntry(hash: hash, response: nil) }
+            let headers = (row.text(2) ?? "").split(separator: "\n").compactMap { line -> (String, String)? in
+                let parts = line.split(separator: ":", maxSplits: 1).map(String.init)
+                return parts.count == 2 ? (parts[0], parts[1]) : nil
+            }
+            return LedgerEntry(hash: hash, response: HTTPResponse(status: Int(status), headers: headers, body: row.blob(3) ?? Data()))
+        })?.first
+    }
+
+    func beginLedger(_ key: String, hash: Data, at now: Int64) {
+        _ = try? db.run("INSERT INTO ledger (key, hash, created_at) VALUES (?, ?, ?)", [.text(key), .blob(hash), .integer(now)])
+    }
+
+    func finishLedger(_ key: String, with response: HTTPResponse) throws {
+        let headers = response.headers.map { "\($0.0):\($0.1)" }.joined(separator: "\n")
+        try db.run("UPDATE ledger SET status = ?, headers = ?, body = ? WHERE key = ?",
+                   [.integer(Int64(response.status)), .text(headers), .blob(response.body), .text(key)])
+    }
+
+    func abandonLedger(_ key: String) {
+        _ = try? db.run("DELETE FROM ledger WHERE key = ? AND status IS NULL", [.text(key)])
+    }
+
+    // MARK: Documents
+
+    private static let documentColumns = "document_id, id, form, form_version, version, payload, applied_writes"
+
+    private static func document(_ row: SQLiteConnection.Row) -> SyncServer.Document {
+        SyncServer.Document(
+            documentID: row.text(0) ?? "", id: row.int(1), form: row.text(2) ?? "", formVersion: Int(row.int(3)),
+            version: Int(row.int(4)), payload: row.blob(5) ?? Data(), appliedWrites: Int(row.int(6)))
+    }
+
+    func document(_ documentID: String) -> SyncServer.Document? {
+        (try? db.query("SELECT \(Self.documentColumns) FROM documents WHERE document_id = ?", [.text(documentID)], Self.document))?.first
+    }
+
+    func documents() -> [SyncServer.Document] {
+        (try? db.query("SELECT \(Self.documentColumns) FROM documents ORDER BY id", [], Self.document)) ?? []
+    }
+
+    func createDocument(_ documentID: String, form: String, formVersion: Int, payload: Data, at now: Int64) throws -> SyncServer.Document {
+        try db.run("""
+            INSERT INTO documents (document_id, form, form_version, version, payload, applied_writes, created_at, updated_at)
+            VALUES (?, ?, ?, 1, ?, 1, ?, ?)
+            """, [.text(documentID), .text(form), .integer(Int64(formVersion)), .blob(payload), .integer(now), .integer(now)])
+        return document(documentID)!
+    }
+
+    func updateDocument(_ documentID: String, payload: Data, at now: Int64) throws -> SyncServer.Document {
+        try db.run("""
+            UPDATE documents SET payload = ?, version = version + 1, applied_writes = applied_writes + 1, updated_at = ?
+            WHERE document_id = ?
+            """, [.blob(payload), .integer(now), .text(documentID)])
+        return document(documentID)!
+    }
+
+    // MARK: Files
+
+    /// Stores the bytes once per digest; the same file document is never stored twice.
+    func storeFile(_ documentID: String, bytes: Data, digest: Data, contentType: String?, at now: Int64) throws -> (id: Int64, created: Bool) {
+        if let existing = try db.query("SELECT id FROM files WHERE document_id = ?", [.text(documentID)], { $0.int(0) }).first {
+            return (existing, false)
+        }
+        let path = blobPath(digest)
+        if !FileManager.default.fileExists(atPath: path) {
+            try bytes.write(to: URL(fileURLWithPath: path), options: .atomic)
+        }
+        try db.run("INSERT INTO files (document_id, digest, content_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?)",
+                   [.text(documentID), .blob(digest), contentType.map(SQLValue.text) ?? .null, .integer(Int64(bytes.count)), .integer(now)])
+        return (db.lastInsertRowID, true)
+    }
+
+    func fileIDs() -> [Int64] {
+        (try? db.query("SELECT id FROM files ORDER BY id", [], { $0.int(0) })) ?? []
+    }
+
+    func fileBytes(_ id: Int64) -> Data? {
+        guard let digest = (try? db.query("SELECT digest FROM files WHERE id = ?", [.integer(id)], { $0.blob(0) ?? Data() }))?.first else { return nil }
+        return FileManager.default.contents(atPath: blobPath(digest))
+    }
+
+    private func blobPath(_ digest: Data) -> String {
+        (filesDirectory as NSString).appendingPathComponent(digest.map { String(format: "%02x", $0) }.joined() + ".bin")
+    }
+
+    // MARK: Tokens
+
+    func addToken(_ token: String, kind: String, expiresAt: Int64) -> String {
+        _ = try? db.run("INSERT INTO tokens (token, kind, expires_at) VALUES (?, ?, ?)", [.text(token), .text(kind), .integer(expiresAt)])
+        return token
+    }
+
+    func tokenValid(_ token: String, kind: String, at now: Int64) -> Bool {
+        ((try? db.query("SELECT expires_at FROM tokens WHERE token = ? AND kind = ?", [.text(token), .text(kind)], { $0.int(0) }))?.first).map { $0 > now } ?? false
+    }
+
+    func expireAccessTokens(at now: Int64) {
+        _ = try? db.run("UPDATE tokens SET expires_at = ? WHERE kind = 'access' AND expires_at > ?", [.integer(now), .integer(now)])
+    }
+}

@@ -1,0 +1,310 @@
+import FormSyncRuntime
+import Foundation
+
+/// The reference FormSync server (docs/PROTOCOL.md): an idempotency ledger, document identity,
+/// versions with ETags, validation with the same generated validators as the client, server
+/// authority over money, file storage by digest, bearer tokens with expiry, and fault injection.
+/// It keeps its state in SQLite and serves HTTP/1.1 on loopback.
+public final class SyncServer: @unchecked Sendable {
+    /// A document as the server holds it.
+    public struct Document: Sendable, Equatable {
+        public var documentID: String
+        public var id: Int64
+        public var form: String
+        public var formVersion: Int
+        public var version: Int
+        public var payload: Data
+        /// How many writes were applied to it (1 for a create, +1 per accepted edit).
+        public var appliedWrites: Int
+    }
+
+    /// One request as the server saw it, in arrival order.
+    public struct LoggedRequest: Sendable, Equatable {
+        public var method: String
+        public var path: String
+        public var idempotencyKey: String?
+        public var documentID: String?
+        /// The status sent, or nil when the reply was dropped.
+        public var status: Int?
+        public var replayed: Bool
+    }
+
+    public let faults = FaultPlan()
+    private let store: ServerStore
+    private let registry: FormRegistry
+    private let now: @Sendable () -> Int64
+    private let tokenLifetimeMilliseconds: Int64
+    private let lock = NSLock()
+    private var log: [LoggedRequest] = []
+    private var http: HTTPServer?
+    public private(set) var port: UInt16 = 0
+
+    /// - Parameters:
+    ///   - directory: where the database (`server.sqlite`) and stored files live.
+    ///   - forms: the generated form types it accepts (it runs their validators).
+    ///   - now: the server's clock in milliseconds, injected for token expiry in tests.
+    public init(
+        directory: String, forms: [any FormPayload.Type], tokenLifetimeSeconds: Int = 3600,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        store = try ServerStore(directory: directory, now: now())
+        registry = FormRegistry(forms)
+        self.now = now
+        tokenLifetimeMilliseconds = Int64(tokenLifetimeSeconds) * 1000
+    }
+
+    /// Serves on 127.0.0.1:`port` (0 picks a free one) and returns the port.
+    public func start(port: UInt16 = 0) throws -> UInt16 {
+        let server = HTTPServer { [self] request in handle(request) }
+        self.port = try server.start(port: port)
+        http = server
+        return self.port
+    }
+
+    public func stop() {
+        http?.stop()
+        http = nil
+    }
+
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    // MARK: Tokens
+
+    /// A refresh token a device trades for access tokens at `/auth/refresh`.
+    public func issueRefreshToken() -> String {
+        locked { store.addToken("r-" + UUID().uuidString.lowercased(), kind: "refresh", expiresAt: Int64.max) }
+    }
+
+    /// An access token valid for the configured lifetime.
+    public func issueAccessToken() -> String {
+        locked { issueAccessTokenLocked() }
+    }
+
+    private func issueAccessTokenLocked() -> String {
+        store.addToken("a-" + UUID().uuidString.lowercased(), kind: "access", expiresAt: now() + tokenLifetimeMilliseconds)
+    }
+
+    /// Expires every access token now, as if they had all aged out.
+    public func expireAccessTokens() {
+        locked { store.expireAccessTokens(at: now()) }
+    }
+
+    // MARK: What the server holds
+
+    public func documents() -> [Document] { locked { store.documents() } }
+    public func document(_ documentID: String) -> Document? { locked { store.document(documentID) } }
+    public func fileIDs() -> [Int64] { locked { store.fileIDs() } }
+    public func fileBytes(_ id: Int64) -> Data? { locked { store.fileBytes(id) } }
+    public func requestLog() -> [LoggedRequest] { locked { log } }
+
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    // MARK: Handling
+
+    func handle(_ request: HTTPRequest) -> HTTPResponse? {
+        let route: FaultPlan.Target
+        switch (request.method, request.path) {
+        case ("POST", "/files"): route = .files
+        case ("POST", "/auth/refresh"), (_, "/health"), ("GET", _): route = .all
+        default: route = .submissions
+        }
+        var entry = LoggedRequest(
+            method: request.method, path: request.path, idempotencyKey: request.header("idempotency-key"),
+            documentID: request.header("formsync-document"), status: nil, replayed: false)
+        let fault = faults.next(for: route)
+        let response = respond(request, route: route, fault: fault)
+        entry.status = response?.status
+        entry.replayed = response?.headers.contains { $0.0 == "Idempotent-Replayed" } ?? false
+        locked { log.append(entry) }
+        return response
+    }
+
+    private func respond(_ request: HTTPRequest, route: FaultPlan.Target, fault: FaultPlan.Fault?) -> HTTPResponse? {
+        switch fault {
+        case .captivePortal:
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/html")], body: Data("<html><body><h1>Welcome to FuelStop Wi-Fi</h1><form>Log in to continue</form></body></html>".utf8))
+        case .unavailable(let seconds):
+            return .problem(503, "Service Unavailable", detail: "try again later", headers: [("Retry-After", String(seconds))])
+        case .tooManyRequests(let seconds):
+            return .problem(429, "Too Many Requests", detail: "slow down", headers: [("Retry-After", String(seconds))])
+        case .unauthorized:
+            return .problem(401, "Unauthorized", detail: "the token expired", headers: [("WWW-Authenticate", "Bearer")])
+        default:
+            break
+        }
+        switch (request.method, request.path) {
+        case ("GET", "/health"):
+            return .json(200, ["service": "formsync", "status": "ok", "protocol": 1])
+        case ("POST", "/auth/refresh"):
+            return refresh(request)
+        case ("GET", let path) where path.hasPrefix("/documents/"):
+            guard authorized(request) else { return unauthorized() }
+            let id = String(path.dropFirst("/documents/".count))
+            guard let document = document(id) else { return .problem(404, "Not Found", detail: "no document \(id)") }
+            return recordResponse(document, status: 200)
+        case ("POST", "/files"):
+            return write(request, fault: fault) { try self.storeFile(request) }
+        case ("POST", _):
+            return write(request, fault: fault) { try self.submit(request) }
+        case (_, "/health"), (_, "/files"):
+            return .problem(405, "Method Not Allowed")
+        default:
+            return .problem(404, "Not Found", detail: "no route for \(request.method) \(request.path)")
+        }
+    }
+
+    private func authorized(_ request: HTTPRequest) -> Bool {
+        guard let header = request.header("authorization"), header.hasPrefix("Bearer ") else { return false }
+        let token = String(header.dropFirst("Bearer ".count))
+        return locked { store.tokenValid(token, kind: "access", at: now()) }
+    }
+
+    private func unauthorized() -> HTTPResponse {
+        .problem(401, "Unauthorized", detail: "a valid bearer token is required", headers: [("WWW-Authenticate", "Bearer")])
+    }
+
+    private func refresh(_ request: HTTPRequest) -> HTTPResponse {
+        guard let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
+            let refreshToken = object["refresh_token"] as? String
+        else { return .problem(400, "Bad Request", detail: "send {\"refresh_token\": \"…\"}") }
+        return locked {
+            guard store.tokenValid(refreshToken, kind: "refresh", at: now()) else {
+                return .problem(401, "Unauthorized", detail: "unknown refresh token")
+            }
+            let token = issueAccessTokenLocked()
+            return .json(200, ["access_token": token, "token_type": "Bearer", "expires_in": tokenLifetimeMilliseconds / 1000])
+        }
+    }
+
+    /// The ledger around a write: a replay returns the recorded reply, the same key with
+    /// another payload is 422, a key still in flight is 409; the write and its recorded reply
+    /// commit together.
+    private func write(_ request: HTTPRequest, fault: FaultPlan.Fault?, _ process: @escaping () throws -> HTTPResponse) -> HTTPResponse? {
+        guard authorized(request) else { return unauthorized() }
+        guard let key = request.header("idempotency-key"), !key.isEmpty, key.count <= 200 else {
+            return .problem(400, "Bad Request", detail: "Idempotency-Key is required")
+        }
+        guard let document = request.header("formsync-document"), !document.isEmpty, document.count <= 200 else {
+            return .problem(400, "Bad Request", detail: "FormSync-Document is required")
+        }
+        var fingerprint = Data("\(request.method) \(request.path)\n\(request.header("formsync-form") ?? "")\n\(request.header("if-match") ?? "")\n\(document)\n".utf8)
+        fingerprint.append(request.body)
+        let hash = SHA256.hash(fingerprint)
+        let begun: HTTPResponse? = locked {
+            switch store.ledgerEntry(key) {
+            case .some(let entry) where entry.hash != hash:
+                return .problem(422, "Unprocessable Content", detail: "this Idempotency-Key was used with a different request")
+            case .some(let entry) where entry.response == nil:
+                return .problem(409, "Conflict", detail: "a request with this Idempotency-Key is still being processed", headers: [("Retry-After", "1")])
+            case .some(let entry):
+                var replay = entry.response!
+                replay.headers.append(("Idempotent-Replayed", "true"))
+                return replay
+            case .none:
+                store.beginLedger(key, hash: hash, at: now())
+                return nil
+            }
+        }
+        if let begun { return begun }
+        if case .delay(let milliseconds) = fault { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
+        let response: HTTPResponse = locked {
+            do {
+                return try store.transaction {
+                    let response = try process()
+                    try store.finishLedger(key, with: response)
+                    return response
+                }
+            } catch {
+                store.abandonLedger(key)
+                return .problem(500, "Internal Server Error", detail: "\(error)")
+            }
+        }
+        if fault == .dropAfterCommit { return nil }
+        return response
+    }
+
+    /// Creates or edits a document. Runs inside the ledger's transaction.
+    private func submit(_ request: HTTPRequest) throws -> HTTPResponse {
+        let documentID = request.header("formsync-document")!
+        guard let formHeader = request.header("formsync-form"), let (name, version) = Self.parseForm(formHeader) else {
+            return .problem(400, "Bad Request", detail: "FormSync-Form: Name; version=N is required")
+        }
+        guard let entry = registry[name] else { return .problem(404, "Not Found", detail: "this server does not accept form \(name)") }
+        guard version == entry.version else {
+            return .problem(400, "Bad Request", detail: "form \(name) is at version \(entry.version) here; the payload is version \(version)")
+        }
+        let errors = entry.validate(request.body)
+        guard errors.isEmpty else {
+            return .problem(422, "Unprocessable Content", detail: "the payload breaks \(errors.count) rule(s)",
+                            errors: errors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] })
+        }
+        let placeholders = try entry.placeholders(request.body)
+        guard placeholders.isEmpty else {
+            return .problem(422, "Unprocessable Content", detail: "the payload still holds placeholder ids \(placeholders); upload the files and create the records first",
+                            errors: [["pointer": "#", "code": "placeholder", "detail": "placeholder ids must be replaced by server ids"]])
+        }
+        let canonical = try entry.remap(request.body, [:])
+        guard canonical.endpoint == request.path else {
+            return .problem(404, "Not Found", detail: "the payload belongs at \(canonical.endpoint), not \(request.path)")
+        }
+        let ifMatch = request.header("if-match")
+        if let existing = store.document(documentID) {
+            guard let ifMatch else { return recordResponse(existing, status: 200) }
+            guard ifMatch == Self.etag(existing.version) else {
+                return recordResponse(existing, status: 412)
+            }
+            // An edit: the server's own value stands for every field it is the authority of.
+            let stored = existing.payload
+            let merged = try entry.merge(stored, canonical.payload, stored).merged
+            let updated = try store.updateDocument(documentID, payload: merged, at: now())
+            return recordResponse(updated, status: 200)
+        }
+        if ifMatch != nil { return .problem(404, "Not Found", detail: "document \(documentID) does not exist; it cannot be edited") }
+        let created = try store.createDocument(documentID, form: name, formVersion: version, payload: canonical.payload, at: now())
+        return recordResponse(created, status: 201)
+    }
+
+    private func storeFile(_ request: HTTPRequest) throws -> HTTPResponse {
+        let documentID = request.header("formsync-document")!
+        let digest = SHA256.hash(request.body)
+        guard let header = request.header("content-digest"), let claimed = Self.parseDigest(header) else {
+            return .problem(400, "Bad Request", detail: "Content-Digest: sha-256=:…: is required")
+        }
+        guard claimed == digest else { return .problem(400, "Bad Request", detail: "Content-Digest does not match the bytes received") }
+        let (id, created) = try store.storeFile(documentID, bytes: request.body, digest: digest, contentType: request.header("content-type"), at: now())
+        return .json(created ? 201 : 200, ["document_id": documentID, "id": id, "byte_count": request.body.count,
+                                         "digest": "sha-256=:\(digest.base64EncodedString()):"])
+    }
+
+    private func recordResponse(_ document: Document, status: Int) -> HTTPResponse {
+        let record = (try? JSONSerialization.jsonObject(with: document.payload)) ?? [:]
+        return .json(status, [
+            "document_id": document.documentID, "id": document.id, "form": document.form, "form_version": document.formVersion,
+            "version": Self.etag(document.version), "record": record,
+        ], headers: [("ETag", Self.etag(document.version)), ("Location", "/documents/\(document.documentID)")])
+    }
+
+    static func etag(_ version: Int) -> String { "\"\(version)\"" }
+
+    /// `DeliveryConfirmation; version=3`.
+    static func parseForm(_ header: String) -> (String, Int)? {
+        let parts = header.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.count == 2, parts[1].hasPrefix("version="), let version = Int(parts[1].dropFirst("version=".count)) else { return nil }
+        return (parts[0], version)
+    }
+
+    /// `sha-256=:base64:` (RFC 9530).
+    static func parseDigest(_ header: String) -> Data? {
+        for item in header.split(separator: ",") {
+            let text = item.trimmingCharacters(in: .whitespaces)
+            guard text.hasPrefix("sha-256=:"), text.hasSuffix(":"), text.count > 10 else { continue }
+            return Data(base64Encoded: String(text.dropFirst("sha-256=:".count).dropLast()))
+        }
+        return nil
+    }
+}
