@@ -92,6 +92,20 @@ public final class HTTPTransport: OutboxTransport {
         return object["service"] as? String == "formsync" && object["status"] as? String == "ok"
     }
 
+    /// Trades a refresh token for a new access token at `POST /auth/refresh`; nil when the
+    /// server refuses or cannot be reached. An app calls this from the outbox's refresh hook.
+    public func refreshAccessToken(refreshToken: String) async -> String? {
+        var http = URLRequest(url: url("/auth/refresh"))
+        http.httpMethod = "POST"
+        http.timeoutInterval = timeout
+        http.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        http.httpBody = try? JSONSerialization.data(withJSONObject: ["refresh_token": refreshToken])
+        guard let (data, response) = try? await session.data(for: http), (response as? HTTPURLResponse)?.statusCode == 200,
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        return object["access_token"] as? String
+    }
+
     static func headers(of response: HTTPURLResponse) -> [String: String] {
         var headers: [String: String] = [:]
         for (key, value) in response.allHeaderFields {

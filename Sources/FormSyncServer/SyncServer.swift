@@ -210,7 +210,7 @@ public final class SyncServer: @unchecked Sendable {
                 return nil
             }
         }
-        if let begun { return begun }
+        if let begun { return fault == .dropAfterCommit ? nil : begun }
         if case .delay(let milliseconds) = fault { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
         let response: HTTPResponse = locked {
             do {
