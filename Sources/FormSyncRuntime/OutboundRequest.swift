@@ -20,6 +20,14 @@ public struct OutboundRequest: Sendable, Equatable {
     /// The workspace (server + tenant) the item was captured in.
     public var workspace: String
     public var body: Body
+
+    public init(itemID: Int64, documentID: String, attemptID: String, workspace: String, body: Body) {
+        self.itemID = itemID
+        self.documentID = documentID
+        self.attemptID = attemptID
+        self.workspace = workspace
+        self.body = body
+    }
 }
 
 /// Delivers attempts. The HTTP transport is one; tests script another.
