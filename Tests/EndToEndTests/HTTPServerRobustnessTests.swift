@@ -1,0 +1,69 @@
+import FieldForms
+import Foundation
+import FormSyncServer
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Raw bytes on a socket: the server answers malformed input with a clean 400 and survives it.
+struct HTTPServerRobustnessTests {
+    func exchange(_ port: UInt16, _ bytes: Data) -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return "" }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        shutdown(fd, Int32(SHUT_WR))
+        var reply = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            reply.append(contentsOf: buffer[0..<n])
+        }
+        return String(decoding: reply, as: UTF8.self)
+    }
+
+    @Test func malformedRequestsGetACleanStatusAndTheServerKeepsServing() throws {
+        let world = try World()
+        let port = world.server.port
+        #expect(exchange(port, Data("GARBAGE\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
+        #expect(exchange(port, Data("GET /health HTTP/1.1\r\nNo colon here\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
+        #expect(exchange(port, Data("POST /files HTTP/1.1\r\nContent-Length: banana\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
+        #expect(exchange(port, Data("POST /files HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 413 "))
+        #expect(exchange(port, Data("POST /files HTTP/1.1\r\nContent-Length: 10\r\n\r\nshort".utf8)).hasPrefix("HTTP/1.1 400 "))
+        let noise = Data((0..<2000).map { _ in UInt8.random(in: 0...255) }) + Data("\r\n\r\n".utf8)
+        #expect(exchange(port, noise).hasPrefix("HTTP/1.1 400 "))
+        #expect(exchange(port, Data((0..<2000).map { _ in UInt8.random(in: 0...255) })).isEmpty)  // no head at all: closed quietly
+        // Keep-alive: two requests on one connection, two replies.
+        let twice = exchange(port, Data("GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+        #expect(twice.components(separatedBy: "HTTP/1.1 200 OK").count == 3)
+        // Chunked bodies are read.
+        let chunked = exchange(port, Data("POST /auth/refresh HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n4\r\n{\"re\r\n0\r\n\r\n".utf8))
+        #expect(chunked.hasPrefix("HTTP/1.1 400 "))  // read whole, refused as JSON, not as framing
+        #expect(exchange(port, Data("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n".utf8)).contains("\"service\":\"formsync\""))
+    }
+
+    @Test func writesNeedABearerTokenAndTheProtocolHeaders() throws {
+        let world = try World()
+        let port = world.server.port
+        let body = #"{"name":"Ana","segment":"retail"}"#
+        let noToken = exchange(port, Data("POST /customers HTTP/1.1\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8))
+        #expect(noToken.hasPrefix("HTTP/1.1 401 "))
+        let token = world.server.issueAccessToken()
+        let noKey = exchange(port, Data("POST /customers HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8))
+        #expect(noKey.hasPrefix("HTTP/1.1 400 "))
+        #expect(noKey.contains("Idempotency-Key"))
+        #expect(world.server.documents().isEmpty)
+    }
+}
