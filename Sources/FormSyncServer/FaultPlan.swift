@@ -20,9 +20,15 @@ public final class FaultPlan: Sendable {
         case unauthorized
     }
 
-    /// Which requests a fault applies to.
+    /// Which requests a fault applies to: submissions, file uploads, or both. A captive portal
+    /// also answers every other route (health, token refresh) while it lasts.
     public enum Target: String, Sendable {
         case submissions, files, all
+    }
+
+    /// The kind of route a request is on.
+    enum Route {
+        case submission, file, other
     }
 
     private struct Entry {
@@ -49,11 +55,16 @@ public final class FaultPlan: Sendable {
     public var isEmpty: Bool { entries.withLock { $0.isEmpty } }
 
     /// Takes the fault for a request on `route`, if any is planned.
-    func next(for route: Target) -> Fault? {
+    func next(for route: Route) -> Fault? {
         entries.withLock { entries in
-            guard let index = entries.firstIndex(where: { $0.target == .all || $0.target == route }) else {
-                return nil
+            let index = entries.firstIndex { entry in
+                switch route {
+                case .submission: return entry.target != .files
+                case .file: return entry.target != .submissions
+                case .other: return entry.fault == .captivePortal
+                }
             }
+            guard let index else { return nil }
             let fault = entries[index].fault
             entries[index].remaining -= 1
             if entries[index].remaining <= 0 { entries.remove(at: index) }

@@ -107,24 +107,25 @@ public final class SyncServer: @unchecked Sendable {
     // MARK: Handling
 
     func handle(_ request: HTTPRequest) -> HTTPResponse? {
-        let route: FaultPlan.Target
+        let route: FaultPlan.Route
         switch (request.method, request.path) {
-        case ("POST", "/files"): route = .files
-        case ("POST", "/auth/refresh"), (_, "/health"), ("GET", _): route = .all
-        default: route = .submissions
+        case ("POST", "/files"): route = .file
+        case ("POST", "/auth/refresh"), (_, "/health"), ("GET", _): route = .other
+        default: route = .submission
         }
         var entry = LoggedRequest(
             method: request.method, path: request.path, idempotencyKey: request.header("idempotency-key"),
             documentID: request.header("formsync-document"), status: nil, replayed: false)
         let fault = faults.next(for: route)
-        let response = respond(request, route: route, fault: fault)
+        var response = respond(request, route: route, fault: fault)
+        if fault == .dropAfterCommit { response = nil }  // whatever happened, the reply is lost
         entry.status = response?.status
         entry.replayed = response?.headers.contains { $0.0 == "Idempotent-Replayed" } ?? false
         locked { log.append(entry) }
         return response
     }
 
-    private func respond(_ request: HTTPRequest, route: FaultPlan.Target, fault: FaultPlan.Fault?) -> HTTPResponse? {
+    private func respond(_ request: HTTPRequest, route: FaultPlan.Route, fault: FaultPlan.Fault?) -> HTTPResponse? {
         switch fault {
         case .captivePortal:
             return HTTPResponse(status: 200, headers: [("Content-Type", "text/html")], body: Data("<html><body><h1>Welcome to FuelStop Wi-Fi</h1><form>Log in to continue</form></body></html>".utf8))
@@ -210,7 +211,7 @@ public final class SyncServer: @unchecked Sendable {
                 return nil
             }
         }
-        if let begun { return fault == .dropAfterCommit ? nil : begun }
+        if let begun { return begun }
         if case .delay(let milliseconds) = fault { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
         let response: HTTPResponse = locked {
             do {
@@ -224,7 +225,6 @@ public final class SyncServer: @unchecked Sendable {
                 return .problem(500, "Internal Server Error", detail: "\(error)")
             }
         }
-        if fault == .dropAfterCommit { return nil }
         return response
     }
 

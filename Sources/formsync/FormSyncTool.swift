@@ -10,6 +10,7 @@ enum FormSyncTool {
         ("generate", "Generate Swift and JSON Schema from specs (--check compares instead)", GenerateCommand.run),
         ("schema", "Print the JSON Schema of the spec language, for editors", SchemaCommand.run),
         ("serve", "Run the reference sync server on loopback", ServeCommand.run),
+        ("demo", "Simulate a field day against the embedded server and report the invariants", DemoCommand.run),
         ("bench", "Measure throughput against a same-run baseline (see BENCHMARKS.md)", BenchCommand.run),
     ]
 
@@ -31,6 +32,15 @@ enum FormSyncTool {
         if ["--help", "-h", "help"].contains(name) {
             print(help)
             exit(0)
+        }
+        if name == "demo-device" {
+            // Internal: one device process of `formsync demo`.
+            do {
+                exit(try await DemoDeviceCommand.run(Array(arguments.dropFirst())))
+            } catch {
+                printError("formsync demo-device: \(error)")
+                exit(1)
+            }
         }
         guard let command = commands.first(where: { $0.name == name }) else {
             printError("formsync: unknown command '\(name)'\n\n\(help)")

@@ -1,0 +1,291 @@
+import FieldForms
+import FormSyncRuntime
+import FormSyncServer
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `formsync demo`: a field day on one machine. The reference server runs on loopback; each
+/// worker captures submissions of every form offline (photos included) into its own outbox; the
+/// network then flaps through every fault while the workers' devices sync as separate
+/// processes, one of which is killed mid-flush and restarted. The report says what the server
+/// holds and whether the invariants held: nothing lost, nothing applied twice.
+enum DemoCommand {
+    static let help = """
+        usage: formsync demo [--seed N] [--workers W] [--items I] [--keep DIR]
+
+        Simulates a field day: W workers (default 3) each capture I submissions (default 8) of
+        every FormSpecs form while offline, then sync through captive portals, 503s, 429s, lost
+        replies, slow replies and expired tokens, with one device process killed mid-flush and
+        restarted. Prints per-form and per-state counts, what the server holds, duplicates (must
+        be 0), parked items and a timeline. Exit status 0 only when every invariant holds.
+        The same seed captures the same data and plans the same faults.
+        """
+
+    static func run(_ raw: [String]) async throws -> Int32 {
+        let args = try Arguments(raw, options: ["--seed", "--workers", "--items", "--keep"], flags: ["--help", "-h"])
+        if args.flags.contains("--help") || args.flags.contains("-h") {
+            print(help)
+            return 0
+        }
+        let seed = UInt64(try args.integer("--seed", default: 42))
+        let workers = try args.integer("--workers", default: 3)
+        let items = try args.integer("--items", default: 8)
+        guard (1...20).contains(workers), (1...200).contains(items) else { throw UsageError("--workers 1…20 and --items 1…200") }
+        let folder = args.values["--keep"].map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("formsync-demo-\(UUID().uuidString)")
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { if args.values["--keep"] == nil { try? FileManager.default.removeItem(at: folder) } }
+        var demo = try FieldDay(folder: folder, seed: seed, workers: workers, items: items)
+        return try await demo.run()
+    }
+}
+
+/// A seeded random source (SplitMix64), so a seed always captures the same field day.
+struct SeededRandom: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+struct FieldDay {
+    let folder: URL
+    let workers: Int
+    let items: Int
+    var random: SeededRandom
+    let started = Date()
+    var timeline: [String] = []
+    /// Every captured document: its form and the marker that makes its content unique.
+    var captured: [(worker: Int, documentID: String, form: String, marker: String)] = []
+    var photos = 0
+
+    init(folder: URL, seed: UInt64, workers: Int, items: Int) throws {
+        self.folder = folder
+        self.workers = workers
+        self.items = items
+        random = SeededRandom(state: seed)
+    }
+
+    mutating func note(_ event: String) {
+        let line = String(format: "%6.2fs  ", Date().timeIntervalSince(started)) + event
+        timeline.append(line)
+        printError("  " + line)
+    }
+
+    mutating func run() async throws -> Int32 {
+        let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms)
+        let port = try server.start()
+        defer { server.stop() }
+        note("server listening on 127.0.0.1:\(port)")
+        let refreshToken = server.issueRefreshToken()
+
+        // 1. Capture offline: nothing can reach the server.
+        for worker in 1...workers { try await capture(worker: worker) }
+        note("captured \(captured.count) submissions and \(photos) files offline on \(workers) devices")
+
+        // 2. The network flaps: the faults are planned up front from the seed.
+        let plan: [(FaultPlan.Fault, Int, FaultPlan.Target, String)] = [
+            (.captivePortal, 6 + Int(random.next() % 6), .all, "captive portal at the filling station"),
+            (.unavailable(retryAfterSeconds: 1), 3, .submissions, "503 with Retry-After: 1"),
+            (.dropAfterCommit, 4 + Int(random.next() % 4), .all, "replies lost after the server committed"),
+            (.tooManyRequests(retryAfterSeconds: 1), 3, .files, "429 on uploads"),
+            (.delay(milliseconds: 2500), 2, .submissions, "replies slower than the 1 s client timeout"),
+            (.unauthorized, 3, .submissions, "tokens expired"),
+        ]
+        for (fault, count, target, label) in plan {
+            server.faults.add(fault, count: count, target: target)
+            note("fault planned: \(label) ×\(count)")
+        }
+
+        // 3. Sync: each device is its own process. Worker 1's is killed mid-flush and restarted.
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        func device(_ worker: Int) throws -> Process {
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = ["demo-device", "--db", database(worker).path, "--server", server.baseURL.absoluteString, "--refresh-token", refreshToken]
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        var processes: [Int: Process] = [:]
+        for worker in 1...workers { processes[worker] = try device(worker) }
+        note("\(workers) device processes syncing")
+        // Kill device 1 once the sync is under way (some documents landed), in the middle of its flush.
+        let killAfter = Date().addingTimeInterval(5)
+        while server.documents().count < 2, Date() < killAfter { try await Task.sleep(for: .milliseconds(20)) }
+        if let victim = processes[1], victim.isRunning {
+            kill(victim.processIdentifier, SIGKILL)
+            victim.waitUntilExit()
+            note("device 1 killed mid-flush (SIGKILL) with \(server.documents().count) documents on the server")
+            processes[1] = try device(1)
+            note("device 1 restarted on the same outbox")
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while processes.values.contains(where: \.isRunning), Date() < deadline {
+            let held = server.documents().count
+            FileHandle.standardError.write(Data("\r  syncing: server holds \(held)/\(captured.count) documents, \(server.fileIDs().count)/\(photos) files   ".utf8))
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        FileHandle.standardError.write(Data("\n".utf8))
+        for (worker, process) in processes {
+            if process.isRunning {
+                process.terminate()
+                note("device \(worker) did not finish in time")
+            } else {
+                note("device \(worker) drained (exit \(process.terminationStatus))")
+            }
+        }
+        return try await report(server)
+    }
+
+    func database(_ worker: Int) -> URL {
+        folder.appendingPathComponent("device-\(worker).sqlite")
+    }
+
+    mutating func pick<T>(_ values: [T]) -> T {
+        values[Int(random.next() % UInt64(values.count))]
+    }
+
+    mutating func file(_ name: String, bytes: Int) throws -> URL {
+        let url = folder.appendingPathComponent(name)
+        var data = Data(count: bytes)
+        for i in stride(from: 0, to: bytes, by: 8) {
+            var word = random.next()
+            withUnsafeBytes(of: &word) { raw in
+                for j in 0..<min(8, bytes - i) { data[i + j] = raw[j] }
+            }
+        }
+        try data.write(to: url)
+        photos += 1
+        return url
+    }
+
+    /// One worker's offline day: a new customer and orders for it, deliveries with photos and a
+    /// signature, and a site inspection with photos per finding.
+    mutating func capture(worker: Int) async throws {
+        let outbox = try Outbox(path: database(worker).path, workspace: "demo", forms: FormCatalog.forms, transport: OfflineTransport())
+        func record(_ id: Int64, _ form: String, _ marker: String) async throws {
+            guard let item = try await outbox.item(id) else { return }
+            captured.append((worker, item.documentID, form, marker))
+        }
+        let customer = outbox.placeholderIDs.next()
+        let shop = outbox.placeholderIDs.next()
+        let shopMarker = "w\(worker)-customer"
+        let newCustomer = NewCustomer(
+            name: "Shop \(shopMarker)", segment: pick([.retail, .wholesale, .horeca]),
+            shopLocation: GeoPoint(latitude: 38.7 + Double(worker) / 100, longitude: -9.1), shopFront: FileRef(id: shop, contentType: "image/jpeg"))
+        try await record(
+            try await outbox.enqueue(newCustomer, attachments: [.init(placeholder: shop, source: try file("w\(worker)-shop.jpg", bytes: 40_000), contentType: "image/jpeg")], creates: customer),
+            "NewCustomer", newCustomer.name!)
+        for n in 0..<items {
+            let marker = "w\(worker)-i\(n)"
+            switch n % 3 {
+            case 0:
+                let lines = 1 + Int(random.next() % 40)
+                let order = SalesOrder(
+                    customerId: EntityRef(customer), orderDate: LocalDate("2026-11-30"), customerReference: marker,
+                    lines: (0..<lines).map { l in
+                        .init(sku: "SKU-\(1000 + l)", quantity: 1 + l % 9, unitPrice: Money(minorUnits: Int64(150 + l * 10), currency: "EUR"))
+                    })
+                try await record(try await outbox.enqueue(order), "SalesOrder", marker)
+            case 1:
+                let count = 1 + Int(random.next() % 4)
+                var attachments: [Outbox.Attachment] = []
+                var refs: [FileRef] = []
+                for p in 0..<count {
+                    let id = outbox.placeholderIDs.next()
+                    refs.append(FileRef(id: id, contentType: "image/jpeg"))
+                    attachments.append(.init(placeholder: id, source: try file("\(marker)-p\(p).jpg", bytes: 20_000 + Int(random.next() % 60_000)), contentType: "image/jpeg"))
+                }
+                let signature = outbox.placeholderIDs.next()
+                attachments.append(.init(placeholder: signature, source: try file("\(marker)-sig.png", bytes: 3000), contentType: "image/png"))
+                let delivery = DeliveryConfirmation(
+                    deliveryId: EntityRef(Int64(worker * 1000 + n)), outcome: .delivered, deliveredAt: Timestamp("2026-11-30T09:00:00Z"),
+                    codAmount: Money(minorUnits: Int64(random.next() % 20_000), currency: "EUR"), recipientName: marker,
+                    proofPhotos: refs, signature: FileRef(id: signature, contentType: "image/png"))
+                try await record(try await outbox.enqueue(delivery, attachments: attachments), "DeliveryConfirmation", marker)
+            default:
+                let photo = outbox.placeholderIDs.next()
+                let inspection = SiteInspection(
+                    siteCode: String(format: "LIS-%04d", worker * 100 + n), inspectorId: EntityRef(Int64(worker)), visitDate: LocalDate("2026-11-30"),
+                    location: GeoPoint(latitude: 38.72, longitude: -9.14), hazards: [pick([.electrical, .gas, .height])],
+                    findings: [.init(title: "Finding \(marker)", severity: .medium, photos: [FileRef(id: photo, contentType: "image/jpeg")])])
+                try await record(
+                    try await outbox.enqueue(inspection, attachments: [.init(placeholder: photo, source: try file("\(marker)-f.jpg", bytes: 30_000), contentType: "image/jpeg")]),
+                    "SiteInspection", "Finding \(marker)")
+            }
+        }
+    }
+
+    /// The report, and the verdict on the invariants.
+    func report(_ server: SyncServer) async throws -> Int32 {
+        print("\nFormSync demo: \(workers) workers × \(items) items, \(captured.count) submissions, \(photos) files")
+        print("\nOn the devices (per form and state):")
+        var states: [String: [SyncState: Int]] = [:]
+        var parked: [String] = []
+        var uploads: [SyncState: Int] = [:]
+        for worker in 1...workers {
+            let outbox = try Outbox(path: database(worker).path, workspace: "demo", forms: FormCatalog.forms, transport: OfflineTransport())
+            for item in try await outbox.items(in: Set(SyncState.allCases)) {
+                if let form = item.form {
+                    states[form, default: [:]][item.state, default: 0] += 1
+                } else {
+                    uploads[item.state, default: 0] += 1
+                }
+                if item.state.needsAttention {
+                    parked.append("device \(worker): \(item.form ?? "file") #\(item.id) \(item.state.rawValue): \(item.lastError ?? "")")
+                }
+            }
+        }
+        states["(file uploads)"] = uploads
+        for form in states.keys.sorted() {
+            let counts = states[form]!.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }
+            print("  \(form.padding(toLength: 22, withPad: " ", startingAt: 0)) \(counts.joined(separator: ", "))")
+        }
+        let documents = server.documents()
+        print("\nOn the server:")
+        for form in Set(documents.map(\.form)).sorted() {
+            print("  \(form.padding(toLength: 22, withPad: " ", startingAt: 0)) \(documents.filter { $0.form == form }.count) documents")
+        }
+        print("  files                  \(server.fileIDs().count)")
+        let log = server.requestLog()
+        print("  requests seen          \(log.count) (\(log.filter(\.replayed).count) idempotent replays, \(log.filter { $0.status == nil }.count) replies dropped)")
+
+        // Invariants.
+        let held = Dictionary(grouping: documents, by: \.documentID)
+        let missing = captured.filter { held[$0.documentID] == nil }
+        let contents = documents.map { String(decoding: $0.payload, as: UTF8.self) }
+        let duplicates = captured.filter { entry in contents.filter { $0.contains("\"\(entry.marker)\"") }.count > 1 }
+        let appliedTwice = documents.filter { $0.appliedWrites != 1 }
+        let unresolved = documents.filter { $0.payload.range(of: Data("\"id\":-".utf8)) != nil }
+        print("\nInvariants:")
+        print("  every captured submission is on the server:  \(missing.isEmpty ? "yes" : "NO, \(missing.count) missing")")
+        print("  duplicates found on the server:              \(duplicates.count)")
+        print("  documents applied more than once:            \(appliedTwice.count)")
+        print("  placeholders left in server records:         \(unresolved.count)")
+        print("  files on the server:                         \(server.fileIDs().count) of \(photos)")
+        print("\nParked items: \(parked.isEmpty ? "none" : "")")
+        for line in parked { print("  " + line) }
+        print("\nTimeline:")
+        for line in timeline { print("  " + line) }
+        let ok = missing.isEmpty && duplicates.isEmpty && appliedTwice.isEmpty && unresolved.isEmpty && parked.isEmpty
+            && server.fileIDs().count == photos
+        print("\n\(ok ? "OK: nothing lost, nothing applied twice." : "FAILED: an invariant did not hold.")")
+        return ok ? 0 : 1
+    }
+}
+
+/// The transport of a device with no signal at all.
+struct OfflineTransport: OutboxTransport {
+    func send(_ request: OutboundRequest) async -> DeliveryOutcome {
+        .transient(reason: "offline", retryAfterMilliseconds: nil)
+    }
+}
