@@ -1,0 +1,30 @@
+import Foundation
+import Testing
+
+/// Runs the real `formsync demo` as a process: it starts the server, kills one device process
+/// with SIGKILL mid-flush and restarts it, and exits 0 only when nothing was lost or applied twice.
+struct DemoProcessTests {
+    static var formsync: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("formsync")
+    }
+
+    @Test func theDemoSurvivesAKilledDeviceWithNothingLostOrAppliedTwice() throws {
+        let binary = Self.formsync
+        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build), looked for \(binary.path)")
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["demo", "--seed", "11", "--workers", "2", "--items", "5"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(text.contains("duplicates found on the server:              0"))
+        #expect(text.contains("every captured submission is on the server:  yes"))
+        #expect(text.contains("killed mid-flush (SIGKILL)"))
+        #expect(text.contains("OK: nothing lost, nothing applied twice."))
+    }
+}
