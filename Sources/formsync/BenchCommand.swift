@@ -8,6 +8,7 @@ enum BenchCommand {
     static let help = """
         usage: formsync bench generator [--specs N] [--rounds R] [--from DIR]
                formsync bench outbox [--items N] [--lanes L] [--small S]
+               formsync bench http [--items N] [--concurrency C]
 
           generator   check + generate N specs (variants of the specs in DIR, default FormSpecs),
                       against a baseline that only reads the same YAML with libyaml.
@@ -15,11 +16,14 @@ enum BenchCommand {
                       transport (default 100000 over 10000), against a raw SQLite insert at the
                       same durability; the per-item flush cost is compared with a run of S items
                       (default 1000).
+          http        flush N submissions (default 2000) over loopback HTTP to the embedded
+                      server, against the same POSTs sent straight with URLSession at the same
+                      concurrency (default 4).
         Build with -c release for figures worth recording.
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small"], flags: ["--help", "-h"])
+        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -33,8 +37,10 @@ enum BenchCommand {
             return try await OutboxBenchmark.run(
                 items: args.integer("--items", default: 100_000), lanes: args.integer("--lanes", default: 10_000),
                 small: args.integer("--small", default: 1000))
+        case "http":
+            return try await HTTPBenchmark.run(items: args.integer("--items", default: 2000), concurrency: args.integer("--concurrency", default: 4))
         default:
-            throw UsageError("name a benchmark: generator or outbox")
+            throw UsageError("name a benchmark: generator, outbox or http")
         }
     }
 
