@@ -125,7 +125,7 @@ public struct DeliveryConfirmation: FormPayload {
     }
 
     /// A field of this form, for showing an error next to it. Lists carry the item's index and field.
-    public enum Field: Hashable, Sendable {
+    public enum Field: FormField {
         case deliveryId
         case outcome
         case deliveredAt
@@ -136,13 +136,7 @@ public struct DeliveryConfirmation: FormPayload {
         case signature
         case leftWithNeighbour
 
-        /// The field a JSON Pointer (`#/lines/3/quantity`) points into; nil for a pointer outside the form.
-        public init?(pointer: String) {
-            guard let tokens = JSONPointer.tokens(pointer) else { return nil }
-            self.init(tokens: tokens[...])
-        }
-
-        init?(tokens: ArraySlice<String>) {
+        public init?(tokens: ArraySlice<String>) {
             guard let head = tokens.first else { return nil }
             let rest = tokens.dropFirst()
             switch head {
@@ -169,14 +163,7 @@ public struct DeliveryConfirmation: FormPayload {
             }
         }
 
-        /// The JSON Pointer of this field.
-        public var pointer: String {
-            var tokens: [String] = []
-            appendTokens(to: &tokens)
-            return tokens.reduce(JSONPointer.root) { JSONPointer.appending($0, $1) }
-        }
-
-        func appendTokens(to tokens: inout [String]) {
+        public func appendTokens(to tokens: inout [String]) {
             switch self {
             case .deliveryId:
                 tokens.append("delivery_id")

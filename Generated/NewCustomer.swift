@@ -123,7 +123,7 @@ public struct NewCustomer: FormPayload {
     }
 
     /// A field of this form, for showing an error next to it. Lists carry the item's index and field.
-    public enum Field: Hashable, Sendable {
+    public enum Field: FormField {
         case name
         case tradeName
         case taxId
@@ -135,13 +135,7 @@ public struct NewCustomer: FormPayload {
         case acceptsCash
         case referredBy
 
-        /// The field a JSON Pointer (`#/lines/3/quantity`) points into; nil for a pointer outside the form.
-        public init?(pointer: String) {
-            guard let tokens = JSONPointer.tokens(pointer) else { return nil }
-            self.init(tokens: tokens[...])
-        }
-
-        init?(tokens: ArraySlice<String>) {
+        public init?(tokens: ArraySlice<String>) {
             guard let head = tokens.first else { return nil }
             switch head {
             case "name":
@@ -169,14 +163,7 @@ public struct NewCustomer: FormPayload {
             }
         }
 
-        /// The JSON Pointer of this field.
-        public var pointer: String {
-            var tokens: [String] = []
-            appendTokens(to: &tokens)
-            return tokens.reduce(JSONPointer.root) { JSONPointer.appending($0, $1) }
-        }
-
-        func appendTokens(to tokens: inout [String]) {
+        public func appendTokens(to tokens: inout [String]) {
             switch self {
             case .name:
                 tokens.append("name")

@@ -82,19 +82,13 @@ public struct SalesOrder: FormPayload {
         }
 
         /// A field of this item, for showing an error next to it. Lists carry the item's index and field.
-        public enum Field: Hashable, Sendable {
+        public enum Field: FormField {
             case sku
             case quantity
             case unitPrice
             case note
 
-            /// The field a JSON Pointer (`#/lines/3/quantity`) points into; nil for a pointer outside the form.
-            public init?(pointer: String) {
-                guard let tokens = JSONPointer.tokens(pointer) else { return nil }
-                self.init(tokens: tokens[...])
-            }
-
-            init?(tokens: ArraySlice<String>) {
+            public init?(tokens: ArraySlice<String>) {
                 guard let head = tokens.first else { return nil }
                 switch head {
                 case "sku":
@@ -110,14 +104,7 @@ public struct SalesOrder: FormPayload {
                 }
             }
 
-            /// The JSON Pointer of this field.
-            public var pointer: String {
-                var tokens: [String] = []
-                appendTokens(to: &tokens)
-                return tokens.reduce(JSONPointer.root) { JSONPointer.appending($0, $1) }
-            }
-
-            func appendTokens(to tokens: inout [String]) {
+            public func appendTokens(to tokens: inout [String]) {
                 switch self {
                 case .sku:
                     tokens.append("sku")
@@ -232,7 +219,7 @@ public struct SalesOrder: FormPayload {
     }
 
     /// A field of this form, for showing an error next to it. Lists carry the item's index and field.
-    public enum Field: Hashable, Sendable {
+    public enum Field: FormField {
         case customerId
         case orderDate
         case deliveryWindow
@@ -243,13 +230,7 @@ public struct SalesOrder: FormPayload {
         case lines(index: Int?, field: SalesOrder.Line.Field?)
         case signedByCustomer
 
-        /// The field a JSON Pointer (`#/lines/3/quantity`) points into; nil for a pointer outside the form.
-        public init?(pointer: String) {
-            guard let tokens = JSONPointer.tokens(pointer) else { return nil }
-            self.init(tokens: tokens[...])
-        }
-
-        init?(tokens: ArraySlice<String>) {
+        public init?(tokens: ArraySlice<String>) {
             guard let head = tokens.first else { return nil }
             let rest = tokens.dropFirst()
             switch head {
@@ -276,14 +257,7 @@ public struct SalesOrder: FormPayload {
             }
         }
 
-        /// The JSON Pointer of this field.
-        public var pointer: String {
-            var tokens: [String] = []
-            appendTokens(to: &tokens)
-            return tokens.reduce(JSONPointer.root) { JSONPointer.appending($0, $1) }
-        }
-
-        func appendTokens(to tokens: inout [String]) {
+        public func appendTokens(to tokens: inout [String]) {
             switch self {
             case .customerId:
                 tokens.append("customer_id")

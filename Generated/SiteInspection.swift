@@ -94,18 +94,12 @@ public struct SiteInspection: FormPayload {
             }
 
             /// A field of this item, for showing an error next to it. Lists carry the item's index and field.
-            public enum Field: Hashable, Sendable {
+            public enum Field: FormField {
                 case label
                 case value
                 case unit
 
-                /// The field a JSON Pointer (`#/lines/3/quantity`) points into; nil for a pointer outside the form.
-                public init?(pointer: String) {
-                    guard let tokens = JSONPointer.tokens(pointer) else { return nil }
-                    self.init(tokens: tokens[...])
-                }
-
-                init?(tokens: ArraySlice<String>) {
+                public init?(tokens: ArraySlice<String>) {
                     guard let head = tokens.first else { return nil }
                     switch head {
                     case "label":
@@ -119,14 +113,7 @@ public struct SiteInspection: FormPayload {
                     }
                 }
 
-                /// The JSON Pointer of this field.
-                public var pointer: String {
-                    var tokens: [String] = []
-                    appendTokens(to: &tokens)
-                    return tokens.reduce(JSONPointer.root) { JSONPointer.appending($0, $1) }
-                }
-
-                func appendTokens(to tokens: inout [String]) {
+                public func appendTokens(to tokens: inout [String]) {
                     switch self {
                     case .label:
                         tokens.append("label")
@@ -215,7 +202,7 @@ public struct SiteInspection: FormPayload {
         }
 
         /// A field of this item, for showing an error next to it. Lists carry the item's index and field.
-        public enum Field: Hashable, Sendable {
+        public enum Field: FormField {
             case title
             case severity
             case photos(index: Int?)
@@ -223,13 +210,7 @@ public struct SiteInspection: FormPayload {
             case followUpBy
             case measurements(index: Int?, field: SiteInspection.Finding.Measurement.Field?)
 
-            /// The field a JSON Pointer (`#/lines/3/quantity`) points into; nil for a pointer outside the form.
-            public init?(pointer: String) {
-                guard let tokens = JSONPointer.tokens(pointer) else { return nil }
-                self.init(tokens: tokens[...])
-            }
-
-            init?(tokens: ArraySlice<String>) {
+            public init?(tokens: ArraySlice<String>) {
                 guard let head = tokens.first else { return nil }
                 let rest = tokens.dropFirst()
                 switch head {
@@ -250,14 +231,7 @@ public struct SiteInspection: FormPayload {
                 }
             }
 
-            /// The JSON Pointer of this field.
-            public var pointer: String {
-                var tokens: [String] = []
-                appendTokens(to: &tokens)
-                return tokens.reduce(JSONPointer.root) { JSONPointer.appending($0, $1) }
-            }
-
-            func appendTokens(to tokens: inout [String]) {
+            public func appendTokens(to tokens: inout [String]) {
                 switch self {
                 case .title:
                     tokens.append("title")
@@ -406,7 +380,7 @@ public struct SiteInspection: FormPayload {
     }
 
     /// A field of this form, for showing an error next to it. Lists carry the item's index and field.
-    public enum Field: Hashable, Sendable {
+    public enum Field: FormField {
         case siteCode
         case inspectorId
         case visitDate
@@ -420,13 +394,7 @@ public struct SiteInspection: FormPayload {
         case findings(index: Int?, field: SiteInspection.Finding.Field?)
         case reportFile
 
-        /// The field a JSON Pointer (`#/lines/3/quantity`) points into; nil for a pointer outside the form.
-        public init?(pointer: String) {
-            guard let tokens = JSONPointer.tokens(pointer) else { return nil }
-            self.init(tokens: tokens[...])
-        }
-
-        init?(tokens: ArraySlice<String>) {
+        public init?(tokens: ArraySlice<String>) {
             guard let head = tokens.first else { return nil }
             let rest = tokens.dropFirst()
             switch head {
@@ -459,14 +427,7 @@ public struct SiteInspection: FormPayload {
             }
         }
 
-        /// The JSON Pointer of this field.
-        public var pointer: String {
-            var tokens: [String] = []
-            appendTokens(to: &tokens)
-            return tokens.reduce(JSONPointer.root) { JSONPointer.appending($0, $1) }
-        }
-
-        func appendTokens(to tokens: inout [String]) {
+        public func appendTokens(to tokens: inout [String]) {
             switch self {
             case .siteCode:
                 tokens.append("site_code")

@@ -59,7 +59,7 @@ public enum Naming {
     /// Type names the runtime already defines, which a form or nested type may not shadow.
     public static let reservedTypes: Set<String> = [
         "Money", "FileRef", "EntityRef", "GeoPoint", "LocalDate", "LocalTime", "Timestamp",
-        "FieldError", "FieldValidator", "FormPayload", "MergeResult", "FieldConflict",
+        "FieldError", "FieldValidator", "FormPayload", "FormField", "FormCatalog", "MergeResult", "FieldConflict",
         "ThreeWayMerge", "ConflictPolicy", "Field", "CodingKeys", "String", "Int", "Bool",
         "Decimal", "Array", "Optional", "Codable", "Sendable", "Equatable", "Error", "Swift",
         "Foundation", "FormSyncRuntime", "Int64", "Double", "Set", "Dictionary",

@@ -340,7 +340,7 @@ public enum SwiftGenerator {
 
     static func emitFieldEnum(fields: [FieldDefinition], scope: Scope, root: Bool, into w: inout CodeWriter) {
         w.doc("A field of this \(root ? "form" : "item"), for showing an error next to it. Lists carry the item's index and field.")
-        w.block("public enum Field: Hashable, Sendable") { w in
+        w.block("public enum Field: FormField") { w in
             for field in fields {
                 switch field.kind {
                 case .list(let list):
@@ -352,13 +352,7 @@ public enum SwiftGenerator {
                 }
             }
             w.line()
-            w.doc("The field a JSON Pointer (`#/lines/3/quantity`) points into; nil for a pointer outside the form.")
-            w.block("public init?(pointer: String)") { w in
-                w.line("guard let tokens = JSONPointer.tokens(pointer) else { return nil }")
-                w.line("self.init(tokens: tokens[...])")
-            }
-            w.line()
-            w.block("init?(tokens: ArraySlice<String>)") { w in
+            w.block("public init?(tokens: ArraySlice<String>)") { w in
                 w.line("guard let head = tokens.first else { return nil }")
                 if fields.contains(where: { isIndexed($0) || holdsList($0) }) { w.line("let rest = tokens.dropFirst()") }
                 w.switchBlock("switch head") { w in
@@ -378,14 +372,7 @@ public enum SwiftGenerator {
                 }
             }
             w.line()
-            w.doc("The JSON Pointer of this field.")
-            w.block("public var pointer: String") { w in
-                w.line("var tokens: [String] = []")
-                w.line("appendTokens(to: &tokens)")
-                w.line("return tokens.reduce(JSONPointer.root) { JSONPointer.appending($0, $1) }")
-            }
-            w.line()
-            w.block("func appendTokens(to tokens: inout [String])") { w in
+            w.block("public func appendTokens(to tokens: inout [String])") { w in
                 w.switchBlock("switch self") { w in
                     for field in fields {
                         switch field.kind {
