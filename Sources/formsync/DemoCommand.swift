@@ -2,6 +2,7 @@ import FieldForms
 import FormSyncRuntime
 import FormSyncServer
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -66,6 +67,9 @@ struct FieldDay {
     /// Every captured document: its form and the marker that makes its content unique.
     var captured: [(worker: Int, documentID: String, form: String, marker: String)] = []
     var photos = 0
+    /// SHA-256 over every captured document's identity and payload, in capture order.
+    var fingerprint = SHA256()
+    var captureFingerprint = ""
 
     init(folder: URL, seed: UInt64, workers: Int, items: Int) throws {
         self.folder = folder
@@ -90,6 +94,8 @@ struct FieldDay {
         // 1. Capture offline: nothing can reach the server.
         for worker in 1...workers { try await capture(worker: worker) }
         note("captured \(captured.count) submissions and \(photos) files offline on \(workers) devices")
+        var digest = fingerprint
+        captureFingerprint = digest.finalize().prefix(8).map { String(format: "%02x", $0) }.joined()
 
         // 2. The network flaps: the faults are planned up front from the seed.
         let plan: [(FaultPlan.Fault, Int, FaultPlan.Target, String)] = [
@@ -171,10 +177,17 @@ struct FieldDay {
     /// One worker's offline day: a new customer and orders for it, deliveries with photos and a
     /// signature, and a site inspection with photos per finding.
     mutating func capture(worker: Int) async throws {
-        let outbox = try Outbox(path: database(worker).path, workspace: "demo", forms: FormCatalog.forms, transport: OfflineTransport())
+        // Capture runs on a seeded clock and seeded identities, so a seed captures the same bytes.
+        let ids = SeededIDs(seed: random.next())
+        let clock = ManualClock(1_796_025_600_000)
+        let outbox = try Outbox(
+            path: database(worker).path, workspace: "demo", forms: FormCatalog.forms, transport: OfflineTransport(),
+            environment: OutboxEnvironment(now: { clock.advance(by: 1); return clock.now }, random: { 0.5 }, newID: { ids.next() }))
         func record(_ id: Int64, _ form: String, _ marker: String) async throws {
             guard let item = try await outbox.item(id) else { return }
             captured.append((worker, item.documentID, form, marker))
+            fingerprint.update(Data(item.documentID.utf8))
+            fingerprint.update(item.payload ?? Data())
         }
         let customer = outbox.placeholderIDs.next()
         let shop = outbox.placeholderIDs.next()
@@ -228,6 +241,7 @@ struct FieldDay {
     /// The report, and the verdict on the invariants.
     func report(_ server: SyncServer) async throws -> Int32 {
         print("\nFormSync demo: \(workers) workers × \(items) items, \(captured.count) submissions, \(photos) files")
+        print("captured data fingerprint: \(captureFingerprint) (the same seed captures the same data and plans the same faults)")
         print("\nOn the devices (per form and state):")
         var states: [String: [SyncState: Int]] = [:]
         var parked: [String] = []
@@ -280,6 +294,22 @@ struct FieldDay {
             && server.fileIDs().count == photos
         print("\n\(ok ? "OK: nothing lost, nothing applied twice." : "FAILED: an invariant did not hold.")")
         return ok ? 0 : 1
+    }
+}
+
+/// Identities drawn from a seeded generator, formatted like UUIDs.
+final class SeededIDs: Sendable {
+    private let random: Mutex<SeededRandom>
+
+    init(seed: UInt64) {
+        random = Mutex(SeededRandom(state: seed))
+    }
+
+    func next() -> String {
+        let (a, b) = random.withLock { ($0.next(), $0.next()) }
+        let hex = String(format: "%016llx%016llx", a, b)
+        let c = Array(hex)
+        return [c[0..<8], c[8..<12], c[12..<16], c[16..<20], c[20..<32]].map { String($0) }.joined(separator: "-")
     }
 }
 
