@@ -24,6 +24,7 @@ public struct Diagnostic: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var severity: Severity
+    /// The spec file as the caller named it.
     public var path: String
     public var location: SourceLocation
     public var message: String

@@ -3,7 +3,9 @@ import Foundation
 /// The outcome of checking one spec: the checked form when there were no errors, and every
 /// diagnostic found, sorted for display.
 public struct CheckedSpec: Sendable {
+    /// The checked form, or nil when any diagnostic is an error.
     public var form: FormDefinition?
+    /// Every problem found, errors and warnings, in reading order.
     public var diagnostics: [Diagnostic]
 }
 

@@ -2,6 +2,7 @@
 /// inline checks while a spec is written). The checker remains the authority: it also checks
 /// what a schema cannot, such as names resolving and clashes after case conversion.
 public enum SpecLanguageSchema {
+    /// The schema, draft 2020-12, as checked in at FormSpecs/formspec.schema.json.
     public static func schema() -> JSONValue {
         .object([
             ("$schema", .string("https://json-schema.org/draft/2020-12/schema")),

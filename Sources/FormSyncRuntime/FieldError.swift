@@ -30,6 +30,7 @@ public enum JSONPointer {
         pointer + "/" + token.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
     }
 
+    /// `#/lines` + 3 gives `#/lines/3`.
     public static func appending(_ pointer: String, _ index: Int) -> String {
         pointer + "/" + String(index)
     }

@@ -3,6 +3,7 @@
 /// either side can check `max_bytes` and `content_types`.
 public struct FileRef: Codable, Sendable, Hashable {
     /// Negative: a placeholder minted on the device. Positive: the server's file id.
+    /// Positive: the server's id. Negative: a placeholder for a record created offline.
     public var id: Int64
     /// The file's size in bytes, when known.
     public var byteCount: Int64?
@@ -16,6 +17,7 @@ public struct FileRef: Codable, Sendable, Hashable {
     }
 
     /// Whether this still points at a file that has not been uploaded.
+    /// Whether the referenced record has not reached the server yet.
     public var isPlaceholder: Bool { id < 0 }
 
     enum CodingKeys: String, CodingKey {

@@ -25,6 +25,7 @@ public struct FormRegistry: Sendable {
 
     private let entries: [String: Entry]
 
+    /// A registry of `forms`, typically a generated `FormCatalog.forms`.
     public init(_ forms: [any FormPayload.Type]) {
         var entries: [String: Entry] = [:]
         for form in forms {
@@ -33,8 +34,10 @@ public struct FormRegistry: Sendable {
         self.entries = entries
     }
 
+    /// The form registered under `name`.
     public subscript(name: String) -> Entry? { entries[name] }
 
+    /// The registered form names, sorted.
     public var names: [String] { entries.keys.sorted() }
 
     /// JSON as the outbox stores and sends it: sorted keys, so the same payload is the same bytes.

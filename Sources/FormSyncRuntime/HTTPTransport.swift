@@ -40,6 +40,7 @@ public final class HTTPTransport: OutboxTransport {
         return URL(string: base + path) ?? baseURL
     }
 
+    /// Sends one attempt (a submission to its endpoint, or a file to `/files`) and classifies the reply.
     public func send(_ request: OutboundRequest) async -> DeliveryOutcome {
         var http: URLRequest
         var fileToUpload: URL?

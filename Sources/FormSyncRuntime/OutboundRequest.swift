@@ -4,6 +4,7 @@ import Foundation
 /// placeholders already swapped for server ids. Tokens are not here: a transport asks for one
 /// at send time, so they are never stored.
 public struct OutboundRequest: Sendable, Equatable {
+    /// What is sent: a form submission or a file upload.
     public enum Body: Sendable, Equatable {
         /// A form submission: JSON for `endpoint`, with the base version for `If-Match` on edits.
         case submission(form: String, version: Int, endpoint: String, payload: Data, baseVersion: String?)

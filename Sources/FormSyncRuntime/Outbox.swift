@@ -11,6 +11,7 @@ public actor Outbox {
     public struct Configuration: Sendable {
         /// How many lanes may be on the wire at once.
         public var concurrency: Int
+        /// Backoff and the attempt limit after which an item is parked as exhausted.
         public var retry: RetryPolicy
         /// How long a lease lasts; must exceed the transport's request timeout, since an
         /// expired lease is presumed dead and its item is sent again (same attempt identity).

@@ -32,8 +32,10 @@ public final class ManualClock: Sendable {
         value = Mutex(milliseconds)
     }
 
+    /// The current time in milliseconds since 1970.
     public var now: Int64 { value.withLock { $0 } }
 
+    /// Moves time forward, as a test waiting out a backoff would.
     public func advance(by milliseconds: Int64) {
         value.withLock { $0 += milliseconds }
     }
@@ -48,6 +50,7 @@ public final class SequentialIDs: Sendable {
         self.prefix = prefix
     }
 
+    /// The next identity.
     public func next() -> String {
         "\(prefix)-\(counter.withLock { $0 += 1; return $0 })"
     }

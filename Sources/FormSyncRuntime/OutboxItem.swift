@@ -2,6 +2,7 @@ import Foundation
 
 /// One item as stored, for lists, badges and the fix-and-resubmit flow.
 public struct OutboxItem: Sendable, Equatable, Identifiable {
+    /// A form submission, or the upload of one stashed file.
     public enum Kind: String, Sendable, Codable {
         case submission
         case file
@@ -16,6 +17,7 @@ public struct OutboxItem: Sendable, Equatable, Identifiable {
     /// The form's name and spec version (nil for a file).
     public var form: String?
     public var formVersion: Int?
+    /// The ordering lane: items of one lane go out one at a time, in enqueue order.
     public var lane: String
     public var workspace: String
     /// The payload as captured (JSON, placeholders kept), for submissions.
@@ -24,6 +26,7 @@ public struct OutboxItem: Sendable, Equatable, Identifiable {
     public var attempts: Int
     /// When the next attempt may start (ms since 1970).
     public var nextAttemptAt: Int64
+    /// Why the last attempt did not land, or why the item is parked.
     public var lastError: String?
     /// The server's field errors, for a rejected submission.
     public var fieldErrors: [FieldError]

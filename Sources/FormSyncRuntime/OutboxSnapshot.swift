@@ -2,6 +2,7 @@
 /// change produced this snapshot (nil for the first one).
 public struct OutboxSnapshot: Sendable, Equatable {
     public var workspace: String
+    /// Items per state; states with no items are left out.
     public var counts: [SyncState: Int]
     public var changed: OutboxItemChange?
 

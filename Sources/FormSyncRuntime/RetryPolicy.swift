@@ -5,6 +5,7 @@
 public struct RetryPolicy: Sendable, Equatable {
     public var baseDelayMilliseconds: Int64
     public var maxDelayMilliseconds: Int64
+    /// Counted attempts after which an item is parked as exhausted instead of retried.
     public var maxAttempts: Int
 
     public init(baseDelayMilliseconds: Int64 = 1000, maxDelayMilliseconds: Int64 = 120_000, maxAttempts: Int = 10) {

@@ -29,6 +29,7 @@ public struct SHA256: Sendable {
         return hasher.finalize()
     }
 
+    /// Feeds more bytes.
     public mutating func update(_ data: Data) {
         length += UInt64(data.count)
         buffer.append(contentsOf: data)
@@ -40,6 +41,7 @@ public struct SHA256: Sendable {
         buffer.removeFirst(offset)
     }
 
+    /// The 32-byte digest of everything fed so far.
     public mutating func finalize() -> Data {
         let bitLength = length &* 8
         var tail = buffer

@@ -38,6 +38,7 @@ public struct MergeResult<Payload: Sendable>: Sendable {
         self.conflicts = conflicts
     }
 
+    /// Whether the merged payload can be sent without a person deciding anything.
     public var isClean: Bool { conflicts.isEmpty }
 }
 

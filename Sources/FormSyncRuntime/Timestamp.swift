@@ -15,6 +15,7 @@ public struct Timestamp: Codable, Sendable, Hashable, Comparable, CustomStringCo
         millisecondsSince1970 = Int64((date.timeIntervalSince1970 * 1000).rounded())
     }
 
+    /// The instant as a Foundation `Date`.
     public var date: Date { Date(timeIntervalSince1970: Double(millisecondsSince1970) / 1000) }
 
     /// Parses ISO 8601 with a `Z` or `±HH:MM` offset and optional fractional seconds (to ms).

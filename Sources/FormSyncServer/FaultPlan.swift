@@ -52,6 +52,7 @@ public final class FaultPlan: Sendable {
         entries.withLock { $0 = [] }
     }
 
+    /// Whether no fault is planned.
     public var isEmpty: Bool { entries.withLock { $0.isEmpty } }
 
     /// Takes the fault for a request on `route`, if any is planned.

@@ -10,6 +10,7 @@ public struct HTTPRequest: Sendable {
     public var headers: [String: String]
     public var body: Data
 
+    /// A header's value, whatever the case of `name`.
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
 }
 

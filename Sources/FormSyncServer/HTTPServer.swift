@@ -8,6 +8,7 @@ import Foundation
 /// `Content-Length` and chunked bodies, a size limit, and a clean 400 for anything malformed.
 /// The handler returns nil to drop the connection without replying (the "reply lost" fault).
 public final class HTTPServer: @unchecked Sendable {
+    /// Answers one request; nil drops the connection without a reply.
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse?
 
     private let handler: Handler
@@ -18,6 +19,7 @@ public final class HTTPServer: @unchecked Sendable {
     private var connections: Set<Int32> = []
     private var stopped = false
 
+    /// A server that answers with `handler` and refuses bodies over `maxBodyBytes` with 413.
     public init(maxBodyBytes: Int = 64 * 1024 * 1024, handler: @escaping Handler) {
         self.maxBodyBytes = maxBodyBytes
         self.handler = handler

@@ -26,9 +26,11 @@ public final class SyncServer: @unchecked Sendable {
         public var documentID: String?
         /// The status sent, or nil when the reply was dropped.
         public var status: Int?
+        /// Whether the reply was replayed from the idempotency ledger.
         public var replayed: Bool
     }
 
+    /// Faults to inject into the next requests (tests, the demo, `formsync serve --fault`).
     public let faults = FaultPlan()
     private let store: ServerStore
     private let registry: FormRegistry
@@ -37,6 +39,7 @@ public final class SyncServer: @unchecked Sendable {
     private let lock = NSLock()
     private var log: [LoggedRequest] = []
     private var http: HTTPServer?
+    /// The port it listens on, once started.
     public private(set) var port: UInt16 = 0
 
     /// - Parameters:
@@ -62,11 +65,13 @@ public final class SyncServer: @unchecked Sendable {
         return self.port
     }
 
+    /// Stops listening and closes every connection.
     public func stop() {
         http?.stop()
         http = nil
     }
 
+    /// Where clients reach it.
     public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     // MARK: Tokens
@@ -92,10 +97,15 @@ public final class SyncServer: @unchecked Sendable {
 
     // MARK: What the server holds
 
+    /// Every document it holds, in creation order.
     public func documents() -> [Document] { locked { store.documents() } }
+    /// The document with this identity.
     public func document(_ documentID: String) -> Document? { locked { store.document(documentID) } }
+    /// The ids of every stored file.
     public func fileIDs() -> [Int64] { locked { store.fileIDs() } }
+    /// A stored file's bytes.
     public func fileBytes(_ id: Int64) -> Data? { locked { store.fileBytes(id) } }
+    /// Every request it saw, in arrival order.
     public func requestLog() -> [LoggedRequest] { locked { log } }
 
     private func locked<T>(_ body: () throws -> T) rethrows -> T {

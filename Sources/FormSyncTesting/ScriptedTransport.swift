@@ -60,6 +60,7 @@ public final class ScriptedTransport: OutboxTransport {
         for continuation in hung { continuation.resume(returning: outcome) }
     }
 
+    /// Records the request and answers it from the script.
     public func send(_ request: OutboundRequest) async -> DeliveryOutcome {
         let step = state.withLock { s -> Step in
             s.requests.append(request)
