@@ -3,7 +3,6 @@
 /// either side can check `max_bytes` and `content_types`.
 public struct FileRef: Codable, Sendable, Hashable {
     /// Negative: a placeholder minted on the device. Positive: the server's file id.
-    /// Positive: the server's id. Negative: a placeholder for a record created offline.
     public var id: Int64
     /// The file's size in bytes, when known.
     public var byteCount: Int64?
@@ -39,12 +38,14 @@ public struct FileRef: Codable, Sendable, Hashable {
 /// the entity was created offline and its creating submission has not landed yet. Encodes as a
 /// bare JSON number.
 public struct EntityRef: Codable, Sendable, Hashable, CustomStringConvertible {
+    /// Positive: the server's id. Negative: a placeholder for a record created offline.
     public var id: Int64
 
     public init(_ id: Int64) {
         self.id = id
     }
 
+    /// Whether the referenced record has not reached the server yet.
     public var isPlaceholder: Bool { id < 0 }
 
     public init(from decoder: any Decoder) throws {
