@@ -16,7 +16,6 @@ public struct FileRef: Codable, Sendable, Hashable {
     }
 
     /// Whether this still points at a file that has not been uploaded.
-    /// Whether the referenced record has not reached the server yet.
     public var isPlaceholder: Bool { id < 0 }
 
     enum CodingKeys: String, CodingKey {
