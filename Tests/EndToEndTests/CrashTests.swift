@@ -40,27 +40,41 @@ struct CrashTests {
                 }
             }
         }
-        world.server.faults.add(.dropAfterCommit, count: 5)
-        world.server.faults.add(.delay(milliseconds: 300), count: 5)
+        world.server.faults.add(.dropAfterCommit, count: 3)
+        world.server.faults.add(.delay(milliseconds: 150), count: 30)  // slow enough that the kills land mid-sync
 
         var seed = UInt64(20261130)  // the kill moments are seeded, so a failure can be replayed
+        var logs: [URL] = []
         func device() throws -> Process {
             let process = Process()
             process.executableURL = binary
             process.arguments = ["demo-device", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
+            let log = world.directory.appendingPathComponent("device-\(UUID().uuidString).log")
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: log)
+            process.standardOutput = handle
+            process.standardError = handle
+            logs.append(log)
             try process.run()
             return process
         }
+        // Kill it mid-sync four times: each time once the server holds a few more documents (so
+        // the kill lands while work remains), after a seeded extra moment.
         var kills = 0
-        for _ in 0..<5 {
+        for threshold in [3, 9, 15, 21] {
             let process = try device()
+            let until = Date().addingTimeInterval(15)
+            while process.isRunning, world.server.documents().count < threshold, Date() < until {
+                try await Task.sleep(for: .milliseconds(5))
+            }
             seed = seed &* 6364136223846793005 &+ 1442695040888963407
-            try await Task.sleep(for: .milliseconds(100 + Int(seed >> 33) % 500))
+            try await Task.sleep(for: .milliseconds(Int(seed >> 33) % 40))
             if process.isRunning {
                 kill(process.processIdentifier, SIGKILL)
                 kills += 1
+            } else {
+                let text = (try? String(contentsOf: logs.last!, encoding: .utf8)) ?? ""
+                Issue.record("the device exited (\(process.terminationStatus)) before the kill at \(threshold) documents, server holds \(world.server.documents().count):\n\(text)")
             }
             process.waitUntilExit()
         }
@@ -71,7 +85,7 @@ struct CrashTests {
         if last.isRunning { last.terminate() }
         #expect(last.terminationStatus == 0)
 
-        #expect(kills >= 1)
+        #expect(kills >= 3)
         let held = world.server.documents()
         #expect(held.count == documents.count)
         #expect(Set(held.map(\.documentID)) == Set(documents))

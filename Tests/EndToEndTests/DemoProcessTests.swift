@@ -8,20 +8,12 @@ struct DemoProcessTests {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("formsync")
     }
 
-    @Test func theDemoSurvivesAKilledDeviceWithNothingLostOrAppliedTwice() throws {
+    @Test func theDemoSurvivesAKilledDeviceWithNothingLostOrAppliedTwice() async throws {
         let binary = Self.formsync
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build), looked for \(binary.path)")
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["demo", "--seed", "11", "--workers", "2", "--items", "5"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(text)")
+        let run = try await ProcessRunner.run(binary, ["demo", "--seed", "11", "--workers", "2", "--items", "5"])
+        let text = run.output
+        #expect(run.status == 0, "\(text)")
         #expect(text.contains("duplicates found on the server:              0"))
         #expect(text.contains("every captured submission is on the server:  yes"))
         #expect(text.contains("killed mid-flush (SIGKILL)"))
