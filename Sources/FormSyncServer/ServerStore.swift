@@ -102,6 +102,10 @@ final class ServerStore {
         (try? db.query("SELECT \(Self.documentColumns) FROM documents WHERE document_id = ?", [.text(documentID)], Self.document))?.first
     }
 
+    func documentCount() -> Int {
+        Int((try? db.query("SELECT COUNT(*) FROM documents", [], { $0.int(0) }))?.first ?? 0)
+    }
+
     func documents() -> [SyncServer.Document] {
         (try? db.query("SELECT \(Self.documentColumns) FROM documents ORDER BY id", [], Self.document)) ?? []
     }

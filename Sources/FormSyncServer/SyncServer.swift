@@ -32,6 +32,13 @@ public final class SyncServer: @unchecked Sendable {
 
     /// Faults to inject into the next requests (tests, the demo, `formsync serve --fault`).
     public let faults = FaultPlan()
+    /// Called after every committed write, before its reply is sent, with the number of
+    /// documents held: crash tests use it to kill a client at an exact point of its sync.
+    public var afterCommit: (@Sendable (_ documents: Int) -> Void)? {
+        get { locked { commitHook } }
+        set { locked { commitHook = newValue } }
+    }
+    private var commitHook: (@Sendable (Int) -> Void)?
     private let store: ServerStore
     private let registry: FormRegistry
     private let now: @Sendable () -> Int64
@@ -223,18 +230,20 @@ public final class SyncServer: @unchecked Sendable {
         }
         if let begun { return begun }
         if case .delay(let milliseconds) = fault { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
-        let response: HTTPResponse = locked {
+        let (response, hook, count): (HTTPResponse, (@Sendable (Int) -> Void)?, Int) = locked {
             do {
-                return try store.transaction {
+                let response = try store.transaction {
                     let response = try process()
                     try store.finishLedger(key, with: response)
                     return response
                 }
+                return (response, commitHook, commitHook == nil ? 0 : store.documentCount())
             } catch {
                 store.abandonLedger(key)
-                return .problem(500, "Internal Server Error", detail: "\(error)")
+                return (.problem(500, "Internal Server Error", detail: "\(error)"), nil, 0)
             }
         }
+        hook?(count)
         return response
     }
 

@@ -124,15 +124,26 @@ struct FieldDay {
         var processes: [Int: Process] = [:]
         for worker in 1...workers { processes[worker] = try device(worker) }
         note("\(workers) device processes syncing")
-        // Kill device 1 once the sync is under way (some documents landed), in the middle of its flush.
-        let killAfter = Date().addingTimeInterval(5)
-        while server.documents().count < 2, Date() < killAfter { try await Task.sleep(for: .milliseconds(20)) }
-        if let victim = processes[1], victim.isRunning {
-            kill(victim.processIdentifier, SIGKILL)
-            victim.waitUntilExit()
-            note("device 1 killed mid-flush (SIGKILL) with \(server.documents().count) documents on the server")
+        // Device 1 is killed the moment the server commits a seeded number of documents, before
+        // that write's reply goes out: it dies mid-flush with requests on the wire.
+        let killAt = 1 + Int(random.next() % UInt64(max(1, captured.count / 3)))
+        let victim = Mutex<Process?>(processes[1])
+        server.afterCommit = { documents in
+            victim.withLock { process in
+                guard let target = process, target.isRunning, documents >= killAt else { return }
+                kill(target.processIdentifier, SIGKILL)
+                process = nil
+            }
+        }
+        let killDeadline = Date().addingTimeInterval(20)
+        while victim.withLock({ $0 != nil }), Date() < killDeadline { try await Task.sleep(for: .milliseconds(10)) }
+        server.afterCommit = nil
+        if let killed = processes[1], killed.terminationReason == .uncaughtSignal {
+            note("device 1 killed mid-flush (SIGKILL) when the server reached \(killAt) documents")
             processes[1] = try device(1)
             note("device 1 restarted on the same outbox")
+        } else {
+            note("device 1 finished before the planned kill at \(killAt) documents")
         }
         let deadline = Date().addingTimeInterval(60)
         while processes.values.contains(where: \.isRunning), Date() < deadline {

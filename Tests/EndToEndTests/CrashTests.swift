@@ -1,5 +1,6 @@
 import FieldForms
 import Foundation
+import Synchronization
 import FormSyncRuntime
 import FormSyncServer
 import Testing
@@ -41,7 +42,6 @@ struct CrashTests {
             }
         }
         world.server.faults.add(.dropAfterCommit, count: 3)
-        world.server.faults.add(.delay(milliseconds: 150), count: 30)  // slow enough that the kills land mid-sync
 
         var seed = UInt64(20261130)  // the kill moments are seeded, so a failure can be replayed
         var logs: [URL] = []
@@ -58,26 +58,37 @@ struct CrashTests {
             try process.run()
             return process
         }
-        // Kill it mid-sync four times: each time once the server holds a few more documents (so
-        // the kill lands while work remains), after a seeded extra moment.
-        var kills = 0
-        for threshold in [3, 9, 15, 21] {
-            let process = try device()
-            let until = Date().addingTimeInterval(15)
-            while process.isRunning, world.server.documents().count < threshold, Date() < until {
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            seed = seed &* 6364136223846793005 &+ 1442695040888963407
-            try await Task.sleep(for: .milliseconds(Int(seed >> 33) % 40))
-            if process.isRunning {
+        // Kill it mid-sync four times, each at the moment the server commits a seeded document
+        // count, before the reply goes out: the device dies with requests on the wire.
+        let victim = Mutex<(process: Process?, at: Int, kills: Int)>((nil, 0, 0))
+        world.server.afterCommit = { documents in
+            victim.withLock { state in
+                guard let process = state.process, process.isRunning, documents >= state.at else { return }
                 kill(process.processIdentifier, SIGKILL)
-                kills += 1
-            } else {
-                let text = (try? String(contentsOf: logs.last!, encoding: .utf8)) ?? ""
-                Issue.record("the device exited (\(process.terminationStatus)) before the kill at \(threshold) documents, server holds \(world.server.documents().count):\n\(text)")
+                state.kills += 1
+                state.process = nil
             }
-            process.waitUntilExit()
         }
+        var thresholds: [Int] = []
+        for round in 0..<4 {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            thresholds.append(1 + round * 7 + Int(seed >> 33) % 6)
+        }
+        for threshold in thresholds {
+            let process = try device()
+            victim.withLock {
+                $0.process = process
+                $0.at = threshold
+            }
+            let until = Date().addingTimeInterval(30)
+            while process.isRunning, Date() < until { try await Task.sleep(for: .milliseconds(10)) }
+            if process.terminationReason != .uncaughtSignal {
+                let text = (try? String(contentsOf: logs.last!, encoding: .utf8)) ?? ""
+                Issue.record("the device was not killed at \(threshold) documents (server holds \(world.server.documents().count)):\n\(text)")
+            }
+        }
+        world.server.afterCommit = nil
+        let kills = victim.withLock { $0.kills }
         let last = try device()
         let deadline = Date().addingTimeInterval(45)
         while last.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(100)) }
@@ -85,7 +96,7 @@ struct CrashTests {
         if last.isRunning { last.terminate() }
         #expect(last.terminationStatus == 0)
 
-        #expect(kills >= 3)
+        #expect(kills == 4)
         let held = world.server.documents()
         #expect(held.count == documents.count)
         #expect(Set(held.map(\.documentID)) == Set(documents))
