@@ -136,9 +136,13 @@ struct FieldDay {
             }
         }
         let killDeadline = Date().addingTimeInterval(20)
-        while victim.withLock({ $0 != nil }), Date() < killDeadline { try await Task.sleep(for: .milliseconds(10)) }
+        while victim.withLock({ $0 != nil }), processes[1]?.isRunning == true, Date() < killDeadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         server.afterCommit = nil
-        if let killed = processes[1], killed.terminationReason == .uncaughtSignal {
+        let wasKilled = victim.withLock { $0 == nil }
+        if wasKilled, let killed = processes[1] {
+            killed.waitUntilExit()
             note("device 1 killed mid-flush (SIGKILL) when the server reached \(killAt) documents")
             processes[1] = try device(1)
             note("device 1 restarted on the same outbox")

@@ -82,7 +82,11 @@ struct CrashTests {
             }
             let until = Date().addingTimeInterval(30)
             while process.isRunning, Date() < until { try await Task.sleep(for: .milliseconds(10)) }
-            if process.terminationReason != .uncaughtSignal {
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+                Issue.record("the device neither drained nor was killed within 30 s")
+            } else if process.terminationReason != .uncaughtSignal {
                 let text = (try? String(contentsOf: logs.last!, encoding: .utf8)) ?? ""
                 Issue.record("the device was not killed at \(threshold) documents (server holds \(world.server.documents().count)):\n\(text)")
             }
