@@ -103,7 +103,7 @@ struct FieldDay {
             (.unavailable(retryAfterSeconds: 1), 3, .submissions, "503 with Retry-After: 1"),
             (.dropAfterCommit, 4 + Int(random.next() % 4), .all, "replies lost after the server committed"),
             (.tooManyRequests(retryAfterSeconds: 1), 3, .files, "429 on uploads"),
-            (.delay(milliseconds: 2500), 2, .submissions, "replies slower than the 1 s client timeout"),
+            (.delay(milliseconds: 4000), 2, .submissions, "replies slower than the 3 s client timeout"),
             (.unauthorized, 3, .submissions, "tokens expired"),
         ]
         for (fault, count, target, label) in plan {

@@ -12,12 +12,12 @@ enum DemoDeviceCommand {
             let refreshToken = args.values["--refresh-token"]
         else { throw UsageError("demo-device needs --db, --server and --refresh-token") }
         let token = Mutex<String?>(nil)
-        let transport = HTTPTransport(baseURL: server, timeout: 1, maxConnections: 3) { token.withLock { $0 } }
+        let transport = HTTPTransport(baseURL: server, timeout: 3, maxConnections: 3) { token.withLock { $0 } }
         let outbox = try Outbox(
             path: db, workspace: "demo", forms: FormCatalog.forms, transport: transport,
             configuration: Outbox.Configuration(
                 concurrency: 3, retry: RetryPolicy(baseDelayMilliseconds: 200, maxDelayMilliseconds: 2000, maxAttempts: 60),
-                leaseMilliseconds: 3000),
+                leaseMilliseconds: 8000),
             refreshAuthentication: {
                 guard let fresh = await transport.refreshAccessToken(refreshToken: refreshToken) else { return false }
                 token.withLock { $0 = fresh }
