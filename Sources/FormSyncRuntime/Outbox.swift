@@ -629,6 +629,19 @@ public actor Outbox {
         if let path { stash.remove(path) }
     }
 
+    /// Forgets confirmed items of the current workspace acknowledged before `cutoff` (ms since
+    /// 1970): the server holds them, so only their local record goes, and the database stops
+    /// growing. Server ids of landed placeholders stay recorded, so later submissions that
+    /// reference them still resolve. Returns how many items were removed.
+    @discardableResult
+    public func purgeConfirmed(acknowledgedBefore cutoff: Int64) throws -> Int {
+        let workspace = self.workspace
+        let removed = try write(.normal) { try store.deleteConfirmed(workspace: workspace, before: cutoff) }
+        counts[workspace, default: [:]][.confirmed, default: 0] -= removed
+        emitSnapshot(changed: nil)
+        return removed
+    }
+
     private func existing(_ id: Int64) throws -> OutboxStore.Row {
         guard let row = try store.item(id) else { throw OutboxError.noSuchItem(id) }
         return row

@@ -171,6 +171,10 @@ final class OutboxStore {
             ])
     }
 
+    func deleteConfirmed(workspace: String, before cutoff: Int64) throws -> Int {
+        try db.run("DELETE FROM items WHERE workspace = ? AND state = 'confirmed' AND updated_at < ?", [.text(workspace), .integer(cutoff)])
+    }
+
     func delete(_ id: Int64) throws {
         try db.run("DELETE FROM items WHERE id = ?", [.integer(id)])
     }

@@ -120,4 +120,23 @@ struct OutboxParkingTests {
         h.transport.release(.transient(reason: "late", retryAfterMilliseconds: nil))
         _ = await crashed.value
     }
+
+    @Test func purgingConfirmedItemsKeepsLandedIDsResolvable() async throws {
+        let h = try Harness()
+        var outbox = try h.open()
+        let customer = outbox.placeholderIDs.next()
+        try await outbox.enqueue(NewCustomer(name: "Ana", segment: .retail), creates: customer)
+        try await outbox.enqueue(order(customer))
+        h.transport.script(.done(ServerAcknowledgement(serverID: 321)), when: { $0.form == "NewCustomer" })
+        _ = await outbox.flush()
+        let pending = try await outbox.enqueue(order(9))
+        h.clock.advance(by: 1000)
+        #expect(try await outbox.purgeConfirmed(acknowledgedBefore: h.clock.now) == 2)
+        #expect(await outbox.stateCounts() == [.savedOnDevice: 1])
+        #expect(try await outbox.item(pending)?.state == .savedOnDevice)  // only confirmed items go
+        outbox = try h.open()
+        try await outbox.enqueue(order(customer))
+        _ = await outbox.flush()
+        #expect(h.transport.requests.last?.endpoint == "/customers/321/orders")
+    }
 }
