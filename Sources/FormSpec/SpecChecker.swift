@@ -382,7 +382,7 @@ struct SpecChecker {
             var contentTypes: [String] = []
             if let node = keys["content_types"]?.value {
                 contentTypes = stringList(node, "content_types").filter { item in
-                    let ok = item.value.range(of: #"^[a-z]+/([a-z0-9][a-z0-9.+-]*|\*)$"#, options: .regularExpression) != nil
+                    let ok = Self.isMediaType(item.value)
                     if !ok { error(item.location, "'\(item.value)' is not a media type such as image/jpeg or image/*") }
                     return ok
                 }.map(\.value)
@@ -638,7 +638,7 @@ struct SpecChecker {
     mutating func decimal(_ node: YAMLNode, _ what: String) -> String? {
         if case .invalid = node.kind { return nil }
         guard case .scalar(let value, let plain) = node.kind, plain,
-            value.range(of: #"^-?(0|[1-9][0-9]*)(\.[0-9]+)?$"#, options: .regularExpression) != nil
+            Self.isDecimalLiteral(value)
         else {
             error(node.location, "\(what) must be a decimal number such as 12.5, found \(node.scalar.map { "'\($0)'" } ?? node.kindName)")
             return nil
@@ -652,6 +652,26 @@ struct SpecChecker {
             return []
         }
         return items.compactMap { item in text(item, what).map { ($0, item.location) } }
+    }
+
+    /// `type/subtype` or `type/*`, lower case, as `content_types` takes them.
+    static func isMediaType(_ text: String) -> Bool {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, parts[0].unicodeScalars.allSatisfy(\.isASCIILowercase) else { return false }
+        if parts[1] == "*" { return true }
+        guard let first = parts[1].unicodeScalars.first, first.isASCIILowercase || first.isASCIIDigit else { return false }
+        return parts[1].unicodeScalars.allSatisfy { $0.isASCIILowercase || $0.isASCIIDigit || ".+-".unicodeScalars.contains($0) }
+    }
+
+    /// `-12.50`, `0`, `3`: an optional minus, an integer part without a leading zero, an optional fraction.
+    static func isDecimalLiteral(_ text: String) -> Bool {
+        var rest = Substring(text)
+        if rest.hasPrefix("-") { rest = rest.dropFirst() }
+        let parts = rest.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let whole = parts.first, !whole.isEmpty,
+            whole.unicodeScalars.allSatisfy(\.isASCIIDigit), whole == "0" || !whole.hasPrefix("0")
+        else { return false }
+        return parts.count == 1 || (!parts[1].isEmpty && parts[1].unicodeScalars.allSatisfy(\.isASCIIDigit))
     }
 
     /// ` (did you mean 'x'?)` for a near miss, or the list of choices when asked and none is near.

@@ -3,11 +3,17 @@ struct CodeWriter {
     private(set) var text = ""
     private var depth = 0
 
+    private static let indents = (0..<32).map { String(repeating: "    ", count: $0) }
+
+    private static func indent(_ depth: Int) -> String {
+        depth < indents.count ? indents[depth] : String(repeating: "    ", count: depth)
+    }
+
     mutating func line(_ s: String = "") {
         if s.isEmpty {
             text += "\n"
         } else {
-            text += String(repeating: "    ", count: depth) + s + "\n"
+            text += Self.indent(depth) + s + "\n"
         }
     }
 
@@ -46,6 +52,9 @@ extension Substring {
 
 /// A Swift string literal for any text.
 func swiftLiteral(_ value: String) -> String {
+    if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+        return "\"" + value + "\""
+    }
     var out = "\""
     for scalar in value.unicodeScalars {
         switch scalar {

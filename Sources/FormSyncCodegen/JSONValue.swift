@@ -21,9 +21,15 @@ public indirect enum JSONValue: Sendable, Equatable {
         return out + "\n"
     }
 
+    private static let pads = (0..<64).map { String(repeating: "  ", count: $0) }
+
+    private static func pad(_ depth: Int) -> String {
+        depth < pads.count ? pads[depth] : String(repeating: "  ", count: depth)
+    }
+
     private func write(into out: inout String, indent: Int) {
-        let pad = String(repeating: "  ", count: indent + 1)
-        let closePad = String(repeating: "  ", count: indent)
+        let pad = Self.pad(indent + 1)
+        let closePad = Self.pad(indent)
         switch self {
         case .object(let pairs):
             if pairs.isEmpty { out += "{}"; return }
@@ -69,6 +75,9 @@ public indirect enum JSONValue: Sendable, Equatable {
     }
 
     static func quoted(_ s: String) -> String {
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            return "\"" + s + "\""
+        }
         var out = "\""
         for scalar in s.unicodeScalars {
             switch scalar {

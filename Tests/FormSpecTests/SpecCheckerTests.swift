@@ -112,4 +112,15 @@ struct SpecCheckerTests {
         let result = SpecLoader.check(fileAt: "/nonexistent/Spec.yaml")
         #expect(result.diagnostics.map(\.description) == ["/nonexistent/Spec.yaml:1:1: error: cannot read the file"])
     }
+
+    @Test func mediaTypesAndDecimalLiteralsAreRecognisedExactly() {
+        for ok in ["image/jpeg", "image/*", "application/vnd.ms-excel", "audio/mp4a-latm", "video/3gpp"] {
+            #expect(SpecChecker.isMediaType(ok), "\(ok)")
+        }
+        for bad in ["jpeg", "Image/jpeg", "image/", "/jpeg", "image/jp eg", "image/*/x", "*/*", "image/.x"] {
+            #expect(!SpecChecker.isMediaType(bad), "\(bad)")
+        }
+        for ok in ["0", "-0", "12", "12.5", "-40.0", "0.001"] { #expect(SpecChecker.isDecimalLiteral(ok), "\(ok)") }
+        for bad in ["", "-", "01", "1.", ".5", "1.2.3", "1e3", "+1", "0x1", "1_0"] { #expect(!SpecChecker.isDecimalLiteral(bad), "\(bad)") }
+    }
 }
