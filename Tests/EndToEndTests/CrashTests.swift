@@ -48,7 +48,10 @@ struct CrashTests {
         func device() throws -> Process {
             let process = Process()
             process.executableURL = binary
-            process.arguments = ["demo-device", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken]
+            process.arguments = [
+                "demo-device", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken,
+                "--timeout", "2", "--lease-ms", "2500",
+            ]
             let log = world.directory.appendingPathComponent("device-\(UUID().uuidString).log")
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             let handle = try FileHandle(forWritingTo: log)
