@@ -9,8 +9,8 @@ public struct FormDefinition: Sendable, Equatable {
     public var summary: String?
     /// The endpoint template (`endpoint:`), with `{field}` placeholders.
     public var endpoint: String
-    /// The field names the endpoint's placeholders refer to, in order of appearance.
-    public var endpointFields: [String]
+    /// The endpoint split into literal text and the fields its placeholders name, in order.
+    public var endpointSegments: [EndpointSegment]
     /// The field whose value names the ordering lane (`entity:`), if any.
     public var entity: String?
     /// Choice lists declared once at the top of the spec (`choices:`), in declaration order.
@@ -23,7 +23,7 @@ public struct FormDefinition: Sendable, Equatable {
     public var nameLocation: SourceLocation
 
     public init(
-        name: String, version: Int, summary: String?, endpoint: String, endpointFields: [String],
+        name: String, version: Int, summary: String?, endpoint: String, endpointSegments: [EndpointSegment],
         entity: String?, choiceLists: [ChoiceSet], fields: [FieldDefinition], sourceName: String,
         nameLocation: SourceLocation
     ) {
@@ -32,17 +32,31 @@ public struct FormDefinition: Sendable, Equatable {
         self.version = version
         self.summary = summary
         self.endpoint = endpoint
-        self.endpointFields = endpointFields
+        self.endpointSegments = endpointSegments
         self.entity = entity
         self.choiceLists = choiceLists
         self.fields = fields
         self.sourceName = sourceName
     }
 
+    /// The field names the endpoint's placeholders refer to, in order of appearance.
+    public var endpointFields: [String] {
+        endpointSegments.compactMap { segment in
+            if case .field(let name) = segment { return name }
+            return nil
+        }
+    }
+
     /// The top-level field with this spec name.
     public func field(named name: String) -> FieldDefinition? {
         fields.first { $0.name == name }
     }
+}
+
+/// A piece of an endpoint template: literal path text, or a `{field}` placeholder.
+public enum EndpointSegment: Sendable, Equatable {
+    case literal(String)
+    case field(String)
 }
 
 /// A set of options for choice and multi-choice fields; becomes one Swift enum.

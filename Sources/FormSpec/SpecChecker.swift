@@ -113,20 +113,22 @@ struct SpecChecker {
         }
 
         var endpoint: String?
-        var endpointFields: [String] = []
+        var endpointSegments: [EndpointSegment] = []
         if let node = keys["endpoint"]?.value, let value = text(node, "endpoint") {
-            endpointFields = checkEndpoint(value, node: node, fields: fields)
+            endpointSegments = checkEndpoint(value, node: node, fields: fields)
             endpoint = value
         }
 
         guard let name, let version, let endpoint else { return nil }
         return FormDefinition(
-            name: name, version: version, summary: summary, endpoint: endpoint, endpointFields: endpointFields,
+            name: name, version: version, summary: summary, endpoint: endpoint, endpointSegments: endpointSegments,
             entity: entity, choiceLists: choiceOrder.map { namedChoices[$0]!.set }, fields: fields,
             sourceName: sourceName, nameLocation: keys["form"]?.value.location ?? root.location)
     }
 
-    mutating func checkEndpoint(_ value: String, node: YAMLNode, fields: [FieldDefinition]) -> [String] {
+    /// Splits the endpoint into literal text and `{field}` placeholders, reporting each problem
+    /// at its column.
+    mutating func checkEndpoint(_ value: String, node: YAMLNode, fields: [FieldDefinition]) -> [EndpointSegment] {
         let offset = node.isPlainScalar ? 0 : 1
         func column(_ index: String.Index) -> SourceLocation {
             SourceLocation(line: node.location.line, column: node.location.column + offset + value.distance(from: value.startIndex, to: index))
@@ -134,10 +136,12 @@ struct SpecChecker {
         if !value.hasPrefix("/") {
             error(node.location, "endpoint must be a path starting with '/'")
         }
-        var names: [String] = []
+        var segments: [EndpointSegment] = []
+        var literal = ""
         var index = value.startIndex
         while index < value.endIndex {
             let ch = value[index]
+            if ch != "{" { literal.append(ch) }
             if ch == "}" {
                 error(column(index), "'}' without a matching '{' in endpoint")
             } else if ch == "{" {
@@ -146,13 +150,15 @@ struct SpecChecker {
                     break
                 }
                 let placeholder = String(value[value.index(after: index)..<close])
+                if !literal.isEmpty { segments.append(.literal(literal)) }
+                literal = ""
                 if let field = fields.first(where: { $0.name == placeholder }) {
                     if !field.kind.canNameAPath {
                         error(column(index), "endpoint placeholder {\(placeholder)} is \(article(field.kind.typeName)) \(field.kind.typeName) field; a path needs a text, integer, choice or reference field")
                     } else if !field.required {
                         error(column(index), "endpoint placeholder {\(placeholder)} names a field that is not required; the endpoint could not be built without it")
                     } else {
-                        names.append(placeholder)
+                        segments.append(.field(placeholder))
                     }
                 } else {
                     error(column(index), "endpoint placeholder {\(placeholder)} names no field\(suggestion(placeholder, fields.map(\.name)))")
@@ -163,7 +169,8 @@ struct SpecChecker {
             }
             index = value.index(after: index)
         }
-        return names
+        if !literal.isEmpty { segments.append(.literal(literal)) }
+        return segments
     }
 
     // MARK: Fields

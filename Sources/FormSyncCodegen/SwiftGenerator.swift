@@ -418,23 +418,21 @@ public enum SwiftGenerator {
 
     static func emitEndpoint(_ form: FormDefinition, into w: inout CodeWriter) {
         w.doc("`\(form.endpoint)` with this payload's values, each one percent-encoded path segment.")
-        var parts: [String] = []
-        var rest = Substring(form.endpoint)
-        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
-            if open > rest.startIndex { parts.append(swiftLiteral(String(rest[..<open]))) }
-            let fieldName = String(rest[rest.index(after: open)..<close])
-            if let field = form.field(named: fieldName) {
+        let parts = form.endpointSegments.map { segment -> String in
+            switch segment {
+            case .literal(let text):
+                return swiftLiteral(text)
+            case .field(let fieldName):
+                guard let field = form.field(named: fieldName) else { return "\"\"" }
                 let n = name(field)
                 switch field.kind {
-                case .reference: parts.append("PathSegment.encode(\(n).map { String($0.id) })")
-                case .choice: parts.append("PathSegment.encode(\(n)?.rawValue)")
-                case .integer: parts.append("PathSegment.encode(\(n).map { String($0) })")
-                default: parts.append("PathSegment.encode(\(n))")
+                case .reference: return "PathSegment.encode(\(n).map { String($0.id) })"
+                case .choice: return "PathSegment.encode(\(n)?.rawValue)"
+                case .integer: return "PathSegment.encode(\(n).map { String($0) })"
+                default: return "PathSegment.encode(\(n))"
                 }
             }
-            rest = rest[rest.index(after: close)...]
         }
-        if !rest.isEmpty { parts.append(swiftLiteral(String(rest))) }
         w.line("public var endpoint: String { \(parts.isEmpty ? "\"\"" : parts.joined(separator: " + ")) }")
     }
 

@@ -109,11 +109,6 @@ public struct FieldValidator: Sendable {
         }
     }
 
-    /// Folds in the failures of a nested item.
-    public mutating func merge(_ other: FieldValidator) {
-        errors += other.errors
-    }
-
     static func mediaType(_ type: String, matches accepted: String) -> Bool {
         if accepted.hasSuffix("/*") { return type.hasPrefix(accepted.dropLast()) }
         return type == accepted

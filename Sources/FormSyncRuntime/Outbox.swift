@@ -141,14 +141,7 @@ public actor Outbox {
         let now = environment.now()
         let attached = Dictionary(attachments.map { ($0.placeholder, $0) }, uniquingKeysWith: { a, _ in a })
         let placeholders = payload.placeholders
-        var blockedBy: Int64?
-        for placeholder in placeholders where attached[placeholder] == nil {
-            if try storage({ try store.isResolved(placeholder) }) { continue }
-            guard let producer = try storage({ try store.producer(of: placeholder) }) else {
-                throw OutboxError.unknownPlaceholder(placeholder)
-            }
-            if Self.isStuck(producer.state) { blockedBy = placeholder }
-        }
+        let blocked = try storage { try checkDependencies(placeholders.filter { attached[$0] == nil }) }
 
         var copies: [(Attachment, FileStash.Copy)] = []
         do {
@@ -177,7 +170,7 @@ public actor Outbox {
                 row.endpoint = placeholders.isEmpty ? payload.endpoint : nil
                 row.basePayload = baseJSON
                 row.baseVersion = base?.version
-                if blockedBy != nil { row.state = .blocked }
+                if blocked { row.state = .blocked }
                 row.id = try store.insert(row, now: now)
                 record(row.id, workspace, from: nil, to: row.state)
                 for placeholder in placeholders { try store.addDependency(item: row.id, placeholder: placeholder) }
@@ -284,7 +277,7 @@ public actor Outbox {
         var result = report
         let open = counts[workspace] ?? [:]
         result.remaining = (open[.pending] ?? 0) + (open[.leased] ?? 0)
-        result.retrying = retryingThisFlush.filter { (try? store.item($0))??.state == .pending }.count
+        result.retrying = retryingThisFlush.count
         return result
     }
 
@@ -356,6 +349,7 @@ public actor Outbox {
 
     private func handle(_ lease: Lease, _ outcome: DeliveryOutcome) {
         inFlight.remove(lease.itemID)
+        retryingThisFlush.remove(lease.itemID)
         let now = environment.now()
         var removedFile: String?
         var submitResult: SubmitResult?
@@ -647,11 +641,19 @@ public actor Outbox {
         return row
     }
 
-    private func replaceDependencies(of id: Int64, with placeholders: [Int64]) throws {
-        for placeholder in placeholders {
-            if try store.isResolved(placeholder) || store.producer(of: placeholder) != nil { continue }
-            throw OutboxError.unknownPlaceholder(placeholder)
+    /// Checks that every placeholder has landed or is produced by a stored item (throwing
+    /// `unknownPlaceholder` otherwise); returns whether any producer needs attention.
+    private func checkDependencies(_ placeholders: [Int64]) throws -> Bool {
+        var stuck = false
+        for placeholder in placeholders where try !store.isResolved(placeholder) {
+            guard let producer = try store.producer(of: placeholder) else { throw OutboxError.unknownPlaceholder(placeholder) }
+            if Self.isStuck(producer.state) { stuck = true }
         }
+        return stuck
+    }
+
+    private func replaceDependencies(of id: Int64, with placeholders: [Int64]) throws {
+        _ = try checkDependencies(placeholders)
         try store.removeDependencies(item: id)
         for placeholder in placeholders { try store.addDependency(item: id, placeholder: placeholder) }
     }

@@ -272,13 +272,12 @@ final class OutboxStore {
 
     /// Returns expired leases to pending (not an attempt); the attempt identity is kept.
     func reclaimExpiredLeases(now: Int64) throws -> [(workspace: String, lane: String)] {
-        let rows = try db.query("SELECT id, workspace, lane FROM items WHERE state = 'leased' AND lease_expires_at <= ?", [.integer(now)]) {
-            ($0.int(0), $0.text(1) ?? "", $0.text(2) ?? "")
+        let lanes = try db.query("SELECT DISTINCT workspace, lane FROM items WHERE state = 'leased' AND lease_expires_at <= ?", [.integer(now)]) {
+            ($0.text(0) ?? "", $0.text(1) ?? "")
         }
-        for (id, _, _) in rows {
-            try db.run("UPDATE items SET state = 'pending', lease_expires_at = NULL, updated_at = ? WHERE id = ?", [.integer(now), .integer(id)])
-        }
-        return rows.map { ($0.1, $0.2) }
+        try db.run("UPDATE items SET state = 'pending', lease_expires_at = NULL, updated_at = ? WHERE state = 'leased' AND lease_expires_at <= ?",
+                   [.integer(now), .integer(now)])
+        return lanes
     }
 
     /// Item counts per workspace and state, read once when the outbox opens.
