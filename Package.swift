@@ -7,7 +7,8 @@ let package = Package(
     products: [
         .library(name: "FormSpec", targets: ["FormSpec"]),
         .library(name: "FormSyncCodegen", targets: ["FormSyncCodegen"]),
-        .library(name: "FormSyncRuntime", targets: ["FormSyncRuntime"]),
+        .library(name: "FormSyncModel", targets: ["FormSyncModel"]),
+        .library(name: "FormSyncClient", targets: ["FormSyncClient"]),
         .library(name: "FormSyncServer", targets: ["FormSyncServer"]),
         .executable(name: "formsync", targets: ["formsync"]),
         .executable(name: "formsync-gen", targets: ["formsync-gen"]),
@@ -19,21 +20,29 @@ let package = Package(
 
         .target(name: "FormSpec", dependencies: ["CYAML"]),
         .target(name: "FormSyncCodegen", dependencies: ["FormSpec"]),
-        .target(name: "FormSyncRuntime", dependencies: ["CSQLite"]),
-        .target(name: "FormSyncServer", dependencies: ["FormSyncRuntime"]),
+        // What generated code needs and nothing else: no SQLite, no networking.
+        .target(name: "FormSyncModel"),
+        // The small SQLite layer the device and the reference server share.
+        .target(name: "FormSyncSQLite", dependencies: ["CSQLite"]),
+        // The device side: Store/, Outbox/, Engine/, Transport/, Stash/.
+        .target(name: "FormSyncClient", dependencies: ["FormSyncModel", "FormSyncSQLite"]),
+        .target(name: "FormSyncServer", dependencies: ["FormSyncModel", "FormSyncSQLite"]),
         .executableTarget(name: "formsync-gen", dependencies: ["FormSpec", "FormSyncCodegen"]),
         .executableTarget(
             name: "formsync",
-            dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncRuntime", "FieldForms", "FormSyncTesting", "FormSyncServer", "CSQLite"]
+            dependencies: [
+                "FormSpec", "FormSyncCodegen", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FieldForms", "FormSyncTesting",
+                "FormSyncServer", "CSQLite",
+            ]
         ),
         .plugin(name: "FormSyncPlugin", capability: .buildTool(), dependencies: ["formsync-gen"]),
         // Test support: a scriptable in-process transport. Not a product.
-        .target(name: "FormSyncTesting", dependencies: ["FormSyncRuntime"]),
+        .target(name: "FormSyncTesting", dependencies: ["FormSyncClient"]),
 
         // The example forms: every *.yaml in FormSpecs/ is compiled by the plugin.
         .target(
             name: "FieldForms",
-            dependencies: ["FormSyncRuntime"],
+            dependencies: ["FormSyncModel"],
             path: "FormSpecs",
             exclude: ["formspec.schema.json"],
             plugins: ["FormSyncPlugin"]
@@ -41,10 +50,10 @@ let package = Package(
 
         .testTarget(name: "FormSpecTests", dependencies: ["FormSpec"], exclude: ["BrokenSpecs"]),
         .testTarget(name: "FormSyncCodegenTests", dependencies: ["FormSpec", "FormSyncCodegen"]),
-        .testTarget(name: "FormSyncRuntimeTests", dependencies: ["FormSyncRuntime"]),
-        .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncRuntime"]),
-        .testTarget(name: "OutboxTests", dependencies: ["FieldForms", "FormSyncRuntime", "FormSyncTesting"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["FieldForms", "FormSyncRuntime", "FormSyncServer"]),
+        .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel"]),
+        .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncModel"]),
+        .testTarget(name: "FormSyncClientTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FormSyncTesting"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncServer", "FormSyncSQLite"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,7 +2,7 @@
 // Form NewCustomer, version 1. Change the spec and rebuild instead.
 
 import Foundation
-import FormSyncRuntime
+import FormSyncModel
 
 /// A new customer captured by a sales rep; orders may reference it before it reaches the server.
 ///

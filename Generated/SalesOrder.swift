@@ -2,7 +2,7 @@
 // Form SalesOrder, version 1. Change the spec and rebuild instead.
 
 import Foundation
-import FormSyncRuntime
+import FormSyncModel
 
 /// An order taken by a sales rep, for a customer that may itself be new and offline.
 ///

@@ -62,7 +62,7 @@ public enum Naming {
         "FieldError", "FieldValidator", "FormPayload", "FormField", "FormCatalog", "MergeResult", "FieldConflict",
         "ThreeWayMerge", "ConflictPolicy", "Field", "CodingKeys", "String", "Int", "Bool",
         "Decimal", "Array", "Optional", "Codable", "Sendable", "Equatable", "Error", "Swift",
-        "Foundation", "FormSyncRuntime", "Int64", "Double", "Set", "Dictionary",
+        "Foundation", "FormSyncModel", "FormSyncClient", "Int64", "Double", "Set", "Dictionary",
     ]
 }
 

@@ -11,7 +11,7 @@ public enum SwiftGenerator {
         w.line("// Form \(form.name), version \(form.version). Change the spec and rebuild instead.")
         w.line()
         w.line("import Foundation")
-        w.line("import FormSyncRuntime")
+        w.line("import FormSyncModel")
         w.line()
         w.doc(form.summary ?? "The payload of the \(form.name) form.")
         w.doc("\nSpec: `\(form.sourceName)`, version \(form.version); endpoint `\(form.endpoint)`"

@@ -1,4 +1,5 @@
-import FormSyncRuntime
+import FormSyncModel
+import FormSyncSQLite
 import Foundation
 
 /// The reference server's tables: the idempotency ledger (unique key), documents (unique

@@ -1,4 +1,5 @@
-import FormSyncRuntime
+import FormSyncModel
+import FormSyncSQLite
 import Foundation
 
 /// The reference FormSync server (docs/PROTOCOL.md): an idempotency ledger, document identity,

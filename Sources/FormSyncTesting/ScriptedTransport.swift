@@ -1,4 +1,5 @@
-import FormSyncRuntime
+import FormSyncClient
+import FormSyncModel
 import Foundation
 import Synchronization
 

@@ -1,5 +1,6 @@
 import FieldForms
-import FormSyncRuntime
+import FormSyncClient
+import FormSyncModel
 import Foundation
 import Synchronization
 

@@ -1,6 +1,7 @@
 import CSQLite
 import FieldForms
-import FormSyncRuntime
+import FormSyncClient
+import FormSyncModel
 import FormSyncTesting
 import Foundation
 

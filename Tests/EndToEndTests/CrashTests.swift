@@ -1,7 +1,8 @@
 import FieldForms
 import Foundation
 import Synchronization
-import FormSyncRuntime
+import FormSyncClient
+import FormSyncModel
 import FormSyncServer
 import Testing
 

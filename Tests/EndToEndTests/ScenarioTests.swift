@@ -1,6 +1,7 @@
 import FieldForms
 import Foundation
-import FormSyncRuntime
+import FormSyncClient
+import FormSyncModel
 import FormSyncServer
 import Testing
 

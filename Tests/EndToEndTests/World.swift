@@ -1,6 +1,8 @@
 import FieldForms
 import Foundation
-import FormSyncRuntime
+import FormSyncClient
+import FormSyncModel
+import FormSyncSQLite
 import FormSyncServer
 import Synchronization
 import Testing

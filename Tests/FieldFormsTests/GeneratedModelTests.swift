@@ -1,5 +1,5 @@
 import FieldForms
-import FormSyncRuntime
+import FormSyncModel
 import Foundation
 import Testing
 

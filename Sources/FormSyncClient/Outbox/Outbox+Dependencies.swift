@@ -1,0 +1,69 @@
+import Foundation
+import FormSyncModel
+import FormSyncSQLite
+
+extension Outbox {
+    static func isStuck(_ state: State) -> Bool {
+        state == .rejected || state == .conflict || state == .exhausted || state == .blocked
+    }
+
+    func blockDependents(of placeholder: Int64, now: Int64) throws {
+        var queue = [placeholder]
+        while let next = queue.popLast() {
+            for id in try store.dependents(of: next) {
+                guard var row = try store.item(id), row.state == .pending else { continue }
+                row.lastError = "waiting for an item it depends on, which needs attention"
+                try move(&row, to: .blocked)
+                try store.update(row, now: now)
+                try store.refreshLane(workspace: row.workspace, lane: row.lane)
+                report.blocked += 1
+                if let produced = row.produces { queue.append(produced) }
+            }
+        }
+    }
+
+    /// After `placeholder` landed, or its producer went back to pending: dependents waiting in a
+    /// lane may now be due, and blocked dependents whose other dependencies are fine are released.
+    func releaseDependents(of placeholder: Int64, now: Int64) throws {
+        var queue = [placeholder]
+        while let next = queue.popLast() {
+            for id in try store.dependents(of: next) {
+                guard var row = try store.item(id) else { continue }
+                if row.state == .blocked, try !dependencyProblem(row.id) {
+                    row.lastError = nil
+                    row.nextAttemptAt = now
+                    try move(&row, to: .pending)
+                    try store.update(row, now: now)
+                    if let produced = row.produces { queue.append(produced) }
+                }
+                if row.state == .pending { try store.refreshLane(workspace: row.workspace, lane: row.lane) }
+            }
+        }
+    }
+
+    /// Whether any unresolved dependency of `item` is parked, blocked or discarded.
+    func dependencyProblem(_ item: Int64) throws -> Bool {
+        for placeholder in try store.dependencies(of: item) where try !store.isResolved(placeholder) {
+            guard let producer = try store.producer(of: placeholder) else { return true }
+            if Self.isStuck(producer.state) { return true }
+        }
+        return false
+    }
+
+    /// Checks that every placeholder has landed or is produced by a stored item (throwing
+    /// `unknownPlaceholder` otherwise); returns whether any producer needs attention.
+    func checkDependencies(_ placeholders: [Int64]) throws -> Bool {
+        var stuck = false
+        for placeholder in placeholders where try !store.isResolved(placeholder) {
+            guard let producer = try store.producer(of: placeholder) else { throw OutboxError.unknownPlaceholder(placeholder) }
+            if Self.isStuck(producer.state) { stuck = true }
+        }
+        return stuck
+    }
+
+    func replaceDependencies(of id: Int64, with placeholders: [Int64]) throws {
+        _ = try checkDependencies(placeholders)
+        try store.removeDependencies(item: id)
+        for placeholder in placeholders { try store.addDependency(item: id, placeholder: placeholder) }
+    }
+}

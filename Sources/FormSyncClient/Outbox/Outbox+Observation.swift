@@ -1,0 +1,79 @@
+import Foundation
+import FormSyncModel
+import FormSyncSQLite
+
+extension Outbox {
+    // MARK: State and snapshots
+
+    /// Counts per state for the current workspace.
+    public func stateCounts() -> [SyncState: Int] {
+        let stored = counts[workspace] ?? [:]
+        let sent = inFlight.count
+        return [
+            .savedOnDevice: stored[.pending] ?? 0,
+            .sending: max(0, (stored[.leased] ?? 0) - sent),
+            .sent: sent,
+            .confirmed: stored[.confirmed] ?? 0,
+            .rejected: stored[.rejected] ?? 0,
+            .conflict: stored[.conflict] ?? 0,
+            .exhausted: stored[.exhausted] ?? 0,
+            .blocked: stored[.blocked] ?? 0,
+        ].filter { $0.value > 0 }
+    }
+
+    /// Snapshots of the current workspace, one per change, starting with the present. A slow
+    /// consumer only ever misses intermediate snapshots (the newest is kept): it never blocks
+    /// or fails the outbox.
+    public func snapshots() -> AsyncStream<OutboxSnapshot> {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream.makeStream(of: OutboxSnapshot.self, bufferingPolicy: .bufferingNewest(1))
+        subscribers[id] = continuation
+        continuation.yield(OutboxSnapshot(workspace: workspace, counts: stateCounts(), changed: nil))
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.unsubscribe(id) }
+        }
+        return stream
+    }
+
+    func unsubscribe(_ id: UUID) {
+        subscribers[id] = nil
+    }
+
+    func emit(_ change: OutboxItemChange) {
+        emitSnapshot(changed: change)
+    }
+
+    func emitSnapshot(changed: OutboxItemChange?) {
+        guard !subscribers.isEmpty else { return }
+        let snapshot = OutboxSnapshot(workspace: workspace, counts: stateCounts(), changed: changed)
+        for continuation in subscribers.values { continuation.yield(snapshot) }
+    }
+
+    func publicState(_ row: OutboxStore.Row) -> SyncState {
+        publicState(id: row.id, row.state)
+    }
+
+    func publicState(id: Int64, _ state: State) -> SyncState {
+        switch state {
+        case .pending: return .savedOnDevice
+        case .leased: return inFlight.contains(id) ? .sent : .sending
+        case .confirmed: return .confirmed
+        case .rejected: return .rejected
+        case .conflict: return .conflict
+        case .exhausted: return .exhausted
+        case .blocked: return .blocked
+        }
+    }
+
+    func publicItem(_ row: OutboxStore.Row) -> OutboxItem {
+        let decoder = JSONDecoder()
+        return OutboxItem(
+            id: row.id, kind: row.kind, state: publicState(row), documentID: row.documentID, attemptID: row.attemptID,
+            form: row.form, formVersion: row.formVersion, lane: row.lane, workspace: row.workspace, payload: row.payload,
+            attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, lastError: row.lastError,
+            fieldErrors: row.fieldErrors.flatMap { try? decoder.decode([FieldError].self, from: $0) } ?? [],
+            basePayload: row.basePayload, serverPayload: row.serverPayload, serverVersion: row.serverVersion,
+            conflicts: row.conflicts.flatMap { try? decoder.decode([FieldConflict].self, from: $0) } ?? [],
+            producesPlaceholder: row.produces, serverID: row.serverID)
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import FormSyncModel
+import FormSyncSQLite
+
+extension Outbox {
+    func handle(_ lease: Lease, _ outcome: DeliveryOutcome) {
+        inFlight.remove(lease.itemID)
+        retryingThisFlush.remove(lease.itemID)
+        let now = environment.now()
+        var removedFile: String?
+        var submitResult: SubmitResult?
+        do {
+            try write(.normal) {
+                guard var row = try store.item(lease.itemID), row.state == .leased, row.attemptID == lease.attemptID else { return }
+                row.leaseExpiresAt = nil
+                switch outcome {
+                case .done(let ack):
+                    if row.produces != nil && ack.serverID == nil {
+                        try retryLater(&row, reason: "the acknowledgement carries no server id", retryAfter: nil, now: now)
+                        break
+                    }
+                    try move(&row, to: .confirmed)
+                    row.serverID = ack.serverID
+                    row.serverVersion = ack.version
+                    row.lastError = nil
+                    try store.update(row, now: now)
+                    report.sent += 1
+                    if let placeholder = row.produces, let serverID = ack.serverID {
+                        try store.resolve(placeholder: placeholder, serverID: serverID)
+                        try releaseDependents(of: placeholder, now: now)
+                    }
+                    if row.kind == .file { removedFile = row.filePath }
+                    submitResult = .confirmed(id: row.id, ack)
+                case .transient(let reason, let retryAfter):
+                    try retryLater(&row, reason: reason, retryAfter: retryAfter, now: now)
+                case .authExpired:
+                    try move(&row, to: .pending)
+                    row.nextAttemptAt = now
+                    row.lastError = "authentication expired; waiting for a new token"
+                    try store.update(row, now: now)
+                case .conflict(let current, let version):
+                    try merge(&row, current: current, version: version, now: now)
+                case .rejected(let reason, let fieldErrors):
+                    row.attempts += 1
+                    try park(&row, as: .rejected, reason: reason, fieldErrors: fieldErrors, now: now)
+                    submitResult = .rejected(id: row.id, reason: reason, fieldErrors: fieldErrors)
+                }
+                try store.refreshLane(workspace: row.workspace, lane: row.lane)
+                if submitResult == nil { submitResult = .queued(id: row.id, state: publicState(row)) }
+            }
+        } catch {
+            // The transition did not commit: the item stays leased, its lease expires, and the
+            // same attempt is sent again; the server's ledger answers with the recorded result.
+            emit(OutboxItemChange(id: lease.itemID, state: .sending))
+        }
+        if let removedFile { stash.remove(removedFile) }
+        if let submitResult { resumeWaiters(lease.itemID, with: submitResult) }
+    }
+
+    func retryLater(_ row: inout OutboxStore.Row, reason: String, retryAfter: Int64?, now: Int64) throws {
+        row.attempts += 1
+        row.lastError = reason
+        if row.attempts >= configuration.retry.maxAttempts {
+            try park(&row, as: .exhausted, reason: "gave up after \(row.attempts) attempts; last error: \(reason)", fieldErrors: [], now: now)
+            return
+        }
+        let delay = configuration.retry.delay(afterAttempts: row.attempts, random: environment.random(), retryAfterMilliseconds: retryAfter)
+        row.nextAttemptAt = now + delay
+        try move(&row, to: .pending)
+        try store.update(row, now: now)
+        retryingThisFlush.insert(row.id)
+    }
+
+    func merge(_ row: inout OutboxStore.Row, current: Data, version: String, now: Int64) throws {
+        row.attempts += 1
+        row.serverPayload = current
+        row.serverVersion = version
+        guard let name = row.form, let entry = registry[name], let local = row.payload, let base = row.basePayload else {
+            row.conflicts = try? FormRegistry.encode([FieldConflict(pointer: JSONPointer.root, reason: "The server holds a newer version and this item has no base to merge from.")])
+            try park(&row, as: .conflict, reason: "the server's record changed (version \(version))", fieldErrors: [], now: now)
+            return
+        }
+        let merged: (merged: Data, conflicts: [FieldConflict])
+        do {
+            merged = try entry.merge(base, local, current)
+        } catch {
+            row.conflicts = try? FormRegistry.encode([FieldConflict(pointer: JSONPointer.root, reason: "The server's record could not be read as \(name).")])
+            try park(&row, as: .conflict, reason: "the server's record does not decode: \(error)", fieldErrors: [], now: now)
+            return
+        }
+        if !merged.conflicts.isEmpty {
+            row.conflicts = try FormRegistry.encode(merged.conflicts)
+            try park(&row, as: .conflict, reason: "changed here and on the server", fieldErrors: [], now: now)
+            return
+        }
+        if row.attempts >= configuration.retry.maxAttempts {
+            try park(&row, as: .exhausted, reason: "gave up after \(row.attempts) attempts; the server's record kept changing", fieldErrors: [], now: now)
+            return
+        }
+        row.payload = merged.merged
+        row.endpoint = nil
+        row.basePayload = current
+        row.baseVersion = version
+        row.serverPayload = nil
+        row.attemptID = environment.newID()
+        row.nextAttemptAt = now
+        row.lastError = "merged with the server's version \(version)"
+        try move(&row, to: .pending)
+        try store.update(row, now: now)
+    }
+
+    /// Parks an item for a person, and blocks everything that depends on it.
+    func park(_ row: inout OutboxStore.Row, as state: State, reason: String, fieldErrors: [FieldError], now: Int64) throws {
+        row.lastError = reason
+        row.fieldErrors = fieldErrors.isEmpty ? nil : try FormRegistry.encode(fieldErrors)
+        row.leaseExpiresAt = nil
+        try move(&row, to: state)
+        try store.update(row, now: now)
+        try store.refreshLane(workspace: row.workspace, lane: row.lane)
+        switch state {
+        case .rejected: report.rejected += 1
+        case .exhausted: report.exhausted += 1
+        case .conflict: report.conflicts += 1
+        default: break
+        }
+        if let placeholder = row.produces { try blockDependents(of: placeholder, now: now) }
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import FormSyncModel
+import FormSyncSQLite
+
+/// The durable outbox: every submission is committed to SQLite before anything else happens,
+/// goes out in order within its lane and in parallel across lanes, is classified on every
+/// reply, and leaves only when the server acknowledged it or a person discarded it.
+///
+/// One actor owns the database connection, so every state transition is serialised and
+/// committed before it is acted on. See DESIGN.md §4 and README "The outbox".
+public actor Outbox {
+    /// Tunables of the outbox.
+    public struct Configuration: Sendable {
+        /// How many lanes may be on the wire at once.
+        public var concurrency: Int
+        /// Backoff and the attempt limit after which an item is parked as exhausted.
+        public var retry: RetryPolicy
+        /// How long a lease lasts; must exceed the transport's request timeout, since an
+        /// expired lease is presumed dead and its item is sent again (same attempt identity).
+        public var leaseMilliseconds: Int64
+        /// How many times one flush refreshes the token before it gives up and reports it.
+        public var maxAuthRefreshesPerFlush: Int
+
+        public init(concurrency: Int = 4, retry: RetryPolicy = RetryPolicy(), leaseMilliseconds: Int64 = 60_000, maxAuthRefreshesPerFlush: Int = 3) {
+            self.concurrency = max(1, concurrency)
+            self.retry = retry
+            self.leaseMilliseconds = leaseMilliseconds
+            self.maxAuthRefreshesPerFlush = maxAuthRefreshesPerFlush
+        }
+    }
+
+    /// A file to upload with a submission: the placeholder id the payload uses for it and where
+    /// the file is now (it is copied into the outbox's stash at enqueue).
+    public struct Attachment: Sendable {
+        public var placeholder: Int64
+        public var source: URL
+        public var contentType: String?
+
+        public init(placeholder: Int64, source: URL, contentType: String? = nil) {
+            self.placeholder = placeholder
+            self.source = source
+            self.contentType = contentType
+        }
+    }
+
+    typealias State = OutboxStore.State
+
+    /// An item on the wire.
+    struct Lease: Sendable {
+        var itemID: Int64
+        var attemptID: String
+        var request: OutboundRequest
+    }
+
+    struct Change {
+        var id: Int64
+        var workspace: String
+        var from: State?
+        var to: State?
+    }
+
+    let store: OutboxStore
+    let stash: FileStash
+    let registry: FormRegistry
+    let transport: any OutboxTransport
+    let environment: OutboxEnvironment
+    let configuration: Configuration
+    let refreshAuthentication: @Sendable () async -> Bool
+
+    /// Mints placeholder ids for files and offline-created records, never repeating one this
+    /// outbox has stored, even across restarts.
+    public nonisolated let placeholderIDs: PlaceholderIDSource
+
+    /// The workspace (server + tenant) items are captured in and sent to.
+    public private(set) var workspace: String
+
+    var counts: [String: [State: Int]]
+    var inFlight: Set<Int64> = []
+    var uncommitted: [Change] = []
+    var flushTask: (generation: Int, task: Task<FlushReport, Never>)?
+    var flushGeneration = 0
+    var rescanRequested = false
+    var report = FlushReport()
+    var retryingThisFlush: Set<Int64> = []
+    var subscribers: [UUID: AsyncStream<OutboxSnapshot>.Continuation] = [:]
+    var waiters: [Int64: [CheckedContinuation<SubmitResult?, Never>]] = [:]
+
+    /// Opens (or creates) the outbox database at `path`; its stash folder is `path + ".stash"`.
+    /// Expired leases of a previous run return to pending here, keeping their attempt identity.
+    /// `refreshAuthentication` is the app's hook for an expired token: it returns true when a
+    /// new token is in place.
+    public init(
+        path: String, workspace: String, forms: [any FormPayload.Type], transport: any OutboxTransport,
+        configuration: Configuration = Configuration(), environment: OutboxEnvironment = .live,
+        refreshAuthentication: @escaping @Sendable () async -> Bool = { false }
+    ) throws {
+        let now = environment.now()
+        do {
+            let store = try OutboxStore(path: path, now: now)
+            try store.db.transaction(.normal) {
+                for (workspace, lane) in try store.reclaimExpiredLeases(now: now) {
+                    try store.refreshLane(workspace: workspace, lane: lane)
+                }
+            }
+            self.store = store
+            counts = try store.counts()
+            placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -(try store.mostNegativePlaceholder()))
+        } catch let error as SQLiteError {
+            throw OutboxError.storage(error)
+        }
+        stash = try FileStash(directory: path + ".stash")
+        registry = FormRegistry(forms)
+        self.transport = transport
+        self.environment = environment
+        self.configuration = configuration
+        self.refreshAuthentication = refreshAuthentication
+        self.workspace = workspace
+    }
+
+    // MARK: Workspaces
+
+    /// Points the outbox at another workspace: from now on it captures into and sends only that
+    /// workspace's items. Other workspaces' items stay stored, untouched.
+    public func switchWorkspace(to workspace: String) {
+        self.workspace = workspace
+        emitSnapshot(changed: nil)
+    }
+
+    // MARK: Transactions
+
+    /// Records a state move, applied to the counts only once its transaction commits.
+    func move(_ row: inout OutboxStore.Row, to state: State?) throws {
+        record(row.id, row.workspace, from: row.state, to: state)
+        if let state { row.state = state }
+    }
+
+    func record(_ id: Int64, _ workspace: String, from: State?, to: State?) {
+        uncommitted.append(Change(id: id, workspace: workspace, from: from, to: to))
+    }
+
+    /// Runs `body` in one transaction; on commit the in-memory counts follow and snapshots go
+    /// out, on failure nothing changes and the error (typed) reaches the caller.
+    func write<T>(_ durability: Durability, _ body: () throws -> T) throws -> T {
+        uncommitted = []
+        do {
+            let result = try store.db.transaction(durability, body)
+            let changes = uncommitted
+            uncommitted = []
+            for change in changes {
+                if let from = change.from { counts[change.workspace, default: [:]][from, default: 0] -= 1 }
+                if let to = change.to { counts[change.workspace, default: [:]][to, default: 0] += 1 }
+            }
+            if !subscribers.isEmpty {
+                for change in changes where change.workspace == workspace {
+                    emitSnapshot(changed: change.to.map { OutboxItemChange(id: change.id, state: publicState(id: change.id, $0)) })
+                }
+            }
+            return result
+        } catch let error as SQLiteError {
+            uncommitted = []
+            throw OutboxError.storage(error)
+        } catch {
+            uncommitted = []
+            throw error
+        }
+    }
+
+    func storage<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SQLiteError {
+            throw OutboxError.storage(error)
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import FormSyncModel
+import FormSyncSQLite
+/// Why an outbox call did not do what was asked. Nothing is half-stored when one is thrown.
+public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The payload breaks its form's rules; nothing was queued.
+    case invalidPayload([FieldError])
+    /// The form is not registered with this outbox.
+    case unknownForm(String)
+    /// The payload holds a placeholder that no attachment, queued item or landed item provides.
+    case unknownPlaceholder(Int64)
+    /// An attachment could not be copied into the stash (missing source, disk full, …).
+    case stashFailed(path: String, reason: String)
+    /// The database refused the write.
+    case storage(SQLiteError)
+    /// No item with this id.
+    case noSuchItem(Int64)
+    /// The action does not fit the item's state (for example discarding a pending item).
+    case notAllowed(id: Int64, state: SyncState, action: String)
+    /// The fixed payload is for another form than the item.
+    case formMismatch(expected: String, got: String)
+
+    public var description: String {
+        switch self {
+        case .invalidPayload(let errors): return "the payload is invalid: \(errors.map(\.description).joined(separator: "; "))"
+        case .unknownForm(let name): return "form \(name) is not registered with this outbox"
+        case .unknownPlaceholder(let id): return "placeholder \(id) is neither attached, queued nor landed"
+        case .stashFailed(let path, let reason): return "could not stash \(path): \(reason)"
+        case .storage(let error): return "storage failed: \(error)"
+        case .noSuchItem(let id): return "no outbox item \(id)"
+        case .notAllowed(let id, let state, let action): return "cannot \(action) item \(id) while it is \(state.rawValue)"
+        case .formMismatch(let expected, let got): return "the item holds a \(expected), not a \(got)"
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import FormSyncModel
+
+/// One item as stored, for lists, badges and the fix-and-resubmit flow.
+public struct OutboxItem: Sendable, Equatable, Identifiable {
+    /// A form submission, or the upload of one stashed file.
+    public enum Kind: String, Sendable, Codable {
+        case submission
+        case file
+    }
+
+    /// The outbox's id, also its enqueue sequence.
+    public var id: Int64
+    public var kind: Kind
+    public var state: SyncState
+    public var documentID: String
+    public var attemptID: String
+    /// The form's name and spec version (nil for a file).
+    public var form: String?
+    public var formVersion: Int?
+    /// The ordering lane: items of one lane go out one at a time, in enqueue order.
+    public var lane: String
+    public var workspace: String
+    /// The payload as captured (JSON, placeholders kept), for submissions.
+    public var payload: Data?
+    /// Counted attempts (auth pauses and lease reclaims are not attempts).
+    public var attempts: Int
+    /// When the next attempt may start (ms since 1970).
+    public var nextAttemptAt: Int64
+    /// Why the last attempt did not land, or why the item is parked.
+    public var lastError: String?
+    /// The server's field errors, for a rejected submission.
+    public var fieldErrors: [FieldError]
+    /// For a conflict: the base, and the server's current record and version.
+    public var basePayload: Data?
+    public var serverPayload: Data?
+    public var serverVersion: String?
+    /// The fields the merge could not settle.
+    public var conflicts: [FieldConflict]
+    /// The placeholder this item turns into a server id when it lands.
+    public var producesPlaceholder: Int64?
+    /// The server's id once acknowledged.
+    public var serverID: Int64?
+
+    /// Decodes the stored payload as the form type it was captured with.
+    public func decodedPayload<P: FormPayload>(as type: P.Type) throws -> P? {
+        guard let payload else { return nil }
+        return try JSONDecoder().decode(P.self, from: payload)
+    }
+}

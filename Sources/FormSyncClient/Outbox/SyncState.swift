@@ -1,0 +1,28 @@
+import FormSyncModel
+/// Where an item stands, as a person should see it.
+public enum SyncState: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Stored durably on this device, not sent yet (or waiting to retry).
+    case savedOnDevice = "saved_on_device"
+    /// Leased for sending: its files or dependencies are going out, or it is about to go.
+    case sending
+    /// The request is out; no reply yet.
+    case sent
+    /// The server acknowledged it.
+    case confirmed
+    /// The server refused it; it waits for a fix, a retry or a discard.
+    case rejected
+    /// The server's record changed and the merge needs a person.
+    case conflict
+    /// It ran out of attempts.
+    case exhausted
+    /// Something it depends on needs attention, so it is held back.
+    case blocked
+
+    /// Rejected, conflict, exhausted or blocked: a person has to act.
+    public var needsAttention: Bool {
+        switch self {
+        case .rejected, .conflict, .exhausted, .blocked: return true
+        default: return false
+        }
+    }
+}

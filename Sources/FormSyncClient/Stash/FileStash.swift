@@ -1,0 +1,90 @@
+import Foundation
+import FormSyncModel
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The outbox's own folder of attachment copies. The camera cache may be purged and the gallery
+/// cleared; a queued upload references a copy the outbox owns, written and synced (mode 0600,
+/// a name the outbox chose) before the row that references it commits.
+struct FileStash: Sendable {
+    let directory: String
+
+    /// A stashed copy: where it is, its size and SHA-256.
+    struct Copy: Sendable {
+        var path: String
+        var byteCount: Int64
+        var sha256: Data
+    }
+
+    init(directory: String) throws {
+        self.directory = directory
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw OutboxError.stashFailed(path: directory, reason: "cannot create the stash folder: \(error.localizedDescription)")
+        }
+    }
+
+    /// Copies `source` to `<directory>/<name>.blob`, syncing the file and the folder.
+    func store(_ source: URL, name: String) throws -> Copy {
+        let final = (directory as NSString).appendingPathComponent(name + ".blob")
+        let temporary = final + ".partial"
+        let input = open(source.path, O_RDONLY)
+        guard input >= 0 else { throw failure(source.path, "cannot open the source: \(errnoText())") }
+        defer { close(input) }
+        let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard output >= 0 else { throw failure(temporary, "cannot create the copy: \(errnoText())") }
+        var hasher = SHA256()
+        var total: Int64 = 0
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        do {
+            while true {
+                let n = chunk.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+                if n < 0 { throw failure(source.path, "cannot read the source: \(errnoText())") }
+                if n == 0 { break }
+                var written = 0
+                while written < n {
+                    let w = chunk.withUnsafeBytes { write(output, $0.baseAddress! + written, n - written) }
+                    if w < 0 { throw failure(temporary, "cannot write the copy: \(errnoText())") }
+                    written += w
+                }
+                hasher.update(Data(chunk[0..<n]))
+                total += Int64(n)
+            }
+            guard fsync(output) == 0 else { throw failure(temporary, "cannot sync the copy: \(errnoText())") }
+            guard close(output) == 0 else { throw failure(temporary, "cannot close the copy: \(errnoText())") }
+        } catch {
+            close(output)
+            unlink(temporary)
+            throw error
+        }
+        guard rename(temporary, final) == 0 else {
+            let reason = errnoText()
+            unlink(temporary)
+            throw failure(final, "cannot move the copy into place: \(reason)")
+        }
+        let folder = open(directory, O_RDONLY)
+        if folder >= 0 {
+            fsync(folder)
+            close(folder)
+        }
+        return Copy(path: final, byteCount: total, sha256: hasher.finalize())
+    }
+
+    /// Removes a stashed copy; a copy already gone is fine.
+    func remove(_ path: String) {
+        unlink(path)
+    }
+
+    private func failure(_ path: String, _ reason: String) -> OutboxError {
+        .stashFailed(path: path, reason: reason)
+    }
+
+    private func errnoText() -> String {
+        String(cString: strerror(errno))
+    }
+}

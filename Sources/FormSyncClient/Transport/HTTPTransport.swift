@@ -1,0 +1,188 @@
+import Foundation
+import FormSyncModel
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The outbox's transport over HTTP/JSON (docs/PROTOCOL.md): sends each attempt with its
+/// idempotency key, document identity, form and base version, a bearer token asked for at send
+/// time, and classifies every reply into an outcome. Only a 2xx whose JSON echoes the document
+/// identity counts as done: a captive portal's page or any other 2xx is transient.
+public final class HTTPTransport: OutboxTransport {
+    private let baseURL: URL
+    private let session: URLSession
+    private let token: @Sendable () async -> String?
+    private let timeout: TimeInterval
+
+    /// - Parameters:
+    ///   - baseURL: the workspace's server, such as `https://api.example.com/acme`.
+    ///   - timeout: per request, in seconds; keep it below the outbox's lease.
+    ///   - token: the current bearer token, asked for on every request and never stored.
+    public init(baseURL: URL, timeout: TimeInterval = 20, maxConnections: Int = 4, token: @escaping @Sendable () async -> String?) {
+        self.baseURL = baseURL
+        self.timeout = timeout
+        self.token = token
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = maxConnections
+        configuration.timeoutIntervalForRequest = timeout
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.urlCache = nil
+        configuration.httpCookieStorage = nil
+        session = URLSession(configuration: configuration)
+    }
+
+    deinit {
+        session.finishTasksAndInvalidate()
+    }
+
+    func url(_ path: String) -> URL {
+        let base = baseURL.absoluteString.hasSuffix("/") ? String(baseURL.absoluteString.dropLast()) : baseURL.absoluteString
+        return URL(string: base + path) ?? baseURL
+    }
+
+    /// Sends one attempt (a submission to its endpoint, or a file to `/files`) and classifies the reply.
+    public func send(_ request: OutboundRequest) async -> DeliveryOutcome {
+        var http: URLRequest
+        var fileToUpload: URL?
+        switch request.body {
+        case .submission(let form, let version, let endpoint, let payload, let baseVersion):
+            http = URLRequest(url: url(endpoint))
+            http.httpBody = payload
+            http.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            http.setValue("\(form); version=\(version)", forHTTPHeaderField: "FormSync-Form")
+            if let baseVersion { http.setValue(baseVersion, forHTTPHeaderField: "If-Match") }
+        case .file(let path, let contentType, let byteCount, let sha256):
+            http = URLRequest(url: url("/files"))
+            http.setValue(contentType ?? "application/octet-stream", forHTTPHeaderField: "Content-Type")
+            http.setValue("sha-256=:\(sha256.base64EncodedString()):", forHTTPHeaderField: "Content-Digest")
+            http.setValue(String(byteCount), forHTTPHeaderField: "Content-Length")
+            fileToUpload = URL(fileURLWithPath: path)
+        }
+        http.httpMethod = "POST"
+        http.timeoutInterval = timeout
+        http.setValue(request.attemptID, forHTTPHeaderField: "Idempotency-Key")
+        http.setValue(request.documentID, forHTTPHeaderField: "FormSync-Document")
+        http.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
+        if let token = await token() { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        do {
+            let (data, response): (Data, URLResponse)
+            if let fileToUpload {
+                (data, response) = try await session.upload(for: http, fromFile: fileToUpload)
+            } else {
+                (data, response) = try await session.data(for: http)
+            }
+            guard let response = response as? HTTPURLResponse else {
+                return .transient(reason: "the reply is not HTTP", retryAfterMilliseconds: nil)
+            }
+            return Self.classify(status: response.statusCode, headers: Self.headers(of: response), body: data, documentID: request.documentID)
+        } catch {
+            return .transient(reason: Self.describe(error), retryAfterMilliseconds: nil)
+        }
+    }
+
+    /// Whether a genuine FormSync server answers `GET /health` now. A captive portal, a proxy's
+    /// error page or no network at all reads as offline: reachability is decided here, never by
+    /// the OS's "connected".
+    public func probe() async -> Bool {
+        var http = URLRequest(url: url("/health"))
+        http.timeoutInterval = min(timeout, 5)
+        guard let (data, response) = try? await session.data(for: http),
+            (response as? HTTPURLResponse)?.statusCode == 200,
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return false }
+        return object["service"] as? String == "formsync" && object["status"] as? String == "ok"
+    }
+
+    /// Trades a refresh token for a new access token at `POST /auth/refresh`; nil when the
+    /// server refuses or cannot be reached. An app calls this from the outbox's refresh hook.
+    public func refreshAccessToken(refreshToken: String) async -> String? {
+        var http = URLRequest(url: url("/auth/refresh"))
+        http.httpMethod = "POST"
+        http.timeoutInterval = timeout
+        http.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        http.httpBody = try? JSONSerialization.data(withJSONObject: ["refresh_token": refreshToken])
+        guard let (data, response) = try? await session.data(for: http), (response as? HTTPURLResponse)?.statusCode == 200,
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        return object["access_token"] as? String
+    }
+
+    static func headers(of response: HTTPURLResponse) -> [String: String] {
+        var headers: [String: String] = [:]
+        for (key, value) in response.allHeaderFields {
+            if let key = key as? String, let value = value as? String { headers[key.lowercased()] = value }
+        }
+        return headers
+    }
+
+    /// Maps a reply to an outcome (docs/PROTOCOL.md, "Replies").
+    static func classify(status: Int, headers: [String: String], body: Data, documentID: String) -> DeliveryOutcome {
+        let json = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
+        switch status {
+        case 200..<300:
+            guard headers["content-type"]?.lowercased().hasPrefix("application/json") == true,
+                let json, json["document_id"] as? String == documentID
+            else {
+                return .transient(reason: "HTTP \(status) without an acknowledgement of this document (a captive portal or proxy?)", retryAfterMilliseconds: nil)
+            }
+            let id = (json["id"] as? NSNumber)?.int64Value
+            let version = headers["etag"] ?? (json["version"] as? String)
+            return .done(ServerAcknowledgement(serverID: id, version: version))
+        case 401:
+            return .authExpired
+        case 412:
+            guard let json, let record = json["record"], JSONSerialization.isValidJSONObject(record),
+                let current = try? JSONSerialization.data(withJSONObject: record, options: [.sortedKeys]),
+                let version = headers["etag"] ?? (json["version"] as? String)
+            else {
+                return .transient(reason: "HTTP 412 without the current record", retryAfterMilliseconds: nil)
+            }
+            return .conflict(current: current, version: version)
+        case 408, 409, 425, 429, 500..<600:
+            return .transient(reason: "HTTP \(status)\(problemText(json))", retryAfterMilliseconds: retryAfter(headers["retry-after"]))
+        case 422:
+            let errors = (json?["errors"] as? [[String: Any]] ?? []).compactMap { e -> FieldError? in
+                guard let pointer = e["pointer"] as? String else { return nil }
+                return FieldError(pointer: pointer, code: e["code"] as? String ?? "invalid", detail: e["detail"] as? String ?? "")
+            }
+            return .rejected(reason: "HTTP 422\(problemText(json))", fieldErrors: errors)
+        case 400..<500:
+            return .rejected(reason: "HTTP \(status)\(problemText(json))", fieldErrors: [])
+        default:
+            return .transient(reason: "HTTP \(status) is not a FormSync reply", retryAfterMilliseconds: nil)
+        }
+    }
+
+    static func problemText(_ json: [String: Any]?) -> String {
+        guard let json else { return "" }
+        if let detail = json["detail"] as? String { return ": " + detail }
+        if let title = json["title"] as? String { return ": " + title }
+        return ""
+    }
+
+    /// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3), in milliseconds from now.
+    static func retryAfter(_ value: String?, now: Date = Date()) -> Int64? {
+        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        if let seconds = Int64(value), seconds >= 0 { return seconds * 1000 }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        guard let date = formatter.date(from: value) else { return nil }
+        return max(0, Int64((date.timeIntervalSince(now) * 1000).rounded(.up)))
+    }
+
+    /// A network failure in words, classified by its structure (URLError code), never by text.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? URLError else { return "network error: \(error)" }
+        switch error.code {
+        case .notConnectedToInternet: return "not connected"
+        case .timedOut: return "timed out"
+        case .networkConnectionLost: return "connection lost"
+        case .cannotConnectToHost: return "cannot connect to the server"
+        case .cannotFindHost, .dnsLookupFailed: return "server name not found"
+        default: return "network error \(error.code.rawValue)"
+        }
+    }
+}

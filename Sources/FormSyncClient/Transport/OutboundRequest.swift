@@ -1,0 +1,39 @@
+import Foundation
+import FormSyncModel
+
+/// One attempt as the transport sees it: everything needed to send it, with the payload's
+/// placeholders already swapped for server ids. Tokens are not here: a transport asks for one
+/// at send time, so they are never stored.
+public struct OutboundRequest: Sendable, Equatable {
+    /// What is sent: a form submission or a file upload.
+    public enum Body: Sendable, Equatable {
+        /// A form submission: JSON for `endpoint`, with the base version for `If-Match` on edits.
+        case submission(form: String, version: Int, endpoint: String, payload: Data, baseVersion: String?)
+        /// A stashed file upload.
+        case file(path: String, contentType: String?, byteCount: Int64, sha256: Data)
+    }
+
+    /// The outbox's id for the item.
+    public var itemID: Int64
+    /// Stable for the logical document: the server never creates it twice.
+    public var documentID: String
+    /// One per exact payload: the `Idempotency-Key`.
+    public var attemptID: String
+    /// The workspace (server + tenant) the item was captured in.
+    public var workspace: String
+    public var body: Body
+
+    public init(itemID: Int64, documentID: String, attemptID: String, workspace: String, body: Body) {
+        self.itemID = itemID
+        self.documentID = documentID
+        self.attemptID = attemptID
+        self.workspace = workspace
+        self.body = body
+    }
+}
+
+/// Delivers attempts. The HTTP transport is one; tests script another.
+public protocol OutboxTransport: Sendable {
+    /// Sends one attempt and classifies the reply. Never throws: every failure is an outcome.
+    func send(_ request: OutboundRequest) async -> DeliveryOutcome
+}

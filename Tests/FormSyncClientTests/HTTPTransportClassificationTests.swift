@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+
+@testable import FormSyncClient
+import FormSyncModel
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+struct HTTPTransportClassificationTests {
+    let json = ["content-type": "application/json"]
+
+    func classify(_ status: Int, _ headers: [String: String] = [:], _ body: String = "") -> DeliveryOutcome {
+        HTTPTransport.classify(status: status, headers: headers, body: Data(body.utf8), documentID: "doc-1")
+    }
+
+    @Test func onlyATwoHundredThatEchoesTheDocumentIsAnAcknowledgement() {
+        #expect(classify(201, json.merging(["etag": "\"3\""]) { a, _ in a }, #"{"document_id":"doc-1","id":42}"#)
+            == .done(ServerAcknowledgement(serverID: 42, version: "\"3\"")))
+        for (headers, body) in [
+            (["content-type": "text/html"], "<html>Welcome to the Wi-Fi</html>"),
+            (json, #"{"document_id":"doc-2","id":42}"#),
+            (json, ""),
+            (json, #"{"id":42}"#),
+        ] {
+            guard case .transient = classify(200, headers, body) else {
+                Issue.record("\(body) was taken for an acknowledgement")
+                continue
+            }
+        }
+    }
+
+    @Test func statusesMapToTheFailureTaxonomy() {
+        #expect(classify(401) == .authExpired)
+        #expect(classify(412, json.merging(["etag": "\"7\""]) { a, _ in a }, #"{"record":{"b":1,"a":2}}"#)
+            == .conflict(current: Data(#"{"a":2,"b":1}"#.utf8), version: "\"7\""))
+        #expect(classify(503, ["retry-after": "120"]) == .transient(reason: "HTTP 503", retryAfterMilliseconds: 120_000))
+        for status in [408, 409, 425, 429, 500, 502] {
+            guard case .transient = classify(status) else {
+                Issue.record("\(status) is not transient")
+                continue
+            }
+        }
+        for status in [400, 403, 404, 413] {
+            guard case .rejected(let reason, let errors) = classify(status) else {
+                Issue.record("\(status) is not rejected")
+                continue
+            }
+            #expect(reason == "HTTP \(status)")
+            #expect(errors.isEmpty)
+        }
+        let problem = ##"{"title":"Unprocessable","detail":"1 rule","errors":[{"pointer":"#/lines/0/sku","code":"pattern","detail":"Bad format."}]}"##
+        #expect(classify(422, ["content-type": "application/problem+json"], problem)
+            == .rejected(reason: "HTTP 422: 1 rule", fieldErrors: [FieldError(pointer: "#/lines/0/sku", code: "pattern", detail: "Bad format.")]))
+    }
+
+    @Test func retryAfterReadsSecondsAndHTTPDates() {
+        let now = Date(timeIntervalSince1970: 1_796_027_217)
+        #expect(HTTPTransport.retryAfter("5") == 5000)
+        #expect(HTTPTransport.retryAfter("Mon, 30 Nov 2026 08:27:27 GMT", now: now) == 30_000)
+        #expect(HTTPTransport.retryAfter("Mon, 30 Nov 2026 08:00:00 GMT", now: now) == 0)
+        #expect(HTTPTransport.retryAfter("soon") == nil)
+        #expect(HTTPTransport.retryAfter(nil) == nil)
+    }
+
+    @Test func aRefusedConnectionIsTransientAndTheProbeReadsOffline() async throws {
+        // Port 9 (discard) has no listener on this loopback.
+        let transport = HTTPTransport(baseURL: URL(string: "http://127.0.0.1:9")!, timeout: 2) { "t" }
+        let outcome = await transport.send(OutboundRequest(
+            itemID: 1, documentID: "d", attemptID: "a", workspace: "w",
+            body: .submission(form: "F", version: 1, endpoint: "/x", payload: Data("{}".utf8), baseVersion: nil)))
+        guard case .transient(let reason, nil) = outcome else {
+            Issue.record("expected transient, got \(outcome)")
+            return
+        }
+        #expect(reason == "cannot connect to the server")
+        #expect(await transport.probe() == false)
+    }
+}

@@ -1,0 +1,72 @@
+import FieldForms
+import Foundation
+import FormSyncClient
+import FormSyncModel
+import FormSyncTesting
+import Testing
+
+/// A temporary outbox database with a hand-moved clock, sequential identities, a fixed random
+/// source and a scripted transport. `open()` can be called again to reopen the same file, as a
+/// restarted app would.
+final class Harness: @unchecked Sendable {
+    let directory: URL
+    let path: String
+    let clock = ManualClock(1_800_000_000_000)
+    let ids = SequentialIDs(prefix: "id")
+    let transport = ScriptedTransport()
+    var configuration = Outbox.Configuration(
+        concurrency: 4, retry: RetryPolicy(baseDelayMilliseconds: 1000, maxDelayMilliseconds: 60_000, maxAttempts: 5),
+        leaseMilliseconds: 30_000)
+    var randomValue = 0.5
+    var refresh: @Sendable () async -> Bool = { true }
+
+    static let forms: [any FormPayload.Type] = [DeliveryConfirmation.self, SiteInspection.self, SalesOrder.self, NewCustomer.self]
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        path = directory.appendingPathComponent("outbox.sqlite").path
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    func open(workspace: String = "acme") throws -> Outbox {
+        let clock = self.clock
+        let ids = self.ids
+        let random = randomValue
+        return try Outbox(
+            path: path, workspace: workspace, forms: Self.forms, transport: transport, configuration: configuration,
+            environment: OutboxEnvironment(now: { clock.now }, random: { random }, newID: { ids.next() }),
+            refreshAuthentication: refresh)
+    }
+
+    /// A file on disk to attach, as the camera would leave it.
+    func cameraFile(_ name: String, bytes: Int = 1000) throws -> URL {
+        let url = directory.appendingPathComponent(name)
+        try Data((0..<bytes).map { UInt8($0 % 251) }).write(to: url)
+        return url
+    }
+
+    /// Document ids of the submissions the transport saw, in order.
+    var sentDocuments: [String] {
+        transport.requests.filter { !$0.isFile }.map(\.documentID)
+    }
+}
+
+/// A valid sales order for `customer` (its lane is `Customer:<customer>`).
+func order(_ customer: Int64, sku: String = "AB-1234", quantity: Int = 1) -> SalesOrder {
+    SalesOrder(
+        customerId: EntityRef(customer), orderDate: LocalDate("2026-11-30"),
+        lines: [.init(sku: sku, quantity: quantity, unitPrice: Money(minorUnits: 250, currency: "EUR"))])
+}
+
+/// Waits (briefly, in real time) until `condition` holds; records an issue if it never does.
+func eventually(_ what: String = "condition", _ condition: () async -> Bool) async {
+    for _ in 0..<400 {
+        if await condition() { return }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    Issue.record("timed out waiting for \(what)")
+}

@@ -1,0 +1,98 @@
+import FieldForms
+import Foundation
+import FormSyncClient
+import FormSyncModel
+import FormSyncTesting
+import Testing
+
+struct OutboxLaneTests {
+    @Test func orderIsKeptInALaneWhenItsHeadRetriesAndOtherLanesAreNotBlocked() async throws {
+        let h = try Harness()
+        var outbox = try h.open()
+        try await outbox.enqueue(order(1, sku: "A-0001"), documentID: "A")
+        try await outbox.enqueue(order(1, sku: "B-0001"), documentID: "B")
+        try await outbox.enqueue(order(2), documentID: "D")
+        try await outbox.enqueue(order(1, sku: "C-0001"), documentID: "C")
+        h.transport.script(.transient(reason: "timeout", retryAfterMilliseconds: nil), when: { $0.documentID == "A" })
+
+        let first = await outbox.flush()
+        #expect(h.sentDocuments.sorted() == ["A", "D"])
+        #expect(first.sent == 1)
+        #expect(first.retrying == 1)
+        #expect(first.remaining == 3)
+
+        outbox = try h.open()  // reopen mid-scenario: nothing is lost
+        #expect(await outbox.flush().sent == 0)  // the retry is not due yet
+        h.clock.advance(by: 60_000)
+        let second = await outbox.flush()
+        #expect(second.sent == 3)
+        #expect(h.sentDocuments.filter { $0 != "D" } == ["A", "A", "B", "C"])
+        #expect(second.remaining == 0)
+    }
+
+    @Test func theConcurrencyBoundIsHonouredAndNoLaneIsOvertakenWhenItIsRaised() async throws {
+        let h = try Harness()
+        h.configuration.concurrency = 2
+        var outbox = try h.open()
+        for customer in 1...4 {
+            try await outbox.enqueue(order(Int64(customer)), documentID: "first-\(customer)")
+            try await outbox.enqueue(order(Int64(customer)), documentID: "second-\(customer)")
+        }
+        for _ in 0..<4 { h.transport.script(.hang) }
+        let o1 = outbox
+        let flushing = Task { await o1.flush() }
+        await eventually("two hanging requests") { h.transport.hangingCount == 2 }
+        #expect(h.transport.requests.count == 2)
+        #expect(await outbox.stateCounts()[.sent] == 2)
+        h.transport.release(.done(ServerAcknowledgement(serverID: 1)))
+        await eventually("two more") { h.transport.hangingCount == 2 }
+        h.transport.release(.done(ServerAcknowledgement(serverID: 2)))
+        let report = await flushing.value
+        #expect(report.sent == 8)
+        #expect(h.transport.peakInFlight == 2)
+
+        // Raising the bound: more lanes at once, but each lane still in order.
+        h.configuration.concurrency = 8
+        outbox = try h.open()
+        for customer in 1...4 {
+            for n in 1...3 { try await outbox.enqueue(order(Int64(customer)), documentID: "c\(customer)-\(n)") }
+        }
+        _ = await outbox.flush()
+        for customer in 1...4 {
+            let seen = h.sentDocuments.filter { $0.hasPrefix("c\(customer)-") }
+            #expect(seen == ["c\(customer)-1", "c\(customer)-2", "c\(customer)-3"])
+        }
+        #expect(h.transport.peakInFlight <= 4)  // never more than one request per lane
+    }
+
+    @Test func twoConcurrentFlushesSendEachItemOnce() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        for n in 0..<20 { try await outbox.enqueue(order(Int64(n % 5 + 1)), documentID: "doc-\(n)") }
+        async let a = outbox.flush()
+        async let b = outbox.flush()
+        let (ra, rb) = await (a, b)
+        #expect(ra == rb)  // the second caller shared the first flush
+        #expect(h.sentDocuments.count == 20)
+        #expect(Set(h.sentDocuments).count == 20)
+    }
+
+    @Test func aWorkspaceOnlyEverSendsItsOwnItems() async throws {
+        let h = try Harness()
+        var outbox = try h.open(workspace: "acme")
+        try await outbox.enqueue(order(1), documentID: "acme-1")
+        await outbox.switchWorkspace(to: "globex")
+        try await outbox.enqueue(order(1), documentID: "globex-1")
+        _ = await outbox.flush()
+        #expect(h.transport.requests.map(\.documentID) == ["globex-1"])
+        #expect(h.transport.requests.map(\.workspace) == ["globex"])
+        let acmeItem = try #require(try await outbox.item(1))
+        #expect(acmeItem.state == .savedOnDevice)
+        #expect(acmeItem.workspace == "acme")
+
+        outbox = try h.open(workspace: "acme")
+        let report = await outbox.flush()
+        #expect(report.sent == 1)
+        #expect(h.transport.requests.map(\.workspace) == ["globex", "acme"])
+    }
+}
