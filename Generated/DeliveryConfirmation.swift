@@ -124,6 +124,14 @@ public struct DeliveryConfirmation: FormPayload {
         return copy
     }
 
+    /// A copy with every file reference (lists included) passed through `transform`.
+    public func mappingFiles(_ transform: (FileRef) -> FileRef) -> DeliveryConfirmation {
+        var copy = self
+        copy.proofPhotos = proofPhotos.map(transform)
+        copy.signature = signature.map(transform)
+        return copy
+    }
+
     /// A field of this form, for showing an error next to it. Lists carry the item's index and field.
     public enum Field: FormField {
         case deliveryId

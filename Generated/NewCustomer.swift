@@ -122,6 +122,13 @@ public struct NewCustomer: FormPayload {
         return copy
     }
 
+    /// A copy with every file reference (lists included) passed through `transform`.
+    public func mappingFiles(_ transform: (FileRef) -> FileRef) -> NewCustomer {
+        var copy = self
+        copy.shopFront = shopFront.map(transform)
+        return copy
+    }
+
     /// A field of this form, for showing an error next to it. Lists carry the item's index and field.
     public enum Field: FormField {
         case name

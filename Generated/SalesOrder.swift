@@ -81,6 +81,11 @@ public struct SalesOrder: FormPayload {
             self
         }
 
+        /// A copy with every file reference (lists included) passed through `transform`.
+        public func mappingFiles(_ transform: (FileRef) -> FileRef) -> Line {
+            self
+        }
+
         /// A field of this item, for showing an error next to it. Lists carry the item's index and field.
         public enum Field: FormField {
             case sku
@@ -215,6 +220,13 @@ public struct SalesOrder: FormPayload {
         var copy = self
         copy.customerId = customerId?.remapped(ids)
         copy.signedByCustomer = signedByCustomer?.remapped(ids)
+        return copy
+    }
+
+    /// A copy with every file reference (lists included) passed through `transform`.
+    public func mappingFiles(_ transform: (FileRef) -> FileRef) -> SalesOrder {
+        var copy = self
+        copy.signedByCustomer = signedByCustomer.map(transform)
         return copy
     }
 

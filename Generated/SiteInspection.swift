@@ -93,6 +93,11 @@ public struct SiteInspection: FormPayload {
                 self
             }
 
+            /// A copy with every file reference (lists included) passed through `transform`.
+            public func mappingFiles(_ transform: (FileRef) -> FileRef) -> Measurement {
+                self
+            }
+
             /// A field of this item, for showing an error next to it. Lists carry the item's index and field.
             public enum Field: FormField {
                 case label
@@ -198,6 +203,13 @@ public struct SiteInspection: FormPayload {
         public func remapped(_ ids: [Int64: Int64]) -> Finding {
             var copy = self
             copy.photos = photos.map { $0.remapped(ids) }
+            return copy
+        }
+
+        /// A copy with every file reference (lists included) passed through `transform`.
+        public func mappingFiles(_ transform: (FileRef) -> FileRef) -> Finding {
+            var copy = self
+            copy.photos = photos.map(transform)
             return copy
         }
 
@@ -376,6 +388,16 @@ public struct SiteInspection: FormPayload {
         copy.walkthroughVideo = walkthroughVideo?.remapped(ids)
         copy.findings = findings.map { $0.remapped(ids) }
         copy.reportFile = reportFile?.remapped(ids)
+        return copy
+    }
+
+    /// A copy with every file reference (lists included) passed through `transform`.
+    public func mappingFiles(_ transform: (FileRef) -> FileRef) -> SiteInspection {
+        var copy = self
+        copy.audioNote = audioNote.map(transform)
+        copy.walkthroughVideo = walkthroughVideo.map(transform)
+        copy.findings = findings.map { $0.mappingFiles(transform) }
+        copy.reportFile = reportFile.map(transform)
         return copy
     }
 

@@ -182,6 +182,8 @@ public enum SwiftGenerator {
         w.line()
         emitRemap(fields: fields, typeName: typeName, root: root, into: &w)
         w.line()
+        emitFileMap(fields: fields, typeName: typeName, into: &w)
+        w.line()
         emitFieldEnum(fields: fields, scope: scope, root: root, into: &w)
     }
 
@@ -330,6 +332,35 @@ public enum SwiftGenerator {
                 case .file(_, let rule) where rule.multiple: w.line("copy.\(field.swiftName) = \(n).map { $0.remapped(ids) }")
                 case .list: w.line("copy.\(field.swiftName) = \(n).map { $0.remapped(ids) }")
                 default: w.line("copy.\(field.swiftName) = \(n)?.remapped(ids)")
+                }
+            }
+            w.line("return copy")
+        }
+    }
+
+    static func holdsFiles(_ field: FieldDefinition) -> Bool {
+        switch field.kind {
+        case .file: return true
+        case .list(let list): return list.fields.contains(where: holdsFiles)
+        default: return false
+        }
+    }
+
+    static func emitFileMap(fields: [FieldDefinition], typeName: String, into w: inout CodeWriter) {
+        w.doc("A copy with every file reference (lists included) passed through `transform`.")
+        let fileFields = fields.filter(holdsFiles)
+        w.block("public func mappingFiles(_ transform: (FileRef) -> FileRef) -> \(typeName)") { w in
+            if fileFields.isEmpty {
+                w.line("self")
+                return
+            }
+            w.line("var copy = self")
+            for field in fileFields {
+                let n = name(field)
+                switch field.kind {
+                case .file(_, let rule) where rule.multiple: w.line("copy.\(field.swiftName) = \(n).map(transform)")
+                case .list: w.line("copy.\(field.swiftName) = \(n).map { $0.mappingFiles(transform) }")
+                default: w.line("copy.\(field.swiftName) = \(n).map(transform)")
                 }
             }
             w.line("return copy")

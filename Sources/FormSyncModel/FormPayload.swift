@@ -21,6 +21,9 @@ public protocol FormPayload: Codable, Sendable, Equatable {
     var placeholders: [Int64] { get }
     /// A copy with placeholder ids replaced by server ids where `ids` knows them.
     func remapped(_ ids: [Int64: Int64]) -> Self
+    /// A copy with every file reference, at any depth, passed through `transform`: the outbox
+    /// writes the measured size and media type of each stashed file into the payload with it.
+    func mappingFiles(_ transform: (FileRef) -> FileRef) -> Self
     /// Reconciles a local edit with the server's current record, field by field, from their
     /// common base, applying each field's conflict policy.
     static func merge(base: Self, local: Self, server: Self) -> MergeResult<Self>

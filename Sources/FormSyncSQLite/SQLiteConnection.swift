@@ -45,9 +45,10 @@ package final class SQLiteConnection {
     private var currentDurability: Durability?
     package let path: String
 
-    package init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
+    /// Opens `path`; with `create` false a missing file is an error instead of a new database.
+    package init(path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5000) throws {
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
@@ -152,13 +153,13 @@ package final class SQLiteConnection {
     /// rethrows when `body` or the commit throws.
     package func transaction<T>(_ durability: Durability, _ body: () throws -> T) throws -> T {
         try setDurability(durability)
-        try execute("BEGIN IMMEDIATE")
+        try run("BEGIN IMMEDIATE")
         do {
             let result = try body()
-            try execute("COMMIT")
+            try run("COMMIT")
             return result
         } catch {
-            try? execute("ROLLBACK")
+            try? run("ROLLBACK")
             throw error
         }
     }
@@ -204,11 +205,25 @@ package struct SQLiteMigrator {
         self.migrations = migrations
     }
 
-    package func migrate(_ db: SQLiteConnection, now: Int64) throws {
-        try db.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
-        let applied = Set(try db.query("SELECT version FROM migrations") { $0.int(0) })
-        for migration in migrations.sorted(by: { $0.version < $1.version }) where !applied.contains(Int64(migration.version)) {
-            try db.transaction(.full) {
+    /// The newest schema version these migrations produce.
+    package var latestVersion: Int { migrations.map(\.version).max() ?? 0 }
+
+    /// Applies what is missing, all in one immediate transaction, so that several processes
+    /// opening the same new file at once serialise on SQLite's lock (with its busy timeout) and
+    /// each sees the others' work. A database already past `latestVersion` is refused: it was
+    /// written by a newer build, and this one must not touch it. `before` runs first in the same
+    /// transaction (for example to check or stamp the file's identity).
+    package func migrate(_ db: SQLiteConnection, now: Int64, before: () throws -> Void = {}) throws {
+        try db.transaction(.full) {
+            try before()
+            try db.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
+            let applied = Set(try db.query("SELECT version FROM migrations") { $0.int(0) })
+            if let newest = applied.max(), newest > Int64(latestVersion) {
+                throw SQLiteError(
+                    code: SQLITE_ERROR, message: "the schema is version \(newest), newer than this build's \(latestVersion)",
+                    sql: "SELECT version FROM migrations")
+            }
+            for migration in migrations.sorted(by: { $0.version < $1.version }) where !applied.contains(Int64(migration.version)) {
                 try db.execute(migration.sql)
                 try db.run("INSERT INTO migrations (version, name, applied_at) VALUES (?, ?, ?)",
                            [.integer(Int64(migration.version)), .text(migration.name), .integer(now)])

@@ -38,6 +38,16 @@ public final class FaultPlan: Sendable {
     }
 
     private let entries = Mutex<[Entry]>([])
+    private let outageEnd = Mutex<Date?>(nil)
+
+    /// No server answers for `seconds` from now: every request, health checks included, has its
+    /// connection closed before it is read into the protocol (nothing is processed).
+    public func outage(seconds: TimeInterval) {
+        outageEnd.withLock { $0 = Date().addingTimeInterval(max(0, min(seconds, 86_400))) }
+    }
+
+    /// Whether an outage is in progress.
+    public var isOutage: Bool { outageEnd.withLock { end in end.map { Date() < $0 } ?? false } }
 
     public init() {}
 

@@ -134,6 +134,10 @@ public final class SyncServer: @unchecked Sendable {
         var entry = LoggedRequest(
             method: request.method, path: request.path, idempotencyKey: request.header("idempotency-key"),
             documentID: request.header("formsync-document"), status: nil, replayed: false)
+        if faults.isOutage {
+            locked { log.append(entry) }
+            return nil
+        }
         let fault = faults.next(for: route)
         var response = respond(request, route: route, fault: fault)
         if fault == .dropAfterCommit { response = nil }  // whatever happened, the reply is lost

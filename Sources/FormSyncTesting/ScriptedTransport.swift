@@ -26,11 +26,32 @@ public final class ScriptedTransport: OutboxTransport {
         var inFlight = 0
         var peakInFlight = 0
         var nextServerID: Int64 = 1000
+        var reachable = true
+        var probes = 0
     }
 
     private let state = Mutex(State())
 
-    public init() {}
+    /// The workspace this transport serves; requests of any other are refused.
+    public let workspace: String
+
+    public init(workspace: String = "acme") {
+        self.workspace = workspace
+    }
+
+    /// What `probe()` answers (true unless set).
+    public var reachable: Bool {
+        get { state.withLock { $0.reachable } }
+        set { state.withLock { $0.reachable = newValue } }
+    }
+
+    /// How many times `probe()` was called.
+    public var probeCount: Int { state.withLock { $0.probes } }
+
+    /// Answers with `reachable`, counting the call.
+    public func probe() async -> Bool {
+        state.withLock { $0.probes += 1; return $0.reachable }
+    }
 
     /// Adds a step for the next request that `matches` (every request when omitted). Steps are
     /// used once each, in the order they were added.
@@ -61,8 +82,19 @@ public final class ScriptedTransport: OutboxTransport {
         for continuation in hung { continuation.resume(returning: outcome) }
     }
 
+    private func releaseHanging(_ attemptID: String, with outcome: DeliveryOutcome) {
+        let hung = state.withLock { s -> CheckedContinuation<DeliveryOutcome, Never>? in
+            guard let index = s.hanging.firstIndex(where: { $0.request.attemptID == attemptID }) else { return nil }
+            return s.hanging.remove(at: index).continuation
+        }
+        hung?.resume(returning: outcome)
+    }
+
     /// Records the request and answers it from the script.
     public func send(_ request: OutboundRequest) async -> DeliveryOutcome {
+        guard request.workspace == workspace else {
+            return .rejected(reason: "this transport serves workspace \(workspace), not \(request.workspace)", fieldErrors: [])
+        }
         let step = state.withLock { s -> Step in
             s.requests.append(request)
             s.inFlight += 1
@@ -79,8 +111,12 @@ public final class ScriptedTransport: OutboxTransport {
             await Task.yield()
             outcome = scripted
         case .hang:
-            outcome = await withCheckedContinuation { continuation in
-                state.withLock { $0.hanging.append((request, continuation)) }
+            outcome = await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    state.withLock { $0.hanging.append((request, continuation)) }
+                }
+            } onCancel: {
+                self.releaseHanging(request.attemptID, with: .unreachable(reason: "cancelled"))
             }
         }
         state.withLock { $0.inFlight -= 1 }

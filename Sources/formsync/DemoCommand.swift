@@ -19,9 +19,10 @@ enum DemoCommand {
         usage: formsync demo [--seed N] [--workers W] [--items I] [--keep DIR]
 
         Simulates a field day: W workers (default 3) each capture I submissions (default 8) of
-        every FormSpecs form while offline, then sync through captive portals, 503s, 429s, lost
-        replies, slow replies and expired tokens, with one device process killed mid-flush and
-        restarted. Prints per-form and per-state counts, what the server holds, duplicates (must
+        every FormSpecs form while offline, then sync (each device runs a SyncEngine in its own
+        process) through captive portals, 503s, 429s, lost replies, slow replies, expired
+        tokens, a long outage in which no server answers, and a device whose clock ran 72 h
+        ahead during capture, with one device process killed mid-flush and restarted. Prints per-form and per-state counts, what the server holds, duplicates (must
         be 0), parked items and a timeline. Exit status 0 only when every invariant holds.
         The same seed captures the same data and plans the same faults.
         """
@@ -117,11 +118,19 @@ struct FieldDay {
         func device(_ worker: Int) throws -> Process {
             let process = Process()
             process.executableURL = executable
-            process.arguments = ["demo-device", "--db", database(worker).path, "--server", server.baseURL.absoluteString, "--refresh-token", refreshToken]
+            process.arguments = [
+                "demo-device", "--db", database(worker).path, "--server", server.baseURL.absoluteString, "--refresh-token", refreshToken,
+                "--clock-skew-ms", String(worker == clockAheadWorker ? -clockAhead : 0),
+            ]
             process.standardOutput = FileHandle.nullDevice
             try process.run()
             return process
         }
+        // One device's clock ran 72 h ahead while it captured and has been corrected since: its
+        // items carry due times three days in the future, and must go out all the same.
+        let clockAheadWorker = workers >= 2 ? 2 : 1
+        let clockAhead: Int64 = 72 * 3_600_000
+        note("device \(clockAheadWorker)'s clock ran 72 h ahead during capture (corrected before sync)")
         var processes: [Int: Process] = [:]
         for worker in 1...workers { processes[worker] = try device(worker) }
         note("\(workers) device processes syncing")
@@ -150,6 +159,11 @@ struct FieldDay {
         } else {
             note("device 1 finished before the planned kill at \(killAt) documents")
         }
+        // A long outage: no server answers at all (health checks included) while the devices
+        // sync. Their engines stop draining, probe with backoff, and resume when it ends.
+        let outage = 4 + Double(random.next() % 3)
+        server.faults.outage(seconds: outage)
+        note("outage: no server answers for \(Int(outage)) s")
         let deadline = Date().addingTimeInterval(60)
         while processes.values.contains(where: \.isRunning), Date() < deadline {
             let held = server.documents().count
@@ -197,7 +211,7 @@ struct FieldDay {
         let ids = SeededIDs(seed: random.next())
         let clock = ManualClock(1_796_025_600_000)
         let outbox = try Outbox(
-            path: database(worker).path, workspace: "demo", forms: FormCatalog.forms, transport: OfflineTransport(),
+            path: database(worker).path, forms: FormCatalog.forms, transport: OfflineTransport(),
             environment: OutboxEnvironment(now: { clock.advance(by: 1); return clock.now }, random: { 0.5 }, newID: { ids.next() }))
         func record(_ id: Int64, _ form: String, _ marker: String) async throws {
             guard let item = try await outbox.item(id) else { return }
@@ -263,7 +277,7 @@ struct FieldDay {
         var parked: [String] = []
         var uploads: [SyncState: Int] = [:]
         for worker in 1...workers {
-            let outbox = try Outbox(path: database(worker).path, workspace: "demo", forms: FormCatalog.forms, transport: OfflineTransport())
+            let outbox = try Outbox(path: database(worker).path, forms: FormCatalog.forms, transport: OfflineTransport())
             for item in try await outbox.items(in: Set(SyncState.allCases)) {
                 if let form = item.form {
                     states[form, default: [:]][item.state, default: 0] += 1
@@ -331,7 +345,11 @@ final class SeededIDs: Sendable {
 
 /// The transport of a device with no signal at all.
 struct OfflineTransport: OutboxTransport {
+    let workspace = "demo"
+
     func send(_ request: OutboundRequest) async -> DeliveryOutcome {
-        .transient(reason: "offline", retryAfterMilliseconds: nil)
+        .unreachable(reason: "no signal")
     }
+
+    func probe() async -> Bool { false }
 }

@@ -5,36 +5,57 @@ import Foundation
 import Synchronization
 
 /// `formsync demo-device`: one worker's device during the demo, run as its own process so the
-/// demo can kill it mid-flush. It syncs its outbox until nothing can go out, then exits.
+/// demo can kill it mid-flush. It starts a sync engine on its outbox, as an app would, and exits
+/// once nothing is left to send. `--clock-skew-ms` shifts its clock (a device whose clock was
+/// ahead during capture and has since been corrected).
 enum DemoDeviceCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--db", "--server", "--refresh-token", "--timeout", "--lease-ms"])
+        let args = try Arguments(raw, options: ["--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms"])
         let timeout = try args.integer("--timeout", default: 3)
         let lease = try args.integer("--lease-ms", default: 8000)
+        let skew = Int64(try args.integer("--clock-skew-ms", default: 0))
         guard timeout >= 1, lease > timeout * 1000 else { throw UsageError("--lease-ms must exceed --timeout (seconds, at least 1)") }
+        guard abs(skew) <= 365 * 86_400_000 else { throw UsageError("--clock-skew-ms must be within a year") }
         guard let db = args.values["--db"], let server = args.values["--server"].flatMap(URL.init(string:)),
             let refreshToken = args.values["--refresh-token"]
         else { throw UsageError("demo-device needs --db, --server and --refresh-token") }
         let token = Mutex<String?>(nil)
-        let transport = HTTPTransport(baseURL: server, timeout: TimeInterval(timeout), maxConnections: 3) { token.withLock { $0 } }
+        let transport = HTTPTransport(workspace: "demo", baseURL: server, timeout: TimeInterval(timeout), maxConnections: 3) { token.withLock { $0 } }
+        let live = OutboxEnvironment.live
+        let environment = OutboxEnvironment(now: { live.now() + skew }, random: live.random, newID: live.newID)
         let outbox = try Outbox(
-            path: db, workspace: "demo", forms: FormCatalog.forms, transport: transport,
+            path: db, forms: FormCatalog.forms, transport: transport,
             configuration: Outbox.Configuration(
-                concurrency: 3, retry: RetryPolicy(baseDelayMilliseconds: 200, maxDelayMilliseconds: 2000, maxAttempts: 60),
+                concurrency: 3,
+                retry: RetryPolicy(baseDelayMilliseconds: 200, maxDelayMilliseconds: 2000, maxAttempts: 60, maxRetryAfterMilliseconds: 5000),
                 leaseMilliseconds: Int64(lease)),
+            environment: environment,
             refreshAuthentication: {
                 guard let fresh = await transport.refreshAccessToken(refreshToken: refreshToken) else { return false }
                 token.withLock { $0 = fresh }
                 return true
             })
+        let engine = SyncEngine(
+            outbox: outbox, configuration: SyncEngine.Configuration(networkBackoff: RetryPolicy(baseDelayMilliseconds: 250, maxDelayMilliseconds: 1000)),
+            environment: environment)
+        let running = Task { await engine.run() }
+        let states = Task {
+            for await state in engine.states() { printNow("engine: \(state)") }
+        }
+        defer {
+            engine.stop()
+            running.cancel()
+            states.cancel()
+        }
         let deadline = Date().addingTimeInterval(55)
         while Date() < deadline {
-            let report = await outbox.flush()
-            printNow("flush: \(report)")
-            if report.remaining == 0 { return 0 }
-            let now = Int64(Date().timeIntervalSince1970 * 1000)
-            let next = try await outbox.items(in: [.savedOnDevice, .sending]).map(\.nextAttemptAt).min() ?? now
-            try await Task.sleep(for: .milliseconds(min(1000, max(50, next - now))))
+            try await Task.sleep(for: .milliseconds(100))
+            let counts = await outbox.stateCounts()
+            let open = [SyncState.savedOnDevice, .waitingForNetwork, .sending, .sent].reduce(0) { $0 + (counts[$1] ?? 0) }
+            if open == 0 {
+                printNow("drained: \(engine.lastReport.map(String.init(describing:)) ?? "no pass")")
+                return 0
+            }
         }
         return 1
     }

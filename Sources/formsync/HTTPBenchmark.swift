@@ -61,9 +61,9 @@ enum HTTPBenchmark {
         guard created == items else { throw BenchmarkFailure(message: "baseline: only \(created) of \(items) created") }
 
         // The outbox: enqueue (not timed), then flush through HTTPTransport.
-        let transport = HTTPTransport(baseURL: server.baseURL, timeout: 20, maxConnections: concurrency) { token }
+        let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 20, maxConnections: concurrency) { token }
         let outbox = try Outbox(
-            path: folder.appendingPathComponent("device.sqlite").path, workspace: "bench", forms: FormCatalog.forms,
+            path: folder.appendingPathComponent("device.sqlite").path, forms: FormCatalog.forms,
             transport: transport, configuration: Outbox.Configuration(concurrency: concurrency))
         for n in 0..<items { try await outbox.enqueue(OutboxBenchmark.order(customer: Int64(items + n + 1))) }
         let flushStart = DispatchTime.now().uptimeNanoseconds

@@ -41,9 +41,9 @@ enum OutboxBenchmark {
     }
 
     static func measure(path: String, items: Int, lanes: Int) async throws -> (enqueue: Double, flush: Double) {
-        let transport = ScriptedTransport()
+        let transport = ScriptedTransport(workspace: "bench")
         let outbox = try Outbox(
-            path: path, workspace: "bench", forms: [SalesOrder.self], transport: transport,
+            path: path, forms: [SalesOrder.self], transport: transport,
             configuration: Outbox.Configuration(concurrency: 4))
         let enqueueStart = DispatchTime.now().uptimeNanoseconds
         for n in 0..<items {

@@ -18,11 +18,14 @@ public struct FlushReport: Sendable, Equatable, CustomStringConvertible {
     public var remaining = 0
     /// The flush stopped because the token could not be refreshed; nothing was dropped.
     public var authenticationRequired = false
+    /// The flush stopped because no server answered (no network, a captive portal, a
+    /// redirect): nothing was counted against any item; they wait for the network.
+    public var offline = false
 
     public init() {}
 
     public var description: String {
         "sent \(sent), rejected \(rejected), exhausted \(exhausted), conflicts \(conflicts), blocked \(blocked), retrying \(retrying), remaining \(remaining)"
-            + (authenticationRequired ? ", authentication required" : "")
+            + (authenticationRequired ? ", authentication required" : "") + (offline ? ", offline" : "")
     }
 }

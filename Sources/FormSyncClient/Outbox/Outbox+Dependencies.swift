@@ -7,11 +7,11 @@ extension Outbox {
         state == .rejected || state == .conflict || state == .exhausted || state == .blocked
     }
 
-    func blockDependents(of placeholder: Int64, now: Int64) throws {
+    func blockDependents(of placeholder: Int64, workspace: String, now: Int64) throws {
         var queue = [placeholder]
         while let next = queue.popLast() {
             for id in try store.dependents(of: next) {
-                guard var row = try store.item(id), row.state == .pending else { continue }
+                guard var row = try store.item(id), row.workspace == workspace, row.state == .pending else { continue }
                 row.lastError = "waiting for an item it depends on, which needs attention"
                 try move(&row, to: .blocked)
                 try store.update(row, now: now)
@@ -24,12 +24,12 @@ extension Outbox {
 
     /// After `placeholder` landed, or its producer went back to pending: dependents waiting in a
     /// lane may now be due, and blocked dependents whose other dependencies are fine are released.
-    func releaseDependents(of placeholder: Int64, now: Int64) throws {
+    func releaseDependents(of placeholder: Int64, workspace: String, now: Int64) throws {
         var queue = [placeholder]
         while let next = queue.popLast() {
             for id in try store.dependents(of: next) {
-                guard var row = try store.item(id) else { continue }
-                if row.state == .blocked, try !dependencyProblem(row.id) {
+                guard var row = try store.item(id), row.workspace == workspace else { continue }
+                if row.state == .blocked, try !dependencyProblem(row.id, workspace: workspace) {
                     row.lastError = nil
                     row.nextAttemptAt = now
                     try move(&row, to: .pending)
@@ -42,23 +42,29 @@ extension Outbox {
     }
 
     /// Whether any unresolved dependency of `item` is parked, blocked or discarded.
-    func dependencyProblem(_ item: Int64) throws -> Bool {
-        for placeholder in try store.dependencies(of: item) where try !store.isResolved(placeholder) {
-            guard let producer = try store.producer(of: placeholder) else { return true }
+    func dependencyProblem(_ item: Int64, workspace: String) throws -> Bool {
+        for placeholder in try store.dependencies(of: item) where try !store.isResolved(placeholder, workspace: workspace) {
+            guard let producer = try store.producer(of: placeholder, workspace: workspace) else { return true }
             if Self.isStuck(producer.state) { return true }
         }
         return false
     }
 
-    /// Checks that every placeholder has landed or is produced by a stored item (throwing
-    /// `unknownPlaceholder` otherwise); returns whether any producer needs attention.
+    /// Checks that every placeholder has landed or is produced by a stored item of the current
+    /// workspace (throwing `unknownPlaceholder` otherwise: another workspace's placeholder is
+    /// unknown here); returns whether any producer needs attention.
     func checkDependencies(_ placeholders: [Int64]) throws -> Bool {
         var stuck = false
-        for placeholder in placeholders where try !store.isResolved(placeholder) {
-            guard let producer = try store.producer(of: placeholder) else { throw OutboxError.unknownPlaceholder(placeholder) }
+        for placeholder in placeholders where try !store.isResolved(placeholder, workspace: workspace) {
+            guard let producer = try store.producer(of: placeholder, workspace: workspace) else { throw OutboxError.unknownPlaceholder(placeholder) }
             if Self.isStuck(producer.state) { stuck = true }
         }
         return stuck
+    }
+
+    /// Whether `placeholder` is already landed or produced by a stored item of the current workspace.
+    func isKnown(_ placeholder: Int64) throws -> Bool {
+        try store.isResolved(placeholder, workspace: workspace) || store.producer(of: placeholder, workspace: workspace) != nil
     }
 
     func replaceDependencies(of id: Int64, with placeholders: [Int64]) throws {

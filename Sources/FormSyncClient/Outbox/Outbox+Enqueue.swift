@@ -5,9 +5,16 @@ import FormSyncSQLite
 extension Outbox {
     // MARK: Enqueue
 
-    /// Validates `payload`, copies its attachments into the stash, and commits it (and one upload
-    /// item per attachment) durably. Returns only after the commit: from then on it survives
-    /// the app being killed and the power failing.
+    /// Validates `payload`, copies its attachments into the stash (measuring each copy and
+    /// validating `max_bytes` and `content_types` against what was really copied), and commits
+    /// it (and one upload item per attachment) durably. Returns only after the commit: from then
+    /// on it survives the app being killed and the power failing.
+    ///
+    /// Once means once: the same document with an identical payload returns the item that
+    /// already holds it (even after it was confirmed and purged); a new payload for a document
+    /// whose earlier submission never left the device replaces that submission (one write
+    /// reaches the server, against the earliest base); one whose earlier submission is already
+    /// on its way queues behind it in the same lane.
     ///
     /// - Parameters:
     ///   - documentID: the document's stable identity; minted when nil.
@@ -24,52 +31,100 @@ extension Outbox {
         let errors = payload.validate()
         guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
         guard registry[P.formName] != nil else { throw OutboxError.unknownForm(P.formName) }
-        let json = try encode(payload)
+        var json = try encode(payload)
         let baseJSON = try base.map { try encode($0.payload) }
         let now = environment.now()
+        let workspace = self.workspace
+        let documentID = documentID ?? environment.newID()
+        let digest = Self.digest(form: P.formName, version: P.formVersion, baseVersion: base?.version, payload: json)
+        if let known = try storage({ try store.documentItem(workspace: workspace, documentID: documentID, digest: digest) }) {
+            return known
+        }
+        let earlier = try storage { try store.latestDocumentItem(workspace: workspace, documentID: documentID) }
         let attached = Dictionary(attachments.map { ($0.placeholder, $0) }, uniquingKeysWith: { a, _ in a })
         let placeholders = payload.placeholders
-        let blocked = try storage { try checkDependencies(placeholders.filter { attached[$0] == nil }) }
+        let fresh = try storage { try attached.keys.filter { try placeholders.contains($0) && !isKnown($0) } }
+        let blocked = try storage { try checkDependencies(placeholders.filter { !fresh.contains($0) }) }
 
-        var copies: [(Attachment, FileStash.Copy)] = []
+        var copies: [Int64: (attachment: Attachment, copy: FileStash.Copy)] = [:]
         do {
-            for attachment in attachments where placeholders.contains(attachment.placeholder) {
-                copies.append((attachment, try stash.store(attachment.source, name: environment.newID())))
+            for attachment in attachments where fresh.contains(attachment.placeholder) && copies[attachment.placeholder] == nil {
+                copies[attachment.placeholder] = (attachment, try stash.store(attachment.source, name: environment.newID()))
             }
-            let documentID = documentID ?? environment.newID()
-            let laneName = payload.lane ?? "document:\(documentID)"
+            var stored = payload
+            var declaredTypes: [Int64: String] = [:]
+            if !copies.isEmpty {
+                stored = payload.mappingFiles { ref in
+                    guard let (attachment, copy) = copies[ref.id] else { return ref }
+                    let type = attachment.contentType ?? ref.contentType
+                    declaredTypes[ref.id] = type
+                    return FileRef(id: ref.id, byteCount: copy.byteCount, contentType: type)
+                }
+                let measured = stored.validate()
+                guard measured.isEmpty else { throw OutboxError.invalidPayload(measured) }
+                json = try encode(stored)
+            }
+            let endpoint = placeholders.isEmpty ? stored.endpoint : nil
             return try write(.full) {
-                for (attachment, copy) in copies {
-                    let row = newRow(kind: .file, lane: "file:\(attachment.placeholder)", documentID: environment.newID(), now: now,
-                                     produces: attachment.placeholder)
-                    var file = row
+                for placeholder in placeholders {
+                    guard let (attachment, copy) = copies[placeholder] else { continue }
+                    var file = newRow(kind: .file, lane: "file:\(placeholder)", documentID: environment.newID(), now: now, produces: placeholder)
                     file.filePath = copy.path
-                    file.contentType = attachment.contentType
+                    file.contentType = declaredTypes[placeholder] ?? attachment.contentType
                     file.byteCount = copy.byteCount
                     file.sha256 = copy.sha256
                     file.id = try store.insert(file, now: now)
                     record(file.id, workspace, from: nil, to: .pending)
-                    try store.refreshLane(workspace: workspace, lane: file.lane)
+                    try store.addToLane(workspace: workspace, lane: file.lane, head: file.id, due: now)
                 }
-                var row = newRow(kind: .submission, lane: laneName, documentID: documentID, now: now, produces: creates)
+                if var replaced = earlier, replaced.kind == .submission, replaced.form == P.formName,
+                    replaced.state == .pending || replaced.state == .blocked, replaced.sends == 0, !inFlight.contains(replaced.id),
+                    creates == nil || creates == replaced.produces
+                {
+                    try store.forgetDocumentDigests(item: replaced.id, workspace: workspace, documentID: documentID)
+                    replaced.payload = json
+                    replaced.formVersion = P.formVersion
+                    replaced.endpoint = endpoint
+                    replaced.attemptID = environment.newID()
+                    try replaceDependencies(of: replaced.id, with: placeholders)
+                    try store.recordDocument(workspace: workspace, documentID: documentID, digest: digest, item: replaced.id)
+                    try reopen(&replaced, now: now)
+                    return replaced.id
+                }
+                let lane = earlier.flatMap { $0.state == .pending || $0.state == .leased ? $0.lane : nil } ?? payload.lane ?? "document:\(documentID)"
+                var row = newRow(kind: .submission, lane: lane, documentID: documentID, now: now, produces: creates)
                 row.form = P.formName
                 row.formVersion = P.formVersion
                 row.payload = json
-                row.endpoint = placeholders.isEmpty ? payload.endpoint : nil
+                row.endpoint = endpoint
                 row.basePayload = baseJSON
                 row.baseVersion = base?.version
                 if blocked { row.state = .blocked }
                 row.id = try store.insert(row, now: now)
                 record(row.id, workspace, from: nil, to: row.state)
                 for placeholder in placeholders { try store.addDependency(item: row.id, placeholder: placeholder) }
-                try store.refreshLane(workspace: workspace, lane: laneName)
+                try store.recordDocument(workspace: workspace, documentID: documentID, digest: digest, item: row.id)
+                if placeholders.isEmpty {
+                    if !blocked { try store.addToLane(workspace: workspace, lane: lane, head: row.id, due: now) }
+                } else {
+                    try store.refreshLane(workspace: workspace, lane: lane)
+                }
                 rescanRequested = true
+                signalWork()
                 return row.id
             }
         } catch {
-            for (_, copy) in copies { stash.remove(copy.path) }
+            for (_, entry) in copies { stash.remove(entry.copy.path) }
             throw error
         }
+    }
+
+    /// What identifies an exact submission of a document: its form, version, base and bytes.
+    static func digest(form: String, version: Int, baseVersion: String?, payload: Data) -> Data {
+        var hasher = SHA256()
+        hasher.update(Data("\(form)\n\(version)\n\(baseVersion ?? "")\n".utf8))
+        hasher.update(payload)
+        return hasher.finalize()
     }
 
     /// Enqueues, then waits up to `timeout` for the item's first attempt, so that the server's
@@ -101,7 +156,7 @@ extension Outbox {
             form: nil, formVersion: nil, payload: nil, basePayload: nil, baseVersion: nil, produces: produces, serverID: nil,
             serverVersion: nil, filePath: nil, contentType: nil, byteCount: nil, sha256: nil, state: .pending, attempts: 0,
             nextAttemptAt: now, leaseExpiresAt: nil, lastError: nil, fieldErrors: nil, serverPayload: nil, conflicts: nil,
-            endpoint: nil)
+            endpoint: nil, sends: 0)
     }
 
     func encode<T: Encodable>(_ value: T) throws -> Data {

@@ -6,16 +6,57 @@ extension Outbox {
     // MARK: Flush
 
     /// Sends everything of the current workspace that is due, up to `concurrency` lanes at once,
-    /// until nothing more is due now. Concurrent callers share the running flush.
+    /// until nothing more is due now. Concurrent callers share a pass, but a call always gets a
+    /// pass that started after it was made, so an item enqueued before `flush()` is considered.
+    ///
+    /// The pass stops leasing at the first "no server answered" (`FlushReport.offline`): an
+    /// outage is not the items' fault and is not counted against them. Cancelling the calling
+    /// task (when no other caller still waits for the pass) stops new attempts at once and
+    /// cancels the requests on the wire; their items go back to pending with the same key.
     public func flush() async -> FlushReport {
-        if let running = flushTask { return await running.task.value }
-        flushGeneration += 1
-        let generation = flushGeneration
-        let task = Task { await self.runFlush() }
-        flushTask = (generation, task)
-        let result = await task.value
-        if flushTask?.generation == generation { flushTask = nil }
+        flushRequests += 1
+        let ticket = flushRequests
+        while !Task.isCancelled {
+            if let running = pass {
+                let result = await wait(for: running.id, task: running.task)
+                if running.ticket >= ticket || Task.isCancelled { return result }
+                continue
+            }
+            passCount += 1
+            let id = passCount
+            let task = Task { await self.runPass(id) }
+            pass = (id, flushRequests, task)
+            return await wait(for: id, task: task)
+        }
+        var cancelled = FlushReport()
+        cancelled.remaining = remainingCount()
+        return cancelled
+    }
+
+    private func wait(for id: Int, task: Task<FlushReport, Never>) async -> FlushReport {
+        passWaiters[id, default: 0] += 1
+        return await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            Task { await self.leavePass(id, task: task) }
+        }
+    }
+
+    private func leavePass(_ id: Int, task: Task<FlushReport, Never>) {
+        passWaiters[id, default: 1] -= 1
+        if passWaiters[id] == 0 { task.cancel() }
+    }
+
+    private func runPass(_ id: Int) async -> FlushReport {
+        let result = await runFlush()
+        passWaiters[id] = nil
+        if pass?.id == id { pass = nil }
         return result
+    }
+
+    func remainingCount() -> Int {
+        let open = counts[workspace] ?? [:]
+        return (open[.pending] ?? 0) + (open[.leased] ?? 0)
     }
 
     func runFlush() async -> FlushReport {
@@ -28,14 +69,14 @@ extension Outbox {
             var running = 0
             while true {
                 rescanRequested = false
-                if !paused {
-                    while running < configuration.concurrency, let lease = nextLease() {
+                if !paused && !report.offline && !Task.isCancelled {
+                    while running < configuration.concurrency, let lease = nextLease(transport: transport) {
                         running += 1
                         group.addTask { (lease, await transport.send(lease.request)) }
                     }
                 }
                 if running == 0 {
-                    if paused {
+                    if paused && !report.offline && !Task.isCancelled {
                         refreshes += 1
                         if refreshes <= configuration.maxAuthRefreshesPerFlush, await refreshAuthentication() {
                             paused = false
@@ -44,28 +85,57 @@ extension Outbox {
                         report.authenticationRequired = true
                         break
                     }
-                    if rescanRequested { continue }
+                    if rescanRequested && !report.offline && !Task.isCancelled { continue }
                     break
                 }
                 guard let (lease, outcome) = await group.next() else { break }
                 running -= 1
                 if case .authExpired = outcome { paused = true }
-                handle(lease, outcome)
+                handle(lease, outcome, cancelled: Task.isCancelled)
             }
         }
         var result = report
-        let open = counts[workspace] ?? [:]
-        result.remaining = (open[.pending] ?? 0) + (open[.leased] ?? 0)
+        result.remaining = remainingCount()
         result.retrying = retryingThisFlush.count
         return result
     }
 
+    /// The earliest time (ms since 1970) anything of the current workspace is due, nil when
+    /// nothing is; a due time the clock has passed, or one absurdly far ahead, is now.
+    public func nextDueTime() -> Int64? {
+        guard let due = try? store.earliestDue(workspace: workspace) else { return nil }
+        let now = environment.now()
+        return due <= now || due > now.addingClamped(configuration.horizonMilliseconds) ? now : due
+    }
+
+    /// Whether the last attempt found no server (pending items show as waiting for network).
+    public var isWaitingForNetwork: Bool { networkDown }
+
+    /// Asks the current workspace's server whether it answers now; a success ends "waiting for
+    /// network". The engine calls this before it resumes after an outage.
+    public func probe() async -> Bool {
+        let transport = self.transport
+        let reachable = await transport.probe()
+        if reachable && transport.workspace == workspace { setNetworkDown(false) }
+        return reachable
+    }
+
+    func setNetworkDown(_ down: Bool) {
+        guard networkDown != down else { return }
+        networkDown = down
+        emitSnapshot(changed: nil)
+    }
+
     /// Leases the next due lane head, or nil when nothing is due now.
-    func nextLease() -> Lease? {
+    func nextLease(transport: any OutboxTransport) -> Lease? {
+        guard transport.workspace == workspace else { return nil }
         let now = environment.now()
         for _ in 0..<8 {
-            guard let candidates = try? store.dueLanes(workspace: workspace, now: now, limit: inFlight.count + 1),
-                let (lane, head) = candidates.first(where: { !inFlight.contains($0.head) })
+            guard
+                let candidates = try? store.dueLanes(
+                    workspace: workspace, now: now, horizon: configuration.horizonMilliseconds,
+                    limit: inFlight.count + retryingThisFlush.count + 1),
+                let (lane, head) = candidates.first(where: { !inFlight.contains($0.head) && !retryingThisFlush.contains($0.head) })
             else { return nil }
             do {
                 if let lease = try lease(head, lane: lane, now: now) {
@@ -82,8 +152,8 @@ extension Outbox {
 
     func lease(_ id: Int64, lane: String, now: Int64) throws -> Lease? {
         try write(.normal) { () throws -> Lease? in
-            guard var row = try store.item(id),
-                row.state == .pending || (row.state == .leased && (row.leaseExpiresAt ?? 0) <= now)
+            guard var row = try store.item(id), row.workspace == workspace,
+                row.state == .pending || (row.state == .leased && leaseExpired(row.leaseExpiresAt, now: now))
             else {
                 try store.refreshLane(workspace: workspace, lane: lane)
                 return nil
@@ -91,8 +161,8 @@ extension Outbox {
             let body: OutboundRequest.Body
             switch row.kind {
             case .file:
-                guard let path = row.filePath, let sha = row.sha256 else {
-                    try park(&row, as: .rejected, reason: "the stashed file is missing", fieldErrors: [], now: now)
+                guard let path = row.filePath, let sha = row.sha256, FileManager.default.isReadableFile(atPath: path) else {
+                    try park(&row, as: .rejected, reason: "the stashed copy of the file is missing", fieldErrors: [], now: now)
                     return nil
                 }
                 body = .file(path: path, contentType: row.contentType, byteCount: row.byteCount ?? 0, sha256: sha)
@@ -106,7 +176,7 @@ extension Outbox {
                     if let endpoint = row.endpoint {
                         body = .submission(form: name, version: version, endpoint: endpoint, payload: payload, baseVersion: row.baseVersion)
                     } else {
-                        let remapped = try entry.remap(payload, try store.resolvedDependencies(of: row.id))
+                        let remapped = try entry.remap(payload, try store.resolvedDependencies(of: row.id, workspace: row.workspace))
                         body = .submission(form: name, version: version, endpoint: remapped.endpoint, payload: remapped.payload, baseVersion: row.baseVersion)
                     }
                 } catch let error as SQLiteError {
@@ -117,12 +187,20 @@ extension Outbox {
                 }
             }
             try move(&row, to: .leased)
-            row.leaseExpiresAt = now + configuration.leaseMilliseconds
+            row.leaseExpiresAt = now.addingClamped(configuration.leaseMilliseconds)
+            row.sends += 1
             try store.update(row, now: now)
             try store.refreshLane(workspace: row.workspace, lane: row.lane)
             return Lease(
                 itemID: row.id, attemptID: row.attemptID,
                 request: OutboundRequest(itemID: row.id, documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace, body: body))
         }
+    }
+
+    /// A lease is over when its time has passed, or when it ends further ahead than a lease can
+    /// last (the clock jumped back since it was taken).
+    func leaseExpired(_ expiry: Int64?, now: Int64) -> Bool {
+        guard let expiry else { return true }
+        return expiry <= now || expiry > now.addingClamped(configuration.leaseMilliseconds)
     }
 }

@@ -10,7 +10,7 @@ extension Outbox {
         let stored = counts[workspace] ?? [:]
         let sent = inFlight.count
         return [
-            .savedOnDevice: stored[.pending] ?? 0,
+            networkDown ? .waitingForNetwork : .savedOnDevice: stored[.pending] ?? 0,
             .sending: max(0, (stored[.leased] ?? 0) - sent),
             .sent: sent,
             .confirmed: stored[.confirmed] ?? 0,
@@ -55,7 +55,7 @@ extension Outbox {
 
     func publicState(id: Int64, _ state: State) -> SyncState {
         switch state {
-        case .pending: return .savedOnDevice
+        case .pending: return networkDown ? .waitingForNetwork : .savedOnDevice
         case .leased: return inFlight.contains(id) ? .sent : .sending
         case .confirmed: return .confirmed
         case .rejected: return .rejected
@@ -75,5 +75,25 @@ extension Outbox {
             basePayload: row.basePayload, serverPayload: row.serverPayload, serverVersion: row.serverVersion,
             conflicts: row.conflicts.flatMap { try? decoder.decode([FieldConflict].self, from: $0) } ?? [],
             producesPlaceholder: row.produces, serverID: row.serverID)
+    }
+
+    /// A signal each time work may have become due without a flush noticing: an enqueue, a
+    /// retry, a fix, a workspace switch. The sync engine wakes on it.
+    public func workSignals() -> AsyncStream<Void> {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        workListeners[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.removeWorkListener(id) }
+        }
+        return stream
+    }
+
+    private func removeWorkListener(_ id: UUID) {
+        workListeners[id] = nil
+    }
+
+    func signalWork() {
+        for continuation in workListeners.values { continuation.yield() }
     }
 }

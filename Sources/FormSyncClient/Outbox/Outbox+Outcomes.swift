@@ -3,14 +3,24 @@ import FormSyncModel
 import FormSyncSQLite
 
 extension Outbox {
-    func handle(_ lease: Lease, _ outcome: DeliveryOutcome) {
+    /// Records what became of one attempt. `cancelled`: the pass was cancelled, so a request
+    /// that got no answer is handed back (pending, same key, not counted), not taken as an outage.
+    func handle(_ lease: Lease, _ outcome: DeliveryOutcome, cancelled: Bool = false) {
         inFlight.remove(lease.itemID)
         retryingThisFlush.remove(lease.itemID)
         let now = environment.now()
         var removedFile: String?
         var submitResult: SubmitResult?
+        switch outcome {
+        case .unreachable: if !cancelled { setNetworkDown(true) }
+        default: setNetworkDown(false)
+        }
+        // A stash copy is deleted only after its confirmation is on disk (FULL): a power loss
+        // that undid a NORMAL commit would bring back an upload whose file is gone.
+        let durability: Durability
+        if case .done = outcome, lease.request.isFileUpload { durability = .full } else { durability = .normal }
         do {
-            try write(.normal) {
+            try write(durability) {
                 guard var row = try store.item(lease.itemID), row.state == .leased, row.attemptID == lease.attemptID else { return }
                 row.leaseExpiresAt = nil
                 switch outcome {
@@ -20,19 +30,25 @@ extension Outbox {
                         break
                     }
                     try move(&row, to: .confirmed)
+                    row.attempts += 1
                     row.serverID = ack.serverID
                     row.serverVersion = ack.version
                     row.lastError = nil
                     try store.update(row, now: now)
                     report.sent += 1
                     if let placeholder = row.produces, let serverID = ack.serverID {
-                        try store.resolve(placeholder: placeholder, serverID: serverID)
-                        try releaseDependents(of: placeholder, now: now)
+                        try store.resolve(placeholder: placeholder, serverID: serverID, workspace: row.workspace)
+                        try releaseDependents(of: placeholder, workspace: row.workspace, now: now)
                     }
                     if row.kind == .file { removedFile = row.filePath }
                     submitResult = .confirmed(id: row.id, ack)
                 case .transient(let reason, let retryAfter):
                     try retryLater(&row, reason: reason, retryAfter: retryAfter, now: now)
+                case .unreachable(let reason):
+                    try move(&row, to: .pending)
+                    row.lastError = cancelled ? "stopped before a reply; will be sent again" : "waiting for network: \(reason)"
+                    try store.update(row, now: now)
+                    if !cancelled { report.offline = true }
                 case .authExpired:
                     try move(&row, to: .pending)
                     row.nextAttemptAt = now
@@ -65,7 +81,7 @@ extension Outbox {
             return
         }
         let delay = configuration.retry.delay(afterAttempts: row.attempts, random: environment.random(), retryAfterMilliseconds: retryAfter)
-        row.nextAttemptAt = now + delay
+        row.nextAttemptAt = now.addingClamped(delay)
         try move(&row, to: .pending)
         try store.update(row, now: now)
         retryingThisFlush.insert(row.id)
@@ -123,6 +139,6 @@ extension Outbox {
         case .conflict: report.conflicts += 1
         default: break
         }
-        if let placeholder = row.produces { try blockDependents(of: placeholder, now: now) }
+        if let placeholder = row.produces { try blockDependents(of: placeholder, workspace: row.workspace, now: now) }
     }
 }

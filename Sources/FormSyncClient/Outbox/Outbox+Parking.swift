@@ -15,7 +15,7 @@ extension Outbox {
         var stored: Set<State> = []
         for state in states {
             switch state {
-            case .savedOnDevice: stored.insert(.pending)
+            case .savedOnDevice, .waitingForNetwork: stored.insert(.pending)
             case .sending, .sent: stored.insert(.leased)
             case .confirmed: stored.insert(.confirmed)
             case .rejected: stored.insert(.rejected)
@@ -28,9 +28,14 @@ extension Outbox {
         return rows.map(publicItem).filter { states.contains($0.state) }
     }
 
-    /// One item by id, in any workspace.
+    /// One item of the current workspace by id; nil when there is none, `otherWorkspace` when
+    /// it belongs to another workspace.
     public func item(_ id: Int64) throws -> OutboxItem? {
-        try storage { try store.item(id) }.map(publicItem)
+        do {
+            return publicItem(try storage { try existing(id) })
+        } catch OutboxError.noSuchItem {
+            return nil
+        }
     }
 
     /// Sends a parked item again as it is (same attempt identity), with a fresh attempt budget.
@@ -59,7 +64,10 @@ extension Outbox {
             }
             guard row.form == P.formName else { throw OutboxError.formMismatch(expected: row.form ?? "file", got: P.formName) }
             try replaceDependencies(of: row.id, with: fixed.placeholders)
+            let digest = Self.digest(form: P.formName, version: P.formVersion, baseVersion: row.baseVersion, payload: json)
+            try store.recordDocument(workspace: row.workspace, documentID: row.documentID, digest: digest, item: row.id)
             row.payload = json
+            row.formVersion = P.formVersion
             row.endpoint = fixed.placeholders.isEmpty ? fixed.endpoint : nil
             row.attemptID = environment.newID()
             try reopen(&row, now: now)
@@ -98,7 +106,8 @@ extension Outbox {
         let path = try write(.full) { () throws -> String? in
             var row = try existing(id)
             guard Self.isStuck(row.state) else { throw OutboxError.notAllowed(id: id, state: publicState(row), action: "discard") }
-            if let placeholder = row.produces { try blockDependents(of: placeholder, now: now) }
+            if let placeholder = row.produces { try blockDependents(of: placeholder, workspace: row.workspace, now: now) }
+            try store.forgetDocumentDigests(item: row.id, workspace: row.workspace, documentID: row.documentID)
             let path = row.filePath
             let workspace = row.workspace
             try move(&row, to: nil)
@@ -122,21 +131,17 @@ extension Outbox {
         return removed
     }
 
-    func existing(_ id: Int64) throws -> OutboxStore.Row {
-        guard let row = try store.item(id) else { throw OutboxError.noSuchItem(id) }
-        return row
-    }
-
     /// Back to pending with a fresh attempt budget; blocked if a dependency still needs attention.
     func reopen(_ row: inout OutboxStore.Row, now: Int64) throws {
         row.attempts = 0
         row.nextAttemptAt = now
         row.lastError = nil
         row.fieldErrors = nil
-        try move(&row, to: try dependencyProblem(row.id) ? .blocked : .pending)
+        try move(&row, to: try dependencyProblem(row.id, workspace: row.workspace) ? .blocked : .pending)
         try store.update(row, now: now)
         try store.refreshLane(workspace: row.workspace, lane: row.lane)
-        if let placeholder = row.produces, row.state == .pending { try releaseDependents(of: placeholder, now: now) }
+        if let placeholder = row.produces, row.state == .pending { try releaseDependents(of: placeholder, workspace: row.workspace, now: now) }
         rescanRequested = true
+        signalWork()
     }
 }

@@ -21,10 +21,16 @@ public actor Outbox {
         /// How many times one flush refreshes the token before it gives up and reports it.
         public var maxAuthRefreshesPerFlush: Int
 
+        /// How far ahead of the clock a due time or lease may lie before it is taken for the
+        /// mark of a clock that jumped back and is treated as due (or expired).
+        var horizonMilliseconds: Int64 {
+            max(retry.maxDelayMilliseconds, retry.maxRetryAfterMilliseconds, leaseMilliseconds, 1000)
+        }
+
         public init(concurrency: Int = 4, retry: RetryPolicy = RetryPolicy(), leaseMilliseconds: Int64 = 60_000, maxAuthRefreshesPerFlush: Int = 3) {
             self.concurrency = max(1, concurrency)
             self.retry = retry
-            self.leaseMilliseconds = leaseMilliseconds
+            self.leaseMilliseconds = min(max(1000, leaseMilliseconds), 86_400_000)
             self.maxAuthRefreshesPerFlush = maxAuthRefreshesPerFlush
         }
     }
@@ -62,7 +68,9 @@ public actor Outbox {
     let store: OutboxStore
     let stash: FileStash
     let registry: FormRegistry
-    let transport: any OutboxTransport
+    let transports: @Sendable (String) -> (any OutboxTransport)?
+    /// The current workspace's transport, checked to serve that workspace.
+    var transport: any OutboxTransport
     let environment: OutboxEnvironment
     let configuration: Configuration
     let refreshAuthentication: @Sendable () async -> Bool
@@ -77,39 +85,58 @@ public actor Outbox {
     var counts: [String: [State: Int]]
     var inFlight: Set<Int64> = []
     var uncommitted: [Change] = []
-    var flushTask: (generation: Int, task: Task<FlushReport, Never>)?
-    var flushGeneration = 0
+    /// The running flush pass, if any: which flush() calls it answers, and how many callers
+    /// still wait for it (cancelled when none does).
+    var pass: (id: Int, ticket: Int, task: Task<FlushReport, Never>)?
+    var passWaiters: [Int: Int] = [:]
+    var passCount = 0
+    var flushRequests = 0
     var rescanRequested = false
     var report = FlushReport()
+    /// Items that went back to waiting during this pass: never attempted again in it.
     var retryingThisFlush: Set<Int64> = []
+    /// No server answered the last attempt: pending items are "waiting for network" until a
+    /// server answers again (a reply or a successful probe).
+    var networkDown = false
+    var workListeners: [UUID: AsyncStream<Void>.Continuation] = [:]
     var subscribers: [UUID: AsyncStream<OutboxSnapshot>.Continuation] = [:]
     var waiters: [Int64: [CheckedContinuation<SubmitResult?, Never>]] = [:]
 
     /// Opens (or creates) the outbox database at `path`; its stash folder is `path + ".stash"`.
-    /// Expired leases of a previous run return to pending here, keeping their attempt identity.
-    /// `refreshAuthentication` is the app's hook for an expired token: it returns true when a
-    /// new token is in place.
+    /// Expired leases of a previous run return to pending here, keeping their attempt identity;
+    /// partial stash copies left by a killed process are removed. A file that is not an outbox
+    /// this build can use is refused (`OutboxError.notAnOutbox`) and never overwritten.
+    ///
+    /// - Parameters:
+    ///   - transports: the transport of each workspace (nil for one the app cannot reach); an
+    ///     item only ever goes out through its own workspace's transport.
+    ///   - refreshAuthentication: the app's hook for an expired token; true when a new token
+    ///     is in place.
     public init(
-        path: String, workspace: String, forms: [any FormPayload.Type], transport: any OutboxTransport,
+        path: String, workspace: String, forms: [any FormPayload.Type],
+        transports: @escaping @Sendable (String) -> (any OutboxTransport)?,
         configuration: Configuration = Configuration(), environment: OutboxEnvironment = .live,
         refreshAuthentication: @escaping @Sendable () async -> Bool = { false }
     ) throws {
+        guard let transport = transports(workspace), transport.workspace == workspace else { throw OutboxError.noTransport(workspace: workspace) }
         let now = environment.now()
+        let store = try OutboxStore(path: path, now: now)
         do {
-            let store = try OutboxStore(path: path, now: now)
             try store.db.transaction(.normal) {
-                for (workspace, lane) in try store.reclaimExpiredLeases(now: now) {
+                for (workspace, lane) in try store.reclaimExpiredLeases(now: now, horizon: configuration.leaseMilliseconds) {
                     try store.refreshLane(workspace: workspace, lane: lane)
                 }
             }
             self.store = store
             counts = try store.counts()
             placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -(try store.mostNegativePlaceholder()))
+            stash = try FileStash(directory: path + ".stash")
+            try stash.sweep { try store.referencesFile($0) }
         } catch let error as SQLiteError {
             throw OutboxError.storage(error)
         }
-        stash = try FileStash(directory: path + ".stash")
         registry = FormRegistry(forms)
+        self.transports = transports
         self.transport = transport
         self.environment = environment
         self.configuration = configuration
@@ -117,13 +144,36 @@ public actor Outbox {
         self.workspace = workspace
     }
 
+    /// An outbox for one workspace: the transport's own.
+    public init(
+        path: String, forms: [any FormPayload.Type], transport: any OutboxTransport,
+        configuration: Configuration = Configuration(), environment: OutboxEnvironment = .live,
+        refreshAuthentication: @escaping @Sendable () async -> Bool = { false }
+    ) throws {
+        try self.init(
+            path: path, workspace: transport.workspace, forms: forms, transports: { $0 == transport.workspace ? transport : nil },
+            configuration: configuration, environment: environment, refreshAuthentication: refreshAuthentication)
+    }
+
     // MARK: Workspaces
 
     /// Points the outbox at another workspace: from now on it captures into and sends only that
-    /// workspace's items. Other workspaces' items stay stored, untouched.
-    public func switchWorkspace(to workspace: String) {
+    /// workspace's items, through that workspace's own transport. Other workspaces' items stay
+    /// stored, untouched. Throws `noTransport` (and stays where it was) when none serves it.
+    public func switchWorkspace(to workspace: String) throws {
+        guard let transport = transports(workspace), transport.workspace == workspace else { throw OutboxError.noTransport(workspace: workspace) }
         self.workspace = workspace
+        self.transport = transport
+        networkDown = false
         emitSnapshot(changed: nil)
+        signalWork()
+    }
+
+    /// The row of `id`, refused when it belongs to another workspace than the current one.
+    func existing(_ id: Int64) throws -> OutboxStore.Row {
+        guard let row = try store.item(id) else { throw OutboxError.noSuchItem(id) }
+        guard row.workspace == workspace else { throw OutboxError.otherWorkspace(id: id, itemWorkspace: row.workspace, current: workspace) }
+        return row
     }
 
     // MARK: Transactions

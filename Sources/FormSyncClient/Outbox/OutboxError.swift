@@ -18,6 +18,12 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAllowed(id: Int64, state: SyncState, action: String)
     /// The fixed payload is for another form than the item.
     case formMismatch(expected: String, got: String)
+    /// The item belongs to another workspace than the outbox's current one; it is left alone.
+    case otherWorkspace(id: Int64, itemWorkspace: String, current: String)
+    /// No transport serves this workspace (or the one given serves another): nothing can be sent.
+    case noTransport(workspace: String)
+    /// The file at `path` is not an outbox this build can use; it was not touched.
+    case notAnOutbox(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -29,6 +35,10 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
         case .noSuchItem(let id): return "no outbox item \(id)"
         case .notAllowed(let id, let state, let action): return "cannot \(action) item \(id) while it is \(state.rawValue)"
         case .formMismatch(let expected, let got): return "the item holds a \(expected), not a \(got)"
+        case .otherWorkspace(let id, let itemWorkspace, let current):
+            return "item \(id) belongs to workspace \(itemWorkspace), not the current workspace \(current); switch to it first"
+        case .noTransport(let workspace): return "no transport serves workspace \(workspace)"
+        case .notAnOutbox(let path, let reason): return "\(path) is not a FormSync outbox this build can open: \(reason)"
         }
     }
 }

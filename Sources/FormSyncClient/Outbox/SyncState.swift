@@ -3,6 +3,9 @@ import FormSyncModel
 public enum SyncState: String, Sendable, Hashable, Codable, CaseIterable {
     /// Stored durably on this device, not sent yet (or waiting to retry).
     case savedOnDevice = "saved_on_device"
+    /// Stored durably and due, but no server answers (no network, a captive portal): it goes
+    /// out when the server is reachable again. Never counted against the item.
+    case waitingForNetwork = "waiting_for_network"
     /// Leased for sending: its files or dependencies are going out, or it is about to go.
     case sending
     /// The request is out; no reply yet.

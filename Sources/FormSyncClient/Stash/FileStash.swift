@@ -9,7 +9,9 @@ import FormSyncModel
 
 /// The outbox's own folder of attachment copies. The camera cache may be purged and the gallery
 /// cleared; a queued upload references a copy the outbox owns, written and synced (mode 0600,
-/// a name the outbox chose) before the row that references it commits.
+/// a name the outbox chose) before the row that references it commits. Each name carries the
+/// writing process's id, so that copies a killed process left half-written or never committed
+/// can be told apart from another live process's work and removed.
 struct FileStash: Sendable {
     let directory: String
 
@@ -29,9 +31,9 @@ struct FileStash: Sendable {
         }
     }
 
-    /// Copies `source` to `<directory>/<name>.blob`, syncing the file and the folder.
+    /// Copies `source` to `<directory>/<name>.p<pid>.blob`, syncing the file and the folder.
     func store(_ source: URL, name: String) throws -> Copy {
-        let final = (directory as NSString).appendingPathComponent(name + ".blob")
+        let final = (directory as NSString).appendingPathComponent("\(name).p\(getpid()).blob")
         let temporary = final + ".partial"
         let input = open(source.path, O_RDONLY)
         guard input >= 0 else { throw failure(source.path, "cannot open the source: \(errnoText())") }
@@ -73,6 +75,25 @@ struct FileStash: Sendable {
             close(folder)
         }
         return Copy(path: final, byteCount: total, sha256: hasher.finalize())
+    }
+
+    /// Removes what a process that is gone left behind: every partial copy, and every complete
+    /// copy no stored item references (`isReferenced`). Copies of live processes are left alone.
+    func sweep(isReferenced: (String) throws -> Bool) throws {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        let me = getpid()
+        for name in names where name.hasSuffix(".partial") || name.hasSuffix(".blob") {
+            if let owner = Self.owner(of: name), owner == me || kill(owner, 0) == 0 || errno == EPERM { continue }
+            let path = (directory as NSString).appendingPathComponent(name)
+            if try name.hasSuffix(".partial") || !isReferenced(path) { unlink(path) }
+        }
+    }
+
+    /// The process id in a stash name (`<id>.p<pid>.blob[.partial]`).
+    static func owner(of name: String) -> pid_t? {
+        let parts = name.split(separator: ".")
+        guard let tag = parts.first(where: { $0.hasPrefix("p") && $0.count > 1 && $0.dropFirst().allSatisfy(\.isNumber) }) else { return nil }
+        return pid_t(tag.dropFirst())
     }
 
     /// Removes a stashed copy; a copy already gone is fine.

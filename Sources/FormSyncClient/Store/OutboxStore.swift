@@ -1,6 +1,13 @@
+import CSQLite
 import Foundation
 import FormSyncModel
 import FormSyncSQLite
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The outbox's tables and every query it runs. Each lookup the scheduler makes goes through an
 /// index keyed by lane or by id, so one step costs the same whatever the queue's length:
@@ -65,11 +72,104 @@ final class OutboxStore {
             ) WITHOUT ROWID;
             CREATE INDEX lanes_due ON lanes(workspace, due_at) WHERE due_at IS NOT NULL;
             """),
+        .init(version: 2, name: "workspace walls, sends, documents", sql: """
+            CREATE TABLE resolved_by_workspace (
+                workspace TEXT NOT NULL,
+                placeholder INTEGER NOT NULL,
+                server_id INTEGER NOT NULL,
+                PRIMARY KEY (workspace, placeholder)
+            ) WITHOUT ROWID;
+            INSERT INTO resolved_by_workspace (workspace, placeholder, server_id)
+                SELECT COALESCE((SELECT workspace FROM items WHERE produces = r.placeholder), ''), r.placeholder, r.server_id
+                FROM resolved r;
+            DROP TABLE resolved;
+            ALTER TABLE resolved_by_workspace RENAME TO resolved;
+            ALTER TABLE items ADD COLUMN sends INTEGER NOT NULL DEFAULT 0;
+            CREATE TABLE documents (
+                workspace TEXT NOT NULL,
+                document_id TEXT NOT NULL,
+                digest BLOB NOT NULL,
+                item_id INTEGER NOT NULL,
+                PRIMARY KEY (workspace, document_id, digest)
+            ) WITHOUT ROWID;
+            INSERT OR IGNORE INTO documents (workspace, document_id, digest, item_id)
+                SELECT workspace, document_id, randomblob(32), id FROM items WHERE kind = 'submission';
+            CREATE INDEX items_file ON items(file_path) WHERE file_path IS NOT NULL;
+            """),
     ])
 
+    /// `PRAGMA application_id` of every outbox file ("FSOX"): a file without it is not ours.
+    static let applicationID: Int64 = 0x4653_4F58
+
+    /// Opens the outbox at `path`, creating it when there is none. A new file is built complete
+    /// under a private name and linked into place, so no process ever sees a half-made outbox
+    /// and concurrent first opens all succeed. An existing file must carry the outbox's
+    /// application id and a schema this build knows; anything else (empty, truncated, another
+    /// program's database, a newer schema) is refused and left untouched.
     init(path: String, now: Int64) throws {
-        db = try SQLiteConnection(path: path)
-        try Self.migrations.migrate(db, now: now)
+        if access(path, F_OK) != 0 { try Self.create(path: path, now: now) }
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw OutboxError.notAnOutbox(path: path, reason: "it cannot be read: \(String(cString: strerror(errno)))") }
+        guard info.st_size > 0 else { throw OutboxError.notAnOutbox(path: path, reason: "the file is empty") }
+        for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
+        do {
+            db = try SQLiteConnection(path: path, create: false)
+            try Self.migrations.migrate(db, now: now) { [db] in try Self.checkIdentity(db, path: path) }
+        } catch let error as SQLiteError {
+            if error.message.contains("newer than this build") {
+                throw OutboxError.notAnOutbox(path: path, reason: "it was written by a newer FormSync (\(error.message)); this build will not touch it")
+            }
+            let primary = error.code & 0xff
+            if primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT {
+                throw OutboxError.notAnOutbox(path: path, reason: "it is not a readable SQLite database (\(error.message))")
+            }
+            throw OutboxError.storage(error)
+        }
+    }
+
+    /// Accepts a file stamped as an outbox, or one made by the first FormSync build (no stamp,
+    /// but its `migrations` table records the outbox schema), which it stamps.
+    private static func checkIdentity(_ db: SQLiteConnection, path: String) throws {
+        let id = try db.query("PRAGMA application_id") { $0.int(0) }.first ?? 0
+        if id == applicationID { return }
+        let legacy = id == 0 && (try? db.query("SELECT name FROM migrations WHERE version = 1") { $0.text(0) }.first) == "outbox"
+        guard legacy else {
+            throw OutboxError.notAnOutbox(path: path, reason: id == 0 ? "it is another program's SQLite database" : "its application id is \(id), not FormSync's")
+        }
+        try db.execute("PRAGMA application_id = \(applicationID)")
+    }
+
+    /// Builds a new outbox under a private name (owner-only), then links it to `path`; when
+    /// another process got there first, its file stands and this one is dropped.
+    private static func create(path: String, now: Int64) throws {
+        let temporary = "\(path).creating-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer {
+            for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) }
+        }
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else { throw OutboxError.notAnOutbox(path: path, reason: "cannot create it: \(String(cString: strerror(errno)))") }
+        close(fd)
+        func build() throws {
+            let db = try SQLiteConnection(path: temporary, create: false)
+            try db.execute("PRAGMA application_id = \(applicationID)")
+            try migrations.migrate(db, now: now)
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+        do {
+            try build()
+        } catch let error as SQLiteError {
+            throw OutboxError.storage(error)
+        }
+        let folder = open((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent, O_RDONLY)
+        let linked = link(temporary, path)
+        let reason = errno
+        if folder >= 0 {
+            fsync(folder)
+            close(folder)
+        }
+        guard linked == 0 || reason == EEXIST else {
+            throw OutboxError.notAnOutbox(path: path, reason: "cannot create it: \(String(cString: strerror(reason)))")
+        }
     }
 
     // MARK: Rows
@@ -104,12 +204,14 @@ final class OutboxStore {
         var conflicts: Data?
         /// The endpoint computed at enqueue; used as is while the payload holds no placeholders.
         var endpoint: String?
+        /// How many times the item went on the wire, whatever came back (0: never left the device).
+        var sends: Int
     }
 
     static let columns = """
         id, kind, workspace, lane, document_id, attempt_id, form, form_version, payload, base_payload, base_version,
         produces, server_id, server_version, file_path, content_type, byte_count, sha256, state, attempts,
-        next_attempt_at, lease_expires_at, last_error, field_errors, server_payload, conflicts, endpoint
+        next_attempt_at, lease_expires_at, last_error, field_errors, server_payload, conflicts, endpoint, sends
         """
 
     static func row(_ r: SQLiteConnection.Row) -> Row {
@@ -121,7 +223,7 @@ final class OutboxStore {
             contentType: r.text(15), byteCount: r.optionalInt(16), sha256: r.blob(17),
             state: State(rawValue: r.text(18) ?? "") ?? .pending, attempts: Int(r.int(19)), nextAttemptAt: r.int(20),
             leaseExpiresAt: r.optionalInt(21), lastError: r.text(22), fieldErrors: r.blob(23), serverPayload: r.blob(24),
-            conflicts: r.blob(25), endpoint: r.text(26))
+            conflicts: r.blob(25), endpoint: r.text(26), sends: Int(r.int(27)))
     }
 
     func item(_ id: Int64) throws -> Row? {
@@ -159,7 +261,7 @@ final class OutboxStore {
         try db.run("""
             UPDATE items SET attempt_id = ?, payload = ?, endpoint = ?, base_payload = ?, base_version = ?, server_id = ?, server_version = ?,
                 state = ?, attempts = ?, next_attempt_at = ?, lease_expires_at = ?, last_error = ?, field_errors = ?,
-                server_payload = ?, conflicts = ?, updated_at = ?
+                server_payload = ?, conflicts = ?, updated_at = ?, sends = ?
             WHERE id = ?
             """, [
                 .text(row.attemptID), row.payload.map(SQLValue.blob) ?? .null, row.endpoint.map(SQLValue.text) ?? .null,
@@ -169,7 +271,7 @@ final class OutboxStore {
                 .integer(row.nextAttemptAt), row.leaseExpiresAt.map(SQLValue.integer) ?? .null,
                 row.lastError.map(SQLValue.text) ?? .null, row.fieldErrors.map(SQLValue.blob) ?? .null,
                 row.serverPayload.map(SQLValue.blob) ?? .null, row.conflicts.map(SQLValue.blob) ?? .null,
-                .integer(now), .integer(row.id),
+                .integer(now), .integer(Int64(row.sends)), .integer(row.id),
             ])
     }
 
@@ -199,28 +301,60 @@ final class OutboxStore {
         try db.query("SELECT item_id FROM dependencies WHERE placeholder = ? ORDER BY item_id", [.integer(placeholder)]) { $0.int(0) }
     }
 
-    /// Server ids of this item's landed dependencies.
-    func resolvedDependencies(of item: Int64) throws -> [Int64: Int64] {
+    /// Server ids of this item's landed dependencies (its own workspace's only).
+    func resolvedDependencies(of item: Int64, workspace: String) throws -> [Int64: Int64] {
         let pairs = try db.query("""
-            SELECT d.placeholder, r.server_id FROM dependencies d JOIN resolved r ON r.placeholder = d.placeholder
+            SELECT d.placeholder, r.server_id FROM dependencies d JOIN resolved r ON r.workspace = ? AND r.placeholder = d.placeholder
             WHERE d.item_id = ?
-            """, [.integer(item)]) { ($0.int(0), $0.int(1)) }
+            """, [.text(workspace), .integer(item)]) { ($0.int(0), $0.int(1)) }
         return Dictionary(pairs, uniquingKeysWith: { a, _ in a })
     }
 
-    func resolve(placeholder: Int64, serverID: Int64) throws {
-        try db.run("INSERT OR REPLACE INTO resolved (placeholder, server_id) VALUES (?, ?)", [.integer(placeholder), .integer(serverID)])
+    func resolve(placeholder: Int64, serverID: Int64, workspace: String) throws {
+        try db.run("INSERT OR REPLACE INTO resolved (workspace, placeholder, server_id) VALUES (?, ?, ?)",
+                   [.text(workspace), .integer(placeholder), .integer(serverID)])
     }
 
-    func isResolved(_ placeholder: Int64) throws -> Bool {
-        try !db.query("SELECT 1 FROM resolved WHERE placeholder = ?", [.integer(placeholder)]) { $0.int(0) }.isEmpty
+    func isResolved(_ placeholder: Int64, workspace: String) throws -> Bool {
+        try !db.query("SELECT 1 FROM resolved WHERE workspace = ? AND placeholder = ?", [.text(workspace), .integer(placeholder)]) { $0.int(0) }.isEmpty
     }
 
-    /// The item that produces `placeholder`, with its state.
-    func producer(of placeholder: Int64) throws -> (id: Int64, state: State)? {
-        try db.query("SELECT id, state FROM items WHERE produces = ?", [.integer(placeholder)]) {
+    /// The item of `workspace` that produces `placeholder`, with its state.
+    func producer(of placeholder: Int64, workspace: String) throws -> (id: Int64, state: State)? {
+        try db.query("SELECT id, state FROM items WHERE produces = ? AND workspace = ?", [.integer(placeholder), .text(workspace)]) {
             ($0.int(0), State(rawValue: $0.text(1) ?? "") ?? .pending)
         }.first
+    }
+
+    // MARK: Documents
+
+    /// The item that holds this exact payload (by digest) of the document, even if purged since.
+    func documentItem(workspace: String, documentID: String, digest: Data) throws -> Int64? {
+        try db.query("SELECT item_id FROM documents WHERE workspace = ? AND document_id = ? AND digest = ?",
+                     [.text(workspace), .text(documentID), .blob(digest)]) { $0.int(0) }.first
+    }
+
+    /// The document's most recent item, when it is still stored.
+    func latestDocumentItem(workspace: String, documentID: String) throws -> Row? {
+        guard let id = try db.query("SELECT MAX(item_id) FROM documents WHERE workspace = ? AND document_id = ?",
+                                    [.text(workspace), .text(documentID)], { $0.optionalInt(0) }).first ?? nil
+        else { return nil }
+        return try item(id)
+    }
+
+    func recordDocument(workspace: String, documentID: String, digest: Data, item: Int64) throws {
+        try db.run("INSERT OR REPLACE INTO documents (workspace, document_id, digest, item_id) VALUES (?, ?, ?, ?)",
+                   [.text(workspace), .text(documentID), .blob(digest), .integer(item)])
+    }
+
+    func forgetDocumentDigests(item: Int64, workspace: String, documentID: String) throws {
+        try db.run("DELETE FROM documents WHERE workspace = ? AND document_id = ? AND item_id = ?",
+                   [.text(workspace), .text(documentID), .integer(item)])
+    }
+
+    /// Whether a stored item still references this stash file.
+    func referencesFile(_ path: String) throws -> Bool {
+        try !db.query("SELECT 1 FROM items WHERE file_path = ? LIMIT 1", [.text(path)]) { $0.int(0) }.isEmpty
     }
 
     /// The most negative placeholder this outbox has seen, so a restarted id source never repeats one.
@@ -248,7 +382,7 @@ final class OutboxStore {
         var due: Int64?
         if state == State.leased.rawValue {
             due = leaseExpiresAt ?? nextAttemptAt
-        } else if try waitsForDependencies(id) {
+        } else if try waitsForDependencies(id, workspace: workspace) {
             due = nil
         } else {
             due = nextAttemptAt
@@ -257,28 +391,46 @@ final class OutboxStore {
                    [.text(workspace), .text(lane), .integer(id), due.map(SQLValue.integer) ?? .null])
     }
 
-    func waitsForDependencies(_ item: Int64) throws -> Bool {
+    func waitsForDependencies(_ item: Int64, workspace: String) throws -> Bool {
         try !db.query("""
             SELECT 1 FROM dependencies d WHERE d.item_id = ?
-            AND NOT EXISTS (SELECT 1 FROM resolved r WHERE r.placeholder = d.placeholder) LIMIT 1
-            """, [.integer(item)]) { $0.int(0) }.isEmpty
+            AND NOT EXISTS (SELECT 1 FROM resolved r WHERE r.workspace = ? AND r.placeholder = d.placeholder) LIMIT 1
+            """, [.integer(item), .text(workspace)]) { $0.int(0) }.isEmpty
     }
 
-    /// Lane heads due by `now`, earliest first.
-    func dueLanes(workspace: String, now: Int64, limit: Int) throws -> [(lane: String, head: Int64)] {
+    /// Adds a lane for a newly inserted open item when the lane has none; a lane that already
+    /// has a head keeps it (the new item is behind it), so nothing is read or rewritten.
+    func addToLane(workspace: String, lane: String, head: Int64, due: Int64?) throws {
+        try db.run("INSERT OR IGNORE INTO lanes (workspace, lane, head, due_at) VALUES (?, ?, ?, ?)",
+                   [.text(workspace), .text(lane), .integer(head), due.map(SQLValue.integer) ?? .null])
+    }
+
+    /// Lane heads due by `now`, earliest first. A due time more than `horizon` ahead of `now`
+    /// was set by a clock that has since jumped back: it counts as due, so no clock holds an item.
+    func dueLanes(workspace: String, now: Int64, horizon: Int64, limit: Int) throws -> [(lane: String, head: Int64)] {
         try db.query("""
-            SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND due_at <= ?
+            SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND (due_at <= ? OR due_at > ?)
             ORDER BY due_at, head LIMIT ?
-            """, [.text(workspace), .integer(now), .integer(Int64(limit))]) { ($0.text(0) ?? "", $0.int(1)) }
+            """, [.text(workspace), .integer(now), .integer(now.addingClamped(horizon)), .integer(Int64(limit))]) { ($0.text(0) ?? "", $0.int(1)) }
     }
 
-    /// Returns expired leases to pending (not an attempt); the attempt identity is kept.
-    func reclaimExpiredLeases(now: Int64) throws -> [(workspace: String, lane: String)] {
-        let lanes = try db.query("SELECT DISTINCT workspace, lane FROM items WHERE state = 'leased' AND lease_expires_at <= ?", [.integer(now)]) {
-            ($0.text(0) ?? "", $0.text(1) ?? "")
-        }
-        try db.run("UPDATE items SET state = 'pending', lease_expires_at = NULL, updated_at = ? WHERE state = 'leased' AND lease_expires_at <= ?",
-                   [.integer(now), .integer(now)])
+    /// The earliest due time of `workspace`'s lanes (nil when nothing is due at any time).
+    func earliestDue(workspace: String) throws -> Int64? {
+        try db.query("SELECT MIN(due_at) FROM lanes WHERE workspace = ? AND due_at IS NOT NULL", [.text(workspace)]) { $0.optionalInt(0) }.first ?? nil
+    }
+
+    /// Returns expired leases to pending (not an attempt); the attempt identity is kept. A lease
+    /// ending more than `horizon` after `now` is from a clock that jumped back: expired too.
+    func reclaimExpiredLeases(now: Int64, horizon: Int64) throws -> [(workspace: String, lane: String)] {
+        let limit = now.addingClamped(horizon)
+        guard try !db.query("SELECT 1 FROM items WHERE state = 'leased' LIMIT 1") { $0.int(0) }.isEmpty else { return [] }
+        let lanes = try db.query("""
+            SELECT DISTINCT workspace, lane FROM items WHERE state = 'leased' AND (lease_expires_at <= ? OR lease_expires_at > ?)
+            """, [.integer(now), .integer(limit)]) { ($0.text(0) ?? "", $0.text(1) ?? "") }
+        try db.run("""
+            UPDATE items SET state = 'pending', lease_expires_at = NULL, updated_at = ?
+            WHERE state = 'leased' AND (lease_expires_at <= ? OR lease_expires_at > ?)
+            """, [.integer(now), .integer(now), .integer(limit)])
         return lanes
     }
 

@@ -6,9 +6,14 @@ import FormSyncModel
 public enum DeliveryOutcome: Sendable, Equatable {
     /// Acknowledged: the server holds the document (or file).
     case done(ServerAcknowledgement)
-    /// Try again later: network trouble, a timeout, 408/429/5xx, a reply that is not the
-    /// server's. `retryAfterMilliseconds` is the server's Retry-After, when it sent one.
+    /// The server answered and asked us to come back (408, 409 in flight, 425, 429, 5xx). Counts
+    /// as an attempt. `retryAfterMilliseconds` is the server's Retry-After, when it sent one.
     case transient(reason: String, retryAfterMilliseconds: Int64?)
+    /// No server answered: DNS failure, refused, reset, timeout, TLS failure, any redirect, a
+    /// captive portal's page, a cancelled request. The network's fault, not the item's: it is
+    /// not counted as an attempt, keeps its attempt identity, and stops the drain until the
+    /// server is reachable again.
+    case unreachable(reason: String)
     /// The token expired (401): pause everything, refresh, resume. Not an attempt.
     case authExpired
     /// The edit's base is stale (412): the server's current record and its version.

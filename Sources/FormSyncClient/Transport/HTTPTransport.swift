@@ -5,21 +5,30 @@ import FormSyncModel
     import FoundationNetworking
 #endif
 
-/// The outbox's transport over HTTP/JSON (docs/PROTOCOL.md): sends each attempt with its
-/// idempotency key, document identity, form and base version, a bearer token asked for at send
-/// time, and classifies every reply into an outcome. Only a 2xx whose JSON echoes the document
-/// identity counts as done: a captive portal's page or any other 2xx is transient.
+/// The outbox's transport over HTTP/JSON (docs/PROTOCOL.md) for one workspace: sends each
+/// attempt with its idempotency key, document identity, workspace, form and base version, a
+/// bearer token asked for at send time, and classifies every reply into an outcome. Only a 2xx
+/// whose JSON echoes the document identity counts as done. Redirects are never followed (a
+/// captive portal's 302 must not receive the token): any 3xx, like a portal's page, means no
+/// FormSync server answered.
 public final class HTTPTransport: OutboxTransport {
+    /// The workspace this transport serves; sent as `FormSync-Workspace`.
+    public let workspace: String
     private let baseURL: URL
     private let session: URLSession
     private let token: @Sendable () async -> String?
     private let timeout: TimeInterval
 
     /// - Parameters:
+    ///   - workspace: the workspace whose items this transport carries; others are refused.
     ///   - baseURL: the workspace's server, such as `https://api.example.com/acme`.
     ///   - timeout: per request, in seconds; keep it below the outbox's lease.
     ///   - token: the current bearer token, asked for on every request and never stored.
-    public init(baseURL: URL, timeout: TimeInterval = 20, maxConnections: Int = 4, token: @escaping @Sendable () async -> String?) {
+    public init(
+        workspace: String, baseURL: URL, timeout: TimeInterval = 20, maxConnections: Int = 4,
+        token: @escaping @Sendable () async -> String?
+    ) {
+        self.workspace = workspace
         self.baseURL = baseURL
         self.timeout = timeout
         self.token = token
@@ -29,7 +38,7 @@ public final class HTTPTransport: OutboxTransport {
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.urlCache = nil
         configuration.httpCookieStorage = nil
-        session = URLSession(configuration: configuration)
+        session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
     }
 
     deinit {
@@ -43,6 +52,9 @@ public final class HTTPTransport: OutboxTransport {
 
     /// Sends one attempt (a submission to its endpoint, or a file to `/files`) and classifies the reply.
     public func send(_ request: OutboundRequest) async -> DeliveryOutcome {
+        guard request.workspace == workspace else {
+            return .rejected(reason: "this transport serves workspace \(workspace), not \(request.workspace); nothing was sent", fieldErrors: [])
+        }
         var http: URLRequest
         var fileToUpload: URL?
         switch request.body {
@@ -63,6 +75,7 @@ public final class HTTPTransport: OutboxTransport {
         http.timeoutInterval = timeout
         http.setValue(request.attemptID, forHTTPHeaderField: "Idempotency-Key")
         http.setValue(request.documentID, forHTTPHeaderField: "FormSync-Document")
+        http.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
         http.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
         if let token = await token() { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         do {
@@ -72,12 +85,10 @@ public final class HTTPTransport: OutboxTransport {
             } else {
                 (data, response) = try await session.data(for: http)
             }
-            guard let response = response as? HTTPURLResponse else {
-                return .transient(reason: "the reply is not HTTP", retryAfterMilliseconds: nil)
-            }
+            guard let response = response as? HTTPURLResponse else { return .unreachable(reason: "the reply is not HTTP") }
             return Self.classify(status: response.statusCode, headers: Self.headers(of: response), body: data, documentID: request.documentID)
         } catch {
-            return .transient(reason: Self.describe(error), retryAfterMilliseconds: nil)
+            return .unreachable(reason: Task.isCancelled ? "cancelled" : Self.describe(error))
         }
     }
 
@@ -86,7 +97,8 @@ public final class HTTPTransport: OutboxTransport {
     /// the OS's "connected".
     public func probe() async -> Bool {
         var http = URLRequest(url: url("/health"))
-        http.timeoutInterval = min(timeout, 5)
+        http.timeoutInterval = max(1, min(timeout, 5))
+        http.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
         guard let (data, response) = try? await session.data(for: http),
             (response as? HTTPURLResponse)?.statusCode == 200,
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
@@ -124,11 +136,13 @@ public final class HTTPTransport: OutboxTransport {
             guard headers["content-type"]?.lowercased().hasPrefix("application/json") == true,
                 let json, json["document_id"] as? String == documentID
             else {
-                return .transient(reason: "HTTP \(status) without an acknowledgement of this document (a captive portal or proxy?)", retryAfterMilliseconds: nil)
+                return .unreachable(reason: "HTTP \(status) without an acknowledgement of this document (a captive portal or proxy?)")
             }
             let id = (json["id"] as? NSNumber)?.int64Value
             let version = headers["etag"] ?? (json["version"] as? String)
             return .done(ServerAcknowledgement(serverID: id, version: version))
+        case 300..<400:
+            return .unreachable(reason: "HTTP \(status) redirect refused (a captive portal?); nothing was followed")
         case 401:
             return .authExpired
         case 412:
@@ -150,7 +164,7 @@ public final class HTTPTransport: OutboxTransport {
         case 400..<500:
             return .rejected(reason: "HTTP \(status)\(problemText(json))", fieldErrors: [])
         default:
-            return .transient(reason: "HTTP \(status) is not a FormSync reply", retryAfterMilliseconds: nil)
+            return .unreachable(reason: "HTTP \(status) is not a FormSync reply")
         }
     }
 
@@ -161,16 +175,28 @@ public final class HTTPTransport: OutboxTransport {
         return ""
     }
 
-    /// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3), in milliseconds from now.
+    /// The longest `Retry-After` read from a reply: a day. The outbox clamps further, to its
+    /// retry policy's cap; this bound only keeps every later sum far from overflow.
+    static let retryAfterCeilingMilliseconds: Int64 = 86_400_000
+
+    /// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3), in milliseconds from
+    /// now, never more than `retryAfterCeilingMilliseconds`. Whatever the header holds (a huge
+    /// number, a far or past date, garbage), the answer is bounded or nil.
     static func retryAfter(_ value: String?, now: Date = Date()) -> Int64? {
-        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
-        if let seconds = Int64(value), seconds >= 0 { return seconds * 1000 }
+        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty, value.utf8.count <= 64 else { return nil }
+        if value.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) {
+            guard let seconds = Int64(value) else { return retryAfterCeilingMilliseconds }
+            let (milliseconds, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+            return overflow ? retryAfterCeilingMilliseconds : min(milliseconds, retryAfterCeilingMilliseconds)
+        }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         guard let date = formatter.date(from: value) else { return nil }
-        return max(0, Int64((date.timeIntervalSince(now) * 1000).rounded(.up)))
+        let milliseconds = (date.timeIntervalSince(now) * 1000).rounded(.up)
+        guard milliseconds.isFinite else { return nil }
+        return Int64(min(max(milliseconds, 0), Double(retryAfterCeilingMilliseconds)))
     }
 
     /// A network failure in words, classified by its structure (URLError code), never by text.
@@ -184,5 +210,16 @@ public final class HTTPTransport: OutboxTransport {
         case .cannotFindHost, .dnsLookupFailed: return "server name not found"
         default: return "network error \(error.code.rawValue)"
         }
+    }
+}
+
+/// Refuses every redirect, so the request (and its `Authorization`) never reaches another host:
+/// the 3xx itself comes back and is classified as "no FormSync server answered".
+final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 }

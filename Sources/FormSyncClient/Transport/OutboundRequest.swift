@@ -23,6 +23,12 @@ public struct OutboundRequest: Sendable, Equatable {
     public var workspace: String
     public var body: Body
 
+    /// Whether this is the upload of a stashed file.
+    public var isFileUpload: Bool {
+        if case .file = body { return true }
+        return false
+    }
+
     public init(itemID: Int64, documentID: String, attemptID: String, workspace: String, body: Body) {
         self.itemID = itemID
         self.documentID = documentID
@@ -32,8 +38,14 @@ public struct OutboundRequest: Sendable, Equatable {
     }
 }
 
-/// Delivers attempts. The HTTP transport is one; tests script another.
+/// Delivers attempts for one workspace. The HTTP transport is one; tests script another.
 public protocol OutboxTransport: Sendable {
+    /// The workspace (server + tenant) this transport talks to; it refuses any other's request.
+    var workspace: String { get }
     /// Sends one attempt and classifies the reply. Never throws: every failure is an outcome.
+    /// A cancelled task ends the request and answers `.unreachable`.
     func send(_ request: OutboundRequest) async -> DeliveryOutcome
+    /// Whether the server itself answers now (its health endpoint), the verdict on "online";
+    /// the OS's connectivity is only ever a hint.
+    func probe() async -> Bool
 }

@@ -1,0 +1,252 @@
+import Foundation
+import FormSyncModel
+import Synchronization
+
+/// Runs an outbox by itself: an app starts it once and it flushes whenever work is due — at the
+/// earliest due time, right after an enqueue or a fix, and when the app's connectivity stream
+/// says "online" — and gets out of the way when there is no network.
+///
+/// After a pass finds no server (`FlushReport.offline`) the engine sends nothing more: it waits
+/// with its own backoff, asks the server's health endpoint (`Outbox.probe()`), and resumes the
+/// drain only when that answers. Connectivity from the OS is a hint that cuts the wait short,
+/// never a verdict. Cancelling the task that runs `run(connectivity:)`, or calling `stop()`,
+/// stops new attempts at once; requests on the wire are cancelled and their items go back to
+/// pending with the same idempotency key.
+public final class SyncEngine: Sendable {
+    /// What the engine is doing, for a status line.
+    public enum State: Sendable, Equatable {
+        /// Nothing to send now; `nextDue` is when something is (ms since 1970), nil for nothing.
+        case idle(nextDue: Int64?)
+        /// A pass is sending.
+        case syncing
+        /// No server answered; the next probe is at `until` (ms since 1970).
+        case waitingForNetwork(until: Int64)
+        /// The token could not be refreshed; waiting for the app (or the next try).
+        case waitingForToken
+        /// Not running: never started, stopped or cancelled.
+        case paused
+    }
+
+    /// How the engine waits.
+    public struct Configuration: Sendable {
+        /// Backoff between health probes while no server answers (jittered, never zero).
+        public var networkBackoff: RetryPolicy
+        /// How long to wait before trying again after a token refresh failed.
+        public var tokenRetryMilliseconds: Int64
+        /// The least time between two passes that made no progress, so a lane that cannot be
+        /// leased never spins the engine.
+        public var idleFloorMilliseconds: Int64
+
+        public init(
+            networkBackoff: RetryPolicy = RetryPolicy(baseDelayMilliseconds: 1000, maxDelayMilliseconds: 120_000),
+            tokenRetryMilliseconds: Int64 = 60_000, idleFloorMilliseconds: Int64 = 250
+        ) {
+            self.networkBackoff = networkBackoff
+            self.tokenRetryMilliseconds = max(1, tokenRetryMilliseconds)
+            self.idleFloorMilliseconds = max(1, idleFloorMilliseconds)
+        }
+    }
+
+    enum Event: Sendable {
+        case work, online, timer(Int), stop
+    }
+
+    private struct Shared {
+        var state: State = .paused
+        var running = false
+        var stopped = false
+        var events: AsyncStream<Event>.Continuation?
+        var flush: Task<FlushReport, Never>?
+        var lastReport: FlushReport?
+        var listeners: [UUID: AsyncStream<State>.Continuation] = [:]
+    }
+
+    private let outbox: Outbox
+    private let configuration: Configuration
+    private let now: @Sendable () -> Int64
+    private let random: @Sendable () -> Double
+    private let sleep: @Sendable (Int64) async -> Void
+    private let shared = Mutex(Shared())
+
+    /// - Parameters:
+    ///   - now: the clock, ms since 1970 (the outbox's clock, normally).
+    ///   - sleep: waits the given milliseconds (or until cancelled); injected so that a test can
+    ///     run hours of backoff on a virtual clock.
+    public init(
+        outbox: Outbox, configuration: Configuration = Configuration(), environment: OutboxEnvironment = .live,
+        sleep: @escaping @Sendable (Int64) async -> Void = { try? await Task.sleep(for: .milliseconds($0)) }
+    ) {
+        self.outbox = outbox
+        self.configuration = configuration
+        self.now = environment.now
+        self.random = environment.random
+        self.sleep = sleep
+    }
+
+    /// The current state.
+    public var state: State { shared.withLock { $0.state } }
+
+    /// The report of the last pass, if any.
+    public var lastReport: FlushReport? { shared.withLock { $0.lastReport } }
+
+    /// The engine's states, starting with the present; a slow reader only misses intermediate ones.
+    public func states() -> AsyncStream<State> {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream.makeStream(of: State.self, bufferingPolicy: .bufferingNewest(1))
+        shared.withLock {
+            $0.listeners[id] = continuation
+            continuation.yield($0.state)
+        }
+        continuation.onTermination = { [weak self] _ in self?.shared.withLock { _ = $0.listeners.removeValue(forKey: id) } }
+        return stream
+    }
+
+    private func set(_ state: State) {
+        shared.withLock {
+            guard $0.state != state else { return }
+            $0.state = state
+            for listener in $0.listeners.values { listener.yield(state) }
+        }
+    }
+
+    /// Stops the engine: no new attempt starts; requests on the wire are cancelled and their
+    /// items return to pending. `run` returns soon after.
+    public func stop() {
+        let (events, flush) = shared.withLock { s -> (AsyncStream<Event>.Continuation?, Task<FlushReport, Never>?) in
+            s.stopped = true
+            return (s.events, s.flush)
+        }
+        flush?.cancel()
+        events?.yield(.stop)
+    }
+
+    /// Runs until the calling task is cancelled or `stop()` is called. `connectivity` is the
+    /// app's hint stream (on iOS from `NWPathMonitor`): `true` means "maybe online now", which
+    /// wakes the engine to probe or flush at once. Calling `run` while it runs returns at once.
+    public func run(connectivity: AsyncStream<Bool>? = nil) async {
+        let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        let started = shared.withLock { s -> Bool in
+            guard !s.running else { return false }
+            s.running = true
+            s.stopped = false
+            s.events = continuation
+            return true
+        }
+        guard started else { return }
+        let signals = await outbox.workSignals()
+        let forwarders = [
+            Task { for await _ in signals { continuation.yield(.work) } },
+            Task {
+                guard let connectivity else { return }
+                for await online in connectivity where online { continuation.yield(.online) }
+            },
+        ]
+        defer {
+            for forwarder in forwarders { forwarder.cancel() }
+            continuation.finish()
+            shared.withLock {
+                $0.running = false
+                $0.events = nil
+            }
+            set(.paused)
+        }
+        var iterator = events.makeAsyncIterator()
+        var timerID = 0
+        var networkSteps = 0
+        var waitingForNetwork = await outbox.isWaitingForNetwork
+
+        /// Waits `milliseconds` (forever when nil) or for a wake-up; false when the engine must end.
+        func wait(_ milliseconds: Int64?, wakeOnWork: Bool) async -> Bool {
+            timerID += 1
+            let id = timerID
+            let timer = milliseconds.map { delay in
+                Task { [sleep] in
+                    await sleep(delay)
+                    continuation.yield(.timer(id))
+                }
+            }
+            defer { timer?.cancel() }
+            while let event = await iterator.next() {
+                switch event {
+                case .stop: return false
+                case .timer(let fired) where fired == id: return true
+                case .timer: continue
+                case .work: if wakeOnWork { return true }
+                case .online: return true
+                }
+            }
+            return false
+        }
+
+        while !Task.isCancelled && !shared.withLock({ $0.stopped }) {
+            if waitingForNetwork {
+                networkSteps += 1
+                let delay = configuration.networkBackoff.delay(afterAttempts: networkSteps, random: random(), retryAfterMilliseconds: nil)
+                set(.waitingForNetwork(until: now().addingClamped(delay)))
+                guard await wait(delay, wakeOnWork: false) else { break }
+                guard await outbox.probe() else { continue }
+                waitingForNetwork = false
+                networkSteps = 0
+            }
+            set(.syncing)
+            let report = await flushOnce()
+            if Task.isCancelled || shared.withLock({ $0.stopped }) { break }
+            if report.offline {
+                waitingForNetwork = true
+                continue
+            }
+            if report.authenticationRequired {
+                set(.waitingForToken)
+                guard await wait(configuration.tokenRetryMilliseconds, wakeOnWork: true) else { break }
+                continue
+            }
+            let due = await outbox.nextDueTime()
+            set(.idle(nextDue: due))
+            guard var delay = due.map({ max(0, $0 - now()) }) else {
+                guard await wait(nil, wakeOnWork: true) else { break }
+                continue
+            }
+            if report.sent == 0 && report.rejected == 0 && report.conflicts == 0 && report.exhausted == 0 {
+                delay = max(delay, configuration.idleFloorMilliseconds)
+            }
+            if delay > 0 {
+                guard await wait(delay, wakeOnWork: true) else { break }
+            }
+        }
+    }
+
+    /// One bounded pass for background work (for example an iOS background task): flushes and
+    /// returns its report before `deadline` (ms since 1970), cancelling what is still on the
+    /// wire in time; those items go back to pending with the same key.
+    public func runOnce(deadline: Int64) async -> FlushReport {
+        let window = max(0, deadline - now())
+        let margin = min(1000, window / 4)
+        let outbox = self.outbox
+        let flush = Task { await outbox.flush() }
+        let timer = Task { [sleep] in
+            await sleep(window - margin)
+            flush.cancel()
+        }
+        let report = await withTaskCancellationHandler { await flush.value } onCancel: { flush.cancel() }
+        timer.cancel()
+        shared.withLock { $0.lastReport = report }
+        return report
+    }
+
+    private func flushOnce() async -> FlushReport {
+        let outbox = self.outbox
+        let flush = Task { await outbox.flush() }
+        if shared.withLock({ s -> Bool in
+            s.flush = flush
+            return s.stopped
+        }) {
+            flush.cancel()
+        }
+        let report = await withTaskCancellationHandler { await flush.value } onCancel: { flush.cancel() }
+        shared.withLock {
+            $0.flush = nil
+            $0.lastReport = report
+        }
+        return report
+    }
+}
