@@ -15,7 +15,9 @@ import Testing
 /// with every document exactly once.
 struct CrashTests {
     struct Offline: OutboxTransport {
-        func send(_ request: OutboundRequest) async -> DeliveryOutcome { .transient(reason: "offline", retryAfterMilliseconds: nil) }
+        let workspace = "demo"
+        func send(_ request: OutboundRequest) async -> DeliveryOutcome { .unreachable(reason: "offline") }
+        func probe() async -> Bool { false }
     }
 
     @Test func aDeviceKilledAtRandomPointsLosesNothingAndAppliesNothingTwice() async throws {
@@ -26,7 +28,7 @@ struct CrashTests {
         var documents: [String] = []
         var files = 0
         do {
-            let outbox = try Outbox(path: db, workspace: "demo", forms: FormCatalog.forms, transport: Offline())
+            let outbox = try Outbox(path: db, forms: FormCatalog.forms, transport: Offline())
             for n in 0..<5 {
                 let customer = outbox.placeholderIDs.next()
                 let photo = outbox.placeholderIDs.next()

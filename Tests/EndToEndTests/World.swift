@@ -34,17 +34,17 @@ final class World: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    func transport() -> HTTPTransport {
-        HTTPTransport(baseURL: server.baseURL, timeout: timeout, maxConnections: concurrency) { [self] in token.withLock { $0 } }
+    func transport(workspace: String = "acme") -> HTTPTransport {
+        HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: timeout, maxConnections: concurrency) { [self] in token.withLock { $0 } }
     }
 
     /// The outbox of device `name`, opened (again) on its own database file.
     func device(_ name: String = "phone", workspace: String = "acme") throws -> Outbox {
-        let transport = transport()
+        let transport = transport(workspace: workspace)
         let clock = self.clock
         let refreshToken = self.refreshToken
         return try Outbox(
-            path: directory.appendingPathComponent("\(name).sqlite").path, workspace: workspace, forms: FormCatalog.forms,
+            path: directory.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms,
             transport: transport,
             configuration: Outbox.Configuration(concurrency: concurrency, retry: RetryPolicy(baseDelayMilliseconds: 1000, maxDelayMilliseconds: 30_000, maxAttempts: 8), leaseMilliseconds: 60_000),
             environment: OutboxEnvironment(now: { clock.now }, random: { 0.5 }, newID: OutboxEnvironment.live.newID),

@@ -24,7 +24,7 @@ struct HTTPTransportClassificationTests {
             (json, ""),
             (json, #"{"id":42}"#),
         ] {
-            guard case .transient = classify(200, headers, body) else {
+            guard case .unreachable = classify(200, headers, body) else {
                 Issue.record("\(body) was taken for an acknowledgement")
                 continue
             }
@@ -64,14 +64,14 @@ struct HTTPTransportClassificationTests {
         #expect(HTTPTransport.retryAfter(nil) == nil)
     }
 
-    @Test func aRefusedConnectionIsTransientAndTheProbeReadsOffline() async throws {
+    @Test func aRefusedConnectionIsUnreachableAndTheProbeReadsOffline() async throws {
         // Port 9 (discard) has no listener on this loopback.
-        let transport = HTTPTransport(baseURL: URL(string: "http://127.0.0.1:9")!, timeout: 2) { "t" }
+        let transport = HTTPTransport(workspace: "w", baseURL: URL(string: "http://127.0.0.1:9")!, timeout: 2) { "t" }
         let outcome = await transport.send(OutboundRequest(
             itemID: 1, documentID: "d", attemptID: "a", workspace: "w",
             body: .submission(form: "F", version: 1, endpoint: "/x", payload: Data("{}".utf8), baseVersion: nil)))
-        guard case .transient(let reason, nil) = outcome else {
-            Issue.record("expected transient, got \(outcome)")
+        guard case .unreachable(let reason) = outcome else {
+            Issue.record("expected unreachable, got \(outcome)")
             return
         }
         #expect(reason == "cannot connect to the server")

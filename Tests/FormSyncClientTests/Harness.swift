@@ -13,7 +13,9 @@ final class Harness: @unchecked Sendable {
     let path: String
     let clock = ManualClock(1_800_000_000_000)
     let ids = SequentialIDs(prefix: "id")
-    let transport = ScriptedTransport()
+    /// The transport of each workspace; `transport` is acme's.
+    let transports = ["acme": ScriptedTransport(workspace: "acme"), "globex": ScriptedTransport(workspace: "globex")]
+    var transport: ScriptedTransport { transports["acme"]! }
     var configuration = Outbox.Configuration(
         concurrency: 4, retry: RetryPolicy(baseDelayMilliseconds: 1000, maxDelayMilliseconds: 60_000, maxAttempts: 5),
         leaseMilliseconds: 30_000)
@@ -37,7 +39,7 @@ final class Harness: @unchecked Sendable {
         let ids = self.ids
         let random = randomValue
         return try Outbox(
-            path: path, workspace: workspace, forms: Self.forms, transport: transport, configuration: configuration,
+            path: path, workspace: workspace, forms: Self.forms, transports: { [transports] in transports[$0] }, configuration: configuration,
             environment: OutboxEnvironment(now: { clock.now }, random: { random }, newID: { ids.next() }),
             refreshAuthentication: refresh)
     }

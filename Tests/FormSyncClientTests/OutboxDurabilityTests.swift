@@ -81,9 +81,9 @@ struct OutboxDurabilityTests {
         _ = try h.open()
         let db = try SQLiteConnection(path: h.path)
         #expect(try db.query("PRAGMA journal_mode") { $0.text(0) } == ["wal"])
-        #expect(try db.query("SELECT version, name FROM migrations") { "\($0.int(0)) \($0.text(1) ?? "")" } == ["1 outbox"])
+        #expect(try db.query("SELECT version, name FROM migrations") { "\($0.int(0)) \($0.text(1) ?? "")" } == ["1 outbox", "2 workspace walls, sends, documents"])
         _ = try h.open()  // a second open applies nothing twice
-        #expect(try db.query("SELECT COUNT(*) FROM migrations") { $0.int(0) } == [1])
+        #expect(try db.query("SELECT COUNT(*) FROM migrations") { $0.int(0) } == [Int64(OutboxStore.migrations.latestVersion)])
     }
 
     @Test func identitiesAreUniqueAcrossProcessRestarts() async throws {
@@ -91,7 +91,7 @@ struct OutboxDurabilityTests {
         let clock = ManualClock(1_800_000_000_000)  // frozen: restarts happen within one millisecond
         func open() throws -> Outbox {
             try Outbox(
-                path: h.path, workspace: "acme", forms: Harness.forms, transport: h.transport,
+                path: h.path, forms: Harness.forms, transport: h.transport,
                 environment: OutboxEnvironment(now: { clock.now }, random: { 0.5 }, newID: OutboxEnvironment.live.newID))
         }
         var documents: Set<String> = []

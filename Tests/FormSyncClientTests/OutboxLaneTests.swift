@@ -72,7 +72,7 @@ struct OutboxLaneTests {
         async let a = outbox.flush()
         async let b = outbox.flush()
         let (ra, rb) = await (a, b)
-        #expect(ra == rb)  // the second caller shared the first flush
+        #expect(ra.sent + rb.sent == 20)  // the second caller waits for the first pass, then runs its own
         #expect(h.sentDocuments.count == 20)
         #expect(Set(h.sentDocuments).count == 20)
     }
@@ -81,18 +81,21 @@ struct OutboxLaneTests {
         let h = try Harness()
         var outbox = try h.open(workspace: "acme")
         try await outbox.enqueue(order(1), documentID: "acme-1")
-        await outbox.switchWorkspace(to: "globex")
+        try await outbox.switchWorkspace(to: "globex")
         try await outbox.enqueue(order(1), documentID: "globex-1")
         _ = await outbox.flush()
-        #expect(h.transport.requests.map(\.documentID) == ["globex-1"])
-        #expect(h.transport.requests.map(\.workspace) == ["globex"])
+        let globex = try #require(h.transports["globex"])
+        #expect(globex.requests.map(\.documentID) == ["globex-1"])
+        #expect(h.transport.requests.isEmpty)
+        await #expect(throws: OutboxError.otherWorkspace(id: 1, itemWorkspace: "acme", current: "globex")) { try await outbox.item(1) }
+
+        outbox = try h.open(workspace: "acme")
         let acmeItem = try #require(try await outbox.item(1))
         #expect(acmeItem.state == .savedOnDevice)
         #expect(acmeItem.workspace == "acme")
-
-        outbox = try h.open(workspace: "acme")
         let report = await outbox.flush()
         #expect(report.sent == 1)
-        #expect(h.transport.requests.map(\.workspace) == ["globex", "acme"])
+        #expect(h.transport.requests.map(\.workspace) == ["acme"])
+        #expect(globex.requests.map(\.workspace) == ["globex"])
     }
 }

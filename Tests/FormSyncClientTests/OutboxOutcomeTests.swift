@@ -6,15 +6,16 @@ import FormSyncTesting
 import Testing
 
 struct OutboxOutcomeTests {
-    @Test func backoffIsExponentialWithFullJitterCappedAndDrawnPerItem() {
+    @Test func backoffIsExponentialWithJitterAboveAFloorOfHalfTheStepCappedAndDrawnPerItem() {
         let policy = RetryPolicy(baseDelayMilliseconds: 1000, maxDelayMilliseconds: 60_000, maxAttempts: 10)
-        #expect(policy.delay(afterAttempts: 1, random: 0.5, retryAfterMilliseconds: nil) == 500)
-        #expect(policy.delay(afterAttempts: 2, random: 0.5, retryAfterMilliseconds: nil) == 1000)
-        #expect(policy.delay(afterAttempts: 4, random: 0.25, retryAfterMilliseconds: nil) == 2000)
-        #expect(policy.delay(afterAttempts: 9, random: 0.5, retryAfterMilliseconds: nil) == 30_000)
-        #expect(policy.delay(afterAttempts: 60, random: 0.999, retryAfterMilliseconds: nil) == 59_940)
-        #expect(policy.delay(afterAttempts: 3, random: 0, retryAfterMilliseconds: nil) == 0)
+        #expect(policy.delay(afterAttempts: 1, random: 0.5, retryAfterMilliseconds: nil) == 750)  // 500 + 0.5 × 500
+        #expect(policy.delay(afterAttempts: 2, random: 0.5, retryAfterMilliseconds: nil) == 1500)
+        #expect(policy.delay(afterAttempts: 4, random: 0.25, retryAfterMilliseconds: nil) == 5000)  // 4000 + 0.25 × 4000
+        #expect(policy.delay(afterAttempts: 9, random: 0.5, retryAfterMilliseconds: nil) == 45_000)  // capped step 60 s
+        #expect(policy.delay(afterAttempts: 60, random: 0.999, retryAfterMilliseconds: nil) == 59_970)
+        #expect(policy.delay(afterAttempts: 3, random: 0, retryAfterMilliseconds: nil) == 2000)  // a zero draw still waits half the step
         #expect(policy.delay(afterAttempts: 1, random: 0.5, retryAfterMilliseconds: 7000) == 7000)
+        #expect(policy.delay(afterAttempts: 1, random: .nan, retryAfterMilliseconds: nil) == 750)
     }
 
     @Test func aTransientFailureStoresTheAbsoluteNextAttemptTime() async throws {
@@ -27,14 +28,14 @@ struct OutboxOutcomeTests {
         _ = await outbox.flush()
         var item = try #require(try await outbox.item(id))
         #expect(item.attempts == 1)
-        #expect(item.nextAttemptAt == h.clock.now + 250)  // 1000 × 2^0 × 0.25
+        #expect(item.nextAttemptAt == h.clock.now + 625)  // 500 + 500 × 0.25
         #expect(item.lastError == "503")
-        h.clock.advance(by: 250)
+        h.clock.advance(by: 625)
         outbox = try h.open()
         _ = await outbox.flush()
         item = try #require(try await outbox.item(id))
         #expect(item.attempts == 2)
-        #expect(item.nextAttemptAt == h.clock.now + 500)  // 1000 × 2^1 × 0.25
+        #expect(item.nextAttemptAt == h.clock.now + 1250)  // 1000 + 1000 × 0.25
     }
 
     @Test func retryAfterIsHonouredAsAFloor() async throws {
@@ -84,7 +85,7 @@ struct OutboxOutcomeTests {
         #expect(!report.authenticationRequired)
         for id in Int64(1)...3 {
             let item = try #require(try await outbox.item(id))
-            #expect(item.attempts == 0)
+            #expect(item.attempts == 1)  // the delivery counts; the 401 before it does not
             #expect(item.state == .confirmed)
         }
         // Each attempt identity went out twice: before and after the refresh.
