@@ -44,6 +44,9 @@ package final class SQLiteConnection {
     private var statements: [String: OpaquePointer] = [:]
     private var currentDurability: Durability?
     package let path: String
+    /// Told the durability of every transaction that committed (tests watch the order of
+    /// commits and side effects with it).
+    package var commitObserver: ((Durability) -> Void)?
 
     /// Opens `path`; with `create` false a missing file is an error instead of a new database.
     package init(path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5000) throws {
@@ -157,6 +160,7 @@ package final class SQLiteConnection {
         do {
             let result = try body()
             try run("COMMIT")
+            commitObserver?(durability)
             return result
         } catch {
             try? run("ROLLBACK")

@@ -169,6 +169,12 @@ public actor Outbox {
         signalWork()
     }
 
+    /// Tells `observer` the durability of each commit, in order (for tests of what a power loss
+    /// could undo).
+    func observeCommits(_ observer: @escaping @Sendable (Durability) -> Void) {
+        store.db.commitObserver = observer
+    }
+
     /// The row of `id`, refused when it belongs to another workspace than the current one.
     func existing(_ id: Int64) throws -> OutboxStore.Row {
         guard let row = try store.item(id) else { throw OutboxError.noSuchItem(id) }

@@ -1,0 +1,168 @@
+import FieldForms
+import Foundation
+import FormSyncModel
+import FormSyncSQLite
+import FormSyncTesting
+import Synchronization
+import Testing
+
+@testable import FormSyncClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The outbox's files on disk: what it opens, what it refuses, who may read them, what a killed
+/// process leaves behind, and that attachments are judged by the bytes really copied.
+struct OutboxFileSafetyTests {
+    func mode(_ path: String) throws -> Int {
+        try (FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+
+    @Test func theDatabaseItsLogsAndTheStashAreOwnerOnly() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        let photo = outbox.placeholderIDs.next()
+        try await outbox.enqueue(
+            DeliveryConfirmation(
+                deliveryId: EntityRef(1), outcome: .refused, deliveredAt: Timestamp("2026-11-30T10:00:00Z"),
+                proofPhotos: [FileRef(id: photo, contentType: "image/jpeg")]),
+            attachments: [.init(placeholder: photo, source: try h.cameraFile("p.jpg"), contentType: "image/jpeg")])
+        for suffix in ["", "-wal", "-shm"] {
+            #expect(try mode(h.path + suffix) == 0o600, "\(suffix)")
+        }
+        #expect(try mode(h.path + ".stash") == 0o700)
+        for name in try FileManager.default.contentsOfDirectory(atPath: h.path + ".stash") {
+            #expect(try mode(h.path + ".stash/" + name) == 0o600)
+        }
+    }
+
+    @Test(arguments: ["empty", "truncated", "foreign", "newer", "text"])
+    func aFileThatIsNotAnOutboxIsRefusedAndLeftUntouched(_ kind: String) throws {
+        let h = try Harness()
+        switch kind {
+        case "empty":
+            try Data().write(to: URL(fileURLWithPath: h.path))
+        case "truncated":
+            _ = try h.open()
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: h.path))
+            for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: h.path + suffix) }
+            try bytes.prefix(100).write(to: URL(fileURLWithPath: h.path))
+        case "foreign":
+            let db = try SQLiteConnection(path: h.path)
+            try db.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY, caption TEXT); INSERT INTO photos VALUES (1, 'mine')")
+        case "newer":
+            _ = try h.open()
+            let db = try SQLiteConnection(path: h.path)
+            try db.run("INSERT INTO migrations (version, name, applied_at) VALUES (99, 'from the future', 0)")
+        default:
+            try Data("not a database at all, just a note".utf8).write(to: URL(fileURLWithPath: h.path))
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: h.path))
+        #expect {
+            _ = try h.open()
+        } throws: { error in
+            guard case OutboxError.notAnOutbox(let path, let reason) = error else { return false }
+            return path == h.path && !reason.isEmpty
+        }
+        if kind != "newer" {  // a newer outbox may have a live WAL; the others must be byte-identical
+            #expect(try Data(contentsOf: URL(fileURLWithPath: h.path)) == before)
+        }
+    }
+
+    @Test func partialAndUncommittedCopiesOfADeadProcessAreRemovedOnOpen() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        let photo = outbox.placeholderIDs.next()
+        try await outbox.enqueue(
+            DeliveryConfirmation(
+                deliveryId: EntityRef(1), outcome: .refused, deliveredAt: Timestamp("2026-11-30T10:00:00Z"),
+                proofPhotos: [FileRef(id: photo, contentType: "image/jpeg")]),
+            attachments: [.init(placeholder: photo, source: try h.cameraFile("p.jpg"), contentType: "image/jpeg")])
+        let stash = h.path + ".stash"
+        let kept = try FileManager.default.contentsOfDirectory(atPath: stash)
+        #expect(kept.count == 1)
+        // A process that is gone (it ran and exited) left a half-written copy and a copy whose
+        // row never committed; a live process (this one's parent) has a copy in progress.
+        let dead = Process()
+        dead.executableURL = URL(fileURLWithPath: "/bin/true")
+        try dead.run()
+        dead.waitUntilExit()
+        let gone = dead.processIdentifier
+        let live = getppid()
+        let leftovers = ["x.p\(gone).blob.partial", "y.p\(gone).blob", "legacy.blob.partial"]
+        for name in leftovers + ["z.p\(live).blob.partial"] {
+            try Data("half".utf8).write(to: URL(fileURLWithPath: stash + "/" + name))
+        }
+        _ = try h.open()
+        let after = Set(try FileManager.default.contentsOfDirectory(atPath: stash))
+        #expect(after == Set(kept + ["z.p\(live).blob.partial"]))
+    }
+
+    @Test func anAttachmentIsJudgedByTheBytesReallyCopiedNotByWhatTheAppDeclared() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        let photo = outbox.placeholderIDs.next()
+        let signature = outbox.placeholderIDs.next()
+        // The signature field takes at most 512 KB of image/png; the app claims 1 KB.
+        let delivery = DeliveryConfirmation(
+            deliveryId: EntityRef(1), outcome: .delivered, deliveredAt: Timestamp("2026-11-30T10:00:00Z"), recipientName: "Ana",
+            proofPhotos: [FileRef(id: photo, byteCount: 1000, contentType: "image/jpeg")],
+            signature: FileRef(id: signature, byteCount: 1000, contentType: "image/png"))
+        #expect(delivery.validate().isEmpty)
+        let photoFile = try h.cameraFile("p.jpg", bytes: 2000)
+        let tooBig = try h.cameraFile("sig.png", bytes: 600 * 1024)
+        await #expect {
+            try await outbox.enqueue(delivery, attachments: [
+                .init(placeholder: photo, source: photoFile, contentType: "image/jpeg"),
+                .init(placeholder: signature, source: tooBig, contentType: "image/png"),
+            ])
+        } throws: { error in
+            guard case OutboxError.invalidPayload(let errors) = error else { return false }
+            return errors.map(\.pointer) == ["#/signature"] && errors.map(\.code) == ["max_bytes"]
+        }
+        await #expect {
+            try await outbox.enqueue(delivery, attachments: [
+                .init(placeholder: photo, source: photoFile, contentType: "image/gif"),
+                .init(placeholder: signature, source: try h.cameraFile("ok.png", bytes: 3000), contentType: "image/png"),
+            ])
+        } throws: { error in
+            guard case OutboxError.invalidPayload(let errors) = error else { return false }
+            return errors.map(\.pointer) == ["#/proof_photos/0"] && errors.map(\.code) == ["content_type"]
+        }
+        #expect(try await outbox.items(in: Set(SyncState.allCases)).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: h.path + ".stash").isEmpty)
+
+        // Accepted: the stored payload carries the measured size, so the server sees the truth.
+        let id = try await outbox.enqueue(delivery, attachments: [
+            .init(placeholder: photo, source: photoFile, contentType: "image/jpeg"),
+            .init(placeholder: signature, source: try h.cameraFile("fine.png", bytes: 3000), contentType: "image/png"),
+        ])
+        let stored = try #require(try await outbox.item(id)?.decodedPayload(as: DeliveryConfirmation.self))
+        #expect(stored.proofPhotos.map(\.byteCount) == [2000])
+        #expect(stored.signature?.byteCount == 3000)
+    }
+
+    @Test func aStashCopyIsDeletedOnlyAfterItsConfirmationIsCommittedFull() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        let photo = outbox.placeholderIDs.next()
+        try await outbox.enqueue(
+            DeliveryConfirmation(
+                deliveryId: EntityRef(1), outcome: .refused, deliveredAt: Timestamp("2026-11-30T10:00:00Z"),
+                proofPhotos: [FileRef(id: photo, contentType: "image/jpeg")]),
+            attachments: [.init(placeholder: photo, source: try h.cameraFile("p.jpg"), contentType: "image/jpeg")])
+        let stash = h.path + ".stash"
+        let commits = Mutex<[(Durability, Bool)]>([])
+        await outbox.observeCommits { durability in
+            let present = ((try? FileManager.default.contentsOfDirectory(atPath: stash)) ?? []).isEmpty == false
+            commits.withLock { $0.append((durability, present)) }
+        }
+        #expect(await outbox.flush().sent == 2)
+        let log = commits.withLock { $0 }
+        let gone = try #require(log.firstIndex { !$0.1 }, "the copy was removed")
+        #expect(gone > 0)
+        #expect(log[gone - 1].0 == .full, "the commit before the copy went: \(log.map { "\($0.0)" })")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: stash).isEmpty)
+    }
+}
