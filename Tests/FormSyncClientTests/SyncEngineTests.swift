@@ -1,0 +1,160 @@
+import FieldForms
+import Foundation
+import FormSyncClient
+import FormSyncModel
+import FormSyncTesting
+import Synchronization
+import Testing
+
+/// The engine schedules flushes by itself: on enqueue, at the earliest due time, on an "online"
+/// hint; after an outage it probes with backoff and only then drains again.
+struct SyncEngineTests {
+    func environment(_ h: Harness) -> OutboxEnvironment {
+        let clock = h.clock
+        return OutboxEnvironment(now: { clock.now }, random: { 0.5 }, newID: { h.ids.next() })
+    }
+
+    /// A sleep that moves the harness clock instead of waiting: hours pass in microseconds.
+    func virtualSleep(_ h: Harness) -> @Sendable (Int64) async -> Void {
+        let clock = h.clock
+        return { milliseconds in
+            clock.advance(by: milliseconds)
+            await Task.yield()
+        }
+    }
+
+    @Test func itSendsWhatIsEnqueuedWithoutAnyoneCallingFlush() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        let engine = SyncEngine(outbox: outbox, environment: environment(h), sleep: virtualSleep(h))
+        let running = Task { await engine.run() }
+        for n in 1...5 { try await outbox.enqueue(order(Int64(n)), documentID: "d\(n)") }
+        await eventually("five deliveries") { await outbox.stateCounts() == [.confirmed: 5] }
+        running.cancel()
+        await running.value
+        #expect(engine.state == .paused)
+        #expect(Set(h.sentDocuments) == ["d1", "d2", "d3", "d4", "d5"])
+    }
+
+    @Test func itWakesAtTheEarliestDueTimeAfterABackoff() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        try await outbox.enqueue(order(1))
+        h.transport.script(.transient(reason: "503", retryAfterMilliseconds: 30_000))
+        let start = h.clock.now
+        let engine = SyncEngine(outbox: outbox, environment: environment(h), sleep: virtualSleep(h))
+        let running = Task { await engine.run() }
+        await eventually("the retry to land") { await outbox.stateCounts() == [.confirmed: 1] }
+        running.cancel()
+        await running.value
+        #expect(h.transport.requests.count == 2)
+        #expect(h.clock.now - start >= 30_000)  // not before the server asked
+    }
+
+    @Test func afterAnOutageItProbesWithBackoffAndSendsOnlyOnceTheServerAnswers() async throws {
+        let h = try Harness()
+        h.transport.reachable = false
+        let outbox = try h.open()
+        for n in 1...20 { try await outbox.enqueue(order(Int64(n)), documentID: "d\(n)") }
+        for _ in 0..<4 { h.transport.script(.unreachable(reason: "no network")) }
+        let start = h.clock.now
+        let outageEnds = start + 10 * 60_000
+        let clock = h.clock
+        let transport = h.transport
+        let engine = SyncEngine(
+            outbox: outbox, environment: environment(h),
+            sleep: { milliseconds in
+                clock.advance(by: milliseconds)
+                if clock.now >= outageEnds { transport.reachable = true }
+                await Task.yield()
+            })
+        let running = Task { await engine.run() }
+        await eventually("everything to land") { await outbox.stateCounts() == [.confirmed: 20] }
+        running.cancel()
+        await running.value
+        #expect(h.transport.requests.count == 4 + 20)  // the first pass's 4 in-flight sends, then each once
+        // One probe per backoff step: 1, 2, 4 … 120 s over ten minutes is about a dozen, never one per lane.
+        #expect(h.transport.probeCount >= 5)
+        #expect(h.transport.probeCount <= 15)
+        #expect(try await outbox.parkedItems().isEmpty)
+        #expect(try await outbox.items(in: [.confirmed]).allSatisfy { $0.attempts == 1 })
+    }
+
+    @Test func anOnlineHintCutsTheNetworkWaitShort() async throws {
+        let h = try Harness()
+        h.transport.reachable = false
+        let outbox = try h.open()
+        try await outbox.enqueue(order(1))
+        h.transport.script(.unreachable(reason: "no network"))
+        let (hints, hint) = AsyncStream.makeStream(of: Bool.self)
+        // Real sleeps, and a first backoff of a minute: only the hint can end the wait in time.
+        let engine = SyncEngine(
+            outbox: outbox,
+            configuration: SyncEngine.Configuration(networkBackoff: RetryPolicy(baseDelayMilliseconds: 60_000, maxDelayMilliseconds: 60_000)),
+            environment: environment(h))
+        let states = engine.states()
+        let running = Task { await engine.run(connectivity: hints) }
+        for await state in states {
+            if case .waitingForNetwork = state { break }
+        }
+        h.transport.reachable = true
+        hint.yield(true)
+        await eventually("the delivery") { await outbox.stateCounts() == [.confirmed: 1] }
+        engine.stop()
+        await running.value
+        #expect(h.transport.probeCount == 1)
+    }
+
+    @Test func stoppingCancelsWhatIsOnTheWireAndKeepsItsKey() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        try await outbox.enqueue(order(1), documentID: "d1")
+        h.transport.script(.hang)
+        let engine = SyncEngine(outbox: outbox, environment: environment(h), sleep: virtualSleep(h))
+        let running = Task { await engine.run() }
+        await eventually("the request on the wire") { h.transport.hangingCount == 1 }
+        engine.stop()
+        await running.value
+        #expect(engine.state == .paused)
+        let item = try #require(try await outbox.item(1))
+        #expect(item.state == .savedOnDevice)
+        #expect(item.attempts == 0)
+        let key = h.transport.requests[0].attemptID
+        #expect(await outbox.flush().sent == 1)
+        #expect(h.transport.requests.map(\.attemptID) == [key, key])
+    }
+
+    @Test func aBoundedBackgroundRunReturnsBeforeItsDeadline() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        try await outbox.enqueue(order(1), documentID: "quick")
+        try await outbox.enqueue(order(2), documentID: "slow")
+        h.transport.script(.hang) { $0.documentID == "slow" }
+        let live = OutboxEnvironment.live
+        let engine = SyncEngine(outbox: outbox, environment: live)
+        let started = Date()
+        let report = await engine.runOnce(deadline: live.now() + 2000)
+        #expect(Date().timeIntervalSince(started) < 2.0)
+        #expect(report.sent == 1)
+        #expect(try await outbox.items(in: [.savedOnDevice]).map(\.documentID) == ["slow"])
+    }
+
+    @Test func itReportsItsStateForAStatusLine() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        let engine = SyncEngine(outbox: outbox, environment: environment(h), sleep: virtualSleep(h))
+        #expect(engine.state == .paused)
+        let states = engine.states()
+        let running = Task { await engine.run() }
+        var seen: [SyncEngine.State] = []
+        for await state in states {
+            seen.append(state)
+            if state == .idle(nextDue: nil) { break }
+        }
+        running.cancel()
+        await running.value
+        #expect(seen.first == .paused)
+        #expect(seen.contains(.syncing))
+        #expect(seen.last == .idle(nextDue: nil))
+    }
+}
