@@ -25,6 +25,8 @@ public final class SyncServer: @unchecked Sendable {
         public var path: String
         public var idempotencyKey: String?
         public var documentID: String?
+        /// The `FormSync-Workspace` header, when sent.
+        public var workspace: String?
         /// The status sent, or nil when the reply was dropped.
         public var status: Int?
         /// Whether the reply was replayed from the idempotency ledger.
@@ -44,6 +46,7 @@ public final class SyncServer: @unchecked Sendable {
     private let registry: FormRegistry
     private let now: @Sendable () -> Int64
     private let tokenLifetimeMilliseconds: Int64
+    private let workspace: String?
     private let lock = NSLock()
     private var log: [LoggedRequest] = []
     private var http: HTTPServer?
@@ -53,11 +56,14 @@ public final class SyncServer: @unchecked Sendable {
     /// - Parameters:
     ///   - directory: where the database (`server.sqlite`) and stored files live.
     ///   - forms: the generated form types it accepts (it runs their validators).
+    ///   - workspace: the one workspace this server hosts; a request naming another in
+    ///     `FormSync-Workspace` gets 421. Nil accepts any.
     ///   - now: the server's clock in milliseconds, injected for token expiry in tests.
     public init(
-        directory: String, forms: [any FormPayload.Type], tokenLifetimeSeconds: Int = 3600,
+        directory: String, forms: [any FormPayload.Type], tokenLifetimeSeconds: Int = 3600, workspace: String? = nil,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     ) throws {
+        self.workspace = workspace
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         store = try ServerStore(directory: directory, now: now())
         registry = FormRegistry(forms)
@@ -133,7 +139,7 @@ public final class SyncServer: @unchecked Sendable {
         }
         var entry = LoggedRequest(
             method: request.method, path: request.path, idempotencyKey: request.header("idempotency-key"),
-            documentID: request.header("formsync-document"), status: nil, replayed: false)
+            documentID: request.header("formsync-document"), workspace: request.header("formsync-workspace"), status: nil, replayed: false)
         if faults.isOutage {
             locked { log.append(entry) }
             return nil
@@ -159,6 +165,9 @@ public final class SyncServer: @unchecked Sendable {
             return .problem(401, "Unauthorized", detail: "the token expired", headers: [("WWW-Authenticate", "Bearer")])
         default:
             break
+        }
+        if let workspace, let named = request.header("formsync-workspace"), named != workspace, request.path != "/health" {
+            return .problem(421, "Misdirected Request", detail: "this server hosts workspace \(workspace), not \(named)")
         }
         switch (request.method, request.path) {
         case ("GET", "/health"):

@@ -343,9 +343,10 @@ final class SeededIDs: Sendable {
     }
 }
 
-/// The transport of a device with no signal at all.
+/// The transport of a device with no signal at all (also what `outbox inspect` opens with, so
+/// that looking never sends).
 struct OfflineTransport: OutboxTransport {
-    let workspace = "demo"
+    var workspace = "demo"
 
     func send(_ request: OutboundRequest) async -> DeliveryOutcome {
         .unreachable(reason: "no signal")

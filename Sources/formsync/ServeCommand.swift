@@ -5,11 +5,12 @@ import Foundation
 /// `formsync serve`: the reference sync server on loopback, with the FieldForms forms.
 enum ServeCommand {
     static let help = """
-        usage: formsync serve [--port N] [--db DIR] [--fault KIND[:COUNT]]... [--token-lifetime SECONDS]
+        usage: formsync serve [--port N] [--db DIR] [--workspace W] [--fault KIND[:COUNT]]... [--token-lifetime SECONDS]
 
         Serves the FormSync protocol (docs/PROTOCOL.md) on 127.0.0.1:N (default 8080; 0 picks a
         free port) with its state in DIR (default ./formsync-server), and prints a refresh token
-        and an access token to use. Faults apply to the next COUNT requests (default 1):
+        and an access token to use. With --workspace, a request whose FormSync-Workspace names
+        another workspace is refused with 421. Faults apply to the next COUNT requests (default 1):
           drop          commit, then drop the connection without replying
           delay=MS      hold the request MS milliseconds (its key is in flight meanwhile)
           503=SECONDS   503 with Retry-After        429=SECONDS   429 with Retry-After
@@ -30,7 +31,7 @@ enum ServeCommand {
                 rest.append(argument)
             }
         }
-        let args = try Arguments(rest, options: ["--port", "--db", "--token-lifetime"], flags: ["--help", "-h"])
+        let args = try Arguments(rest, options: ["--port", "--db", "--token-lifetime", "--workspace"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -39,7 +40,7 @@ enum ServeCommand {
         guard (0...65535).contains(port) else { throw UsageError("--port must be 0 to 65535") }
         let server = try SyncServer(
             directory: args.values["--db"] ?? "formsync-server", forms: FormCatalog.forms,
-            tokenLifetimeSeconds: try args.integer("--token-lifetime", default: 3600))
+            tokenLifetimeSeconds: try args.integer("--token-lifetime", default: 3600), workspace: args.values["--workspace"])
         for fault in faults {
             guard let (kind, count) = FaultPlan.parse(fault) else { throw UsageError("unknown fault '\(fault)'") }
             server.faults.add(kind, count: count)

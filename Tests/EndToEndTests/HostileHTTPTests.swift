@@ -1,0 +1,136 @@
+import FieldForms
+import Foundation
+import FormSyncClient
+import FormSyncModel
+import FormSyncServer
+import Synchronization
+import Testing
+
+/// Real HTTP servers on loopback that lie: redirects to a portal on another port, absurd
+/// Retry-After values, portal pages; and two real servers for two workspaces.
+struct HostileHTTPTests {
+    /// A loopback server that records every request and answers with `reply`.
+    final class Recorder: @unchecked Sendable {
+        final class Log: Sendable {
+            let entries = Mutex<[HTTPRequest]>([])
+            func withLock<T>(_ body: (inout [HTTPRequest]) -> T) -> T { entries.withLock { body(&$0) } }
+        }
+        let requests = Log()
+        let server: HTTPServer
+        let port: UInt16
+
+        init(_ reply: @escaping @Sendable (HTTPRequest) -> HTTPResponse) throws {
+            let requests = self.requests
+            server = HTTPServer { request in
+                requests.withLock { $0.append(request) }
+                return reply(request)
+            }
+            port = try server.start()
+        }
+
+        deinit { server.stop() }
+
+        var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    }
+
+    @Test func aRedirectingPortalNeverReceivesTheTokenAndReadsAsNoAnswer() async throws {
+        // The "portal" on another port would happily accept anything, token included.
+        let portal = try Recorder { _ in .json(200, ["document_id": "doc-1", "id": 7, "service": "formsync", "status": "ok"]) }
+        let gateway = try Recorder { request in
+            HTTPResponse(status: 302, headers: [("Location", "http://127.0.0.1:\(portal.port)/login?next=\(request.path)")])
+        }
+        let transport = HTTPTransport(workspace: "acme", baseURL: gateway.url, timeout: 3) { "secret-token" }
+        let world = try World()
+        let outbox = try Outbox(
+            path: world.directory.appendingPathComponent("portal.sqlite").path, forms: FormCatalog.forms, transport: transport,
+            environment: OutboxEnvironment(now: { world.clock.now }, random: { 0.5 }, newID: OutboxEnvironment.live.newID))
+        for n in 1...3 { try await outbox.enqueue(salesOrder(customer: Int64(n), marker: "r\(n)")) }
+        let report = await outbox.flush()
+        #expect(report.offline)
+        #expect(report.sent == 0)
+        #expect(await transport.probe() == false)
+        for status in [301, 303, 307, 308] {
+            let other = try Recorder { _ in HTTPResponse(status: status, headers: [("Location", "http://127.0.0.1:\(portal.port)/")]) }
+            let outcome = await HTTPTransport(workspace: "acme", baseURL: other.url, timeout: 3) { "secret-token" }.send(OutboundRequest(
+                itemID: 1, documentID: "doc-1", attemptID: "k", workspace: "acme",
+                body: .submission(form: "SalesOrder", version: 1, endpoint: "/x", payload: Data("{}".utf8), baseVersion: nil)))
+            guard case .unreachable = outcome else {
+                Issue.record("\(status) was followed or trusted: \(outcome)")
+                continue
+            }
+        }
+        #expect(portal.requests.withLock { $0.isEmpty }, "the portal saw \(portal.requests.withLock { $0.map(\.path) })")
+        #expect(gateway.requests.withLock { $0.count } >= 2)  // the gateway was asked, and only the gateway
+        let items = try await outbox.items(in: Set(SyncState.allCases))
+        #expect(items.allSatisfy { $0.attempts == 0 && $0.state == .waitingForNetwork })
+    }
+
+    @Test(arguments: ["99999999999999999999999", "9223372036854775807", "Fri, 31 Dec 9999 23:59:59 GMT", "-5", "1e300", ""])
+    func anAbsurdRetryAfterIsCappedNeverTrapsAndNeverHoldsAnItemForLong(_ value: String) async throws {
+        let server = try Recorder { _ in HTTPResponse(status: 503, headers: [("Retry-After", value), ("Content-Type", "application/json")], body: Data("{}".utf8)) }
+        let world = try World()
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 3) { "t" }
+        let outbox = try Outbox(
+            path: world.directory.appendingPathComponent("ra.sqlite").path, forms: FormCatalog.forms, transport: transport,
+            environment: OutboxEnvironment(now: { world.clock.now }, random: { 0.5 }, newID: OutboxEnvironment.live.newID))
+        let id = try await outbox.enqueue(salesOrder(customer: 1))
+        let report = await outbox.flush()
+        #expect(report.retrying == 1)
+        let item = try #require(try await outbox.item(id))
+        #expect(item.state == .savedOnDevice)
+        #expect(item.nextAttemptAt > world.clock.now)
+        #expect(item.nextAttemptAt <= world.clock.now + RetryPolicy().maxRetryAfterMilliseconds)
+    }
+
+    @Test func aCaptivePortalPageStopsTheDrainAndCountsNothing() async throws {
+        let world = try World()
+        let outbox = try world.device()
+        for n in 0..<12 { try await outbox.enqueue(salesOrder(customer: Int64(n + 1), marker: "c\(n)")) }
+        world.server.faults.add(.captivePortal, count: 1000)
+        let report = await outbox.flush()
+        #expect(report.offline)
+        #expect(world.server.requestLog().count <= world.concurrency)  // not one per lane
+        #expect(try await outbox.items(in: Set(SyncState.allCases)).allSatisfy { $0.attempts == 0 })
+        world.server.faults.clear()
+        #expect(await outbox.probe())
+        #expect(await outbox.flush().sent == 12)
+    }
+
+    @Test func eachWorkspaceGoesOnlyToItsOwnServer() async throws {
+        let acme = try World()
+        let globexServer = try SyncServer(directory: acme.directory.appendingPathComponent("globex").path, forms: FormCatalog.forms, workspace: "globex")
+        _ = try globexServer.start()
+        defer { globexServer.stop() }
+        let globexToken = globexServer.issueAccessToken()
+        let acmeTransport = acme.transport(workspace: "acme")
+        let globexTransport = HTTPTransport(workspace: "globex", baseURL: globexServer.baseURL, timeout: 5) { globexToken }
+        let outbox = try Outbox(
+            path: acme.directory.appendingPathComponent("two.sqlite").path, workspace: "acme", forms: FormCatalog.forms,
+            transports: { ["acme": acmeTransport, "globex": globexTransport][$0] })
+        let acmeCustomer = outbox.placeholderIDs.next()
+        try await outbox.enqueue(NewCustomer(name: "Acme shop", segment: .retail), documentID: "acme-customer", creates: acmeCustomer)
+        try await outbox.enqueue(salesOrder(customer: acmeCustomer, marker: "acme-order"), documentID: "acme-order")
+        try await outbox.switchWorkspace(to: "globex")
+        await #expect(throws: OutboxError.unknownPlaceholder(acmeCustomer)) { try await outbox.enqueue(salesOrder(customer: acmeCustomer)) }
+        try await outbox.enqueue(salesOrder(customer: 9, marker: "globex-order"), documentID: "globex-order")
+        #expect(await outbox.flush().sent == 1)
+        try await outbox.switchWorkspace(to: "acme")
+        #expect(await outbox.flush().sent == 2)
+        #expect(Set(acme.server.documents().map(\.documentID)) == ["acme-customer", "acme-order"])
+        #expect(globexServer.documents().map(\.documentID) == ["globex-order"])
+        #expect(acme.server.requestLog().allSatisfy { $0.workspace == "acme" })
+        #expect(globexServer.requestLog().allSatisfy { $0.workspace == "globex" })
+
+        // A server hosting one workspace refuses another's request outright (421, parked).
+        let stray = HTTPTransport(workspace: "acme", baseURL: globexServer.baseURL, timeout: 5) { globexToken }
+        let outcome = await stray.send(OutboundRequest(
+            itemID: 1, documentID: "stray", attemptID: "stray-key", workspace: "acme",
+            body: .submission(form: "SalesOrder", version: SalesOrder.formVersion, endpoint: "/customers/9/orders", payload: try FormRegistry.encode(salesOrder(customer: 9)), baseVersion: nil)))
+        guard case .rejected(let reason, _) = outcome else {
+            Issue.record("expected a refusal, got \(outcome)")
+            return
+        }
+        #expect(reason.contains("421"))
+        #expect(globexServer.documents().count == 1)
+    }
+}
