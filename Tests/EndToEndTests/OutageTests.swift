@@ -1,0 +1,93 @@
+import FieldForms
+import Foundation
+import FormSyncClient
+import FormSyncModel
+import FormSyncServer
+import Synchronization
+import Testing
+
+/// Ten minutes with no server at all, on a virtual clock, through the real HTTP stack: the
+/// engine stops draining at the first refused connection, probes once per backoff step, and
+/// delivers everything exactly once when the server is back.
+struct OutageTests {
+    /// The real HTTP transport, with every send and probe counted (and whether it fell in the outage).
+    final class Counted: OutboxTransport, @unchecked Sendable {
+        let inner: HTTPTransport
+        let tally = Mutex((sends: 0, sendsDuringOutage: 0, probes: 0, probesDuringOutage: 0))
+        let outage: @Sendable () -> Bool
+        var workspace: String { inner.workspace }
+
+        init(_ inner: HTTPTransport, outage: @escaping @Sendable () -> Bool) {
+            self.inner = inner
+            self.outage = outage
+        }
+
+        func send(_ request: OutboundRequest) async -> DeliveryOutcome {
+            let down = outage()
+            tally.withLock {
+                $0.sends += 1
+                if down { $0.sendsDuringOutage += 1 }
+            }
+            return await inner.send(request)
+        }
+
+        func probe() async -> Bool {
+            let down = outage()
+            tally.withLock {
+                $0.probes += 1
+                if down { $0.probesDuringOutage += 1 }
+            }
+            return await inner.probe()
+        }
+    }
+
+    @Test func aTenMinuteOutageLosesNothingExhaustsNothingAndSendsAProbePerBackoffStep() async throws {
+        let world = try World()
+        let port = world.server.port
+        let down = Mutex(true)
+        let transport = Counted(world.transport(), outage: { down.withLock { $0 } })
+        let clock = world.clock
+        let outbox = try Outbox(
+            path: world.directory.appendingPathComponent("outage.sqlite").path, forms: FormCatalog.forms, transport: transport,
+            configuration: Outbox.Configuration(concurrency: 4, retry: RetryPolicy(maxAttempts: 3)),
+            environment: OutboxEnvironment(now: { clock.now }, random: { 0.5 }, newID: OutboxEnvironment.live.newID))
+        var documents: [String] = []
+        for n in 0..<30 {
+            let id = try await outbox.enqueue(salesOrder(customer: Int64(n % 10 + 1), lines: 1 + n % 5, marker: "o\(n)"))
+            documents.append(try #require(try await outbox.item(id)).documentID)
+        }
+        world.server.stop()  // no server at all: every connection is refused
+        let start = clock.now
+        let end = start + 10 * 60_000
+        let server = world.server
+        let engine = SyncEngine(
+            outbox: outbox, environment: OutboxEnvironment(now: { clock.now }, random: { 0.5 }, newID: { "" }),
+            sleep: { milliseconds in
+                clock.advance(by: milliseconds)
+                if clock.now >= end, down.withLock({ $0 }) {
+                    _ = try? server.start(port: port)
+                    down.withLock { $0 = false }
+                }
+                await Task.yield()
+            })
+        let running = Task { await engine.run() }
+        for _ in 0..<3000 {
+            if await outbox.stateCounts() == [.confirmed: 30] { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        running.cancel()
+        await running.value
+        #expect(await outbox.stateCounts() == [.confirmed: 30])
+        #expect(clock.now >= end)
+        let held = world.server.documents()
+        #expect(held.count == 30)
+        #expect(Set(held.map(\.documentID)) == Set(documents))
+        #expect(held.allSatisfy { $0.appliedWrites == 1 })
+        let tally = transport.tally.withLock { $0 }
+        // During the outage: the first pass's requests already on the wire, then probes only.
+        #expect(tally.sendsDuringOutage <= 4, "\(tally)")
+        #expect(tally.probesDuringOutage >= 5, "\(tally)")
+        #expect(tally.probesDuringOutage <= 15, "\(tally)")
+        #expect(try await outbox.parkedItems().isEmpty)
+    }
+}
