@@ -22,7 +22,9 @@ public final class PlaceholderIDSource: Sendable {
 
     /// The next placeholder id.
     public func next() -> Int64 {
-        let candidate = milliseconds() * 1000
+        // A clock before 1970 or past the year 2255 (as a broken clock may read) is pinned, so
+        // the product never traps; the counter keeps ids unique either way.
+        let candidate = min(max(milliseconds(), 0), Self.maxMagnitude / 1000) * 1000
         let magnitude = last.withLock { last -> Int64 in
             last = max(candidate, last + 1)
             return last

@@ -94,6 +94,14 @@ struct ModelTypeTests {
         #expect(second < first)
     }
 
+    @Test(arguments: [Int64.max, Int64.min, -1, 9_007_199_254_740_991])
+    func anAbsurdClockNeverTrapsTheIDSourceNorLeavesTheJSONSafeRange(_ reading: Int64) {
+        let source = PlaceholderIDSource(milliseconds: { reading })
+        let ids = (0..<3).map { _ in source.next() }
+        #expect(Set(ids).count == 3)
+        #expect(ids.allSatisfy { $0 < 0 && -$0 <= PlaceholderIDSource.maxMagnitude })
+    }
+
     @Test func pathSegmentsArePercentEncodedSoValuesCannotChangeTheResource() {
         #expect(PathSegment.encode("LIS-0042") == "LIS-0042")
         #expect(PathSegment.encode("a/b?c#d e") == "a%2Fb%3Fc%23d%20e")
