@@ -35,12 +35,14 @@ extension Outbox {
         let baseJSON = try base.map { try encode($0.payload) }
         let now = environment.now()
         let workspace = self.workspace
+        let known = documentID != nil
         let documentID = documentID ?? environment.newID()
         let digest = Self.digest(form: P.formName, version: P.formVersion, baseVersion: base?.version, payload: json)
-        if let known = try storage({ try store.documentItem(workspace: workspace, documentID: documentID, digest: digest) }) {
-            return known
+        // A document the app names may have been enqueued before; a freshly minted one cannot.
+        if known, let existing = try storage({ try store.documentItem(workspace: workspace, documentID: documentID, digest: digest) }) {
+            return existing
         }
-        let earlier = try storage { try store.latestDocumentItem(workspace: workspace, documentID: documentID) }
+        let earlier = known ? try storage { try store.latestDocumentItem(workspace: workspace, documentID: documentID) } : nil
         let attached = Dictionary(attachments.map { ($0.placeholder, $0) }, uniquingKeysWith: { a, _ in a })
         let placeholders = payload.placeholders
         let fresh = try storage { try attached.keys.filter { try placeholders.contains($0) && !isKnown($0) } }
