@@ -19,15 +19,20 @@ struct OutboxFileSafetyTests {
         try (FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
     }
 
-    @Test func theDatabaseItsLogsAndTheStashAreOwnerOnly() async throws {
-        let h = try Harness()
-        let outbox = try h.open()
+    /// A refused delivery with one proof photo: one submission and one upload.
+    func enqueueRefusedDeliveryWithAPhoto(_ h: Harness, _ outbox: Outbox) async throws {
         let photo = outbox.placeholderIDs.next()
         try await outbox.enqueue(
             DeliveryConfirmation(
                 deliveryId: EntityRef(1), outcome: .refused, deliveredAt: Timestamp("2026-11-30T10:00:00Z"),
                 proofPhotos: [FileRef(id: photo, contentType: "image/jpeg")]),
             attachments: [.init(placeholder: photo, source: try h.cameraFile("p.jpg"), contentType: "image/jpeg")])
+    }
+
+    @Test func theDatabaseItsLogsAndTheStashAreOwnerOnly() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        try await enqueueRefusedDeliveryWithAPhoto(h, outbox)
         for suffix in ["", "-wal", "-shm"] {
             #expect(try mode(h.path + suffix) == 0o600, "\(suffix)")
         }
@@ -73,12 +78,7 @@ struct OutboxFileSafetyTests {
     @Test func partialAndUncommittedCopiesOfADeadProcessAreRemovedOnOpen() async throws {
         let h = try Harness()
         let outbox = try h.open()
-        let photo = outbox.placeholderIDs.next()
-        try await outbox.enqueue(
-            DeliveryConfirmation(
-                deliveryId: EntityRef(1), outcome: .refused, deliveredAt: Timestamp("2026-11-30T10:00:00Z"),
-                proofPhotos: [FileRef(id: photo, contentType: "image/jpeg")]),
-            attachments: [.init(placeholder: photo, source: try h.cameraFile("p.jpg"), contentType: "image/jpeg")])
+        try await enqueueRefusedDeliveryWithAPhoto(h, outbox)
         let stash = h.path + ".stash"
         let kept = try FileManager.default.contentsOfDirectory(atPath: stash)
         #expect(kept.count == 1)
@@ -146,12 +146,7 @@ struct OutboxFileSafetyTests {
     @Test func aStashCopyIsDeletedOnlyAfterItsConfirmationIsCommittedFull() async throws {
         let h = try Harness()
         let outbox = try h.open()
-        let photo = outbox.placeholderIDs.next()
-        try await outbox.enqueue(
-            DeliveryConfirmation(
-                deliveryId: EntityRef(1), outcome: .refused, deliveredAt: Timestamp("2026-11-30T10:00:00Z"),
-                proofPhotos: [FileRef(id: photo, contentType: "image/jpeg")]),
-            attachments: [.init(placeholder: photo, source: try h.cameraFile("p.jpg"), contentType: "image/jpeg")])
+        try await enqueueRefusedDeliveryWithAPhoto(h, outbox)
         let stash = h.path + ".stash"
         let commits = Mutex<[(Durability, Bool)]>([])
         await outbox.observeCommits { durability in

@@ -408,10 +408,18 @@ final class OutboxStore {
     /// Lane heads due by `now`, earliest first. A due time more than `horizon` ahead of `now`
     /// was set by a clock that has since jumped back: it counts as due, so no clock holds an item.
     func dueLanes(workspace: String, now: Int64, horizon: Int64, limit: Int) throws -> [(lane: String, head: Int64)] {
+        // Two range scans of the due index (due now; due "beyond the horizon"), so that neither
+        // reads the lanes waiting in between, however many there are.
         try db.query("""
-            SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND (due_at <= ? OR due_at > ?)
-            ORDER BY due_at, head LIMIT ?
-            """, [.text(workspace), .integer(now), .integer(now.addingClamped(horizon)), .integer(Int64(limit))]) { ($0.text(0) ?? "", $0.int(1)) }
+            SELECT lane, head FROM (
+                SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND due_at <= ? ORDER BY due_at, head LIMIT ?)
+            UNION ALL
+            SELECT lane, head FROM (
+                SELECT lane, head FROM lanes WHERE workspace = ? AND due_at > ? ORDER BY due_at, head LIMIT ?)
+            """, [
+                .text(workspace), .integer(now), .integer(Int64(limit)),
+                .text(workspace), .integer(now.addingClamped(horizon)), .integer(Int64(limit)),
+            ]) { ($0.text(0) ?? "", $0.int(1)) }
     }
 
     /// The earliest due time of `workspace`'s lanes (nil when nothing is due at any time).
