@@ -31,6 +31,17 @@ struct HTTPTransportClassificationTests {
         }
     }
 
+    @Test func aServerIDOrVersionOutsideWhatTheProtocolAllowsIsNotTakenOnTrust() {
+        for id in ["0", "-5", "1.5", "1e300", "9007199254740992", "\"7\"", "null"] {
+            #expect(classify(201, json, #"{"document_id":"doc-1","id":\#(id)}"#) == .done(ServerAcknowledgement(serverID: nil, version: nil)), "\(id)")
+        }
+        #expect(classify(201, json, #"{"document_id":"doc-1","id":9007199254740991}"#) == .done(ServerAcknowledgement(serverID: 9_007_199_254_740_991)))
+        let smuggled = json.merging(["etag": "\"3\"\r\nX-Evil: 1"]) { a, _ in a }
+        #expect(classify(201, smuggled, #"{"document_id":"doc-1","id":4}"#) == .done(ServerAcknowledgement(serverID: 4, version: nil)))
+        #expect(classify(201, json.merging(["etag": String(repeating: "9", count: 300)]) { a, _ in a }, #"{"document_id":"doc-1","id":4}"#)
+            == .done(ServerAcknowledgement(serverID: 4, version: nil)))
+    }
+
     @Test func statusesMapToTheFailureTaxonomy() {
         #expect(classify(401) == .authExpired)
         #expect(classify(412, json.merging(["etag": "\"7\""]) { a, _ in a }, #"{"record":{"b":1,"a":2}}"#)
@@ -61,6 +72,11 @@ struct HTTPTransportClassificationTests {
         #expect(HTTPTransport.retryAfter("Mon, 30 Nov 2026 08:27:27 GMT", now: now) == 30_000)
         #expect(HTTPTransport.retryAfter("Mon, 30 Nov 2026 08:00:00 GMT", now: now) == 0)
         #expect(HTTPTransport.retryAfter("soon") == nil)
+        #expect(HTTPTransport.retryAfter("99999999999999999999999") == HTTPTransport.retryAfterCeilingMilliseconds)
+        #expect(HTTPTransport.retryAfter("9223372036854775807") == HTTPTransport.retryAfterCeilingMilliseconds)
+        #expect(HTTPTransport.retryAfter("Fri, 31 Dec 9999 23:59:59 GMT", now: now) == HTTPTransport.retryAfterCeilingMilliseconds)
+        #expect(HTTPTransport.retryAfter("-5") == nil)
+        #expect(HTTPTransport.retryAfter(String(repeating: "9", count: 10_000)) == nil)
         #expect(HTTPTransport.retryAfter(nil) == nil)
     }
 

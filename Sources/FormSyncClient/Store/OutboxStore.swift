@@ -95,6 +95,7 @@ final class OutboxStore {
             INSERT OR IGNORE INTO documents (workspace, document_id, digest, item_id)
                 SELECT workspace, document_id, randomblob(32), id FROM items WHERE kind = 'submission';
             CREATE INDEX items_file ON items(file_path) WHERE file_path IS NOT NULL;
+            DROP INDEX items_attempt;
             """),
     ])
 
@@ -409,17 +410,17 @@ final class OutboxStore {
     /// was set by a clock that has since jumped back: it counts as due, so no clock holds an item.
     func dueLanes(workspace: String, now: Int64, horizon: Int64, limit: Int) throws -> [(lane: String, head: Int64)] {
         // Two range scans of the due index (due now; due "beyond the horizon"), so that neither
-        // reads the lanes waiting in between, however many there are.
-        try db.query("""
-            SELECT lane, head FROM (
-                SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND due_at <= ? ORDER BY due_at, head LIMIT ?)
-            UNION ALL
-            SELECT lane, head FROM (
-                SELECT lane, head FROM lanes WHERE workspace = ? AND due_at > ? ORDER BY due_at, head LIMIT ?)
-            """, [
-                .text(workspace), .integer(now), .integer(Int64(limit)),
-                .text(workspace), .integer(now.addingClamped(horizon)), .integer(Int64(limit)),
-            ]) { ($0.text(0) ?? "", $0.int(1)) }
+        // reads the lanes waiting in between, however many there are; the second only when the
+        // first did not fill the limit.
+        var lanes = try db.query("""
+            SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND due_at <= ? ORDER BY due_at, head LIMIT ?
+            """, [.text(workspace), .integer(now), .integer(Int64(limit))]) { ($0.text(0) ?? "", $0.int(1)) }
+        if lanes.count < limit {
+            lanes += try db.query("""
+                SELECT lane, head FROM lanes WHERE workspace = ? AND due_at > ? ORDER BY due_at, head LIMIT ?
+                """, [.text(workspace), .integer(now.addingClamped(horizon)), .integer(Int64(limit - lanes.count))]) { ($0.text(0) ?? "", $0.int(1)) }
+        }
+        return lanes
     }
 
     /// The earliest due time of `workspace`'s lanes (nil when nothing is due at any time).

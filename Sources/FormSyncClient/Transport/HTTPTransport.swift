@@ -138,8 +138,8 @@ public final class HTTPTransport: OutboxTransport {
             else {
                 return .unreachable(reason: "HTTP \(status) without an acknowledgement of this document (a captive portal or proxy?)")
             }
-            let id = (json["id"] as? NSNumber)?.int64Value
-            let version = headers["etag"] ?? (json["version"] as? String)
+            let id = serverID(json["id"])
+            let version = Self.version(headers["etag"] ?? (json["version"] as? String))
             return .done(ServerAcknowledgement(serverID: id, version: version))
         case 300..<400:
             return .unreachable(reason: "HTTP \(status) redirect refused (a captive portal?); nothing was followed")
@@ -148,7 +148,7 @@ public final class HTTPTransport: OutboxTransport {
         case 412:
             guard let json, let record = json["record"], JSONSerialization.isValidJSONObject(record),
                 let current = try? JSONSerialization.data(withJSONObject: record, options: [.sortedKeys]),
-                let version = headers["etag"] ?? (json["version"] as? String)
+                let version = Self.version(headers["etag"] ?? (json["version"] as? String))
             else {
                 return .transient(reason: "HTTP 412 without the current record", retryAfterMilliseconds: nil)
             }
@@ -166,6 +166,22 @@ public final class HTTPTransport: OutboxTransport {
         default:
             return .unreachable(reason: "HTTP \(status) is not a FormSync reply")
         }
+    }
+
+    /// A server id as the protocol promises it: a whole number from 1 to 2^53 − 1 (exact in
+    /// every JSON reader). Anything else (0, negative, fractional, huge) is no id at all.
+    static func serverID(_ value: Any?) -> Int64? {
+        guard let number = value as? NSNumber else { return nil }
+        let double = number.doubleValue
+        guard double.isFinite, double >= 1, double <= 9_007_199_254_740_991, double == double.rounded(.towardZero) else { return nil }
+        return Int64(double)
+    }
+
+    /// A record version (ETag) fit to be sent back in `If-Match`: short, printable ASCII only, so
+    /// a reply cannot smuggle a header through it.
+    static func version(_ value: String?) -> String? {
+        guard let value, !value.isEmpty, value.utf8.count <= 256, value.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
+        return value
     }
 
     static func problemText(_ json: [String: Any]?) -> String {
