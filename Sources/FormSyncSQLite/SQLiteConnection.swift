@@ -163,7 +163,7 @@ package final class SQLiteConnection {
             commitObserver?(durability)
             return result
         } catch {
-            try? run("ROLLBACK")
+            _ = try? run("ROLLBACK")
             throw error
         }
     }

@@ -75,6 +75,27 @@ struct OutboxFileSafetyTests {
         }
     }
 
+    @Test func anOutboxWrittenByTheFirstBuildOpensAndIsMigratedKeepingItsItems() async throws {
+        let h = try Harness()
+        do {  // the first build's file: schema version 1, no application id
+            let db = try SQLiteConnection(path: h.path)
+            try db.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
+            try db.execute(OutboxStore.migrations.migrations[0].sql)
+            try db.execute("INSERT INTO migrations VALUES (1, 'outbox', 0)")
+            try db.run("""
+                INSERT INTO items (kind, workspace, lane, document_id, attempt_id, form, form_version, payload, state, next_attempt_at, created_at, updated_at)
+                VALUES ('submission', 'acme', 'Customer:1', 'old-doc', 'old-key', 'SalesOrder', ?, ?, 'pending', 0, 0, 0)
+                """, [.integer(Int64(SalesOrder.formVersion)), .blob(try FormRegistry.encode(order(1)))])
+            try db.run("INSERT INTO lanes (workspace, lane, head, due_at) VALUES ('acme', 'Customer:1', 1, 0)")
+        }
+        let outbox = try h.open()
+        #expect(await outbox.flush().sent == 1)
+        #expect(h.transport.requests.map(\.attemptID) == ["old-key"])
+        let db = try SQLiteConnection(path: h.path)
+        #expect(try db.query("PRAGMA application_id") { $0.int(0) } == [OutboxStore.applicationID])
+        #expect(try db.query("SELECT MAX(version) FROM migrations") { $0.int(0) } == [Int64(OutboxStore.migrations.latestVersion)])
+    }
+
     @Test func partialAndUncommittedCopiesOfADeadProcessAreRemovedOnOpen() async throws {
         let h = try Harness()
         let outbox = try h.open()

@@ -432,7 +432,7 @@ final class OutboxStore {
     /// ending more than `horizon` after `now` is from a clock that jumped back: expired too.
     func reclaimExpiredLeases(now: Int64, horizon: Int64) throws -> [(workspace: String, lane: String)] {
         let limit = now.addingClamped(horizon)
-        guard try !db.query("SELECT 1 FROM items WHERE state = 'leased' LIMIT 1") { $0.int(0) }.isEmpty else { return [] }
+        guard try !db.query("SELECT 1 FROM items WHERE state = 'leased' LIMIT 1", [], { $0.int(0) }).isEmpty else { return [] }
         let lanes = try db.query("""
             SELECT DISTINCT workspace, lane FROM items WHERE state = 'leased' AND (lease_expires_at <= ? OR lease_expires_at > ?)
             """, [.integer(now), .integer(limit)]) { ($0.text(0) ?? "", $0.text(1) ?? "") }
