@@ -4,26 +4,104 @@ import Foundation
     import Glibc
 #endif
 
-/// A small HTTP/1.1 server on a loopback socket: one thread per connection, keep-alive,
-/// `Content-Length` and chunked bodies, a size limit, and a clean 400 for anything malformed.
-/// The handler returns nil to drop the connection without replying (the "reply lost" fault).
+/// A small HTTP/1.1 server on a loopback socket, with every resource bounded: one event-loop
+/// thread (`poll`) owns the sockets and parses requests as bytes arrive; a fixed pool of workers
+/// runs the handler. Connections are capped (an idle one is closed to make room; with none idle,
+/// the newcomer gets 503); heads, idle keep-alives and bodies have deadlines (slowloris); head
+/// size and header count are limited (431); a request's head is shown to `preflight` before its
+/// body is read, so a missing token or a body over the route's limit is refused (401, 413)
+/// without reading it; the accept loop survives running out of file descriptors (it closes an
+/// idle connection and backs off) and every other error. The handler returns nil to drop the
+/// connection without replying (the "reply lost" fault).
 public final class HTTPServer: @unchecked Sendable {
     /// Answers one request; nil drops the connection without a reply.
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse?
 
-    private let handler: Handler
-    private let maxBodyBytes: Int
-    private let maxHeaderBytes = 64 * 1024
-    private var listener: Int32 = -1
-    private let lock = NSLock()
-    private var connections: Set<Int32> = []
-    private var stopped = false
+    /// What to do with a request whose head has arrived, before its body is read.
+    public enum Preflight: Sendable {
+        /// Read the body, at most this many bytes (413 above it, decided from the head).
+        case read(maxBodyBytes: Int)
+        /// Answer this now, without reading the body, and close the connection.
+        case refuse(HTTPResponse)
+    }
 
-    /// A server that answers with `handler` and refuses bodies over `maxBodyBytes` with 413.
-    public init(maxBodyBytes: Int = 64 * 1024 * 1024, handler: @escaping Handler) {
-        self.maxBodyBytes = maxBodyBytes
+    /// The server's bounds.
+    public struct Limits: Sendable {
+        /// Open connections at most; past it an idle one is closed, or the newcomer gets 503.
+        public var maxConnections = 4096
+        public var maxHeaderBytes = 16 * 1024
+        public var maxHeaderCount = 100
+        /// Body limit when `preflight` does not say otherwise.
+        public var maxBodyBytes = 64 * 1024 * 1024
+        /// Bytes of request bodies held in memory at once, across connections; past it, 503.
+        public var maxBufferedBodyBytes = 256 * 1024 * 1024
+        /// Seconds to receive a whole head once its first byte arrived.
+        public var headTimeout: Double = 10
+        /// Seconds a connection may sit with no request in progress.
+        public var idleTimeout: Double = 30
+        /// Seconds to receive a whole body.
+        public var bodyTimeout: Double = 60
+        /// Handler threads.
+        public var workers = 4
+
+        public init() {}
+    }
+
+    private final class Connection {
+        let fd: Int32
+        var parser: HTTPRequestParser
+        var deadline: Double
+        var lastActivity: Double
+        var processing = false
+        var output: [UInt8] = []
+        var closeAfterWrite = false
+        var reservedBody = 0
+
+        init(fd: Int32, parser: HTTPRequestParser, now: Double, idle: Double) {
+            self.fd = fd
+            self.parser = parser
+            deadline = now + idle
+            lastActivity = now
+        }
+    }
+
+    private struct Job {
+        var fd: Int32
+        var request: HTTPRequest
+        var keepAlive: Bool
+    }
+
+    private let handler: Handler
+    private let preflight: @Sendable (HTTPRequest) -> Preflight
+    private let limits: Limits
+    private let lock = NSLock()
+    private var stopped = false
+    private var listener: Int32 = -1
+    private var wake: (read: Int32, write: Int32) = (-1, -1)
+    private var jobs: [Job] = []
+    private let jobsReady = NSCondition()
+    private var finished: [(fd: Int32, response: HTTPResponse?, keepAlive: Bool)] = []
+    private var openConnections = 0
+    private var bufferedBodyBytes = 0
+
+    /// A server that answers with `handler`; `preflight` sees each head first (default: read
+    /// the body up to `limits.maxBodyBytes`).
+    public init(limits: Limits = Limits(), preflight: (@Sendable (HTTPRequest) -> Preflight)? = nil, handler: @escaping Handler) {
+        self.limits = limits
+        let defaultLimit = limits.maxBodyBytes
+        self.preflight = preflight ?? { _ in .read(maxBodyBytes: defaultLimit) }
         self.handler = handler
     }
+
+    /// A server that refuses bodies over `maxBodyBytes` with 413.
+    public convenience init(maxBodyBytes: Int, handler: @escaping Handler) {
+        var limits = Limits()
+        limits.maxBodyBytes = maxBodyBytes
+        self.init(limits: limits, handler: handler)
+    }
+
+    /// How many connections are open now (for tests and the load check).
+    public var connectionCount: Int { lock.withLock { openConnections } }
 
     /// Listens on 127.0.0.1:`port` (0 picks a free port) and returns the port.
     public func start(port: UInt16 = 0) throws -> UInt16 {
@@ -38,157 +116,334 @@ public final class HTTPServer: @unchecked Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(fd, 128) == 0 else {
+        guard bound == 0, listen(fd, 1024) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
             throw ServerError.socket("cannot listen on 127.0.0.1:\(port): \(reason)")
         }
+        Self.setNonBlocking(fd)
         var actual = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &actual) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        listener = fd
-        let thread = Thread { [self] in acceptLoop(fd) }
-        thread.stackSize = 1 << 20
-        thread.start()
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else {
+            close(fd)
+            throw ServerError.socket("pipe: \(String(cString: strerror(errno)))")
+        }
+        Self.setNonBlocking(pipeEnds[0])
+        Self.setNonBlocking(pipeEnds[1])
+        lock.withLock {
+            listener = fd
+            wake = (pipeEnds[0], pipeEnds[1])
+            stopped = false
+        }
+        let readEnd = pipeEnds[0]
+        let loop = Thread { [self] in eventLoop(listener: fd, wake: readEnd) }
+        loop.stackSize = 1 << 20
+        loop.start()
+        for _ in 0..<max(1, limits.workers) {
+            let worker = Thread { [self] in work() }
+            worker.stackSize = 1 << 20
+            worker.start()
+        }
         return UInt16(bigEndian: actual.sin_port)
     }
 
     /// Stops accepting and closes every open connection.
     public func stop() {
-        lock.lock()
-        stopped = true
-        let open = connections
-        connections = []
-        let fd = listener
-        listener = -1
-        lock.unlock()
-        if fd >= 0 {
-            shutdown(fd, Int32(SHUT_RDWR))
-            close(fd)
+        lock.withLock {
+            stopped = true
+            if wake.write >= 0 { _ = Self.poke(wake.write) }
         }
-        for connection in open { shutdown(connection, Int32(SHUT_RDWR)) }
+        jobsReady.lock()
+        jobsReady.broadcast()
+        jobsReady.unlock()
     }
 
-    private func acceptLoop(_ fd: Int32) {
+    // MARK: Workers
+
+    private func work() {
         while true {
-            let client = accept(fd, nil, nil)
-            if client < 0 {
-                if errno == EINTR { continue }
+            jobsReady.lock()
+            while jobs.isEmpty && !lock.withLock({ stopped }) { jobsReady.wait() }
+            if jobs.isEmpty {
+                jobsReady.unlock()
                 return
             }
-            lock.lock()
-            if stopped {
-                lock.unlock()
-                close(client)
-                return
+            let job = jobs.removeFirst()
+            jobsReady.unlock()
+            let response = handler(job.request)
+            lock.withLock {
+                finished.append((job.fd, response, job.keepAlive))
+                if wake.write >= 0 { _ = Self.poke(wake.write) }
             }
-            connections.insert(client)
-            lock.unlock()
-            var timeout = timeval(tv_sec: 60, tv_usec: 0)
-            setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var noDelay: Int32 = 1
-            setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
-            let thread = Thread { [self] in serve(client) }
-            thread.stackSize = 1 << 20
-            thread.start()
         }
     }
 
-    private func serve(_ fd: Int32) {
-        var reader = SocketReader(fd: fd)
-        defer {
-            lock.lock()
-            connections.remove(fd)
-            lock.unlock()
-            close(fd)
+    private func dispatch(_ job: Job) {
+        jobsReady.lock()
+        jobs.append(job)
+        jobsReady.signal()
+        jobsReady.unlock()
+    }
+
+    // MARK: The event loop
+
+    private static func now() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+
+    private func eventLoop(listener: Int32, wake: Int32) {
+        var connections: [Int32: Connection] = [:]
+        var acceptPausedUntil = 0.0
+        let parserLimits = HTTPRequestParser.Limits(maxHeaderBytes: limits.maxHeaderBytes, maxHeaderCount: limits.maxHeaderCount)
+        var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+
+        func closeConnection(_ connection: Connection) {
+            connections[connection.fd] = nil
+            if connection.reservedBody > 0 { lock.withLock { bufferedBodyBytes -= connection.reservedBody } }
+            close(connection.fd)
+            lock.withLock { openConnections = connections.count }
         }
-        while true {
-            let parsed: ParseResult
-            do {
-                parsed = try readRequest(&reader)
-            } catch {
-                return
-            }
-            switch parsed {
-            case .closed:
-                return
-            case .malformed(let status, let message):
-                write(fd, .problem(status, HTTPResponse.reason(status), detail: message), keepAlive: false)
-                return
-            case .request(let request, let keepAlive):
-                guard let response = handler(request) else {
-                    shutdown(fd, Int32(SHUT_RDWR))
+
+        func respond(_ connection: Connection, _ response: HTTPResponse, keepAlive: Bool) {
+            connection.output += Self.serialize(response, keepAlive: keepAlive)
+            connection.closeAfterWrite = !keepAlive
+            flush(connection)
+        }
+
+        func refuse(_ connection: Connection, _ status: Int, _ message: String, headers: [(String, String)] = []) {
+            respond(connection, .problem(status, HTTPResponse.reason(status), detail: message, headers: headers), keepAlive: false)
+        }
+
+        func flush(_ connection: Connection) {
+            while !connection.output.isEmpty {
+                let n = connection.output.withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n > 0 {
+                    connection.output.removeFirst(n)
+                } else {
+                    if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+                    closeConnection(connection)
                     return
                 }
-                guard write(fd, response, keepAlive: keepAlive), keepAlive else { return }
+            }
+            if connection.closeAfterWrite {
+                shutdown(connection.fd, Int32(SHUT_WR))
+                closeConnection(connection)
             }
         }
-    }
 
-    private enum ParseResult {
-        case request(HTTPRequest, keepAlive: Bool)
-        case malformed(Int, String)
-        case closed
-    }
-
-    private func readRequest(_ reader: inout SocketReader) throws -> ParseResult {
-        guard let head = try reader.readHead(limit: maxHeaderBytes) else { return .closed }
-        guard let text = String(data: head, encoding: .utf8) else { return .malformed(400, "the request head is not UTF-8") }
-        if head.count >= maxHeaderBytes { return .malformed(431, "the request head is too large") }
-        var lines = text.components(separatedBy: "\r\n")
-        let requestLine = lines.removeFirst().split(separator: " ", omittingEmptySubsequences: false)
-        guard requestLine.count == 3, requestLine[2].hasPrefix("HTTP/1."), requestLine[1].hasPrefix("/"),
-            !requestLine[0].isEmpty, requestLine[0].allSatisfy({ $0.isUppercase })
-        else { return .malformed(400, "malformed request line") }
-        var headers: [String: String] = [:]
-        for line in lines where !line.isEmpty {
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { return .malformed(400, "malformed header line") }
-            let name = line[..<colon].lowercased()
-            guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else { return .malformed(400, "malformed header name") }
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            headers[name] = headers[name].map { $0 + ", " + value } ?? value
+        /// Closes the connection idle the longest (no request in progress), to make room.
+        func evictIdle() -> Bool {
+            let idle = connections.values.filter { !$0.processing && $0.output.isEmpty && !$0.parser.isMidRequest }
+            guard let oldest = idle.min(by: { $0.lastActivity < $1.lastActivity }) else { return false }
+            closeConnection(oldest)
+            return true
         }
-        var body = Data()
-        if let encoding = headers["transfer-encoding"] {
-            guard encoding.lowercased() == "chunked" else { return .malformed(501, "unsupported transfer encoding") }
-            guard let chunked = try reader.readChunked(limit: maxBodyBytes) else { return .malformed(400, "malformed chunked body") }
-            guard chunked.count <= maxBodyBytes else { return .malformed(413, "the body is larger than \(maxBodyBytes) bytes") }
-            body = chunked
-        } else if let lengthText = headers["content-length"] {
-            guard let length = Int(lengthText), length >= 0 else { return .malformed(400, "malformed Content-Length") }
-            guard length <= maxBodyBytes else { return .malformed(413, "the body is larger than \(maxBodyBytes) bytes") }
-            guard let data = try reader.read(exactly: length) else { return .malformed(400, "the body ended early") }
-            body = data
+
+        func acceptAll(now: Double) {
+            while true {
+                let client = accept(listener, nil, nil)
+                if client < 0 {
+                    switch errno {
+                    case EAGAIN, EWOULDBLOCK, EINTR, ECONNABORTED, EPROTO:
+                        return
+                    case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                        // Out of descriptors or memory: make room if an idle connection can go,
+                        // else stop accepting for a moment. Never give up on serving.
+                        if !evictIdle() { acceptPausedUntil = now + 0.1 }
+                        FileHandle.standardError.write(Data("formsync server: accept: \(String(cString: strerror(errno))); backing off\n".utf8))
+                        return
+                    default:
+                        acceptPausedUntil = now + 0.1
+                        FileHandle.standardError.write(Data("formsync server: accept: \(String(cString: strerror(errno)))\n".utf8))
+                        return
+                    }
+                }
+                Self.setNonBlocking(client)
+                var noDelay: Int32 = 1
+                setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
+                if connections.count >= limits.maxConnections && !evictIdle() {
+                    let busy = Self.serialize(.problem(503, "Service Unavailable", detail: "too many connections", headers: [("Retry-After", "1")]), keepAlive: false)
+                    _ = busy.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    close(client)
+                    continue
+                }
+                connections[client] = Connection(fd: client, parser: HTTPRequestParser(limits: parserLimits), now: now, idle: limits.idleTimeout)
+                lock.withLock { openConnections = connections.count }
+            }
         }
-        let target = String(requestLine[1])
-        let parts = target.split(separator: "?", maxSplits: 1).map(String.init)
-        let version = requestLine[2]
-        let connection = headers["connection"]?.lowercased()
-        let keepAlive = version == "HTTP/1.1" ? connection != "close" : connection == "keep-alive"
-        return .request(
-            HTTPRequest(method: String(requestLine[0]), path: parts[0], query: parts.count > 1 ? parts[1] : nil, headers: headers, body: body),
-            keepAlive: keepAlive)
+
+        /// Runs the parser as far as the bytes go.
+        func advance(_ connection: Connection, now: Double) {
+            var step = connection.parser.next()
+            while true {
+                switch step {
+                case .needMore:
+                    return
+                case .refuse(let status, let message):
+                    refuse(connection, status, message)
+                    return
+                case .head(let head, _):
+                    switch preflight(head) {
+                    case .refuse(let response):
+                        respond(connection, response, keepAlive: false)
+                        return
+                    case .read(let limit):
+                        let declared = HTTPRequestParser.contentLength(head.headers["content-length"])
+                        let reserve = min(declared ?? limit, limit)
+                        if let declared, declared > limit {
+                            refuse(connection, 413, "the body is larger than \(limit) bytes")
+                            return
+                        }
+                        let granted = lock.withLock { () -> Bool in
+                            guard bufferedBodyBytes + reserve <= limits.maxBufferedBodyBytes else { return false }
+                            bufferedBodyBytes += reserve
+                            return true
+                        }
+                        guard granted else {
+                            refuse(connection, 503, "the server is receiving too much at once", headers: [("Retry-After", "1")])
+                            return
+                        }
+                        connection.reservedBody = reserve
+                        connection.deadline = now + limits.bodyTimeout
+                        step = connection.parser.beginBody(limit: limit)
+                    }
+                case .request(let request, let keepAlive):
+                    if connection.reservedBody > 0 {
+                        lock.withLock { bufferedBodyBytes -= connection.reservedBody }
+                        connection.reservedBody = 0
+                    }
+                    connection.processing = true
+                    dispatch(Job(fd: connection.fd, request: request, keepAlive: keepAlive))
+                    return
+                }
+            }
+        }
+
+        func read(_ connection: Connection, now: Double) {
+            let n = readBuffer.withUnsafeMutableBytes { recv(connection.fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 {
+                if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
+                closeConnection(connection)
+                return
+            }
+            if n == 0 {
+                // The peer finished sending. A request cut short is refused, never processed.
+                if connection.parser.isMidRequest && !connection.processing {
+                    refuse(connection, 400, "the request ended early (fewer bytes than announced)")
+                } else if !connection.processing {
+                    closeConnection(connection)
+                }
+                return
+            }
+            connection.lastActivity = now
+            if !connection.parser.isMidRequest { connection.deadline = now + limits.headTimeout }
+            readBuffer.withUnsafeBytes { connection.parser.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            advance(connection, now: now)
+        }
+
+        while !lock.withLock({ stopped }) {
+            let now = Self.now()
+            var fds: [pollfd] = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+            if now >= acceptPausedUntil { fds.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0)) }
+            var earliest = now + 1
+            // A connection whose request is with a worker is not watched until the reply is ready.
+            for connection in connections.values where !connection.processing {
+                let events = connection.output.isEmpty ? Int16(POLLIN) : Int16(POLLOUT)
+                fds.append(pollfd(fd: connection.fd, events: events, revents: 0))
+                earliest = min(earliest, connection.deadline)
+            }
+            let timeout = Int32(max(0, min(1000, (earliest - now) * 1000)).rounded(.up))
+            let ready = poll(&fds, nfds_t(fds.count), max(timeout, 1))
+            if ready < 0 && errno != EINTR {
+                FileHandle.standardError.write(Data("formsync server: poll: \(String(cString: strerror(errno)))\n".utf8))
+                usleep(10_000)
+                continue
+            }
+            let after = Self.now()
+            for entry in fds where entry.revents != 0 {
+                if entry.fd == wake {
+                    Self.drain(wake)
+                    let done = lock.withLock { () -> [(fd: Int32, response: HTTPResponse?, keepAlive: Bool)] in
+                        defer { finished = [] }
+                        return finished
+                    }
+                    for (fd, response, keepAlive) in done {
+                        guard let connection = connections[fd] else { continue }
+                        connection.processing = false
+                        connection.lastActivity = after
+                        connection.deadline = after + limits.idleTimeout
+                        guard let response else {
+                            shutdown(fd, Int32(SHUT_RDWR))
+                            closeConnection(connection)
+                            continue
+                        }
+                        respond(connection, response, keepAlive: keepAlive)
+                        if connections[fd] != nil && keepAlive && connection.output.isEmpty { advance(connection, now: after) }
+                    }
+                } else if entry.fd == listener {
+                    acceptAll(now: after)
+                } else if let connection = connections[entry.fd] {
+                    if entry.revents & Int16(POLLOUT) != 0 {
+                        flush(connection)
+                        if connections[entry.fd] != nil && connection.output.isEmpty && !connection.closeAfterWrite {
+                            advance(connection, now: after)
+                        }
+                    }
+                    if connections[entry.fd] != nil, entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0, !connection.processing {
+                        read(connection, now: after)
+                    }
+                }
+            }
+            // Deadlines: a head or body too slow gets 408; an idle keep-alive is closed quietly.
+            for connection in Array(connections.values) where !connection.processing && connection.deadline <= after {
+                if connection.parser.isMidRequest {
+                    refuse(connection, 408, "the request took too long to arrive")
+                    if connections[connection.fd] != nil { closeConnection(connection) }
+                } else {
+                    closeConnection(connection)
+                }
+            }
+        }
+        for connection in Array(connections.values) { closeConnection(connection) }
+        close(listener)
+        lock.withLock {
+            close(self.wake.read)
+            close(self.wake.write)
+            self.wake = (-1, -1)
+            self.listener = -1
+        }
     }
 
-    @discardableResult
-    private func write(_ fd: Int32, _ response: HTTPResponse, keepAlive: Bool) -> Bool {
+    // MARK: Plumbing
+
+    static func serialize(_ response: HTTPResponse, keepAlive: Bool) -> [UInt8] {
         var head = "HTTP/1.1 \(response.status) \(HTTPResponse.reason(response.status))\r\n"
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
         head += "Content-Length: \(response.body.count)\r\n"
         head += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
-        var data = Data(head.utf8)
-        data.append(response.body)
-        return data.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let n = send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-                if n <= 0 { return false }
-                offset += n
-            }
-            return true
-        }
+        return Array(head.utf8) + Array(response.body)
+    }
+
+    private static func setNonBlocking(_ fd: Int32) {
+        let flags = fcntl(fd, F_GETFL, 0)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    }
+
+    private static func poke(_ fd: Int32) -> Int {
+        var byte: UInt8 = 1
+        return write(fd, &byte, 1)
+    }
+
+    private static func drain(_ fd: Int32) {
+        var bytes = [UInt8](repeating: 0, count: 256)
+        while bytes.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 {}
     }
 }
 
@@ -200,75 +455,6 @@ public enum ServerError: Error, CustomStringConvertible {
     public var description: String {
         switch self {
         case .socket(let message), .storage(let message): return message
-        }
-    }
-}
-
-/// Buffered reads from a socket.
-struct SocketReader {
-    let fd: Int32
-    var buffer = Data()
-
-    struct ReadError: Error {}
-
-    private mutating func fill() throws -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if n < 0 { throw ReadError() }
-        if n == 0 { return false }
-        buffer.append(contentsOf: chunk[0..<n])
-        return true
-    }
-
-    /// The bytes up to the blank line ending the head (not included), or nil if the peer closed first.
-    mutating func readHead(limit: Int) throws -> Data? {
-        let separator = Data("\r\n\r\n".utf8)
-        while true {
-            if let range = buffer.range(of: separator) {
-                let head = buffer[buffer.startIndex..<range.lowerBound]
-                buffer = Data(buffer[range.upperBound...])
-                return Data(head)
-            }
-            if buffer.count >= limit { return Data(buffer.prefix(limit)) }
-            guard try fill() else { return nil }
-        }
-    }
-
-    mutating func read(exactly count: Int) throws -> Data? {
-        while buffer.count < count {
-            guard try fill() else { return nil }
-        }
-        let data = Data(buffer.prefix(count))
-        buffer = Data(buffer.dropFirst(count))
-        return data
-    }
-
-    mutating func readLine() throws -> String? {
-        let crlf = Data("\r\n".utf8)
-        while true {
-            if let range = buffer.range(of: crlf) {
-                let line = String(data: buffer[buffer.startIndex..<range.lowerBound], encoding: .utf8)
-                buffer = Data(buffer[range.upperBound...])
-                return line
-            }
-            if buffer.count > 8192 { return nil }
-            guard try fill() else { return nil }
-        }
-    }
-
-    mutating func readChunked(limit: Int) throws -> Data? {
-        var body = Data()
-        while true {
-            guard let line = try readLine(), let size = Int(line.split(separator: ";", omittingEmptySubsequences: false)[0].trimmingCharacters(in: .whitespaces), radix: 16), size >= 0 else {
-                return nil
-            }
-            if size == 0 {
-                while let trailer = try readLine(), !trailer.isEmpty {}
-                return body
-            }
-            guard body.count + size <= limit + 1, let chunk = try read(exactly: size) else { return nil }
-            body.append(chunk)
-            guard try readLine() == "" else { return nil }
         }
     }
 }

@@ -122,7 +122,13 @@ struct FieldDay {
                 "demo-device", "--db", database(worker).path, "--server", server.baseURL.absoluteString, "--refresh-token", refreshToken,
                 "--clock-skew-ms", String(worker == clockAheadWorker ? -clockAhead : 0),
             ]
-            process.standardOutput = FileHandle.nullDevice
+            // Each device's own account (engine states, passes) goes to a log beside its outbox;
+            // a failed run prints the end of it.
+            let log = deviceLog(worker)
+            if !FileManager.default.fileExists(atPath: log.path) { FileManager.default.createFile(atPath: log.path, contents: nil) }
+            let handle = try FileHandle(forWritingTo: log)
+            handle.seekToEndOfFile()
+            process.standardOutput = handle
             try process.run()
             return process
         }
@@ -180,6 +186,10 @@ struct FieldDay {
             }
         }
         return try await report(server)
+    }
+
+    func deviceLog(_ worker: Int) -> URL {
+        folder.appendingPathComponent("device-\(worker).log")
     }
 
     func database(_ worker: Int) -> URL {
@@ -322,6 +332,13 @@ struct FieldDay {
         for line in timeline { print("  " + line) }
         let ok = missing.isEmpty && duplicates.isEmpty && appliedTwice.isEmpty && unresolved.isEmpty && parked.isEmpty
             && server.fileIDs().count == photos
+        if !ok {
+            for worker in 1...workers {
+                let lines = ((try? String(contentsOf: deviceLog(worker), encoding: .utf8)) ?? "").split(separator: "\n").suffix(15)
+                print("\nThe end of device \(worker)'s log:")
+                for line in lines { print("  " + line) }
+            }
+        }
         print("\n\(ok ? "OK: nothing lost, nothing applied twice." : "FAILED: an invariant did not hold.")")
         return ok ? 0 : 1
     }

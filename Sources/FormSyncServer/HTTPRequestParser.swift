@@ -1,0 +1,280 @@
+import Foundation
+
+/// Reads HTTP/1.1 requests from bytes as they arrive, never trusting a number or a length it is
+/// given: a head is bounded in size and header count, header values may not hold control
+/// characters, `Content-Length` is plain digits within the body limit, chunk sizes are parsed
+/// without overflow and checked against the limit before a byte of the chunk is kept. Pure (no
+/// sockets), so it is fuzzed and tested on its own.
+struct HTTPRequestParser {
+    /// What the server allows.
+    struct Limits: Sendable {
+        var maxHeaderBytes = 16 * 1024
+        var maxHeaderCount = 100
+        var maxTargetBytes = 4096
+    }
+
+    /// What the parser wants next.
+    enum Step {
+        /// More bytes are needed.
+        case needMore
+        /// A head was read; the caller decides the body limit (or refuses) and calls `beginBody`.
+        case head(HTTPRequest, keepAlive: Bool)
+        /// The body is complete: the whole request.
+        case request(HTTPRequest, keepAlive: Bool)
+        /// The input is refused with this status; the connection must close.
+        case refuse(Int, String)
+    }
+
+    private enum Phase {
+        case head
+        case waitingForBodyDecision(HTTPRequest, keepAlive: Bool)
+        case body(HTTPRequest, keepAlive: Bool, remaining: Int)
+        case chunked(HTTPRequest, keepAlive: Bool, decoder: ChunkedDecoder)
+    }
+
+    let limits: Limits
+    private(set) var buffer: [UInt8] = []
+    private var phase: Phase = .head
+    private var bodyLimit = 0
+    private var body: [UInt8] = []
+
+    init(limits: Limits = Limits()) {
+        self.limits = limits
+    }
+
+    /// Whether bytes of a request have arrived that are not answered yet.
+    var isMidRequest: Bool {
+        if case .head = phase { return !buffer.isEmpty }
+        return true
+    }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        buffer.append(contentsOf: bytes)
+    }
+
+    mutating func append(_ bytes: [UInt8]) {
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// Reads the body of the head last returned, allowing at most `limit` bytes. The caller has
+    /// checked `Content-Length` against its own limits already when it chose `limit`.
+    mutating func beginBody(limit: Int) -> Step {
+        guard case .waitingForBodyDecision(let request, let keepAlive) = phase else { return .refuse(500, "no head to read a body for") }
+        bodyLimit = max(0, limit)
+        body = []
+        if let encoding = request.headers["transfer-encoding"] {
+            guard encoding.lowercased() == "chunked", request.headers["content-length"] == nil else {
+                return .refuse(501, "only Transfer-Encoding: chunked is supported, without Content-Length")
+            }
+            phase = .chunked(request, keepAlive: keepAlive, decoder: ChunkedDecoder(limit: bodyLimit))
+        } else {
+            let length = Self.contentLength(request.headers["content-length"]) ?? 0
+            guard length <= bodyLimit else { return .refuse(413, "the body is larger than \(bodyLimit) bytes") }
+            phase = .body(request, keepAlive: keepAlive, remaining: length)
+        }
+        return next()
+    }
+
+    /// Consumes what it can of the buffer.
+    mutating func next() -> Step {
+        switch phase {
+        case .head:
+            return readHead()
+        case .waitingForBodyDecision:
+            return .needMore
+        case .body(var request, let keepAlive, let remaining):
+            let take = min(remaining, buffer.count)
+            body.append(contentsOf: buffer[0..<take])
+            buffer.removeFirst(take)
+            if remaining - take > 0 {
+                phase = .body(request, keepAlive: keepAlive, remaining: remaining - take)
+                return .needMore
+            }
+            request.body = Data(body)
+            body = []
+            phase = .head
+            return .request(request, keepAlive: keepAlive)
+        case .chunked(var request, let keepAlive, var decoder):
+            switch decoder.consume(&buffer, into: &body) {
+            case .needMore:
+                phase = .chunked(request, keepAlive: keepAlive, decoder: decoder)
+                return .needMore
+            case .failed(let status, let message):
+                return .refuse(status, message)
+            case .done:
+                request.body = Data(body)
+                body = []
+                phase = .head
+                return .request(request, keepAlive: keepAlive)
+            }
+        }
+    }
+
+    /// `Content-Length` as plain decimal digits (RFC 9110 §8.6), or nil.
+    static func contentLength(_ value: String?) -> Int? {
+        guard let value, !value.isEmpty, value.utf8.count <= 18, value.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        return Int(value)
+    }
+
+    private mutating func readHead() -> Step {
+        // Blank lines before a request line are ignored (RFC 9112 §2.2).
+        while buffer.count >= 2 && buffer[0] == 13 && buffer[1] == 10 { buffer.removeFirst(2) }
+        guard let end = Self.headEnd(buffer, limit: limits.maxHeaderBytes) else {
+            if buffer.count > limits.maxHeaderBytes { return .refuse(431, "the request head is larger than \(limits.maxHeaderBytes) bytes") }
+            return .needMore
+        }
+        let head = Array(buffer[0..<end])
+        buffer.removeFirst(end + 4)
+        var lines = Self.split(head)
+        guard !lines.isEmpty else { return .refuse(400, "empty request head") }
+        let requestLine = lines.removeFirst()
+        guard lines.count <= limits.maxHeaderCount else { return .refuse(431, "more than \(limits.maxHeaderCount) header fields") }
+        let parts = requestLine.split(separator: 32, omittingEmptySubsequences: false)
+        guard parts.count == 3,
+            let method = String(bytes: parts[0], encoding: .ascii), !method.isEmpty, method.utf8.allSatisfy({ (65...90).contains($0) }),
+            let target = String(bytes: parts[1], encoding: .ascii), target.hasPrefix("/"), target.utf8.count <= limits.maxTargetBytes,
+            target.utf8.allSatisfy({ $0 > 32 && $0 < 127 }),
+            let version = String(bytes: parts[2], encoding: .ascii), version == "HTTP/1.1" || version == "HTTP/1.0"
+        else { return .refuse(400, "malformed request line") }
+        var headers: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: 58), colon > line.startIndex else { return .refuse(400, "malformed header line") }
+            let nameBytes = line[line.startIndex..<colon]
+            guard nameBytes.allSatisfy(Self.isTokenByte), let name = String(bytes: nameBytes, encoding: .ascii)?.lowercased() else {
+                return .refuse(400, "malformed header name")
+            }
+            let valueBytes = line[(colon + 1)...]
+            // Field values: visible characters, spaces, tabs and obs-text; no control characters.
+            guard valueBytes.allSatisfy({ $0 == 9 || ($0 >= 32 && $0 != 127) }) else {
+                return .refuse(400, "the value of header \(name) holds a control character")
+            }
+            guard let value = String(bytes: valueBytes, encoding: .utf8)?.trimmingCharacters(in: .init(charactersIn: " \t")) else {
+                return .refuse(400, "the value of header \(name) is not UTF-8")
+            }
+            if name == "content-length" || name == "transfer-encoding" || name == "host", headers[name] != nil {
+                return .refuse(400, "header \(name) appears twice")
+            }
+            headers[name] = headers[name].map { $0 + ", " + value } ?? value
+        }
+        if let length = headers["content-length"], Self.contentLength(length) == nil {
+            return .refuse(400, "malformed Content-Length")
+        }
+        let split = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        let connection = headers["connection"]?.lowercased()
+        let keepAlive = version == "HTTP/1.1" ? connection != "close" : connection == "keep-alive"
+        let request = HTTPRequest(method: method, path: split[0], query: split.count > 1 ? split[1] : nil, headers: headers, body: Data())
+        phase = .waitingForBodyDecision(request, keepAlive: keepAlive)
+        return .head(request, keepAlive: keepAlive)
+    }
+
+    /// The offset of `\r\n\r\n` within the first `limit + 4` bytes.
+    static func headEnd(_ bytes: [UInt8], limit: Int) -> Int? {
+        let last = min(bytes.count, limit + 4) - 4
+        guard last >= 0 else { return nil }
+        var i = 0
+        while i <= last {
+            if bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    static func split(_ head: [UInt8]) -> [ArraySlice<UInt8>] {
+        var lines: [ArraySlice<UInt8>] = []
+        var start = 0
+        var i = 0
+        while i + 1 < head.count {
+            if head[i] == 13 && head[i + 1] == 10 {
+                lines.append(head[start..<i])
+                start = i + 2
+                i += 2
+            } else {
+                i += 1
+            }
+        }
+        lines.append(head[start..<head.count])
+        return lines
+    }
+
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 48...57, 65...90, 97...122: return true
+        default: return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+}
+
+/// Decodes a chunked body as bytes arrive (RFC 9112 §7.1). A chunk size is at most 15 hex digits
+/// and is checked against the body limit before any of its bytes are kept, so no size can
+/// overflow or make the decoder hold more than the limit.
+struct ChunkedDecoder {
+    enum Result: Equatable {
+        case needMore
+        case done
+        case failed(Int, String)
+    }
+
+    private enum State {
+        case size
+        case data(remaining: Int)
+        case dataEnd
+        case trailers
+    }
+
+    let limit: Int
+    private var state = State.size
+    private var total = 0
+    private var trailerBytes = 0
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    mutating func consume(_ buffer: inout [UInt8], into body: inout [UInt8]) -> Result {
+        while true {
+            switch state {
+            case .size:
+                guard let end = Self.lineEnd(buffer) else {
+                    return buffer.count > 1024 ? .failed(400, "a chunk-size line is too long") : .needMore
+                }
+                let line = buffer[0..<end]
+                buffer.removeFirst(end + 2)
+                let digits = line.prefix { $0 != 59 && $0 != 32 && $0 != 9 }  // up to ';' or white space
+                guard !digits.isEmpty, digits.count <= 15, let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else {
+                    return .failed(400, "malformed chunk size")
+                }
+                guard size <= limit - total else { return .failed(413, "the body is larger than \(limit) bytes") }
+                state = size == 0 ? .trailers : .data(remaining: size)
+            case .data(let remaining):
+                let take = min(remaining, buffer.count)
+                body.append(contentsOf: buffer[0..<take])
+                buffer.removeFirst(take)
+                total += take
+                if take < remaining {
+                    state = .data(remaining: remaining - take)
+                    return .needMore
+                }
+                state = .dataEnd
+            case .dataEnd:
+                guard buffer.count >= 2 else { return .needMore }
+                guard buffer[0] == 13 && buffer[1] == 10 else { return .failed(400, "a chunk does not end with CRLF") }
+                buffer.removeFirst(2)
+                state = .size
+            case .trailers:
+                guard let end = Self.lineEnd(buffer) else {
+                    return buffer.count > 8192 ? .failed(431, "the trailers are too large") : .needMore
+                }
+                buffer.removeFirst(end + 2)
+                trailerBytes += end + 2
+                if end == 0 { return .done }
+                if trailerBytes > 8192 { return .failed(431, "the trailers are too large") }
+            }
+        }
+    }
+
+    static func lineEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 2 else { return nil }
+        for i in 0..<(bytes.count - 1) where bytes[i] == 13 && bytes[i + 1] == 10 { return i }
+        return nil
+    }
+}
