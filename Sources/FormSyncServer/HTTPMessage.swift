@@ -32,9 +32,14 @@ public struct HTTPResponse: Sendable {
         return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: data)
     }
 
-    /// An RFC 9457 problem reply.
-    public static func problem(_ status: Int, _ title: String, detail: String? = nil, errors: [[String: String]]? = nil, headers: [(String, String)] = []) -> HTTPResponse {
-        var object: [String: Any] = ["type": "about:blank", "title": title, "status": status]
+    /// An RFC 9457 problem reply. `code` names the rule broken (docs/PROTOCOL.md, "Error codes");
+    /// it is sent as the `code` member and as the type `urn:formsync:problem:<code>`.
+    public static func problem(
+        _ status: Int, _ title: String, detail: String? = nil, code: String? = nil, errors: [[String: String]]? = nil,
+        extra: [String: Any] = [:], headers: [(String, String)] = []
+    ) -> HTTPResponse {
+        var object: [String: Any] = extra.merging(["type": code.map { "urn:formsync:problem:" + $0 } ?? "about:blank", "title": title, "status": status]) { _, new in new }
+        if let code { object["code"] = code }
         if let detail { object["detail"] = detail }
         if let errors { object["errors"] = errors }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
@@ -52,7 +57,9 @@ public struct HTTPResponse: Sendable {
         case 409: return "Conflict"
         case 411: return "Length Required"
         case 412: return "Precondition Failed"
+        case 408: return "Request Timeout"
         case 413: return "Content Too Large"
+        case 421: return "Misdirected Request"
         case 422: return "Unprocessable Content"
         case 429: return "Too Many Requests"
         case 431: return "Request Header Fields Too Large"

@@ -240,7 +240,9 @@ struct ChunkedDecoder {
                 let line = buffer[0..<end]
                 buffer.removeFirst(end + 2)
                 let digits = line.prefix { $0 != 59 && $0 != 32 && $0 != 9 }  // up to ';' or white space
-                guard !digits.isEmpty, digits.count <= 15, let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else {
+                guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy(Self.isHexDigit),
+                    let size = Int(String(decoding: digits, as: UTF8.self), radix: 16), size >= 0
+                else {
                     return .failed(400, "malformed chunk size")
                 }
                 guard size <= limit - total else { return .failed(413, "the body is larger than \(limit) bytes") }
@@ -270,6 +272,10 @@ struct ChunkedDecoder {
                 if trailerBytes > 8192 { return .failed(431, "the trailers are too large") }
             }
         }
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (48...57).contains(byte) || (65...70).contains(byte) || (97...102).contains(byte)
     }
 
     static func lineEnd(_ bytes: [UInt8]) -> Int? {

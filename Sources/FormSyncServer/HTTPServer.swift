@@ -56,6 +56,8 @@ public final class HTTPServer: @unchecked Sendable {
         var output: [UInt8] = []
         var closeAfterWrite = false
         var reservedBody = 0
+        /// Bumped on every activity; an entry of the idle queue with an older stamp is stale.
+        var stamp = 0
 
         init(fd: Int32, parser: HTTPRequestParser, now: Double, idle: Double) {
             self.fd = fd
@@ -199,6 +201,10 @@ public final class HTTPServer: @unchecked Sendable {
 
     private func eventLoop(listener: Int32, wake: Int32) {
         var connections: [Int32: Connection] = [:]
+        // Connections in order of last activity (stale entries are skipped), so that finding
+        // the one idle the longest costs O(1) amortised however many are open.
+        var idleOrder: [(fd: Int32, stamp: Int)] = []
+        var idleHead = 0
         var acceptPausedUntil = 0.0
         let parserLimits = HTTPRequestParser.Limits(maxHeaderBytes: limits.maxHeaderBytes, maxHeaderCount: limits.maxHeaderCount)
         var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -237,12 +243,33 @@ public final class HTTPServer: @unchecked Sendable {
             }
         }
 
+        func touch(_ connection: Connection, now: Double) {
+            connection.lastActivity = now
+            connection.stamp += 1
+            idleOrder.append((connection.fd, connection.stamp))
+            if idleHead > 4096 && idleHead * 2 > idleOrder.count {
+                idleOrder.removeFirst(idleHead)
+                idleHead = 0
+            }
+        }
+
         /// Closes the connection idle the longest (no request in progress), to make room.
         func evictIdle() -> Bool {
-            let idle = connections.values.filter { !$0.processing && $0.output.isEmpty && !$0.parser.isMidRequest }
-            guard let oldest = idle.min(by: { $0.lastActivity < $1.lastActivity }) else { return false }
-            closeConnection(oldest)
-            return true
+            var skipped: [(fd: Int32, stamp: Int)] = []
+            defer { idleOrder.append(contentsOf: skipped) }
+            while idleHead < idleOrder.count {
+                let (fd, stamp) = idleOrder[idleHead]
+                idleHead += 1
+                guard let connection = connections[fd], connection.stamp == stamp else { continue }
+                guard !connection.processing && connection.output.isEmpty && !connection.parser.isMidRequest else {
+                    skipped.append((fd, stamp))  // busy now; it stays in line
+                    if skipped.count > 64 { return false }
+                    continue
+                }
+                closeConnection(connection)
+                return true
+            }
+            return false
         }
 
         func acceptAll(now: Double) {
@@ -273,7 +300,9 @@ public final class HTTPServer: @unchecked Sendable {
                     close(client)
                     continue
                 }
-                connections[client] = Connection(fd: client, parser: HTTPRequestParser(limits: parserLimits), now: now, idle: limits.idleTimeout)
+                let connection = Connection(fd: client, parser: HTTPRequestParser(limits: parserLimits), now: now, idle: limits.idleTimeout)
+                connections[client] = connection
+                touch(connection, now: now)
                 lock.withLock { openConnections = connections.count }
             }
         }
@@ -341,7 +370,7 @@ public final class HTTPServer: @unchecked Sendable {
                 }
                 return
             }
-            connection.lastActivity = now
+            touch(connection, now: now)
             if !connection.parser.isMidRequest { connection.deadline = now + limits.headTimeout }
             readBuffer.withUnsafeBytes { connection.parser.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             advance(connection, now: now)
@@ -376,7 +405,7 @@ public final class HTTPServer: @unchecked Sendable {
                     for (fd, response, keepAlive) in done {
                         guard let connection = connections[fd] else { continue }
                         connection.processing = false
-                        connection.lastActivity = after
+                        touch(connection, now: after)
                         connection.deadline = after + limits.idleTimeout
                         guard let response else {
                             shutdown(fd, Int32(SHUT_RDWR))

@@ -45,6 +45,11 @@ final class ServerStore {
             );
             CREATE TABLE tokens (token TEXT PRIMARY KEY, kind TEXT NOT NULL, expires_at INTEGER NOT NULL);
             """),
+        .init(version: 2, name: "workspaces and principals", sql: """
+            ALTER TABLE documents ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
+            ALTER TABLE files ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
+            ALTER TABLE tokens ADD COLUMN principal TEXT NOT NULL DEFAULT 'default';
+            """),
     ])
 
     init(directory: String, now: Int64) throws {
@@ -111,11 +116,11 @@ final class ServerStore {
         (try? db.query("SELECT \(Self.documentColumns) FROM documents ORDER BY id", [], Self.document)) ?? []
     }
 
-    func createDocument(_ documentID: String, form: String, formVersion: Int, payload: Data, at now: Int64) throws -> SyncServer.Document {
+    func createDocument(_ documentID: String, form: String, formVersion: Int, workspace: String, payload: Data, at now: Int64) throws -> SyncServer.Document {
         try db.run("""
-            INSERT INTO documents (document_id, form, form_version, version, payload, applied_writes, created_at, updated_at)
-            VALUES (?, ?, ?, 1, ?, 1, ?, ?)
-            """, [.text(documentID), .text(form), .integer(Int64(formVersion)), .blob(payload), .integer(now), .integer(now)])
+            INSERT INTO documents (document_id, form, form_version, workspace, version, payload, applied_writes, created_at, updated_at)
+            VALUES (?, ?, ?, ?, 1, ?, 1, ?, ?)
+            """, [.text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace), .blob(payload), .integer(now), .integer(now)])
         return document(documentID)!
     }
 
@@ -129,18 +134,21 @@ final class ServerStore {
 
     // MARK: Files
 
-    /// Stores the bytes once per digest; the same file document is never stored twice.
-    func storeFile(_ documentID: String, bytes: Data, digest: Data, contentType: String?, at now: Int64) throws -> (id: Int64, created: Bool) {
-        if let existing = try db.query("SELECT id FROM files WHERE document_id = ?", [.text(documentID)], { $0.int(0) }).first {
-            return (existing, false)
+    /// Stores the bytes once per digest; the same file document is never stored twice. For a
+    /// file document already held, `sameBytes` says whether these bytes are the ones it holds.
+    func storeFile(_ documentID: String, workspace: String, bytes: Data, digest: Data, contentType: String?, at now: Int64) throws
+        -> (id: Int64, created: Bool, sameBytes: Bool)
+    {
+        if let (existing, stored) = try db.query("SELECT id, digest FROM files WHERE document_id = ?", [.text(documentID)], { ($0.int(0), $0.blob(1)) }).first {
+            return (existing, false, stored == digest)
         }
         let path = blobPath(digest)
         if !FileManager.default.fileExists(atPath: path) {
             try bytes.write(to: URL(fileURLWithPath: path), options: .atomic)
         }
-        try db.run("INSERT INTO files (document_id, digest, content_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?)",
-                   [.text(documentID), .blob(digest), contentType.map(SQLValue.text) ?? .null, .integer(Int64(bytes.count)), .integer(now)])
-        return (db.lastInsertRowID, true)
+        try db.run("INSERT INTO files (document_id, workspace, digest, content_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                   [.text(documentID), .text(workspace), .blob(digest), contentType.map(SQLValue.text) ?? .null, .integer(Int64(bytes.count)), .integer(now)])
+        return (db.lastInsertRowID, true, true)
     }
 
     func fileIDs() -> [Int64] {
@@ -158,13 +166,29 @@ final class ServerStore {
 
     // MARK: Tokens
 
-    func addToken(_ token: String, kind: String, expiresAt: Int64) -> String {
-        _ = try? db.run("INSERT INTO tokens (token, kind, expires_at) VALUES (?, ?, ?)", [.text(token), .text(kind), .integer(expiresAt)])
+    func addToken(_ token: String, kind: String, principal: String, expiresAt: Int64) -> String {
+        _ = try? db.run("INSERT INTO tokens (token, kind, principal, expires_at) VALUES (?, ?, ?, ?)",
+                        [.text(token), .text(kind), .text(principal), .integer(expiresAt)])
         return token
     }
 
-    func tokenValid(_ token: String, kind: String, at now: Int64) -> Bool {
-        ((try? db.query("SELECT expires_at FROM tokens WHERE token = ? AND kind = ?", [.text(token), .text(kind)], { $0.int(0) }))?.first).map { $0 > now } ?? false
+    /// The principal a valid token of `kind` belongs to, or nil.
+    func principal(ofToken token: String, kind: String, at now: Int64) -> String? {
+        (try? db.query("SELECT principal, expires_at FROM tokens WHERE token = ? AND kind = ?", [.text(token), .text(kind)]) {
+            ($0.text(0) ?? "", $0.int(1))
+        })?.first.flatMap { $0.1 > now ? $0.0 : nil }
+    }
+
+    /// Which form and workspace a document id belongs to, if the server holds it as a document
+    /// or a file (`form` is nil for a file).
+    func owner(of documentID: String) -> (form: String?, workspace: String)? {
+        if let row = (try? db.query("SELECT form, workspace FROM documents WHERE document_id = ?", [.text(documentID)], { ($0.text(0), $0.text(1) ?? "") }))?.first {
+            return row
+        }
+        if let workspace = (try? db.query("SELECT workspace FROM files WHERE document_id = ?", [.text(documentID)], { $0.text(0) ?? "" }))?.first {
+            return (nil, workspace)
+        }
+        return nil
     }
 
     func expireAccessTokens(at now: Int64) {

@@ -73,7 +73,7 @@ public final class SyncServer: @unchecked Sendable {
 
     /// Serves on 127.0.0.1:`port` (0 picks a free one) and returns the port.
     public func start(port: UInt16 = 0) throws -> UInt16 {
-        let server = HTTPServer { [self] request in handle(request) }
+        let server = HTTPServer(preflight: { [self] head in preflight(head) }) { [self] request in handle(request) }
         self.port = try server.start(port: port)
         http = server
         return self.port
@@ -90,18 +90,19 @@ public final class SyncServer: @unchecked Sendable {
 
     // MARK: Tokens
 
-    /// A refresh token a device trades for access tokens at `/auth/refresh`.
-    public func issueRefreshToken() -> String {
-        locked { store.addToken("r-" + UUID().uuidString.lowercased(), kind: "refresh", expiresAt: Int64.max) }
+    /// A refresh token a device trades for access tokens at `/auth/refresh`. `principal` is who
+    /// the device acts for: idempotency keys are scoped to it.
+    public func issueRefreshToken(principal: String = "default") -> String {
+        locked { store.addToken("r-" + UUID().uuidString.lowercased(), kind: "refresh", principal: principal, expiresAt: Int64.max) }
     }
 
     /// An access token valid for the configured lifetime.
-    public func issueAccessToken() -> String {
-        locked { issueAccessTokenLocked() }
+    public func issueAccessToken(principal: String = "default") -> String {
+        locked { issueAccessTokenLocked(principal: principal) }
     }
 
-    private func issueAccessTokenLocked() -> String {
-        store.addToken("a-" + UUID().uuidString.lowercased(), kind: "access", expiresAt: now() + tokenLifetimeMilliseconds)
+    private func issueAccessTokenLocked(principal: String) -> String {
+        store.addToken("a-" + UUID().uuidString.lowercased(), kind: "access", principal: principal, expiresAt: now().addingReportingOverflow(tokenLifetimeMilliseconds).partialValue)
     }
 
     /// Expires every access token now, as if they had all aged out.
@@ -119,8 +120,18 @@ public final class SyncServer: @unchecked Sendable {
     public func fileIDs() -> [Int64] { locked { store.fileIDs() } }
     /// A stored file's bytes.
     public func fileBytes(_ id: Int64) -> Data? { locked { store.fileBytes(id) } }
-    /// Every request it saw, in arrival order.
+    /// The requests it saw, in arrival order: the last `requestLogCapacity` of them.
     public func requestLog() -> [LoggedRequest] { locked { log } }
+
+    /// How many requests the log keeps (a ring: the oldest go first).
+    public static let requestLogCapacity = 10_000
+
+    private func record(_ entry: LoggedRequest) {
+        locked {
+            if log.count >= Self.requestLogCapacity { log.removeFirst(log.count - Self.requestLogCapacity + 1) }
+            log.append(entry)
+        }
+    }
 
     private func locked<T>(_ body: () throws -> T) rethrows -> T {
         lock.lock()
@@ -141,7 +152,7 @@ public final class SyncServer: @unchecked Sendable {
             method: request.method, path: request.path, idempotencyKey: request.header("idempotency-key"),
             documentID: request.header("formsync-document"), workspace: request.header("formsync-workspace"), status: nil, replayed: false)
         if faults.isOutage {
-            locked { log.append(entry) }
+            record(entry)
             return nil
         }
         let fault = faults.next(for: route)
@@ -149,7 +160,7 @@ public final class SyncServer: @unchecked Sendable {
         if fault == .dropAfterCommit { response = nil }  // whatever happened, the reply is lost
         entry.status = response?.status
         entry.replayed = response?.headers.contains { $0.0 == "Idempotent-Replayed" } ?? false
-        locked { log.append(entry) }
+        record(entry)
         return response
     }
 
@@ -190,14 +201,94 @@ public final class SyncServer: @unchecked Sendable {
         }
     }
 
-    private func authorized(_ request: HTTPRequest) -> Bool {
-        guard let header = request.header("authorization"), header.hasPrefix("Bearer ") else { return false }
+    private func authorized(_ request: HTTPRequest) -> Bool { principal(of: request) != nil }
+
+    /// Who the request's bearer token acts for, when it is valid.
+    private func principal(of request: HTTPRequest) -> String? {
+        guard let header = request.header("authorization"), header.hasPrefix("Bearer "), header.utf8.count <= 512 else { return nil }
         let token = String(header.dropFirst("Bearer ".count))
-        return locked { store.tokenValid(token, kind: "access", at: now()) }
+        return locked { store.principal(ofToken: token, kind: "access", at: now()) }
+    }
+
+    // MARK: Before the body
+
+    /// The largest submission body (JSON) the server reads.
+    public static let maxSubmissionBytes = 1 << 20
+    /// The largest file upload it reads.
+    public static let maxFileBytes = 64 << 20
+
+    /// Decides from the head alone: the route's body limit, and for writes the token and the
+    /// protocol headers, so that nothing is read from a request that will be refused. (While a
+    /// fault is planned, the faults come first, as a network in front of the server would.)
+    func preflight(_ head: HTTPRequest) -> HTTPServer.Preflight {
+        let limit: Int
+        switch (head.method, head.path) {
+        case ("GET", _): limit = 0
+        case ("POST", "/auth/refresh"): limit = 4096
+        case ("POST", "/files"): limit = Self.maxFileBytes
+        case ("POST", _): limit = Self.maxSubmissionBytes
+        default: limit = 0
+        }
+        guard head.method == "POST", head.path != "/auth/refresh", faults.isEmpty, !faults.isOutage else { return .read(maxBodyBytes: limit) }
+        if let refusal = misdirected(head) ?? (authorized(head) ? nil : unauthorized()) ?? badProtocolHeaders(head) {
+            return .refuse(refusal)
+        }
+        return .read(maxBodyBytes: limit)
+    }
+
+    private func misdirected(_ request: HTTPRequest) -> HTTPResponse? {
+        guard let workspace, let named = request.header("formsync-workspace"), named != workspace, request.path != "/health" else { return nil }
+        return .problem(421, "Misdirected Request", detail: "this server hosts workspace \(workspace), not \(named)", code: "wrong-workspace")
+    }
+
+    /// The syntax of `Idempotency-Key`, `FormSync-Document` and `FormSync-Workspace`
+    /// (docs/PROTOCOL.md): 1 to 128 characters from `A–Z a–z 0–9 - . _ ~ :`.
+    static func isIdentifier(_ value: String?) -> Bool {
+        guard let value, (1...128).contains(value.utf8.count) else { return false }
+        return value.utf8.allSatisfy { byte in
+            switch byte {
+            case 48...57, 65...90, 97...122, 45, 46, 95, 126, 58: return true
+            default: return false
+            }
+        }
+    }
+
+    private func badProtocolHeaders(_ request: HTTPRequest) -> HTTPResponse? {
+        guard Self.isIdentifier(request.header("idempotency-key")) else {
+            return .problem(400, "Bad Request", detail: "Idempotency-Key is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :", code: "bad-idempotency-key")
+        }
+        guard Self.isIdentifier(request.header("formsync-document")) else {
+            return .problem(400, "Bad Request", detail: "FormSync-Document is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :", code: "bad-document-id")
+        }
+        if let workspace = request.header("formsync-workspace"), !Self.isIdentifier(workspace) {
+            return .problem(400, "Bad Request", detail: "FormSync-Workspace: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :", code: "bad-workspace")
+        }
+        if let ifMatch = request.header("if-match"), Self.entityTags(ifMatch) == nil {
+            return .problem(400, "Bad Request", detail: "If-Match must be * or a list of entity tags (RFC 9110 §13.1.1)", code: "bad-if-match")
+        }
+        return nil
+    }
+
+    /// `If-Match` per RFC 9110 §13.1.1: `*` (nil tags) or a comma-separated list of entity tags,
+    /// strong `"x"` or weak `W/"x"`; nil for anything else.
+    static func entityTags(_ header: String) -> (any: Bool, strong: [String])? {
+        let text = header.trimmingCharacters(in: .whitespaces)
+        if text == "*" { return (true, []) }
+        var strong: [String] = []
+        for item in text.split(separator: ",", omittingEmptySubsequences: false) {
+            var tag = item.trimmingCharacters(in: .whitespaces)
+            let weak = tag.hasPrefix("W/")
+            if weak { tag.removeFirst(2) }
+            guard tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\""),
+                tag.dropFirst().dropLast().utf8.allSatisfy({ $0 == 0x21 || (0x23...0x7E).contains($0) || $0 >= 0x80 })
+            else { return nil }
+            if !weak { strong.append(tag) }
+        }
+        return (false, strong)
     }
 
     private func unauthorized() -> HTTPResponse {
-        .problem(401, "Unauthorized", detail: "a valid bearer token is required", headers: [("WWW-Authenticate", "Bearer")])
+        .problem(401, "Unauthorized", detail: "a valid bearer token is required", code: "bad-token", headers: [("WWW-Authenticate", "Bearer")])
     }
 
     private func refresh(_ request: HTTPRequest) -> HTTPResponse {
@@ -205,10 +296,10 @@ public final class SyncServer: @unchecked Sendable {
             let refreshToken = object["refresh_token"] as? String
         else { return .problem(400, "Bad Request", detail: "send {\"refresh_token\": \"…\"}") }
         return locked {
-            guard store.tokenValid(refreshToken, kind: "refresh", at: now()) else {
-                return .problem(401, "Unauthorized", detail: "unknown refresh token")
+            guard let principal = store.principal(ofToken: refreshToken, kind: "refresh", at: now()) else {
+                return .problem(401, "Unauthorized", detail: "unknown refresh token", code: "bad-token")
             }
-            let token = issueAccessTokenLocked()
+            let token = issueAccessTokenLocked(principal: principal)
             return .json(200, ["access_token": token, "token_type": "Bearer", "expires_in": tokenLifetimeMilliseconds / 1000])
         }
     }
@@ -217,22 +308,21 @@ public final class SyncServer: @unchecked Sendable {
     /// another payload is 422, a key still in flight is 409; the write and its recorded reply
     /// commit together.
     private func write(_ request: HTTPRequest, fault: FaultPlan.Fault?, _ process: @escaping () throws -> HTTPResponse) -> HTTPResponse? {
-        guard authorized(request) else { return unauthorized() }
-        guard let key = request.header("idempotency-key"), !key.isEmpty, key.count <= 200 else {
-            return .problem(400, "Bad Request", detail: "Idempotency-Key is required")
-        }
-        guard let document = request.header("formsync-document"), !document.isEmpty, document.count <= 200 else {
-            return .problem(400, "Bad Request", detail: "FormSync-Document is required")
-        }
+        if let refusal = misdirected(request) { return refusal }
+        guard let principal = principal(of: request) else { return unauthorized() }
+        if let refusal = badProtocolHeaders(request) { return refusal }
+        let document = request.header("formsync-document")!
+        // Keys are scoped to (workspace, principal): another device's key is another key.
+        let key = "\(request.header("formsync-workspace") ?? "")\u{1F}\(principal)\u{1F}\(request.header("idempotency-key")!)"
         var fingerprint = Data("\(request.method) \(request.path)\n\(request.header("formsync-form") ?? "")\n\(request.header("if-match") ?? "")\n\(document)\n".utf8)
         fingerprint.append(request.body)
         let hash = SHA256.hash(fingerprint)
         let begun: HTTPResponse? = locked {
             switch store.ledgerEntry(key) {
             case .some(let entry) where entry.hash != hash:
-                return .problem(422, "Unprocessable Content", detail: "this Idempotency-Key was used with a different request")
+                return .problem(422, "Unprocessable Content", detail: "this Idempotency-Key was used with a different request", code: "key-reused")
             case .some(let entry) where entry.response == nil:
-                return .problem(409, "Conflict", detail: "a request with this Idempotency-Key is still being processed", headers: [("Retry-After", "1")])
+                return .problem(409, "Conflict", detail: "a request with this Idempotency-Key is still being processed", code: "key-in-flight", headers: [("Retry-After", "1")])
             case .some(let entry):
                 var replay = entry.response!
                 replay.headers.append(("Idempotent-Replayed", "true"))
@@ -254,7 +344,10 @@ public final class SyncServer: @unchecked Sendable {
                 return (response, commitHook, commitHook == nil ? 0 : store.documentCount())
             } catch {
                 store.abandonLedger(key)
-                return (.problem(500, "Internal Server Error", detail: "\(error)"), nil, 0)
+                // The details (paths, SQL) go to the server's log, never to the client.
+                let reference = UUID().uuidString.lowercased()
+                FileHandle.standardError.write(Data("formsync server: error \(reference): \(error)\n".utf8))
+                return (.problem(500, "Internal Server Error", detail: "an internal error occurred (reference \(reference))", code: "internal"), nil, 0)
             }
         }
         hook?(count)
@@ -285,11 +378,20 @@ public final class SyncServer: @unchecked Sendable {
         guard canonical.endpoint == request.path else {
             return .problem(404, "Not Found", detail: "the payload belongs at \(canonical.endpoint), not \(request.path)")
         }
-        let ifMatch = request.header("if-match")
+        let workspace = request.header("formsync-workspace") ?? ""
+        if let refusal = boundElsewhere(documentID, form: name, workspace: workspace) { return refusal }
+        let ifMatch = request.header("if-match").flatMap(Self.entityTags)
         if let existing = store.document(documentID) {
-            guard let ifMatch else { return recordResponse(existing, status: 200) }
-            guard ifMatch == Self.etag(existing.version) else {
-                return recordResponse(existing, status: 412)
+            guard let ifMatch else {
+                // A create for a document already held: the same record is an idempotent repeat;
+                // a different one must not be dropped silently, nor applied blindly.
+                let stored = try entry.remap(existing.payload, [:]).payload
+                if stored == canonical.payload { return recordResponse(existing, status: 200) }
+                return recordResponse(existing, status: 409, code: "document-exists",
+                                      detail: "document \(documentID) already exists with other content; edit it with If-Match")
+            }
+            guard ifMatch.any || ifMatch.strong.contains(Self.etag(existing.version)) else {
+                return recordResponse(existing, status: 412, code: "stale-version")
             }
             // An edit: the server's own value stands for every field it is the authority of.
             let stored = existing.payload
@@ -297,8 +399,10 @@ public final class SyncServer: @unchecked Sendable {
             let updated = try store.updateDocument(documentID, payload: merged, at: now())
             return recordResponse(updated, status: 200)
         }
-        if ifMatch != nil { return .problem(404, "Not Found", detail: "document \(documentID) does not exist; it cannot be edited") }
-        let created = try store.createDocument(documentID, form: name, formVersion: version, payload: canonical.payload, at: now())
+        if ifMatch != nil {
+            return .problem(404, "Not Found", detail: "document \(documentID) does not exist; it cannot be edited", code: "no-such-document")
+        }
+        let created = try store.createDocument(documentID, form: name, formVersion: version, workspace: workspace, payload: canonical.payload, at: now())
         return recordResponse(created, status: 201)
     }
 
@@ -308,18 +412,42 @@ public final class SyncServer: @unchecked Sendable {
         guard let header = request.header("content-digest"), let claimed = Self.parseDigest(header) else {
             return .problem(400, "Bad Request", detail: "Content-Digest: sha-256=:…: is required")
         }
-        guard claimed == digest else { return .problem(400, "Bad Request", detail: "Content-Digest does not match the bytes received") }
-        let (id, created) = try store.storeFile(documentID, bytes: request.body, digest: digest, contentType: request.header("content-type"), at: now())
+        guard claimed == digest else { return .problem(400, "Bad Request", detail: "Content-Digest does not match the bytes received", code: "digest-mismatch") }
+        let workspace = request.header("formsync-workspace") ?? ""
+        if let refusal = boundElsewhere(documentID, form: nil, workspace: workspace) { return refusal }
+        let (id, created, sameBytes) = try store.storeFile(
+            documentID, workspace: workspace, bytes: request.body, digest: digest, contentType: request.header("content-type"), at: now())
+        guard sameBytes else {
+            return .problem(409, "Conflict", detail: "file document \(documentID) already holds other bytes", code: "document-exists", extra: ["id": id])
+        }
         return .json(created ? 201 : 200, ["document_id": documentID, "id": id, "byte_count": request.body.count,
                                          "digest": "sha-256=:\(digest.base64EncodedString()):"])
     }
 
-    private func recordResponse(_ document: Document, status: Int) -> HTTPResponse {
+    /// A refusal when `documentID` already belongs to another form (a file when `form` is nil)
+    /// or another workspace: a document id is bound to both for good.
+    private func boundElsewhere(_ documentID: String, form: String?, workspace: String) -> HTTPResponse? {
+        guard let owner = store.owner(of: documentID) else { return nil }
+        if owner.form != form {
+            return .problem(409, "Conflict", detail: "document \(documentID) belongs to \(owner.form ?? "a file upload"), not \(form ?? "a file upload")",
+                            code: "document-form-mismatch")
+        }
+        if owner.workspace != workspace {
+            return .problem(409, "Conflict", detail: "document \(documentID) belongs to another workspace", code: "document-workspace-mismatch")
+        }
+        return nil
+    }
+
+    private func recordResponse(_ document: Document, status: Int, code: String? = nil, detail: String? = nil) -> HTTPResponse {
         let record = (try? JSONSerialization.jsonObject(with: document.payload)) ?? [:]
-        return .json(status, [
+        var object: [String: Any] = [
             "document_id": document.documentID, "id": document.id, "form": document.form, "form_version": document.formVersion,
             "version": Self.etag(document.version), "record": record,
-        ], headers: [("ETag", Self.etag(document.version)), ("Location", "/documents/\(document.documentID)")])
+        ]
+        let headers = [("ETag", Self.etag(document.version)), ("Location", "/documents/\(document.documentID)")]
+        guard let code else { return .json(status, object, headers: headers) }
+        object["record"] = nil
+        return .problem(status, HTTPResponse.reason(status), detail: detail, code: code, extra: object.merging(["record": record]) { a, _ in a }, headers: headers)
     }
 
     static func etag(_ version: Int) -> String { "\"\(version)\"" }

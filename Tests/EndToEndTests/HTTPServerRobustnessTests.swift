@@ -40,8 +40,12 @@ struct HTTPServerRobustnessTests {
         #expect(exchange(port, Data("GARBAGE\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
         #expect(exchange(port, Data("GET /health HTTP/1.1\r\nNo colon here\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
         #expect(exchange(port, Data("POST /files HTTP/1.1\r\nContent-Length: banana\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
-        #expect(exchange(port, Data("POST /files HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 413 "))
-        #expect(exchange(port, Data("POST /files HTTP/1.1\r\nContent-Length: 10\r\n\r\nshort".utf8)).hasPrefix("HTTP/1.1 400 "))
+        let token = world.server.issueAccessToken()
+        let writeHeaders = "Authorization: Bearer \(token)\r\nIdempotency-Key: k1\r\nFormSync-Document: d1\r\n"
+        #expect(exchange(port, Data("POST /files HTTP/1.1\r\n\(writeHeaders)Content-Length: 99999999999\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 413 "))
+        // Fewer bytes than Content-Length, then the peer stops sending: refused, never processed.
+        #expect(exchange(port, Data("POST /files HTTP/1.1\r\n\(writeHeaders)Content-Length: 10\r\n\r\nshort".utf8)).hasPrefix("HTTP/1.1 400 "))
+        #expect(world.server.fileIDs().isEmpty)
         let noise = Data((0..<2000).map { _ in UInt8.random(in: 0...255) }) + Data("\r\n\r\n".utf8)
         #expect(exchange(port, noise).hasPrefix("HTTP/1.1 400 "))
         // No head terminator before the peer stopped sending: a request cut short is refused.

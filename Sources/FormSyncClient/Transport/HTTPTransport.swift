@@ -146,13 +146,18 @@ public final class HTTPTransport: OutboxTransport {
         case 401:
             return .authExpired
         case 412:
-            guard let json, let record = json["record"], JSONSerialization.isValidJSONObject(record),
-                let current = try? JSONSerialization.data(withJSONObject: record, options: [.sortedKeys]),
-                let version = Self.version(headers["etag"] ?? (json["version"] as? String))
-            else {
+            guard let (current, version) = currentRecord(json, headers) else {
                 return .transient(reason: "HTTP 412 without the current record", retryAfterMilliseconds: nil)
             }
             return .conflict(current: current, version: version)
+        case 409 where json?["code"] as? String == "document-exists":
+            // The document exists with other content: a conflict to merge or show, never "done".
+            guard let (current, version) = currentRecord(json, headers) else {
+                return .rejected(reason: "HTTP 409\(problemText(json))", fieldErrors: [])
+            }
+            return .conflict(current: current, version: version)
+        case 409 where ["document-form-mismatch", "document-workspace-mismatch"].contains(json?["code"] as? String ?? ""):
+            return .rejected(reason: "HTTP 409\(problemText(json))", fieldErrors: [])
         case 408, 409, 425, 429, 500..<600:
             return .transient(reason: "HTTP \(status)\(problemText(json))", retryAfterMilliseconds: retryAfter(headers["retry-after"]))
         case 422:
@@ -166,6 +171,15 @@ public final class HTTPTransport: OutboxTransport {
         default:
             return .unreachable(reason: "HTTP \(status) is not a FormSync reply")
         }
+    }
+
+    /// The current record and its version from a 412 or a 409 `document-exists` reply.
+    static func currentRecord(_ json: [String: Any]?, _ headers: [String: String]) -> (Data, String)? {
+        guard let json, let record = json["record"], JSONSerialization.isValidJSONObject(record),
+            let current = try? JSONSerialization.data(withJSONObject: record, options: [.sortedKeys]),
+            let version = version(headers["etag"] ?? (json["version"] as? String))
+        else { return nil }
+        return (current, version)
     }
 
     /// A server id as the protocol promises it: a whole number from 1 to 2^53 − 1 (exact in

@@ -1,0 +1,209 @@
+import FieldForms
+import Foundation
+import FormSyncClient
+import FormSyncModel
+import FormSyncServer
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The reference server against hostile clients, over real sockets: every input that used to
+/// crash it, stall it or make it hand out another document's record.
+struct ServerHardeningTests {
+    let raw = HTTPServerRobustnessTests()
+
+    /// Connects to 127.0.0.1:`port`; the descriptor, or -1.
+    static func connectTo(_ port: UInt16, blocking: Bool = true) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return -1 }
+        if !blocking { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if result != 0 && !(errno == EINPROGRESS && !blocking) {
+            close(fd)
+            return -1
+        }
+        return fd
+    }
+
+    static func send(_ fd: Int32, _ text: String) {
+        _ = Data(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Reads until the peer closes or `seconds` pass.
+    static func receive(_ fd: Int32, seconds: Int = 5) -> String {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var reply = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            reply.append(contentsOf: buffer[0..<n])
+        }
+        return String(decoding: reply, as: UTF8.self)
+    }
+
+    @Test func aChunkSizeThatWouldOverflowIsRefusedAndTheServerKeepsServing() throws {
+        let world = try World()
+        let port = world.server.port
+        for size in ["7fffffffffffffff", "ffffffffffffffffffff", "-1", "0x10", ""] {
+            let reply = raw.exchange(port, Data("POST /auth/refresh HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\(size)\r\nabc\r\n0\r\n\r\n".utf8))
+            #expect(reply.hasPrefix("HTTP/1.1 413 ") || reply.hasPrefix("HTTP/1.1 400 "), "\(size): \(reply.prefix(40))")
+        }
+        #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n".utf8)).contains("\"service\":\"formsync\""))
+    }
+
+    @Test func aBodyIsNotReadBeforeTheTokenIsChecked() throws {
+        let world = try World()
+        let fd = Self.connectTo(world.server.port)
+        defer { close(fd) }
+        // Sixty megabytes announced, not one sent: the answer comes from the head alone.
+        Self.send(fd, "POST /customers HTTP/1.1\r\nContent-Length: 60000000\r\nIdempotency-Key: k\r\nFormSync-Document: d\r\n\r\n")
+        let reply = Self.receive(fd)
+        #expect(reply.hasPrefix("HTTP/1.1 401 "))
+        #expect(reply.contains("Connection: close"))
+    }
+
+    @Test func headerValuesWithControlCharactersAndTooManyHeadersAreRefused() throws {
+        let world = try World()
+        let port = world.server.port
+        #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\nX-Note: a\u{1}b\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
+        #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\nX-Note: a\u{7f}b\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
+        let many = (0..<150).map { "X-H\($0): v\r\n" }.joined()
+        #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\n\(many)\r\n".utf8)).hasPrefix("HTTP/1.1 431 "))
+        let huge = "GET /health HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 40_000))\r\n\r\n"
+        #expect(raw.exchange(port, Data(huge.utf8)).hasPrefix("HTTP/1.1 431 "))
+        #expect(raw.exchange(port, Data("POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
+        let token = world.server.issueAccessToken()
+        let badKey = raw.exchange(port, Data("POST /customers HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nIdempotency-Key: has space\r\nFormSync-Document: d\r\nContent-Length: 2\r\n\r\n{}".utf8))
+        #expect(badKey.hasPrefix("HTTP/1.1 400 "))
+        #expect(badKey.contains("bad-idempotency-key"))
+    }
+
+    @Test func aSlowHeadIsCutOffAndNeverHoldsAWorker() throws {
+        var limits = HTTPServer.Limits()
+        limits.headTimeout = 0.5
+        limits.workers = 1
+        let server = HTTPServer(limits: limits) { _ in .json(200, ["ok": true]) }
+        let port = try server.start()
+        defer { server.stop() }
+        var slow: [Int32] = []
+        for _ in 0..<50 {
+            let fd = Self.connectTo(port)
+            Self.send(fd, "GET /he")  // a head that never ends
+            slow.append(fd)
+        }
+        defer { for fd in slow { close(fd) } }
+        let fast = Self.connectTo(port)
+        defer { close(fast) }
+        Self.send(fast, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(Self.receive(fast).hasPrefix("HTTP/1.1 200 "))  // served while fifty heads dawdle
+        #expect(Self.receive(slow[0]).hasPrefix("HTTP/1.1 408 "))
+    }
+
+    @Test func tenThousandIdleConnectionsNeitherExhaustTheServerNorKeepAClientOut() async throws {
+        let world = try World()
+        var idle: [Int32] = []
+        defer { for fd in idle { close(fd) } }
+        for _ in 0..<10_000 {
+            let fd = Self.connectTo(world.server.port, blocking: false)
+            if fd >= 0 { idle.append(fd) }
+        }
+        #expect(idle.count >= 9_000)
+        try await Task.sleep(for: .milliseconds(300))
+        let outbox = try world.device()
+        try await outbox.enqueue(salesOrder(customer: 1, marker: "through-the-crowd"))
+        let report = await outbox.flush()
+        #expect(report.sent == 1)
+        #expect(world.server.documents().count == 1)
+    }
+
+    @Test func aServerOutOfFileDescriptorsKeepsServingOnceTheyAreBack() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("emfile-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "ulimit -n 64 && exec \"$0\" serve --port 0 --db \"$1\"", DemoProcessTests.formsync.path, folder.path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { process.terminate() }
+        // The first line reads "FormSync reference server on http://127.0.0.1:PORT".
+        var text = ""
+        while !text.contains("\n") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        let first = text.split(separator: "\n").first ?? ""
+        let port = try #require(first.split(separator: ":").last.flatMap { UInt16($0) }, "\(text)")
+        var crowd: [Int32] = []
+        for _ in 0..<200 {
+            let fd = Self.connectTo(port, blocking: false)
+            if fd >= 0 { crowd.append(fd) }
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        for fd in crowd { close(fd) }
+        try await Task.sleep(for: .milliseconds(300))
+        let fd = Self.connectTo(port)
+        defer { close(fd) }
+        Self.send(fd, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(Self.receive(fd).contains("\"service\":\"formsync\""))
+        let threads = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
+            .split(separator: "\n").first { $0.hasPrefix("Threads:") }
+        #expect(Int(threads?.split(separator: "\t").last ?? "") ?? 999 < 30, "\(threads ?? "")")
+    }
+
+    @Test func aDocumentIDIsBoundToItsFormAndNeverAnswersWithAnotherRecord() async throws {
+        let world = try World()
+        let outbox = try world.device()
+        try await outbox.enqueue(NewCustomer(name: "Café Lima", segment: .horeca), documentID: "shared-id")
+        #expect(await outbox.flush().sent == 1)
+        let order = try await outbox.enqueue(salesOrder(customer: 1), documentID: "shared-id")
+        let report = await outbox.flush()
+        #expect(report.sent == 0)
+        #expect(report.rejected == 1)
+        #expect(try await outbox.item(order)?.state == .rejected)
+        #expect(world.server.documents().map(\.form) == ["NewCustomer"])
+        // With If-Match, the order's body still never lands on the customer's record.
+        let edit = try await outbox.enqueue(salesOrder(customer: 2), documentID: "shared-id", base: (salesOrder(customer: 1), "\"1\""))
+        _ = await outbox.flush()
+        #expect(try await outbox.item(edit)?.state == .rejected)
+        let customer = try #require(world.server.document("shared-id"))
+        #expect(customer.version == 1)
+        #expect(String(decoding: customer.payload, as: UTF8.self).contains("Café Lima"))
+    }
+
+    @Test func aCreateForADocumentTheServerHoldsWithOtherContentIsAConflictNotAConfirmation() async throws {
+        let world = try World()
+        let first = try world.device("first")
+        try await first.enqueue(NewCustomer(name: "Shop A", segment: .retail), documentID: "customer-9")
+        #expect(await first.flush().sent == 1)
+        // Another device (another key) creates the same document with other content.
+        let second = try world.device("second")
+        let id = try await second.enqueue(NewCustomer(name: "Shop B", segment: .retail), documentID: "customer-9")
+        let report = await second.flush()
+        #expect(report.sent == 0)
+        #expect(report.conflicts == 1)
+        let item = try #require(try await second.item(id))
+        #expect(item.state == .conflict)
+        #expect(item.serverVersion == "\"1\"")
+        #expect(String(decoding: item.serverPayload ?? Data(), as: UTF8.self).contains("Shop A"))
+        let held = world.server.document("customer-9")?.payload ?? Data()
+        #expect(String(decoding: held, as: UTF8.self).contains("Shop A"))
+        // The same content again is an idempotent repeat, and confirmed.
+        let third = try world.device("third")
+        try await third.enqueue(NewCustomer(name: "Shop A", segment: .retail), documentID: "customer-9")
+        #expect(await third.flush().sent == 1)
+    }
+}
