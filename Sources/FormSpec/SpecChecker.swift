@@ -5,6 +5,13 @@ import Foundation
 struct SpecChecker {
     let path: String
     var diagnostics: [Diagnostic] = []
+    /// Fields declared so far, lists' fields included, against `maxFields`.
+    var fieldCount = 0
+
+    /// The most fields one form may declare, at every depth together.
+    static let maxFields = 500
+    /// How deeply lists may nest (a list of items holding a list is depth 2).
+    static let maxListDepth = 3
 
     init(path: String) {
         self.path = path
@@ -170,7 +177,37 @@ struct SpecChecker {
             index = value.index(after: index)
         }
         if !literal.isEmpty { segments.append(.literal(literal)) }
+        checkPathSegments(value, at: column)
         return segments
+    }
+
+    /// Each `/`-separated segment must be non-empty, neither `.` nor `..` (a client's URL stack
+    /// would remove them and readdress the request), and built from RFC 3986 path characters.
+    mutating func checkPathSegments(_ value: String, at column: (String.Index) -> SourceLocation) {
+        guard value.hasPrefix("/") else { return }
+        var start = value.index(after: value.startIndex)
+        while true {
+            let end = value[start...].firstIndex(of: "/") ?? value.endIndex
+            let segment = value[start..<end]
+            if segment.isEmpty {
+                error(column(start < value.endIndex ? start : value.index(before: start)), "endpoint has an empty path segment ('//' or a trailing '/')")
+            } else if segment == "." || segment == ".." {
+                error(column(start), "endpoint segment '\(segment)' is not allowed: URL stacks remove dot segments and would send the request elsewhere")
+            } else if let bad = segment.unicodeScalars.first(where: { !Self.isPathCharacter($0) && $0 != "{" && $0 != "}" }) {
+                if bad != " " && bad != "?" && bad != "#" {  // reported above
+                    error(column(start), "endpoint may not contain '\(bad)'; use letters, digits and - . _ ~ ! $ & ' ( ) * + , ; = : @")
+                }
+            }
+            guard end < value.endIndex else { break }
+            start = value.index(after: end)
+        }
+    }
+
+    static func isPathCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "a"..."z", "A"..."Z", "0"..."9": return true
+        default: return "-._~!$&'()*+,;=:@".unicodeScalars.contains(scalar)
+        }
     }
 
     // MARK: Fields
@@ -206,6 +243,11 @@ struct SpecChecker {
         for (key, value) in pairs {
             guard let name = key.scalar else { continue }
             let display = pathPrefix + name
+            fieldCount += 1
+            if fieldCount == Self.maxFields + 1 {
+                error(key.location, "a form holds at most \(Self.maxFields) fields (lists' fields included); split it into several forms")
+            }
+            if fieldCount > Self.maxFields { continue }
             guard Naming.isIdentifier(name, firstLowercase: true), !name.hasSuffix("_"), !name.contains("__") else {
                 error(key.location, "field name '\(display)' must start with a lower-case letter and hold only letters, digits and single underscores")
                 continue
@@ -299,7 +341,9 @@ struct SpecChecker {
                 if (try? NSRegularExpression(pattern: value)) == nil {
                     error(node.location, "pattern '\(value)' is not a valid regular expression")
                 } else {
-                    pattern = value
+                    let problems = PortablePattern.problems(value)
+                    for problem in problems { error(node.location, "pattern '\(value)': \(problem)") }
+                    if problems.isEmpty { pattern = value }
                 }
             }
             kind = .text(minLength: minLength, maxLength: maxLength, pattern: pattern)
@@ -399,6 +443,10 @@ struct SpecChecker {
         case "list":
             guard let node = keys["fields"]?.value else {
                 error(key.location, "list field '\(display)' needs 'fields': the fields of each item")
+                return nil
+            }
+            guard display.split(separator: ".").count <= Self.maxListDepth else {
+                error(key.location, "list '\(display)' nests lists deeper than \(Self.maxListDepth) levels; flatten it or make it a form of its own")
                 return nil
             }
             var itemName = Naming.itemTypeName(forList: name)
@@ -634,8 +682,12 @@ struct SpecChecker {
             error(node.location, "'\(value)' has a leading zero, which YAML 1.1 reads as an octal number; write \(value.hasPrefix("-") ? "-" : "")\(fixed.isEmpty ? "0" : String(fixed))")
             return nil
         }
-        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(value) else {
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else {
             error(node.location, "\(what) must be an integer, found '\(value)'")
+            return nil
+        }
+        guard let number = Int(value) else {
+            error(node.location, "\(what) '\(value)' is outside the 64-bit range the generated Int64 holds exactly")
             return nil
         }
         return number
@@ -648,6 +700,11 @@ struct SpecChecker {
             Self.isDecimalLiteral(value)
         else {
             error(node.location, "\(what) must be a decimal number such as 12.5, found \(node.scalar.map { "'\($0)'" } ?? node.kindName)")
+            return nil
+        }
+        let significant = value.filter(\.isNumber).drop { $0 == "0" }
+        guard significant.count <= 38 else {
+            error(node.location, "\(what) '\(value)' has more than 38 significant digits, more than the generated Decimal holds exactly")
             return nil
         }
         return value

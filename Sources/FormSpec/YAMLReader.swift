@@ -51,7 +51,7 @@ struct YAMLReader {
             case YAML_DOCUMENT_END_EVENT, YAML_STREAM_START_EVENT:
                 continue
             default:
-                guard let node = readNode(startingWith: event, &events) else { return nil }
+                guard let node = readNode(startingWith: event, &events, depth: 1) else { return nil }
                 root = node
             }
         }
@@ -67,8 +67,17 @@ struct YAMLReader {
         }
     }
 
-    /// Reads one node whose first event is `event`. Returns nil only when parsing cannot go on.
-    private mutating func readNode(startingWith event: Event, _ events: inout EventStream) -> YAMLNode? {
+    /// How deeply collections may nest. A spec needs a dozen levels at most; the bound keeps the
+    /// reader's recursion (and everything after it) safe from input like 15,000 nested `[`.
+    static let maxDepth = 64
+
+    /// Reads one node whose first event is `event`, at nesting `depth`. Returns nil only when
+    /// parsing cannot go on.
+    private mutating func readNode(startingWith event: Event, _ events: inout EventStream, depth: Int) -> YAMLNode? {
+        if depth > Self.maxDepth, event.type == YAML_SEQUENCE_START_EVENT || event.type == YAML_MAPPING_START_EVENT {
+            error(event.location, "the YAML nests deeper than \(Self.maxDepth) levels; a spec never needs that much")
+            return nil
+        }
         if event.anchor {
             error(event.location, "anchors (&name) are not allowed in a spec; write the value out")
         }
@@ -86,7 +95,7 @@ struct YAMLReader {
             while true {
                 guard let item = next(&events) else { return nil }
                 if item.type == YAML_SEQUENCE_END_EVENT { break }
-                guard let node = readNode(startingWith: item, &events) else { return nil }
+                guard let node = readNode(startingWith: item, &events, depth: depth + 1) else { return nil }
                 items.append(node)
             }
             return YAMLNode(kind: .sequence(items), location: event.location)
@@ -96,9 +105,9 @@ struct YAMLReader {
             while true {
                 guard let keyEvent = next(&events) else { return nil }
                 if keyEvent.type == YAML_MAPPING_END_EVENT { break }
-                guard let key = readNode(startingWith: keyEvent, &events) else { return nil }
+                guard let key = readNode(startingWith: keyEvent, &events, depth: depth + 1) else { return nil }
                 guard let valueEvent = next(&events) else { return nil }
-                guard let value = readNode(startingWith: valueEvent, &events) else { return nil }
+                guard let value = readNode(startingWith: valueEvent, &events, depth: depth + 1) else { return nil }
                 guard let name = key.scalar else {
                     error(key.location, "a key must be a plain name, not \(key.kindName)")
                     continue

@@ -1,5 +1,5 @@
 /// Builds endpoint paths from payload values: each value is one percent-encoded path segment, so
-/// a value holding `/` or `?` cannot change which resource is addressed.
+/// a value holding `/` or `?`, or being `.` or `..`, cannot change which resource is addressed.
 public enum PathSegment {
     /// The RFC 3986 unreserved characters, the only ones left as they are.
     static func isUnreserved(_ byte: UInt8) -> Bool {
@@ -17,6 +17,9 @@ public enum PathSegment {
     /// validation has already refused for a required field.
     public static func encode(_ value: String?) -> String {
         guard let value else { return "" }
+        // "." and ".." are dot segments: a URL stack would remove them and readdress the request.
+        if value == "." { return "%2E" }
+        if value == ".." { return "%2E%2E" }
         var out = ""
         for byte in value.utf8 {
             if isUnreserved(byte) {

@@ -116,3 +116,12 @@ struct ModelTypeTests {
         #expect(JSONPointer.tokens("/a") == nil)
     }
 }
+
+struct PathSegmentDotTests {
+    @Test func dotSegmentsAreEncodedSoAURLStackCannotRemoveThem() {
+        #expect(PathSegment.encode(".") == "%2E")
+        #expect(PathSegment.encode("..") == "%2E%2E")
+        #expect(PathSegment.encode("...") == "...")
+        #expect(PathSegment.encode("a.b") == "a.b")
+    }
+}
