@@ -37,6 +37,9 @@ struct HTTPRequestParser {
     private var phase: Phase = .head
     private var bodyLimit = 0
     private var body: [UInt8] = []
+    /// How far the buffer was already searched for the end of the head, so that a head arriving
+    /// a byte at a time is scanned once, not once per read.
+    private var headScanned = 0
 
     init(limits: Limits = Limits()) {
         self.limits = limits
@@ -118,11 +121,16 @@ struct HTTPRequestParser {
 
     private mutating func readHead() -> Step {
         // Blank lines before a request line are ignored (RFC 9112 §2.2).
-        while buffer.count >= 2 && buffer[0] == 13 && buffer[1] == 10 { buffer.removeFirst(2) }
-        guard let end = Self.headEnd(buffer, limit: limits.maxHeaderBytes) else {
+        while buffer.count >= 2 && buffer[0] == 13 && buffer[1] == 10 {
+            buffer.removeFirst(2)
+            headScanned = 0
+        }
+        guard let end = Self.headEnd(buffer, from: headScanned, limit: limits.maxHeaderBytes) else {
             if buffer.count > limits.maxHeaderBytes { return .refuse(431, "the request head is larger than \(limits.maxHeaderBytes) bytes") }
+            headScanned = max(0, buffer.count - 3)
             return .needMore
         }
+        headScanned = 0
         let head = Array(buffer[0..<end])
         buffer.removeFirst(end + 4)
         var lines = Self.split(head)
@@ -159,6 +167,9 @@ struct HTTPRequestParser {
         if let length = headers["content-length"], Self.contentLength(length) == nil {
             return .refuse(400, "malformed Content-Length")
         }
+        if headers["content-length"] != nil && headers["transfer-encoding"] != nil {
+            return .refuse(400, "a request may not carry both Content-Length and Transfer-Encoding")
+        }
         let split = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         let connection = headers["connection"]?.lowercased()
         let keepAlive = version == "HTTP/1.1" ? connection != "close" : connection == "keep-alive"
@@ -167,11 +178,11 @@ struct HTTPRequestParser {
         return .head(request, keepAlive: keepAlive)
     }
 
-    /// The offset of `\r\n\r\n` within the first `limit + 4` bytes.
-    static func headEnd(_ bytes: [UInt8], limit: Int) -> Int? {
+    /// The offset of `\r\n\r\n` within the first `limit + 4` bytes, searching from `start`.
+    static func headEnd(_ bytes: [UInt8], from start: Int = 0, limit: Int) -> Int? {
         let last = min(bytes.count, limit + 4) - 4
         guard last >= 0 else { return nil }
-        var i = 0
+        var i = max(0, start)
         while i <= last {
             if bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 { return i }
             i += 1

@@ -223,7 +223,8 @@ public final class HTTPServer: @unchecked Sendable {
         }
 
         func refuse(_ connection: Connection, _ status: Int, _ message: String, headers: [(String, String)] = []) {
-            respond(connection, .problem(status, HTTPResponse.reason(status), detail: message, headers: headers), keepAlive: false)
+            let code = [400: "malformed", 408: "timeout", 413: "too-large", 431: "header-too-large", 501: "unsupported-encoding", 503: "busy"][status]
+            respond(connection, .problem(status, HTTPResponse.reason(status), detail: message, code: code, headers: headers), keepAlive: false)
         }
 
         func flush(_ connection: Connection) {
@@ -295,7 +296,7 @@ public final class HTTPServer: @unchecked Sendable {
                 var noDelay: Int32 = 1
                 setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
                 if connections.count >= limits.maxConnections && !evictIdle() {
-                    let busy = Self.serialize(.problem(503, "Service Unavailable", detail: "too many connections", headers: [("Retry-After", "1")]), keepAlive: false)
+                    let busy = Self.serialize(.problem(503, "Service Unavailable", detail: "too many connections", code: "busy", headers: [("Retry-After", "1")]), keepAlive: false)
                     _ = busy.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                     close(client)
                     continue

@@ -169,17 +169,15 @@ public final class SyncServer: @unchecked Sendable {
         case .captivePortal:
             return HTTPResponse(status: 200, headers: [("Content-Type", "text/html")], body: Data("<html><body><h1>Welcome to FuelStop Wi-Fi</h1><form>Log in to continue</form></body></html>".utf8))
         case .unavailable(let seconds):
-            return .problem(503, "Service Unavailable", detail: "try again later", headers: [("Retry-After", String(seconds))])
+            return .problem(503, "Service Unavailable", detail: "try again later", code: "busy", headers: [("Retry-After", String(seconds))])
         case .tooManyRequests(let seconds):
-            return .problem(429, "Too Many Requests", detail: "slow down", headers: [("Retry-After", String(seconds))])
+            return .problem(429, "Too Many Requests", detail: "slow down", code: "rate-limited", headers: [("Retry-After", String(seconds))])
         case .unauthorized:
-            return .problem(401, "Unauthorized", detail: "the token expired", headers: [("WWW-Authenticate", "Bearer")])
+            return .problem(401, "Unauthorized", detail: "the token expired", code: "bad-token", headers: [("WWW-Authenticate", "Bearer")])
         default:
             break
         }
-        if let workspace, let named = request.header("formsync-workspace"), named != workspace, request.path != "/health" {
-            return .problem(421, "Misdirected Request", detail: "this server hosts workspace \(workspace), not \(named)")
-        }
+        if let refusal = misdirected(request) { return refusal }
         switch (request.method, request.path) {
         case ("GET", "/health"):
             return .json(200, ["service": "formsync", "status": "ok", "protocol": 1])
@@ -188,16 +186,16 @@ public final class SyncServer: @unchecked Sendable {
         case ("GET", let path) where path.hasPrefix("/documents/"):
             guard authorized(request) else { return unauthorized() }
             let id = String(path.dropFirst("/documents/".count))
-            guard let document = document(id) else { return .problem(404, "Not Found", detail: "no document \(id)") }
+            guard let document = document(id) else { return .problem(404, "Not Found", detail: "no document \(id)", code: "no-such-document") }
             return recordResponse(document, status: 200)
         case ("POST", "/files"):
             return write(request, fault: fault) { try self.storeFile(request) }
         case ("POST", _):
             return write(request, fault: fault) { try self.submit(request) }
         case (_, "/health"), (_, "/files"):
-            return .problem(405, "Method Not Allowed")
+            return .problem(405, "Method Not Allowed", code: "malformed")
         default:
-            return .problem(404, "Not Found", detail: "no route for \(request.method) \(request.path)")
+            return .problem(404, "Not Found", detail: "no route for \(request.method) \(request.path)", code: "no-route")
         }
     }
 
@@ -294,7 +292,7 @@ public final class SyncServer: @unchecked Sendable {
     private func refresh(_ request: HTTPRequest) -> HTTPResponse {
         guard let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
             let refreshToken = object["refresh_token"] as? String
-        else { return .problem(400, "Bad Request", detail: "send {\"refresh_token\": \"…\"}") }
+        else { return .problem(400, "Bad Request", detail: "send {\"refresh_token\": \"…\"}", code: "malformed") }
         return locked {
             guard let principal = store.principal(ofToken: refreshToken, kind: "refresh", at: now()) else {
                 return .problem(401, "Unauthorized", detail: "unknown refresh token", code: "bad-token")
@@ -358,25 +356,25 @@ public final class SyncServer: @unchecked Sendable {
     private func submit(_ request: HTTPRequest) throws -> HTTPResponse {
         let documentID = request.header("formsync-document")!
         guard let formHeader = request.header("formsync-form"), let (name, version) = Self.parseForm(formHeader) else {
-            return .problem(400, "Bad Request", detail: "FormSync-Form: Name; version=N is required")
+            return .problem(400, "Bad Request", detail: "FormSync-Form: Name; version=N is required", code: "bad-form-header")
         }
-        guard let entry = registry[name] else { return .problem(404, "Not Found", detail: "this server does not accept form \(name)") }
+        guard let entry = registry[name] else { return .problem(404, "Not Found", detail: "this server does not accept form \(name)", code: "unknown-form") }
         guard version == entry.version else {
-            return .problem(400, "Bad Request", detail: "form \(name) is at version \(entry.version) here; the payload is version \(version)")
+            return .problem(400, "Bad Request", detail: "form \(name) is at version \(entry.version) here; the payload is version \(version)", code: "wrong-form-version")
         }
         let errors = entry.validate(request.body)
         guard errors.isEmpty else {
-            return .problem(422, "Unprocessable Content", detail: "the payload breaks \(errors.count) rule(s)",
+            return .problem(422, "Unprocessable Content", detail: "the payload breaks \(errors.count) rule(s)", code: "invalid-payload",
                             errors: errors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] })
         }
         let placeholders = try entry.placeholders(request.body)
         guard placeholders.isEmpty else {
-            return .problem(422, "Unprocessable Content", detail: "the payload still holds placeholder ids \(placeholders); upload the files and create the records first",
+            return .problem(422, "Unprocessable Content", detail: "the payload still holds placeholder ids \(placeholders); upload the files and create the records first", code: "placeholder",
                             errors: [["pointer": "#", "code": "placeholder", "detail": "placeholder ids must be replaced by server ids"]])
         }
         let canonical = try entry.remap(request.body, [:])
         guard canonical.endpoint == request.path else {
-            return .problem(404, "Not Found", detail: "the payload belongs at \(canonical.endpoint), not \(request.path)")
+            return .problem(404, "Not Found", detail: "the payload belongs at \(canonical.endpoint), not \(request.path)", code: "wrong-path")
         }
         let workspace = request.header("formsync-workspace") ?? ""
         if let refusal = boundElsewhere(documentID, form: name, workspace: workspace) { return refusal }
@@ -410,7 +408,7 @@ public final class SyncServer: @unchecked Sendable {
         let documentID = request.header("formsync-document")!
         let digest = SHA256.hash(request.body)
         guard let header = request.header("content-digest"), let claimed = Self.parseDigest(header) else {
-            return .problem(400, "Bad Request", detail: "Content-Digest: sha-256=:…: is required")
+            return .problem(400, "Bad Request", detail: "Content-Digest: sha-256=:…: is required", code: "digest-missing")
         }
         guard claimed == digest else { return .problem(400, "Bad Request", detail: "Content-Digest does not match the bytes received", code: "digest-mismatch") }
         let workspace = request.header("formsync-workspace") ?? ""

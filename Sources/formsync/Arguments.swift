@@ -34,9 +34,11 @@ struct Arguments {
         }
     }
 
-    func integer(_ name: String, default fallback: Int) throws -> Int {
+    /// A whole-number option within `range` (a usage error, exit 2, otherwise).
+    func integer(_ name: String, default fallback: Int, in range: ClosedRange<Int> = 0...1_000_000_000) throws -> Int {
         guard let text = values[name] else { return fallback }
         guard let value = Int(text) else { throw UsageError("\(name) takes a whole number, not '\(text)'") }
+        guard range.contains(value) else { throw UsageError("\(name) must be between \(range.lowerBound) and \(range.upperBound), not \(value)") }
         return value
     }
 }

@@ -31,14 +31,14 @@ enum BenchCommand {
         switch args.positionals.first {
         case "generator":
             return try generator(
-                specs: args.integer("--specs", default: 200), rounds: args.integer("--rounds", default: 5),
+                specs: args.integer("--specs", default: 200, in: 1...100_000), rounds: args.integer("--rounds", default: 5, in: 1...1000),
                 from: args.values["--from"] ?? "FormSpecs")
         case "outbox":
             return try await OutboxBenchmark.run(
-                items: args.integer("--items", default: 100_000), lanes: args.integer("--lanes", default: 10_000),
-                small: args.integer("--small", default: 1000))
+                items: args.integer("--items", default: 100_000, in: 1...10_000_000), lanes: args.integer("--lanes", default: 10_000, in: 1...10_000_000),
+                small: args.integer("--small", default: 1000, in: 1...10_000_000))
         case "http":
-            return try await HTTPBenchmark.run(items: args.integer("--items", default: 2000), concurrency: args.integer("--concurrency", default: 4))
+            return try await HTTPBenchmark.run(items: args.integer("--items", default: 2000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 4, in: 1...256))
         default:
             throw UsageError("name a benchmark: generator, outbox or http")
         }

@@ -33,7 +33,7 @@ enum DemoCommand {
             print(help)
             return 0
         }
-        let seed = UInt64(try args.integer("--seed", default: 42))
+        let seed = UInt64(try args.integer("--seed", default: 42, in: 0...Int.max))
         let workers = try args.integer("--workers", default: 3)
         let items = try args.integer("--items", default: 8)
         guard (1...20).contains(workers), (1...200).contains(items) else { throw UsageError("--workers 1…20 and --items 1…200") }

@@ -11,9 +11,9 @@ import Synchronization
 enum DemoDeviceCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         let args = try Arguments(raw, options: ["--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms"])
-        let timeout = try args.integer("--timeout", default: 3)
-        let lease = try args.integer("--lease-ms", default: 8000)
-        let skew = Int64(try args.integer("--clock-skew-ms", default: 0))
+        let timeout = try args.integer("--timeout", default: 3, in: 1...600)
+        let lease = try args.integer("--lease-ms", default: 8000, in: 1000...86_400_000)
+        let skew = Int64(try args.integer("--clock-skew-ms", default: 0, in: -31_536_000_000...31_536_000_000))
         guard timeout >= 1, lease > timeout * 1000 else { throw UsageError("--lease-ms must exceed --timeout (seconds, at least 1)") }
         guard abs(skew) <= 365 * 86_400_000 else { throw UsageError("--clock-skew-ms must be within a year") }
         guard let db = args.values["--db"], let server = args.values["--server"].flatMap(URL.init(string:)),

@@ -10,6 +10,7 @@ enum FormSyncTool {
         ("generate", "Generate Swift and JSON Schema from specs (--check compares instead)", GenerateCommand.run),
         ("schema", "Print the JSON Schema of the spec language, for editors", SchemaCommand.run),
         ("serve", "Run the reference sync server on loopback", ServeCommand.run),
+        ("conformance", "Check a FormSync server against docs/PROTOCOL.md, one rule at a time", ConformanceCommand.run),
         ("outbox", "Look inside a device's outbox database (counts per state, items needing attention)", OutboxCommand.run),
         ("demo", "Simulate a field day against the embedded server and report the invariants", DemoCommand.run),
         ("bench", "Measure throughput against a same-run baseline (see BENCHMARKS.md)", BenchCommand.run),

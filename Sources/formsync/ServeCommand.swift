@@ -36,11 +36,11 @@ enum ServeCommand {
             print(help)
             return 0
         }
-        let port = try args.integer("--port", default: 8080)
+        let port = try args.integer("--port", default: 8080, in: 0...65535)
         guard (0...65535).contains(port) else { throw UsageError("--port must be 0 to 65535") }
         let server = try SyncServer(
             directory: args.values["--db"] ?? "formsync-server", forms: FormCatalog.forms,
-            tokenLifetimeSeconds: try args.integer("--token-lifetime", default: 3600), workspace: args.values["--workspace"])
+            tokenLifetimeSeconds: try args.integer("--token-lifetime", default: 3600, in: 1...31_536_000), workspace: args.values["--workspace"])
         for fault in faults {
             guard let (kind, count) = FaultPlan.parse(fault) else { throw UsageError("unknown fault '\(fault)'") }
             server.faults.add(kind, count: count)

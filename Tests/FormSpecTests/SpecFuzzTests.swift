@@ -18,7 +18,9 @@ struct SpecFuzzTests {
     }
 
     static let fragments = ["yes", "010", "&a", "*a", "<<: {}", "- ", "{", "}", "[", "\t", ":", "type: list", "required: true",
-                            "class", "\"", "'", "---", "fields:", "options: [a, a]", "min: -1", "é", "\u{0}", "to: x", "{x}"]
+                            "class", "\"", "'", "---", "fields:", "options: [a, a]", "min: -1", "é", "\u{0}", "to: x", "{x}",
+                            String(repeating: "[", count: 200), String(repeating: "{a: ", count: 100), "pattern: \"(a+)+\"",
+                            "endpoint: /a/../b", "max: 99999999999999999999", "type: list\n    fields:\n      x: { type: list, fields: { y: text } }"]
 
     func mutate(_ text: String, _ random: inout Random) -> String {
         var lines = text.components(separatedBy: "\n")
