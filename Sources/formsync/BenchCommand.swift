@@ -9,6 +9,7 @@ enum BenchCommand {
         usage: formsync bench generator [--specs N] [--rounds R] [--from DIR]
                formsync bench outbox [--items N] [--lanes L] [--small S]
                formsync bench http [--items N] [--concurrency C]
+               formsync bench load [--items N] [--slow S] [--rounds R] [--concurrency C]
 
           generator   check + generate N specs (variants of the specs in DIR, default FormSpecs),
                       against a baseline that only reads the same YAML with libyaml.
@@ -19,11 +20,14 @@ enum BenchCommand {
           http        flush N submissions (default 2000) over loopback HTTP to the embedded
                       server, against the same POSTs sent straight with URLSession at the same
                       concurrency (default 4).
+          load        N submissions (default 1000) to the embedded server at concurrency C
+                      (default 4) while S slow connections (default 1000) dribble partial heads,
+                      against the same with no slow connections, R rounds (default 3) alternating.
         Build with -c release for figures worth recording.
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency"], flags: ["--help", "-h"])
+        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -39,8 +43,12 @@ enum BenchCommand {
                 small: args.integer("--small", default: 1000, in: 1...10_000_000))
         case "http":
             return try await HTTPBenchmark.run(items: args.integer("--items", default: 2000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 4, in: 1...256))
+        case "load":
+            return try await LoadBenchmark.run(
+                items: args.integer("--items", default: 1000, in: 1...1_000_000), slow: args.integer("--slow", default: 1000, in: 0...10_000),
+                rounds: args.integer("--rounds", default: 3, in: 1...100), concurrency: args.integer("--concurrency", default: 4, in: 1...256))
         default:
-            throw UsageError("name a benchmark: generator, outbox or http")
+            throw UsageError("name a benchmark: generator, outbox, http or load")
         }
     }
 

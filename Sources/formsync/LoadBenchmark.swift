@@ -1,0 +1,156 @@
+import FieldForms
+import FormSyncModel
+import FormSyncServer
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `formsync bench load`: the reference server's throughput for normal submissions while
+/// `slow` connections dribble partial heads at it (slowloris), against the same submissions
+/// with no slow connections, rounds interleaved, in one run.
+enum LoadBenchmark {
+    static func run(items: Int, slow: Int, rounds: Int, concurrency: Int) async throws -> Int32 {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-load-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms)
+        let port = try server.start()
+        defer { server.stop() }
+        let token = server.issueAccessToken()
+        print("load benchmark: \(items) SalesOrder submissions per round at concurrency \(concurrency), \(rounds) rounds each,")
+        print("  alternating a quiet server with one held by \(slow) slow connections (a byte of a head every 500 ms)")
+        var quiet: [Double] = []
+        var loaded: [Double] = []
+        var serial = 0
+        for round in 1...rounds {
+            for withSlow in [false, true] {
+                var crowd = SlowCrowd()
+                if withSlow { crowd.open(count: slow, port: port) }
+                serial += 1
+                let rate = try await submissions(items, concurrency: concurrency, server: server, token: token, tag: "r\(serial)")
+                if withSlow {
+                    let held = crowd.stillOpen()
+                    crowd.close()
+                    loaded.append(rate)
+                    print("  round \(round), \(held) of \(slow) slow connections still open at the end: \(Int(rate)) submissions/s")
+                } else {
+                    quiet.append(rate)
+                    print("  round \(round), quiet: \(Int(rate)) submissions/s")
+                }
+            }
+        }
+        let q = median(quiet), l = median(loaded)
+        print("  quiet:  median \(Int(q))/s (\(quiet.map { String(Int($0)) }.joined(separator: ", ")))")
+        print("  loaded: median \(Int(l))/s (\(loaded.map { String(Int($0)) }.joined(separator: ", ")))")
+        print("  loaded / quiet: \(String(format: "%.2f", l / q))")
+        return 0
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+    }
+
+    /// Submissions per second for `items` creates at `concurrency`, each checked to be 201.
+    static func submissions(_ items: Int, concurrency: Int, server: SyncServer, token: String, tag: String) async throws -> Double {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = concurrency
+        configuration.timeoutIntervalForRequest = 30
+        let session = URLSession(configuration: configuration)
+        defer { session.finishTasksAndInvalidate() }
+        var requests: [URLRequest] = []
+        for n in 0..<items {
+            let order = OutboxBenchmark.order(customer: Int64(n + 1))
+            var request = URLRequest(url: server.baseURL.appendingPathComponent(order.endpoint))
+            request.httpMethod = "POST"
+            request.httpBody = try FormRegistry.encode(order)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            request.setValue("\(tag)-\(n)", forHTTPHeaderField: "Idempotency-Key")
+            request.setValue("\(tag)-doc-\(n)", forHTTPHeaderField: "FormSync-Document")
+            request.setValue("SalesOrder; version=\(SalesOrder.formVersion)", forHTTPHeaderField: "FormSync-Form")
+            requests.append(request)
+        }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let created = await withTaskGroup(of: Int.self) { group -> Int in
+            var next = 0
+            var ok = 0
+            func add() {
+                let request = requests[next]
+                next += 1
+                group.addTask { ((try? await session.data(for: request))?.1 as? HTTPURLResponse)?.statusCode == 201 ? 1 : 0 }
+            }
+            for _ in 0..<min(concurrency, requests.count) { add() }
+            while let result = await group.next() {
+                ok += result
+                if next < requests.count { add() }
+            }
+            return ok
+        }
+        let seconds = OutboxBenchmark.seconds(since: start)
+        guard created == items else { throw BenchmarkFailure(message: "only \(created) of \(items) submissions were created") }
+        return Double(items) / seconds
+    }
+
+    /// Connections that each send a byte of a request head every 500 ms from a thread of their own.
+    struct SlowCrowd {
+        final class Flag: Sendable {
+            let raised = Mutex(false)
+        }
+
+        private var fds: [Int32] = []
+        private var stop: Flag?
+
+        mutating func open(count: Int, port: UInt16) {
+            for _ in 0..<count {
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                guard fd >= 0 else { continue }
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = port.bigEndian
+                address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                let connected = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                if connected == 0 { fds.append(fd) } else { Glibc.close(fd) }
+            }
+            let flag = Flag()
+            stop = flag
+            let sockets = fds
+            let bytes = Array("POST /customers HTTP/1.1\r\nX-Slow: ".utf8)
+            let thread = Thread {
+                var index = 0
+                while !flag.raised.withLock({ $0 }) {
+                    for fd in sockets {
+                        var byte = bytes[index % bytes.count]
+                        _ = Glibc.send(fd, &byte, 1, Int32(MSG_NOSIGNAL))
+                    }
+                    index += 1
+                    usleep(500_000)
+                }
+            }
+            thread.start()
+        }
+
+        /// How many of the slow connections the server has not closed.
+        func stillOpen() -> Int {
+            fds.filter { fd in
+                var byte: UInt8 = 0
+                let n = recv(fd, &byte, 1, Int32(MSG_DONTWAIT) | Int32(MSG_PEEK))
+                return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+            }.count
+        }
+
+        mutating func close() {
+            stop?.raised.withLock { $0 = true }
+            usleep(600_000)
+            for fd in fds { Glibc.close(fd) }
+            fds = []
+        }
+    }
+}
