@@ -82,6 +82,16 @@ struct HostileHTTPTests {
         #expect(item.nextAttemptAt <= world.clock.now + RetryPolicy().maxRetryAfterMilliseconds)
     }
 
+    @Test func aDotSegmentValueReachesTheServerEncodedAndCannotReaddressTheRequest() async throws {
+        let server = try Recorder { _ in .json(201, ["document_id": "d", "id": 1]) }
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 3) { "t" }
+        let endpoint = "/sites/" + PathSegment.encode("..") + "/inspections"
+        _ = await transport.send(OutboundRequest(
+            itemID: 1, documentID: "d", attemptID: "k", workspace: "acme",
+            body: .submission(form: "SiteInspection", version: 1, endpoint: endpoint, payload: Data("{}".utf8), baseVersion: nil)))
+        #expect(server.requests.withLock { $0.map(\.path) } == ["/sites/%2E%2E/inspections"])
+    }
+
     @Test func aCaptivePortalPageStopsTheDrainAndCountsNothing() async throws {
         let world = try World()
         let outbox = try world.device()
