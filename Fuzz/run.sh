@@ -27,4 +27,4 @@ swiftc -sanitize=fuzzer,address -parse-as-library -module-name FuzzTarget -O -g 
 cd "$work"
 # detect_leaks=0: NSRegularExpression leaks its buffer when a pattern fails to compile
 # (swift-corelibs-foundation), which would stop every run on the first invalid pattern.
-SWIFT_BACKTRACE=enable=no ./fuzzer -max_total_time="$seconds" -detect_leaks=0 -print_final_stats=1 -artifact_prefix=./ corpus
+ASAN_OPTIONS=detect_leaks=0 SWIFT_BACKTRACE=enable=no ./fuzzer -max_total_time="$seconds" -detect_leaks=0 -print_final_stats=1 -artifact_prefix=./ corpus
