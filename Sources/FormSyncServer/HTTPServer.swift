@@ -85,6 +85,10 @@ public final class HTTPServer: @unchecked Sendable {
     private var finished: [(fd: Int32, response: HTTPResponse?, keepAlive: Bool)] = []
     private var openConnections = 0
     private var bufferedBodyBytes = 0
+    /// Signalled when the event loop has closed every socket, so that `stop()` returns only then
+    /// and the port can be bound again at once.
+    private let loopEnded = DispatchSemaphore(value: 0)
+    private var running = false
 
     /// A server that answers with `handler`; `preflight` sees each head first (default: read
     /// the body up to `limits.maxBodyBytes`).
@@ -140,6 +144,7 @@ public final class HTTPServer: @unchecked Sendable {
             listener = fd
             wake = (pipeEnds[0], pipeEnds[1])
             stopped = false
+            running = true
         }
         let readEnd = pipeEnds[0]
         let loop = Thread { [self] in eventLoop(listener: fd, wake: readEnd) }
@@ -153,15 +158,19 @@ public final class HTTPServer: @unchecked Sendable {
         return UInt16(bigEndian: actual.sin_port)
     }
 
-    /// Stops accepting and closes every open connection.
+    /// Stops accepting and closes every open connection; returns once the listening socket is
+    /// closed (at most a couple of seconds).
     public func stop() {
-        lock.withLock {
+        let wasRunning = lock.withLock { () -> Bool in
             stopped = true
             if wake.write >= 0 { _ = Self.poke(wake.write) }
+            defer { running = false }
+            return running
         }
         jobsReady.lock()
         jobsReady.broadcast()
         jobsReady.unlock()
+        if wasRunning { _ = loopEnded.wait(timeout: .now() + 2) }
     }
 
     // MARK: Workers
@@ -448,6 +457,7 @@ public final class HTTPServer: @unchecked Sendable {
             self.wake = (-1, -1)
             self.listener = -1
         }
+        loopEnded.signal()
     }
 
     // MARK: Plumbing

@@ -125,7 +125,7 @@ struct FieldDay {
             // Each device's own account (engine states, passes) goes to a log beside its outbox;
             // a failed run prints the end of it.
             let log = deviceLog(worker)
-            if !FileManager.default.fileExists(atPath: log.path) { FileManager.default.createFile(atPath: log.path, contents: nil) }
+            if !FileManager.default.fileExists(atPath: log.path) { _ = FileManager.default.createFile(atPath: log.path, contents: nil) }
             let handle = try FileHandle(forWritingTo: log)
             handle.seekToEndOfFile()
             process.standardOutput = handle
