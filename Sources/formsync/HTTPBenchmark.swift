@@ -25,38 +25,9 @@ enum HTTPBenchmark {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = concurrency
         let session = URLSession(configuration: configuration)
-        var requests: [URLRequest] = []
-        for n in 0..<items {
-            let order = OutboxBenchmark.order(customer: Int64(n + 1))
-            var request = URLRequest(url: server.baseURL.appendingPathComponent(order.endpoint))
-            request.httpMethod = "POST"
-            request.httpBody = try FormRegistry.encode(order)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            request.setValue("raw-\(n)", forHTTPHeaderField: "Idempotency-Key")
-            request.setValue("raw-doc-\(n)", forHTTPHeaderField: "FormSync-Document")
-            request.setValue("SalesOrder; version=1", forHTTPHeaderField: "FormSync-Form")
-            requests.append(request)
-        }
+        let requests = try salesOrderRequests(items, server: server, token: token, tag: "raw")
         let rawStart = DispatchTime.now().uptimeNanoseconds
-        let created = await withTaskGroup(of: Int.self) { group -> Int in
-            var next = 0
-            var ok = 0
-            func add() {
-                let request = requests[next]
-                next += 1
-                group.addTask {
-                    let status = ((try? await session.data(for: request))?.1 as? HTTPURLResponse)?.statusCode ?? 0
-                    return status == 201 ? 1 : 0
-                }
-            }
-            for _ in 0..<min(concurrency, requests.count) { add() }
-            while let result = await group.next() {
-                ok += result
-                if next < requests.count { add() }
-            }
-            return ok
-        }
+        let created = await send(requests, through: session, concurrency: concurrency)
         let raw = OutboxBenchmark.seconds(since: rawStart)
         guard created == items else { throw BenchmarkFailure(message: "baseline: only \(created) of \(items) created") }
 
@@ -76,5 +47,40 @@ enum HTTPBenchmark {
         print("  outbox flush via HTTPTransport:             \(OutboxBenchmark.rate(items, flush)) items/s (\(String(format: "%.2f", flush)) s)")
         print("  ratio outbox / raw throughput: \(OutboxBenchmark.ratio(raw, flush))")
         return 0
+    }
+
+    /// `count` ready-to-send `SalesOrder` creates, keys and document ids prefixed with `tag`.
+    static func salesOrderRequests(_ count: Int, server: SyncServer, token: String, tag: String) throws -> [URLRequest] {
+        try (0..<count).map { n in
+            let order = OutboxBenchmark.order(customer: Int64(n + 1))
+            var request = URLRequest(url: server.baseURL.appendingPathComponent(order.endpoint))
+            request.httpMethod = "POST"
+            request.httpBody = try FormRegistry.encode(order)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            request.setValue("\(tag)-\(n)", forHTTPHeaderField: "Idempotency-Key")
+            request.setValue("\(tag)-doc-\(n)", forHTTPHeaderField: "FormSync-Document")
+            request.setValue("SalesOrder; version=\(SalesOrder.formVersion)", forHTTPHeaderField: "FormSync-Form")
+            return request
+        }
+    }
+
+    /// Sends `requests` keeping `concurrency` in flight; how many were answered 201.
+    static func send(_ requests: [URLRequest], through session: URLSession, concurrency: Int) async -> Int {
+        await withTaskGroup(of: Int.self) { group -> Int in
+            var next = 0
+            var ok = 0
+            func add() {
+                let request = requests[next]
+                next += 1
+                group.addTask { ((try? await session.data(for: request))?.1 as? HTTPURLResponse)?.statusCode == 201 ? 1 : 0 }
+            }
+            for _ in 0..<min(concurrency, requests.count) { add() }
+            while let result = await group.next() {
+                ok += result
+                if next < requests.count { add() }
+            }
+            return ok
+        }
     }
 }

@@ -63,35 +63,9 @@ enum LoadBenchmark {
         configuration.timeoutIntervalForRequest = 30
         let session = URLSession(configuration: configuration)
         defer { session.finishTasksAndInvalidate() }
-        var requests: [URLRequest] = []
-        for n in 0..<items {
-            let order = OutboxBenchmark.order(customer: Int64(n + 1))
-            var request = URLRequest(url: server.baseURL.appendingPathComponent(order.endpoint))
-            request.httpMethod = "POST"
-            request.httpBody = try FormRegistry.encode(order)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            request.setValue("\(tag)-\(n)", forHTTPHeaderField: "Idempotency-Key")
-            request.setValue("\(tag)-doc-\(n)", forHTTPHeaderField: "FormSync-Document")
-            request.setValue("SalesOrder; version=\(SalesOrder.formVersion)", forHTTPHeaderField: "FormSync-Form")
-            requests.append(request)
-        }
+        let requests = try HTTPBenchmark.salesOrderRequests(items, server: server, token: token, tag: tag)
         let start = DispatchTime.now().uptimeNanoseconds
-        let created = await withTaskGroup(of: Int.self) { group -> Int in
-            var next = 0
-            var ok = 0
-            func add() {
-                let request = requests[next]
-                next += 1
-                group.addTask { ((try? await session.data(for: request))?.1 as? HTTPURLResponse)?.statusCode == 201 ? 1 : 0 }
-            }
-            for _ in 0..<min(concurrency, requests.count) { add() }
-            while let result = await group.next() {
-                ok += result
-                if next < requests.count { add() }
-            }
-            return ok
-        }
+        let created = await HTTPBenchmark.send(requests, through: session, concurrency: concurrency)
         let seconds = OutboxBenchmark.seconds(since: start)
         guard created == items else { throw BenchmarkFailure(message: "only \(created) of \(items) submissions were created") }
         return Double(items) / seconds

@@ -9,30 +9,7 @@ import Testing
 
 /// Raw bytes on a socket: the server answers malformed input with a clean 400 and survives it.
 struct HTTPServerRobustnessTests {
-    func exchange(_ port: UInt16, _ bytes: Data) -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { return "" }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        shutdown(fd, Int32(SHUT_WR))
-        var reply = Data()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
-            reply.append(contentsOf: buffer[0..<n])
-        }
-        return String(decoding: reply, as: UTF8.self)
-    }
+    func exchange(_ port: UInt16, _ bytes: Data) -> String { RawSocket.exchange(port, bytes) }
 
     @Test func malformedRequestsGetACleanStatusAndTheServerKeepsServing() throws {
         let world = try World()
