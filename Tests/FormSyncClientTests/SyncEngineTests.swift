@@ -148,6 +148,24 @@ struct SyncEngineTests {
         #expect(left.first?.attempts == 0)
     }
 
+    @Test func aFailedTokenRefreshIsRetriedSoonNotAfterAMinute() async throws {
+        let h = try Harness()
+        let refreshes = Counter()
+        h.refresh = { refreshes.increment(); return refreshes.value > 1 }  // the first refresh fails (a portal answered it)
+        let outbox = try h.open()
+        try await outbox.enqueue(order(1))
+        h.transport.script(.authExpired)
+        h.transport.script(.authExpired)
+        let start = h.clock.now
+        let engine = SyncEngine(outbox: outbox, environment: environment(h), sleep: virtualSleep(h))
+        let running = Task { await engine.run() }
+        await eventually("the delivery") { await outbox.stateCounts() == [.confirmed: 1] }
+        running.cancel()
+        await running.value
+        #expect(refreshes.value == 2)
+        #expect(h.clock.now - start < 5_000)  // a second or so of (virtual) waiting, not the one-minute cap
+    }
+
     @Test func itReportsItsStateForAStatusLine() async throws {
         let h = try Harness()
         let outbox = try h.open()

@@ -31,7 +31,9 @@ public final class SyncEngine: Sendable {
     public struct Configuration: Sendable {
         /// Backoff between health probes while no server answers (jittered, never zero).
         public var networkBackoff: RetryPolicy
-        /// How long to wait before trying again after a token refresh failed.
+        /// The longest wait before trying again after a token refresh failed; the waits start at
+        /// a second and double up to it (a refresh can fail for a passing reason, such as a
+        /// captive portal answering `/auth/refresh`).
         public var tokenRetryMilliseconds: Int64
         /// The least time between two passes that made no progress, so a lane that cannot be
         /// leased never spins the engine.
@@ -153,7 +155,10 @@ public final class SyncEngine: Sendable {
         var iterator = events.makeAsyncIterator()
         var timerID = 0
         var networkSteps = 0
+        var tokenSteps = 0
         var waitingForNetwork = await outbox.isWaitingForNetwork
+        let tokenBackoff = RetryPolicy(
+            baseDelayMilliseconds: min(1000, configuration.tokenRetryMilliseconds), maxDelayMilliseconds: configuration.tokenRetryMilliseconds)
 
         /// Waits `milliseconds` (forever when nil) or for a wake-up; false when the engine must end.
         func wait(_ milliseconds: Int64?, wakeOnWork: Bool) async -> Bool {
@@ -196,10 +201,13 @@ public final class SyncEngine: Sendable {
                 continue
             }
             if report.authenticationRequired {
+                tokenSteps += 1
                 set(.waitingForToken)
-                guard await wait(configuration.tokenRetryMilliseconds, wakeOnWork: true) else { break }
+                let delay = tokenBackoff.delay(afterAttempts: tokenSteps, random: random(), retryAfterMilliseconds: nil)
+                guard await wait(delay, wakeOnWork: true) else { break }
                 continue
             }
+            tokenSteps = 0
             let due = await outbox.nextDueTime()
             set(.idle(nextDue: due))
             guard var delay = due.map({ max(0, $0 - now()) }) else {
