@@ -85,6 +85,7 @@ public final class HTTPServer: @unchecked Sendable {
     private var finished: [(fd: Int32, response: HTTPResponse?, keepAlive: Bool)] = []
     private var openConnections = 0
     private var bufferedBodyBytes = 0
+    private var idleQueueLength = 0
     /// Signalled when the event loop has closed every socket, so that `stop()` returns only then
     /// and the port can be bound again at once.
     private let loopEnded = DispatchSemaphore(value: 0)
@@ -108,6 +109,9 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// How many connections are open now (for tests and the load check).
     public var connectionCount: Int { lock.withLock { openConnections } }
+
+    /// Entries in the event loop's idle-order queue (tests check it stays bounded).
+    var idleQueueCount: Int { lock.withLock { idleQueueLength } }
 
     /// Listens on 127.0.0.1:`port` (0 picks a free port) and returns the port.
     public func start(port: UInt16 = 0) throws -> UInt16 {
@@ -257,10 +261,13 @@ public final class HTTPServer: @unchecked Sendable {
             connection.lastActivity = now
             connection.stamp += 1
             idleOrder.append((connection.fd, connection.stamp))
-            if idleHead > 4096 && idleHead * 2 > idleOrder.count {
-                idleOrder.removeFirst(idleHead)
+            // Stale entries pile up with every read; past a bound, rebuild the queue from the
+            // open connections, so it never holds more than a few entries per connection.
+            if idleOrder.count - idleHead > max(4096, 4 * connections.count) {
+                idleOrder = connections.values.sorted { $0.lastActivity < $1.lastActivity }.map { ($0.fd, $0.stamp) }
                 idleHead = 0
             }
+            lock.withLock { idleQueueLength = idleOrder.count - idleHead }
         }
 
         /// Closes the connection idle the longest (no request in progress), to make room.

@@ -43,8 +43,9 @@ extension Outbox {
     }
 
     private func leavePass(_ id: Int, task: Task<FlushReport, Never>) {
-        passWaiters[id, default: 1] -= 1
-        if passWaiters[id] == 0 { task.cancel() }
+        guard let waiting = passWaiters[id] else { return }  // the pass is over
+        passWaiters[id] = waiting - 1
+        if waiting <= 1 { task.cancel() }
     }
 
     private func runPass(_ id: Int) async -> FlushReport {
