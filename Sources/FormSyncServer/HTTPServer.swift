@@ -29,7 +29,9 @@ public final class HTTPServer: @unchecked Sendable {
     public struct Limits: Sendable {
         /// Open connections at most; past it an idle one is closed, or the newcomer gets 503.
         public var maxConnections = 4096
+        /// The largest request head (request line and headers); past it, 431.
         public var maxHeaderBytes = 16 * 1024
+        /// The most header fields in one request; past it, 431.
         public var maxHeaderCount = 100
         /// Body limit when `preflight` does not say otherwise.
         public var maxBodyBytes = 64 * 1024 * 1024
