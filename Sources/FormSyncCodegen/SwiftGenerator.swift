@@ -319,22 +319,12 @@ public enum SwiftGenerator {
 
     static func emitRemap(fields: [FieldDefinition], typeName: String, root: Bool, into w: inout CodeWriter) {
         w.doc("A copy with placeholder ids in file and reference fields replaced where `ids` maps them.")
-        let idFields = fields.filter(holdsIDs)
-        w.block("public func remapped(_ ids: [Int64: Int64]) -> \(typeName)") { w in
-            if idFields.isEmpty {
-                w.line("self")
-                return
+        emitCopy("public func remapped(_ ids: [Int64: Int64]) -> \(typeName)", fields.filter(holdsIDs), into: &w) { field, value in
+            switch field.kind {
+            case .file(_, let rule) where rule.multiple: return "\(value).map { $0.remapped(ids) }"
+            case .list: return "\(value).map { $0.remapped(ids) }"
+            default: return "\(value)?.remapped(ids)"
             }
-            w.line("var copy = self")
-            for field in idFields {
-                let n = name(field)
-                switch field.kind {
-                case .file(_, let rule) where rule.multiple: w.line("copy.\(field.swiftName) = \(n).map { $0.remapped(ids) }")
-                case .list: w.line("copy.\(field.swiftName) = \(n).map { $0.remapped(ids) }")
-                default: w.line("copy.\(field.swiftName) = \(n)?.remapped(ids)")
-                }
-            }
-            w.line("return copy")
         }
     }
 
@@ -348,21 +338,24 @@ public enum SwiftGenerator {
 
     static func emitFileMap(fields: [FieldDefinition], typeName: String, into w: inout CodeWriter) {
         w.doc("A copy with every file reference (lists included) passed through `transform`.")
-        let fileFields = fields.filter(holdsFiles)
-        w.block("public func mappingFiles(_ transform: (FileRef) -> FileRef) -> \(typeName)") { w in
-            if fileFields.isEmpty {
+        emitCopy("public func mappingFiles(_ transform: (FileRef) -> FileRef) -> \(typeName)", fields.filter(holdsFiles), into: &w) { field, value in
+            if case .list = field.kind { return "\(value).map { $0.mappingFiles(transform) }" }
+            return "\(value).map(transform)"
+        }
+    }
+
+    /// A method returning a copy of `self` with each of `fields` set to `expression(field, value)`
+    /// (or `self` when there are none).
+    static func emitCopy(
+        _ signature: String, _ fields: [FieldDefinition], into w: inout CodeWriter, _ expression: (FieldDefinition, String) -> String
+    ) {
+        w.block(signature) { w in
+            if fields.isEmpty {
                 w.line("self")
                 return
             }
             w.line("var copy = self")
-            for field in fileFields {
-                let n = name(field)
-                switch field.kind {
-                case .file(_, let rule) where rule.multiple: w.line("copy.\(field.swiftName) = \(n).map(transform)")
-                case .list: w.line("copy.\(field.swiftName) = \(n).map { $0.mappingFiles(transform) }")
-                default: w.line("copy.\(field.swiftName) = \(n).map(transform)")
-                }
-            }
+            for field in fields { w.line("copy.\(field.swiftName) = \(expression(field, name(field)))") }
             w.line("return copy")
         }
     }
