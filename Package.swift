@@ -53,7 +53,7 @@ let package = Package(
         .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel"]),
         .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncModel"]),
         .testTarget(name: "FormSyncClientTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FormSyncTesting"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncServer", "FormSyncSQLite"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

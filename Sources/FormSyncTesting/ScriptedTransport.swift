@@ -141,9 +141,4 @@ extension OutboundRequest {
         if case .submission(_, _, let endpoint, _, _) = body { return endpoint }
         return nil
     }
-
-    public var isFile: Bool {
-        if case .file = body { return true }
-        return false
-    }
 }

@@ -1,4 +1,5 @@
 import FieldForms
+import FormSyncClient
 import FormSyncModel
 import Foundation
 
@@ -72,7 +73,7 @@ struct Conformance {
         self.timeout = timeout
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = timeout
-        session = URLSession(configuration: configuration, delegate: NoRedirects(), delegateQueue: nil)
+        session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
     }
 
     mutating func check(_ name: String, _ condition: Bool, _ why: @autoclosure () -> String) {
@@ -249,15 +250,5 @@ struct Conformance {
         }
         let line = String(decoding: reply.prefix(20), as: UTF8.self).split(separator: " ")
         return line.count > 1 ? Int(line[1]) ?? 0 : 0
-    }
-}
-
-/// Refuses redirects, so a check sees the server's own reply.
-final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(
-        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
     }
 }

@@ -2,6 +2,7 @@ import FieldForms
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
+import FormSyncTesting
 import Foundation
 import Synchronization
 
@@ -47,23 +48,11 @@ enum DemoCommand {
     }
 }
 
-/// A seeded random source (SplitMix64), so a seed always captures the same field day.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 struct FieldDay {
     let folder: URL
     let workers: Int
     let items: Int
-    var random: SeededRandom
+    var random: SplitMix64
     let started = Date()
     var timeline: [String] = []
     /// Every captured document: its form and the marker that makes its content unique.
@@ -77,7 +66,7 @@ struct FieldDay {
         self.folder = folder
         self.workers = workers
         self.items = items
-        random = SeededRandom(state: seed)
+        random = SplitMix64(state: seed)
     }
 
     mutating func note(_ event: String) {
@@ -346,10 +335,10 @@ struct FieldDay {
 
 /// Identities drawn from a seeded generator, formatted like UUIDs.
 final class SeededIDs: Sendable {
-    private let random: Mutex<SeededRandom>
+    private let random: Mutex<SplitMix64>
 
     init(seed: UInt64) {
-        random = Mutex(SeededRandom(state: seed))
+        random = Mutex(SplitMix64(state: seed))
     }
 
     func next() -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import FormSyncTesting
 import Testing
 
 @testable import FormSyncServer
@@ -6,17 +7,6 @@ import Testing
 /// Seeded mutations of well-formed requests, cut into random reads: the parser never traps,
 /// never accepts a body over its limit, and every request it returns is one it was given room for.
 struct HTTPParserFuzzTests {
-    struct Random: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let seeds = [
         "POST /customers HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nIdempotency-Key: k\r\n\r\nhello",
         "POST /files HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n10\r\n0123456789abcdef\r\n0\r\n\r\n",
@@ -26,7 +16,7 @@ struct HTTPParserFuzzTests {
                             "Transfer-Encoding: chunked\r\n", "ffffffffffffffffffff\r\n", "é", "\0", String(repeating: "A", count: 20_000)]
 
     @Test func fiveThousandMutatedRequestsInRandomReadsNeverBreakTheParser() {
-        var random = Random(state: 20261130)
+        var random = SplitMix64(state: 20261130)
         let limit = 64
         var requests = 0, refusals = 0
         for round in 0..<5_000 {

@@ -53,7 +53,7 @@ final class Harness: @unchecked Sendable {
 
     /// Document ids of the submissions the transport saw, in order.
     var sentDocuments: [String] {
-        transport.requests.filter { !$0.isFile }.map(\.documentID)
+        transport.requests.filter { !$0.isFileUpload }.map(\.documentID)
     }
 }
 

@@ -33,7 +33,7 @@ struct OutboxDependencyTests {
         let report = await outbox.flush()
         #expect(report.sent == 4)
         let requests = h.transport.requests
-        #expect(requests.prefix(3).allSatisfy { $0.isFile })
+        #expect(requests.prefix(3).allSatisfy { $0.isFileUpload })
         guard case .file(_, let type, let bytes, let sha) = requests[1].body else { return }
         #expect(type == "image/jpeg")
         #expect(bytes == 70_000)

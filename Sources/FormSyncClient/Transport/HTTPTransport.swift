@@ -245,8 +245,10 @@ public final class HTTPTransport: OutboxTransport {
 
 /// Refuses every redirect, so the request (and its `Authorization`) never reaches another host:
 /// the 3xx itself comes back and is classified as "no FormSync server answered".
-final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(
+package final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
+    package override init() {}
+
+    package func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
