@@ -2,12 +2,42 @@
 
 import FormSyncModel
 
-/// Every form compiled into this module, for an outbox's or a server's registry.
+/// Every form and record compiled into this module, for an outbox's or a server's registry.
 public enum FormCatalog {
     public static let forms: [any FormPayload.Type] = [
+        CustomerUpdate.self,
         DeliveryConfirmation.self,
+        DeliveryUpdate.self,
         NewCustomer.self,
         SalesOrder.self,
         SiteInspection.self,
     ]
+
+    public static let records: [any SyncRecord.Type] = [
+        Customer.self,
+        Delivery.self,
+        Site.self,
+        Technician.self,
+    ]
+}
+
+extension CustomerUpdate {
+    /// CustomerUpdate edits a Customer record: the fields it sets on it.
+    public static let recordAction: RecordAction? = RecordAction(
+        kind: .edits, recordType: "Customer", keyField: "customer_id",
+        fields: ["name", "trade_name", "email", "phone", "segment", "accepts_cash", "credit_limit"])
+}
+
+extension DeliveryUpdate {
+    /// DeliveryUpdate edits a Delivery record: the fields it sets on it.
+    public static let recordAction: RecordAction? = RecordAction(
+        kind: .edits, recordType: "Delivery", keyField: "delivery_id",
+        fields: ["notes", "recipient"])
+}
+
+extension NewCustomer {
+    /// NewCustomer creates a Customer record: the fields it sets on it.
+    public static let recordAction: RecordAction? = RecordAction(
+        kind: .creates, recordType: "Customer", keyField: nil,
+        fields: ["name", "trade_name", "tax_id", "email", "segment", "opened_on", "shop_location", "accepts_cash", "referred_by"])
 }

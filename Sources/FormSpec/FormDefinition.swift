@@ -21,12 +21,19 @@ public struct FormDefinition: Sendable, Equatable {
     public var sourceName: String
     /// Where the form's name is written, for diagnostics that span several specs.
     public var nameLocation: SourceLocation
+    /// The record this form creates or edits (`creates:`, `edits:`), if any.
+    public var binding: RecordBinding?
+    /// Where each top-level field is declared, for diagnostics that compare specs.
+    public var fieldLocations: [String: SourceLocation] = [:]
+    /// Every `reference` field's target, checked against the declared records.
+    public var references: [ReferenceUse] = []
 
     public init(
         name: String, version: Int, summary: String?, endpoint: String, endpointSegments: [EndpointSegment],
         entity: String?, choiceLists: [ChoiceSet], fields: [FieldDefinition], sourceName: String,
-        nameLocation: SourceLocation
+        nameLocation: SourceLocation, binding: RecordBinding? = nil
     ) {
+        self.binding = binding
         self.nameLocation = nameLocation
         self.name = name
         self.version = version

@@ -54,13 +54,14 @@ public enum Naming {
     public static let reservedMembers: Set<String> = [
         "formName", "formVersion", "endpointTemplate", "lane", "endpoint", "validate",
         "placeholders", "remapped", "merge", "field", "CodingKeys", "Field", "encode",
+        "recordType", "recordVersion", "scopeField", "indexedFields", "indexEntries", "recordBinding", "mappingFiles",
     ]
 
     /// Type names the runtime already defines, which a form or nested type may not shadow.
     public static let reservedTypes: Set<String> = [
         "Money", "FileRef", "EntityRef", "GeoPoint", "LocalDate", "LocalTime", "Timestamp",
         "FieldError", "FieldValidator", "FormPayload", "FormField", "FormCatalog", "MergeResult", "FieldConflict",
-        "ThreeWayMerge", "ConflictPolicy", "Field", "CodingKeys", "String", "Int", "Bool",
+        "ThreeWayMerge", "ConflictPolicy", "SyncRecord", "RecordQuery", "RecordIndexEntry", "RecordBinding", "Field", "CodingKeys", "String", "Int", "Bool",
         "Decimal", "Array", "Optional", "Codable", "Sendable", "Equatable", "Error", "Swift",
         "Foundation", "FormSyncModel", "FormSyncClient", "Int64", "Double", "Set", "Dictionary",
     ]

@@ -7,6 +7,10 @@ struct SpecChecker {
     var diagnostics: [Diagnostic] = []
     /// Fields declared so far, lists' fields included, against `maxFields`.
     var fieldCount = 0
+    /// Every `reference` field's target, for the check across specs.
+    var references: [ReferenceUse] = []
+    /// Where each top-level field is declared.
+    var fieldLocations: [String: SourceLocation] = [:]
 
     /// The most fields one form may declare, at every depth together.
     static let maxFields = 500
@@ -27,7 +31,8 @@ struct SpecChecker {
 
     typealias Pair = (key: YAMLNode, value: YAMLNode)
 
-    static let topLevelKeys = ["form", "version", "description", "endpoint", "entity", "choices", "fields"]
+    static let topLevelKeys = ["form", "version", "description", "endpoint", "entity", "creates", "edits", "choices", "fields"]
+    static let recordKeys = ["record", "version", "description", "scope", "index", "choices", "fields"]
     static let commonFieldKeys = ["type", "description", "label", "required", "required_if", "conflict"]
     static let ruleKeys: [String: [String]] = [
         "text": ["min_length", "max_length", "pattern"],
@@ -50,30 +55,36 @@ struct SpecChecker {
 
     // MARK: The form
 
-    mutating func check(root: YAMLNode, sourceName: String) -> FormDefinition? {
-        guard let pairs = mapping(root, "a spec") else { return nil }
-        let keys = keyed(pairs, allowed: Self.topLevelKeys, context: "at the top of a spec")
-        for required in ["form", "version", "endpoint", "fields"] where keys[required] == nil {
-            error(root.location, "missing required key '\(required)'")
-        }
+    /// Whether the spec declares a record (`record:`) rather than a form.
+    static func isRecordSpec(_ root: YAMLNode) -> Bool {
+        guard case .mapping(let pairs) = root.kind else { return false }
+        return pairs.contains { $0.key.scalar == "record" } && !pairs.contains { $0.key.scalar == "form" }
+    }
 
-        var name: String?
-        if let node = keys["form"]?.value, let text = text(node, "form") {
-            if !Naming.isIdentifier(text, firstLowercase: false) {
-                error(node.location, "form name '\(text)' must be a Swift type name: an upper-case letter, then letters, digits or underscores")
-            } else if Naming.swiftKeywords.contains(text) || Naming.reservedTypes.contains(text) {
-                error(node.location, "form name '\(text)' is reserved in Swift or by the FormSync runtime")
-            } else {
-                name = text
-            }
+    /// The type name under `key` (`form:` or `record:`), when it is a usable Swift type name.
+    mutating func typeName(_ keys: [String: Pair], _ key: String) -> String? {
+        guard let node = keys[key]?.value, let text = text(node, key) else { return nil }
+        if !Naming.isIdentifier(text, firstLowercase: false) {
+            error(node.location, "\(key) name '\(text)' must be a Swift type name: an upper-case letter, then letters, digits or underscores")
+        } else if Naming.swiftKeywords.contains(text) || Naming.reservedTypes.contains(text) {
+            error(node.location, "\(key) name '\(text)' is reserved in Swift or by the FormSync runtime")
+        } else {
+            return text
         }
-        var version: Int?
-        if let node = keys["version"]?.value, let value = integer(node, "version") {
-            if value < 1 { error(node.location, "version must be 1 or more") } else { version = value }
-        }
-        let summary = keys["description"].flatMap { text($0.value, "description") }
+        return nil
+    }
 
-        var formScope = TypeScope(owner: name ?? "")
+    mutating func version(_ keys: [String: Pair]) -> Int? {
+        guard let node = keys["version"]?.value, let value = integer(node, "version") else { return nil }
+        if value < 1 {
+            error(node.location, "version must be 1 or more")
+            return nil
+        }
+        return value
+    }
+
+    /// The shared choice lists (`choices:`), declared in `scope`.
+    mutating func choiceLists(_ keys: [String: Pair], scope: inout TypeScope) -> (named: [String: (set: ChoiceSet, location: SourceLocation)], order: [String]) {
         var namedChoices: [String: (set: ChoiceSet, location: SourceLocation)] = [:]
         var choiceOrder: [String] = []
         if let node = keys["choices"]?.value, let entries = mapping(node, "choices") {
@@ -85,24 +96,103 @@ struct SpecChecker {
                 }
                 let typeName = Naming.upperCamel(listName)
                 guard let options = options(value, context: "choice list '\(listName)'") else { continue }
-                if declare(typeName, in: &formScope, at: key.location, what: "choice list '\(listName)'") {
+                if declare(typeName, in: &scope, at: key.location, what: "choice list '\(listName)'") {
                     namedChoices[listName] = (ChoiceSet(specName: listName, typeName: typeName, isNamed: true, options: options), key.location)
                     choiceOrder.append(listName)
                 }
             }
         }
+        return (namedChoices, choiceOrder)
+    }
 
+    /// The fields (`fields:`), with a warning for each shared choice list no field uses.
+    mutating func topFields(_ keys: [String: Pair], scope: inout TypeScope, choices: (named: [String: (set: ChoiceSet, location: SourceLocation)], order: [String]), what: String) -> [FieldDefinition] {
         var usedChoices: Set<String> = []
         var fields: [FieldDefinition] = []
         if let node = keys["fields"]?.value {
-            fields = checkFields(node, scope: &formScope, pathPrefix: "", named: namedChoices.mapValues(\.set), used: &usedChoices)
+            fields = checkFields(node, scope: &scope, pathPrefix: "", named: choices.named.mapValues(\.set), used: &usedChoices)
             if case .mapping(let list) = node.kind, list.isEmpty {
-                error(node.location, "a form needs at least one field")
+                error(node.location, "a \(what) needs at least one field")
             }
         }
-        for listName in choiceOrder where !usedChoices.contains(listName) {
-            warning(namedChoices[listName]!.location, "choice list '\(listName)' is not used by any field")
+        for listName in choices.order where !usedChoices.contains(listName) {
+            warning(choices.named[listName]!.location, "choice list '\(listName)' is not used by any field")
         }
+        return fields
+    }
+
+    // MARK: The record
+
+    mutating func checkRecord(root: YAMLNode, sourceName: String) -> RecordDefinition? {
+        guard let pairs = mapping(root, "a spec") else { return nil }
+        let keys = keyed(pairs, allowed: Self.recordKeys, context: "at the top of a record spec")
+        for required in ["record", "version", "fields"] where keys[required] == nil {
+            error(root.location, "missing required key '\(required)'")
+        }
+        let name = typeName(keys, "record")
+        let version = version(keys)
+        let summary = keys["description"].flatMap { text($0.value, "description") }
+        var scope = TypeScope(owner: name ?? "")
+        let choices = choiceLists(keys, scope: &scope)
+        let fields = topFields(keys, scope: &scope, choices: choices, what: "record")
+        for field in fields where field.name == "id" || field.name == "version" {
+            error(fieldLocations[field.name] ?? root.location, "field name '\(field.name)' is reserved in a record: every record carries its server id and version")
+        }
+        var scopeField: String?
+        if let node = keys["scope"]?.value, let value = text(node, "scope") {
+            if let field = fields.first(where: { $0.name == value }) {
+                let isText: Bool
+                if case .text = field.kind { isText = true } else { isText = false }
+                if !isText {
+                    error(node.location, "scope '\(value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; a scope is a text field compared with the device's principal")
+                } else if !field.required {
+                    error(node.location, "scope field '\(value)' must be required: a record without one would reach no device")
+                } else {
+                    scopeField = value
+                }
+            } else {
+                error(node.location, "scope '\(value)' names no field\(suggestion(value, fields.map(\.name)))")
+            }
+        }
+        var indexes: [String] = []
+        if let node = keys["index"]?.value {
+            for item in stringList(node, "index") {
+                guard let field = fields.first(where: { $0.name == item.value }) else {
+                    error(item.location, "index '\(item.value)' names no field\(suggestion(item.value, fields.map(\.name)))")
+                    continue
+                }
+                if !field.kind.isIndexable {
+                    error(item.location, "index '\(item.value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; local queries look up text, integer, boolean, date, choice and reference fields")
+                } else if indexes.contains(item.value) {
+                    error(item.location, "index '\(item.value)' is listed twice")
+                } else {
+                    indexes.append(item.value)
+                }
+            }
+        }
+        guard let name, let version else { return nil }
+        return RecordDefinition(
+            name: name, version: version, summary: summary, choiceLists: choices.order.map { choices.named[$0]!.set }, fields: fields,
+            scope: scopeField, indexes: indexes, sourceName: sourceName, nameLocation: keys["record"]?.value.location ?? root.location,
+            fieldLocations: fieldLocations, references: references)
+    }
+
+    // MARK: The form
+
+    mutating func check(root: YAMLNode, sourceName: String) -> FormDefinition? {
+        guard let pairs = mapping(root, "a spec") else { return nil }
+        let keys = keyed(pairs, allowed: Self.topLevelKeys, context: "at the top of a spec")
+        for required in ["form", "version", "endpoint", "fields"] where keys[required] == nil {
+            error(root.location, "missing required key '\(required)'")
+        }
+
+        let name = typeName(keys, "form")
+        let version = version(keys)
+        let summary = keys["description"].flatMap { text($0.value, "description") }
+
+        var formScope = TypeScope(owner: name ?? "")
+        let choices = choiceLists(keys, scope: &formScope)
+        let fields = topFields(keys, scope: &formScope, choices: choices, what: "form")
 
         var entity: String?
         if let node = keys["entity"]?.value, let value = text(node, "entity") {
@@ -126,11 +216,34 @@ struct SpecChecker {
             endpoint = value
         }
 
+        var binding: RecordBinding?
+        if keys["creates"] != nil && keys["edits"] != nil {
+            error(keys["edits"]!.key.location, "a form either creates a record or edits one, not both")
+        }
+        for action in [RecordBinding.Action.creates, .edits] {
+            guard let node = keys[action.rawValue]?.value, let target = text(node, action.rawValue) else { continue }
+            guard Naming.isIdentifier(target, firstLowercase: false) else {
+                error(node.location, "'\(action.rawValue)' must name a record type in upper camel case, such as Customer")
+                continue
+            }
+            if action == .edits {
+                // The record edited is the lane: edits of one record go out in order.
+                guard let entity, let field = fields.first(where: { $0.name == entity }), case .reference(let to) = field.kind, to == target else {
+                    error(node.location, "a form that edits \(target) needs 'entity:' naming a required reference field with 'to: \(target)': the record it edits")
+                    continue
+                }
+            }
+            binding = RecordBinding(action: action, record: target, location: node.location)
+        }
+
         guard let name, let version, let endpoint else { return nil }
-        return FormDefinition(
+        var form = FormDefinition(
             name: name, version: version, summary: summary, endpoint: endpoint, endpointSegments: endpointSegments,
-            entity: entity, choiceLists: choiceOrder.map { namedChoices[$0]!.set }, fields: fields,
-            sourceName: sourceName, nameLocation: keys["form"]?.value.location ?? root.location)
+            entity: entity, choiceLists: choices.order.map { choices.named[$0]!.set }, fields: fields,
+            sourceName: sourceName, nameLocation: keys["form"]?.value.location ?? root.location, binding: binding)
+        form.fieldLocations = fieldLocations
+        form.references = references
+        return form
     }
 
     /// Splits the endpoint into literal text and `{field}` placeholders, reporting each problem
@@ -266,6 +379,7 @@ struct SpecChecker {
                 continue
             }
             swiftNames[swiftName] = (name, key.location.line)
+            if pathPrefix.isEmpty { fieldLocations[name] = key.location }
             if let (field, condition) = checkField(
                 name: name, swiftName: swiftName, key: key, value: value, scope: &scope, display: display,
                 named: named, used: &used)
@@ -426,6 +540,7 @@ struct SpecChecker {
                 return nil
             }
             kind = .reference(to: target)
+            references.append(ReferenceUse(field: display, target: target, location: node.location))
         case "photo", "signature", "audio", "video", "file":
             let count = counts(keys)
             var maxBytes: Int64?
@@ -740,6 +855,10 @@ struct SpecChecker {
 
     /// ` (did you mean 'x'?)` for a near miss, or the list of choices when asked and none is near.
     func suggestion(_ word: String, _ candidates: [String], orList: Bool = false) -> String {
+        Self.suggestion(word, candidates, orList: orList)
+    }
+
+    static func suggestion(_ word: String, _ candidates: [String], orList: Bool = false) -> String {
         let limit = max(1, word.count / 3)
         var best: (name: String, distance: Int)?
         for candidate in candidates.sorted() {

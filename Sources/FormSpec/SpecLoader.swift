@@ -3,8 +3,10 @@ import Foundation
 /// The outcome of checking one spec: the checked form when there were no errors, and every
 /// diagnostic found, sorted for display.
 public struct CheckedSpec: Sendable {
-    /// The checked form, or nil when any diagnostic is an error.
+    /// The checked form, or nil when any diagnostic is an error or the spec declares a record.
     public var form: FormDefinition?
+    /// The checked record (a spec with `record:`), or nil.
+    public var record: RecordDefinition?
     /// Every problem found, errors and warnings, in reading order.
     public var diagnostics: [Diagnostic]
 }
@@ -19,13 +21,19 @@ public enum SpecLoader {
         var checker = SpecChecker(path: path)
         checker.diagnostics = reader.diagnostics
         var form: FormDefinition?
+        var record: RecordDefinition?
         if let root {
-            form = checker.check(root: root, sourceName: (path as NSString).lastPathComponent)
+            if SpecChecker.isRecordSpec(root) {
+                record = checker.checkRecord(root: root, sourceName: (path as NSString).lastPathComponent)
+            } else {
+                form = checker.check(root: root, sourceName: (path as NSString).lastPathComponent)
+            }
         } else if reader.diagnostics.isEmpty {
-            checker.error(SourceLocation(line: 1, column: 1), "the spec is empty; a spec starts with 'form: Name'")
+            checker.error(SourceLocation(line: 1, column: 1), "the spec is empty; a spec starts with 'form: Name' or 'record: Name'")
         }
         let diagnostics = checker.diagnostics.sortedForDisplay()
-        return CheckedSpec(form: diagnostics.hasErrors ? nil : form, diagnostics: diagnostics)
+        let failed = diagnostics.hasErrors
+        return CheckedSpec(form: failed ? nil : form, record: failed ? nil : record, diagnostics: diagnostics)
     }
 
     /// Reads the YAML only, without checking it as a spec: the baseline of the generator benchmark.
@@ -37,35 +45,110 @@ public enum SpecLoader {
     /// Reads and checks the spec file at `path`. An unreadable file is a diagnostic, not a throw.
     public static func check(fileAt path: String) -> CheckedSpec {
         guard let data = FileManager.default.contents(atPath: path) else {
-            return CheckedSpec(form: nil, diagnostics: [
+            return CheckedSpec(form: nil, record: nil, diagnostics: [
                 Diagnostic(.error, path: path, at: SourceLocation(line: 1, column: 1), "cannot read the file")
             ])
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            return CheckedSpec(form: nil, diagnostics: [
+            return CheckedSpec(form: nil, record: nil, diagnostics: [
                 Diagnostic(.error, path: path, at: SourceLocation(line: 1, column: 1), "the file is not UTF-8 text")
             ])
         }
         return check(text: text, path: path)
     }
 
-    /// Checks several specs together: each on its own, then across them, since two specs
-    /// declaring the same form would generate the same Swift type.
+    /// Checks several specs together: each on its own, then across them (`crossCheck`).
     public static func check(filesAt paths: [String]) -> [(path: String, spec: CheckedSpec)] {
         var results = paths.map { (path: $0, spec: check(fileAt: $0)) }
-        var firstPath: [String: String] = [:]
-        for index in results.indices {
-            guard let form = results[index].spec.form else { continue }
-            if let other = firstPath[form.name] {
-                results[index].spec.diagnostics.append(Diagnostic(
-                    .error, path: results[index].path, at: form.nameLocation,
-                    "form '\(form.name)' is already declared in \(other)"))
+        for (index, diagnostic) in crossCheck(results) {
+            results[index].spec.diagnostics.append(diagnostic)
+            if diagnostic.severity == .error {
                 results[index].spec.form = nil
-            } else {
-                firstPath[form.name] = results[index].path
+                results[index].spec.record = nil
             }
         }
         return results
+    }
+
+    /// The problems only visible across specs, each with the index of the spec it is about:
+    /// two specs declaring one type name; a `reference` whose `to:` names no declared record; a
+    /// form creating or editing a record that does not exist, or whose fields do not line up
+    /// with the record's (same name, same shape; a create supplies every required field of the
+    /// record; an edit changes only fields the record has).
+    public static func crossCheck(_ specs: [(path: String, spec: CheckedSpec)]) -> [(index: Int, diagnostic: Diagnostic)] {
+        var found: [(Int, Diagnostic)] = []
+        func error(_ index: Int, _ location: SourceLocation, _ message: String) {
+            found.append((index, Diagnostic(.error, path: specs[index].path, at: location, message)))
+        }
+        var firstPath: [String: (path: String, kind: String)] = [:]
+        var records: [String: RecordDefinition] = [:]
+        var shadowed: Set<Int> = []
+        for (index, (_, spec)) in specs.enumerated() {
+            let declared: (name: String, location: SourceLocation, kind: String)?
+            if let form = spec.form {
+                declared = (form.name, form.nameLocation, "form")
+            } else if let record = spec.record {
+                declared = (record.name, record.nameLocation, "record")
+            } else {
+                declared = nil
+            }
+            guard let declared else { continue }
+            if let other = firstPath[declared.name] {
+                let what = other.kind == declared.kind ? "" : " as a \(other.kind)"
+                error(index, declared.location, "\(declared.kind) '\(declared.name)' is already declared\(what) in \(other.path)")
+                shadowed.insert(index)
+                continue
+            }
+            firstPath[declared.name] = (specs[index].path, declared.kind)
+            if let record = spec.record { records[record.name] = record }
+        }
+        let recordNames = records.keys.sorted()
+        for (index, (_, spec)) in specs.enumerated() where !shadowed.contains(index) {
+            let references = spec.form?.references ?? spec.record?.references ?? []
+            for use in references where records[use.target] == nil {
+                error(index, use.location, "reference '\(use.field)' points to '\(use.target)', which no record spec declares\(SpecChecker.suggestion(use.target, recordNames))")
+            }
+            guard let form = spec.form, let binding = form.binding else { continue }
+            guard let record = records[binding.record] else {
+                error(index, binding.location, "form \(form.name) \(binding.action.rawValue) '\(binding.record)', which no record spec declares\(SpecChecker.suggestion(binding.record, recordNames))")
+                continue
+            }
+            for field in form.fields where field.name != form.entity || binding.action == .creates {
+                let location = form.fieldLocations[field.name] ?? binding.location
+                guard let recordField = record.field(named: field.name) else {
+                    if binding.action == .edits {
+                        error(index, location, "field '\(field.name)': \(form.name) edits \(record.name), which has no field '\(field.name)'\(SpecChecker.suggestion(field.name, record.fields.map(\.name)))")
+                    }
+                    continue
+                }
+                if !field.kind.sameShape(as: recordField.kind) {
+                    error(index, location, "field '\(field.name)' is \(describe(field.kind)) here but \(describe(recordField.kind)) in record \(record.name) (\(record.sourceName)); the shapes must match")
+                }
+            }
+            if binding.action == .creates {
+                for recordField in record.fields where recordField.required {
+                    guard let field = form.field(named: recordField.name) else {
+                        error(index, binding.location, "record \(record.name) requires '\(recordField.name)', which form \(form.name) does not have")
+                        continue
+                    }
+                    if !field.required {
+                        error(index, form.fieldLocations[field.name] ?? binding.location, "field '\(field.name)' must be required: record \(record.name) requires it")
+                    }
+                }
+            }
+        }
+        return found
+    }
+
+    static func describe(_ kind: FieldKind) -> String {
+        switch kind {
+        case .choice(let set), .multiChoice(let set, _):
+            return "\(article(kind.typeName)) \(kind.typeName) of [\(set.options.map(\.value).joined(separator: ", "))]"
+        case .reference(let to):
+            return "a reference to \(to)"
+        default:
+            return "\(article(kind.typeName)) \(kind.typeName) field"
+        }
     }
 
     /// The spec files named by `paths`: files as given, folders searched (not recursively) for

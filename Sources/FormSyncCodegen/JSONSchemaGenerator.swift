@@ -17,6 +17,24 @@ public enum JSONSchemaGenerator {
             ("form", .string(form.name)), ("version", .integer(Int64(form.version))), ("endpoint", .string(form.endpoint)),
         ]
         if let entity = form.entity { meta.append(("entity", .string(entity))) }
+        if let binding = form.binding { meta.append((binding.action.rawValue, .string(binding.record))) }
+        root.append(("x-formsync", .object(meta)))
+        return .object(root)
+    }
+
+    /// The schema of `record`'s fields, as the change feed and `/records/{type}/{id}` carry them.
+    public static func schema(for record: RecordDefinition) -> JSONValue {
+        var root: [(String, JSONValue)] = [
+            ("$schema", .string("https://json-schema.org/draft/2020-12/schema")),
+            ("$id", .string("urn:formsync:record:\(record.name):\(record.version)")),
+            ("title", .string(record.name)),
+        ]
+        if let summary = record.summary { root.append(("description", .string(summary))) }
+        root += objectSchema(record.fields)
+        root.append(("$defs", .object(definitions)))
+        var meta: [(String, JSONValue)] = [("record", .string(record.name)), ("version", .integer(Int64(record.version)))]
+        if let scope = record.scope { meta.append(("scope", .string(scope))) }
+        if !record.indexes.isEmpty { meta.append(("index", .array(record.indexes.map { .string($0) }))) }
         root.append(("x-formsync", .object(meta)))
         return .object(root)
     }

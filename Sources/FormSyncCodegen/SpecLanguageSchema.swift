@@ -7,8 +7,8 @@ public enum SpecLanguageSchema {
         .object([
             ("$schema", .string("https://json-schema.org/draft/2020-12/schema")),
             ("$id", .string("urn:formsync:spec-language:1")),
-            ("title", .string("FormSync form spec")),
-            ("description", .string("One form per file. See README.md, 'The spec language'.")),
+            ("title", .string("FormSync spec")),
+            ("description", .string("One form or one record per file. See README.md, 'The spec language' and 'Records'.")),
             ("type", .string("object")),
             ("properties", .object([
                 ("form", describe("The Swift type name of the payload.", [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
@@ -16,14 +16,29 @@ public enum SpecLanguageSchema {
                 ("description", describe("Becomes the type's doc comment.", [("type", .string("string"))])),
                 ("endpoint", describe("Path the payload is sent to; {field} placeholders name required top-level fields.", [("type", .string("string")), ("pattern", .string("^/"))])),
                 ("entity", describe("The field whose value names the ordering lane.", [("type", .string("string"))])),
+                ("creates", describe("The record an accepted submission creates.", [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
+                ("edits", describe("The record a submission edits; 'entity' is the reference to it.", [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
+                ("record", describe("The Swift type name of a record devices pull.", [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
+                ("scope", describe("A required text field: a device receives the records whose value is its principal.", [("type", .string("string"))])),
+                ("index", describe("Fields local queries look records up by.", [
+                    ("type", .string("array")), ("uniqueItems", .bool(true)), ("items", .object([("type", .string("string"))])),
+                ])),
                 ("choices", describe("Named choice lists shared by several fields.", [
                     ("type", .string("object")),
                     ("additionalProperties", ref("options")),
                 ])),
                 ("fields", ref("fields")),
             ])),
-            ("required", .array([.string("form"), .string("version"), .string("endpoint"), .string("fields")])),
             ("additionalProperties", .bool(false)),
+            ("if", .object([("required", .array([.string("record")]))])),
+            ("then", .object([
+                ("propertyNames", .object([("enum", .array(["record", "version", "description", "scope", "index", "choices", "fields"].map { .string($0) }))])),
+                ("required", .array([.string("record"), .string("version"), .string("fields")])),
+            ])),
+            ("else", .object([
+                ("propertyNames", .object([("enum", .array(["form", "version", "description", "endpoint", "entity", "creates", "edits", "choices", "fields"].map { .string($0) }))])),
+                ("required", .array([.string("form"), .string("version"), .string("endpoint"), .string("fields")])),
+            ])),
             ("$defs", .object(definitions())),
         ])
     }

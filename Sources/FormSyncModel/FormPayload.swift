@@ -27,4 +27,6 @@ public protocol FormPayload: Codable, Sendable, Equatable {
     /// Reconciles a local edit with the server's current record, field by field, from their
     /// common base, applying each field's conflict policy.
     static func merge(base: Self, local: Self, server: Self) -> MergeResult<Self>
+    /// The record the form creates or edits (`creates:`/`edits:` in its spec), if any.
+    static var recordAction: RecordAction? { get }
 }

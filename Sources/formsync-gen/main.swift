@@ -29,9 +29,18 @@ if arguments.first == "--catalog" {
         exit(2)
     }
     let output = arguments[1]
-    // Each spec's own command reports its diagnostics; the catalog lists the forms that check.
-    let forms = Array(arguments.dropFirst(2)).compactMap { SpecLoader.check(fileAt: $0).form }
-    write(GeneratedFile.catalog(for: forms).contents, to: output, reportingAgainst: arguments.dropFirst(2).first ?? output)
+    // Each spec's own command reports its own diagnostics; this step reports those across specs
+    // (an unknown `to:`, a form whose fields do not line up with its record's) and lists the
+    // forms and records that check.
+    let paths = Array(arguments.dropFirst(2))
+    let results = paths.map { (path: $0, spec: SpecLoader.check(fileAt: $0)) }
+    let across = SpecLoader.crossCheck(results)
+    for (_, diagnostic) in across {
+        FileHandle.standardError.write(Data("\(diagnostic)\n".utf8))
+    }
+    if across.contains(where: { $0.diagnostic.severity == .error }) { exit(1) }
+    let catalog = GeneratedFile.catalog(for: results.compactMap(\.spec.form), records: results.compactMap(\.spec.record))
+    write(catalog.contents, to: output, reportingAgainst: paths.first ?? output)
     exit(0)
 }
 
@@ -64,9 +73,9 @@ let checked = SpecLoader.check(fileAt: specPath)
 for diagnostic in checked.diagnostics {
     FileHandle.standardError.write(Data("\(diagnostic)\n".utf8))
 }
-guard let form = checked.form else { exit(1) }
+guard checked.form != nil || checked.record != nil else { exit(1) }
 
-for file in GeneratedFile.outputs(for: form) {
+for file in GeneratedFile.outputs(for: checked) {
     if file.name.hasSuffix(".swift"), let swiftOutput { write(file.contents, to: swiftOutput, reportingAgainst: specPath) }
     if file.name.hasSuffix(".schema.json"), let schemaOutput { write(file.contents, to: schemaOutput, reportingAgainst: specPath) }
 }

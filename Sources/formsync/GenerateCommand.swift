@@ -29,18 +29,17 @@ enum GenerateCommand {
 
         var expected: [GeneratedFile] = []
         var forms: [FormDefinition] = []
+        var records: [RecordDefinition] = []
         var failed = false
         for (_, spec) in SpecLoader.check(filesAt: files) {
             for diagnostic in spec.diagnostics { printError(diagnostic.description) }
-            if let form = spec.form {
-                forms.append(form)
-                expected += GeneratedFile.outputs(for: form)
-            } else {
-                failed = true
-            }
+            if let form = spec.form { forms.append(form) }
+            if let record = spec.record { records.append(record) }
+            if spec.form == nil && spec.record == nil { failed = true }
+            expected += GeneratedFile.outputs(for: spec)
         }
         if failed { return 1 }
-        expected.append(GeneratedFile.catalog(for: forms))
+        expected.append(GeneratedFile.catalog(for: forms, records: records))
 
         let fm = FileManager.default
         let existing = Set(((try? fm.contentsOfDirectory(atPath: output)) ?? []).filter { name in
@@ -91,6 +90,6 @@ enum GenerateCommand {
             return false
         }
         return (path.hasSuffix(".swift") && text.hasPrefix(header))
-            || (path.hasSuffix(".schema.json") && text.contains("\"urn:formsync:form:"))
+            || (path.hasSuffix(".schema.json") && (text.contains("\"urn:formsync:form:") || text.contains("\"urn:formsync:record:")))
     }
 }

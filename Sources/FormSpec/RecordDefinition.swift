@@ -1,0 +1,88 @@
+/// A checked record spec (`record:`): a type of entity the server owns and devices pull into
+/// their local store. Forms create or edit records (`creates:`, `edits:`) and refer to them
+/// (`reference` fields' `to:`).
+public struct RecordDefinition: Sendable, Equatable {
+    /// The Swift type name of the record (`record:`).
+    public var name: String
+    /// The record shape's version (`version:`).
+    public var version: Int
+    /// Free text from `description:`, emitted as the type's doc comment.
+    public var summary: String?
+    /// Choice lists declared once at the top of the spec, in declaration order.
+    public var choiceLists: [ChoiceSet]
+    /// The fields, in declaration order.
+    public var fields: [FieldDefinition]
+    /// The text field whose value decides which devices receive a record (`scope:`): a device
+    /// receives the records whose scope field equals its principal. Nil: every device of the
+    /// workspace receives every record.
+    public var scope: String?
+    /// The fields local queries can look records up by (`index:`), in declaration order.
+    public var indexes: [String]
+    /// The spec's file name, for the do-not-edit header.
+    public var sourceName: String
+    /// Where the record's name is written.
+    public var nameLocation: SourceLocation
+    /// Where each top-level field is declared, for diagnostics that compare specs.
+    public var fieldLocations: [String: SourceLocation]
+    /// Every `reference` field's target, checked against the declared records.
+    public var references: [ReferenceUse]
+
+    /// The top-level field with this spec name.
+    public func field(named name: String) -> FieldDefinition? {
+        fields.first { $0.name == name }
+    }
+}
+
+/// What a form does to a record: creates one (`creates: Customer`) or edits one
+/// (`edits: Customer`, the form's `entity` being the reference to the record edited).
+public struct RecordBinding: Sendable, Equatable {
+    public enum Action: String, Sendable, Equatable {
+        case creates, edits
+    }
+
+    public var action: Action
+    /// The record type's name.
+    public var record: String
+    /// Where the binding is written.
+    public var location: SourceLocation
+}
+
+/// One `reference` field's `to:`, with where it is written.
+public struct ReferenceUse: Sendable, Equatable {
+    /// The field's path, `lines.customer` for a field inside a list.
+    public var field: String
+    /// The record type it names.
+    public var target: String
+    public var location: SourceLocation
+}
+
+extension FieldKind {
+    /// Whether two fields hold values of the same shape on the wire: the same type, the same
+    /// options for choices, the same target for references, the same item fields for lists.
+    /// Rules such as bounds may differ: a form can be stricter than its record.
+    public func sameShape(as other: FieldKind) -> Bool {
+        switch (self, other) {
+        case (.choice(let a), .choice(let b)), (.multiChoice(let a, _), .multiChoice(let b, _)):
+            return Set(a.options.map(\.value)) == Set(b.options.map(\.value))
+        case (.reference(let a), .reference(let b)):
+            return a == b
+        case (.file(_, let a), .file(_, let b)):
+            return a.multiple == b.multiple
+        case (.list(let a), .list(let b)):
+            guard a.fields.count == b.fields.count else { return false }
+            return a.fields.allSatisfy { field in
+                b.fields.first { $0.name == field.name }.map { field.kind.sameShape(as: $0.kind) } ?? false
+            }
+        default:
+            return typeName == other.typeName
+        }
+    }
+
+    /// Whether local queries can look records up by a field of this kind.
+    public var isIndexable: Bool {
+        switch self {
+        case .text, .integer, .boolean, .date, .choice, .reference: return true
+        default: return false
+        }
+    }
+}

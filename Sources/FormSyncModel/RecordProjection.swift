@@ -1,0 +1,54 @@
+import Foundation
+
+/// Moves fields between a record's JSON and the JSON of a form that creates or edits it, by
+/// name and byte for byte (the spec checker proved that shared fields have the same shape).
+/// The server applies accepted submissions with it; the device overlays unsent ones with it.
+public enum RecordProjection {
+    /// Why a projection could not be made.
+    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// The form payload an edit starts from: the key field set to `id`, and each field the form
+    /// shares with the record taken from the record.
+    public static func editPayload(record: Data, id: Int64, action: RecordAction) throws -> Data {
+        guard let source = JSONObjectSlices(record) else { throw Failure(description: "the record is not a JSON object") }
+        var form = JSONObjectSlices()
+        if let key = action.keyField { form.set(key, Data(String(id).utf8)) }
+        for field in action.fields { form.set(field, source[field]) }
+        return form.data
+    }
+
+    /// The record after an accepted create or edit: the fields the form shares with it taken
+    /// from the form's payload (a field the payload leaves out is cleared), every other field
+    /// kept. `record` is nil for a create.
+    public static func apply(form payload: Data, to record: Data?, action: RecordAction) throws -> Data {
+        guard let form = JSONObjectSlices(payload) else { throw Failure(description: "the payload is not a JSON object") }
+        var result = JSONObjectSlices()
+        if let record {
+            guard let existing = JSONObjectSlices(record) else { throw Failure(description: "the record is not a JSON object") }
+            result = existing
+        }
+        for field in action.fields { result.set(field, form[field]) }
+        return result.data
+    }
+
+    /// The id of the record an edit payload changes (its key field), if it holds one.
+    public static func editedID(form payload: Data, action: RecordAction) -> Int64? {
+        guard let key = action.keyField, let value = JSONObjectSlices(payload)?[key] else { return nil }
+        return Int64(String(decoding: value, as: UTF8.self))
+    }
+
+    /// A record's JSON with its id and version stripped, as the wire carries it.
+    public static func fields<R: SyncRecord>(of record: R) throws -> Data {
+        try FormRegistry.encode(record)
+    }
+
+    /// A typed record from its fields' JSON, its id and its version.
+    public static func decode<R: SyncRecord>(_ type: R.Type, fields: Data, id: Int64, version: Int) throws -> R {
+        var record = try JSONDecoder().decode(R.self, from: fields)
+        record.id = id
+        record.version = version
+        return record
+    }
+}

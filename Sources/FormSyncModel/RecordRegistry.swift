@@ -1,0 +1,55 @@
+import Foundation
+
+/// The record types a device or a server knows, by name, with their generated behaviour
+/// reachable from stored JSON (the stores keep records as bytes).
+public struct RecordRegistry: Sendable {
+    /// The generated behaviour of one record type over its JSON.
+    public struct Entry: Sendable {
+        public let name: String
+        public let version: Int
+        public let scopeField: String?
+        public let indexedFields: [String]
+        let decodeAndValidate: @Sendable (Data) throws -> [FieldError]
+        package let indexEntries: @Sendable (Data) throws -> [RecordIndexEntry]
+        package let scopeValue: @Sendable (Data) -> String?
+
+        /// Decodes and validates a record's fields; a record that does not decode yields the
+        /// decoding problem as a field error.
+        public func validate(_ json: Data) -> [FieldError] {
+            do {
+                return try decodeAndValidate(json)
+            } catch {
+                return [FieldError(decoding: error)]
+            }
+        }
+    }
+
+    private let entries: [String: Entry]
+
+    /// A registry of `records`, typically a generated `FormCatalog.records`.
+    public init(_ records: [any SyncRecord.Type]) {
+        var entries: [String: Entry] = [:]
+        for record in records {
+            entries[record.recordType] = Self.entry(for: record)
+        }
+        self.entries = entries
+    }
+
+    /// The record type registered under `name`.
+    public subscript(name: String) -> Entry? { entries[name] }
+
+    /// The registered record type names, sorted.
+    public var names: [String] { entries.keys.sorted() }
+
+    static func entry<R: SyncRecord>(for type: R.Type) -> Entry {
+        let decode: @Sendable (Data) throws -> R = { try JSONDecoder().decode(R.self, from: $0) }
+        return Entry(
+            name: R.recordType, version: R.recordVersion, scopeField: R.scopeField, indexedFields: R.indexedFields,
+            decodeAndValidate: { try decode($0).validate() },
+            indexEntries: { try decode($0).indexEntries },
+            scopeValue: { data in
+                guard let field = R.scopeField, let raw = JSONObjectSlices(data)?[field] else { return nil }
+                return try? JSONDecoder().decode(String.self, from: raw)
+            })
+    }
+}

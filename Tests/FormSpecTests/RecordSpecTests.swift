@@ -1,0 +1,109 @@
+import Foundation
+import Testing
+
+@testable import FormSpec
+
+/// Records in the spec language, and the checks that only work across specs.
+struct RecordSpecTests {
+    /// Writes `files` into a fresh folder and checks them together.
+    func checkTogether(_ files: [String: String]) throws -> (dir: String, results: [(path: String, spec: CheckedSpec)]) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("records-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        for (name, text) in files { try text.write(to: dir.appendingPathComponent(name), atomically: true, encoding: .utf8) }
+        return (dir.path, SpecLoader.check(filesAt: SpecLoader.specFiles(in: [dir.path])))
+    }
+
+    let customer = """
+        record: Customer
+        version: 1
+        scope: owner
+        index: [segment]
+        fields:
+          owner: { type: text, required: true }
+          name: { type: text, required: true }
+          phone: text
+          segment: { type: choice, options: [retail, wholesale] }
+        """
+
+    @Test func aRecordSpecBecomesARecordDefinitionWithScopeAndIndexes() throws {
+        let spec = SpecLoader.check(text: customer, path: "Customer.yaml")
+        #expect(spec.diagnostics.isEmpty)
+        let record = try #require(spec.record)
+        #expect(spec.form == nil)
+        #expect(record.name == "Customer")
+        #expect(record.scope == "owner")
+        #expect(record.indexes == ["segment"])
+        #expect(record.fields.map(\.name) == ["owner", "name", "phone", "segment"])
+    }
+
+    @Test func aReferenceToAnUndeclaredRecordIsAnErrorWithADidYouMean() throws {
+        let (dir, results) = try checkTogether([
+            "Customer.yaml": customer,
+            "Order.yaml": "form: Order\nversion: 1\nendpoint: /orders\nfields:\n  customer: { type: reference, to: Custommer }\n",
+        ])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let order = try #require(results.first { $0.path.hasSuffix("Order.yaml") })
+        #expect(order.spec.diagnostics.map(\.description) == [
+            "\(dir)/Order.yaml:5:36: error: reference 'customer' points to 'Custommer', which no record spec declares (did you mean 'Customer'?)"
+        ])
+        #expect(order.spec.form == nil)
+    }
+
+    @Test func formsMustLineUpWithTheRecordTheyCreateOrEdit() throws {
+        let (dir, results) = try checkTogether([
+            "Customer.yaml": customer,
+            "NewCustomer.yaml": """
+                form: NewCustomer
+                version: 1
+                endpoint: /customers
+                creates: Customer
+                fields:
+                  owner: { type: text, required: true }
+                  phone: integer
+                """,
+            "CustomerEdit.yaml": """
+                form: CustomerEdit
+                version: 1
+                endpoint: /customers/{customer}
+                entity: customer
+                edits: Customer
+                fields:
+                  customer: { type: reference, to: Customer, required: true }
+                  segment: { type: choice, options: [retail, horeca] }
+                  fax: text
+                """,
+            "Ghost.yaml": "form: Ghost\nversion: 1\nendpoint: /g\ncreates: Custmer\nfields:\n  a: text\n",
+        ])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func messages(_ name: String) -> [String] {
+            results.first { $0.path.hasSuffix("/" + name) }!.spec.diagnostics.map(\.description)
+        }
+        #expect(messages("NewCustomer.yaml") == [
+            "\(dir)/NewCustomer.yaml:7:3: error: field 'phone' is an integer field here but a text field in record Customer (Customer.yaml); the shapes must match",
+            "\(dir)/NewCustomer.yaml:4:10: error: record Customer requires 'name', which form NewCustomer does not have",
+        ])
+        #expect(messages("CustomerEdit.yaml") == [
+            "\(dir)/CustomerEdit.yaml:8:3: error: field 'segment' is a choice of [retail, horeca] here but a choice of [retail, wholesale] in record Customer (Customer.yaml); the shapes must match",
+            "\(dir)/CustomerEdit.yaml:9:3: error: field 'fax': CustomerEdit edits Customer, which has no field 'fax'",
+        ])
+        #expect(messages("Ghost.yaml") == ["\(dir)/Ghost.yaml:4:10: error: form Ghost creates 'Custmer', which no record spec declares (did you mean 'Customer'?)"])
+        #expect(messages("Customer.yaml").isEmpty)
+    }
+
+    @Test func aRecordAndAFormCannotShareAName() throws {
+        let (dir, results) = try checkTogether([
+            "A.yaml": customer,
+            "B.yaml": "form: Customer\nversion: 1\nendpoint: /c\nfields:\n  a: text\n",
+        ])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(results[1].spec.diagnostics.map(\.description) == ["\(dir)/B.yaml:1:7: error: form 'Customer' is already declared as a record in \(dir)/A.yaml"])
+    }
+
+    @Test func theExampleSpecsCheckTogetherWithoutAProblem() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let results = SpecLoader.check(filesAt: SpecLoader.specFiles(in: [root.appendingPathComponent("FormSpecs").path]))
+        #expect(results.allSatisfy { $0.spec.diagnostics.isEmpty })
+        #expect(Set(results.compactMap(\.spec.record?.name)) == ["Customer", "Delivery", "Site", "Technician"])
+        #expect(results.first { $0.spec.form?.name == "CustomerUpdate" }?.spec.form?.binding?.action == .edits)
+    }
+}
