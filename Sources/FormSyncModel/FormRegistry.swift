@@ -8,6 +8,8 @@ public struct FormRegistry: Sendable {
     public struct Entry: Sendable {
         public let name: String
         public let version: Int
+        /// The record the form creates or edits, if any.
+        public let recordAction: RecordAction?
         let decodeAndValidate: @Sendable (Data) throws -> [FieldError]
         package let placeholders: @Sendable (Data) throws -> [Int64]
         package let remap: @Sendable (Data, [Int64: Int64]) throws -> (payload: Data, endpoint: String)
@@ -50,7 +52,7 @@ public struct FormRegistry: Sendable {
     static func entry<P: FormPayload>(for type: P.Type) -> Entry {
         let decode: @Sendable (Data) throws -> P = { try JSONDecoder().decode(P.self, from: $0) }
         return Entry(
-            name: P.formName, version: P.formVersion,
+            name: P.formName, version: P.formVersion, recordAction: P.recordAction,
             decodeAndValidate: { try decode($0).validate() },
             placeholders: { try decode($0).placeholders },
             remap: { data, ids in

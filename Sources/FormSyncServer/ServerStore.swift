@@ -50,6 +50,7 @@ final class ServerStore {
             ALTER TABLE files ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
             ALTER TABLE tokens ADD COLUMN principal TEXT NOT NULL DEFAULT 'default';
             """),
+        recordsMigration,
     ])
 
     init(directory: String, now: Int64) throws {
@@ -118,9 +119,9 @@ final class ServerStore {
 
     func createDocument(_ documentID: String, form: String, formVersion: Int, workspace: String, payload: Data, at now: Int64) throws -> SyncServer.Document {
         try db.run("""
-            INSERT INTO documents (document_id, form, form_version, workspace, version, payload, applied_writes, created_at, updated_at)
-            VALUES (?, ?, ?, ?, 1, ?, 1, ?, ?)
-            """, [.text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace), .blob(payload), .integer(now), .integer(now)])
+            INSERT INTO documents (id, document_id, form, form_version, workspace, version, payload, applied_writes, created_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, 1, ?, 1, ?, ?)
+            """, [.integer(try nextEntityID()), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace), .blob(payload), .integer(now), .integer(now)])
         return document(documentID)!
     }
 

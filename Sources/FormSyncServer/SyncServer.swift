@@ -42,9 +42,10 @@ public final class SyncServer: @unchecked Sendable {
         set { locked { commitHook = newValue } }
     }
     private var commitHook: (@Sendable (Int) -> Void)?
-    private let store: ServerStore
-    private let registry: FormRegistry
-    private let now: @Sendable () -> Int64
+    let store: ServerStore
+    let registry: FormRegistry
+    let recordTypes: RecordRegistry
+    let now: @Sendable () -> Int64
     private let tokenLifetimeMilliseconds: Int64
     private let workspace: String?
     private let lock = NSLock()
@@ -59,11 +60,14 @@ public final class SyncServer: @unchecked Sendable {
     ///   - workspace: the one workspace this server hosts; a request naming another in
     ///     `FormSync-Workspace` gets 421. Nil accepts any.
     ///   - now: the server's clock in milliseconds, injected for token expiry in tests.
+    ///   - records: the generated record types it holds (it validates records with them and
+    ///     scopes the change feed by their `scope:` field).
     public init(
-        directory: String, forms: [any FormPayload.Type], tokenLifetimeSeconds: Int = 3600, workspace: String? = nil,
-        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+        directory: String, forms: [any FormPayload.Type], records: [any SyncRecord.Type] = [], tokenLifetimeSeconds: Int = 3600,
+        workspace: String? = nil, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     ) throws {
         self.workspace = workspace
+        recordTypes = RecordRegistry(records)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         store = try ServerStore(directory: directory, now: now())
         registry = FormRegistry(forms)
@@ -133,7 +137,7 @@ public final class SyncServer: @unchecked Sendable {
         }
     }
 
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+    func locked<T>(_ body: () throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }
         return try body()
@@ -183,6 +187,10 @@ public final class SyncServer: @unchecked Sendable {
             return .json(200, ["service": "formsync", "status": "ok", "protocol": 1])
         case ("POST", "/auth/refresh"):
             return refresh(request)
+        case ("GET", "/changes"):
+            return changes(request)
+        case ("GET", let path) where path.hasPrefix("/records/"):
+            return recordRoute(request)
         case ("GET", let path) where path.hasPrefix("/documents/"):
             guard authorized(request) else { return unauthorized() }
             let id = String(path.dropFirst("/documents/".count))
@@ -199,10 +207,10 @@ public final class SyncServer: @unchecked Sendable {
         }
     }
 
-    private func authorized(_ request: HTTPRequest) -> Bool { principal(of: request) != nil }
+    func authorized(_ request: HTTPRequest) -> Bool { principal(of: request) != nil }
 
     /// Who the request's bearer token acts for, when it is valid.
-    private func principal(of request: HTTPRequest) -> String? {
+    func principal(of request: HTTPRequest) -> String? {
         guard let header = request.header("authorization"), header.hasPrefix("Bearer "), header.utf8.count <= 512 else { return nil }
         let token = String(header.dropFirst("Bearer ".count))
         return locked { store.principal(ofToken: token, kind: "access", at: now()) }
@@ -234,7 +242,7 @@ public final class SyncServer: @unchecked Sendable {
         return .read(maxBodyBytes: limit)
     }
 
-    private func misdirected(_ request: HTTPRequest) -> HTTPResponse? {
+    func misdirected(_ request: HTTPRequest) -> HTTPResponse? {
         guard let workspace, let named = request.header("formsync-workspace"), named != workspace, request.path != "/health" else { return nil }
         return .problem(421, "Misdirected Request", detail: "this server hosts workspace \(workspace), not \(named)", code: "wrong-workspace")
     }
@@ -285,7 +293,7 @@ public final class SyncServer: @unchecked Sendable {
         return (false, strong)
     }
 
-    private func unauthorized() -> HTTPResponse {
+    func unauthorized() -> HTTPResponse {
         .problem(401, "Unauthorized", detail: "a valid bearer token is required", code: "bad-token", headers: [("WWW-Authenticate", "Bearer")])
     }
 
@@ -379,12 +387,22 @@ public final class SyncServer: @unchecked Sendable {
         let workspace = request.header("formsync-workspace") ?? ""
         if let refusal = boundElsewhere(documentID, form: name, workspace: workspace) { return refusal }
         let ifMatch = request.header("if-match").flatMap(Self.entityTags)
+        if let action = entry.recordAction, action.kind == .edits {
+            return try submitEdit(request, entry: entry, action: action, payload: canonical.payload, workspace: workspace, ifMatch: ifMatch)
+        }
+        var createdRecord: (type: String, payload: Data, scope: String)?
+        if let action = entry.recordAction, action.kind == .creates {
+            switch prepareRecord(action.recordType, payload: try RecordProjection.apply(form: canonical.payload, to: nil, action: action)) {
+            case .success(let prepared): createdRecord = (action.recordType, prepared.payload, prepared.scope)
+            case .failure(let refusal): if store.document(documentID) == nil { return refusal.response }
+            }
+        }
         if let existing = store.document(documentID) {
             guard let ifMatch else {
                 // A create for a document already held: the same record is an idempotent repeat;
                 // a different one must not be dropped silently, nor applied blindly.
                 let stored = try entry.remap(existing.payload, [:]).payload
-                if stored == canonical.payload { return recordResponse(existing, status: 200) }
+                if stored == canonical.payload { return recordResponse(existing, status: 200, entity: try entity(entry, id: existing.id, workspace: workspace)) }
                 return recordResponse(existing, status: 409, code: "document-exists",
                                       detail: "document \(documentID) already exists with other content; edit it with If-Match")
             }
@@ -401,7 +419,12 @@ public final class SyncServer: @unchecked Sendable {
             return .problem(404, "Not Found", detail: "document \(documentID) does not exist; it cannot be edited", code: "no-such-document")
         }
         let created = try store.createDocument(documentID, form: name, formVersion: version, workspace: workspace, payload: canonical.payload, at: now())
-        return recordResponse(created, status: 201)
+        var entity: [String: Any]?
+        if let createdRecord {
+            let version = try store.putRecord(workspace: workspace, type: createdRecord.type, id: created.id, scope: createdRecord.scope, payload: createdRecord.payload, at: now())
+            entity = Self.entityObject(type: createdRecord.type, id: created.id, version: version, payload: createdRecord.payload)
+        }
+        return recordResponse(created, status: 201, entity: entity)
     }
 
     private func storeFile(_ request: HTTPRequest) throws -> HTTPResponse {
@@ -436,12 +459,13 @@ public final class SyncServer: @unchecked Sendable {
         return nil
     }
 
-    private func recordResponse(_ document: Document, status: Int, code: String? = nil, detail: String? = nil) -> HTTPResponse {
+    func recordResponse(_ document: Document, status: Int, code: String? = nil, detail: String? = nil, entity: [String: Any]? = nil) -> HTTPResponse {
         let record = (try? JSONSerialization.jsonObject(with: document.payload)) ?? [:]
         var object: [String: Any] = [
             "document_id": document.documentID, "id": document.id, "form": document.form, "form_version": document.formVersion,
             "version": Self.etag(document.version), "record": record,
         ]
+        if let entity { object["entity"] = entity }
         let headers = [("ETag", Self.etag(document.version)), ("Location", "/documents/\(document.documentID)")]
         guard let code else { return .json(status, object, headers: headers) }
         object["record"] = nil

@@ -43,6 +43,9 @@ extension Outbox {
             return existing
         }
         let earlier = known ? try storage { try store.latestDocumentItem(workspace: workspace, documentID: documentID) } : nil
+        // A form that creates a record always stands for it under a placeholder id, so the
+        // record shows on the device (and can be referenced and edited) before it lands.
+        let creates = creates ?? (P.recordAction?.kind == .creates ? (earlier?.produces ?? placeholderIDs.next()) : nil)
         let attached = Dictionary(attachments.map { ($0.placeholder, $0) }, uniquingKeysWith: { a, _ in a })
         let placeholders = payload.placeholders
         let fresh = try storage { try attached.keys.filter { try placeholders.contains($0) && !isKnown($0) } }
@@ -91,6 +94,7 @@ extension Outbox {
                     try replaceDependencies(of: replaced.id, with: placeholders)
                     try store.recordDocument(workspace: workspace, documentID: documentID, digest: digest, item: replaced.id)
                     try reopen(&replaced, now: now)
+                    noteRecord(of: replaced)
                     return replaced.id
                 }
                 let lane = earlier.flatMap { $0.state == .pending || $0.state == .leased ? $0.lane : nil } ?? payload.lane ?? "document:\(documentID)"
@@ -104,6 +108,7 @@ extension Outbox {
                 if blocked { row.state = .blocked }
                 row.id = try store.insert(row, now: now)
                 record(row.id, workspace, from: nil, to: row.state)
+                noteRecord(of: row)
                 for placeholder in placeholders { try store.addDependency(item: row.id, placeholder: placeholder) }
                 try store.recordDocument(workspace: workspace, documentID: documentID, digest: digest, item: row.id)
                 if placeholders.isEmpty {

@@ -38,6 +38,9 @@ extension Outbox {
                     report.sent += 1
                     if let placeholder = row.produces, let serverID = ack.serverID {
                         try store.resolve(placeholder: placeholder, serverID: serverID, workspace: row.workspace)
+                    }
+                    try storeAcknowledgedRecord(row, ack, now: now)
+                    if let placeholder = row.produces, ack.serverID != nil {
                         try releaseDependents(of: placeholder, workspace: row.workspace, now: now)
                     }
                     if row.kind == .file { removedFile = row.filePath }

@@ -68,6 +68,8 @@ public actor Outbox {
     let store: OutboxStore
     let stash: FileStash
     let registry: FormRegistry
+    /// The record types this device stores and queries.
+    let recordTypes: RecordRegistry
     let transports: @Sendable (String) -> (any OutboxTransport)?
     /// The current workspace's transport, checked to serve that workspace.
     var transport: any OutboxTransport
@@ -101,6 +103,11 @@ public actor Outbox {
     var workListeners: [UUID: AsyncStream<Void>.Continuation] = [:]
     var subscribers: [UUID: AsyncStream<OutboxSnapshot>.Continuation] = [:]
     var waiters: [Int64: [CheckedContinuation<SubmitResult?, Never>]] = [:]
+    var recordListeners: [UUID: AsyncStream<RecordsChanged>.Continuation] = [:]
+    /// Records shown differently by the running transaction, announced when it commits.
+    var recordNotices: [String: Set<Int64>] = [:]
+    /// The running pull, which concurrent `pull()` calls share.
+    var pulling: Task<PullReport, any Error>?
 
     /// Opens (or creates) the outbox database at `path`; its stash folder is `path + ".stash"`.
     /// Expired leases of a previous run return to pending here, keeping their attempt identity;
@@ -110,10 +117,12 @@ public actor Outbox {
     /// - Parameters:
     ///   - transports: the transport of each workspace (nil for one the app cannot reach); an
     ///     item only ever goes out through its own workspace's transport.
+    ///   - records: the record types the device pulls and queries (typically
+    ///     `FormCatalog.records`).
     ///   - refreshAuthentication: the app's hook for an expired token; true when a new token
     ///     is in place.
     public init(
-        path: String, workspace: String, forms: [any FormPayload.Type],
+        path: String, workspace: String, forms: [any FormPayload.Type], records: [any SyncRecord.Type] = [],
         transports: @escaping @Sendable (String) -> (any OutboxTransport)?,
         configuration: Configuration = Configuration(), environment: OutboxEnvironment = .live,
         refreshAuthentication: @escaping @Sendable () async -> Bool = { false }
@@ -136,6 +145,7 @@ public actor Outbox {
             throw OutboxError.storage(error)
         }
         registry = FormRegistry(forms)
+        recordTypes = RecordRegistry(records)
         self.transports = transports
         self.transport = transport
         self.environment = environment
@@ -146,12 +156,12 @@ public actor Outbox {
 
     /// An outbox for one workspace: the transport's own.
     public init(
-        path: String, forms: [any FormPayload.Type], transport: any OutboxTransport,
+        path: String, forms: [any FormPayload.Type], records: [any SyncRecord.Type] = [], transport: any OutboxTransport,
         configuration: Configuration = Configuration(), environment: OutboxEnvironment = .live,
         refreshAuthentication: @escaping @Sendable () async -> Bool = { false }
     ) throws {
         try self.init(
-            path: path, workspace: transport.workspace, forms: forms, transports: { $0 == transport.workspace ? transport : nil },
+            path: path, workspace: transport.workspace, forms: forms, records: records, transports: { $0 == transport.workspace ? transport : nil },
             configuration: configuration, environment: environment, refreshAuthentication: refreshAuthentication)
     }
 
@@ -186,6 +196,7 @@ public actor Outbox {
 
     /// Records a state move, applied to the counts only once its transaction commits.
     func move(_ row: inout OutboxStore.Row, to state: State?) throws {
+        noteRecord(of: row)
         record(row.id, row.workspace, from: row.state, to: state)
         if let state { row.state = state }
     }
@@ -198,10 +209,14 @@ public actor Outbox {
     /// out, on failure nothing changes and the error (typed) reaches the caller.
     func write<T>(_ durability: Durability, _ body: () throws -> T) throws -> T {
         uncommitted = []
+        recordNotices = [:]
         do {
             let result = try store.db.transaction(durability, body)
             let changes = uncommitted
             uncommitted = []
+            let notices = recordNotices
+            recordNotices = [:]
+            emitRecordNotices(notices)
             for change in changes {
                 if let from = change.from { counts[change.workspace, default: [:]][from, default: 0] -= 1 }
                 if let to = change.to { counts[change.workspace, default: [:]][to, default: 0] += 1 }
@@ -214,9 +229,11 @@ public actor Outbox {
             return result
         } catch let error as SQLiteError {
             uncommitted = []
+            recordNotices = [:]
             throw OutboxError.storage(error)
         } catch {
             uncommitted = []
+            recordNotices = [:]
             throw error
         }
     }

@@ -24,6 +24,10 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     case noTransport(workspace: String)
     /// The file at `path` is not an outbox this build can use; it was not touched.
     case notAnOutbox(path: String, reason: String)
+    /// The form does not edit a record (its spec has no `edits:`).
+    case notAnEditForm(String)
+    /// The device holds no such record (not pulled, deleted, or in another scope).
+    case noSuchRecord(type: String, id: Int64)
 
     public var description: String {
         switch self {
@@ -39,6 +43,8 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
             return "item \(id) belongs to workspace \(itemWorkspace), not the current workspace \(current); switch to it first"
         case .noTransport(let workspace): return "no transport serves workspace \(workspace)"
         case .notAnOutbox(let path, let reason): return "\(path) is not a FormSync outbox this build can open: \(reason)"
+        case .notAnEditForm(let name): return "form \(name) does not edit a record (its spec has no 'edits:')"
+        case .noSuchRecord(let type, let id): return "this device holds no \(type) \(id)"
         }
     }
 }

@@ -97,6 +97,7 @@ final class OutboxStore {
             CREATE INDEX items_file ON items(file_path) WHERE file_path IS NOT NULL;
             DROP INDEX items_attempt;
             """),
+        recordsMigration,
     ])
 
     /// `PRAGMA application_id` of every outbox file ("FSOX"): a file without it is not ours.

@@ -28,10 +28,14 @@ public struct ServerAcknowledgement: Sendable, Equatable, Codable {
     public var serverID: Int64?
     /// The record's version after this write (its ETag), the base of later edits.
     public var version: String?
+    /// The record the write created or changed, as the server now holds it (`entity`), for the
+    /// device's record store.
+    public var record: RecordChange?
 
-    public init(serverID: Int64? = nil, version: String? = nil) {
+    public init(serverID: Int64? = nil, version: String? = nil, record: RecordChange? = nil) {
         self.serverID = serverID
         self.version = version
+        self.record = record
     }
 }
 

@@ -140,7 +140,7 @@ public final class HTTPTransport: OutboxTransport {
             }
             let id = serverID(json["id"])
             let version = Self.version(headers["etag"] ?? (json["version"] as? String))
-            return .done(ServerAcknowledgement(serverID: id, version: version))
+            return .done(ServerAcknowledgement(serverID: id, version: version, record: (json["entity"] as? [String: Any]).flatMap(change)))
         case 300..<400:
             return .unreachable(reason: "HTTP \(status) redirect refused (a captive portal?); nothing was followed")
         case 401:
@@ -150,7 +150,7 @@ public final class HTTPTransport: OutboxTransport {
                 return .transient(reason: "HTTP 412 without the current record", retryAfterMilliseconds: nil)
             }
             return .conflict(current: current, version: version)
-        case 409 where json?["code"] as? String == "document-exists":
+        case 409 where ["document-exists", "authority-conflict"].contains(json?["code"] as? String ?? ""):
             // The document exists with other content: a conflict to merge or show, never "done".
             guard let (current, version) = currentRecord(json, headers) else {
                 return .rejected(reason: "HTTP 409\(problemText(json))", fieldErrors: [])
@@ -171,6 +171,76 @@ public final class HTTPTransport: OutboxTransport {
         default:
             return .unreachable(reason: "HTTP \(status) is not a FormSync reply")
         }
+    }
+
+    /// Fetches one page of the change feed (`GET /changes`), classified like a send: no answer,
+    /// a portal's page or a redirect is `unreachable`; 401 `authExpired`; 410 `cursorExpired`.
+    public func fetchChanges(cursor: String?, limit: Int) async -> PullOutcome {
+        var components = URLComponents()
+        components.queryItems = [URLQueryItem(name: "limit", value: String(max(1, min(limit, 1000))))]
+        if let cursor { components.queryItems?.append(URLQueryItem(name: "cursor", value: cursor)) }
+        var http = URLRequest(url: url("/changes?" + (components.percentEncodedQuery ?? "")))
+        http.timeoutInterval = timeout
+        http.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
+        http.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
+        if let token = await token() { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let data: Data
+        let response: HTTPURLResponse
+        do {
+            let (body, reply) = try await session.data(for: http)
+            guard let reply = reply as? HTTPURLResponse else { return .unreachable(reason: "the reply is not HTTP") }
+            (data, response) = (body, reply)
+        } catch {
+            return .unreachable(reason: Task.isCancelled ? "cancelled" : Self.describe(error))
+        }
+        return Self.classifyPage(status: response.statusCode, headers: Self.headers(of: response), body: data)
+    }
+
+    /// The most changes a page may carry before it is taken for a broken server.
+    static let maxChangesPerPage = 10_000
+
+    /// Maps a reply of `GET /changes` to an outcome. Every change is checked: a type of 1 to 128
+    /// characters, a server id from 1 to 2^53 − 1, a version from 1, fields that are an object.
+    static func classifyPage(status: Int, headers: [String: String], body: Data) -> PullOutcome {
+        let json = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
+        switch status {
+        case 200:
+            guard headers["content-type"]?.lowercased().hasPrefix("application/json") == true, let json,
+                let items = json["changes"] as? [Any], let cursor = json["cursor"] as? String
+            else { return .unreachable(reason: "HTTP 200 that is not a change feed (a captive portal or proxy?)") }
+            guard !cursor.isEmpty, cursor.utf8.count <= 256, cursor.utf8.allSatisfy({ (0x21...0x7E).contains($0) }), items.count <= maxChangesPerPage else {
+                return .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfterMilliseconds: nil)
+            }
+            var changes: [RecordChange] = []
+            for item in items {
+                guard let object = item as? [String: Any], let change = change(object) else {
+                    return .failed(reason: "the change feed holds a malformed change", retryAfterMilliseconds: nil)
+                }
+                changes.append(change)
+            }
+            return .page(ChangePage(changes: changes, cursor: cursor, more: json["more"] as? Bool ?? false))
+        case 300..<400:
+            return .unreachable(reason: "HTTP \(status) redirect refused (a captive portal?); nothing was followed")
+        case 401:
+            return .authExpired
+        case 410:
+            return .cursorExpired
+        case 100..<600:
+            return .failed(reason: "HTTP \(status)\(problemText(json))", retryAfterMilliseconds: retryAfter(headers["retry-after"]))
+        default:
+            return .unreachable(reason: "HTTP \(status) is not a FormSync reply")
+        }
+    }
+
+    /// A change (or a reply's `entity`) as the protocol promises it; nil for anything else.
+    static func change(_ object: [String: Any]) -> RecordChange? {
+        guard let type = object["type"] as? String, (1...128).contains(type.utf8.count), let id = serverID(object["id"]) else { return nil }
+        if object["deleted"] as? Bool == true { return RecordChange(type: type, id: id, version: 0, fields: nil) }
+        guard let number = object["version"] as? NSNumber, let version = Int(exactly: number.doubleValue), version >= 1, version < Int(Int32.max),
+            let record = object["record"] as? [String: Any],
+            let fields = try? JSONSerialization.data(withJSONObject: record, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return nil }
+        return RecordChange(type: type, id: id, version: version, fields: fields)
     }
 
     /// The current record and its version from a 412 or a 409 `document-exists` reply.

@@ -48,4 +48,13 @@ public protocol OutboxTransport: Sendable {
     /// Whether the server itself answers now (its health endpoint), the verdict on "online";
     /// the OS's connectivity is only ever a hint.
     func probe() async -> Bool
+    /// Fetches one page of the record change feed after `cursor` (nil: from the start).
+    func fetchChanges(cursor: String?, limit: Int) async -> PullOutcome
+}
+
+extension OutboxTransport {
+    /// A transport that only pushes: pulling is refused, and nothing is lost.
+    public func fetchChanges(cursor: String?, limit: Int) async -> PullOutcome {
+        .failed(reason: "this transport does not pull records", retryAfterMilliseconds: nil)
+    }
 }

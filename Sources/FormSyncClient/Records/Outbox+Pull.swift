@@ -1,0 +1,84 @@
+import Foundation
+import FormSyncModel
+import FormSyncSQLite
+
+extension Outbox {
+    /// Fetches the change feed page by page until the device has caught up, for the current
+    /// workspace. Each page and the cursor after it commit in one transaction, so a process
+    /// killed mid-pull resumes where the last committed page ended: no change is skipped or
+    /// applied twice, and applying one again is harmless (a record older than the stored one
+    /// is ignored). Concurrent calls share one pull. Sending is never held up: the outbox
+    /// keeps flushing while a pull waits on the network.
+    ///
+    /// Returns what was pulled; `stoppedBecause` says why it ended before catching up (no
+    /// network, an expired token, a server error). Throws only when the database refuses.
+    public func pull(pageSize: Int = 500) async throws -> PullReport {
+        if let running = pulling { return try await running.value }
+        let task = Task { try await self.runPull(pageSize: max(1, min(pageSize, 1000))) }
+        pulling = task
+        defer { pulling = nil }
+        return try await task.value
+    }
+
+    private func runPull(pageSize: Int) async throws -> PullReport {
+        var report = PullReport()
+        let workspace = self.workspace
+        let transport = self.transport
+        var cursor = try storage { try store.pullCursor(workspace: workspace) }
+        var fromScratch = false
+        var refreshed = 0
+        while !Task.isCancelled {
+            let outcome = await transport.fetchChanges(cursor: cursor, limit: pageSize)
+            guard workspace == self.workspace else { break }  // switched meanwhile: this pull's pages belong elsewhere
+            switch outcome {
+            case .page(let page):
+                try write(.normal) {
+                    if fromScratch { try store.clearRecords(workspace: workspace) }
+                    for change in page.changes {
+                        if let fields = change.fields {
+                            try applyChange(change, fields: fields, workspace: workspace)
+                            report.upserted += 1
+                        } else {
+                            let entry = recordTypes[change.type]
+                            if try store.deleteRecord(workspace: workspace, type: change.type, id: change.id, oldIndex: { old in entry.flatMap { try? $0.indexEntries(old) } ?? [] }) {
+                                noteRecord(change.type, change.id)
+                            }
+                            report.deleted += 1
+                        }
+                    }
+                    try store.setPullCursor(page.cursor, workspace: workspace, at: environment.now())
+                }
+                fromScratch = false
+                cursor = page.cursor
+                report.pages += 1
+                if !page.more {
+                    report.caughtUp = true
+                    return report
+                }
+            case .authExpired:
+                refreshed += 1
+                guard refreshed <= configuration.maxAuthRefreshesPerFlush, await refreshAuthentication() else {
+                    report.stoppedBecause = outcome
+                    return report
+                }
+            case .cursorExpired:
+                // The server lost the history this cursor points into: start over, and swap
+                // the whole store only when the first page of the new history commits.
+                guard !fromScratch, cursor != nil else {
+                    report.stoppedBecause = outcome
+                    return report
+                }
+                cursor = nil
+                fromScratch = true
+            case .unreachable:
+                setNetworkDown(true)
+                report.stoppedBecause = outcome
+                return report
+            case .failed:
+                report.stoppedBecause = outcome
+                return report
+            }
+        }
+        return report
+    }
+}

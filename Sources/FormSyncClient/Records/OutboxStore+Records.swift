@@ -1,0 +1,118 @@
+import Foundation
+import FormSyncModel
+import FormSyncSQLite
+
+/// The device's copy of the records in its scope, in the outbox's own database (one writer):
+/// `records` holds each record's fields and version, `record_index` the values of its indexed
+/// fields for local queries, `pull_cursors` where the feed resumes. A page of the feed and its
+/// cursor commit in one transaction.
+extension OutboxStore {
+    static let recordsMigration = SQLiteMigrator.Migration(version: 3, name: "records", sql: """
+        CREATE TABLE records (
+            workspace TEXT NOT NULL,
+            type TEXT NOT NULL,
+            id INTEGER NOT NULL,
+            version INTEGER NOT NULL,
+            payload BLOB NOT NULL,
+            PRIMARY KEY (workspace, type, id)
+        ) WITHOUT ROWID;
+        CREATE TABLE record_index (
+            workspace TEXT NOT NULL,
+            type TEXT NOT NULL,
+            field TEXT NOT NULL,
+            value TEXT NOT NULL,
+            id INTEGER NOT NULL,
+            PRIMARY KEY (workspace, type, field, value, id)
+        ) WITHOUT ROWID;
+        CREATE TABLE pull_cursors (workspace TEXT PRIMARY KEY, cursor TEXT NOT NULL, pulled_at INTEGER NOT NULL) WITHOUT ROWID;
+        """)
+
+    /// A stored record: its fields' JSON and version.
+    struct StoredRecord {
+        var id: Int64
+        var version: Int
+        var payload: Data
+    }
+
+    func storedRecord(workspace: String, type: String, id: Int64) throws -> StoredRecord? {
+        try db.query("SELECT id, version, payload FROM records WHERE workspace = ? AND type = ? AND id = ?",
+                     [.text(workspace), .text(type), .integer(id)]) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }.first
+    }
+
+    func storedRecords(workspace: String, type: String) throws -> [StoredRecord] {
+        try db.query("SELECT id, version, payload FROM records WHERE workspace = ? AND type = ? ORDER BY id",
+                     [.text(workspace), .text(type)]) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }
+    }
+
+    func storedRecords(workspace: String, type: String, field: String, value: String) throws -> [StoredRecord] {
+        try db.query("""
+            SELECT r.id, r.version, r.payload FROM record_index i
+            JOIN records r ON r.workspace = i.workspace AND r.type = i.type AND r.id = i.id
+            WHERE i.workspace = ? AND i.type = ? AND i.field = ? AND i.value = ? ORDER BY i.id
+            """, [.text(workspace), .text(type), .text(field), .text(value)]) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }
+    }
+
+    func recordCount(workspace: String) throws -> Int {
+        Int(try db.query("SELECT COUNT(*) FROM records WHERE workspace = ?", [.text(workspace)]) { $0.int(0) }.first ?? 0)
+    }
+
+    /// Writes a record's state unless the store already holds a newer version of it; the index
+    /// follows. False when the change was older than what is stored.
+    func upsertRecord(workspace: String, type: String, id: Int64, version: Int, payload: Data, index: [RecordIndexEntry], oldIndex: (Data) -> [RecordIndexEntry]) throws -> Bool {
+        if let old = try db.query("SELECT version, payload FROM records WHERE workspace = ? AND type = ? AND id = ?",
+                                  [.text(workspace), .text(type), .integer(id)], { (Int($0.int(0)), $0.blob(1) ?? Data()) }).first {
+            guard old.0 <= version else { return false }
+            for entry in oldIndex(old.1) {
+                try db.run("DELETE FROM record_index WHERE workspace = ? AND type = ? AND field = ? AND value = ? AND id = ?",
+                           [.text(workspace), .text(type), .text(entry.field), .text(entry.value), .integer(id)])
+            }
+        }
+        try db.run("INSERT OR REPLACE INTO records (workspace, type, id, version, payload) VALUES (?, ?, ?, ?, ?)",
+                   [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)])
+        for entry in index {
+            try db.run("INSERT OR IGNORE INTO record_index (workspace, type, field, value, id) VALUES (?, ?, ?, ?, ?)",
+                       [.text(workspace), .text(type), .text(entry.field), .text(entry.value), .integer(id)])
+        }
+        return true
+    }
+
+    /// Removes a record and its index entries; false when there was none.
+    func deleteRecord(workspace: String, type: String, id: Int64, oldIndex: (Data) -> [RecordIndexEntry]) throws -> Bool {
+        guard let old = try storedRecord(workspace: workspace, type: type, id: id) else { return false }
+        for entry in oldIndex(old.payload) {
+            try db.run("DELETE FROM record_index WHERE workspace = ? AND type = ? AND field = ? AND value = ? AND id = ?",
+                       [.text(workspace), .text(type), .text(entry.field), .text(entry.value), .integer(id)])
+        }
+        return try db.run("DELETE FROM records WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)]) > 0
+    }
+
+    /// Forgets every record and the cursor of a workspace (before a pull from the start).
+    func clearRecords(workspace: String) throws {
+        try db.run("DELETE FROM record_index WHERE workspace = ?", [.text(workspace)])
+        try db.run("DELETE FROM records WHERE workspace = ?", [.text(workspace)])
+        try db.run("DELETE FROM pull_cursors WHERE workspace = ?", [.text(workspace)])
+    }
+
+    func pullCursor(workspace: String) throws -> String? {
+        try db.query("SELECT cursor FROM pull_cursors WHERE workspace = ?", [.text(workspace)]) { $0.text(0) }.first ?? nil
+    }
+
+    func setPullCursor(_ cursor: String, workspace: String, at now: Int64) throws {
+        try db.run("INSERT OR REPLACE INTO pull_cursors (workspace, cursor, pulled_at) VALUES (?, ?, ?)", [.text(workspace), .text(cursor), .integer(now)])
+    }
+
+    /// The server id a placeholder landed as, in `workspace`.
+    func resolvedID(_ placeholder: Int64, workspace: String) throws -> Int64? {
+        try db.query("SELECT server_id FROM resolved WHERE workspace = ? AND placeholder = ?", [.text(workspace), .integer(placeholder)]) { $0.int(0) }.first
+    }
+
+    /// The submissions of `forms` not yet confirmed, oldest first: what the device shows on top
+    /// of the records it pulled.
+    func unconfirmedSubmissions(workspace: String, forms: [String]) throws -> [Row] {
+        guard !forms.isEmpty else { return [] }
+        let marks = Array(repeating: "?", count: forms.count).joined(separator: ", ")
+        return try db.query(
+            "SELECT \(Self.columns) FROM items WHERE workspace = ? AND kind = 'submission' AND state != 'confirmed' AND form IN (\(marks)) ORDER BY id",
+            [.text(workspace)] + forms.map { .text($0) }, Self.row)
+    }
+}

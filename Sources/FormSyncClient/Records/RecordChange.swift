@@ -1,0 +1,66 @@
+import Foundation
+
+/// One change from the server's feed: a record's latest state, or its removal from the
+/// device's scope (deleted, or moved to someone else).
+public struct RecordChange: Sendable, Equatable, Codable {
+    public var type: String
+    public var id: Int64
+    /// The record's version after the change; 0 for a deletion.
+    public var version: Int
+    /// The record's fields' JSON; nil for a deletion.
+    public var fields: Data?
+
+    public init(type: String, id: Int64, version: Int, fields: Data?) {
+        self.type = type
+        self.id = id
+        self.version = version
+        self.fields = fields
+    }
+
+    /// Whether the record left the device's scope.
+    public var isDeletion: Bool { fields == nil }
+}
+
+/// One page of the change feed and where the next one starts.
+public struct ChangePage: Sendable, Equatable {
+    public var changes: [RecordChange]
+    /// Opaque: resumes exactly after the last change of this page.
+    public var cursor: String
+    /// Whether the server holds more changes after this page.
+    public var more: Bool
+
+    public init(changes: [RecordChange], cursor: String, more: Bool) {
+        self.changes = changes
+        self.cursor = cursor
+        self.more = more
+    }
+}
+
+/// What became of one request for a page of the change feed.
+public enum PullOutcome: Sendable, Equatable {
+    case page(ChangePage)
+    /// No server answered (as `DeliveryOutcome.unreachable`).
+    case unreachable(reason: String)
+    /// The token expired (401).
+    case authExpired
+    /// The server no longer knows the cursor (410): the device must pull again from the start.
+    case cursorExpired
+    /// The server refused or failed; `retryAfterMilliseconds` when it said when to come back.
+    case failed(reason: String, retryAfterMilliseconds: Int64?)
+}
+
+/// What one `Outbox.pull()` did.
+public struct PullReport: Sendable, Equatable {
+    /// Pages committed.
+    public var pages = 0
+    /// Records written (created or changed).
+    public var upserted = 0
+    /// Records removed.
+    public var deleted = 0
+    /// Whether the device caught up with the server's feed.
+    public var caughtUp = false
+    /// Why the pull stopped early, when it did.
+    public var stoppedBecause: PullOutcome?
+
+    public init() {}
+}

@@ -1,0 +1,128 @@
+import FormSyncModel
+import FormSyncSQLite
+import Foundation
+
+/// The records the server owns and the change feed devices pull them by. `changes` keeps one
+/// row per (record, scope) holding its latest change: a change takes a new sequence number, so
+/// the feed in sequence order is commit order, and a cursor (the last number returned) resumes
+/// exactly after what a device already has. A record that leaves a scope (deleted, or moved to
+/// another courier) leaves a tombstone in the old scope.
+extension ServerStore {
+    static let recordsMigration = SQLiteMigrator.Migration(version: 3, name: "records and changes", sql: """
+        CREATE TABLE records (
+            workspace TEXT NOT NULL,
+            type TEXT NOT NULL,
+            id INTEGER NOT NULL,
+            version INTEGER NOT NULL,
+            scope TEXT NOT NULL,
+            payload BLOB NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (workspace, type, id)
+        ) WITHOUT ROWID;
+        CREATE TABLE changes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            workspace TEXT NOT NULL,
+            type TEXT NOT NULL,
+            id INTEGER NOT NULL,
+            scope TEXT NOT NULL,
+            deleted INTEGER NOT NULL,
+            UNIQUE (workspace, type, id, scope)
+        );
+        """)
+
+    /// One record as the server holds it.
+    struct StoredRecord {
+        var type: String
+        var id: Int64
+        var version: Int
+        var scope: String
+        var payload: Data
+    }
+
+    /// One entry of the feed: the record's latest state in a scope, or its removal from it.
+    struct FeedEntry {
+        var seq: Int64
+        var type: String
+        var id: Int64
+        var deleted: Bool
+        var version: Int
+        var payload: Data?
+    }
+
+    /// The next id for a document or a record: one sequence for both, since a record created
+    /// by a document takes the document's id, and back-office records must not collide with it.
+    func nextEntityID() throws -> Int64 {
+        let documents = try db.query("SELECT COALESCE(MAX(id), 0) FROM documents", [], { $0.int(0) }).first ?? 0
+        let records = try db.query("SELECT COALESCE(MAX(id), 0) FROM records", [], { $0.int(0) }).first ?? 0
+        let (next, overflow) = max(documents, records).addingReportingOverflow(1)
+        guard !overflow, next <= 9_007_199_254_740_991 else { throw ServerStoreError.idsExhausted }
+        return next
+    }
+
+    func record(workspace: String, type: String, id: Int64) throws -> StoredRecord? {
+        try db.query(
+            "SELECT type, id, version, scope, payload FROM records WHERE workspace = ? AND type = ? AND id = ?",
+            [.text(workspace), .text(type), .integer(id)]
+        ) { row in
+            StoredRecord(type: row.text(0) ?? "", id: row.int(1), version: Int(row.int(2)), scope: row.text(3) ?? "", payload: row.blob(4) ?? Data())
+        }.first
+    }
+
+    func records(workspace: String) throws -> [StoredRecord] {
+        try db.query("SELECT type, id, version, scope, payload FROM records WHERE workspace = ? ORDER BY type, id", [.text(workspace)]) { row in
+            StoredRecord(type: row.text(0) ?? "", id: row.int(1), version: Int(row.int(2)), scope: row.text(3) ?? "", payload: row.blob(4) ?? Data())
+        }
+    }
+
+    /// Writes a record's new state (version + 1) and its change; a record that changed scope
+    /// leaves a tombstone in the old one. Returns the new version.
+    func putRecord(workspace: String, type: String, id: Int64, scope: String, payload: Data, at now: Int64) throws -> Int {
+        let old = try record(workspace: workspace, type: type, id: id)
+        let version = (old?.version ?? 0) + 1
+        try db.run(
+            "INSERT OR REPLACE INTO records (workspace, type, id, version, scope, payload, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .text(scope), .blob(payload), .integer(now)])
+        if let old, old.scope != scope { try recordChange(workspace: workspace, type: type, id: id, scope: old.scope, deleted: true) }
+        try recordChange(workspace: workspace, type: type, id: id, scope: scope, deleted: false)
+        return version
+    }
+
+    /// Removes a record; its scope's feed carries the deletion. False when there was none.
+    func deleteRecord(workspace: String, type: String, id: Int64) throws -> Bool {
+        guard let old = try record(workspace: workspace, type: type, id: id) else { return false }
+        try db.run("DELETE FROM records WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)])
+        try recordChange(workspace: workspace, type: type, id: id, scope: old.scope, deleted: true)
+        return true
+    }
+
+    private func recordChange(workspace: String, type: String, id: Int64, scope: String, deleted: Bool) throws {
+        try db.run(
+            "INSERT OR REPLACE INTO changes (workspace, type, id, scope, deleted) VALUES (?, ?, ?, ?, ?)",
+            [.text(workspace), .text(type), .integer(id), .text(scope), .integer(deleted ? 1 : 0)])
+    }
+
+    /// Up to `limit` feed entries after `cursor` for a device of `principal`: unscoped records
+    /// and those scoped to it, in commit order.
+    func feed(workspace: String, principal: String, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
+        try db.query("""
+            SELECT c.seq, c.type, c.id, c.deleted, r.version, r.payload
+            FROM changes c LEFT JOIN records r ON r.workspace = c.workspace AND r.type = c.type AND r.id = c.id AND c.deleted = 0
+            WHERE c.seq > ? AND c.workspace = ? AND (c.scope = '' OR c.scope = ?)
+            ORDER BY c.seq LIMIT ?
+            """, [.integer(cursor), .text(workspace), .text(principal), .integer(Int64(limit))]
+        ) { row in
+            FeedEntry(seq: row.int(0), type: row.text(1) ?? "", id: row.int(2), deleted: row.int(3) != 0, version: Int(row.optionalInt(4) ?? 0), payload: row.blob(5))
+        }
+    }
+
+    /// The highest sequence number handed out; a cursor beyond it comes from another database.
+    func lastChange() throws -> Int64 {
+        try db.query("SELECT COALESCE(MAX(seq), 0) FROM changes", [], { $0.int(0) }).first ?? 0
+    }
+}
+
+enum ServerStoreError: Error, CustomStringConvertible {
+    case idsExhausted
+
+    var description: String { "no ids are left below 2^53" }
+}

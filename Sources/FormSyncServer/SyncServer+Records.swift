@@ -1,0 +1,264 @@
+import FormSyncModel
+import Foundation
+
+/// Records on the reference server: the back office's API (seed, change and delete records
+/// while devices are offline), the change feed (`GET /changes`), one record
+/// (`GET /records/{type}/{id}`), and applying the submissions of forms that create or edit a
+/// record. docs/PROTOCOL.md, "Records and the change feed".
+extension SyncServer {
+    /// A record as the server holds it.
+    public struct Record: Sendable, Equatable {
+        public var type: String
+        public var id: Int64
+        public var version: Int
+        /// The value of its scope field ("" for a record every device receives).
+        public var scope: String
+        /// Its fields' JSON.
+        public var fields: Data
+    }
+
+    /// Why the back office's write was refused.
+    public enum RecordError: Error, Equatable, CustomStringConvertible {
+        /// The fields break the record type's rules.
+        case invalid([FieldError])
+        /// The fields are not a JSON object of the record type.
+        case malformed(String)
+
+        public var description: String {
+            switch self {
+            case .invalid(let errors): return "the record breaks \(errors.count) rule(s): " + errors.map { "\($0.pointer) \($0.detail)" }.joined(separator: "; ")
+            case .malformed(let reason): return reason
+            }
+        }
+    }
+
+    // MARK: The back office
+
+    /// Creates (`id` nil: a new id from the server's sequence) or replaces a record, as the back
+    /// office does, and puts the change in the feed. Returns the record as stored.
+    @discardableResult
+    public func putRecord(_ type: String, id: Int64? = nil, fields: Data, workspace: String = "") throws -> Record {
+        try locked {
+            try store.transaction {
+                let prepared: (payload: Data, scope: String)
+                switch prepareRecord(type, payload: fields) {
+                case .success(let value): prepared = value
+                case .failure(let refusal): throw refusal.error
+                }
+                let id = try id ?? store.nextEntityID()
+                guard id >= 1 && id <= 9_007_199_254_740_991 else { throw RecordError.malformed("a record id is a whole number from 1 to 2^53 - 1") }
+                let version = try store.putRecord(workspace: workspace, type: type, id: id, scope: prepared.scope, payload: prepared.payload, at: now())
+                return Record(type: type, id: id, version: version, scope: prepared.scope, fields: prepared.payload)
+            }
+        }
+    }
+
+    /// Writes a typed record (a new one when its id is 0).
+    @discardableResult
+    public func putRecord<R: SyncRecord>(_ record: R, workspace: String = "") throws -> R {
+        let stored = try putRecord(R.recordType, id: record.id > 0 ? record.id : nil, fields: try FormRegistry.encode(record), workspace: workspace)
+        return try RecordProjection.decode(R.self, fields: stored.fields, id: stored.id, version: stored.version)
+    }
+
+    /// Deletes a record; devices that hold it receive the deletion. False when there was none.
+    @discardableResult
+    public func deleteRecord(_ type: String, id: Int64, workspace: String = "") throws -> Bool {
+        try locked { try store.transaction { try store.deleteRecord(workspace: workspace, type: type, id: id) } }
+    }
+
+    /// One record, if the server holds it.
+    public func record(_ type: String, id: Int64, workspace: String = "") -> Record? {
+        locked { (try? store.record(workspace: workspace, type: type, id: id)).flatMap { $0 }.map(Self.publicRecord) }
+    }
+
+    /// Every record of a workspace, by type and id.
+    public func records(workspace: String = "") -> [Record] {
+        locked { ((try? store.records(workspace: workspace)) ?? []).map(Self.publicRecord) }
+    }
+
+    static func publicRecord(_ stored: ServerStore.StoredRecord) -> Record {
+        Record(type: stored.type, id: stored.id, version: stored.version, scope: stored.scope, fields: stored.payload)
+    }
+
+    /// A refused record write: the reply for a device, the error for the back office.
+    struct Refusal: Error {
+        var response: HTTPResponse
+        var error: RecordError
+    }
+
+    /// Checks a record's fields against its type (when the server knows the type) and finds its
+    /// scope; canonical JSON out.
+    func prepareRecord(_ type: String, payload: Data) -> Result<(payload: Data, scope: String), Refusal> {
+        guard let slices = JSONObjectSlices(payload) else {
+            let detail = "the \(type) record is not a JSON object"
+            return .failure(Refusal(response: .problem(422, "Unprocessable Content", detail: detail, code: "invalid-record"), error: .malformed(detail)))
+        }
+        guard let entry = recordTypes[type] else { return .success((slices.data, "")) }
+        let errors = entry.validate(slices.data)
+        guard errors.isEmpty else {
+            return .failure(Refusal(
+                response: .problem(422, "Unprocessable Content", detail: "the \(type) record would break \(errors.count) rule(s)", code: "invalid-record",
+                                   errors: errors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] }),
+                error: .invalid(errors)))
+        }
+        return .success((slices.data, entry.scopeValue(slices.data) ?? ""))
+    }
+
+    static func entityObject(type: String, id: Int64, version: Int, payload: Data) -> [String: Any] {
+        ["type": type, "id": id, "version": version, "record": (try? JSONSerialization.jsonObject(with: payload)) ?? [:]]
+    }
+
+    /// The record a form creates, as the reply's `entity`, when it exists.
+    func entity(_ entry: FormRegistry.Entry, id: Int64, workspace: String) throws -> [String: Any]? {
+        guard let action = entry.recordAction, let record = try store.record(workspace: workspace, type: action.recordType, id: id) else { return nil }
+        return Self.entityObject(type: record.type, id: record.id, version: record.version, payload: record.payload)
+    }
+
+    // MARK: Edits
+
+    /// Applies an edit form's submission to the record its key names, under `If-Match`. Runs
+    /// inside the ledger's transaction.
+    func submitEdit(
+        _ request: HTTPRequest, entry: FormRegistry.Entry, action: RecordAction, payload: Data, workspace: String,
+        ifMatch: (any: Bool, strong: [String])?
+    ) throws -> HTTPResponse {
+        let documentID = request.header("formsync-document")!
+        guard let id = RecordProjection.editedID(form: payload, action: action), id > 0 else {
+            return .problem(422, "Unprocessable Content", detail: "an edit names the record it changes in \(action.keyField ?? "its key")", code: "invalid-payload",
+                            errors: [["pointer": "#/\(action.keyField ?? "")", "code": "required", "detail": "the record's id is required"]])
+        }
+        let current = try store.record(workspace: workspace, type: action.recordType, id: id)
+        if let existing = store.document(documentID) {
+            // The edit was applied before: the same edit again is a repeat, another is refused.
+            let stored = try entry.remap(existing.payload, [:]).payload
+            guard let current else {
+                return .problem(404, "Not Found", detail: "\(action.recordType) \(id) no longer exists", code: "no-such-record")
+            }
+            if stored == payload { return try editReply(200, documentID: documentID, entry: entry, action: action, record: current) }
+            return try editReply(409, documentID: documentID, entry: entry, action: action, record: current, code: "document-exists",
+                                 detail: "document \(documentID) already holds another edit; send a new edit with If-Match")
+        }
+        guard let current else {
+            return .problem(404, "Not Found", detail: "\(action.recordType) \(id) does not exist (it may have been deleted)", code: "no-such-record")
+        }
+        guard let ifMatch else {
+            return .problem(428, "Precondition Required", detail: "an edit of \(action.recordType) \(id) needs If-Match with the version it was based on", code: "if-match-required")
+        }
+        guard ifMatch.any || ifMatch.strong.contains(Self.etag(current.version)) else {
+            return try editReply(412, documentID: documentID, entry: entry, action: action, record: current, code: "stale-version")
+        }
+        // The server's own value stands for every field it is the authority of; an edit that
+        // tried to change one is a conflict for a person, not a silent overwrite.
+        let serverView = try RecordProjection.editPayload(record: current.payload, id: id, action: action)
+        let merged = try entry.merge(serverView, payload, serverView)
+        if !merged.conflicts.isEmpty {
+            return try editReply(409, documentID: documentID, entry: entry, action: action, record: current, code: "authority-conflict",
+                                 detail: "the edit changes \(merged.conflicts.map(\.pointer).joined(separator: ", ")), which the server owns")
+        }
+        let updated: (payload: Data, scope: String)
+        switch prepareRecord(action.recordType, payload: try RecordProjection.apply(form: merged.merged, to: current.payload, action: action)) {
+        case .success(let value): updated = value
+        case .failure(let refusal): return refusal.response
+        }
+        let version = try store.putRecord(workspace: workspace, type: action.recordType, id: id, scope: updated.scope, payload: updated.payload, at: now())
+        _ = try store.createDocument(documentID, form: entry.name, formVersion: entry.version, workspace: workspace, payload: merged.merged, at: now())
+        let record = ServerStore.StoredRecord(type: action.recordType, id: id, version: version, scope: updated.scope, payload: updated.payload)
+        return try editReply(200, documentID: documentID, entry: entry, action: action, record: record)
+    }
+
+    /// A reply about an edited record: the record as the form sees it (`record`), its version
+    /// as the ETag, and the whole record (`entity`) for the device's store.
+    func editReply(
+        _ status: Int, documentID: String, entry: FormRegistry.Entry, action: RecordAction, record: ServerStore.StoredRecord,
+        code: String? = nil, detail: String? = nil
+    ) throws -> HTTPResponse {
+        let view = try RecordProjection.editPayload(record: record.payload, id: record.id, action: action)
+        let object: [String: Any] = [
+            "document_id": documentID, "id": record.id, "form": entry.name, "form_version": entry.version,
+            "version": Self.etag(record.version), "record": (try? JSONSerialization.jsonObject(with: view)) ?? [:],
+            "entity": Self.entityObject(type: record.type, id: record.id, version: record.version, payload: record.payload),
+        ]
+        let headers = [("ETag", Self.etag(record.version))]
+        guard let code else { return .json(status, object, headers: headers) }
+        return .problem(status, HTTPResponse.reason(status), detail: detail, code: code, extra: object, headers: headers)
+    }
+
+    // MARK: Reading
+
+    /// The most changes one page of the feed returns.
+    public static let maxChangesPerPage = 1000
+
+    /// `GET /changes?cursor=…&limit=…`: the changes in the principal's scope after the cursor.
+    func changes(_ request: HTTPRequest) -> HTTPResponse {
+        guard let principal = principal(of: request) else { return unauthorized() }
+        var parameters: [String: String] = [:]
+        for pair in (request.query ?? "").split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 2, parameters[parts[0]] == nil else {
+                return .problem(400, "Bad Request", detail: "the query takes cursor= and limit= once each", code: "bad-query")
+            }
+            parameters[parts[0]] = parts[1]
+        }
+        var limit = 500
+        if let text = parameters["limit"] {
+            guard text.utf8.count <= 6, let value = Int(text), value >= 1 else {
+                return .problem(400, "Bad Request", detail: "limit is a whole number from 1 to \(Self.maxChangesPerPage)", code: "bad-limit")
+            }
+            limit = min(value, Self.maxChangesPerPage)
+        }
+        var after: Int64 = 0
+        if let cursor = parameters["cursor"], !cursor.isEmpty {
+            guard let seq = Self.parseCursor(cursor) else {
+                return .problem(400, "Bad Request", detail: "the cursor is not one this server issued", code: "bad-cursor")
+            }
+            after = seq
+        }
+        let workspace = request.header("formsync-workspace") ?? ""
+        return locked {
+            do {
+                guard after <= (try store.lastChange()) else {
+                    return .problem(410, "Gone", detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start", code: "cursor-expired")
+                }
+                let page = try store.feed(workspace: workspace, principal: principal, after: after, limit: limit + 1)
+                let more = page.count > limit
+                let entries = page.prefix(limit)
+                let changes: [[String: Any]] = entries.map { entry in
+                    if entry.deleted || entry.payload == nil { return ["type": entry.type, "id": entry.id, "deleted": true] }
+                    return Self.entityObject(type: entry.type, id: entry.id, version: entry.version, payload: entry.payload!)
+                }
+                let cursor = Self.cursor(entries.last?.seq ?? after)
+                return .json(200, ["changes": changes, "cursor": cursor, "more": more])
+            } catch {
+                return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
+            }
+        }
+    }
+
+    /// `GET /records/{type}/{id}`: one record in the principal's scope, with its ETag.
+    func recordRoute(_ request: HTTPRequest) -> HTTPResponse {
+        guard let principal = principal(of: request) else { return unauthorized() }
+        let parts = request.path.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 4, let id = Int64(parts[3]), id > 0 else {
+            return .problem(404, "Not Found", detail: "use /records/{type}/{id}", code: "no-route")
+        }
+        let type = String(parts[2])
+        let workspace = request.header("formsync-workspace") ?? ""
+        return locked {
+            guard let record = (try? store.record(workspace: workspace, type: type, id: id)) ?? nil, record.scope.isEmpty || record.scope == principal else {
+                return .problem(404, "Not Found", detail: "no \(type) \(id) here", code: "no-such-record")
+            }
+            return .json(200, Self.entityObject(type: record.type, id: record.id, version: record.version, payload: record.payload),
+                         headers: [("ETag", Self.etag(record.version))])
+        }
+    }
+
+    /// Cursors are opaque to devices: `c1.` and a sequence number.
+    static func cursor(_ seq: Int64) -> String { "c1.\(seq)" }
+
+    static func parseCursor(_ text: String) -> Int64? {
+        guard text.hasPrefix("c1."), text.utf8.count <= 24 else { return nil }
+        let digits = text.dropFirst(3)
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ (48...57).contains($0) }), let value = Int64(digits) else { return nil }
+        return value
+    }
+}
