@@ -54,7 +54,7 @@ public enum Naming {
     public static let reservedMembers: Set<String> = [
         "formName", "formVersion", "endpointTemplate", "lane", "endpoint", "validate",
         "placeholders", "remapped", "merge", "field", "CodingKeys", "Field", "encode",
-        "recordType", "recordVersion", "scopeField", "indexedFields", "indexEntries", "recordBinding", "mappingFiles",
+        "recordType", "recordVersion", "scopeField", "indexedFields", "indexEntries", "recordBinding", "mappingFiles", "all", "withID",
     ]
 
     /// Type names the runtime already defines, which a form or nested type may not shadow.

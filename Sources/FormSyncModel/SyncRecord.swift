@@ -101,3 +101,11 @@ extension FormPayload {
     /// Nil: the form neither creates nor edits a record.
     public static var recordAction: RecordAction? { nil }
 }
+
+extension SyncRecord {
+    /// Every record of this type on the device.
+    public static var all: RecordQuery<Self> { .all }
+
+    /// The record with this id (a placeholder id finds one created offline).
+    public static func withID(_ id: Int64) -> RecordQuery<Self> { .id(id) }
+}

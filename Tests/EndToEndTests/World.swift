@@ -23,7 +23,7 @@ final class World: @unchecked Sendable {
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        server = try SyncServer(directory: directory.appendingPathComponent("server").path, forms: FormCatalog.forms)
+        server = try SyncServer(directory: directory.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
         _ = try server.start()
         refreshToken = server.issueRefreshToken()
         token = Mutex(server.issueAccessToken())
@@ -34,17 +34,30 @@ final class World: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    func transport(workspace: String = "acme") -> HTTPTransport {
-        HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: timeout, maxConnections: concurrency) { [self] in token.withLock { $0 } }
+    /// Access tokens of principals other than the default one, by principal.
+    private let principalTokens = Mutex<[String: String]>([:])
+
+    func transport(workspace: String = "acme", principal: String? = nil) -> HTTPTransport {
+        if let principal {
+            let token = principalTokens.withLock { tokens in
+                if let token = tokens[principal] { return token }
+                let token = server.issueAccessToken(principal: principal)
+                tokens[principal] = token
+                return token
+            }
+            return HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: timeout, maxConnections: concurrency) { token }
+        }
+        return HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: timeout, maxConnections: concurrency) { [self] in token.withLock { $0 } }
     }
 
-    /// The outbox of device `name`, opened (again) on its own database file.
-    func device(_ name: String = "phone", workspace: String = "acme") throws -> Outbox {
-        let transport = transport(workspace: workspace)
+    /// The outbox of device `name`, opened (again) on its own database file; `principal` is
+    /// who its token acts for (the default principal when nil).
+    func device(_ name: String = "phone", workspace: String = "acme", principal: String? = nil) throws -> Outbox {
+        let transport = transport(workspace: workspace, principal: principal)
         let clock = self.clock
         let refreshToken = self.refreshToken
         return try Outbox(
-            path: directory.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms,
+            path: directory.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms, records: FormCatalog.records,
             transport: transport,
             configuration: Outbox.Configuration(concurrency: concurrency, retry: RetryPolicy(baseDelayMilliseconds: 1000, maxDelayMilliseconds: 30_000, maxAttempts: 8), leaseMilliseconds: 60_000),
             environment: OutboxEnvironment(now: { clock.now }, random: { 0.5 }, newID: OutboxEnvironment.live.newID),

@@ -38,19 +38,23 @@ public final class SyncEngine: Sendable {
         /// The least time between two passes that made no progress, so a lane that cannot be
         /// leased never spins the engine.
         public var idleFloorMilliseconds: Int64
+        /// How often the records are pulled when nothing else happens; nil never pulls. A pull
+        /// also follows every pass that delivered something, and the first pass of a run.
+        public var pullIntervalMilliseconds: Int64?
 
         public init(
             networkBackoff: RetryPolicy = RetryPolicy(baseDelayMilliseconds: 1000, maxDelayMilliseconds: 120_000),
-            tokenRetryMilliseconds: Int64 = 60_000, idleFloorMilliseconds: Int64 = 250
+            tokenRetryMilliseconds: Int64 = 60_000, idleFloorMilliseconds: Int64 = 250, pullIntervalMilliseconds: Int64? = 300_000
         ) {
             self.networkBackoff = networkBackoff
             self.tokenRetryMilliseconds = max(1, tokenRetryMilliseconds)
             self.idleFloorMilliseconds = max(1, idleFloorMilliseconds)
+            self.pullIntervalMilliseconds = pullIntervalMilliseconds.map { min(max(1000, $0), 86_400_000) }
         }
     }
 
     enum Event: Sendable {
-        case work, online, timer(Int), stop
+        case work, online, timer(Int), stop, pulled
     }
 
     private struct Shared {
@@ -60,6 +64,7 @@ public final class SyncEngine: Sendable {
         var events: AsyncStream<Event>.Continuation?
         var flush: Task<FlushReport, Never>?
         var lastReport: FlushReport?
+        var lastPull: PullReport?
         var listeners: [UUID: AsyncStream<State>.Continuation] = [:]
     }
 
@@ -90,6 +95,9 @@ public final class SyncEngine: Sendable {
 
     /// The report of the last pass, if any.
     public var lastReport: FlushReport? { shared.withLock { $0.lastReport } }
+
+    /// The report of the last pull, if any.
+    public var lastPullReport: PullReport? { shared.withLock { $0.lastPull } }
 
     /// The engine's states, starting with the present; a slow reader only misses intermediate ones.
     public func states() -> AsyncStream<State> {
@@ -157,6 +165,23 @@ public final class SyncEngine: Sendable {
         var networkSteps = 0
         var tokenSteps = 0
         var waitingForNetwork = await outbox.isWaitingForNetwork
+        // Pulls run beside the passes, never in front of them: a pass started while a pull
+        // waits on the network sends at once.
+        var pullTask: Task<Void, Never>?
+        var pullRunning = false
+        var lastPullAt: Int64?
+        defer { pullTask?.cancel() }
+        let outbox = self.outbox
+        func startPull() {
+            guard configuration.pullIntervalMilliseconds != nil, !pullRunning else { return }
+            pullRunning = true
+            lastPullAt = now()
+            pullTask = Task { [self] in
+                let report = try? await outbox.pull()
+                shared.withLock { $0.lastPull = report }
+                continuation.yield(.pulled)
+            }
+        }
         let tokenBackoff = RetryPolicy(
             baseDelayMilliseconds: min(1000, configuration.tokenRetryMilliseconds), maxDelayMilliseconds: configuration.tokenRetryMilliseconds)
 
@@ -173,6 +198,9 @@ public final class SyncEngine: Sendable {
             defer { timer?.cancel() }
             while let event = await iterator.next() {
                 switch event {
+                case .pulled:
+                    pullRunning = false
+                    continue
                 case .stop: return false
                 case .timer(let fired) where fired == id: return true
                 case .timer: continue
@@ -208,9 +236,14 @@ public final class SyncEngine: Sendable {
                 continue
             }
             tokenSteps = 0
+            if report.sent > 0 || lastPullAt == nil { startPull() }
+            if let interval = configuration.pullIntervalMilliseconds, let last = lastPullAt, now() >= last.addingClamped(interval) || now() < last {
+                startPull()
+            }
             let due = await outbox.nextDueTime()
             set(.idle(nextDue: due))
-            guard var delay = due.map({ max(0, $0 - now()) }) else {
+            let nextPull = configuration.pullIntervalMilliseconds.flatMap { interval in lastPullAt.map { max(0, $0.addingClamped(interval) - now()) } }
+            guard var delay = [due.map({ max(0, $0 - now()) }), nextPull].compactMap({ $0 }).min() else {
                 guard await wait(nil, wakeOnWork: true) else { break }
                 continue
             }

@@ -45,7 +45,12 @@ extension Outbox {
         let earlier = known ? try storage { try store.latestDocumentItem(workspace: workspace, documentID: documentID) } : nil
         // A form that creates a record always stands for it under a placeholder id, so the
         // record shows on the device (and can be referenced and edited) before it lands.
-        let creates = creates ?? (P.recordAction?.kind == .creates ? (earlier?.produces ?? placeholderIDs.next()) : nil)
+        // (A later write to a document already sent is an edit of it, and creates nothing.)
+        let creates = creates ?? { () -> Int64? in
+            guard P.recordAction?.kind == .creates, base == nil else { return nil }
+            guard let earlier else { return placeholderIDs.next() }
+            return (earlier.state == .pending || earlier.state == .blocked) && earlier.sends == 0 ? earlier.produces : nil
+        }()
         let attached = Dictionary(attachments.map { ($0.placeholder, $0) }, uniquingKeysWith: { a, _ in a })
         let placeholders = payload.placeholders
         let fresh = try storage { try attached.keys.filter { try placeholders.contains($0) && !isKnown($0) } }
