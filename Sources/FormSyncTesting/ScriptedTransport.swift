@@ -28,6 +28,16 @@ public final class ScriptedTransport: OutboxTransport {
         var nextServerID: Int64 = 1000
         var reachable = true
         var probes = 0
+        var feed: [FeedStep] = []
+        var feedCursors: [String?] = []
+        var hangingFeed: [CheckedContinuation<PullOutcome, Never>] = []
+    }
+
+    /// What to answer one request for a page of the change feed with.
+    public enum FeedStep: Sendable {
+        case outcome(PullOutcome)
+        /// Hold the request until `releaseFeed(_:)`.
+        case hang
     }
 
     private let state = Mutex(State())
@@ -121,6 +131,46 @@ public final class ScriptedTransport: OutboxTransport {
         }
         state.withLock { $0.inFlight -= 1 }
         return outcome
+    }
+}
+
+extension ScriptedTransport {
+    /// Adds a step for the next request for a page of the change feed; steps are used once
+    /// each, in order. With none left, the feed answers an empty last page.
+    public func scriptFeed(_ step: FeedStep) {
+        state.withLock { $0.feed.append(step) }
+    }
+
+    /// The cursors the change feed was asked for, in order (nil: from the start).
+    public var feedCursors: [String?] { state.withLock { $0.feedCursors } }
+
+    /// How many feed requests are held by `hang` now.
+    public var hangingFeedCount: Int { state.withLock { $0.hangingFeed.count } }
+
+    /// Answers every hanging feed request with `outcome`.
+    public func releaseFeed(_ outcome: PullOutcome) {
+        let hung = state.withLock { s -> [CheckedContinuation<PullOutcome, Never>] in
+            defer { s.hangingFeed = [] }
+            return s.hangingFeed
+        }
+        for continuation in hung { continuation.resume(returning: outcome) }
+    }
+
+    /// Records the cursor and answers from the feed script.
+    public func fetchChanges(cursor: String?, limit: Int) async -> PullOutcome {
+        let step = state.withLock { s -> FeedStep in
+            s.feedCursors.append(cursor)
+            return s.feed.isEmpty ? .outcome(.page(ChangePage(changes: [], cursor: cursor ?? "c0", more: false))) : s.feed.removeFirst()
+        }
+        switch step {
+        case .outcome(let outcome):
+            await Task.yield()
+            return outcome
+        case .hang:
+            return await withCheckedContinuation { continuation in
+                state.withLock { $0.hangingFeed.append(continuation) }
+            }
+        }
     }
 }
 

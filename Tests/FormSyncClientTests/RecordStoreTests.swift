@@ -1,0 +1,156 @@
+import FieldForms
+import Foundation
+import FormSyncModel
+import FormSyncTesting
+import Testing
+
+@testable import FormSyncClient
+
+/// The device's record store against a scripted feed: pages commit with their cursor, a pull
+/// never holds up sending, an expired cursor starts over safely, an older change never
+/// overwrites a newer one, and hostile pages are refused.
+struct RecordStoreTests {
+    let harness: Harness
+
+    init() throws {
+        harness = try Harness()
+    }
+
+    func open() throws -> Outbox {
+        let clock = harness.clock
+        let ids = harness.ids
+        return try Outbox(
+            path: harness.path, workspace: "acme", forms: FormCatalog.forms, records: FormCatalog.records,
+            transports: { [transports = harness.transports] in transports[$0] }, configuration: harness.configuration,
+            environment: OutboxEnvironment(now: { clock.now }, random: { 0.5 }, newID: { ids.next() }))
+    }
+
+    static func delivery(_ id: Int64, version: Int = 1, stop: Int, courier: String = "ada") -> RecordChange {
+        let record = Delivery(courierId: courier, status: .assigned, stopOrder: stop, address: "Rua \(stop)")
+        return RecordChange(type: "Delivery", id: id, version: version, fields: try! FormRegistry.encode(record))
+    }
+
+    static func page(_ changes: [RecordChange], _ cursor: String, more: Bool = false) -> ScriptedTransport.FeedStep {
+        .outcome(.page(ChangePage(changes: changes, cursor: cursor, more: more)))
+    }
+
+    @Test func aPullWaitingOnTheNetworkNeverHoldsUpTheSendingOfCapturedWork() async throws {
+        let outbox = try open()
+        harness.transport.scriptFeed(.hang)
+        let pull = Task { try await outbox.pull() }
+        while harness.transport.hangingFeedCount == 0 { await Task.yield() }
+        try await outbox.enqueue(order(7))
+        let report = await outbox.flush()
+        #expect(report.sent == 1)
+        #expect(harness.transport.hangingFeedCount == 1)  // the pull is still waiting
+        harness.transport.releaseFeed(.page(ChangePage(changes: [Self.delivery(5, stop: 1)], cursor: "c1", more: false)))
+        let pulled = try await pull.value
+        #expect(pulled.upserted == 1)
+        #expect(pulled.caughtUp)
+        #expect(try await outbox.records(Delivery.all).map(\.id) == [5])
+    }
+
+    @Test func eachPageCommitsWithItsCursorSoAPullThatStopsResumesAfterTheLastCommittedPage() async throws {
+        var outbox = try open()
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, stop: 1), Self.delivery(2, stop: 2)], "c2", more: true))
+        harness.transport.scriptFeed(.outcome(.failed(reason: "HTTP 503", retryAfterMilliseconds: 1000)))
+        let first = try await outbox.pull()
+        #expect(first.pages == 1)
+        #expect(!first.caughtUp)
+        #expect(first.stoppedBecause == .failed(reason: "HTTP 503", retryAfterMilliseconds: 1000))
+        #expect(try await outbox.records(Delivery.all).map(\.id) == [1, 2])
+
+        outbox = try open()  // a restarted app resumes from the committed cursor
+        harness.transport.scriptFeed(Self.page([Self.delivery(3, stop: 3)], "c3"))
+        let second = try await outbox.pull()
+        #expect(second.caughtUp)
+        #expect(harness.transport.feedCursors == [nil, "c2", "c2"])
+        #expect(try await outbox.records(Delivery.all).map(\.id) == [1, 2, 3])
+        #expect(try await outbox.records(Delivery.byStopOrder(3)).map(\.id) == [3])
+    }
+
+    @Test func anOlderChangeNeverOverwritesANewerOneAndDeletionsAreIdempotent() async throws {
+        let outbox = try open()
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, version: 3, stop: 9)], "c1"))
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, version: 2, stop: 4), RecordChange(type: "Delivery", id: 77, version: 0, fields: nil)], "c2"))
+        _ = try await outbox.pull()
+        _ = try await outbox.pull()
+        let stored = try #require(try await outbox.record(Delivery.self, id: 1))
+        #expect(stored.version == 3)
+        #expect(stored.stopOrder == 9)
+        #expect(try await outbox.records(Delivery.byStopOrder(4)).isEmpty)
+        #expect(try await outbox.records(Delivery.byStopOrder(9)).map(\.id) == [1])
+    }
+
+    @Test func aMovedRecordLeavesTheOldIndexValueBehindNothing() async throws {
+        let outbox = try open()
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, version: 1, stop: 1)], "c1"))
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, version: 2, stop: 2)], "c2"))
+        harness.transport.scriptFeed(Self.page([RecordChange(type: "Delivery", id: 1, version: 0, fields: nil)], "c3"))
+        _ = try await outbox.pull()
+        _ = try await outbox.pull()
+        #expect(try await outbox.records(Delivery.byStopOrder(1)).isEmpty)
+        #expect(try await outbox.records(Delivery.byStopOrder(2)).map(\.id) == [1])
+        _ = try await outbox.pull()
+        #expect(try await outbox.records(Delivery.byStopOrder(2)).isEmpty)
+        #expect(try await outbox.storedRecordCount() == 0)
+    }
+
+    @Test func anExpiredCursorStartsOverAndSwapsTheStoreOnlyWhenTheNewFirstPageCommits() async throws {
+        let outbox = try open()
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, stop: 1), Self.delivery(2, stop: 2)], "c2"))
+        _ = try await outbox.pull()
+        // The server's data was reset: the cursor is unknown there. A failure right after leaves
+        // the old store in place; the next pull starts over and replaces it.
+        harness.transport.scriptFeed(.outcome(.cursorExpired))
+        harness.transport.scriptFeed(.outcome(.unreachable(reason: "gone")))
+        let interrupted = try await outbox.pull()
+        #expect(interrupted.stoppedBecause == .unreachable(reason: "gone"))
+        #expect(try await outbox.records(Delivery.all).map(\.id) == [1, 2])
+        harness.transport.scriptFeed(.outcome(.cursorExpired))
+        harness.transport.scriptFeed(Self.page([Self.delivery(10, stop: 1)], "n1"))
+        let restarted = try await outbox.pull()
+        #expect(restarted.caughtUp)
+        #expect(try await outbox.records(Delivery.all).map(\.id) == [10])
+        #expect(try await outbox.records(Delivery.byStopOrder(2)).isEmpty)
+        #expect(harness.transport.feedCursors == [nil, "c2", nil, "c2", nil])
+    }
+
+    @Test func recordChangesAnnounceWhatAPullWrote() async throws {
+        let outbox = try open()
+        let notices = await outbox.recordChanges()
+        var iterator = notices.makeAsyncIterator()
+        harness.transport.scriptFeed(Self.page([Self.delivery(4, stop: 1), Self.delivery(5, stop: 2)], "c1"))
+        _ = try await outbox.pull()
+        #expect(await iterator.next()?.changes == ["Delivery": [4, 5]])
+    }
+
+    @Test func editingThroughAFormThatEditsNothingOrARecordNotHereIsRefused() async throws {
+        let outbox = try open()
+        await #expect(throws: OutboxError.notAnEditForm("SalesOrder")) {
+            try await outbox.edit(SalesOrder.self, id: 1) { _ in }
+        }
+        await #expect(throws: OutboxError.noSuchRecord(type: "Customer", id: 42)) {
+            try await outbox.edit(CustomerUpdate.self, id: 42) { $0.phone = "1" }
+        }
+        #expect(try await outbox.stateCounts().values.reduce(0, +) == 0)
+    }
+
+    @Test func hostileFeedPagesAreRefusedNotStored() {
+        let json = ["content-type": "application/json"]
+        func page(_ text: String, status: Int = 200, headers: [String: String]? = nil) -> PullOutcome {
+            HTTPTransport.classifyPage(status: status, headers: headers ?? json, body: Data(text.utf8))
+        }
+        #expect(page(#"{"changes":[],"cursor":"c1","more":false}"#) == .page(ChangePage(changes: [], cursor: "c1", more: false)))
+        if case .unreachable = page("<html>Log in</html>", headers: ["content-type": "text/html"]) {} else { Issue.record("a portal's page is no feed") }
+        if case .failed = page(#"{"changes":[{"type":"Delivery","id":-4,"version":1,"record":{}}],"cursor":"c1"}"#) {} else { Issue.record("a negative id") }
+        if case .failed = page(#"{"changes":[{"type":"Delivery","id":1e300,"version":1,"record":{}}],"cursor":"c1"}"#) {} else { Issue.record("a huge id") }
+        if case .failed = page(#"{"changes":[{"type":"Delivery","id":3,"version":0,"record":{}}],"cursor":"c1"}"#) {} else { Issue.record("version 0") }
+        if case .failed = page(#"{"changes":[{"type":"Delivery","id":3,"version":1,"record":[1]}],"cursor":"c1"}"#) {} else { Issue.record("fields not an object") }
+        if case .failed = page(#"{"changes":[],"cursor":"c1\r\nX-Evil: 1"}"#) {} else { Issue.record("a cursor with control characters") }
+        if case .failed = page(#"{"changes":[{"type":"","id":3,"version":1,"record":{}}],"cursor":"c1"}"#) {} else { Issue.record("an empty type") }
+        #expect(page("", status: 401) == .authExpired)
+        #expect(page("", status: 410) == .cursorExpired)
+        if case .unreachable = page("", status: 302) {} else { Issue.record("a redirect") }
+    }
+}
