@@ -214,23 +214,30 @@ extension SyncServer {
             after = seq
         }
         let workspace = request.header("formsync-workspace") ?? ""
-        return locked {
-            do {
-                guard after <= (try store.lastChange()) else {
-                    return .problem(410, "Gone", detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start", code: "cursor-expired")
-                }
-                let page = try store.feed(workspace: workspace, principal: principal, after: after, limit: limit + 1)
-                let more = page.count > limit
-                let entries = page.prefix(limit)
-                let changes: [[String: Any]] = entries.map { entry in
-                    if entry.deleted || entry.payload == nil { return ["type": entry.type, "id": entry.id, "deleted": true] }
-                    return Self.entityObject(type: entry.type, id: entry.id, version: entry.version, payload: entry.payload!)
-                }
-                let cursor = Self.cursor(entries.last?.seq ?? after)
-                return .json(200, ["changes": changes, "cursor": cursor, "more": more])
-            } catch {
-                return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
+        let (response, hook, pages): (HTTPResponse, (@Sendable (Int) -> Void)?, Int) = locked {
+            feedPages += 1
+            return (page(workspace: workspace, principal: principal, after: after, limit: limit), feedHook, feedPages)
+        }
+        hook?(pages)
+        return response
+    }
+
+    /// One page of the feed; runs under the lock.
+    private func page(workspace: String, principal: String, after: Int64, limit: Int) -> HTTPResponse {
+        do {
+            guard after <= (try store.lastChange()) else {
+                return .problem(410, "Gone", detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start", code: "cursor-expired")
             }
+            let page = try store.feed(workspace: workspace, principal: principal, after: after, limit: limit + 1)
+            let more = page.count > limit
+            let entries = page.prefix(limit)
+            let changes: [[String: Any]] = entries.map { entry in
+                guard !entry.deleted, let payload = entry.payload else { return ["type": entry.type, "id": entry.id, "deleted": true] }
+                return Self.entityObject(type: entry.type, id: entry.id, version: entry.version, payload: payload)
+            }
+            return .json(200, ["changes": changes, "cursor": Self.cursor(entries.last?.seq ?? after), "more": more])
+        } catch {
+            return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
         }
     }
 

@@ -42,6 +42,14 @@ public final class SyncServer: @unchecked Sendable {
         set { locked { commitHook = newValue } }
     }
     private var commitHook: (@Sendable (Int) -> Void)?
+    /// Called after each page of the change feed is made, before it is sent, with the number of
+    /// pages served so far: crash tests use it to kill a device mid-pull.
+    public var afterFeedPage: (@Sendable (_ pages: Int) -> Void)? {
+        get { locked { feedHook } }
+        set { locked { feedHook = newValue } }
+    }
+    var feedHook: (@Sendable (Int) -> Void)?
+    var feedPages = 0
     let store: ServerStore
     let registry: FormRegistry
     let recordTypes: RecordRegistry

@@ -7,10 +7,15 @@ import Synchronization
 /// `formsync demo-device`: one worker's device during the demo, run as its own process so the
 /// demo can kill it mid-flush. It starts a sync engine on its outbox, as an app would, and exits
 /// once nothing is left to send. `--clock-skew-ms` shifts its clock (a device whose clock was
-/// ahead during capture and has since been corrected).
+/// ahead during capture and has since been corrected). `--pull-only` only pulls the device's
+/// records until it has caught up (crash tests kill it mid-pull).
 enum DemoDeviceCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms"])
+        let args = try Arguments(
+            raw, options: ["--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms", "--workspace", "--page-size"],
+            flags: ["--pull-only"])
+        let workspace = args.values["--workspace"] ?? "demo"
+        let pageSize = try args.integer("--page-size", default: 500, in: 1...1000)
         let timeout = try args.integer("--timeout", default: 3, in: 1...600)
         let lease = try args.integer("--lease-ms", default: 8000, in: 1000...86_400_000)
         let skew = Int64(try args.integer("--clock-skew-ms", default: 0, in: -31_536_000_000...31_536_000_000))
@@ -20,11 +25,11 @@ enum DemoDeviceCommand {
             let refreshToken = args.values["--refresh-token"]
         else { throw UsageError("demo-device needs --db, --server and --refresh-token") }
         let token = Mutex<String?>(nil)
-        let transport = HTTPTransport(workspace: "demo", baseURL: server, timeout: TimeInterval(timeout), maxConnections: 3) { token.withLock { $0 } }
+        let transport = HTTPTransport(workspace: workspace, baseURL: server, timeout: TimeInterval(timeout), maxConnections: 3) { token.withLock { $0 } }
         let live = OutboxEnvironment.live
         let environment = OutboxEnvironment(now: { live.now() + skew }, random: live.random, newID: live.newID)
         let outbox = try Outbox(
-            path: db, forms: FormCatalog.forms, transport: transport,
+            path: db, forms: FormCatalog.forms, records: FormCatalog.records, transport: transport,
             configuration: Outbox.Configuration(
                 concurrency: 3,
                 retry: RetryPolicy(baseDelayMilliseconds: 200, maxDelayMilliseconds: 2000, maxAttempts: 60, maxRetryAfterMilliseconds: 5000),
@@ -35,6 +40,19 @@ enum DemoDeviceCommand {
                 token.withLock { $0 = fresh }
                 return true
             })
+        if args.flags.contains("--pull-only") {
+            let deadline = Date().addingTimeInterval(55)
+            while Date() < deadline {
+                let report = try await outbox.pull(pageSize: pageSize)
+                printNow("pulled \(report.pages) pages: \(report.upserted) upserted, \(report.deleted) deleted")
+                if report.caughtUp {
+                    printNow("caught up: \(try await outbox.storedRecordCount()) records")
+                    return 0
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return 1
+        }
         let engine = SyncEngine(
             outbox: outbox, configuration: SyncEngine.Configuration(networkBackoff: RetryPolicy(baseDelayMilliseconds: 250, maxDelayMilliseconds: 1000)),
             environment: environment)
