@@ -15,16 +15,32 @@ import Synchronization
 /// network then flaps through every fault while the workers' devices sync as separate
 /// processes, one of which is killed mid-flush and restarted. The report says what the server
 /// holds and whether the invariants held: nothing lost, nothing applied twice.
+enum DemoError: Error, CustomStringConvertible {
+    case pullFailed(worker: Int, reason: String)
+
+    var description: String {
+        switch self {
+        case .pullFailed(let worker, let reason): return "device \(worker) could not pull its round: \(reason)"
+        }
+    }
+}
+
 enum DemoCommand {
     static let help = """
         usage: formsync demo [--seed N] [--workers W] [--items I] [--keep DIR]
 
-        Simulates a field day: W workers (default 3) each capture I submissions (default 8) of
-        every FormSpecs form while offline, then sync (each device runs a SyncEngine in its own
-        process) through captive portals, 503s, 429s, lost replies, slow replies, expired
-        tokens, a long outage in which no server answers, and a device whose clock ran 72 h
-        ahead during capture, with one device process killed mid-flush and restarted. Prints per-form and per-state counts, what the server holds, duplicates (must
-        be 0), parked items and a timeline. Exit status 0 only when every invariant holds.
+        Simulates a field day. In the morning the back office assigns each worker's round
+        (deliveries scoped to that courier, customers shared by all) and each device pulls its
+        own. W workers (default 3) then each capture I submissions (default 8) of every form
+        while offline, and edit records they pulled, while the back office readdresses,
+        reassigns and deletes deliveries and changes customers. Then they sync (each device
+        runs a SyncEngine in its own process) through captive portals, 503s, 429s, lost
+        replies, slow replies, expired tokens, a long outage in which no server answers, and
+        a device whose clock ran 72 h ahead during capture, with one device process killed mid-flush and restarted; each
+        device pulls again at the end of the day. Prints per-form and per-state counts, what
+        the server holds, duplicates (must be 0), whether every device's records equal the
+        server's scope for its courier, parked items and a timeline. Exit status 0 only when
+        every invariant holds.
         The same seed captures the same data and plans the same faults.
         """
 
@@ -76,17 +92,27 @@ struct FieldDay {
     }
 
     mutating func run() async throws -> Int32 {
-        let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms)
+        let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
         let port = try server.start()
         defer { server.stop() }
         note("server listening on 127.0.0.1:\(port)")
-        let refreshToken = server.issueRefreshToken()
+
+        // 0. Morning, with signal: the back office assigns the rounds; each device pulls its own.
+        try seedBackOffice(server)
+        var refreshTokens: [Int: String] = [:]
+        for worker in 1...workers {
+            refreshTokens[worker] = server.issueRefreshToken(principal: courier(worker))
+            let pulled = try await morningPull(worker: worker, server: server, refreshToken: refreshTokens[worker]!)
+            note("device \(worker) pulled its round: \(pulled) records (its deliveries and the shared customers)")
+        }
 
         // 1. Capture offline: nothing can reach the server.
         for worker in 1...workers { try await capture(worker: worker) }
         note("captured \(captured.count) submissions and \(photos) files offline on \(workers) devices")
         var digest = fingerprint
         captureFingerprint = digest.finalize().prefix(8).map { String(format: "%02x", $0) }.joined()
+        // Meanwhile the back office changes the rounds the devices carry.
+        try backOfficeWhileOut(server)
 
         // 2. The network flaps: the faults are planned up front from the seed.
         let plan: [(FaultPlan.Fault, Int, FaultPlan.Target, String)] = [
@@ -108,7 +134,7 @@ struct FieldDay {
             let process = Process()
             process.executableURL = executable
             process.arguments = [
-                "demo-device", "--db", database(worker).path, "--server", server.baseURL.absoluteString, "--refresh-token", refreshToken,
+                "demo-device", "--db", database(worker).path, "--server", server.baseURL.absoluteString, "--refresh-token", refreshTokens[worker]!,
                 "--clock-skew-ms", String(worker == clockAheadWorker ? -clockAhead : 0),
             ]
             // Each device's own account (engine states, passes) goes to a log beside its outbox;
@@ -174,6 +200,11 @@ struct FieldDay {
                 note("device \(worker) drained (exit \(process.terminationStatus))")
             }
         }
+        // Evening at the depot, once every device is done: each pulls what the others sent since.
+        for worker in 1...workers {
+            let pulled = try await morningPull(worker: worker, server: server, refreshToken: refreshTokens[worker]!)
+            note("device \(worker) final sync: \(pulled) records")
+        }
         return try await report(server)
     }
 
@@ -210,8 +241,10 @@ struct FieldDay {
         let ids = SeededIDs(seed: random.next())
         let clock = ManualClock(1_796_025_600_000)
         let outbox = try Outbox(
-            path: database(worker).path, forms: FormCatalog.forms, transport: OfflineTransport(),
+            path: database(worker).path, forms: FormCatalog.forms, records: FormCatalog.records, transport: OfflineTransport(),
             environment: OutboxEnvironment(now: { clock.advance(by: 1); return clock.now }, random: { 0.5 }, newID: { ids.next() }))
+        let round = try await outbox.records(Delivery.all)
+        let customers = try await outbox.records(Customer.all)
         func record(_ id: Int64, _ form: String, _ marker: String) async throws {
             guard let item = try await outbox.item(id) else { return }
             captured.append((worker, item.documentID, form, marker))
@@ -250,7 +283,7 @@ struct FieldDay {
                 let signature = outbox.placeholderIDs.next()
                 attachments.append(.init(placeholder: signature, source: try file("\(marker)-sig.png", bytes: 3000), contentType: "image/png"))
                 let delivery = DeliveryConfirmation(
-                    deliveryId: EntityRef(Int64(worker * 1000 + n)), outcome: .delivered, deliveredAt: Timestamp("2026-11-30T09:00:00Z"),
+                    deliveryId: EntityRef(round[n % round.count].id), outcome: .delivered, deliveredAt: Timestamp("2026-11-30T09:00:00Z"),
                     codAmount: Money(minorUnits: Int64(random.next() % 20_000), currency: "EUR"), recipientName: marker,
                     proofPhotos: refs, signature: FileRef(id: signature, contentType: "image/png"))
                 try await record(try await outbox.enqueue(delivery, attachments: attachments), "DeliveryConfirmation", marker)
@@ -265,6 +298,79 @@ struct FieldDay {
                     "SiteInspection", "Finding \(marker)")
             }
         }
+        // Edits of pulled records, based on what the device holds: a note on the first stop, the
+        // recipient of the third (which the back office readdresses meanwhile: merged at send),
+        // and the phone of one shared customer.
+        let note = "w\(worker)-note"
+        try await record(try await outbox.edit(DeliveryUpdate.self, id: round[0].id) { $0.notes = note }, "DeliveryUpdate", note)
+        let recipient = "w\(worker)-recipient"
+        try await record(try await outbox.edit(DeliveryUpdate.self, id: round[2].id) { $0.recipient = recipient }, "DeliveryUpdate", recipient)
+        let phone = "+351 91\(worker) 000 000"
+        try await record(try await outbox.edit(CustomerUpdate.self, id: customers[(worker - 1) % customers.count].id) { $0.phone = phone }, "CustomerUpdate", phone)
+    }
+
+    func courier(_ worker: Int) -> String { "courier-\(worker)" }
+
+    /// The back office assigns six deliveries to each worker and four to a courier with no
+    /// device here, and keeps a list of customers every device receives.
+    func seedBackOffice(_ server: SyncServer) throws {
+        for worker in 1...workers + 1 {
+            let courier = worker > workers ? "courier-x" : courier(worker)
+            for stop in 1...(worker > workers ? 4 : 6) {
+                try server.putRecord(
+                    Delivery(courierId: courier, status: .assigned, stopOrder: stop, address: "Rua \(worker * 10 + stop), Lisboa",
+                             codAmount: Money(minorUnits: Int64(stop * 1250), currency: "EUR")),
+                    workspace: "demo")
+            }
+        }
+        for n in 1...max(3, workers) {
+            try server.putRecord(Customer(name: "Customer \(n)", email: "c\(n)@example.pt", segment: .retail), workspace: "demo")
+        }
+    }
+
+    /// Pulls a device's records at the depot (before it leaves, and after the day).
+    func morningPull(worker: Int, server: SyncServer, refreshToken: String) async throws -> Int {
+        let token = Mutex<String?>(nil)
+        let transport = HTTPTransport(workspace: "demo", baseURL: server.baseURL, timeout: 5) { token.withLock { $0 } }
+        token.withLock { $0 = nil }
+        let fresh = await transport.refreshAccessToken(refreshToken: refreshToken)
+        token.withLock { $0 = fresh }
+        let outbox = try Outbox(path: database(worker).path, forms: FormCatalog.forms, records: FormCatalog.records, transport: transport)
+        let report = try await outbox.pull()
+        guard report.caughtUp else { throw DemoError.pullFailed(worker: worker, reason: String(describing: report.stoppedBecause)) }
+        return try await outbox.storedRecordCount()
+    }
+
+    /// While the devices are out: the third stop of every round is readdressed (each device
+    /// changed its recipient), the sixth is cancelled and deleted, device 1's fifth stop moves
+    /// to device 2 (or to the courier without a device), and every customer's email changes.
+    mutating func backOfficeWhileOut(_ server: SyncServer) throws {
+        var changed = 0
+        for record in server.records(workspace: "demo") {
+            if record.type == "Customer" {
+                var customer = try JSONDecoder().decode(Customer.self, from: record.fields)
+                customer.email = "office\(record.id)@example.pt"
+                try server.putRecord("Customer", id: record.id, fields: try FormRegistry.encode(customer), workspace: "demo")
+                changed += 1
+                continue
+            }
+            var fields = try JSONDecoder().decode(Delivery.self, from: record.fields)
+            guard let stop = fields.stopOrder, fields.courierId != "courier-x" else { continue }
+            switch stop {
+            case 3:
+                fields.address = (fields.address ?? "") + ", 2º andar"
+                try server.putRecord("Delivery", id: record.id, fields: try FormRegistry.encode(fields), workspace: "demo")
+            case 5 where fields.courierId == courier(1):
+                fields.courierId = workers >= 2 ? courier(2) : "courier-x"
+                try server.putRecord("Delivery", id: record.id, fields: try FormRegistry.encode(fields), workspace: "demo")
+            case 6:
+                try server.deleteRecord("Delivery", id: record.id, workspace: "demo")
+            default:
+                continue
+            }
+            changed += 1
+        }
+        note("back office, while the devices are out: readdressed, reassigned and deleted deliveries, changed customers (\(changed) records)")
     }
 
     /// The report, and the verdict on the invariants.
@@ -309,18 +415,49 @@ struct FieldDay {
         let duplicates = captured.filter { entry in contents.filter { $0.contains("\"\(entry.marker)\"") }.count > 1 }
         let appliedTwice = documents.filter { $0.appliedWrites != 1 }
         let unresolved = documents.filter { $0.payload.range(of: Data("\"id\":-".utf8)) != nil }
+        // Both directions: each device's records equal the server's scope for its courier.
+        var diverged: [String] = []
+        var recordsHeld = 0
+        let serverRecords = server.records(workspace: "demo")
+        for worker in 1...workers {
+            let outbox = try Outbox(path: database(worker).path, forms: FormCatalog.forms, records: FormCatalog.records, transport: OfflineTransport())
+            var device: [String: (Int, Data)] = [:]
+            for record in try await outbox.records(Delivery.all) { device["Delivery \(record.id)"] = (record.version, try FormRegistry.encode(record)) }
+            for record in try await outbox.records(Customer.all) { device["Customer \(record.id)"] = (record.version, try FormRegistry.encode(record)) }
+            recordsHeld += device.count
+            let scope = serverRecords.filter { $0.scope.isEmpty || $0.scope == courier(worker) }
+            for record in scope {
+                let key = "\(record.type) \(record.id)"
+                guard let mine = device.removeValue(forKey: key) else {
+                    diverged.append("device \(worker) lacks \(key)")
+                    continue
+                }
+                let theirs: Data = record.type == "Delivery"
+                    ? try FormRegistry.encode(RecordProjection.decode(Delivery.self, fields: record.fields, id: record.id, version: record.version))
+                    : try FormRegistry.encode(RecordProjection.decode(Customer.self, fields: record.fields, id: record.id, version: record.version))
+                if mine.0 != record.version || mine.1 != theirs { diverged.append("device \(worker) holds \(key) at version \(mine.0), the server at \(record.version)") }
+            }
+            for extra in device.keys.sorted() { diverged.append("device \(worker) still holds \(extra), which left its scope") }
+        }
+        let edited = serverRecords.filter { record in
+            let text = String(decoding: record.fields, as: UTF8.self)
+            return text.contains("-note\"") || text.contains("-recipient\"")
+        }.count
         print("\nInvariants:")
         print("  every captured submission is on the server:  \(missing.isEmpty ? "yes" : "NO, \(missing.count) missing")")
         print("  duplicates found on the server:              \(duplicates.count)")
         print("  documents applied more than once:            \(appliedTwice.count)")
         print("  placeholders left in server records:         \(unresolved.count)")
         print("  files on the server:                         \(server.fileIDs().count) of \(photos)")
+        print("  device edits on the server's records:        \(edited) of \(2 * workers) delivery edits")
+        print("  device stores equal the server's scope:      \(diverged.isEmpty ? "yes (\(recordsHeld) records on \(workers) devices)" : "NO, \(diverged.count) differences")")
+        for line in diverged.prefix(10) { print("    " + line) }
         print("\nParked items: \(parked.isEmpty ? "none" : "")")
         for line in parked { print("  " + line) }
         print("\nTimeline:")
         for line in timeline { print("  " + line) }
         let ok = missing.isEmpty && duplicates.isEmpty && appliedTwice.isEmpty && unresolved.isEmpty && parked.isEmpty
-            && server.fileIDs().count == photos
+            && server.fileIDs().count == photos && diverged.isEmpty && edited == 2 * workers
         if !ok {
             for worker in 1...workers {
                 let lines = ((try? String(contentsOf: deviceLog(worker), encoding: .utf8)) ?? "").split(separator: "\n").suffix(15)
@@ -328,7 +465,7 @@ struct FieldDay {
                 for line in lines { print("  " + line) }
             }
         }
-        print("\n\(ok ? "OK: nothing lost, nothing applied twice." : "FAILED: an invariant did not hold.")")
+        print("\n\(ok ? "OK: nothing lost, nothing applied twice, both directions converged." : "FAILED: an invariant did not hold.")")
         return ok ? 0 : 1
     }
 }

@@ -72,7 +72,17 @@ enum DemoDeviceCommand {
             let open = [SyncState.savedOnDevice, .waitingForNetwork, .sending, .sent].reduce(0) { $0 + (counts[$1] ?? 0) }
             if open == 0 {
                 printNow("drained: \(engine.lastReport.map(String.init(describing:)) ?? "no pass")")
-                return 0
+                // Back at the depot: one last pull, so the device holds what the server holds.
+                while Date() < deadline {
+                    let report = try await outbox.pull()
+                    if report.caughtUp {
+                        printNow("pulled: caught up with \(try await outbox.storedRecordCount()) records")
+                        return 0
+                    }
+                    printNow("pull stopped: \(report.stoppedBecause.map(String.init(describing:)) ?? "?")")
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+                return 1
             }
         }
         return 1

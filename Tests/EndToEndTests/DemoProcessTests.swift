@@ -17,6 +17,8 @@ struct DemoProcessTests {
         #expect(text.contains("duplicates found on the server:              0"))
         #expect(text.contains("every captured submission is on the server:  yes"))
         #expect(text.contains("killed mid-flush (SIGKILL)"))
-        #expect(text.contains("OK: nothing lost, nothing applied twice."))
+        #expect(text.contains("OK: nothing lost, nothing applied twice, both directions converged."))
+        #expect(text.contains("device stores equal the server's scope:      yes"))
+        #expect(text.contains("device edits on the server's records:        4 of 4 delivery edits"))
     }
 }
