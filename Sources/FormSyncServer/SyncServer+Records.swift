@@ -53,6 +53,51 @@ extension SyncServer {
         }
     }
 
+    /// One record for `putRecords`.
+    public struct RecordSeed: Sendable {
+        public var type: String
+        public var id: Int64?
+        public var fields: Data
+        public var workspace: String
+
+        public init(type: String, id: Int64? = nil, fields: Data, workspace: String = "") {
+            self.type = type
+            self.id = id
+            self.fields = fields
+            self.workspace = workspace
+        }
+    }
+
+    /// Writes several records in one transaction: all of them, or (when one is refused, which
+    /// the error names by its index) none.
+    public func putRecords(_ seeds: [RecordSeed]) throws {
+        try locked {
+            try store.transaction {
+                for (index, seed) in seeds.enumerated() {
+                    let prepared: (payload: Data, scope: String)
+                    switch prepareRecord(seed.type, payload: seed.fields) {
+                    case .success(let value): prepared = value
+                    case .failure(let refusal): throw RecordSeedError(index: index, type: seed.type, error: refusal.error)
+                    }
+                    let id = try seed.id ?? store.nextEntityID()
+                    guard id >= 1 && id <= 9_007_199_254_740_991 else {
+                        throw RecordSeedError(index: index, type: seed.type, error: .malformed("a record id is a whole number from 1 to 2^53 - 1"))
+                    }
+                    _ = try store.putRecord(workspace: seed.workspace, type: seed.type, id: id, scope: prepared.scope, payload: prepared.payload, at: now())
+                }
+            }
+        }
+    }
+
+    /// Which record of a `putRecords` batch was refused, and why; nothing of the batch was written.
+    public struct RecordSeedError: Error, CustomStringConvertible {
+        public var index: Int
+        public var type: String
+        public var error: RecordError
+
+        public var description: String { "record \(index) (\(type)): \(error)" }
+    }
+
     /// Writes a typed record (a new one when its id is 0).
     @discardableResult
     public func putRecord<R: SyncRecord>(_ record: R, workspace: String = "") throws -> R {
@@ -194,10 +239,10 @@ extension SyncServer {
         var parameters: [String: String] = [:]
         for pair in (request.query ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-            guard parts.count == 2, parameters[parts[0]] == nil else {
+            guard parts.count == 2, parameters[parts[0]] == nil, let value = parts[1].removingPercentEncoding else {
                 return .problem(400, "Bad Request", detail: "the query takes cursor= and limit= once each", code: "bad-query")
             }
-            parameters[parts[0]] = parts[1]
+            parameters[parts[0]] = value
         }
         var limit = 500
         if let text = parameters["limit"] {

@@ -420,8 +420,21 @@ public final class SyncServer: @unchecked Sendable {
             // An edit: the server's own value stands for every field it is the authority of.
             let stored = existing.payload
             let merged = try entry.merge(stored, canonical.payload, stored).merged
+            // A document that created a record edits the record too.
+            var entity: [String: Any]?
+            if let action = entry.recordAction, action.kind == .creates,
+                let current = try store.record(workspace: workspace, type: action.recordType, id: existing.id)
+            {
+                switch prepareRecord(action.recordType, payload: try RecordProjection.apply(form: merged, to: current.payload, action: action)) {
+                case .success(let prepared):
+                    let version = try store.putRecord(workspace: workspace, type: action.recordType, id: existing.id, scope: prepared.scope, payload: prepared.payload, at: now())
+                    entity = Self.entityObject(type: action.recordType, id: existing.id, version: version, payload: prepared.payload)
+                case .failure(let refusal):
+                    return refusal.response
+                }
+            }
             let updated = try store.updateDocument(documentID, payload: merged, at: now())
-            return recordResponse(updated, status: 200)
+            return recordResponse(updated, status: 200, entity: entity)
         }
         if ifMatch != nil {
             return .problem(404, "Not Found", detail: "document \(documentID) does not exist; it cannot be edited", code: "no-such-document")

@@ -21,8 +21,11 @@ enum ConformanceCommand {
         syntax, idempotent replay, a key reused with another body, a document bound to its form,
         a create with other content, 412 with the current record, 422 pointers, refresh after
         401, uploads with right, wrong and missing Content-Digest, a body shorter than announced,
-        a path that does not match the payload. The server must accept the example forms
-        (FormSpecs/). Each run uses fresh document ids and keys.
+        a path that does not match the payload; records: the change feed carries a created
+        record, GET /records answers it with its ETag, an edit form applies under If-Match (412
+        when stale, 428 without), the feed resumes exactly after its cursor, bad cursors and
+        limits are 400. The server must accept the example forms and records (FormSpecs/).
+        Each run uses fresh document ids and keys.
         Exit status: 0 every check passed, 1 a check failed, 2 a usage mistake.
         """
 
@@ -210,6 +213,8 @@ struct Conformance {
         let missing = await send("POST", "/files", headers: ["Idempotency-Key": id("k11"), "FormSync-Document": id("file3"), "Content-Type": "text/plain"], body: bytes)
         check("an upload without Content-Digest is 400", missing.status == 400, "HTTP \(missing.status)")
 
+        await records(customerID: customerID, name: customer.name ?? "")
+
         if base.scheme == "http", let host = base.host {
             let status = Self.shortBody(host: host, port: UInt16(base.port ?? 80), token: token ?? "", workspace: workspace, document: id("short"), key: id("k12"))
             let held = await send("GET", "/documents/\(id("short"))")
@@ -219,6 +224,63 @@ struct Conformance {
             print("note  a body shorter than its Content-Length: not checked over https (needs a raw socket)")
         }
 
+    }
+
+    /// Follows the change feed from `cursor` to its end (at most 500 pages); the changes seen
+    /// and the last cursor, or nil when a page was not a feed.
+    func readFeed(from cursor: String?) async -> (changes: [[String: Any]], cursor: String?)? {
+        var cursor = cursor
+        var changes: [[String: Any]] = []
+        for _ in 0..<500 {
+            let query = "limit=200" + (cursor.map { "&cursor=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? "")
+            let page = await send("GET", "/changes?" + query)
+            guard page.status == 200, let json = page.json, let items = json["changes"] as? [[String: Any]], let next = json["cursor"] as? String else { return nil }
+            changes += items
+            cursor = next
+            if json["more"] as? Bool != true { return (changes, cursor) }
+        }
+        return (changes, cursor)
+    }
+
+    /// The records checks: the feed, one record, edits under If-Match, cursors.
+    mutating func records(customerID: Int64, name: String) async {
+        let feed = await readFeed(from: nil)
+        let listed = feed?.changes.last { $0["type"] as? String == "Customer" && ($0["id"] as? NSNumber)?.int64Value == customerID }
+        check("GET /changes carries the Customer the create made, with its version and fields",
+              (listed?["version"] as? NSNumber)?.intValue ?? 0 >= 1 && (listed?["record"] as? [String: Any])?["name"] as? String == name,
+              feed == nil ? "not a feed" : "Customer \(customerID) \(listed == nil ? "missing" : "without its version or fields")")
+        let one = await send("GET", "/records/Customer/\(customerID)")
+        let etag = one.headers["etag"]
+        check("GET /records/Customer/{id} answers the record with its ETag",
+              one.status == 200 && etag != nil && (one.json?["record"] as? [String: Any])?["name"] as? String == name, "HTTP \(one.status)")
+
+        let edit = CustomerUpdate(customerId: EntityRef(customerID), name: name, phone: "+351 000 \(run.prefix(4))", segment: .retail)
+        let noBase = await submit(edit, document: id("edit0"), key: id("k20"))
+        check("an edit of a record without If-Match is 428", noBase.status == 428, "HTTP \(noBase.status)")
+        let applied = await submit(edit, document: id("edit1"), key: id("k21"), ifMatch: etag)
+        acknowledges("an edit of a record under its current ETag is acknowledged", applied, document: id("edit1"))
+        let entity = applied.json?["entity"] as? [String: Any]
+        check("… with the record's new version and fields in `entity`",
+              applied.headers["etag"] != etag && (entity?["record"] as? [String: Any])?["phone"] as? String == edit.phone,
+              "ETag \(applied.headers["etag"] ?? "missing") after \(etag ?? "missing")")
+        var stale = edit
+        stale.phone = "+351 999 \(run.prefix(4))"
+        let refused = await submit(stale, document: id("edit2"), key: id("k22"), ifMatch: etag)
+        check("an edit of a record under a stale ETag is 412 with the record as the form sees it",
+              refused.status == 412 && (refused.json?["record"] as? [String: Any])?["phone"] as? String == edit.phone, "HTTP \(refused.status)")
+        let ghost = CustomerUpdate(customerId: EntityRef(9_007_199_254_740_000), name: name, segment: .retail)
+        let missing = await submit(ghost, document: id("edit3"), key: id("k23"), ifMatch: "\"1\"")
+        check("an edit of a record that does not exist is 404", missing.status == 404, "HTTP \(missing.status)")
+
+        let after = await readFeed(from: feed?.cursor)
+        let changed = after?.changes.filter { $0["type"] as? String == "Customer" && ($0["id"] as? NSNumber)?.int64Value == customerID } ?? []
+        check("the feed resumes after its cursor with the edited record, once",
+              changed.count == 1 && (changed.first?["record"] as? [String: Any])?["phone"] as? String == edit.phone,
+              after == nil ? "not a feed" : "\(changed.count) entries for Customer \(customerID)")
+        let badCursor = await send("GET", "/changes?cursor=not-a-cursor-\(run)")
+        check("an unknown cursor is 400 (or 410 when the server lost its history)", badCursor.status == 400 || badCursor.status == 410, "HTTP \(badCursor.status)")
+        let badLimit = await send("GET", "/changes?limit=0")
+        check("limit=0 is 400", badLimit.status == 400, "HTTP \(badLimit.status)")
     }
 
     /// Sends a write whose body stops short of its Content-Length, then half-closes; the status

@@ -6,11 +6,16 @@ import Foundation
 enum ServeCommand {
     static let help = """
         usage: formsync serve [--port N] [--db DIR] [--workspace W] [--fault KIND[:COUNT]]... [--token-lifetime SECONDS]
+                              [--records FILE.json] [--principal P]
 
         Serves the FormSync protocol (docs/PROTOCOL.md) on 127.0.0.1:N (default 8080; 0 picks a
         free port) with its state in DIR (default ./formsync-server), and prints a refresh token
         and an access token to use. With --workspace, a request whose FormSync-Workspace names
-        another workspace is refused with 421. Faults apply to the next COUNT requests (default 1):
+        another workspace is refused with 421. --records seeds (or replaces) records as the back
+        office would, from a JSON array of {"type": "Delivery", "id": 7, "record": {...}} (id
+        optional: a new one is assigned; "workspace" optional: --workspace or ""); each record
+        is checked against its record spec. The printed tokens act for principal P (default
+        "default"), the value a record's scope field must hold to reach that device. Faults apply to the next COUNT requests (default 1):
           drop          commit, then drop the connection without replying
           delay=MS      hold the request MS milliseconds (its key is in flight meanwhile)
           503=SECONDS   503 with Retry-After        429=SECONDS   429 with Retry-After
@@ -31,7 +36,7 @@ enum ServeCommand {
                 rest.append(argument)
             }
         }
-        let args = try Arguments(rest, options: ["--port", "--db", "--token-lifetime", "--workspace"], flags: ["--help", "-h"])
+        let args = try Arguments(rest, options: ["--port", "--db", "--token-lifetime", "--workspace", "--records", "--principal"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -39,17 +44,57 @@ enum ServeCommand {
         let port = try args.integer("--port", default: 8080, in: 0...65535)
         guard (0...65535).contains(port) else { throw UsageError("--port must be 0 to 65535") }
         let server = try SyncServer(
-            directory: args.values["--db"] ?? "formsync-server", forms: FormCatalog.forms,
+            directory: args.values["--db"] ?? "formsync-server", forms: FormCatalog.forms, records: FormCatalog.records,
             tokenLifetimeSeconds: try args.integer("--token-lifetime", default: 3600, in: 1...31_536_000), workspace: args.values["--workspace"])
         for fault in faults {
             guard let (kind, count) = FaultPlan.parse(fault) else { throw UsageError("unknown fault '\(fault)'") }
             server.faults.add(kind, count: count)
         }
+        if let file = args.values["--records"] {
+            let count = try seed(server, from: file, workspace: args.values["--workspace"] ?? "")
+            printNow("seeded \(count) records from \(file)")
+        }
+        let principal = args.values["--principal"] ?? "default"
         let actual = try server.start(port: UInt16(port))
         printNow("FormSync reference server on http://127.0.0.1:\(actual)")
         printNow("forms: \(FormCatalog.forms.map { "\($0.formName) v\($0.formVersion)" }.joined(separator: ", "))")
-        printNow("refresh token: \(server.issueRefreshToken())")
-        printNow("access token:  \(server.issueAccessToken())")
+        printNow("records: \(FormCatalog.records.map { "\($0.recordType) v\($0.recordVersion)" }.joined(separator: ", "))")
+        printNow("refresh token: \(server.issueRefreshToken(principal: principal))")
+        printNow("access token:  \(server.issueAccessToken(principal: principal))")
         while true { try await Task.sleep(for: .seconds(3600)) }
+    }
+
+    /// The largest seed file read.
+    static let maxSeedBytes = 256 << 20
+
+    /// Seeds records from a JSON array; every problem names the entry it is in.
+    static func seed(_ server: SyncServer, from path: String, workspace: String) throws -> Int {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path), let size = attributes[.size] as? Int else {
+            throw UsageError("--records \(path): \(String(cString: strerror(errno)))")
+        }
+        guard size <= maxSeedBytes else { throw UsageError("--records \(path): larger than \(maxSeedBytes >> 20) MB") }
+        guard let data = FileManager.default.contents(atPath: path),
+            let entries = (try? JSONSerialization.jsonObject(with: data)) as? [Any]
+        else { throw UsageError("--records \(path): not a JSON array of records") }
+        var seeds: [SyncServer.RecordSeed] = []
+        for (index, item) in entries.enumerated() {
+            guard let entry = item as? [String: Any], let type = entry["type"] as? String, let record = entry["record"] as? [String: Any],
+                let fields = try? JSONSerialization.data(withJSONObject: record, options: [.sortedKeys])
+            else { throw UsageError("--records \(path): entry \(index) needs \"type\" and a \"record\" object") }
+            var id: Int64?
+            if let raw = entry["id"] {
+                guard let number = raw as? NSNumber, let exact = Int64(exactly: number.doubleValue), exact >= 1 else {
+                    throw UsageError("--records \(path): entry \(index): \"id\" must be a whole number from 1")
+                }
+                id = exact
+            }
+            seeds.append(SyncServer.RecordSeed(type: type, id: id, fields: fields, workspace: entry["workspace"] as? String ?? workspace))
+        }
+        do {
+            try server.putRecords(seeds)
+        } catch {
+            throw UsageError("--records \(path): nothing was seeded: \(error)")
+        }
+        return entries.count
     }
 }

@@ -1,4 +1,6 @@
+import FieldForms
 import Foundation
+import FormSyncServer
 import Testing
 
 /// The `formsync` binary as a user runs it: exit status 0 ok, 1 problems, 2 usage mistakes.
@@ -18,6 +20,21 @@ struct CommandLineTests {
         let lines = broken.output.split(separator: "\n")
         #expect(lines.count == 7)
         #expect(lines.allSatisfy { $0.hasPrefix("Tests/FormSpecTests/BrokenSpecs/36-many-problems-at-once.yaml:") && $0.contains(": error: ") })
+    }
+
+    @Test func serveRefusesASeedFileWithABadRecordAndSeedsNothingOfIt() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("seed-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let seed = folder.appendingPathComponent("seed.json")
+        try Data(#"[{"type":"Delivery","record":{"courier_id":"ada","status":"assigned","address":"Rua 1"}},{"type":"Delivery","record":{"status":"lost"}}]"#.utf8).write(to: seed)
+        let db = folder.appendingPathComponent("db").path
+        let refused = try await formsync("serve", "--port", "0", "--db", db, "--records", seed.path)
+        #expect(refused.status == 2)
+        #expect(refused.output.contains("nothing was seeded: record 1 (Delivery)"))
+        #expect(refused.output.contains("#/status"))
+        let server = try SyncServer(directory: db, forms: FormCatalog.forms, records: FormCatalog.records)
+        #expect(server.records().isEmpty)
     }
 
     @Test func usageMistakesExitTwoAndHelpExitsZero() async throws {
