@@ -31,8 +31,8 @@ struct CommandLineTests {
         let db = folder.appendingPathComponent("db").path
         let refused = try await formsync("serve", "--port", "0", "--db", db, "--records", seed.path)
         #expect(refused.status == 2)
-        #expect(refused.output.contains("nothing was seeded: record 1 (Delivery)"))
-        #expect(refused.output.contains("#/status"))
+        #expect(refused.errors.contains("nothing was seeded: record 1 (Delivery)"))
+        #expect(refused.errors.contains("#/status"))
         let server = try SyncServer(directory: db, forms: FormCatalog.forms, records: FormCatalog.records)
         #expect(server.records().isEmpty)
     }
