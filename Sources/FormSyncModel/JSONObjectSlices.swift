@@ -16,84 +16,54 @@ package struct JSONObjectSlices: Sendable, Equatable {
     /// Reads a JSON object; nil for anything else, or for text that is not well-formed JSON at
     /// the top level (nested values are checked when they are decoded).
     package init?(_ data: Data) {
-        let bytes = [UInt8](data)
-        var index = 0
-        func skipSpace() {
-            while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 { index += 1 }
-        }
-        /// Moves past one string (index at its opening quote); false when it never closes.
-        func skipString() -> Bool {
-            index += 1
-            while index < bytes.count {
-                switch bytes[index] {
-                case 0x5C: index += 2
-                case 0x22:
-                    index += 1
-                    return true
-                default: index += 1
-                }
-            }
-            return false
-        }
-        /// Moves past one value, counting brackets without recursion.
-        func skipValue() -> Bool {
-            var depth = 0
-            repeat {
-                guard index < bytes.count else { return false }
-                switch bytes[index] {
-                case 0x22:
-                    guard skipString() else { return false }
-                case 0x7B, 0x5B:
-                    depth += 1
-                    index += 1
-                case 0x7D, 0x5D:
-                    guard depth > 0 else { return false }
-                    depth -= 1
-                    index += 1
-                case 0x2C, 0x3A:
-                    guard depth > 0 else { return false }
-                    index += 1
-                default:
-                    let start = index
-                    while index < bytes.count, !",:]}\"{[ \n\r\t".utf8.contains(bytes[index]) { index += 1 }
-                    if index == start { return false }
-                }
-                if depth > 0 { skipSpace() }
-            } while depth > 0
-            return true
-        }
-        skipSpace()
-        guard index < bytes.count, bytes[index] == 0x7B else { return nil }
-        index += 1
-        skipSpace()
-        if index < bytes.count, bytes[index] == 0x7D {
-            index += 1
-        } else {
+        var scanner = JSONScanner(data)
+        scanner.skipSpace()
+        guard scanner.consume(0x7B) else { return nil }
+        scanner.skipSpace()
+        if !scanner.consume(0x7D) {
             while true {
-                skipSpace()
-                guard index < bytes.count, bytes[index] == 0x22 else { return nil }
-                let keyStart = index
-                guard skipString(), let key = try? JSONDecoder().decode(String.self, from: Data(bytes[keyStart..<index])) else { return nil }
-                skipSpace()
-                guard index < bytes.count, bytes[index] == 0x3A else { return nil }
-                index += 1
-                skipSpace()
-                let valueStart = index
-                guard skipValue() else { return nil }
-                set(key, Data(bytes[valueStart..<index]))
-                skipSpace()
-                guard index < bytes.count else { return nil }
-                if bytes[index] == 0x2C {
-                    index += 1
-                    continue
-                }
-                guard bytes[index] == 0x7D else { return nil }
-                index += 1
+                scanner.skipSpace()
+                guard scanner.peek == 0x22 else { return nil }
+                let keyStart = scanner.index
+                guard scanner.skipString(), let key = try? JSONDecoder().decode(String.self, from: scanner.bytes(from: keyStart)) else { return nil }
+                scanner.skipSpace()
+                guard scanner.consume(0x3A) else { return nil }
+                scanner.skipSpace()
+                let valueStart = scanner.index
+                guard scanner.skipValue() else { return nil }
+                set(key, scanner.bytes(from: valueStart))
+                scanner.skipSpace()
+                if scanner.consume(0x2C) { continue }
+                guard scanner.consume(0x7D) else { return nil }
                 break
             }
         }
-        skipSpace()
-        guard index == bytes.count else { return nil }
+        scanner.skipSpace()
+        guard scanner.atEnd else { return nil }
+    }
+
+    /// The elements of a JSON array, each as the exact bytes it was written with; nil for
+    /// anything else.
+    package static func elements(ofArray data: Data) -> [Data]? {
+        var scanner = JSONScanner(data)
+        var elements: [Data] = []
+        scanner.skipSpace()
+        guard scanner.consume(0x5B) else { return nil }
+        scanner.skipSpace()
+        if !scanner.consume(0x5D) {
+            while true {
+                scanner.skipSpace()
+                let start = scanner.index
+                guard scanner.skipValue() else { return nil }
+                elements.append(scanner.bytes(from: start))
+                scanner.skipSpace()
+                if scanner.consume(0x2C) { continue }
+                guard scanner.consume(0x5D) else { return nil }
+                break
+            }
+        }
+        scanner.skipSpace()
+        return scanner.atEnd ? elements : nil
     }
 
     /// The value's bytes for `key`.
@@ -119,5 +89,74 @@ package struct JSONObjectSlices: Sendable, Equatable {
         }
         out.append(0x7D)
         return out
+    }
+}
+
+/// Moves over JSON text without building values: strings (escapes included) and brackets are
+/// followed, nesting is counted without recursion, so no input can exhaust the stack.
+struct JSONScanner {
+    let bytes: [UInt8]
+    var index = 0
+
+    init(_ data: Data) {
+        bytes = [UInt8](data)
+    }
+
+    var atEnd: Bool { index == bytes.count }
+    var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    func bytes(from start: Int) -> Data { Data(bytes[start..<index]) }
+
+    mutating func consume(_ byte: UInt8) -> Bool {
+        guard peek == byte else { return false }
+        index += 1
+        return true
+    }
+
+    mutating func skipSpace() {
+        while let byte = peek, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 }
+    }
+
+    /// Moves past one string (the index at its opening quote); false when it never closes.
+    mutating func skipString() -> Bool {
+        index += 1
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x5C: index += 2
+            case 0x22:
+                index += 1
+                return true
+            default: index += 1
+            }
+        }
+        return false
+    }
+
+    /// Moves past one value; false when it is cut short or its brackets do not match.
+    mutating func skipValue() -> Bool {
+        var depth = 0
+        repeat {
+            guard let byte = peek else { return false }
+            switch byte {
+            case 0x22:
+                guard skipString() else { return false }
+            case 0x7B, 0x5B:
+                depth += 1
+                index += 1
+            case 0x7D, 0x5D:
+                guard depth > 0 else { return false }
+                depth -= 1
+                index += 1
+            case 0x2C, 0x3A:
+                guard depth > 0 else { return false }
+                index += 1
+            default:
+                let start = index
+                while let next = peek, !",:]}\"{[ \n\r\t".utf8.contains(next) { index += 1 }
+                if index == start { return false }
+            }
+            if depth > 0 { skipSpace() }
+        } while depth > 0
+        return true
     }
 }

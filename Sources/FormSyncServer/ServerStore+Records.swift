@@ -28,6 +28,8 @@ extension ServerStore {
             deleted INTEGER NOT NULL,
             UNIQUE (workspace, type, id, scope)
         );
+        CREATE INDEX changes_feed ON changes(workspace, seq);
+        CREATE INDEX records_id ON records(id);
         """)
 
     /// One record as the server holds it.

@@ -10,6 +10,7 @@ enum BenchCommand {
                formsync bench outbox [--items N] [--lanes L] [--small S]
                formsync bench http [--items N] [--concurrency C]
                formsync bench load [--items N] [--slow S] [--rounds R] [--concurrency C]
+               formsync bench pull [--records N] [--rounds R] [--delta D] [--small S]
 
           generator   check + generate N specs (variants of the specs in DIR, default FormSpecs),
                       against a baseline that only reads the same YAML with libyaml.
@@ -23,11 +24,15 @@ enum BenchCommand {
           load        N submissions (default 1000) to the embedded server at concurrency C
                       (default 4) while S slow connections (default 1000) dribble partial heads,
                       against the same with no slow connections, R rounds (default 3) alternating.
+          pull        a device process's initial pull of N records (default 100000) over loopback
+                      HTTP, against raw SQLite inserts of the same rows, R rounds (default 3)
+                      interleaved, with its peak RSS; then a delta of D changes (default 100) on
+                      the N-record store against the same on an S-record store (default 1000).
         Build with -c release for figures worth recording.
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow"], flags: ["--help", "-h"])
+        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -47,8 +52,12 @@ enum BenchCommand {
             return try await LoadBenchmark.run(
                 items: args.integer("--items", default: 1000, in: 1...1_000_000), slow: args.integer("--slow", default: 1000, in: 0...10_000),
                 rounds: args.integer("--rounds", default: 3, in: 1...100), concurrency: args.integer("--concurrency", default: 4, in: 1...256))
+        case "pull":
+            return try await PullBenchmark.run(
+                records: args.integer("--records", default: 100_000, in: 1...10_000_000), rounds: args.integer("--rounds", default: 3, in: 1...100),
+                delta: args.integer("--delta", default: 100, in: 1...100_000), small: args.integer("--small", default: 1000, in: 1...10_000_000))
         default:
-            throw UsageError("name a benchmark: generator, outbox, http or load")
+            throw UsageError("name a benchmark: generator, outbox, http, load or pull")
         }
     }
 

@@ -116,6 +116,23 @@ struct RecordStoreTests {
         #expect(harness.transport.feedCursors == [nil, "c2", nil, "c2", nil])
     }
 
+    @Test func aPageHoldingARecordThisBuildCannotReadIsNotCommitted() async throws {
+        let outbox = try open()
+        let unreadable = RecordChange(type: "Delivery", id: 9, version: 1, fields: Data(#"{"status":"teleported"}"#.utf8))
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, stop: 1), unreadable], "c2"))
+        let report = try await outbox.pull()
+        #expect(!report.caughtUp)
+        guard case .failed(let reason, _) = report.stoppedBecause else {
+            Issue.record("expected a failure, got \(String(describing: report.stoppedBecause))")
+            return
+        }
+        #expect(reason.contains("Delivery 9"))
+        #expect(try await outbox.storedRecordCount() == 0)  // not even the readable one: the page is one unit
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, stop: 1)], "c2"))
+        _ = try await outbox.pull()
+        #expect(harness.transport.feedCursors == [nil, nil])  // the cursor did not move past the bad page
+    }
+
     @Test func recordChangesAnnounceWhatAPullWrote() async throws {
         let outbox = try open()
         let notices = await outbox.recordChanges()

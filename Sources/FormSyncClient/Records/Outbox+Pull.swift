@@ -32,11 +32,32 @@ extension Outbox {
             guard workspace == self.workspace else { break }  // switched meanwhile: this pull's pages belong elsewhere
             switch outcome {
             case .page(let page):
+                // Every record is read by its type before anything is stored: a page holding one
+                // this build cannot read is not committed, and the cursor stays where it was.
+                var indexes: [[RecordIndexEntry]] = []
+                indexes.reserveCapacity(page.changes.count)
+                for change in page.changes {
+                    guard let fields = change.fields else {
+                        indexes.append([])
+                        continue
+                    }
+                    do {
+                        if let entry = recordTypes[change.type] {
+                            indexes.append(try entry.indexEntries(fields))
+                        } else {
+                            _ = try JSONSerialization.jsonObject(with: fields)
+                            indexes.append([])
+                        }
+                    } catch {
+                        report.stoppedBecause = .failed(reason: "the feed holds \(change.type) \(change.id), which this build cannot read: \(error)", retryAfterMilliseconds: nil)
+                        return report
+                    }
+                }
                 try write(.normal) {
                     if fromScratch { try store.clearRecords(workspace: workspace) }
-                    for change in page.changes {
+                    for (change, index) in zip(page.changes, indexes) {
                         if let fields = change.fields {
-                            try applyChange(change, fields: fields, workspace: workspace)
+                            try applyChange(change, fields: fields, workspace: workspace, index: index)
                             report.upserted += 1
                         } else {
                             let entry = recordTypes[change.type]

@@ -193,9 +193,9 @@ extension Outbox {
     }
 
     /// Writes one pulled or acknowledged record into the store, index included.
-    func applyChange(_ change: RecordChange, fields: Data, workspace: String) throws {
+    func applyChange(_ change: RecordChange, fields: Data, workspace: String, index: [RecordIndexEntry]? = nil) throws {
         let entry = recordTypes[change.type]
-        let index = entry.flatMap { try? $0.indexEntries(fields) } ?? []
+        let index = index ?? entry.flatMap { try? $0.indexEntries(fields) } ?? []
         let written = try store.upsertRecord(
             workspace: workspace, type: change.type, id: change.id, version: change.version, payload: fields, index: index,
             oldIndex: { old in entry.flatMap { try? $0.indexEntries(old) } ?? [] })

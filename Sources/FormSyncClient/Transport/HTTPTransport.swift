@@ -202,23 +202,26 @@ public final class HTTPTransport: OutboxTransport {
     /// Maps a reply of `GET /changes` to an outcome. Every change is checked: a type of 1 to 128
     /// characters, a server id from 1 to 2^53 − 1, a version from 1, fields that are an object.
     static func classifyPage(status: Int, headers: [String: String], body: Data) -> PullOutcome {
-        let json = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
         switch status {
         case 200:
-            guard headers["content-type"]?.lowercased().hasPrefix("application/json") == true, let json,
-                let items = json["changes"] as? [Any], let cursor = json["cursor"] as? String
+            // Sliced, not parsed: each record keeps the exact bytes the server sent, and is
+            // decoded once, by its type, when it is stored.
+            guard headers["content-type"]?.lowercased().hasPrefix("application/json") == true, let page = JSONObjectSlices(body),
+                let list = page["changes"], let items = JSONObjectSlices.elements(ofArray: list),
+                let cursorBytes = page["cursor"], let cursor = try? JSONDecoder().decode(String.self, from: cursorBytes)
             else { return .unreachable(reason: "HTTP 200 that is not a change feed (a captive portal or proxy?)") }
             guard !cursor.isEmpty, cursor.utf8.count <= 256, cursor.utf8.allSatisfy({ (0x21...0x7E).contains($0) }), items.count <= maxChangesPerPage else {
                 return .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfterMilliseconds: nil)
             }
             var changes: [RecordChange] = []
+            changes.reserveCapacity(items.count)
             for item in items {
-                guard let object = item as? [String: Any], let change = change(object) else {
+                guard let object = JSONObjectSlices(item), let change = change(object) else {
                     return .failed(reason: "the change feed holds a malformed change", retryAfterMilliseconds: nil)
                 }
                 changes.append(change)
             }
-            return .page(ChangePage(changes: changes, cursor: cursor, more: json["more"] as? Bool ?? false))
+            return .page(ChangePage(changes: changes, cursor: cursor, more: page["more"] == Data("true".utf8)))
         case 300..<400:
             return .unreachable(reason: "HTTP \(status) redirect refused (a captive portal?); nothing was followed")
         case 401:
@@ -226,10 +229,30 @@ public final class HTTPTransport: OutboxTransport {
         case 410:
             return .cursorExpired
         case 100..<600:
+            let json = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
             return .failed(reason: "HTTP \(status)\(problemText(json))", retryAfterMilliseconds: retryAfter(headers["retry-after"]))
         default:
             return .unreachable(reason: "HTTP \(status) is not a FormSync reply")
         }
+    }
+
+    /// One change of a page: a type of 1 to 128 characters, a server id from 1 to 2^53 − 1, and
+    /// either `deleted: true` or a version from 1 and fields that are an object.
+    static func change(_ object: JSONObjectSlices) -> RecordChange? {
+        guard let typeBytes = object["type"], let type = try? JSONDecoder().decode(String.self, from: typeBytes), (1...128).contains(type.utf8.count),
+            let id = wholeNumber(object["id"]), id >= 1, id <= 9_007_199_254_740_991
+        else { return nil }
+        if object["deleted"] == Data("true".utf8) { return RecordChange(type: type, id: id, version: 0, fields: nil) }
+        guard let version = wholeNumber(object["version"]), version >= 1, version < Int64(Int32.max),
+            let fields = object["record"], fields.first == 0x7B
+        else { return nil }
+        return RecordChange(type: type, id: id, version: Int(version), fields: fields)
+    }
+
+    /// A JSON integer written as plain digits (no sign, fraction or exponent), at most 16 digits.
+    static func wholeNumber(_ bytes: Data?) -> Int64? {
+        guard let bytes, (1...16).contains(bytes.count), bytes.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return Int64(String(decoding: bytes, as: UTF8.self))
     }
 
     /// A change (or a reply's `entity`) as the protocol promises it; nil for anything else.
