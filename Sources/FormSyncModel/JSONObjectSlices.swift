@@ -25,7 +25,7 @@ package struct JSONObjectSlices: Sendable, Equatable {
                 scanner.skipSpace()
                 guard scanner.peek == 0x22 else { return nil }
                 let keyStart = scanner.index
-                guard scanner.skipString(), let key = try? JSONDecoder().decode(String.self, from: scanner.bytes(from: keyStart)) else { return nil }
+                guard scanner.skipString(), let key = scanner.string(from: keyStart) else { return nil }
                 scanner.skipSpace()
                 guard scanner.consume(0x3A) else { return nil }
                 scanner.skipSpace()
@@ -106,6 +106,14 @@ struct JSONScanner {
     var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
 
     func bytes(from start: Int) -> Data { Data(bytes[start..<index]) }
+
+    /// The string just skipped (from its opening quote at `start`): copied as is when it holds
+    /// no escape, decoded as JSON otherwise.
+    func string(from start: Int) -> String? {
+        let inner = bytes[(start + 1)..<(index - 1)]
+        if !inner.contains(0x5C) { return String(validating: inner, as: UTF8.self) }
+        return try? JSONDecoder().decode(String.self, from: bytes(from: start))
+    }
 
     mutating func consume(_ byte: UInt8) -> Bool {
         guard peek == byte else { return false }
