@@ -1,6 +1,7 @@
 import FieldForms
 import Foundation
 import FormSyncModel
+import FormSyncSQLite
 import FormSyncTesting
 import Testing
 
@@ -131,6 +132,40 @@ struct RecordStoreTests {
         harness.transport.scriptFeed(Self.page([Self.delivery(1, stop: 1)], "c2"))
         _ = try await outbox.pull()
         #expect(harness.transport.feedCursors == [nil, nil])  // the cursor did not move past the bad page
+    }
+
+    @Test func aFeedThatSaysMoreWithoutAdvancingStopsThePull() async throws {
+        let outbox = try open()
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, stop: 1)], "c1", more: true))
+        harness.transport.scriptFeed(Self.page([Self.delivery(2, stop: 2)], "c1", more: true))  // the same cursor again
+        for _ in 0..<50 { harness.transport.scriptFeed(Self.page([], "c9", more: true)) }
+        let first = try await outbox.pull()
+        guard case .failed = first.stoppedBecause else {
+            Issue.record("expected the pull to stop, got \(first)")
+            return
+        }
+        #expect(first.pages == 1)
+        let second = try await outbox.pull()
+        guard case .failed = second.stoppedBecause else {
+            Issue.record("an empty page that says more must stop the pull, got \(second)")
+            return
+        }
+        #expect(harness.transport.feedCursors.count == 3)
+    }
+
+    @Test func anAppUpdateThatIndexesOtherFieldsRebuildsTheIndexWhenTheOutboxOpens() async throws {
+        var outbox: Outbox? = try open()
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, stop: 1), Self.delivery(2, stop: 2)], "c1"))
+        _ = try await outbox!.pull()
+        outbox = nil
+        // As if an older build, which indexed only `status`, had pulled these records.
+        let db = try SQLiteConnection(path: harness.path, create: false)
+        _ = try db.run("DELETE FROM record_index WHERE field = 'stop_order'")
+        _ = try db.run("UPDATE record_index_fields SET fields = 'status' WHERE type = 'Delivery'")
+        let reopened = try open()
+        #expect(try await reopened.records(Delivery.byStopOrder(2)).map(\.id) == [2])
+        #expect(try await reopened.records(Delivery.byStatus(.assigned)).count == 2)
+        #expect(try db.query("SELECT fields FROM record_index_fields WHERE type = 'Delivery'") { $0.text(0) } == ["status,stop_order"])
     }
 
     @Test func recordChangesAnnounceWhatAPullWrote() async throws {

@@ -36,6 +36,51 @@ struct SyncEngineTests {
         #expect(Set(h.sentDocuments) == ["d1", "d2", "d3", "d4", "d5"])
     }
 
+    @Test func itPullsAfterItsFirstPassAndAfterEveryPassThatDelivered() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        // Time never passes here (every sleep waits until cancelled): only events can pull.
+        let engine = SyncEngine(outbox: outbox, environment: environment(h), sleep: { _ in try? await Task.sleep(for: .seconds(3600)) })
+        let running = Task { await engine.run() }
+        await eventually("the first pull") { h.transport.feedCursors.count == 1 }
+        try await outbox.enqueue(order(1))
+        await eventually("the delivery") { await outbox.stateCounts() == [.confirmed: 1] }
+        await eventually("a pull after it") { h.transport.feedCursors.count == 2 }
+        running.cancel()
+        await running.value
+        #expect(engine.lastPullReport?.caughtUp == true)
+    }
+
+    @Test func itPullsAgainOnItsScheduleWhenNothingElseHappens() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        let start = h.clock.now
+        let engine = SyncEngine(
+            outbox: outbox, configuration: SyncEngine.Configuration(pullIntervalMilliseconds: 60_000), environment: environment(h),
+            sleep: virtualSleep(h))
+        let running = Task { await engine.run() }
+        await eventually("three pulls") { h.transport.feedCursors.count >= 3 }
+        running.cancel()
+        await running.value
+        #expect(h.clock.now - start >= 120_000)  // two intervals passed on the virtual clock
+        #expect(h.transport.requests.isEmpty)
+    }
+
+    @Test func aPullHangingOnTheNetworkDoesNotHoldUpTheEnginesSends() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        h.transport.scriptFeed(.hang)
+        let engine = SyncEngine(outbox: outbox, environment: environment(h), sleep: virtualSleep(h))
+        let running = Task { await engine.run() }
+        await eventually("the pull to hang") { h.transport.hangingFeedCount == 1 }
+        for n in 1...3 { try await outbox.enqueue(order(Int64(n)), documentID: "d\(n)") }
+        await eventually("three deliveries") { await outbox.stateCounts() == [.confirmed: 3] }
+        #expect(h.transport.hangingFeedCount == 1)  // still waiting, and nothing waited for it
+        h.transport.releaseFeed(.page(ChangePage(changes: [], cursor: "c1", more: false)))
+        running.cancel()
+        await running.value
+    }
+
     @Test func itWakesAtTheEarliestDueTimeAfterABackoff() async throws {
         let h = try Harness()
         let outbox = try h.open()
@@ -157,7 +202,8 @@ struct SyncEngineTests {
         h.transport.script(.authExpired)
         h.transport.script(.authExpired)
         let start = h.clock.now
-        let engine = SyncEngine(outbox: outbox, environment: environment(h), sleep: virtualSleep(h))
+        let engine = SyncEngine(
+            outbox: outbox, configuration: SyncEngine.Configuration(pullIntervalMilliseconds: nil), environment: environment(h), sleep: virtualSleep(h))
         let running = Task { await engine.run() }
         await eventually("the delivery") { await outbox.stateCounts() == [.confirmed: 1] }
         running.cancel()

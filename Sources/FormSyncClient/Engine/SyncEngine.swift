@@ -54,7 +54,7 @@ public final class SyncEngine: Sendable {
     }
 
     enum Event: Sendable {
-        case work, online, timer(Int), stop, pulled
+        case work, online, timer(Int), stop
     }
 
     private struct Shared {
@@ -65,6 +65,8 @@ public final class SyncEngine: Sendable {
         var flush: Task<FlushReport, Never>?
         var lastReport: FlushReport?
         var lastPull: PullReport?
+        var pullRunning = false
+        var pullAgain = false
         var listeners: [UUID: AsyncStream<State>.Continuation] = [:]
     }
 
@@ -166,22 +168,42 @@ public final class SyncEngine: Sendable {
         var tokenSteps = 0
         var waitingForNetwork = await outbox.isWaitingForNetwork
         // Pulls run beside the passes, never in front of them: a pass started while a pull
-        // waits on the network sends at once.
+        // waits on the network sends at once. A pull asked for while one runs follows it (the
+        // running one may have read the feed before the delivery it should reflect).
         var pullTask: Task<Void, Never>?
-        var pullRunning = false
         var lastPullAt: Int64?
         defer { pullTask?.cancel() }
         let outbox = self.outbox
         func startPull() {
-            guard configuration.pullIntervalMilliseconds != nil, !pullRunning else { return }
-            pullRunning = true
+            guard configuration.pullIntervalMilliseconds != nil else { return }
             lastPullAt = now()
+            let start = shared.withLock { s -> Bool in
+                if s.pullRunning {
+                    s.pullAgain = true
+                    return false
+                }
+                s.pullRunning = true
+                return true
+            }
+            guard start else { return }
             pullTask = Task { [self] in
-                let report = try? await outbox.pull()
-                shared.withLock { $0.lastPull = report }
-                continuation.yield(.pulled)
+                while !Task.isCancelled {
+                    let report = try? await outbox.pull()
+                    let again = shared.withLock { s -> Bool in
+                        s.lastPull = report
+                        if s.pullAgain {
+                            s.pullAgain = false
+                            return true
+                        }
+                        s.pullRunning = false
+                        return false
+                    }
+                    if !again { return }
+                }
+                shared.withLock { $0.pullRunning = false }
             }
         }
+
         let tokenBackoff = RetryPolicy(
             baseDelayMilliseconds: min(1000, configuration.tokenRetryMilliseconds), maxDelayMilliseconds: configuration.tokenRetryMilliseconds)
 
@@ -198,9 +220,6 @@ public final class SyncEngine: Sendable {
             defer { timer?.cancel() }
             while let event = await iterator.next() {
                 switch event {
-                case .pulled:
-                    pullRunning = false
-                    continue
                 case .stop: return false
                 case .timer(let fired) where fired == id: return true
                 case .timer: continue

@@ -136,6 +136,7 @@ public actor Outbox {
                     try store.refreshLane(workspace: workspace, lane: lane)
                 }
             }
+            try store.reindex(RecordRegistry(records))
             self.store = store
             counts = try store.counts()
             placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -(try store.mostNegativePlaceholder()))

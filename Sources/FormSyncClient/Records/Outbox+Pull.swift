@@ -32,6 +32,12 @@ extension Outbox {
             guard workspace == self.workspace else { break }  // switched meanwhile: this pull's pages belong elsewhere
             switch outcome {
             case .page(let page):
+                // A server that says "more" must move: a page with nothing in it, or a cursor
+                // that does not change, would otherwise keep the device pulling forever.
+                if page.more && (page.changes.isEmpty || page.cursor == cursor) {
+                    report.stoppedBecause = .failed(reason: "the feed says there is more but does not advance past \(cursor ?? "the start")", retryAfterMilliseconds: nil)
+                    return report
+                }
                 // Every record is read by its type before anything is stored: a page holding one
                 // this build cannot read is not committed, and the cursor stays where it was.
                 var indexes: [[RecordIndexEntry]] = []

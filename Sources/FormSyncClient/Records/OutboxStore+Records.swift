@@ -25,7 +25,31 @@ extension OutboxStore {
             PRIMARY KEY (workspace, type, field, value, id)
         ) WITHOUT ROWID;
         CREATE TABLE pull_cursors (workspace TEXT PRIMARY KEY, cursor TEXT NOT NULL, pulled_at INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE record_index_fields (type TEXT PRIMARY KEY, fields TEXT NOT NULL) WITHOUT ROWID;
         """)
+
+    /// Makes each registered type's index match the fields its spec indexes now: an app update
+    /// that indexes another field (or stops indexing one) gets its index rebuilt from the stored
+    /// records, once, when the outbox opens.
+    func reindex(_ types: RecordRegistry) throws {
+        for name in types.names {
+            guard let entry = types[name] else { continue }
+            let fields = entry.indexedFields.joined(separator: ",")
+            let stored = try db.query("SELECT fields FROM record_index_fields WHERE type = ?", [.text(name)]) { $0.text(0) }.first ?? nil
+            if stored == fields { continue }
+            try db.transaction(.normal) {
+                try db.run("DELETE FROM record_index WHERE workspace IN (SELECT DISTINCT workspace FROM records) AND type = ?", [.text(name)])
+                let rows = try db.query("SELECT workspace, id, payload FROM records WHERE type = ?", [.text(name)]) { ($0.text(0) ?? "", $0.int(1), $0.blob(2) ?? Data()) }
+                for (workspace, id, payload) in rows {
+                    for index in (try? entry.indexEntries(payload)) ?? [] {
+                        try db.run("INSERT OR IGNORE INTO record_index (workspace, type, field, value, id) VALUES (?, ?, ?, ?, ?)",
+                                   [.text(workspace), .text(name), .text(index.field), .text(index.value), .integer(id)])
+                    }
+                }
+                try db.run("INSERT OR REPLACE INTO record_index_fields (type, fields) VALUES (?, ?)", [.text(name), .text(fields)])
+            }
+        }
+    }
 
     /// A stored record: its fields' JSON and version.
     struct StoredRecord {
