@@ -17,11 +17,7 @@ public struct FormRegistry: Sendable {
 
         /// Decodes and validates; a payload that does not decode yields one error per decoding problem.
         public func validate(_ json: Data) -> [FieldError] {
-            do {
-                return try decodeAndValidate(json)
-            } catch {
-                return [FieldError(decoding: error)]
-            }
+            FieldError.validating { try decodeAndValidate(json) }
         }
     }
 
@@ -67,6 +63,15 @@ public struct FormRegistry: Sendable {
 }
 
 extension FieldError {
+    /// The errors `body` finds, or the decoding failure that kept it from looking.
+    static func validating(_ body: () throws -> [FieldError]) -> [FieldError] {
+        do {
+            return try body()
+        } catch {
+            return [FieldError(decoding: error)]
+        }
+    }
+
     /// A decoding failure as a field error, pointing at the value that did not decode.
     public init(decoding error: any Error) {
         guard let error = error as? DecodingError else {

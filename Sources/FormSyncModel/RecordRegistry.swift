@@ -16,11 +16,7 @@ public struct RecordRegistry: Sendable {
         /// Decodes and validates a record's fields; a record that does not decode yields the
         /// decoding problem as a field error.
         public func validate(_ json: Data) -> [FieldError] {
-            do {
-                return try decodeAndValidate(json)
-            } catch {
-                return [FieldError(decoding: error)]
-            }
+            FieldError.validating { try decodeAndValidate(json) }
         }
     }
 
