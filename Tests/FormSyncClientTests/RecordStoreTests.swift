@@ -68,6 +68,13 @@ struct RecordStoreTests {
         #expect(harness.transport.feedCursors == [nil, "c2", "c2"])
         #expect(try await outbox.records(Delivery.all).map(\.id) == [1, 2, 3])
         #expect(try await outbox.records(Delivery.byStopOrder(3)).map(\.id) == [3])
+
+        // Handed to another courier: the store and the cursor go, and the next pull starts over.
+        try await outbox.forgetPulledRecords()
+        #expect(try await outbox.storedRecordCount() == 0)
+        #expect(try await outbox.records(Delivery.byStopOrder(3)).isEmpty)
+        _ = try await outbox.pull()
+        #expect(harness.transport.feedCursors.last == .some(nil))
     }
 
     @Test func anOlderChangeNeverOverwritesANewerOneAndDeletionsAreIdempotent() async throws {

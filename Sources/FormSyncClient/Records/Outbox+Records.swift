@@ -65,6 +65,14 @@ extension Outbox {
         return try storage { try store.recordCount(workspace: workspace) }
     }
 
+    /// Forgets every pulled record and the feed's cursor of the current workspace, so the next
+    /// pull starts from the beginning: for a device handed to another person (another
+    /// principal, another scope). Unsent work is kept and still shows on top.
+    public func forgetPulledRecords() throws {
+        let workspace = self.workspace
+        try write(.full) { try store.clearRecords(workspace: workspace) }
+    }
+
     /// Notices of which records changed, for a UI to refresh what it shows. A slow reader
     /// only misses notices, never the records themselves (read them again).
     public func recordChanges() -> AsyncStream<RecordsChanged> {
