@@ -27,6 +27,11 @@ public struct FormDefinition: Sendable, Equatable {
     public var fieldLocations: [String: SourceLocation] = [:]
     /// Every `reference` field's target, checked against the declared records.
     public var references: [ReferenceUse] = []
+    /// Where `version:` is written.
+    public var versionLocation: SourceLocation?
+    /// How items of older versions are brought to this one (`upgrades:`), by the version they
+    /// start from.
+    public var upgrades: [UpgradeStep] = []
 
     public init(
         name: String, version: Int, summary: String?, endpoint: String, endpointSegments: [EndpointSegment],
@@ -205,5 +210,34 @@ public indirect enum FieldKind: Sendable, Equatable {
         case .file(let kind, _): return kind.rawValue
         case .list: return "list"
         }
+    }
+}
+
+/// One step of `upgrades:`: how a payload of version `from` becomes one of the next version.
+/// Applied in this order: renames, value maps, drops, defaults (a default fills only a field
+/// the payload does not hold).
+public struct UpgradeStep: Sendable, Equatable {
+    public var from: Int
+    /// Old field name → new field name.
+    public var renames: [(old: String, new: String)]
+    /// Field → (old option → new option), for choice and multi-choice fields.
+    public var maps: [(field: String, values: [(old: String, new: String)])]
+    /// Fields whose old values are discarded.
+    public var drops: [String]
+    /// Field → the value to fill in when a payload does not hold one, as JSON text.
+    public var defaults: [(field: String, json: String)]
+    /// Where the step is written.
+    public var location: SourceLocation
+
+    public static func == (a: UpgradeStep, b: UpgradeStep) -> Bool {
+        a.from == b.from && a.drops == b.drops && a.location == b.location
+            && a.renames.elementsEqual(b.renames) { $0 == $1 }
+            && a.defaults.elementsEqual(b.defaults) { $0 == $1 }
+            && a.maps.elementsEqual(b.maps) { $0.field == $1.field && $0.values.elementsEqual($1.values) { $0 == $1 } }
+    }
+
+    /// Whether this step says what becomes of the old field `name`.
+    public func handles(_ name: String) -> Bool {
+        drops.contains(name) || renames.contains { $0.old == name }
     }
 }

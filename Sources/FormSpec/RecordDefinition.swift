@@ -26,6 +26,8 @@ public struct RecordDefinition: Sendable, Equatable {
     public var fieldLocations: [String: SourceLocation]
     /// Every `reference` field's target, checked against the declared records.
     public var references: [ReferenceUse]
+    /// Where `version:` is written.
+    public var versionLocation: SourceLocation?
 
     /// The top-level field with this spec name.
     public func field(named name: String) -> FieldDefinition? {

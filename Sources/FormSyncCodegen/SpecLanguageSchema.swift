@@ -18,6 +18,20 @@ public enum SpecLanguageSchema {
                 ("entity", describe("The field whose value names the ordering lane.", [("type", .string("string"))])),
                 ("creates", describe("The record an accepted submission creates.", [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
                 ("edits", describe("The record a submission edits; 'entity' is the reference to it.", [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
+                ("upgrades", describe("How items of an older version become this one, by the version they start from.", [
+                    ("type", .string("object")),
+                    ("propertyNames", .object([("pattern", .string("^[1-9][0-9]*$"))])),
+                    ("additionalProperties", .object([
+                        ("type", .string("object")),
+                        ("additionalProperties", .bool(false)),
+                        ("properties", .object([
+                            ("rename", describe("Old field name → new field name.", [("type", .string("object")), ("additionalProperties", .object([("type", .string("string"))]))])),
+                            ("map", describe("Choice field → (old option → new option).", [("type", .string("object"))])),
+                            ("drop", describe("Old fields whose values are discarded.", [("type", .string("array")), ("items", .object([("type", .string("string"))]))])),
+                            ("default", describe("Field → value for items that lack it.", [("type", .string("object"))])),
+                        ])),
+                    ])),
+                ])),
                 ("record", describe("The Swift type name of a record devices pull.", [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
                 ("scope", describe("A required text field: a device receives the records whose value is its principal.", [("type", .string("string"))])),
                 ("index", describe("Fields local queries look records up by.", [
@@ -36,7 +50,7 @@ public enum SpecLanguageSchema {
                 ("required", .array([.string("record"), .string("version"), .string("fields")])),
             ])),
             ("else", .object([
-                ("propertyNames", .object([("enum", .array(["form", "version", "description", "endpoint", "entity", "creates", "edits", "choices", "fields"].map { .string($0) }))])),
+                ("propertyNames", .object([("enum", .array(["form", "version", "description", "endpoint", "entity", "creates", "edits", "choices", "fields", "upgrades"].map { .string($0) }))])),
                 ("required", .array([.string("form"), .string("version"), .string("endpoint"), .string("fields")])),
             ])),
             ("$defs", .object(definitions())),

@@ -8,6 +8,7 @@ enum FormSyncTool {
     static let commands: [(name: String, summary: String, run: Run)] = [
         ("check", "Check form specs; print every problem as path:line:column: error: message", CheckCommand.run),
         ("generate", "Generate Swift and JSON Schema from specs (--check compares instead)", GenerateCommand.run),
+        ("diff", "What changed between two versions of the specs, and what it means for queued items", DiffCommand.run),
         ("schema", "Print the JSON Schema of the spec language, for editors", SchemaCommand.run),
         ("serve", "Run the reference sync server on loopback", ServeCommand.run),
         ("conformance", "Check a FormSync server against docs/PROTOCOL.md, one rule at a time", ConformanceCommand.run),
