@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "FormSyncModel", targets: ["FormSyncModel"]),
         .library(name: "FormSyncClient", targets: ["FormSyncClient"]),
         .library(name: "FormSyncServer", targets: ["FormSyncServer"]),
+        .library(name: "FormSyncInterpreter", targets: ["FormSyncInterpreter"]),
         .executable(name: "formsync", targets: ["formsync"]),
         .executable(name: "formsync-gen", targets: ["formsync-gen"]),
         .plugin(name: "FormSyncPlugin", targets: ["FormSyncPlugin"]),
@@ -27,12 +28,14 @@ let package = Package(
         // The device side: Store/, Outbox/, Engine/, Transport/, Stash/.
         .target(name: "FormSyncClient", dependencies: ["FormSyncModel", "FormSyncSQLite"]),
         .target(name: "FormSyncServer", dependencies: ["FormSyncModel", "FormSyncSQLite"]),
+        // Runs checked specs without compiling them (serve --specs, a device on a newer spec).
+        .target(name: "FormSyncInterpreter", dependencies: ["FormSpec", "FormSyncModel"]),
         .executableTarget(name: "formsync-gen", dependencies: ["FormSpec", "FormSyncCodegen"]),
         .executableTarget(
             name: "formsync",
             dependencies: [
                 "FormSpec", "FormSyncCodegen", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FieldForms", "FormSyncTesting",
-                "FormSyncServer", "CSQLite",
+                "FormSyncServer", "CSQLite", "FormSyncInterpreter",
             ]
         ),
         .plugin(name: "FormSyncPlugin", capability: .buildTool(), dependencies: ["formsync-gen"]),
@@ -48,6 +51,19 @@ let package = Package(
             plugins: ["FormSyncPlugin"]
         ),
 
+        // Test support: every field type and rule (the interpreter's differential test), and four
+        // versions of one evolving form, each compiled by the plugin as an app build would be.
+        .target(name: "CorpusForms", dependencies: ["FormSyncModel"], path: "Tests/CorpusForms", plugins: ["FormSyncPlugin"]),
+        .target(name: "EvolutionV1", dependencies: ["FormSyncModel"], path: "Tests/Evolution/V1", plugins: ["FormSyncPlugin"]),
+        .target(name: "EvolutionV2", dependencies: ["FormSyncModel"], path: "Tests/Evolution/V2", plugins: ["FormSyncPlugin"]),
+        .target(name: "EvolutionV3", dependencies: ["FormSyncModel"], path: "Tests/Evolution/V3", plugins: ["FormSyncPlugin"]),
+        .target(name: "EvolutionV4", dependencies: ["FormSyncModel"], path: "Tests/Evolution/V4", plugins: ["FormSyncPlugin"]),
+        .testTarget(
+            name: "InterpreterTests",
+            dependencies: [
+                "FieldForms", "CorpusForms", "EvolutionV1", "EvolutionV2", "EvolutionV3", "EvolutionV4", "FormSpec", "FormSyncModel",
+                "FormSyncInterpreter", "FormSyncClient", "FormSyncServer", "FormSyncTesting",
+            ]),
         .testTarget(name: "FormSpecTests", dependencies: ["FormSpec"], exclude: ["BrokenSpecs", "EvolutionPairs"]),
         .testTarget(name: "FormSyncCodegenTests", dependencies: ["FormSpec", "FormSyncCodegen"]),
         .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel"]),

@@ -80,17 +80,17 @@ public struct Customer: SyncRecord {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        name = try container.decodeIfPresent(String.self, forKey: .name)
-        tradeName = try container.decodeIfPresent(String.self, forKey: .tradeName)
-        taxId = try container.decodeIfPresent(String.self, forKey: .taxId)
-        email = try container.decodeIfPresent(String.self, forKey: .email)
-        phone = try container.decodeIfPresent(String.self, forKey: .phone)
-        segment = try container.decodeIfPresent(Customer.Segment.self, forKey: .segment)
-        openedOn = try container.decodeIfPresent(LocalDate.self, forKey: .openedOn)
-        shopLocation = try container.decodeIfPresent(GeoPoint.self, forKey: .shopLocation)
-        acceptsCash = try container.decodeIfPresent(Bool.self, forKey: .acceptsCash)
-        referredBy = try container.decodeIfPresent(EntityRef.self, forKey: .referredBy)
-        creditLimit = try container.decodeIfPresent(Money.self, forKey: .creditLimit)
+        name = try container.decodeField(String.self, forKey: .name)
+        tradeName = try container.decodeField(String.self, forKey: .tradeName)
+        taxId = try container.decodeField(String.self, forKey: .taxId)
+        email = try container.decodeField(String.self, forKey: .email)
+        phone = try container.decodeField(String.self, forKey: .phone)
+        segment = try container.decodeField(Customer.Segment.self, forKey: .segment)
+        openedOn = try container.decodeField(LocalDate.self, forKey: .openedOn)
+        shopLocation = try container.decodeField(GeoPoint.self, forKey: .shopLocation)
+        acceptsCash = try container.decodeField(Bool.self, forKey: .acceptsCash)
+        referredBy = try container.decodeField(EntityRef.self, forKey: .referredBy)
+        creditLimit = try container.decodeField(Money.self, forKey: .creditLimit)
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -61,14 +61,14 @@ public struct CustomerUpdate: FormPayload {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        customerId = try container.decodeIfPresent(EntityRef.self, forKey: .customerId)
-        name = try container.decodeIfPresent(String.self, forKey: .name)
-        tradeName = try container.decodeIfPresent(String.self, forKey: .tradeName)
-        email = try container.decodeIfPresent(String.self, forKey: .email)
-        phone = try container.decodeIfPresent(String.self, forKey: .phone)
-        segment = try container.decodeIfPresent(CustomerUpdate.Segment.self, forKey: .segment)
-        acceptsCash = try container.decodeIfPresent(Bool.self, forKey: .acceptsCash)
-        creditLimit = try container.decodeIfPresent(Money.self, forKey: .creditLimit)
+        customerId = try container.decodeField(EntityRef.self, forKey: .customerId)
+        name = try container.decodeField(String.self, forKey: .name)
+        tradeName = try container.decodeField(String.self, forKey: .tradeName)
+        email = try container.decodeField(String.self, forKey: .email)
+        phone = try container.decodeField(String.self, forKey: .phone)
+        segment = try container.decodeField(CustomerUpdate.Segment.self, forKey: .segment)
+        acceptsCash = try container.decodeField(Bool.self, forKey: .acceptsCash)
+        creditLimit = try container.decodeField(Money.self, forKey: .creditLimit)
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -69,13 +69,13 @@ public struct Delivery: SyncRecord {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        courierId = try container.decodeIfPresent(String.self, forKey: .courierId)
-        status = try container.decodeIfPresent(Delivery.Status.self, forKey: .status)
-        stopOrder = try container.decodeIfPresent(Int.self, forKey: .stopOrder)
-        address = try container.decodeIfPresent(String.self, forKey: .address)
-        recipient = try container.decodeIfPresent(String.self, forKey: .recipient)
-        codAmount = try container.decodeIfPresent(Money.self, forKey: .codAmount)
-        notes = try container.decodeIfPresent(String.self, forKey: .notes)
+        courierId = try container.decodeField(String.self, forKey: .courierId)
+        status = try container.decodeField(Delivery.Status.self, forKey: .status)
+        stopOrder = try container.decodeField(Int.self, forKey: .stopOrder)
+        address = try container.decodeField(String.self, forKey: .address)
+        recipient = try container.decodeField(String.self, forKey: .recipient)
+        codAmount = try container.decodeField(Money.self, forKey: .codAmount)
+        notes = try container.decodeField(String.self, forKey: .notes)
     }
 
     public func encode(to encoder: any Encoder) throws {

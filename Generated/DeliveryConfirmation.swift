@@ -68,15 +68,15 @@ public struct DeliveryConfirmation: FormPayload {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        deliveryId = try container.decodeIfPresent(EntityRef.self, forKey: .deliveryId)
-        outcome = try container.decodeIfPresent(DeliveryConfirmation.Outcome.self, forKey: .outcome)
-        deliveredAt = try container.decodeIfPresent(Timestamp.self, forKey: .deliveredAt)
-        codAmount = try container.decodeIfPresent(Money.self, forKey: .codAmount)
-        recipientName = try container.decodeIfPresent(String.self, forKey: .recipientName)
-        note = try container.decodeIfPresent(String.self, forKey: .note)
-        proofPhotos = try container.decodeIfPresent([FileRef].self, forKey: .proofPhotos) ?? []
-        signature = try container.decodeIfPresent(FileRef.self, forKey: .signature)
-        leftWithNeighbour = try container.decodeIfPresent(Bool.self, forKey: .leftWithNeighbour)
+        deliveryId = try container.decodeField(EntityRef.self, forKey: .deliveryId)
+        outcome = try container.decodeField(DeliveryConfirmation.Outcome.self, forKey: .outcome)
+        deliveredAt = try container.decodeField(Timestamp.self, forKey: .deliveredAt)
+        codAmount = try container.decodeField(Money.self, forKey: .codAmount)
+        recipientName = try container.decodeField(String.self, forKey: .recipientName)
+        note = try container.decodeField(String.self, forKey: .note)
+        proofPhotos = try container.decodeField([FileRef].self, forKey: .proofPhotos) ?? []
+        signature = try container.decodeField(FileRef.self, forKey: .signature)
+        leftWithNeighbour = try container.decodeField(Bool.self, forKey: .leftWithNeighbour)
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -34,9 +34,9 @@ public struct DeliveryUpdate: FormPayload {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        deliveryId = try container.decodeIfPresent(EntityRef.self, forKey: .deliveryId)
-        notes = try container.decodeIfPresent(String.self, forKey: .notes)
-        recipient = try container.decodeIfPresent(String.self, forKey: .recipient)
+        deliveryId = try container.decodeField(EntityRef.self, forKey: .deliveryId)
+        notes = try container.decodeField(String.self, forKey: .notes)
+        recipient = try container.decodeField(String.self, forKey: .recipient)
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -69,16 +69,16 @@ public struct NewCustomer: FormPayload {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        name = try container.decodeIfPresent(String.self, forKey: .name)
-        tradeName = try container.decodeIfPresent(String.self, forKey: .tradeName)
-        taxId = try container.decodeIfPresent(String.self, forKey: .taxId)
-        email = try container.decodeIfPresent(String.self, forKey: .email)
-        segment = try container.decodeIfPresent(NewCustomer.Segment.self, forKey: .segment)
-        openedOn = try container.decodeIfPresent(LocalDate.self, forKey: .openedOn)
-        shopLocation = try container.decodeIfPresent(GeoPoint.self, forKey: .shopLocation)
-        shopFront = try container.decodeIfPresent(FileRef.self, forKey: .shopFront)
-        acceptsCash = try container.decodeIfPresent(Bool.self, forKey: .acceptsCash)
-        referredBy = try container.decodeIfPresent(EntityRef.self, forKey: .referredBy)
+        name = try container.decodeField(String.self, forKey: .name)
+        tradeName = try container.decodeField(String.self, forKey: .tradeName)
+        taxId = try container.decodeField(String.self, forKey: .taxId)
+        email = try container.decodeField(String.self, forKey: .email)
+        segment = try container.decodeField(NewCustomer.Segment.self, forKey: .segment)
+        openedOn = try container.decodeField(LocalDate.self, forKey: .openedOn)
+        shopLocation = try container.decodeField(GeoPoint.self, forKey: .shopLocation)
+        shopFront = try container.decodeField(FileRef.self, forKey: .shopFront)
+        acceptsCash = try container.decodeField(Bool.self, forKey: .acceptsCash)
+        referredBy = try container.decodeField(EntityRef.self, forKey: .referredBy)
     }
 
     public func encode(to encoder: any Encoder) throws {

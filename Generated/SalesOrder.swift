@@ -48,10 +48,10 @@ public struct SalesOrder: FormPayload {
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            sku = try container.decodeIfPresent(String.self, forKey: .sku)
-            quantity = try container.decodeIfPresent(Int.self, forKey: .quantity)
-            unitPrice = try container.decodeIfPresent(Money.self, forKey: .unitPrice)
-            note = try container.decodeIfPresent(String.self, forKey: .note)
+            sku = try container.decodeField(String.self, forKey: .sku)
+            quantity = try container.decodeField(Int.self, forKey: .quantity)
+            unitPrice = try container.decodeField(Money.self, forKey: .unitPrice)
+            note = try container.decodeField(String.self, forKey: .note)
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -170,15 +170,15 @@ public struct SalesOrder: FormPayload {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        customerId = try container.decodeIfPresent(EntityRef.self, forKey: .customerId)
-        orderDate = try container.decodeIfPresent(LocalDate.self, forKey: .orderDate)
-        deliveryWindow = try container.decodeIfPresent(SalesOrder.DeliveryWindow.self, forKey: .deliveryWindow)
-        paymentTermsDays = try container.decodeIfPresent(Int.self, forKey: .paymentTermsDays)
-        discountPercent = try container.decodeIfPresent(Decimal.self, forKey: .discountPercent)
-        customerReference = try container.decodeIfPresent(String.self, forKey: .customerReference)
-        creditLimit = try container.decodeIfPresent(Money.self, forKey: .creditLimit)
-        lines = try container.decodeIfPresent([SalesOrder.Line].self, forKey: .lines) ?? []
-        signedByCustomer = try container.decodeIfPresent(FileRef.self, forKey: .signedByCustomer)
+        customerId = try container.decodeField(EntityRef.self, forKey: .customerId)
+        orderDate = try container.decodeField(LocalDate.self, forKey: .orderDate)
+        deliveryWindow = try container.decodeField(SalesOrder.DeliveryWindow.self, forKey: .deliveryWindow)
+        paymentTermsDays = try container.decodeField(Int.self, forKey: .paymentTermsDays)
+        discountPercent = try container.decodeField(Decimal.self, forKey: .discountPercent)
+        customerReference = try container.decodeField(String.self, forKey: .customerReference)
+        creditLimit = try container.decodeField(Money.self, forKey: .creditLimit)
+        lines = try container.decodeField([SalesOrder.Line].self, forKey: .lines) ?? []
+        signedByCustomer = try container.decodeField(FileRef.self, forKey: .signedByCustomer)
     }
 
     public func encode(to encoder: any Encoder) throws {

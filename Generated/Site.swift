@@ -53,12 +53,12 @@ public struct Site: SyncRecord {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        code = try container.decodeIfPresent(String.self, forKey: .code)
-        name = try container.decodeIfPresent(String.self, forKey: .name)
-        address = try container.decodeIfPresent(String.self, forKey: .address)
-        location = try container.decodeIfPresent(GeoPoint.self, forKey: .location)
-        responsibleId = try container.decodeIfPresent(EntityRef.self, forKey: .responsibleId)
-        lastInspectedOn = try container.decodeIfPresent(LocalDate.self, forKey: .lastInspectedOn)
+        code = try container.decodeField(String.self, forKey: .code)
+        name = try container.decodeField(String.self, forKey: .name)
+        address = try container.decodeField(String.self, forKey: .address)
+        location = try container.decodeField(GeoPoint.self, forKey: .location)
+        responsibleId = try container.decodeField(EntityRef.self, forKey: .responsibleId)
+        lastInspectedOn = try container.decodeField(LocalDate.self, forKey: .lastInspectedOn)
     }
 
     public func encode(to encoder: any Encoder) throws {

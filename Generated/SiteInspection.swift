@@ -66,9 +66,9 @@ public struct SiteInspection: FormPayload {
 
             public init(from decoder: any Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
-                label = try container.decodeIfPresent(String.self, forKey: .label)
-                value = try container.decodeIfPresent(Decimal.self, forKey: .value)
-                unit = try container.decodeIfPresent(SiteInspection.Finding.Measurement.Unit.self, forKey: .unit)
+                label = try container.decodeField(String.self, forKey: .label)
+                value = try container.decodeField(Decimal.self, forKey: .value)
+                unit = try container.decodeField(SiteInspection.Finding.Measurement.Unit.self, forKey: .unit)
             }
 
             public func encode(to encoder: any Encoder) throws {
@@ -165,12 +165,12 @@ public struct SiteInspection: FormPayload {
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            title = try container.decodeIfPresent(String.self, forKey: .title)
-            severity = try container.decodeIfPresent(SiteInspection.Severity.self, forKey: .severity)
-            photos = try container.decodeIfPresent([FileRef].self, forKey: .photos) ?? []
-            followUpNeeded = try container.decodeIfPresent(Bool.self, forKey: .followUpNeeded)
-            followUpBy = try container.decodeIfPresent(LocalDate.self, forKey: .followUpBy)
-            measurements = try container.decodeIfPresent([SiteInspection.Finding.Measurement].self, forKey: .measurements) ?? []
+            title = try container.decodeField(String.self, forKey: .title)
+            severity = try container.decodeField(SiteInspection.Severity.self, forKey: .severity)
+            photos = try container.decodeField([FileRef].self, forKey: .photos) ?? []
+            followUpNeeded = try container.decodeField(Bool.self, forKey: .followUpNeeded)
+            followUpBy = try container.decodeField(LocalDate.self, forKey: .followUpBy)
+            measurements = try container.decodeField([SiteInspection.Finding.Measurement].self, forKey: .measurements) ?? []
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -323,18 +323,18 @@ public struct SiteInspection: FormPayload {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        siteCode = try container.decodeIfPresent(String.self, forKey: .siteCode)
-        inspectorId = try container.decodeIfPresent(EntityRef.self, forKey: .inspectorId)
-        visitDate = try container.decodeIfPresent(LocalDate.self, forKey: .visitDate)
-        arrivalTime = try container.decodeIfPresent(LocalTime.self, forKey: .arrivalTime)
-        location = try container.decodeIfPresent(GeoPoint.self, forKey: .location)
-        hazards = try container.decodeIfPresent([SiteInspection.Hazards].self, forKey: .hazards) ?? []
-        overallSeverity = try container.decodeIfPresent(SiteInspection.Severity.self, forKey: .overallSeverity)
-        temperatureCelsius = try container.decodeIfPresent(Decimal.self, forKey: .temperatureCelsius)
-        audioNote = try container.decodeIfPresent(FileRef.self, forKey: .audioNote)
-        walkthroughVideo = try container.decodeIfPresent(FileRef.self, forKey: .walkthroughVideo)
-        findings = try container.decodeIfPresent([SiteInspection.Finding].self, forKey: .findings) ?? []
-        reportFile = try container.decodeIfPresent(FileRef.self, forKey: .reportFile)
+        siteCode = try container.decodeField(String.self, forKey: .siteCode)
+        inspectorId = try container.decodeField(EntityRef.self, forKey: .inspectorId)
+        visitDate = try container.decodeField(LocalDate.self, forKey: .visitDate)
+        arrivalTime = try container.decodeField(LocalTime.self, forKey: .arrivalTime)
+        location = try container.decodeField(GeoPoint.self, forKey: .location)
+        hazards = try container.decodeField([SiteInspection.Hazards].self, forKey: .hazards) ?? []
+        overallSeverity = try container.decodeField(SiteInspection.Severity.self, forKey: .overallSeverity)
+        temperatureCelsius = try container.decodeField(Decimal.self, forKey: .temperatureCelsius)
+        audioNote = try container.decodeField(FileRef.self, forKey: .audioNote)
+        walkthroughVideo = try container.decodeField(FileRef.self, forKey: .walkthroughVideo)
+        findings = try container.decodeField([SiteInspection.Finding].self, forKey: .findings) ?? []
+        reportFile = try container.decodeField(FileRef.self, forKey: .reportFile)
     }
 
     public func encode(to encoder: any Encoder) throws {

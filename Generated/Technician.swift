@@ -36,8 +36,8 @@ public struct Technician: SyncRecord {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        name = try container.decodeIfPresent(String.self, forKey: .name)
-        phone = try container.decodeIfPresent(String.self, forKey: .phone)
+        name = try container.decodeField(String.self, forKey: .name)
+        phone = try container.decodeField(String.self, forKey: .phone)
     }
 
     public func encode(to encoder: any Encoder) throws {

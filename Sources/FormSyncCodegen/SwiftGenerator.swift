@@ -21,6 +21,7 @@ public enum SwiftGenerator {
             w.line("public static let formName = \(swiftLiteral(form.name))")
             w.line("public static let formVersion = \(form.version)")
             w.line("public static let endpointTemplate = \(swiftLiteral(form.endpoint))")
+            if !form.upgrades.isEmpty { emitUpgrades(form, into: &w) }
             for set in form.choiceLists {
                 w.line()
                 emitEnum(set, into: &w)
@@ -163,7 +164,7 @@ public enum SwiftGenerator {
             w.line("let container = try decoder.container(keyedBy: CodingKeys.self)")
             for field in fields {
                 let (type, isArray) = swiftType(field, scope)
-                let decode = "try container.decodeIfPresent(\(type).self, forKey: .\(name(field)))"
+                let decode = "try container.decodeField(\(type).self, forKey: .\(name(field)))"
                 w.line("\(field.swiftName) = \(decode)\(isArray ? " ?? []" : "")")
             }
         }
@@ -458,6 +459,26 @@ public enum SwiftGenerator {
             }
         }
         w.line("public var endpoint: String { \(parts.isEmpty ? "\"\"" : parts.joined(separator: " + ")) }")
+    }
+
+    /// The spec's `upgrades:`, as data the runtime applies to stored JSON.
+    static func emitUpgrades(_ form: FormDefinition, into w: inout CodeWriter) {
+        func dictionary(_ pairs: [(String, String)]) -> String {
+            pairs.isEmpty ? "[:]" : "[" + pairs.map { "\(swiftLiteral($0.0)): \(swiftLiteral($0.1))" }.joined(separator: ", ") + "]"
+        }
+        w.doc("How payloads of older versions become version \(form.version) (the spec's `upgrades:`).")
+        w.line("public static let upgrades: [FormUpgrade] = [")
+        for step in form.upgrades {
+            var parts = ["from: \(step.from)"]
+            if !step.renames.isEmpty { parts.append("renames: " + dictionary(step.renames.map { ($0.old, $0.new) })) }
+            if !step.maps.isEmpty {
+                parts.append("maps: [" + step.maps.map { "\(swiftLiteral($0.field)): " + dictionary($0.values.map { ($0.old, $0.new) }) }.joined(separator: ", ") + "]")
+            }
+            if !step.drops.isEmpty { parts.append("drops: [" + step.drops.map(swiftLiteral).joined(separator: ", ") + "]") }
+            if !step.defaults.isEmpty { parts.append("defaults: " + dictionary(step.defaults.map { ($0.field, $0.json) })) }
+            w.line("    FormUpgrade(\(parts.joined(separator: ", "))),")
+        }
+        w.line("]")
     }
 
     static func emitMerge(_ form: FormDefinition, scope: Scope, into w: inout CodeWriter) {

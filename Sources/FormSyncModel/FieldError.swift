@@ -46,3 +46,29 @@ public enum JSONPointer {
         }
     }
 }
+
+extension KeyedDecodingContainer {
+    /// `decodeIfPresent`, with a failure always located at the field (or deeper): some
+    /// decoders report a scalar's type mismatch at the top of the document, which would point
+    /// a field error at the whole payload instead of the field. Generated `init(from:)` uses it.
+    public func decodeField<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        let path = codingPath + [key]
+        func located(_ context: DecodingError.Context) -> DecodingError.Context {
+            context.codingPath.count >= path.count
+                ? context : DecodingError.Context(codingPath: path, debugDescription: context.debugDescription, underlyingError: context.underlyingError)
+        }
+        do {
+            return try decodeIfPresent(T.self, forKey: key)
+        } catch DecodingError.typeMismatch(let expected, let context) {
+            throw DecodingError.typeMismatch(expected, located(context))
+        } catch DecodingError.valueNotFound(let expected, let context) {
+            throw DecodingError.valueNotFound(expected, located(context))
+        } catch DecodingError.dataCorrupted(let context) {
+            throw DecodingError.dataCorrupted(located(context))
+        } catch let error where !(error is DecodingError) {
+            // A number that does not fit its type surfaces as another error, which the decoder
+            // would report as "not valid JSON" for the whole document.
+            throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: path, debugDescription: "The value does not fit its type.", underlyingError: error))
+        }
+    }
+}

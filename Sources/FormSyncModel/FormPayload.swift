@@ -29,4 +29,6 @@ public protocol FormPayload: Codable, Sendable, Equatable {
     static func merge(base: Self, local: Self, server: Self) -> MergeResult<Self>
     /// The record the form creates or edits (`creates:`/`edits:` in its spec), if any.
     static var recordAction: RecordAction? { get }
+    /// How payloads of older versions become this one (`upgrades:` in its spec).
+    static var upgrades: [FormUpgrade] { get }
 }

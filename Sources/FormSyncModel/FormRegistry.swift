@@ -10,10 +10,33 @@ public struct FormRegistry: Sendable {
         public let version: Int
         /// The record the form creates or edits, if any.
         public let recordAction: RecordAction?
+        /// How payloads of older versions become this one.
+        public let upgrades: [FormUpgrade]
         let decodeAndValidate: @Sendable (Data) throws -> [FieldError]
         package let placeholders: @Sendable (Data) throws -> [Int64]
         package let remap: @Sendable (Data, [Int64: Int64]) throws -> (payload: Data, endpoint: String)
         package let merge: @Sendable (Data, Data, Data) throws -> (merged: Data, conflicts: [FieldConflict])
+
+        package init(
+            name: String, version: Int, recordAction: RecordAction?, upgrades: [FormUpgrade],
+            decodeAndValidate: @escaping @Sendable (Data) throws -> [FieldError], placeholders: @escaping @Sendable (Data) throws -> [Int64],
+            remap: @escaping @Sendable (Data, [Int64: Int64]) throws -> (payload: Data, endpoint: String),
+            merge: @escaping @Sendable (Data, Data, Data) throws -> (merged: Data, conflicts: [FieldConflict])
+        ) {
+            self.name = name
+            self.version = version
+            self.recordAction = recordAction
+            self.upgrades = upgrades
+            self.decodeAndValidate = decodeAndValidate
+            self.placeholders = placeholders
+            self.remap = remap
+            self.merge = merge
+        }
+
+        /// A payload of `version` brought to this form's version through its upgrade steps.
+        public func upgrade(_ json: Data, from version: Int) throws -> Data {
+            try FormUpgrade.upgrade(json, from: version, to: self.version, steps: upgrades)
+        }
 
         /// Decodes and validates; a payload that does not decode yields one error per decoding problem.
         public func validate(_ json: Data) -> [FieldError] {
@@ -32,6 +55,11 @@ public struct FormRegistry: Sendable {
         self.entries = entries
     }
 
+    /// A registry of entries made without generated types (the spec interpreter's).
+    package init(entries: [Entry]) {
+        self.entries = Dictionary(entries.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
     /// The form registered under `name`.
     public subscript(name: String) -> Entry? { entries[name] }
 
@@ -48,7 +76,7 @@ public struct FormRegistry: Sendable {
     static func entry<P: FormPayload>(for type: P.Type) -> Entry {
         let decode: @Sendable (Data) throws -> P = { try JSONDecoder().decode(P.self, from: $0) }
         return Entry(
-            name: P.formName, version: P.formVersion, recordAction: P.recordAction,
+            name: P.formName, version: P.formVersion, recordAction: P.recordAction, upgrades: P.upgrades,
             decodeAndValidate: { try decode($0).validate() },
             placeholders: { try decode($0).placeholders },
             remap: { data, ids in

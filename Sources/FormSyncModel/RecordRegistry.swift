@@ -13,6 +13,20 @@ public struct RecordRegistry: Sendable {
         package let indexEntries: @Sendable (Data) throws -> [RecordIndexEntry]
         package let scopeValue: @Sendable (Data) -> String?
 
+        package init(
+            name: String, version: Int, scopeField: String?, indexedFields: [String],
+            decodeAndValidate: @escaping @Sendable (Data) throws -> [FieldError], indexEntries: @escaping @Sendable (Data) throws -> [RecordIndexEntry],
+            scopeValue: @escaping @Sendable (Data) -> String?
+        ) {
+            self.name = name
+            self.version = version
+            self.scopeField = scopeField
+            self.indexedFields = indexedFields
+            self.decodeAndValidate = decodeAndValidate
+            self.indexEntries = indexEntries
+            self.scopeValue = scopeValue
+        }
+
         /// Decodes and validates a record's fields; a record that does not decode yields the
         /// decoding problem as a field error.
         public func validate(_ json: Data) -> [FieldError] {
@@ -31,11 +45,22 @@ public struct RecordRegistry: Sendable {
         self.entries = entries
     }
 
+    /// A registry of entries made without generated types (the spec interpreter's).
+    package init(entries: [Entry]) {
+        self.entries = Dictionary(entries.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
     /// The record type registered under `name`.
     public subscript(name: String) -> Entry? { entries[name] }
 
     /// The registered record type names, sorted.
     public var names: [String] { entries.keys.sorted() }
+
+    /// The scope field's text in a record's JSON, read without decoding the rest.
+    package static func scopeValue(_ data: Data, field: String?) -> String? {
+        guard let field, let raw = JSONObjectSlices(data)?[field] else { return nil }
+        return try? JSONDecoder().decode(String.self, from: raw)
+    }
 
     static func entry<R: SyncRecord>(for type: R.Type) -> Entry {
         let decode: @Sendable (Data) throws -> R = { try JSONDecoder().decode(R.self, from: $0) }
@@ -43,9 +68,6 @@ public struct RecordRegistry: Sendable {
             name: R.recordType, version: R.recordVersion, scopeField: R.scopeField, indexedFields: R.indexedFields,
             decodeAndValidate: { try decode($0).validate() },
             indexEntries: { try decode($0).indexEntries },
-            scopeValue: { data in
-                guard let field = R.scopeField, let raw = JSONObjectSlices(data)?[field] else { return nil }
-                return try? JSONDecoder().decode(String.self, from: raw)
-            })
+            scopeValue: { scopeValue($0, field: R.scopeField) })
     }
 }

@@ -70,18 +70,34 @@ public final class SyncServer: @unchecked Sendable {
     ///   - now: the server's clock in milliseconds, injected for token expiry in tests.
     ///   - records: the generated record types it holds (it validates records with them and
     ///     scopes the change feed by their `scope:` field).
-    public init(
+    public convenience init(
         directory: String, forms: [any FormPayload.Type], records: [any SyncRecord.Type] = [], tokenLifetimeSeconds: Int = 3600,
         workspace: String? = nil, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     ) throws {
+        try self.init(
+            directory: directory, registry: FormRegistry(forms), records: RecordRegistry(records), tokenLifetimeSeconds: tokenLifetimeSeconds,
+            workspace: workspace, now: now)
+    }
+
+    /// A server for forms and records given as registries: generated (`FormRegistry(FormCatalog.forms)`)
+    /// or interpreted from a folder of specs (`SpecInterpreter.registries`).
+    public init(
+        directory: String, registry: FormRegistry, records: RecordRegistry, tokenLifetimeSeconds: Int = 3600,
+        workspace: String? = nil, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) throws {
         self.workspace = workspace
-        recordTypes = RecordRegistry(records)
+        recordTypes = records
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         store = try ServerStore(directory: directory, now: now())
-        registry = FormRegistry(forms)
+        self.registry = registry
         self.now = now
         tokenLifetimeMilliseconds = Int64(tokenLifetimeSeconds) * 1000
     }
+
+    /// The forms it accepts, by name, with their current versions.
+    public var acceptedForms: [(name: String, version: Int)] { registry.names.compactMap { name in registry[name].map { (name, $0.version) } } }
+    /// The record types it holds.
+    public var recordTypeNames: [String] { recordTypes.names }
 
     /// Serves on 127.0.0.1:`port` (0 picks a free one) and returns the port.
     public func start(port: UInt16 = 0) throws -> UInt16 {
@@ -375,20 +391,28 @@ public final class SyncServer: @unchecked Sendable {
             return .problem(400, "Bad Request", detail: "FormSync-Form: Name; version=N is required", code: "bad-form-header")
         }
         guard let entry = registry[name] else { return .problem(404, "Not Found", detail: "this server does not accept form \(name)", code: "unknown-form") }
-        guard version == entry.version else {
-            return .problem(400, "Bad Request", detail: "form \(name) is at version \(entry.version) here; the payload is version \(version)", code: "wrong-form-version")
+        // Every older version is accepted and brought to the current one by the spec's
+        // upgraders before anything is checked; a future version is refused in words.
+        guard version <= entry.version else {
+            return .problem(422, "Unprocessable Content", detail: "form \(name) is at version \(entry.version) here; version \(version) is newer than this server knows",
+                            code: "unknown-form-version")
         }
-        let errors = entry.validate(request.body)
+        guard version >= 1, let body = try? entry.upgrade(request.body, from: version) else {
+            return .problem(422, "Unprocessable Content", detail: "a version \(version) payload of \(name) cannot be brought to version \(entry.version)", code: "invalid-payload",
+                            errors: [["pointer": "#", "code": "upgrade", "detail": "the payload could not be upgraded"]])
+        }
+        let errors = entry.validate(body)
         guard errors.isEmpty else {
-            return .problem(422, "Unprocessable Content", detail: "the payload breaks \(errors.count) rule(s)", code: "invalid-payload",
+            let upgraded = version < entry.version ? " (after upgrading it from version \(version))" : ""
+            return .problem(422, "Unprocessable Content", detail: "the payload breaks \(errors.count) rule(s)\(upgraded)", code: "invalid-payload",
                             errors: errors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] })
         }
-        let placeholders = try entry.placeholders(request.body)
+        let placeholders = try entry.placeholders(body)
         guard placeholders.isEmpty else {
             return .problem(422, "Unprocessable Content", detail: "the payload still holds placeholder ids \(placeholders); upload the files and create the records first", code: "placeholder",
                             errors: [["pointer": "#", "code": "placeholder", "detail": "placeholder ids must be replaced by server ids"]])
         }
-        let canonical = try entry.remap(request.body, [:])
+        let canonical = try entry.remap(body, [:])
         guard canonical.endpoint == request.path else {
             return .problem(404, "Not Found", detail: "the payload belongs at \(canonical.endpoint), not \(request.path)", code: "wrong-path")
         }
@@ -439,7 +463,7 @@ public final class SyncServer: @unchecked Sendable {
         if ifMatch != nil {
             return .problem(404, "Not Found", detail: "document \(documentID) does not exist; it cannot be edited", code: "no-such-document")
         }
-        let created = try store.createDocument(documentID, form: name, formVersion: version, workspace: workspace, payload: canonical.payload, at: now())
+        let created = try store.createDocument(documentID, form: name, formVersion: entry.version, workspace: workspace, payload: canonical.payload, at: now())
         var entity: [String: Any]?
         if let createdRecord {
             let version = try store.putRecord(workspace: workspace, type: createdRecord.type, id: created.id, scope: createdRecord.scope, payload: createdRecord.payload, at: now())

@@ -1,4 +1,7 @@
 import FieldForms
+import FormSpec
+import FormSyncInterpreter
+import FormSyncModel
 import FormSyncServer
 import Foundation
 
@@ -6,12 +9,14 @@ import Foundation
 enum ServeCommand {
     static let help = """
         usage: formsync serve [--port N] [--db DIR] [--workspace W] [--fault KIND[:COUNT]]... [--token-lifetime SECONDS]
-                              [--records FILE.json] [--principal P]
+                              [--records FILE.json] [--principal P] [--specs DIR]
 
         Serves the FormSync protocol (docs/PROTOCOL.md) on 127.0.0.1:N (default 8080; 0 picks a
         free port) with its state in DIR (default ./formsync-server), and prints a refresh token
         and an access token to use. With --workspace, a request whose FormSync-Workspace names
-        another workspace is refused with 421. --records seeds (or replaces) records as the back
+        another workspace is refused with 421. --specs serves the forms and records of a folder of
+        specs (an app's own) without compiling them, every older version of a form brought up
+        by its upgraders; without it, the FormSpecs/ examples built into this binary. --records seeds (or replaces) records as the back
         office would, from a JSON array of {"type": "Delivery", "id": 7, "record": {...}} (id
         optional: a new one is assigned; "workspace" optional: --workspace or ""); each record
         is checked against its record spec. The printed tokens act for principal P (default
@@ -36,15 +41,26 @@ enum ServeCommand {
                 rest.append(argument)
             }
         }
-        let args = try Arguments(rest, options: ["--port", "--db", "--token-lifetime", "--workspace", "--records", "--principal"], flags: ["--help", "-h"])
+        let args = try Arguments(rest, options: ["--port", "--db", "--token-lifetime", "--workspace", "--records", "--principal", "--specs"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
         }
         let port = try args.integer("--port", default: 8080, in: 0...65535)
         guard (0...65535).contains(port) else { throw UsageError("--port must be 0 to 65535") }
+        var registries = (forms: FormRegistry(FormCatalog.forms), records: RecordRegistry(FormCatalog.records))
+        if let folder = args.values["--specs"] {
+            guard FileManager.default.fileExists(atPath: folder) else { throw UsageError("--specs \(folder): \(String(cString: strerror(ENOENT)))") }
+            let files = SpecLoader.specFiles(in: [folder])
+            guard !files.isEmpty else { throw UsageError("--specs \(folder): no *.yaml specs") }
+            let specs = SpecLoader.check(filesAt: files)
+            let problems = specs.flatMap(\.spec.diagnostics)
+            for problem in problems { printError(problem.description) }
+            guard !problems.hasErrors else { return 1 }
+            registries = SpecInterpreter.registries(specs.map(\.spec))
+        }
         let server = try SyncServer(
-            directory: args.values["--db"] ?? "formsync-server", forms: FormCatalog.forms, records: FormCatalog.records,
+            directory: args.values["--db"] ?? "formsync-server", registry: registries.forms, records: registries.records,
             tokenLifetimeSeconds: try args.integer("--token-lifetime", default: 3600, in: 1...31_536_000), workspace: args.values["--workspace"])
         for fault in faults {
             guard let (kind, count) = FaultPlan.parse(fault) else { throw UsageError("unknown fault '\(fault)'") }
@@ -57,8 +73,8 @@ enum ServeCommand {
         let principal = args.values["--principal"] ?? "default"
         let actual = try server.start(port: UInt16(port))
         printNow("FormSync reference server on http://127.0.0.1:\(actual)")
-        printNow("forms: \(FormCatalog.forms.map { "\($0.formName) v\($0.formVersion)" }.joined(separator: ", "))")
-        printNow("records: \(FormCatalog.records.map { "\($0.recordType) v\($0.recordVersion)" }.joined(separator: ", "))")
+        printNow("forms: \(server.acceptedForms.map { "\($0.name) v\($0.version)" }.joined(separator: ", "))")
+        printNow("records: \(server.recordTypeNames.joined(separator: ", "))")
         printNow("refresh token: \(server.issueRefreshToken(principal: principal))")
         printNow("access token:  \(server.issueAccessToken(principal: principal))")
         while true { try await Task.sleep(for: .seconds(3600)) }

@@ -168,10 +168,14 @@ extension Outbox {
                 }
                 body = .file(path: path, contentType: row.contentType, byteCount: row.byteCount ?? 0, sha256: sha)
             case .submission:
-                guard let name = row.form, let entry = registry[name], let payload = row.payload else {
+                guard let name = row.form, let entry = registry[name], row.payload != nil else {
                     try park(&row, as: .rejected, reason: "form \(row.form ?? "?") is not registered with this outbox", fieldErrors: [], now: now)
                     return nil
                 }
+                if let stored = row.formVersion, stored != entry.version {
+                    guard try upgrade(&row, entry: entry, from: stored, now: now) else { return nil }
+                }
+                guard let payload = row.payload else { return nil }
                 do {
                     let version = row.formVersion ?? entry.version
                     if let endpoint = row.endpoint {
@@ -196,6 +200,36 @@ extension Outbox {
                 itemID: row.id, attemptID: row.attemptID,
                 request: OutboundRequest(itemID: row.id, documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace, body: body))
         }
+    }
+
+    /// Brings an item queued under an older version of its form to the version this build
+    /// knows, step by step through the spec's upgraders, under a new attempt identity (the
+    /// payload changed). An item that does not validate afterwards (a new required field with
+    /// no default, a narrowed bound) is parked with the field errors for a person to complete;
+    /// one written by a newer build is parked as it is. False when the item was parked.
+    func upgrade(_ row: inout OutboxStore.Row, entry: FormRegistry.Entry, from stored: Int, now: Int64) throws -> Bool {
+        guard stored < entry.version else {
+            try park(&row, as: .rejected, reason: "queued by a newer build (\(row.form ?? "?") version \(stored)); this build knows version \(entry.version)", fieldErrors: [], now: now)
+            return false
+        }
+        guard let payload = row.payload, let upgraded = try? entry.upgrade(payload, from: stored) else {
+            try park(&row, as: .rejected, reason: "version \(stored) of \(entry.name) cannot be brought to version \(entry.version)", fieldErrors: [], now: now)
+            return false
+        }
+        row.payload = upgraded
+        row.basePayload = row.basePayload.flatMap { try? entry.upgrade($0, from: stored) }
+        row.serverPayload = nil
+        row.formVersion = entry.version
+        row.endpoint = nil
+        row.attemptID = environment.newID()
+        let errors = entry.validate(upgraded)
+        guard errors.isEmpty else {
+            try park(&row, as: .rejected, reason: "upgraded from version \(stored) to \(entry.version); complete \(errors.map(\.pointer).joined(separator: ", ")) and resubmit",
+                     fieldErrors: errors, now: now)
+            return false
+        }
+        try store.update(row, now: now)
+        return true
     }
 
     /// A lease is over when its time has passed, or when it ends further ahead than a lease can

@@ -127,6 +127,20 @@ public actor Outbox {
         configuration: Configuration = Configuration(), environment: OutboxEnvironment = .live,
         refreshAuthentication: @escaping @Sendable () async -> Bool = { false }
     ) throws {
+        try self.init(
+            path: path, workspace: workspace, registry: FormRegistry(forms), records: RecordRegistry(records), transports: transports,
+            configuration: configuration, environment: environment, refreshAuthentication: refreshAuthentication)
+    }
+
+    /// An outbox over registries rather than generated types: what a build that runs specs
+    /// through `SpecInterpreter` uses. Typed calls (`enqueue`, `records`) still need their
+    /// generated types; sending, upgrading, merging and pulling need only the registries.
+    public init(
+        path: String, workspace: String, registry: FormRegistry, records: RecordRegistry,
+        transports: @escaping @Sendable (String) -> (any OutboxTransport)?,
+        configuration: Configuration = Configuration(), environment: OutboxEnvironment = .live,
+        refreshAuthentication: @escaping @Sendable () async -> Bool = { false }
+    ) throws {
         guard let transport = transports(workspace), transport.workspace == workspace else { throw OutboxError.noTransport(workspace: workspace) }
         let now = environment.now()
         let store = try OutboxStore(path: path, now: now)
@@ -136,7 +150,7 @@ public actor Outbox {
                     try store.refreshLane(workspace: workspace, lane: lane)
                 }
             }
-            try store.reindex(RecordRegistry(records))
+            try store.reindex(records)
             self.store = store
             counts = try store.counts()
             placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -(try store.mostNegativePlaceholder()))
@@ -145,8 +159,8 @@ public actor Outbox {
         } catch let error as SQLiteError {
             throw OutboxError.storage(error)
         }
-        registry = FormRegistry(forms)
-        recordTypes = RecordRegistry(records)
+        self.registry = registry
+        recordTypes = records
         self.transports = transports
         self.transport = transport
         self.environment = environment

@@ -1,0 +1,2 @@
+// Build 3 of the app: the Visit form at version 3, compiled by the plugin from Visit.yaml.
+// (A target needs one Swift file of its own; everything else here is generated.)
