@@ -263,7 +263,7 @@ final class OutboxStore {
         try db.run("""
             UPDATE items SET attempt_id = ?, payload = ?, endpoint = ?, base_payload = ?, base_version = ?, server_id = ?, server_version = ?,
                 state = ?, attempts = ?, next_attempt_at = ?, lease_expires_at = ?, last_error = ?, field_errors = ?,
-                server_payload = ?, conflicts = ?, updated_at = ?, sends = ?
+                server_payload = ?, conflicts = ?, updated_at = ?, sends = ?, form_version = ?
             WHERE id = ?
             """, [
                 .text(row.attemptID), row.payload.map(SQLValue.blob) ?? .null, row.endpoint.map(SQLValue.text) ?? .null,
@@ -273,7 +273,7 @@ final class OutboxStore {
                 .integer(row.nextAttemptAt), row.leaseExpiresAt.map(SQLValue.integer) ?? .null,
                 row.lastError.map(SQLValue.text) ?? .null, row.fieldErrors.map(SQLValue.blob) ?? .null,
                 row.serverPayload.map(SQLValue.blob) ?? .null, row.conflicts.map(SQLValue.blob) ?? .null,
-                .integer(now), .integer(Int64(row.sends)), .integer(row.id),
+                .integer(now), .integer(Int64(row.sends)), row.formVersion.map { SQLValue.integer(Int64($0)) } ?? .null, .integer(row.id),
             ])
     }
 
