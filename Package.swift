@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(
             name: "InterpreterTests",
             dependencies: [
-                "FieldForms", "CorpusForms", "EvolutionV1", "EvolutionV2", "EvolutionV3", "EvolutionV4", "FormSpec", "FormSyncModel",
+                "FieldForms", "CorpusForms", "EvolutionV1", "EvolutionV2", "EvolutionV3", "EvolutionV4", "FormSpec", "FormSyncCodegen", "FormSyncModel",
                 "FormSyncInterpreter", "FormSyncClient", "FormSyncServer", "FormSyncTesting",
             ]),
         .testTarget(name: "FormSpecTests", dependencies: ["FormSpec"], exclude: ["BrokenSpecs", "EvolutionPairs"]),

@@ -363,6 +363,7 @@ public struct SiteInspection: FormPayload {
         validator.require(location, at: JSONPointer.appending(pointer, "location"))
         validator.geopoint(location, at: JSONPointer.appending(pointer, "location"))
         validator.count(hazards.count, min: 1, max: 4, at: JSONPointer.appending(pointer, "hazards"))
+        validator.unique(hazards, at: JSONPointer.appending(pointer, "hazards"))
         validator.range(temperatureCelsius, min: Decimal(string: "-40.0"), max: Decimal(string: "60.5"), at: JSONPointer.appending(pointer, "temperature_celsius"))
         validator.file(audioNote, maxBytes: 20971520, contentTypes: ["audio/*"], at: JSONPointer.appending(pointer, "audio_note"))
         validator.file(walkthroughVideo, maxBytes: 209715200, contentTypes: ["video/mp4"], at: JSONPointer.appending(pointer, "walkthrough_video"))

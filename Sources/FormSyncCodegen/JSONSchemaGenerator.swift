@@ -79,7 +79,17 @@ public enum JSONSchemaGenerator {
             ("type", .string("object")),
             ("properties", .object(fields.map { ($0.name, fieldSchema($0)) })),
         ]
-        let required = fields.filter(\.required).map { JSONValue.string($0.name) }
+        // A multi-valued field with a min_count is needed even when not `required`: left out it
+        // holds nothing, which `validate()` counts.
+        let required = fields.filter { field in
+            if field.required { return true }
+            switch field.kind {
+            case .multiChoice(_, let count): return (count.min ?? 0) > 0
+            case .list(let list): return (list.count.min ?? 0) > 0
+            case .file(_, let rule): return rule.multiple && (rule.count.min ?? 0) > 0
+            default: return false
+            }
+        }.map { JSONValue.string($0.name) }
         if !required.isEmpty { result.append(("required", .array(required))) }
         result.append(("additionalProperties", .bool(false)))
         var conditions: [JSONValue] = []
@@ -113,6 +123,21 @@ public enum JSONSchemaGenerator {
         var schema: [(String, JSONValue)] = []
         if let summary = field.summary { schema.append(("description", .string(summary))) }
         schema += kindSchema(field.kind)
+        if field.required {
+            // What `validate()` calls missing: blank text, an empty list.
+            switch field.kind {
+            case .text:
+                schema.append(("not", .object([("pattern", .string("^\\s*$"))])))
+            case .multiChoice(_, let count):
+                if (count.min ?? 0) < 1 { schema = schema.filter { $0.0 != "minItems" } + [("minItems", .integer(1))] }
+            case .list(let list):
+                if (list.count.min ?? 0) < 1 { schema = schema.filter { $0.0 != "minItems" } + [("minItems", .integer(1))] }
+            case .file(_, let rule) where rule.multiple:
+                if (rule.count.min ?? 0) < 1 { schema = schema.filter { $0.0 != "minItems" } + [("minItems", .integer(1))] }
+            default:
+                break
+            }
+        }
         if field.serverAuthority { schema.append(("x-formsync-authority", .string("server"))) }
         if field.conflict != .merge { schema.append(("x-formsync-conflict", .string(field.conflict.rawValue))) }
         return .object(schema)
@@ -129,14 +154,20 @@ public enum JSONSchemaGenerator {
         var properties: [(String, JSONValue)] = []
         if let maxBytes = rule.maxBytes { properties.append(("byte_count", .object([("maximum", .integer(maxBytes))]))) }
         if !rule.contentTypes.isEmpty {
+            // Media types compare without regard to case (RFC 9110), as `validate()` compares them.
             let alternatives = rule.contentTypes.map { type in
-                type.hasSuffix("/*") ? escapeRegex(String(type.dropLast())) + ".+" : escapeRegex(type)
+                type.hasSuffix("/*") ? anyCase(escapeRegex(String(type.dropLast()))) + ".+" : anyCase(escapeRegex(type))
             }
             properties.append(("content_type", .object([("pattern", .string("^(" + alternatives.joined(separator: "|") + ")$"))])))
         }
         var schema: [(String, JSONValue)] = [("$ref", .string("#/$defs/FileRef"))]
         if !properties.isEmpty { schema.append(("properties", .object(properties))) }
         return .object(schema)
+    }
+
+    /// `image/jpeg` as `[iI][mM][aA][gG][eE]/[jJ][pP][eE][gG]`.
+    static func anyCase(_ s: String) -> String {
+        s.map { ch in ch.isLetter && ch.isASCII ? "[\(ch.lowercased())\(ch.uppercased())]" : String(ch) }.joined()
     }
 
     static func escapeRegex(_ s: String) -> String {
@@ -154,7 +185,8 @@ public enum JSONSchemaGenerator {
             var out: [(String, JSONValue)] = [("type", .string("string"))]
             if let minLength { out.append(("minLength", .integer(Int64(minLength)))) }
             if let maxLength { out.append(("maxLength", .integer(Int64(maxLength)))) }
-            if let pattern { out.append(("pattern", .string("^(?:" + pattern + ")$"))) }
+            // The empty text passes a pattern (as in `validate()`); `required` is what refuses it.
+            if let pattern { out.append(("pattern", .string("^(?:(?:" + pattern + "))?$"))) }
             return out
         case .integer(let min, let max):
             var out: [(String, JSONValue)] = [("type", .string("integer"))]
@@ -169,7 +201,7 @@ public enum JSONSchemaGenerator {
         case .boolean:
             return [("type", .string("boolean"))]
         case .date:
-            return [("type", .string("string")), ("format", .string("date"))]
+            return [("type", .string("string")), ("format", .string("date")), ("pattern", .string("^[0-9]{4}-[0-9]{2}-[0-9]{2}$"))]
         case .time:
             return [("type", .string("string")), ("pattern", .string("^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$"))]
         case .datetime:

@@ -238,6 +238,7 @@ public enum SwiftGenerator {
                     if count.min != nil || count.max != nil {
                         lines.append("validator.count(\(n).count, min: \(opt(count.min)), max: \(opt(count.max)), at: \(p))")
                     }
+                    lines.append("validator.unique(\(n), at: \(p))")
                 case .geopoint:
                     lines.append("validator.geopoint(\(n), at: \(p))")
                 case .reference:

@@ -142,11 +142,10 @@ public enum SpecInterpreter {
             case .money(let min, let max, let currency):
                 if case .money(let money)? = value { validator.money(money, min: min, max: max, currency: currency, at: p) }
             case .multiChoice(_, let count):
-                if count.min != nil || count.max != nil {
-                    let n: Int
-                    if case .choices(let list)? = value { n = list.count } else { n = 0 }
-                    validator.count(n, min: count.min, max: count.max, at: p)
-                }
+                var chosen: [String] = []
+                if case .choices(let list)? = value { chosen = list }
+                if count.min != nil || count.max != nil { validator.count(chosen.count, min: count.min, max: count.max, at: p) }
+                validator.unique(chosen, at: p)
             case .geopoint:
                 if case .geopoint(let point)? = value { validator.geopoint(point, at: p) }
             case .reference:

@@ -76,6 +76,11 @@ public struct FieldValidator: Sendable {
         if let max, count > max { fail(pointer, "max_count", "Takes at most \(max) item\(max == 1 ? "" : "s").") }
     }
 
+    /// The values of a multi-choice field: each at most once (a choice is chosen or not).
+    public mutating func unique<T: Hashable>(_ values: [T], at pointer: String) {
+        if Set(values).count != values.count { fail(pointer, "unique", "Each option may be chosen only once.") }
+    }
+
     /// A file's size and media type, when the reference carries them.
     public mutating func file(_ ref: FileRef?, maxBytes: Int64?, contentTypes: [String], at pointer: String) {
         guard let ref else { return }
