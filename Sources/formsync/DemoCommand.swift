@@ -33,7 +33,9 @@ enum DemoCommand {
         (deliveries scoped to that courier, customers shared by all) and each device pulls its
         own. W workers (default 3) then each capture I submissions (default 8) of every form
         while offline, and edit records they pulled, while the back office readdresses,
-        reassigns and deletes deliveries and changes customers. Then they sync (each device
+        reassigns and deletes deliveries and changes customers. Mid-day the app is updated:
+        every device but the last switches to SalesOrder version 2 (a field renamed, a required
+        field with a default) with its version 1 orders still queued. Then they sync (each device
         runs a SyncEngine in its own process) through captive portals, 503s, 429s, lost
         replies, slow replies, expired tokens, a long outage in which no server answers, and
         a device whose clock ran 72 h ahead during capture, with one device process killed mid-flush and restarted; each
@@ -92,7 +94,9 @@ struct FieldDay {
     }
 
     mutating func run() async throws -> Int32 {
-        let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
+        // The server was updated first: it speaks SalesOrder versions 1 and 2 all day.
+        let server = try SyncServer(
+            directory: folder.appendingPathComponent("server").path, registry: try AppUpdate.nextBuild(), records: RecordRegistry(FormCatalog.records))
         let port = try server.start()
         defer { server.stop() }
         note("server listening on 127.0.0.1:\(port)")
@@ -136,7 +140,7 @@ struct FieldDay {
             process.arguments = [
                 "demo-device", "--db", database(worker).path, "--server", server.baseURL.absoluteString, "--refresh-token", refreshTokens[worker]!,
                 "--clock-skew-ms", String(worker == clockAheadWorker ? -clockAhead : 0),
-            ]
+            ] + (updated(worker) ? ["--next-build"] : [])
             // Each device's own account (engine states, passes) goes to a log beside its outbox;
             // a failed run prints the end of it.
             let log = deviceLog(worker)
@@ -152,6 +156,9 @@ struct FieldDay {
         let clockAheadWorker = workers >= 2 ? 2 : 1
         let clockAhead: Int64 = 72 * 3_600_000
         note("device \(clockAheadWorker)'s clock ran 72 h ahead during capture (corrected before sync)")
+        let updatedList = (1...workers).filter(updated).map(String.init).joined(separator: ", ")
+        note("app update mid-day: device\(workers > 2 ? "s" : "") \(updatedList) now run\(workers > 2 ? "" : "s") SalesOrder version 2 with their version 1 orders still queued"
+            + (workers >= 2 ? "; device \(workers) stays on the old build" : ""))
         var processes: [Int: Process] = [:]
         for worker in 1...workers { processes[worker] = try device(worker) }
         note("\(workers) device processes syncing")
@@ -311,6 +318,9 @@ struct FieldDay {
 
     func courier(_ worker: Int) -> String { "courier-\(worker)" }
 
+    /// Whether the worker's app was updated to the next build (all but the last, when there are several).
+    func updated(_ worker: Int) -> Bool { workers == 1 || worker < workers }
+
     /// The back office assigns six deliveries to each worker and four to a courier with no
     /// device here, and keeps a list of customers every device receives.
     func seedBackOffice(_ server: SyncServer) throws {
@@ -381,9 +391,22 @@ struct FieldDay {
         var states: [String: [SyncState: Int]] = [:]
         var parked: [String] = []
         var uploads: [SyncState: Int] = [:]
+        var ordersUpgraded = 0
+        var ordersOnUpdated = 0
+        var ordersOnOldBuild = 0
+        var ordersOldBuildStayedV1 = 0
         for worker in 1...workers {
             let outbox = try Outbox(path: database(worker).path, forms: FormCatalog.forms, transport: OfflineTransport())
             for item in try await outbox.items(in: Set(SyncState.allCases)) {
+                if item.form == "SalesOrder" {
+                    if updated(worker) {
+                        ordersOnUpdated += 1
+                        if item.formVersion == 2 { ordersUpgraded += 1 }
+                    } else {
+                        ordersOnOldBuild += 1
+                        if item.formVersion == 1 { ordersOldBuildStayedV1 += 1 }
+                    }
+                }
                 if let form = item.form {
                     states[form, default: [:]][item.state, default: 0] += 1
                 } else {
@@ -449,6 +472,11 @@ struct FieldDay {
         print("  documents applied more than once:            \(appliedTwice.count)")
         print("  placeholders left in server records:         \(unresolved.count)")
         print("  files on the server:                         \(server.fileIDs().count) of \(photos)")
+        let storedOrders = documents.filter { $0.form == "SalesOrder" }
+        let storedV2 = storedOrders.filter { $0.formVersion == 2 }.count
+        print("  orders upgraded on updated devices:          \(ordersUpgraded) of \(ordersOnUpdated) (version 1 → 2, sent as version 2)")
+        print("  orders sent as version 1 by the old build:   \(ordersOldBuildStayedV1) of \(ordersOnOldBuild) (upgraded by the server)")
+        print("  orders stored as version 2 on the server:    \(storedV2) of \(storedOrders.count)")
         print("  device edits on the server's records:        \(edited) of \(2 * workers) delivery edits")
         print("  device stores equal the server's scope:      \(diverged.isEmpty ? "yes (\(recordsHeld) records on \(workers) devices)" : "NO, \(diverged.count) differences")")
         for line in diverged.prefix(10) { print("    " + line) }
@@ -458,6 +486,7 @@ struct FieldDay {
         for line in timeline { print("  " + line) }
         let ok = missing.isEmpty && duplicates.isEmpty && appliedTwice.isEmpty && unresolved.isEmpty && parked.isEmpty
             && server.fileIDs().count == photos && diverged.isEmpty && edited == 2 * workers
+            && ordersUpgraded == ordersOnUpdated && ordersOldBuildStayedV1 == ordersOnOldBuild && storedV2 == storedOrders.count
         if !ok {
             for worker in 1...workers {
                 let lines = ((try? String(contentsOf: deviceLog(worker), encoding: .utf8)) ?? "").split(separator: "\n").suffix(15)

@@ -13,7 +13,7 @@ enum DemoDeviceCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         let args = try Arguments(
             raw, options: ["--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms", "--workspace", "--page-size"],
-            flags: ["--pull-only"])
+            flags: ["--pull-only", "--next-build"])
         let workspace = args.values["--workspace"] ?? "demo"
         let pageSize = try args.integer("--page-size", default: 500, in: 1...1000)
         let timeout = try args.integer("--timeout", default: 3, in: 1...600)
@@ -28,8 +28,11 @@ enum DemoDeviceCommand {
         let transport = HTTPTransport(workspace: workspace, baseURL: server, timeout: TimeInterval(timeout), maxConnections: 3) { token.withLock { $0 } }
         let live = OutboxEnvironment.live
         let environment = OutboxEnvironment(now: { live.now() + skew }, random: live.random, newID: live.newID)
+        // `--next-build`: the app was updated and runs the next version of the specs.
+        let registry = args.flags.contains("--next-build") ? try AppUpdate.nextBuild() : FormRegistry(FormCatalog.forms)
         let outbox = try Outbox(
-            path: db, forms: FormCatalog.forms, records: FormCatalog.records, transport: transport,
+            path: db, workspace: workspace, registry: registry, records: RecordRegistry(FormCatalog.records),
+            transports: { $0 == workspace ? transport : nil },
             configuration: Outbox.Configuration(
                 concurrency: 3,
                 retry: RetryPolicy(baseDelayMilliseconds: 200, maxDelayMilliseconds: 2000, maxAttempts: 60, maxRetryAfterMilliseconds: 5000),

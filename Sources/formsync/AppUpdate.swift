@@ -1,0 +1,54 @@
+import FieldForms
+import FormSpec
+import FormSyncInterpreter
+import FormSyncModel
+import Foundation
+
+/// The app update the demo ships mid-day: the next build's `SalesOrder` (version 2) renames
+/// `customer_reference` to `po_number` and adds a required `channel`, with the upgrader that
+/// brings version 1 orders along. The next build runs it through the spec interpreter, as a
+/// build compiled from the new spec would run its generated code (the differential test holds
+/// the two to the same results).
+enum AppUpdate {
+    static let salesOrderV2 = """
+        form: SalesOrder
+        version: 2
+        description: An order taken by a sales rep, for a customer that may itself be new and offline.
+        endpoint: /customers/{customer_id}/orders
+        entity: customer_id
+        upgrades:
+          1: { rename: { customer_reference: po_number }, default: { channel: field } }
+        fields:
+          customer_id: { type: reference, to: Customer, required: true }
+          order_date: { type: date, required: true }
+          delivery_window: { type: choice, options: [morning, afternoon, evening] }
+          payment_terms_days: { type: integer, min: 0, max: 90 }
+          discount_percent: { type: decimal, min: 0, max: 30 }
+          po_number: { type: text, max_length: 40, conflict: client }
+          channel: { type: choice, options: [field, phone, web], required: true }
+          credit_limit: { type: money, authority: server }
+          lines:
+            type: list
+            min_count: 1
+            max_count: 200
+            required: true
+            fields:
+              sku: { type: text, required: true, pattern: "[A-Z0-9-]{4,20}" }
+              quantity: { type: integer, required: true, min: 1, max: 10000 }
+              unit_price: { type: money, required: true, min: 0 }
+              note: { type: text, max_length: 200 }
+          signed_by_customer: { type: signature, conflict: server }
+        """
+
+    /// The forms of the next build: every built-in form, with `SalesOrder` at version 2.
+    static func nextBuild() throws -> FormRegistry {
+        let checked = SpecLoader.check(text: salesOrderV2, path: "SalesOrder.yaml")
+        guard let form = checked.form else {
+            throw UsageError("the demo's SalesOrder version 2 does not check: \(checked.diagnostics.map(\.description).joined(separator: "; "))")
+        }
+        let current = FormRegistry(FormCatalog.forms)
+        var entries = current.names.filter { $0 != form.name }.compactMap { current[$0] }
+        entries.append(SpecInterpreter.entry(for: form))
+        return FormRegistry(entries: entries)
+    }
+}
