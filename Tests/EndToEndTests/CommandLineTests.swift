@@ -37,12 +37,48 @@ struct CommandLineTests {
         #expect(server.records().isEmpty)
     }
 
+    @Test func generateCheckRefusesAReleasedShapeEditedInPlaceAndDiffExitsByWhatItFinds() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("evolve-\(UUID().uuidString)")
+        let specs = folder.appendingPathComponent("specs")
+        try FileManager.default.createDirectory(at: specs, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for name in ["Customer.yaml", "SalesOrder.yaml", "formspecs.lock"] {
+            try FileManager.default.copyItem(at: Self.root.appendingPathComponent("FormSpecs/\(name)"), to: specs.appendingPathComponent(name))
+        }
+        let output = folder.appendingPathComponent("out").path
+        #expect(try await formsync("generate", specs.path, "--output", output).status == 0)
+        #expect(try await formsync("generate", specs.path, "--output", output, "--check").status == 0)
+        // A field becomes required, the version stays: refused, naming the version to bump to.
+        let path = specs.appendingPathComponent("SalesOrder.yaml")
+        let text = try String(contentsOf: path, encoding: .utf8)
+        try text.replacingOccurrences(of: "  payment_terms_days:\n    type: integer\n", with: "  payment_terms_days:\n    type: integer\n    required: true\n")
+            .write(to: path, atomically: true, encoding: .utf8)
+        let edited = try await formsync("generate", specs.path, "--output", output, "--check")
+        #expect(edited.status == 1)
+        #expect(edited.errors.contains("the shape of form SalesOrder changed but its version is still 1"))
+        #expect(edited.errors.contains("bump version to 2"))
+        // Bumped: generate records version 2, diff --lock shows what it means, and exits 0 (a warning).
+        try String(contentsOf: path, encoding: .utf8).replacingOccurrences(of: "version: 1", with: "version: 2").write(to: path, atomically: true, encoding: .utf8)
+        #expect(try await formsync("generate", specs.path, "--output", output).status == 0)
+        let lock = try String(contentsOf: specs.appendingPathComponent("formspecs.lock"), encoding: .utf8)
+        #expect(lock.contains("\"2\" : {"))
+        // Removing a field with no upgrader is breaking: diff against the lock exits 1.
+        try String(contentsOf: path, encoding: .utf8).replacingOccurrences(of: "version: 2", with: "version: 3")
+            .replacingOccurrences(of: "  discount_percent:\n    type: decimal\n    min: 0\n    max: 30\n", with: "")
+            .write(to: path, atomically: true, encoding: .utf8)
+        let diff = try await formsync("diff", "--lock", specs.path)
+        #expect(diff.status == 1)
+        #expect(diff.output.contains("version 2 → 3: field 'discount_percent' was removed"))
+        #expect(diff.output.contains("version 1 → 2: field 'payment_terms_days': became required"))
+        #expect(try await formsync("diff", "--lock", folder.appendingPathComponent("nowhere").path).status == 2)
+    }
+
     @Test func usageMistakesExitTwoAndHelpExitsZero() async throws {
         #expect(try await formsync("check").status == 2)
         #expect(try await formsync("nonsense").status == 2)
         #expect(try await formsync("generate", "FormSpecs").status == 2)
         #expect(try await formsync("check", "--bogus", "FormSpecs").status == 2)
-        for command in ["check", "generate", "schema", "serve", "demo", "bench"] {
+        for command in ["check", "generate", "diff", "schema", "serve", "demo", "bench"] {
             let help = try await formsync(command, "--help")
             #expect(help.status == 0)
             #expect(help.output.contains("usage: formsync \(command)"))
