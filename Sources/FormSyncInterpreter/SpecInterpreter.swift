@@ -39,15 +39,7 @@ public enum SpecInterpreter {
         }
         return FormRegistry.Entry(
             name: form.name, version: form.version, recordAction: action, upgrades: upgrades,
-            decodeAndValidate: { json in
-                do {
-                    var validator = FieldValidator()
-                    validate(try read(json), at: JSONPointer.root, into: &validator)
-                    return validator.errors
-                } catch let failure as InterpretedObject.DecodeFailure {
-                    return [failure.fieldError]
-                }
-            },
+            decodeAndValidate: { json in try errors(json, read) },
             placeholders: { json in
                 var collector = PlaceholderCollector()
                 collect(try read(json), into: &collector)
@@ -79,15 +71,7 @@ public enum SpecInterpreter {
         let indexed = record.indexes.compactMap { record.field(named: $0) }
         return RecordRegistry.Entry(
             name: record.name, version: record.version, scopeField: record.scope, indexedFields: record.indexes,
-            decodeAndValidate: { json in
-                do {
-                    var validator = FieldValidator()
-                    validate(try read(json), at: JSONPointer.root, into: &validator)
-                    return validator.errors
-                } catch let failure as InterpretedObject.DecodeFailure {
-                    return [failure.fieldError]
-                }
-            },
+            decodeAndValidate: { json in try errors(json, read) },
             indexEntries: { json in
                 let object = try read(json)
                 return indexed.compactMap { field in
@@ -95,6 +79,17 @@ public enum SpecInterpreter {
                 }
             },
             scopeValue: { RecordRegistry.scopeValue($0, field: record.scope) })
+    }
+
+    /// Every rule a payload breaks, or the decoding failure that stops the generated decoder.
+    static func errors(_ json: Data, _ read: (Data) throws -> InterpretedObject) throws -> [FieldError] {
+        do {
+            var validator = FieldValidator()
+            validate(try read(json), at: JSONPointer.root, into: &validator)
+            return validator.errors
+        } catch let failure as InterpretedObject.DecodeFailure {
+            return [failure.fieldError]
+        }
     }
 
     static func indexValue(_ value: InterpretedValue) -> String? {
