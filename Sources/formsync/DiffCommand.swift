@@ -5,8 +5,8 @@ import Foundation
 /// versions of a folder of specs, and what each change means for items queued on devices.
 enum DiffCommand {
     static let help = """
-        usage: formsync diff OLD NEW
-               formsync diff --lock [LOCK] SPECS
+        usage: formsync diff OLD NEW [--format text|json|github]
+               formsync diff --lock [LOCK] SPECS [--format text|json|github]
 
         Compares each spec in NEW with the spec of the same name in OLD (folders or files), or,
         with --lock, the specs in SPECS with every version released in LOCK (default
@@ -19,44 +19,43 @@ enum DiffCommand {
           breaking        (error unless an upgrader covers it) a field removed or renamed, a
                           type changed, an option removed
         A shape change without a version bump, a version that goes down, and a spec that
-        disappeared are errors. Exit status: 0 no errors, 1 errors, 2 usage mistake.
+        disappeared are errors. Diagnostics go to standard error (text), or to standard output
+        as JSON or GitHub Actions annotations. Exit status: 0 no errors, 1 errors, 2 usage
+        mistake.
         """
 
     static func run(_ raw: [String]) throws -> Int32 {
-        let args = try Arguments(raw, flags: ["--lock", "--help", "-h"])
+        let args = try Arguments(raw, options: ["--format"], flags: ["--lock", "--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
         }
+        let format = try DiagnosticOutput.from(args)
         if args.flags.contains("--lock") {
             guard (1...2).contains(args.positionals.count) else { throw UsageError("diff --lock [LOCK] SPECS") }
             let folder = args.positionals.last!
             let lockPath = args.positionals.count == 2 ? args.positionals[0] : (folder as NSString).appendingPathComponent(SpecLock.fileName)
-            guard FileManager.default.fileExists(atPath: lockPath) else { throw UsageError("\(lockPath): \(String(cString: strerror(ENOENT)))") }
+            var info = stat()
+            guard stat(lockPath, &info) == 0 else { throw UsageError("\(lockPath): \(String(cString: strerror(errno)))") }
             let lock = try SpecLock.read(lockPath)
             let specs = try checked(folder)
             let broken = specs.flatMap(\.spec.diagnostics).filter { $0.severity == .error }
-            return report(broken.isEmpty ? SpecDiff.compare(lock: lock, specs: specs) : broken)
+            return report(broken.isEmpty ? SpecDiff.compare(lock: lock, specs: specs) : broken, format)
         }
         guard args.positionals.count == 2 else { throw UsageError("diff OLD NEW (or diff --lock SPECS)") }
         let old = try checked(args.positionals[0])
         let new = try checked(args.positionals[1])
         let broken = (old + new).flatMap(\.spec.diagnostics).filter { $0.severity == .error }
-        return report(broken.isEmpty ? SpecDiff.compare(old: old, new: new, oldName: args.positionals[0]) : broken)
+        return report(broken.isEmpty ? SpecDiff.compare(old: old, new: new, oldName: args.positionals[0]) : broken, format)
     }
 
     static func checked(_ path: String) throws -> [(path: String, spec: CheckedSpec)] {
-        guard FileManager.default.fileExists(atPath: path) else { throw UsageError("\(path): \(String(cString: strerror(ENOENT)))") }
-        let files = SpecLoader.specFiles(in: [path])
-        guard !files.isEmpty else { throw UsageError("no *.yaml specs found in \(path)") }
-        return SpecLoader.check(filesAt: files)
+        SpecLoader.check(filesAt: try SpecInput.files([path]))
     }
 
-    static func report(_ diagnostics: [Diagnostic]) -> Int32 {
-        let sorted = diagnostics.sortedForDisplay()
-        for diagnostic in sorted { print(diagnostic) }
-        let errors = sorted.filter { $0.severity == .error }.count
-        printError("\(errors) error\(errors == 1 ? "" : "s"), \(sorted.count - errors) warning\(sorted.count - errors == 1 ? "" : "s")")
-        return errors > 0 ? 1 : 0
+    static func report(_ diagnostics: [Diagnostic], _ format: DiagnosticOutput) -> Int32 {
+        let errors = diagnostics.filter { $0.severity == .error }.count
+        let warnings = diagnostics.count - errors
+        return format.emit(diagnostics, summary: "\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")")
     }
 }

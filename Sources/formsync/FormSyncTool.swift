@@ -17,9 +17,20 @@ enum FormSyncTool {
         ("bench", "Measure throughput against a same-run baseline (see BENCHMARKS.md)", BenchCommand.run),
     ]
 
+    /// This build's version (CHANGELOG.md).
+    static let version = "0.5.0"
+    /// The wire protocol it speaks (docs/PROTOCOL.md).
+    static let protocolVersion = 1
+
     static var help: String {
         """
         usage: formsync COMMAND [ARGUMENTS]   (formsync COMMAND --help for each command)
+               formsync --version
+
+        Exit status, every command: 0 ok; 1 problems found (spec errors, differences, a failed
+        check or invariant); 2 a usage mistake (unknown option, missing or unreadable path,
+        nothing to work on). Diagnostics and progress go to standard error, data to standard
+        output.
 
         commands:
         \(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
@@ -34,6 +45,10 @@ enum FormSyncTool {
         }
         if ["--help", "-h", "help"].contains(name) {
             print(help)
+            exit(0)
+        }
+        if name == "--version" {
+            print("formsync \(version) (wire protocol \(protocolVersion))")
             exit(0)
         }
         if name == "demo-device" {

@@ -8,6 +8,14 @@ struct CommandLineTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     func formsync(_ arguments: String...) async throws -> ProcessRunner.Result {
+        try await formsync(arguments)
+    }
+
+    func formsync(_ first: String, _ rest: [String]) async throws -> ProcessRunner.Result {
+        try await formsync([first] + rest)
+    }
+
+    func formsync(_ arguments: [String]) async throws -> ProcessRunner.Result {
         let binary = DemoProcessTests.formsync
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
         return try await ProcessRunner.run(binary, arguments, in: Self.root)
@@ -17,7 +25,8 @@ struct CommandLineTests {
         #expect(try await formsync("check", "FormSpecs").status == 0)
         let broken = try await formsync("check", "Tests/FormSpecTests/BrokenSpecs/36-many-problems-at-once.yaml")
         #expect(broken.status == 1)
-        let lines = broken.output.split(separator: "\n")
+        #expect(broken.output.isEmpty)  // diagnostics are not data: standard error
+        let lines = broken.errors.split(separator: "\n").filter { $0.contains(": error: ") }
         #expect(lines.count == 7)
         #expect(lines.allSatisfy { $0.hasPrefix("Tests/FormSpecTests/BrokenSpecs/36-many-problems-at-once.yaml:") && $0.contains(": error: ") })
     }
@@ -68,9 +77,56 @@ struct CommandLineTests {
             .write(to: path, atomically: true, encoding: .utf8)
         let diff = try await formsync("diff", "--lock", specs.path)
         #expect(diff.status == 1)
-        #expect(diff.output.contains("version 2 → 3: field 'discount_percent' was removed"))
-        #expect(diff.output.contains("version 1 → 2: field 'payment_terms_days': became required"))
+        #expect(diff.errors.contains("version 2 → 3: field 'discount_percent' was removed"))
+        #expect(diff.errors.contains("version 1 → 2: field 'payment_terms_days': became required"))
         #expect(try await formsync("diff", "--lock", folder.appendingPathComponent("nowhere").path).status == 2)
+    }
+
+    @Test func everyDiagnosticFormatOfCheckDiffAndGenerateCheck() async throws {
+        let broken = "Tests/FormSpecTests/BrokenSpecs/01-unknown-top-level-key.yaml"
+        // json: one document on standard output, nothing else there.
+        let json = try await formsync("check", broken, "--format", "json")
+        #expect(json.status == 1)
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+        #expect(document["errors"] as? Int == 2)
+        let first = try #require((document["diagnostics"] as? [[String: Any]])?.last)
+        #expect(first["path"] as? String == broken)
+        #expect(first["line"] as? Int == 4)
+        #expect(first["severity"] as? String == "error")
+        #expect((first["message"] as? String)?.contains("did you mean 'fields'") == true)
+        // github: workflow commands, properties escaped.
+        let github = try await formsync("check", broken, "--format", "github")
+        #expect(github.output.split(separator: "\n").contains("::error file=\(broken),line=4,col=1,title=formsync::unknown key 'fileds' at the top of a spec (did you mean 'fields'?)"))
+        // text: standard error only.
+        let text = try await formsync("check", broken)
+        #expect(text.output.isEmpty)
+        #expect(text.errors.contains("\(broken):4:1: error: unknown key 'fileds'"))
+        // diff and generate --check speak the same formats.
+        let pair = "Tests/FormSpecTests/EvolutionPairs/04-field-removed-without-upgrader"
+        let diff = try await formsync("diff", pair + "/before", pair + "/after", "--format", "github")
+        #expect(diff.status == 1)
+        #expect(diff.output.hasPrefix("::error file=\(pair)/after/Visit.yaml,line=2,col=10,title=formsync::version 1 → 2: field 'note' was removed"))
+        let diffJSON = try await formsync("diff", pair + "/before", pair + "/after", "--format", "json")
+        #expect((try JSONSerialization.jsonObject(with: Data(diffJSON.output.utf8)) as? [String: Any])?["errors"] as? Int == 1)
+        let generated = try await formsync("generate", "FormSpecs", "--output", "Generated", "--check", "--format", "json")
+        #expect(generated.status == 0)
+        #expect((try JSONSerialization.jsonObject(with: Data(generated.output.utf8)) as? [String: Any])?["errors"] as? Int == 0)
+        #expect(try await formsync("check", "FormSpecs", "--format", "yaml").status == 2)
+    }
+
+    @Test func aMissingPathIsAUsageMistakeWithTheSystemsReasonAndVersionPrintsTheVersion() async throws {
+        for command in [["check"], ["diff", "FormSpecs"], ["generate", "--output", "/tmp/x"]] {
+            let missing = try await formsync(command[0], Array(command.dropFirst()) + ["no-such-folder"])
+            #expect(missing.status == 2, "\(command)")
+            #expect(missing.errors.contains("no-such-folder: No such file or directory"), "\(command): \(missing.errors)")
+        }
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("empty-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: empty) }
+        #expect(try await formsync("check", empty.path).status == 2)
+        let version = try await formsync("--version")
+        #expect(version.status == 0)
+        #expect(version.output.hasPrefix("formsync 0."))
     }
 
     @Test func usageMistakesExitTwoAndHelpExitsZero() async throws {
@@ -95,9 +151,9 @@ struct CommandLineTests {
         try Data("// DO NOT EDIT. Generated by formsync-gen, but edited by hand\n".utf8).write(to: folder.appendingPathComponent("NewCustomer.swift"))
         let stale = try await formsync("generate", "FormSpecs", "--output", folder.path, "--check")
         #expect(stale.status == 1)
-        #expect(stale.errors.contains("SalesOrder.schema.json: missing"))
-        #expect(stale.errors.contains("NewCustomer.swift: stale"))
-        #expect(stale.errors.contains("Old.swift: generated from a spec that no longer exists"))
+        #expect(stale.errors.contains("SalesOrder.schema.json:1:1: error: missing"))
+        #expect(stale.errors.contains("NewCustomer.swift:1:1: error: stale"))
+        #expect(stale.errors.contains("Old.swift:1:1: error: generated from a spec that no longer exists"))
         #expect(try await formsync("generate", "FormSpecs", "--output", folder.path).status == 0)
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("Old.swift").path))
         #expect(try await formsync("generate", "FormSpecs", "--output", "Generated", "--check").status == 0)
