@@ -146,11 +146,18 @@ struct SpecEvolutionEndToEndTests {
         process.standardOutput = output
         try process.run()
         defer { process.terminate() }
-        var text = ""
-        while !text.contains("access token:") {
-            let chunk = output.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { break }
-            text += String(decoding: chunk, as: UTF8.self)
+        // Read the banner on a thread of its own: a blocking read must never hold one of the
+        // concurrency pool's few threads, which the other tests running in parallel need.
+        let text = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+            Thread.detachNewThread {
+                var text = ""
+                while !text.contains("access token:") {
+                    let chunk = output.fileHandleForReading.availableData
+                    guard !chunk.isEmpty else { break }
+                    text += String(decoding: chunk, as: UTF8.self)
+                }
+                continuation.resume(returning: text)
+            }
         }
         #expect(text.contains("forms: PestControlVisit v2"))
         let url = try #require(text.split(separator: "\n").first { $0.hasPrefix("FormSync reference server on ") }.map { String($0.dropFirst("FormSync reference server on ".count)) })
