@@ -3,7 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "FormSync",
-    platforms: [.macOS(.v15)],
+    // Mutex (Synchronization) sets the floor: macOS 15, iOS 18. Linux is first-class.
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "FormSpec", targets: ["FormSpec"]),
         .library(name: "FormSyncCodegen", targets: ["FormSyncCodegen"]),
@@ -13,7 +14,9 @@ let package = Package(
         .library(name: "FormSyncInterpreter", targets: ["FormSyncInterpreter"]),
         .executable(name: "formsync", targets: ["formsync"]),
         .executable(name: "formsync-gen", targets: ["formsync-gen"]),
+        .library(name: "FormSyncTesting", targets: ["FormSyncTesting"]),
         .plugin(name: "FormSyncPlugin", targets: ["FormSyncPlugin"]),
+        .plugin(name: "FormSyncGeneratePlugin", targets: ["FormSyncGeneratePlugin"]),
     ],
     targets: [
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
@@ -39,7 +42,15 @@ let package = Package(
             ]
         ),
         .plugin(name: "FormSyncPlugin", capability: .buildTool(), dependencies: ["formsync-gen"]),
-        // Test support: a scriptable in-process transport. Not a product.
+        // `swift package --allow-writing-to-package-directory generate-formsync`: refreshes the
+        // checked-in copy of the generated code (Generated/) and the lock of released shapes.
+        .plugin(
+            name: "FormSyncGeneratePlugin",
+            capability: .command(
+                intent: .custom(verb: "generate-formsync", description: "Refresh the checked-in generated code and formspecs.lock from the specs"),
+                permissions: [.writeToPackageDirectory(reason: "writes the generated Swift, the JSON Schemas and formspecs.lock beside the specs")]),
+            dependencies: ["formsync"]),
+        // Test doubles for apps' own tests: a scriptable in-process transport.
         .target(name: "FormSyncTesting", dependencies: ["FormSyncClient"]),
 
         // The example forms: every *.yaml in FormSpecs/ is compiled by the plugin.

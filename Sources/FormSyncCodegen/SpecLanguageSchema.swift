@@ -104,10 +104,14 @@ public enum SpecLanguageSchema {
                 ("type", .string("array")), ("minItems", .integer(1)), ("uniqueItems", .bool(true)),
                 ("items", .object([("type", .string("string")), ("pattern", .string("^[A-Za-z0-9][A-Za-z0-9_]*$"))])),
             ])),
+            // No oneOf: an editor reports a oneOf failure as "matches none of the alternatives";
+            // if/then/else and type lists let it say what is wrong with the branch that applies.
             ("field", .object([
-                ("oneOf", .array([
-                    describe("Shorthand: just the type name.", [("enum", .array(fieldTypes.map { .string($0) }))]),
-                    .object([
+                ("description", .string("A field: just its type name (shorthand), or its type with rules.")),
+                ("type", .array([.string("string"), .string("object")])),
+                ("if", .object([("type", .string("string"))])),
+                ("then", describe("Shorthand: just the type name.", [("enum", .array(fieldTypes.map { .string($0) }))])),
+                ("else", .object([
                         ("type", .string("object")),
                         ("properties", .object([
                             ("type", .object([("enum", .array(fieldTypes.map { .string($0) }))])),
@@ -125,13 +129,16 @@ public enum SpecLanguageSchema {
                             ("min_length", count),
                             ("max_length", .object([("type", .string("integer")), ("minimum", .integer(1))])),
                             ("pattern", .object([("type", .string("string"))])),
-                            ("options", .object([("oneOf", .array([ref("options"), describe("The name of a list in 'choices'.", [("type", .string("string"))])]))])),
+                            ("options", describe("A list of options, or the name of a list in 'choices'.", [
+                                ("type", .array([.string("array"), .string("string")])), ("minItems", .integer(1)), ("uniqueItems", .bool(true)),
+                                ("items", .object([("type", .string("string")), ("pattern", .string("^[A-Za-z0-9][A-Za-z0-9_]*$"))])),
+                            ])),
                             ("min_count", count),
                             ("max_count", .object([("type", .string("integer")), ("minimum", .integer(1))])),
-                            ("max_bytes", .object([("oneOf", .array([
-                                .object([("type", .string("integer")), ("minimum", .integer(1))]),
-                                .object([("type", .string("string")), ("pattern", .string("^[1-9][0-9]*(B|KB|MB|GB)$"))]),
-                            ]))])),
+                            ("max_bytes", describe("Bytes, or a size such as 8MB, 500KB, 1GB.", [
+                                ("type", .array([.string("integer"), .string("string")])), ("minimum", .integer(1)),
+                                ("pattern", .string("^[1-9][0-9]*(B|KB|MB|GB)$")),
+                            ])),
                             ("content_types", .object([
                                 ("type", .string("array")),
                                 ("items", .object([("type", .string("string")), ("pattern", .string("^[a-z]+/([a-z0-9][a-z0-9.+-]*|\\*)$"))])),
@@ -142,7 +149,6 @@ public enum SpecLanguageSchema {
                         ])),
                         ("required", .array([.string("type")])),
                         ("allOf", .array(perType)),
-                    ]),
                 ])),
             ])),
         ]

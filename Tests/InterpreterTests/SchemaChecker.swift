@@ -2,8 +2,9 @@ import Foundation
 
 /// Just enough of JSON Schema draft 2020-12 to check the schemas FormSync generates: `$ref`
 /// into `$defs`, `type`, `enum`, `const`, `properties`, `required`, `additionalProperties`,
-/// `items`, `minItems`, `maxItems`, `uniqueItems`, `minLength`, `maxLength` (code points),
-/// `pattern` (searched, not anchored), `minimum`, `maximum`, `not`, `allOf`, `if`/`then`.
+/// `propertyNames`, `items`, `minItems`, `maxItems`, `uniqueItems`, `minLength`, `maxLength`
+/// (code points), `pattern` (searched, not anchored), `minimum`, `maximum`, `not`, `allOf`,
+/// `if`/`then`/`else`; `type` as one name or a list.
 /// `format` is an annotation, as the draft says. Test support, not a general validator.
 struct SchemaChecker {
     indirect enum JSON: Equatable {
@@ -129,17 +130,21 @@ struct SchemaChecker {
         if case .string(let ref)? = schema["$ref"], ref.hasPrefix("#/$defs/"), let target = root["$defs"]?[String(ref.dropFirst("#/$defs/".count))] {
             guard check(value, target) else { return false }
         }
-        if case .string(let type)? = schema["type"] {
-            switch (type, value) {
-            case ("string", .string), ("boolean", .bool), ("array", .array), ("object", .object), ("null", .null), ("number", .number): break
-            case ("integer", .number): break
-            default: return false
+        var types: [String] = []
+        if case .string(let type)? = schema["type"] { types = [type] }
+        if case .array(let list)? = schema["type"] { types = list.compactMap { if case .string(let t) = $0 { return t } else { return nil } } }
+        if !types.isEmpty {
+            let fits = types.contains { type in
+                switch (type, value) {
+                case ("string", .string), ("boolean", .bool), ("array", .array), ("object", .object), ("null", .null), ("number", .number): return true
+                case ("integer", .number(var n)):
+                    var whole = Decimal()
+                    NSDecimalRound(&whole, &n, 0, .plain)
+                    return whole == n
+                default: return false
+                }
             }
-            if type == "integer", case .number(var n) = value {
-                var whole = Decimal()
-                NSDecimalRound(&whole, &n, 0, .plain)
-                if whole != n { return false }
-            }
+            if !fits { return false }
         }
         if case .array(let options)? = schema["enum"], !options.contains(value) { return false }
         if let constant = schema["const"], constant != value { return false }
@@ -170,16 +175,23 @@ struct SchemaChecker {
             }
             let properties = schema["properties"]
             for (key, member) in pairs {
+                if let names = schema["propertyNames"], !check(.string(key), names) { return false }
                 if let propertySchema = properties?[key] {
                     if !check(member, propertySchema) { return false }
-                } else if schema["additionalProperties"] == .bool(false) {
+                } else if let additional = schema["additionalProperties"], !check(member, additional) {
                     return false
                 }
             }
         }
         if let negated = schema["not"], check(value, negated) { return false }
         if case .array(let all)? = schema["allOf"], !all.allSatisfy({ check(value, $0) }) { return false }
-        if let condition = schema["if"], check(value, condition), let then = schema["then"], !check(value, then) { return false }
+        if let condition = schema["if"] {
+            if check(value, condition) {
+                if let then = schema["then"], !check(value, then) { return false }
+            } else if let otherwise = schema["else"], !check(value, otherwise) {
+                return false
+            }
+        }
         return true
     }
 }
