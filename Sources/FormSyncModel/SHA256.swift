@@ -23,6 +23,17 @@ public struct SHA256: Sendable {
     public init() {}
 
     /// The digest of `data` in one call.
+    /// The digest of a file's bytes, read in 1 MiB pieces (never the whole file in memory).
+    public static func hash(fileAt path: String) throws -> Data {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: path])
+        }
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { hasher.update(chunk) }
+        return hasher.finalize()
+    }
+
     public static func hash(_ data: Data) -> Data {
         var hasher = SHA256()
         hasher.update(data)

@@ -51,6 +51,7 @@ final class ServerStore {
             ALTER TABLE tokens ADD COLUMN principal TEXT NOT NULL DEFAULT 'default';
             """),
         recordsMigration,
+        uploadsMigration,
     ])
 
     init(directory: String, now: Int64) throws {
@@ -161,7 +162,7 @@ final class ServerStore {
         return FileManager.default.contents(atPath: blobPath(digest))
     }
 
-    private func blobPath(_ digest: Data) -> String {
+    func blobPath(_ digest: Data) -> String {
         (filesDirectory as NSString).appendingPathComponent(digest.map { String(format: "%02x", $0) }.joined() + ".bin")
     }
 

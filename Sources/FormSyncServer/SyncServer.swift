@@ -172,8 +172,8 @@ public final class SyncServer: @unchecked Sendable {
     func handle(_ request: HTTPRequest) -> HTTPResponse? {
         let route: FaultPlan.Route
         switch (request.method, request.path) {
-        case ("POST", "/files"): route = .file
-        case ("POST", "/auth/refresh"), (_, "/health"), ("GET", _): route = .other
+        case ("POST", "/files"), ("POST", "/uploads"), ("PATCH", _): route = .file
+        case ("POST", "/auth/refresh"), (_, "/health"), ("GET", _), ("HEAD", _): route = .other
         default: route = .submission
         }
         var entry = LoggedRequest(
@@ -222,6 +222,12 @@ public final class SyncServer: @unchecked Sendable {
             return recordResponse(document, status: 200)
         case ("POST", "/files"):
             return write(request, fault: fault) { try self.storeFile(request) }
+        case ("POST", "/uploads"):
+            return createUpload(request)
+        case ("HEAD", let path) where path.hasPrefix("/uploads/"):
+            return uploadOffset(request)
+        case ("PATCH", let path) where path.hasPrefix("/uploads/"):
+            return appendUpload(request)
         case ("POST", _):
             return write(request, fault: fault) { try self.submit(request) }
         case (_, "/health"), (_, "/files"):
@@ -256,10 +262,17 @@ public final class SyncServer: @unchecked Sendable {
         case ("GET", _): limit = 0
         case ("POST", "/auth/refresh"): limit = 4096
         case ("POST", "/files"): limit = Self.maxFileBytes
+        case ("POST", "/uploads"): limit = 0
+        case ("PATCH", let path) where path.hasPrefix("/uploads/"): limit = Self.maxFileBytes
         case ("POST", _): limit = Self.maxSubmissionBytes
         default: limit = 0
         }
-        guard head.method == "POST", head.path != "/auth/refresh", faults.isEmpty, !faults.isOutage else { return .read(maxBodyBytes: limit) }
+        if head.method == "PATCH", faults.isEmpty, !faults.isOutage, let refusal = misdirected(head) ?? (authorized(head) ? nil : unauthorized()) {
+            return .refuse(refusal)
+        }
+        guard head.method == "POST", head.path != "/auth/refresh", head.path != "/uploads", faults.isEmpty, !faults.isOutage else {
+            return .read(maxBodyBytes: limit)
+        }
         if let refusal = misdirected(head) ?? (authorized(head) ? nil : unauthorized()) ?? badProtocolHeaders(head) {
             return .refuse(refusal)
         }
@@ -472,7 +485,7 @@ public final class SyncServer: @unchecked Sendable {
         return recordResponse(created, status: 201, entity: entity)
     }
 
-    private func storeFile(_ request: HTTPRequest) throws -> HTTPResponse {
+    func storeFile(_ request: HTTPRequest) throws -> HTTPResponse {
         let documentID = request.header("formsync-document")!
         let digest = SHA256.hash(request.body)
         guard let header = request.header("content-digest"), let claimed = Self.parseDigest(header) else {
@@ -492,7 +505,7 @@ public final class SyncServer: @unchecked Sendable {
 
     /// A refusal when `documentID` already belongs to another form (a file when `form` is nil)
     /// or another workspace: a document id is bound to both for good.
-    private func boundElsewhere(_ documentID: String, form: String?, workspace: String) -> HTTPResponse? {
+    func boundElsewhere(_ documentID: String, form: String?, workspace: String) -> HTTPResponse? {
         guard let owner = store.owner(of: documentID) else { return nil }
         if owner.form != form {
             return .problem(409, "Conflict", detail: "document \(documentID) belongs to \(owner.form ?? "a file upload"), not \(form ?? "a file upload")",
@@ -528,6 +541,10 @@ public final class SyncServer: @unchecked Sendable {
 
     /// `sha-256=:base64:` (RFC 9530).
     static func parseDigest(_ header: String) -> Data? {
+        return parseDigestField(header)
+    }
+
+    static func parseDigestField(_ header: String) -> Data? {
         for item in header.split(separator: ",") {
             let text = item.trimmingCharacters(in: .whitespaces)
             guard text.hasPrefix("sha-256=:"), text.hasSuffix(":"), text.count > 10 else { continue }

@@ -173,22 +173,3 @@ extension ScriptedTransport {
         }
     }
 }
-
-extension OutboundRequest {
-    /// The submission's form name, or nil for a file upload.
-    public var form: String? {
-        if case .submission(let form, _, _, _, _) = body { return form }
-        return nil
-    }
-
-    /// The JSON sent, for submissions.
-    public var payload: Data? {
-        if case .submission(_, _, _, let payload, _) = body { return payload }
-        return nil
-    }
-
-    public var endpoint: String? {
-        if case .submission(_, _, let endpoint, _, _) = body { return endpoint }
-        return nil
-    }
-}

@@ -95,6 +95,9 @@ public final class SyncEngine: Sendable {
     /// The current state.
     public var state: State { shared.withLock { $0.state } }
 
+    /// What the engine's outbox does, attempt by attempt (see `SyncEvent`).
+    public func events() -> AsyncStream<SyncEvent> { outbox.events() }
+
     /// The report of the last pass, if any.
     public var lastReport: FlushReport? { shared.withLock { $0.lastReport } }
 

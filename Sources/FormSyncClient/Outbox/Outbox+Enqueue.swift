@@ -59,7 +59,7 @@ extension Outbox {
         var copies: [Int64: (attachment: Attachment, copy: FileStash.Copy)] = [:]
         do {
             for attachment in attachments where fresh.contains(attachment.placeholder) && copies[attachment.placeholder] == nil {
-                copies[attachment.placeholder] = (attachment, try stash.store(attachment.source, name: environment.newID()))
+                copies[attachment.placeholder] = try stashed(attachment)
             }
             var stored = payload
             var declaredTypes: [Int64: String] = [:]
@@ -129,6 +129,23 @@ extension Outbox {
             for (_, entry) in copies { stash.remove(entry.copy.path) }
             throw error
         }
+    }
+
+    /// Copies an attachment into the stash, through the attachment transform when there is one:
+    /// what is measured, digested and uploaded is what the transform made.
+    func stashed(_ attachment: Attachment) throws -> (attachment: Attachment, copy: FileStash.Copy) {
+        guard let transform = configuration.attachmentTransform else { return (attachment, try stash.store(attachment.source, name: environment.newID())) }
+        let scratch = stash.scratchPath()
+        defer { stash.remove(scratch) }
+        var transformed = attachment
+        do {
+            let (file, contentType) = try transform(attachment.source, attachment.contentType, URL(fileURLWithPath: scratch))
+            transformed.source = file
+            transformed.contentType = contentType
+        } catch {
+            throw OutboxError.stashFailed(path: attachment.source.path, reason: "the attachment transform failed: \(error)")
+        }
+        return (transformed, try stash.store(transformed.source, name: environment.newID()))
     }
 
     /// What identifies an exact submission of a document: its form, version, base and bytes.

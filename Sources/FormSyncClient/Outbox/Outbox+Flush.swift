@@ -66,14 +66,38 @@ extension Outbox {
         var paused = false
         var refreshes = 0
         let transport = self.transport
-        await withTaskGroup(of: (Lease, DeliveryOutcome).self) { group in
+        let hub = eventHub
+        let clock = environment.now
+        await withTaskGroup(of: (Lease, DeliveryOutcome, DeliveryDetails, Int64).self) { group in
             var running = 0
+            var uploads = 0
             while true {
                 rescanRequested = false
                 if !paused && !report.offline && !Task.isCancelled {
-                    while running < configuration.concurrency, let lease = nextLease(transport: transport) {
+                    // Submissions and uploads fill pools of their own: a form never waits
+                    // behind another item's video.
+                    while true {
+                        let files: Bool?
+                        switch (running - uploads < configuration.concurrency, uploads < configuration.uploadConcurrency) {
+                        case (true, true): files = nil
+                        case (true, false): files = false
+                        case (false, true): files = true
+                        case (false, false): files = nil
+                        }
+                        guard running - uploads < configuration.concurrency || uploads < configuration.uploadConcurrency,
+                            let lease = nextLease(transport: transport, files: files)
+                        else { break }
                         running += 1
-                        group.addTask { (lease, await transport.send(lease.request)) }
+                        if lease.request.isFileUpload { uploads += 1 }
+                        hub.emit(.attemptStarted(item: lease.itemID, kind: lease.request.isFileUpload ? .file : .submission, form: lease.request.form, attempt: lease.attempt))
+                        group.addTask {
+                            let started = clock()
+                            let item = lease.itemID
+                            let (outcome, details) = await transport.deliver(lease.request) { sent, total in
+                                hub.emit(.uploadProgress(item: item, sent: sent, total: total))
+                            }
+                            return (lease, outcome, details, max(0, clock() - started))
+                        }
                     }
                 }
                 if running == 0 {
@@ -89,10 +113,11 @@ extension Outbox {
                     if rescanRequested && !report.offline && !Task.isCancelled { continue }
                     break
                 }
-                guard let (lease, outcome) = await group.next() else { break }
+                guard let (lease, outcome, details, milliseconds) = await group.next() else { break }
                 running -= 1
+                if lease.request.isFileUpload { uploads -= 1 }
                 if case .authExpired = outcome { paused = true }
-                handle(lease, outcome, cancelled: Task.isCancelled)
+                handle(lease, outcome, details: details, milliseconds: milliseconds, cancelled: Task.isCancelled)
             }
         }
         var result = report
@@ -121,21 +146,22 @@ extension Outbox {
         return reachable
     }
 
-    func setNetworkDown(_ down: Bool) {
+    func setNetworkDown(_ down: Bool, reason: String = "no server answered") {
         guard networkDown != down else { return }
         networkDown = down
+        eventHub.emit(down ? .offline(reason: reason) : .online)
         emitSnapshot(changed: nil)
     }
 
     /// Leases the next due lane head, or nil when nothing is due now.
-    func nextLease(transport: any OutboxTransport) -> Lease? {
+    func nextLease(transport: any OutboxTransport, files: Bool? = nil) -> Lease? {
         guard transport.workspace == workspace else { return nil }
         let now = environment.now()
         for _ in 0..<8 {
             guard
                 let candidates = try? store.dueLanes(
                     workspace: workspace, now: now, horizon: configuration.horizonMilliseconds,
-                    limit: inFlight.count + retryingThisFlush.count + 1),
+                    limit: inFlight.count + retryingThisFlush.count + 1, files: files),
                 let (lane, head) = candidates.first(where: { !inFlight.contains($0.head) && !retryingThisFlush.contains($0.head) })
             else { return nil }
             do {
@@ -197,7 +223,7 @@ extension Outbox {
             try store.update(row, now: now)
             try store.refreshLane(workspace: row.workspace, lane: row.lane)
             return Lease(
-                itemID: row.id, attemptID: row.attemptID,
+                itemID: row.id, attemptID: row.attemptID, attempt: row.attempts + 1,
                 request: OutboundRequest(itemID: row.id, documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace, body: body))
         }
     }

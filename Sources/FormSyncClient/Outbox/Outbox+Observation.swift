@@ -3,6 +3,21 @@ import FormSyncModel
 import FormSyncSQLite
 
 extension Outbox {
+    // MARK: Events and history
+
+    /// Every attempt, backoff, parked item, upload's progress, pull, and the network going and
+    /// coming back, as it happens (see `SyncEvent`). Listening costs nothing when nobody does;
+    /// a slow listener misses old events, never slows the outbox.
+    public nonisolated func events() -> AsyncStream<SyncEvent> {
+        eventHub.stream()
+    }
+
+    /// What became of an item's attempts, oldest first (the newest 20 are kept).
+    public func history(of id: Int64) throws -> [AttemptRecord] {
+        _ = try existing(id)
+        return try storage { try store.attempts(of: id) }
+    }
+
     // MARK: State and snapshots
 
     /// Counts per state for the current workspace.

@@ -5,14 +5,17 @@ import FormSyncSQLite
 extension Outbox {
     /// Records what became of one attempt. `cancelled`: the pass was cancelled, so a request
     /// that got no answer is handed back (pending, same key, not counted), not taken as an outage.
-    func handle(_ lease: Lease, _ outcome: DeliveryOutcome, cancelled: Bool = false) {
+    func handle(_ lease: Lease, _ outcome: DeliveryOutcome, details: DeliveryDetails = DeliveryDetails(), milliseconds: Int64 = 0, cancelled: Bool = false) {
         inFlight.remove(lease.itemID)
+        let name = Self.outcomeName(outcome)
+        eventHub.emit(.attemptFinished(item: lease.itemID, outcome: name, status: details.status, milliseconds: milliseconds,
+                                       bytesSent: details.bytesSent, bytesReceived: details.bytesReceived))
         retryingThisFlush.remove(lease.itemID)
         let now = environment.now()
         var removedFile: String?
         var submitResult: SubmitResult?
         switch outcome {
-        case .unreachable: if !cancelled { setNetworkDown(true) }
+        case .unreachable(let reason): if !cancelled { setNetworkDown(true, reason: reason) }
         default: setNetworkDown(false)
         }
         // A stash copy is deleted only after its confirmation is on disk (FULL): a power loss
@@ -23,6 +26,8 @@ extension Outbox {
             try write(durability) {
                 guard var row = try store.item(lease.itemID), row.state == .leased, row.attemptID == lease.attemptID else { return }
                 row.leaseExpiresAt = nil
+                try store.recordAttempt(item: row.id, AttemptRecord(
+                    at: now, outcome: name, status: details.status, reason: Self.outcomeReason(outcome), milliseconds: milliseconds))
                 switch outcome {
                 case .done(let ack):
                     if row.produces != nil && ack.serverID == nil {
@@ -76,6 +81,26 @@ extension Outbox {
         if let submitResult { resumeWaiters(lease.itemID, with: submitResult) }
     }
 
+    static func outcomeName(_ outcome: DeliveryOutcome) -> String {
+        switch outcome {
+        case .done: return "done"
+        case .transient: return "transient"
+        case .unreachable: return "unreachable"
+        case .authExpired: return "authExpired"
+        case .conflict: return "conflict"
+        case .rejected: return "rejected"
+        }
+    }
+
+    static func outcomeReason(_ outcome: DeliveryOutcome) -> String? {
+        switch outcome {
+        case .done: return nil
+        case .transient(let reason, _), .unreachable(let reason), .rejected(let reason, _): return reason
+        case .authExpired: return "the token expired"
+        case .conflict(_, let version): return "the server's record is at version \(version)"
+        }
+    }
+
     func retryLater(_ row: inout OutboxStore.Row, reason: String, retryAfter: Int64?, now: Int64) throws {
         row.attempts += 1
         row.lastError = reason
@@ -88,6 +113,7 @@ extension Outbox {
         try move(&row, to: .pending)
         try store.update(row, now: now)
         retryingThisFlush.insert(row.id)
+        eventHub.emit(.backoffScheduled(item: row.id, until: row.nextAttemptAt, reason: reason))
     }
 
     func merge(_ row: inout OutboxStore.Row, current: Data, version: String, now: Int64) throws {
@@ -130,6 +156,7 @@ extension Outbox {
 
     /// Parks an item for a person, and blocks everything that depends on it.
     func park(_ row: inout OutboxStore.Row, as state: State, reason: String, fieldErrors: [FieldError], now: Int64) throws {
+        eventHub.emit(.parked(item: row.id, state: publicState(id: row.id, state), reason: reason))
         row.lastError = reason
         row.fieldErrors = fieldErrors.isEmpty ? nil : try FormRegistry.encode(fieldErrors)
         row.leaseExpiresAt = nil

@@ -20,6 +20,12 @@ public actor Outbox {
         public var leaseMilliseconds: Int64
         /// How many times one flush refreshes the token before it gives up and reports it.
         public var maxAuthRefreshesPerFlush: Int
+        /// How many file uploads may be on the wire at once, beside (not within) the
+        /// `concurrency` lanes of submissions: a form never waits behind another item's video.
+        public var uploadConcurrency: Int
+        /// Runs on each attachment before it is stashed (to downscale or re-encode a photo,
+        /// say); the stash measures and digests what it returns. Nil stashes files as they are.
+        public var attachmentTransform: AttachmentTransform?
 
         /// How far ahead of the clock a due time or lease may lie before it is taken for the
         /// mark of a clock that jumped back and is treated as due (or expired).
@@ -27,13 +33,24 @@ public actor Outbox {
             max(retry.maxDelayMilliseconds, retry.maxRetryAfterMilliseconds, leaseMilliseconds, 1000)
         }
 
-        public init(concurrency: Int = 4, retry: RetryPolicy = RetryPolicy(), leaseMilliseconds: Int64 = 60_000, maxAuthRefreshesPerFlush: Int = 3) {
+        public init(
+            concurrency: Int = 4, retry: RetryPolicy = RetryPolicy(), leaseMilliseconds: Int64 = 60_000, maxAuthRefreshesPerFlush: Int = 3,
+            uploadConcurrency: Int = 2, attachmentTransform: AttachmentTransform? = nil
+        ) {
             self.concurrency = max(1, concurrency)
+            self.uploadConcurrency = max(1, uploadConcurrency)
+            self.attachmentTransform = attachmentTransform
             self.retry = retry
             self.leaseMilliseconds = min(max(1000, leaseMilliseconds), 86_400_000)
             self.maxAuthRefreshesPerFlush = maxAuthRefreshesPerFlush
         }
     }
+
+    /// What an attachment transform is given: the file the app attached, its declared media
+    /// type, and a scratch path (in the outbox's stash folder, removed afterwards) it may write
+    /// a new file to. It returns the file to stash (the source, or the scratch file) and its
+    /// media type. A throw refuses the enqueue (`OutboxError.stashFailed`), storing nothing.
+    public typealias AttachmentTransform = @Sendable (_ source: URL, _ contentType: String?, _ scratch: URL) throws -> (file: URL, contentType: String?)
 
     /// A file to upload with a submission: the placeholder id the payload uses for it and where
     /// the file is now (it is copied into the outbox's stash at enqueue).
@@ -55,6 +72,8 @@ public actor Outbox {
     struct Lease: Sendable {
         var itemID: Int64
         var attemptID: String
+        /// Which attempt this is, from 1.
+        var attempt: Int
         var request: OutboundRequest
     }
 
@@ -80,6 +99,8 @@ public actor Outbox {
     /// Mints placeholder ids for files and offline-created records, never repeating one this
     /// outbox has stored, even across restarts.
     public nonisolated let placeholderIDs: PlaceholderIDSource
+    /// Where events go (`events()`), from any thread.
+    nonisolated let eventHub = SyncEventHub()
 
     /// The workspace (server + tenant) items are captured in and sent to.
     public private(set) var workspace: String

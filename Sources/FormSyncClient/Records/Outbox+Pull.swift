@@ -17,7 +17,9 @@ extension Outbox {
         let task = Task { try await self.runPull(pageSize: max(1, min(pageSize, 1000))) }
         pulling = task
         defer { pulling = nil }
-        return try await task.value
+        let report = try await task.value
+        eventHub.emit(.pulled(upserted: report.upserted, deleted: report.deleted, caughtUp: report.caughtUp))
+        return report
     }
 
     private func runPull(pageSize: Int) async throws -> PullReport {
@@ -97,8 +99,8 @@ extension Outbox {
                 }
                 cursor = nil
                 fromScratch = true
-            case .unreachable:
-                setNetworkDown(true)
+            case .unreachable(let reason):
+                setNetworkDown(true, reason: reason)
                 report.stoppedBecause = outcome
                 return report
             case .failed:

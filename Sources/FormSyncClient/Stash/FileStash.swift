@@ -31,6 +31,12 @@ struct FileStash: Sendable {
         }
     }
 
+    /// A path in the stash folder an attachment transform may write to; named as a partial
+    /// copy of this process, so a process killed meanwhile leaves nothing behind for long.
+    func scratchPath() -> String {
+        (directory as NSString).appendingPathComponent("scratch-\(UUID().uuidString.lowercased()).p\(getpid()).blob.partial")
+    }
+
     /// Copies `source` to `<directory>/<name>.p<pid>.blob`, syncing the file and the folder.
     func store(_ source: URL, name: String) throws -> Copy {
         let final = (directory as NSString).appendingPathComponent("\(name).p\(getpid()).blob")

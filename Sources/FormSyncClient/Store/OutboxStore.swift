@@ -98,6 +98,7 @@ final class OutboxStore {
             DROP INDEX items_attempt;
             """),
         recordsMigration,
+        attemptsMigration,
     ])
 
     /// `PRAGMA application_id` of every outbox file ("FSOX"): a file without it is not ours.
@@ -278,11 +279,15 @@ final class OutboxStore {
     }
 
     func deleteConfirmed(workspace: String, before cutoff: Int64) throws -> Int {
-        try db.run("DELETE FROM items WHERE workspace = ? AND state = 'confirmed' AND updated_at < ?", [.text(workspace), .integer(cutoff)])
+        try db.run("""
+            DELETE FROM attempts WHERE item_id IN (SELECT id FROM items WHERE workspace = ? AND state = 'confirmed' AND updated_at < ?)
+            """, [.text(workspace), .integer(cutoff)])
+        return try db.run("DELETE FROM items WHERE workspace = ? AND state = 'confirmed' AND updated_at < ?", [.text(workspace), .integer(cutoff)])
     }
 
     func delete(_ id: Int64) throws {
         try db.run("DELETE FROM items WHERE id = ?", [.integer(id)])
+        try forgetAttempts(of: id)
     }
 
     // MARK: Dependencies
@@ -409,16 +414,18 @@ final class OutboxStore {
 
     /// Lane heads due by `now`, earliest first. A due time more than `horizon` ahead of `now`
     /// was set by a clock that has since jumped back: it counts as due, so no clock holds an item.
-    func dueLanes(workspace: String, now: Int64, horizon: Int64, limit: Int) throws -> [(lane: String, head: Int64)] {
+    func dueLanes(workspace: String, now: Int64, horizon: Int64, limit: Int, files: Bool? = nil) throws -> [(lane: String, head: Int64)] {
         // Two range scans of the due index (due now; due "beyond the horizon"), so that neither
         // reads the lanes waiting in between, however many there are; the second only when the
-        // first did not fill the limit.
+        // first did not fill the limit. File uploads have lanes of their own (`file:…`), so the
+        // upload pool and the submission lanes can be filled apart.
+        let kind = files.map { $0 ? " AND lane LIKE 'file:%'" : " AND lane NOT LIKE 'file:%'" } ?? ""
         var lanes = try db.query("""
-            SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND due_at <= ? ORDER BY due_at, head LIMIT ?
+            SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND due_at <= ?\(kind) ORDER BY due_at, head LIMIT ?
             """, [.text(workspace), .integer(now), .integer(Int64(limit))]) { ($0.text(0) ?? "", $0.int(1)) }
         if lanes.count < limit {
             lanes += try db.query("""
-                SELECT lane, head FROM lanes WHERE workspace = ? AND due_at > ? ORDER BY due_at, head LIMIT ?
+                SELECT lane, head FROM lanes WHERE workspace = ? AND due_at > ?\(kind) ORDER BY due_at, head LIMIT ?
                 """, [.text(workspace), .integer(now.addingClamped(horizon)), .integer(Int64(limit - lanes.count))]) { ($0.text(0) ?? "", $0.int(1)) }
         }
         return lanes

@@ -18,20 +18,28 @@ public final class HTTPTransport: OutboxTransport {
     private let session: URLSession
     private let token: @Sendable () async -> String?
     private let timeout: TimeInterval
+    private let resumableFromBytes: Int64
+    private let chunkBytes: Int
 
     /// - Parameters:
     ///   - workspace: the workspace whose items this transport carries; others are refused.
     ///   - baseURL: the workspace's server, such as `https://api.example.com/acme`.
     ///   - timeout: per request, in seconds; keep it below the outbox's lease.
     ///   - token: the current bearer token, asked for on every request and never stored.
+    ///   - resumableFromBytes: files at least this large go up as resumable uploads
+    ///     (docs/PROTOCOL.md, "Resumable uploads"), in chunks of `chunkBytes`; smaller ones in
+    ///     one `POST /files`.
     public init(
         workspace: String, baseURL: URL, timeout: TimeInterval = 20, maxConnections: Int = 4,
+        resumableFromBytes: Int64 = 8 << 20, chunkBytes: Int = 4 << 20,
         token: @escaping @Sendable () async -> String?
     ) {
         self.workspace = workspace
         self.baseURL = baseURL
         self.timeout = timeout
         self.token = token
+        self.resumableFromBytes = max(1, resumableFromBytes)
+        self.chunkBytes = min(max(64 << 10, chunkBytes), 64 << 20)
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = maxConnections
         configuration.timeoutIntervalForRequest = timeout
@@ -52,15 +60,26 @@ public final class HTTPTransport: OutboxTransport {
 
     /// Sends one attempt (a submission to its endpoint, or a file to `/files`) and classifies the reply.
     public func send(_ request: OutboundRequest) async -> DeliveryOutcome {
+        await deliver(request, progress: { _, _ in }).0
+    }
+
+    /// Sends one attempt, reporting its cost and, for a file, its progress. A file at least
+    /// `resumableFromBytes` large goes up as a resumable upload.
+    public func deliver(_ request: OutboundRequest, progress: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void) async -> (DeliveryOutcome, DeliveryDetails) {
         guard request.workspace == workspace else {
-            return .rejected(reason: "this transport serves workspace \(workspace), not \(request.workspace); nothing was sent", fieldErrors: [])
+            return (.rejected(reason: "this transport serves workspace \(workspace), not \(request.workspace); nothing was sent", fieldErrors: []), DeliveryDetails())
+        }
+        if case .file(let path, let contentType, let byteCount, let sha256) = request.body, byteCount >= resumableFromBytes {
+            return await ResumableUpload(transport: self, request: request, path: path, contentType: contentType, length: byteCount, sha256: sha256, progress: progress).run()
         }
         var http: URLRequest
         var fileToUpload: URL?
+        var bodyBytes: Int64 = 0
         switch request.body {
         case .submission(let form, let version, let endpoint, let payload, let baseVersion):
             http = URLRequest(url: url(endpoint))
             http.httpBody = payload
+            bodyBytes = Int64(payload.count)
             http.setValue("application/json", forHTTPHeaderField: "Content-Type")
             http.setValue("\(form); version=\(version)", forHTTPHeaderField: "FormSync-Form")
             if let baseVersion { http.setValue(baseVersion, forHTTPHeaderField: "If-Match") }
@@ -70,14 +89,10 @@ public final class HTTPTransport: OutboxTransport {
             http.setValue("sha-256=:\(sha256.base64EncodedString()):", forHTTPHeaderField: "Content-Digest")
             http.setValue(String(byteCount), forHTTPHeaderField: "Content-Length")
             fileToUpload = URL(fileURLWithPath: path)
+            bodyBytes = byteCount
         }
         http.httpMethod = "POST"
-        http.timeoutInterval = timeout
-        http.setValue(request.attemptID, forHTTPHeaderField: "Idempotency-Key")
-        http.setValue(request.documentID, forHTTPHeaderField: "FormSync-Document")
-        http.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
-        http.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
-        if let token = await token() { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        await prepare(&http, request)
         do {
             let (data, response): (Data, URLResponse)
             if let fileToUpload {
@@ -85,12 +100,32 @@ public final class HTTPTransport: OutboxTransport {
             } else {
                 (data, response) = try await session.data(for: http)
             }
-            guard let response = response as? HTTPURLResponse else { return .unreachable(reason: "the reply is not HTTP") }
-            return Self.classify(status: response.statusCode, headers: Self.headers(of: response), body: data, documentID: request.documentID)
+            guard let response = response as? HTTPURLResponse else { return (.unreachable(reason: "the reply is not HTTP"), DeliveryDetails(bytesSent: bodyBytes)) }
+            if fileToUpload != nil { progress(bodyBytes, bodyBytes) }
+            let details = DeliveryDetails(status: response.statusCode, bytesSent: bodyBytes, bytesReceived: Int64(data.count))
+            return (Self.classify(status: response.statusCode, headers: Self.headers(of: response), body: data, documentID: request.documentID), details)
         } catch {
-            return .unreachable(reason: Task.isCancelled ? "cancelled" : Self.describe(error))
+            return (.unreachable(reason: Task.isCancelled ? "cancelled" : Self.describe(error)), DeliveryDetails(bytesSent: 0))
         }
     }
+
+    /// The headers every write carries: its identities, the workspace, and a token asked for now.
+    func prepare(_ http: inout URLRequest, _ request: OutboundRequest) async {
+        http.timeoutInterval = timeout
+        http.setValue(request.attemptID, forHTTPHeaderField: "Idempotency-Key")
+        http.setValue(request.documentID, forHTTPHeaderField: "FormSync-Document")
+        http.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
+        http.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
+        if let token = await token() { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+    }
+
+    /// One exchange of a resumable upload, answered or not.
+    func exchange(_ http: URLRequest) async -> (status: Int, headers: [String: String], body: Data)? {
+        guard let (data, response) = try? await session.data(for: http), let response = response as? HTTPURLResponse else { return nil }
+        return (response.statusCode, Self.headers(of: response), data)
+    }
+
+    var resumableChunkBytes: Int { chunkBytes }
 
     /// Whether a genuine FormSync server answers `GET /health` now. A captive portal, a proxy's
     /// error page or no network at all reads as offline: reachability is decided here, never by

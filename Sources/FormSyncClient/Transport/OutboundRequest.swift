@@ -50,11 +50,56 @@ public protocol OutboxTransport: Sendable {
     func probe() async -> Bool
     /// Fetches one page of the record change feed after `cursor` (nil: from the start).
     func fetchChanges(cursor: String?, limit: Int) async -> PullOutcome
+    /// `send` with the attempt's cost and a file upload's progress.
+    func deliver(_ request: OutboundRequest, progress: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void) async -> (DeliveryOutcome, DeliveryDetails)
+}
+
+/// What one attempt cost on the wire, for the engine's events.
+public struct DeliveryDetails: Sendable, Equatable {
+    /// The final HTTP status, when a server answered.
+    public var status: Int?
+    /// Bytes of request bodies sent (for a resumable upload, only what this attempt sent).
+    public var bytesSent: Int64
+    /// Bytes of reply bodies received.
+    public var bytesReceived: Int64
+
+    public init(status: Int? = nil, bytesSent: Int64 = 0, bytesReceived: Int64 = 0) {
+        self.status = status
+        self.bytesSent = bytesSent
+        self.bytesReceived = bytesReceived
+    }
 }
 
 extension OutboxTransport {
+    /// Sends one attempt and also says what it cost and how a file upload progresses
+    /// (`progress(sent, total)`, bytes of the whole file). A transport without these details
+    /// sends as `send` does.
+    public func deliver(_ request: OutboundRequest, progress: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void) async -> (DeliveryOutcome, DeliveryDetails) {
+        (await send(request), DeliveryDetails())
+    }
+
     /// A transport that only pushes: pulling is refused, and nothing is lost.
     public func fetchChanges(cursor: String?, limit: Int) async -> PullOutcome {
         .failed(reason: "this transport does not pull records", retryAfterMilliseconds: nil)
+    }
+}
+
+extension OutboundRequest {
+    /// The submission's form name, or nil for a file upload.
+    public var form: String? {
+        if case .submission(let form, _, _, _, _) = body { return form }
+        return nil
+    }
+
+    /// The JSON sent, for submissions.
+    public var payload: Data? {
+        if case .submission(_, _, _, let payload, _) = body { return payload }
+        return nil
+    }
+
+    /// The path a submission goes to, for submissions.
+    public var endpoint: String? {
+        if case .submission(_, _, let endpoint, _, _) = body { return endpoint }
+        return nil
     }
 }

@@ -1,0 +1,59 @@
+import Foundation
+import Synchronization
+
+/// What the outbox and the engine do, one event at a time, for logs, metrics and support:
+/// every attempt with its status, duration and bytes, backoffs with their reason, parked
+/// items, file upload progress, pulls, and the network going away and coming back.
+public enum SyncEvent: Sendable, Equatable {
+    /// An attempt went on the wire. `attempt` counts from 1.
+    case attemptStarted(item: Int64, kind: OutboxItem.Kind, form: String?, attempt: Int)
+    /// What came of it: `outcome` is `done`, `transient`, `unreachable`, `authExpired`,
+    /// `conflict` or `rejected`; `status` the HTTP status when a server answered.
+    case attemptFinished(item: Int64, outcome: String, status: Int?, milliseconds: Int64, bytesSent: Int64, bytesReceived: Int64)
+    /// A file upload's progress: bytes the server holds of `total`.
+    case uploadProgress(item: Int64, sent: Int64, total: Int64)
+    /// The item waits until `until` (ms since 1970) before its next attempt.
+    case backoffScheduled(item: Int64, until: Int64, reason: String)
+    /// The item needs a person.
+    case parked(item: Int64, state: SyncState, reason: String)
+    /// A pull ended.
+    case pulled(upserted: Int, deleted: Int, caughtUp: Bool)
+    /// No server answers; the engine waits and probes.
+    case offline(reason: String)
+    /// A server answers again.
+    case online
+}
+
+/// Hands events to every listener from any thread, without waiting: a slow listener misses
+/// the oldest of what it has not read (it keeps the newest 1,000), never blocks the outbox.
+final class SyncEventHub: Sendable {
+    private let listeners = Mutex<[UUID: AsyncStream<SyncEvent>.Continuation]>([:])
+
+    func stream() -> AsyncStream<SyncEvent> {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream.makeStream(of: SyncEvent.self, bufferingPolicy: .bufferingNewest(1000))
+        listeners.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in _ = self?.listeners.withLock { $0.removeValue(forKey: id) } }
+        return stream
+    }
+
+    func emit(_ event: SyncEvent) {
+        let targets = listeners.withLock { Array($0.values) }
+        for continuation in targets { continuation.yield(event) }
+    }
+
+    var isObserved: Bool { listeners.withLock { !$0.isEmpty } }
+}
+
+/// One attempt as the outbox remembers it (the newest 20 per item are kept).
+public struct AttemptRecord: Sendable, Equatable, Codable {
+    /// When it finished (ms since 1970).
+    public var at: Int64
+    /// `done`, `transient`, `unreachable`, `authExpired`, `conflict` or `rejected`.
+    public var outcome: String
+    /// The HTTP status, when a server answered.
+    public var status: Int?
+    /// The reason given, when it did not land.
+    public var reason: String?
+    public var milliseconds: Int64
+}

@@ -1,0 +1,40 @@
+import Foundation
+import FormSyncSQLite
+
+/// The attempt history: what became of each attempt of an item, the newest `kept` of them.
+extension OutboxStore {
+    static let attemptsMigration = SQLiteMigrator.Migration(version: 4, name: "attempt history", sql: """
+        CREATE TABLE attempts (
+            item_id INTEGER NOT NULL,
+            at INTEGER NOT NULL,
+            outcome TEXT NOT NULL,
+            status INTEGER,
+            reason TEXT,
+            milliseconds INTEGER NOT NULL
+        );
+        CREATE INDEX attempts_item ON attempts(item_id);
+        """)
+
+    /// How many attempts of one item are remembered.
+    static let keptAttempts = 20
+
+    func recordAttempt(item: Int64, _ record: AttemptRecord) throws {
+        try db.run("INSERT INTO attempts (item_id, at, outcome, status, reason, milliseconds) VALUES (?, ?, ?, ?, ?, ?)", [
+            .integer(item), .integer(record.at), .text(record.outcome), record.status.map { .integer(Int64($0)) } ?? .null,
+            record.reason.map { .text(String($0.prefix(1000))) } ?? .null, .integer(record.milliseconds),
+        ])
+        try db.run("""
+            DELETE FROM attempts WHERE item_id = ? AND rowid NOT IN (SELECT rowid FROM attempts WHERE item_id = ? ORDER BY rowid DESC LIMIT ?)
+            """, [.integer(item), .integer(item), .integer(Int64(Self.keptAttempts))])
+    }
+
+    func attempts(of item: Int64) throws -> [AttemptRecord] {
+        try db.query("SELECT at, outcome, status, reason, milliseconds FROM attempts WHERE item_id = ? ORDER BY rowid", [.integer(item)]) {
+            AttemptRecord(at: $0.int(0), outcome: $0.text(1) ?? "", status: $0.optionalInt(2).map(Int.init), reason: $0.text(3), milliseconds: $0.int(4))
+        }
+    }
+
+    func forgetAttempts(of item: Int64) throws {
+        try db.run("DELETE FROM attempts WHERE item_id = ?", [.integer(item)])
+    }
+}

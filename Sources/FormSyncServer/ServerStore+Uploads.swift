@@ -1,0 +1,83 @@
+import FormSyncModel
+import FormSyncSQLite
+import Foundation
+
+/// Resumable uploads (docs/PROTOCOL.md, "Resumable uploads"): one row per upload resource,
+/// bound to its file document, with the offset the server holds; the bytes so far in
+/// `files/uploads/<id>.part`. The offset is written after the bytes are synced, so it never
+/// claims bytes the disk does not hold.
+extension ServerStore {
+    static let uploadsMigration = SQLiteMigrator.Migration(version: 4, name: "resumable uploads", sql: """
+        CREATE TABLE uploads (
+            upload_id TEXT PRIMARY KEY,
+            document_id TEXT NOT NULL UNIQUE,
+            workspace TEXT NOT NULL,
+            length INTEGER NOT NULL,
+            offset INTEGER NOT NULL,
+            digest BLOB NOT NULL,
+            content_type TEXT,
+            file_id INTEGER,
+            created_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """)
+
+    struct Upload {
+        var uploadID: String
+        var documentID: String
+        var workspace: String
+        var length: Int64
+        var offset: Int64
+        var digest: Data
+        var contentType: String?
+        var fileID: Int64?
+    }
+
+    private static let uploadColumns = "upload_id, document_id, workspace, length, offset, digest, content_type, file_id"
+
+    private static func upload(_ row: SQLiteConnection.Row) -> Upload {
+        Upload(uploadID: row.text(0) ?? "", documentID: row.text(1) ?? "", workspace: row.text(2) ?? "", length: row.int(3), offset: row.int(4),
+               digest: row.blob(5) ?? Data(), contentType: row.text(6), fileID: row.optionalInt(7))
+    }
+
+    func upload(id: String) throws -> Upload? {
+        try db.query("SELECT \(Self.uploadColumns) FROM uploads WHERE upload_id = ?", [.text(id)], Self.upload).first
+    }
+
+    func upload(document documentID: String) throws -> Upload? {
+        try db.query("SELECT \(Self.uploadColumns) FROM uploads WHERE document_id = ?", [.text(documentID)], Self.upload).first
+    }
+
+    func createUpload(_ upload: Upload, at now: Int64) throws {
+        try db.run("""
+            INSERT INTO uploads (upload_id, document_id, workspace, length, offset, digest, content_type, created_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?)
+            """, [.text(upload.uploadID), .text(upload.documentID), .text(upload.workspace), .integer(upload.length), .blob(upload.digest),
+                  upload.contentType.map(SQLValue.text) ?? .null, .integer(now)])
+    }
+
+    func setUploadOffset(_ id: String, _ offset: Int64) throws {
+        try db.run("UPDATE uploads SET offset = ? WHERE upload_id = ?", [.integer(offset), .text(id)])
+    }
+
+    func finishUpload(_ id: String, fileID: Int64) throws {
+        try db.run("UPDATE uploads SET file_id = ? WHERE upload_id = ?", [.integer(fileID), .text(id)])
+    }
+
+    var uploadsDirectory: String { (filesDirectory as NSString).appendingPathComponent("uploads") }
+
+    func partPath(_ id: String) -> String {
+        (uploadsDirectory as NSString).appendingPathComponent(id + ".part")
+    }
+
+    /// Makes the finished upload's bytes a stored file of `documentID` (moved, not copied).
+    func adoptFile(_ documentID: String, workspace: String, from path: String, digest: Data, byteCount: Int64, contentType: String?, at now: Int64) throws -> Int64 {
+        let target = blobPath(digest)
+        if FileManager.default.fileExists(atPath: target) {
+            try? FileManager.default.removeItem(atPath: path)
+        } else {
+            try FileManager.default.moveItem(atPath: path, toPath: target)
+        }
+        try db.run("INSERT INTO files (document_id, workspace, digest, content_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                   [.text(documentID), .text(workspace), .blob(digest), contentType.map(SQLValue.text) ?? .null, .integer(byteCount), .integer(now)])
+        return db.lastInsertRowID
+    }
+}

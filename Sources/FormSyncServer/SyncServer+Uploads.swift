@@ -1,0 +1,144 @@
+import FormSyncModel
+import Foundation
+
+/// Resumable uploads, after the IETF draft "Resumable Uploads for HTTP"
+/// (draft-ietf-httpbis-resumable-upload): `POST /uploads` creates the upload resource of a file
+/// document, `HEAD` asks for the offset the server holds, `PATCH` appends at that offset, and
+/// the append with `Upload-Complete: ?1` checks the length and the digest and stores the file.
+/// An upload cut off anywhere continues from the server's offset under the same document
+/// identity; finished ranges are never sent again. docs/PROTOCOL.md, "Resumable uploads".
+extension SyncServer {
+    /// The largest file a resumable upload may announce.
+    public static let maxUploadBytes: Int64 = 4 << 30
+
+    /// `POST /uploads`: `FormSync-Document`, `Upload-Length`, `Repr-Digest`. The same document
+    /// again finds its upload (201 with its offset), or, when finished, its file (200).
+    func createUpload(_ request: HTTPRequest) -> HTTPResponse {
+        guard let principal = principal(of: request) else { return unauthorized() }
+        _ = principal
+        guard let documentID = request.header("formsync-document"), Self.isIdentifier(documentID) else {
+            return .problem(400, "Bad Request", detail: "FormSync-Document is required", code: "bad-document-id")
+        }
+        guard let lengthText = request.header("upload-length"), lengthText.utf8.count <= 19, let length = Int64(lengthText), length >= 0 else {
+            return .problem(400, "Bad Request", detail: "Upload-Length: the file's size in bytes is required", code: "bad-upload-length")
+        }
+        guard length <= Self.maxUploadBytes else {
+            return .problem(413, "Content Too Large", detail: "an upload holds at most \(Self.maxUploadBytes) bytes", code: "too-large")
+        }
+        guard let digestHeader = request.header("repr-digest"), let digest = Self.parseDigestField(digestHeader), digest.count == 32 else {
+            return .problem(400, "Bad Request", detail: "Repr-Digest: sha-256=:…: of the whole file is required", code: "digest-missing")
+        }
+        let workspace = request.header("formsync-workspace") ?? ""
+        return locked {
+            do {
+                if let refusal = boundElsewhere(documentID, form: nil, workspace: workspace) { return refusal }
+                if let existing = try store.upload(document: documentID) {
+                    guard existing.length == length, existing.digest == digest else {
+                        return .problem(409, "Conflict", detail: "file document \(documentID) is being uploaded with other bytes", code: "document-exists")
+                    }
+                    if let fileID = existing.fileID { return uploadDone(existing, fileID: fileID, status: 200) }
+                    return uploadState(existing, status: 201)
+                }
+                let upload = ServerStore.Upload(
+                    uploadID: UUID().uuidString.lowercased(), documentID: documentID, workspace: workspace, length: length, offset: 0,
+                    digest: digest, contentType: request.header("content-type"), fileID: nil)
+                try FileManager.default.createDirectory(atPath: store.uploadsDirectory, withIntermediateDirectories: true)
+                guard FileManager.default.createFile(atPath: store.partPath(upload.uploadID), contents: nil) else {
+                    return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
+                }
+                try store.transaction { try store.createUpload(upload, at: now()) }
+                return uploadState(upload, status: 201)
+            } catch {
+                return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
+            }
+        }
+    }
+
+    /// `HEAD /uploads/{id}`: the offset the server holds.
+    func uploadOffset(_ request: HTTPRequest) -> HTTPResponse {
+        guard principal(of: request) != nil else { return unauthorized() }
+        return locked {
+            guard let upload = try? owned(request) else { return .problem(404, "Not Found", detail: "no such upload", code: "no-such-upload") }
+            var response = uploadState(upload, status: 204)
+            response.headers.append(("Cache-Control", "no-store"))
+            return response
+        }
+    }
+
+    /// `PATCH /uploads/{id}`: appends the body at `Upload-Offset`; with `Upload-Complete: ?1`
+    /// the file must then be whole, and its digest must match.
+    func appendUpload(_ request: HTTPRequest) -> HTTPResponse {
+        guard principal(of: request) != nil else { return unauthorized() }
+        guard let offsetText = request.header("upload-offset"), offsetText.utf8.count <= 19, let offset = Int64(offsetText), offset >= 0 else {
+            return .problem(400, "Bad Request", detail: "Upload-Offset is required", code: "bad-upload-offset")
+        }
+        let complete = request.header("upload-complete") == "?1"
+        return locked {
+            do {
+                guard let upload = try owned(request) else { return .problem(404, "Not Found", detail: "no such upload", code: "no-such-upload") }
+                if let fileID = upload.fileID { return uploadDone(upload, fileID: fileID, status: 200) }
+                guard offset == upload.offset else {
+                    var response = HTTPResponse.problem(409, "Conflict", detail: "the server holds \(upload.offset) bytes of this upload, not \(offset)", code: "mismatching-upload-offset")
+                    response.headers.append(("Upload-Offset", String(upload.offset)))
+                    return response
+                }
+                let end = offset + Int64(request.body.count)
+                guard end <= upload.length else {
+                    return .problem(400, "Bad Request", detail: "the append ends at \(end), past the announced Upload-Length \(upload.length)", code: "upload-too-long")
+                }
+                if !request.body.isEmpty {
+                    guard let handle = FileHandle(forWritingAtPath: store.partPath(upload.uploadID)) else {
+                        return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
+                    }
+                    try handle.truncate(atOffset: UInt64(offset))
+                    try handle.seek(toOffset: UInt64(offset))
+                    try handle.write(contentsOf: request.body)
+                    try handle.synchronize()
+                    try handle.close()
+                    try store.transaction { try store.setUploadOffset(upload.uploadID, end) }
+                }
+                var updated = upload
+                updated.offset = end
+                guard complete else { return uploadState(updated, status: 204) }
+                guard end == upload.length else {
+                    return .problem(400, "Bad Request", detail: "Upload-Complete with \(end) of \(upload.length) bytes", code: "upload-incomplete")
+                }
+                let digest = try SHA256.hash(fileAt: store.partPath(upload.uploadID))
+                guard digest == upload.digest else {
+                    // The bytes are not the file announced: start over rather than keep them.
+                    try store.transaction { try store.setUploadOffset(upload.uploadID, 0) }
+                    return .problem(400, "Bad Request", detail: "the uploaded bytes do not match Repr-Digest; the upload starts over", code: "digest-mismatch")
+                }
+                let fileID = try store.transaction {
+                    let id = try store.adoptFile(upload.documentID, workspace: upload.workspace, from: store.partPath(upload.uploadID), digest: digest,
+                                                 byteCount: upload.length, contentType: upload.contentType, at: now())
+                    try store.finishUpload(upload.uploadID, fileID: id)
+                    return id
+                }
+                return uploadDone(updated, fileID: fileID, status: 201)
+            } catch {
+                FileHandle.standardError.write(Data("formsync server: upload error: \(error)\n".utf8))
+                return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
+            }
+        }
+    }
+
+    /// The upload a request's path names, in the requester's workspace.
+    private func owned(_ request: HTTPRequest) throws -> ServerStore.Upload? {
+        let id = String(request.path.dropFirst("/uploads/".count))
+        guard Self.isIdentifier(id), let upload = try store.upload(id: id), upload.workspace == (request.header("formsync-workspace") ?? "") else { return nil }
+        return upload
+    }
+
+    private func uploadState(_ upload: ServerStore.Upload, status: Int) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [
+            ("Location", "/uploads/\(upload.uploadID)"), ("Upload-Offset", String(upload.offset)), ("Upload-Length", String(upload.length)),
+            ("Upload-Complete", upload.fileID == nil ? "?0" : "?1"), ("Upload-Draft-Interop-Version", "6"),
+        ], body: Data())
+    }
+
+    private func uploadDone(_ upload: ServerStore.Upload, fileID: Int64, status: Int) -> HTTPResponse {
+        .json(status, ["document_id": upload.documentID, "id": fileID, "byte_count": upload.length, "digest": "sha-256=:\(upload.digest.base64EncodedString()):"],
+              headers: [("Location", "/uploads/\(upload.uploadID)"), ("Upload-Offset", String(upload.length)), ("Upload-Complete", "?1")])
+    }
+}
