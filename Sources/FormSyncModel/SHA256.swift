@@ -22,7 +22,6 @@ public struct SHA256: Sendable {
 
     public init() {}
 
-    /// The digest of `data` in one call.
     /// The digest of a file's bytes, read in 1 MiB pieces (never the whole file in memory).
     public static func hash(fileAt path: String) throws -> Data {
         guard let handle = FileHandle(forReadingAtPath: path) else {
@@ -34,6 +33,7 @@ public struct SHA256: Sendable {
         return hasher.finalize()
     }
 
+    /// The digest of `data` in one call.
     public static func hash(_ data: Data) -> Data {
         var hasher = SHA256()
         hasher.update(data)
@@ -42,14 +42,23 @@ public struct SHA256: Sendable {
 
     /// Feeds more bytes.
     public mutating func update(_ data: Data) {
-        length += UInt64(data.count)
-        buffer.append(contentsOf: data)
-        var offset = 0
-        while buffer.count - offset >= 64 {
-            compress(buffer[offset..<(offset + 64)])
-            offset += 64
+        length &+= UInt64(data.count)
+        var data = data[...]
+        if !buffer.isEmpty {
+            let take = min(64 - buffer.count, data.count)
+            buffer.append(contentsOf: data.prefix(take))
+            data = data.dropFirst(take)
+            if buffer.count == 64 {
+                let block = buffer
+                block.withUnsafeBytes { compress(blocks: $0) }
+                buffer.removeAll(keepingCapacity: true)
+            }
         }
-        buffer.removeFirst(offset)
+        let whole = data.count - data.count % 64
+        if whole > 0 {
+            data.prefix(whole).withUnsafeBytes { compress(blocks: $0) }
+        }
+        buffer.append(contentsOf: data.dropFirst(whole))
     }
 
     /// The 32-byte digest of everything fed so far.
@@ -59,11 +68,7 @@ public struct SHA256: Sendable {
         tail.append(0x80)
         while tail.count % 64 != 56 { tail.append(0) }
         for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-        var offset = 0
-        while offset < tail.count {
-            compress(tail[offset..<(offset + 64)])
-            offset += 64
-        }
+        tail.withUnsafeBytes { compress(blocks: $0) }
         var out = Data(capacity: 32)
         for word in state {
             out.append(contentsOf: [UInt8(word >> 24), UInt8((word >> 16) & 0xff), UInt8((word >> 8) & 0xff), UInt8(word & 0xff)])
@@ -71,33 +76,45 @@ public struct SHA256: Sendable {
         return out
     }
 
-    private mutating func compress(_ block: ArraySlice<UInt8>) {
-        var w = [UInt32](repeating: 0, count: 64)
-        let base = block.startIndex
-        for i in 0..<16 {
-            let j = base + i * 4
-            w[i] = UInt32(block[j]) << 24 | UInt32(block[j + 1]) << 16 | UInt32(block[j + 2]) << 8 | UInt32(block[j + 3])
+    /// Compresses every whole 64-byte block of `bytes`. Written over raw memory, with one
+    /// message schedule for all blocks: a large file is hashed on the device and on the server
+    /// (and in debug builds, where per-block arrays cost the most).
+    @_optimize(speed)
+    private mutating func compress(blocks bytes: UnsafeRawBufferPointer) {
+        let count = bytes.count / 64
+        guard count > 0, let base = bytes.baseAddress else { return }
+        var (a0, b0, c0, d0) = (state[0], state[1], state[2], state[3])
+        var (e0, f0, g0, h0) = (state[4], state[5], state[6], state[7])
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+            Self.k.withUnsafeBufferPointer { k in
+                for block in 0..<count {
+                    let p = base + block &* 64
+                    for i in 0..<16 {
+                        let q = p + i &* 4
+                        w[i] = UInt32(q.load(as: UInt8.self)) << 24 | UInt32((q + 1).load(as: UInt8.self)) << 16
+                            | UInt32((q + 2).load(as: UInt8.self)) << 8 | UInt32((q + 3).load(as: UInt8.self))
+                    }
+                    for i in 16..<64 {
+                        let x = w[i &- 15], y = w[i &- 2]
+                        let s0 = (x >> 7 | x << 25) ^ (x >> 18 | x << 14) ^ (x >> 3)
+                        let s1 = (y >> 17 | y << 15) ^ (y >> 19 | y << 13) ^ (y >> 10)
+                        w[i] = w[i &- 16] &+ s0 &+ w[i &- 7] &+ s1
+                    }
+                    var (a, b, c, d, e, f, g, h) = (a0, b0, c0, d0, e0, f0, g0, h0)
+                    for i in 0..<64 {
+                        let s1 = (e >> 6 | e << 26) ^ (e >> 11 | e << 21) ^ (e >> 25 | e << 7)
+                        let ch = (e & f) ^ (~e & g)
+                        let t1 = h &+ s1 &+ ch &+ k[i] &+ w[i]
+                        let s0 = (a >> 2 | a << 30) ^ (a >> 13 | a << 19) ^ (a >> 22 | a << 10)
+                        let maj = (a & b) ^ (a & c) ^ (b & c)
+                        h = g; g = f; f = e; e = d &+ t1
+                        d = c; c = b; b = a; a = t1 &+ s0 &+ maj
+                    }
+                    a0 &+= a; b0 &+= b; c0 &+= c; d0 &+= d
+                    e0 &+= e; f0 &+= f; g0 &+= g; h0 &+= h
+                }
+            }
         }
-        for i in 16..<64 {
-            let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
-            let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
-            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-        }
-        var a = state[0], b = state[1], c = state[2], d = state[3]
-        var e = state[4], f = state[5], g = state[6], h = state[7]
-        for i in 0..<64 {
-            let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
-            let ch = (e & f) ^ (~e & g)
-            let t1 = h &+ s1 &+ ch &+ Self.k[i] &+ w[i]
-            let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
-            let maj = (a & b) ^ (a & c) ^ (b & c)
-            let t2 = s0 &+ maj
-            h = g; g = f; f = e; e = d &+ t1
-            d = c; c = b; b = a; a = t1 &+ t2
-        }
-        state[0] &+= a; state[1] &+= b; state[2] &+= c; state[3] &+= d
-        state[4] &+= e; state[5] &+= f; state[6] &+= g; state[7] &+= h
+        state = [a0, b0, c0, d0, e0, f0, g0, h0]
     }
-
-    private func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }
 }

@@ -20,15 +20,16 @@ public final class FaultPlan: Sendable {
         case unauthorized
     }
 
-    /// Which requests a fault applies to: submissions, file uploads, or both. A captive portal
-    /// also answers every other route (health, token refresh) while it lasts.
+    /// Which requests a fault applies to: submissions, file uploads (`POST /files` and the
+    /// creation of resumable uploads), the appends of resumable uploads, or all of them. A
+    /// captive portal also answers every other route (health, token refresh) while it lasts.
     public enum Target: String, Sendable {
-        case submissions, files, all
+        case submissions, files, appends, all
     }
 
     /// The kind of route a request is on.
     enum Route {
-        case submission, file, other
+        case submission, file, append, other
     }
 
     private struct Entry {
@@ -70,8 +71,9 @@ public final class FaultPlan: Sendable {
         entries.withLock { entries in
             let index = entries.firstIndex { entry in
                 switch route {
-                case .submission: return entry.target != .files
-                case .file: return entry.target != .submissions
+                case .submission: return entry.target == .submissions || entry.target == .all
+                case .file: return entry.target == .files || entry.target == .all
+                case .append: return entry.target == .appends || entry.target == .all
                 case .other: return entry.fault == .captivePortal
                 }
             }

@@ -31,6 +31,8 @@ public final class SyncServer: @unchecked Sendable {
         public var status: Int?
         /// Whether the reply was replayed from the idempotency ledger.
         public var replayed: Bool
+        /// The body's size in bytes.
+        public var bodyBytes: Int = 0
     }
 
     /// Faults to inject into the next requests (tests, the demo, `formsync serve --fault`).
@@ -172,13 +174,15 @@ public final class SyncServer: @unchecked Sendable {
     func handle(_ request: HTTPRequest) -> HTTPResponse? {
         let route: FaultPlan.Route
         switch (request.method, request.path) {
-        case ("POST", "/files"), ("POST", "/uploads"), ("PATCH", _): route = .file
+        case ("POST", "/files"), ("POST", "/uploads"): route = .file
+        case ("PATCH", _): route = .append
         case ("POST", "/auth/refresh"), (_, "/health"), ("GET", _), ("HEAD", _): route = .other
         default: route = .submission
         }
         var entry = LoggedRequest(
             method: request.method, path: request.path, idempotencyKey: request.header("idempotency-key"),
-            documentID: request.header("formsync-document"), workspace: request.header("formsync-workspace"), status: nil, replayed: false)
+            documentID: request.header("formsync-document"), workspace: request.header("formsync-workspace"), status: nil, replayed: false,
+            bodyBytes: request.body.count)
         if faults.isOutage {
             record(entry)
             return nil

@@ -1,0 +1,84 @@
+import FieldForms
+import Foundation
+import FormSyncClient
+import FormSyncModel
+import FormSyncServer
+import Testing
+
+/// A 50 MB video over a link that keeps dropping: a resumable upload continues from the
+/// server's offset each time, never sends a finished range again, and the server stores the
+/// file whose digest was announced.
+struct ResumableUploadTests {
+    /// A file of random bytes, filled eight at a time (a byte loop takes a minute in a debug build).
+    static func randomFile(_ url: URL, bytes: Int) throws -> URL {
+        var data = Data(count: bytes)
+        var generator = SystemRandomNumberGenerator()
+        data.withUnsafeMutableBytes { raw in
+            let words = raw.bindMemory(to: UInt64.self)
+            for index in words.indices { words[index] = generator.next() }
+        }
+        try data.write(to: url)
+        return url
+    }
+
+    @Test func aFiftyMegabyteUploadInterruptedThreeTimesFinishesWithTheRightDigestAndNoRangeSentTwice() async throws {
+        let world = try World()
+        let size = 50 * 1_000_000
+        let video = try Self.randomFile(world.directory.appendingPathComponent("walkthrough.mp4"), bytes: size)
+        let digest = try SHA256.hash(fileAt: video.path)
+        // The first three appends are committed by the server, and their replies are lost.
+        world.server.faults.add(.dropAfterCommit, count: 3, target: .appends)
+
+        let outbox = try world.device("tech")
+        let placeholder = outbox.placeholderIDs.next()
+        let inspection = SiteInspection(
+            siteCode: "LIS-0042", inspectorId: EntityRef(7), visitDate: LocalDate("2026-11-30"), location: GeoPoint(latitude: 38.7, longitude: -9.1), hazards: [.none],
+            walkthroughVideo: FileRef(id: placeholder, contentType: "video/mp4"))
+        try await outbox.enqueue(inspection, attachments: [.init(placeholder: placeholder, source: video, contentType: "video/mp4")])
+        let events = outbox.events()
+        var flushes = 0
+        while await outbox.stateCounts()[.confirmed] != 2, flushes < 8 {
+            _ = await outbox.flush()
+            flushes += 1
+        }
+        #expect(await outbox.stateCounts() == [.confirmed: 2])
+        #expect(flushes == 4)  // three interruptions, then the rest
+
+        let stored = try #require(world.server.fileIDs().first)
+        let bytes = try #require(world.server.fileBytes(stored))
+        #expect(bytes.count == size)
+        #expect(SHA256.hash(bytes) == digest)
+        // Every byte went over the wire exactly once: the dropped appends were not resent.
+        let appends = world.server.requestLog().filter { $0.method == "PATCH" }
+        #expect(appends.map(\.bodyBytes).reduce(0, +) == size)
+        #expect(appends.filter { $0.status == nil }.count == 3)
+        #expect(world.server.requestLog().filter { $0.method == "POST" && $0.path == "/uploads" }.count == 4)  // one creation per attempt
+        let held = try #require(world.server.documents().first)
+        #expect(try JSONDecoder().decode(SiteInspection.self, from: held.payload).walkthroughVideo?.id == stored)
+
+        // The progress the app saw went up to the whole file.
+        var last: (Int64, Int64)?
+        for await event in events {
+            if case .uploadProgress(_, let sent, let total) = event { last = (sent, total) }
+            if case .attemptFinished(_, "done", _, _, _, _) = event, last?.0 == Int64(size) { break }
+        }
+        #expect(last?.0 == Int64(size) && last?.1 == Int64(size))
+    }
+
+    @Test func anUploadResumedOnAnotherDaySendsOnlyWhatTheServerLacks() async throws {
+        // A device process dies mid-upload: a new transport, on a fresh outbox opened on the
+        // same file, asks the server where it stands and sends the rest.
+        let world = try World()
+        let video = try Self.randomFile(world.directory.appendingPathComponent("video.mp4"), bytes: 20 * 1_000_000)
+        world.server.faults.add(.dropAfterCommit, count: 1, target: .appends)
+        world.server.faults.add(.dropAfterCommit, count: 1, target: .appends)
+        let placeholder = try world.device("tech").placeholderIDs.next()
+        let inspection = SiteInspection(
+            siteCode: "LIS-0043", inspectorId: EntityRef(7), visitDate: LocalDate("2026-11-30"), location: GeoPoint(latitude: 38.7, longitude: -9.1), hazards: [.none],
+            walkthroughVideo: FileRef(id: placeholder, contentType: "video/mp4"))
+        try await world.device("tech").enqueue(inspection, attachments: [.init(placeholder: placeholder, source: video, contentType: "video/mp4")])
+        _ = try await world.drain("tech", rounds: 6)
+        #expect(world.server.requestLog().filter { $0.method == "PATCH" }.map(\.bodyBytes).reduce(0, +) == 20 * 1_000_000)
+        #expect(world.server.documents().count == 1)
+    }
+}
