@@ -214,6 +214,7 @@ struct Conformance {
         check("an upload without Content-Digest is 400", missing.status == 400, "HTTP \(missing.status)")
 
         await records(customerID: customerID, name: customer.name ?? "")
+        await resumableUpload()
 
         if base.scheme == "http", let host = base.host {
             let status = Self.shortBody(host: host, port: UInt16(base.port ?? 80), token: token ?? "", workspace: workspace, document: id("short"), key: id("k12"))
@@ -224,6 +225,53 @@ struct Conformance {
             print("note  a body shorter than its Content-Length: not checked over https (needs a raw socket)")
         }
 
+    }
+
+    /// Resumable uploads: create, append in two parts, a wrong offset, the offset query, the
+    /// completion with the digest checked, the same document found again, a digest that lies.
+    mutating func resumableUpload() async {
+        let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let digest = "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):"
+        let document = id("resumable")
+        func create(_ document: String, digest: String, key: String) async -> Reply {
+            await send("POST", "/uploads", headers: [
+                "Idempotency-Key": key, "FormSync-Document": document, "Upload-Length": String(bytes.count), "Upload-Complete": "?0",
+                "Repr-Digest": digest, "Content-Type": "application/octet-stream", "Upload-Draft-Interop-Version": "6",
+            ])
+        }
+        let created = await create(document, digest: digest, key: id("k30"))
+        let location = created.headers["location"] ?? ""
+        check("POST /uploads creates the upload with its Location and Upload-Offset 0",
+              created.status == 201 && location.hasPrefix("/uploads/") && created.headers["upload-offset"] == "0", "HTTP \(created.status) \(location)")
+        func append(_ range: Range<Int>, at offset: Int, complete: Bool) async -> Reply {
+            await send("PATCH", location, headers: [
+                "Upload-Offset": String(offset), "Upload-Complete": complete ? "?1" : "?0", "Content-Type": "application/partial-upload",
+            ], body: bytes.subdata(in: range))
+        }
+        let first = await append(0..<100_000, at: 0, complete: false)
+        check("PATCH appends at the offset and answers the new Upload-Offset", first.status == 204 && first.headers["upload-offset"] == "100000",
+              "HTTP \(first.status) offset \(first.headers["upload-offset"] ?? "none")")
+        let wrong = await append(0..<100_000, at: 0, complete: false)
+        check("a PATCH at another offset is 409 with the server's Upload-Offset", wrong.status == 409 && wrong.headers["upload-offset"] == "100000",
+              "HTTP \(wrong.status) offset \(wrong.headers["upload-offset"] ?? "none")")
+        let head = await send("HEAD", location)
+        check("HEAD answers the offset the server holds", (200..<300).contains(head.status) && head.headers["upload-offset"] == "100000",
+              "HTTP \(head.status) offset \(head.headers["upload-offset"] ?? "none")")
+        let again = await create(document, digest: digest, key: id("k31"))
+        check("creating the same document's upload again finds it, with its offset", again.status == 201 && again.headers["upload-offset"] == "100000",
+              "HTTP \(again.status) offset \(again.headers["upload-offset"] ?? "none")")
+        let last = await append(100_000..<bytes.count, at: 100_000, complete: true)
+        let fileID = (last.json?["id"] as? NSNumber)?.int64Value ?? 0
+        acknowledges("the completing PATCH stores the file and acknowledges the document", last, document: document)
+        check("… with the file's id", fileID > 0, "id \(last.json?["id"] ?? "missing")")
+        let done = await create(document, digest: digest, key: id("k32"))
+        check("creating a finished upload again answers the stored file", done.status == 200 && (done.json?["id"] as? NSNumber)?.int64Value == fileID,
+              "HTTP \(done.status)")
+        let liar = id("resumable-liar")
+        let lying = await create(liar, digest: "sha-256=:\(SHA256.hash(Data("other".utf8)).base64EncodedString()):", key: id("k33"))
+        let lyingLocation = lying.headers["location"] ?? ""
+        let whole = await send("PATCH", lyingLocation, headers: ["Upload-Offset": "0", "Upload-Complete": "?1", "Content-Type": "application/partial-upload"], body: bytes)
+        check("bytes that do not match Repr-Digest are refused at completion", whole.status == 400 && whole.code == "digest-mismatch", "HTTP \(whole.status) \(whole.code ?? "")")
     }
 
     /// Follows the change feed from `cursor` to its end (at most 500 pages); the changes seen
