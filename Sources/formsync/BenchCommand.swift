@@ -11,6 +11,7 @@ enum BenchCommand {
                formsync bench http [--items N] [--concurrency C]
                formsync bench load [--items N] [--slow S] [--rounds R] [--concurrency C]
                formsync bench pull [--records N] [--rounds R] [--delta D] [--small S]
+               formsync bench upload [--megabytes M] [--rounds R] [--chunk C]
 
           generator   check + generate N specs (variants of the specs in DIR, default FormSpecs),
                       against a baseline that only reads the same YAML with libyaml.
@@ -28,11 +29,13 @@ enum BenchCommand {
                       HTTP, against raw SQLite inserts of the same rows, R rounds (default 3)
                       interleaved, with its peak RSS; then a delta of D changes (default 100) on
                       the N-record store against the same on an S-record store (default 1000).
+          upload      one M MB file (default 50) as a resumable upload in C MiB chunks (default 4)
+                      against a single POST /files of the same file, R rounds (default 3) interleaved.
         Build with -c release for figures worth recording.
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta"], flags: ["--help", "-h"])
+        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta", "--megabytes", "--chunk"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -56,8 +59,12 @@ enum BenchCommand {
             return try await PullBenchmark.run(
                 records: args.integer("--records", default: 100_000, in: 1...10_000_000), rounds: args.integer("--rounds", default: 3, in: 1...100),
                 delta: args.integer("--delta", default: 100, in: 1...100_000), small: args.integer("--small", default: 1000, in: 1...10_000_000))
+        case "upload":
+            return try await UploadBenchmark.run(
+                megabytes: args.integer("--megabytes", default: 50, in: 1...2000), rounds: args.integer("--rounds", default: 3, in: 1...100),
+                chunkMegabytes: args.integer("--chunk", default: 4, in: 1...64))
         default:
-            throw UsageError("name a benchmark: generator, outbox, http, load or pull")
+            throw UsageError("name a benchmark: generator, outbox, http, load, pull or upload")
         }
     }
 
