@@ -7,7 +7,7 @@ import FormSyncSQLite
 /// reply, and leaves only when the server acknowledged it or a person discarded it.
 ///
 /// One actor owns the database connection, so every state transition is serialised and
-/// committed before it is acted on. See DESIGN.md §4 and README "The outbox".
+/// committed before it is acted on. See README, "The outbox and the sync engine".
 public actor Outbox {
     /// Tunables of the outbox.
     public struct Configuration: Sendable {
