@@ -1,0 +1,130 @@
+import FieldForms
+import Foundation
+import FormSyncClient
+import FormSyncModel
+import FormSyncServer
+import Testing
+
+// Every Swift example of README.md, verbatim (ReadmeTests checks that README and this file
+// agree), run against the reference server with what an app would have at hand.
+
+actor Session {
+    private var accessToken: String?
+    private let refreshToken: String
+
+    init(refreshToken: String) { self.refreshToken = refreshToken }
+
+    func token() -> String? { accessToken }
+
+    /// The outbox's refresh hook: true when a new token is in place.
+    func refresh(with transport: HTTPTransport) async -> Bool {
+        accessToken = await transport.refreshAccessToken(refreshToken: refreshToken)
+        return accessToken != nil
+    }
+}
+
+/// What the README's examples assume an app has.
+struct AppContext {
+    let world: World
+    let serverURL: URL
+    let databasePath: String
+    let storedRefreshToken: String
+    let cameraURL: URL
+    let signatureURL: URL
+    let deliveryID: Int64
+
+    init() throws {
+        world = try World()
+        serverURL = world.server.baseURL
+        databasePath = world.directory.appendingPathComponent("app.sqlite").path
+        storedRefreshToken = world.server.issueRefreshToken(principal: "courier-7")
+        cameraURL = world.directory.appendingPathComponent("photo.jpg")
+        signatureURL = world.directory.appendingPathComponent("signature.png")
+        try Data(repeating: 0xD8, count: 30_000).write(to: cameraURL)
+        try Data(repeating: 0x89, count: 4_000).write(to: signatureURL)
+        deliveryID = try world.server.putRecord(Delivery(courierId: "courier-7", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme").id
+    }
+}
+
+struct ReadmeExamples {
+    @Test func theREADMEExamplesRunAgainstTheReferenceServer() async throws {
+        let context = try AppContext()
+        let (serverURL, databasePath, storedRefreshToken) = (context.serverURL, context.databasePath, context.storedRefreshToken)
+        let (cameraURL, signatureURL, deliveryID) = (context.cameraURL, context.signatureURL, context.deliveryID)
+
+        let session = Session(refreshToken: storedRefreshToken)
+        let transport = HTTPTransport(workspace: "acme", baseURL: serverURL) { await session.token() }
+        let outbox = try Outbox(
+            path: databasePath, forms: FormCatalog.forms, records: FormCatalog.records, transport: transport,
+            configuration: Outbox.Configuration(concurrency: 4, uploadConcurrency: 2),
+            refreshAuthentication: { await session.refresh(with: transport) })
+
+        let (connectivity, hint) = AsyncStream.makeStream(of: Bool.self)
+        let engine = SyncEngine(outbox: outbox)
+        let sync = Task { await engine.run(connectivity: connectivity) }
+        hint.yield(true)
+
+        let photo = outbox.placeholderIDs.next()
+        let signature = outbox.placeholderIDs.next()
+        let delivery = DeliveryConfirmation(
+            deliveryId: EntityRef(deliveryID), outcome: .delivered, deliveredAt: Timestamp(Date()), recipientName: "Ana Lima",
+            proofPhotos: [FileRef(id: photo, contentType: "image/jpeg")], signature: FileRef(id: signature, contentType: "image/png"))
+        let result = try await outbox.submit(delivery, attachments: [
+            .init(placeholder: photo, source: cameraURL, contentType: "image/jpeg"),
+            .init(placeholder: signature, source: signatureURL, contentType: "image/png"),
+        ], timeout: .seconds(5))
+        switch result {
+        case .confirmed: print("saved and sent")
+        case .queued(_, let state): print("saved on the device: \(state)")
+        case .rejected(_, _, let errors):
+            for error in errors { print(DeliveryConfirmation.Field(pointer: error.pointer) as Any, error.detail) }
+        }
+
+        let events = Task {
+            for await event in outbox.events() {
+                if case .attemptFinished(let item, let outcome, let status, let milliseconds, _, _) = event {
+                    print("item \(item): \(outcome) \(status.map(String.init) ?? "-") in \(milliseconds) ms")
+                }
+            }
+        }
+        let counts = await outbox.stateCounts()
+        for item in try await outbox.parkedItems() { print(item.id, item.state, item.lastError ?? "", item.fieldErrors) }
+        engine.stop()
+        let report = await engine.runOnce(deadline: Int64(Date().timeIntervalSince1970 * 1000) + 10_000)
+        events.cancel()
+        _ = (counts, report, sync)
+
+        // Pull the round before leaving the depot (the engine also pulls by itself).
+        let pulled = try await outbox.pull()              // pages until caught up: .upserted, .deleted, .caughtUp, .stoppedBecause
+
+        // Read without the network. Unsent work shows on top of what was pulled.
+        let todo = try await outbox.records(Delivery.byStatus(.assigned))
+        let stop = try await outbox.record(Delivery.self, id: deliveryID)
+        let notices = Task { for await changed in await outbox.recordChanges() { print(changed.changes["Delivery"] ?? []) } }
+
+        // Edit a record: the form starts from the record as the device shows it; the record as last
+        // pulled is the base and its version goes out as If-Match.
+        try await outbox.edit(DeliveryUpdate.self, id: deliveryID) { $0.notes = "gate code 4411" }
+
+        // Create one offline: it shows at once under a placeholder id, can be referenced and edited,
+        // and is re-keyed to its server id when the create lands (references follow).
+        let item = try await outbox.enqueue(NewCustomer(name: "Mercearia Nova", segment: .retail))
+        let placeholder = try await outbox.item(item)!.producesPlaceholder!
+        try await outbox.enqueue(SalesOrder(
+            customerId: EntityRef(placeholder), orderDate: LocalDate("2026-11-30"),
+            lines: [.init(sku: "AB-1234", quantity: 2, unitPrice: Money(minorUnits: 999, currency: "EUR"))]))
+        try await outbox.edit(CustomerUpdate.self, id: placeholder) { $0.phone = "+351 930 000 000" }
+        notices.cancel()
+        _ = (pulled, todo, stop)
+        // What the examples did, as the server sees it.
+        _ = await outbox.flush()
+        let held = context.world.server.documents()
+        #expect(held.contains { $0.form == "DeliveryConfirmation" })
+        #expect(held.contains { $0.form == "NewCustomer" })
+        #expect(held.contains { $0.form == "SalesOrder" })
+        #expect(context.world.server.fileIDs().count == 2)
+        let record = try #require(context.world.server.record("Delivery", id: deliveryID, workspace: "acme"))
+        #expect(String(decoding: record.fields, as: UTF8.self).contains("gate code 4411"))
+        #expect(await outbox.stateCounts()[.confirmed] == 7)
+    }
+}
