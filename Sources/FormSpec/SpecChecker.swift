@@ -400,7 +400,7 @@ struct SpecChecker {
     }
 
     /// Each `/`-separated segment must be non-empty, neither `.` nor `..` (a client's URL stack
-    /// would remove them and readdress the request), and built from RFC 3986 path characters.
+    /// would remove them and readdress the request), and built from URI path characters (docs/PROTOCOL.md, "Standards").
     mutating func checkPathSegments(_ value: String, at column: (String.Index) -> SourceLocation) {
         guard value.hasPrefix("/") else { return }
         var start = value.index(after: value.startIndex)

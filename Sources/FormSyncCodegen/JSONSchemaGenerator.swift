@@ -154,7 +154,7 @@ public enum JSONSchemaGenerator {
         var properties: [(String, JSONValue)] = []
         if let maxBytes = rule.maxBytes { properties.append(("byte_count", .object([("maximum", .integer(maxBytes))]))) }
         if !rule.contentTypes.isEmpty {
-            // Media types compare without regard to case (RFC 9110), as `validate()` compares them.
+            // Media types compare without regard to case (docs/PROTOCOL.md, "Standards"), as `validate()` compares them.
             let alternatives = rule.contentTypes.map { type in
                 type.hasSuffix("/*") ? anyCase(escapeRegex(String(type.dropLast()))) + ".+" : anyCase(escapeRegex(type))
             }

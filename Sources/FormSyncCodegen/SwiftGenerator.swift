@@ -501,7 +501,7 @@ public enum SwiftGenerator {
     }
 }
 
-/// JSON Pointer text for a top-level key, escaped as RFC 6901 says.
+/// JSON Pointer text for a top-level key, escaped as JSON Pointer says (docs/PROTOCOL.md, "Standards").
 enum JSONPointerText {
     static func pointer(_ key: String) -> String {
         var escaped = ""

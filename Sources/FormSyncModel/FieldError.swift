@@ -1,7 +1,7 @@
 import Foundation
 
 /// One rule a payload breaks, located by a JSON Pointer (`#/lines/3/quantity`) so that a form,
-/// a server in another language, or an RFC 9457 problem body can all point at the same field.
+/// a server in another language, or a problem reply (docs/PROTOCOL.md §6) can all point at the same field.
 public struct FieldError: Codable, Sendable, Hashable, CustomStringConvertible {
     /// A JSON Pointer in URI-fragment form into the payload.
     public var pointer: String
@@ -20,7 +20,7 @@ public struct FieldError: Codable, Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(pointer): \(code): \(detail)" }
 }
 
-/// JSON Pointer helpers (RFC 6901 in the URI-fragment form that FormSync uses on the wire).
+/// JSON Pointer helpers, in the URI-fragment form FormSync uses on the wire (docs/PROTOCOL.md §6).
 public enum JSONPointer {
     /// The pointer to the whole payload.
     public static let root = "#"

@@ -1,7 +1,7 @@
 /// Builds endpoint paths from payload values: each value is one percent-encoded path segment, so
 /// a value holding `/` or `?`, or being `.` or `..`, cannot change which resource is addressed.
 public enum PathSegment {
-    /// The RFC 3986 unreserved characters, the only ones left as they are.
+    /// The URI unreserved characters (docs/PROTOCOL.md §2), the only ones left as they are.
     static func isUnreserved(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),

@@ -32,7 +32,7 @@ public struct HTTPResponse: Sendable {
         return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: data)
     }
 
-    /// An RFC 9457 problem reply. `code` names the rule broken (docs/PROTOCOL.md, "Error codes");
+    /// A problem reply (`application/problem+json`). `code` names the rule broken (docs/PROTOCOL.md, "Error codes");
     /// it is sent as the `code` member and as the type `urn:formsync:problem:<code>`.
     public static func problem(
         _ status: Int, _ title: String, detail: String? = nil, code: String? = nil, errors: [[String: String]]? = nil,

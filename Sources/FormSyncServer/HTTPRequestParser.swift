@@ -113,14 +113,14 @@ struct HTTPRequestParser {
         }
     }
 
-    /// `Content-Length` as plain decimal digits (RFC 9110 §8.6), or nil.
+    /// `Content-Length` as plain decimal digits, or nil.
     static func contentLength(_ value: String?) -> Int? {
         guard let value, !value.isEmpty, value.utf8.count <= 18, value.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
         return Int(value)
     }
 
     private mutating func readHead() -> Step {
-        // Blank lines before a request line are ignored (RFC 9112 §2.2).
+        // Blank lines before a request line are ignored, as HTTP/1.1 allows.
         while buffer.count >= 2 && buffer[0] == 13 && buffer[1] == 10 {
             buffer.removeFirst(2)
             headScanned = 0
@@ -215,7 +215,7 @@ struct HTTPRequestParser {
     }
 }
 
-/// Decodes a chunked body as bytes arrive (RFC 9112 §7.1). A chunk size is at most 15 hex digits
+/// Decodes a chunked body as bytes arrive. A chunk size is at most 15 hex digits
 /// and is checked against the body limit before any of its bytes are kept, so no size can
 /// overflow or make the decoder hold more than the limit.
 struct ChunkedDecoder {

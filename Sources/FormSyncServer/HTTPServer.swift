@@ -474,7 +474,7 @@ public final class HTTPServer: @unchecked Sendable {
     static func serialize(_ response: HTTPResponse, keepAlive: Bool) -> [UInt8] {
         var head = "HTTP/1.1 \(response.status) \(HTTPResponse.reason(response.status))\r\n"
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
-        // A 204 has no content and so no Content-Length (RFC 9110 §8.6).
+        // A 204 has no content and so no Content-Length (docs/PROTOCOL.md, "Standards").
         if response.status != 204 { head += "Content-Length: \(response.body.count)\r\n" }
         head += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
         return Array(head.utf8) + (response.status == 204 ? [] : Array(response.body))

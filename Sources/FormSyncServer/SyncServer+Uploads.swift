@@ -1,8 +1,7 @@
 import FormSyncModel
 import Foundation
 
-/// Resumable uploads, after the IETF draft "Resumable Uploads for HTTP"
-/// (draft-ietf-httpbis-resumable-upload): `POST /uploads` creates the upload resource of a file
+/// Resumable uploads (docs/PROTOCOL.md, "Resumable uploads"): `POST /uploads` creates the upload resource of a file
 /// document, `HEAD` asks for the offset the server holds, `PATCH` appends at that offset, and
 /// the append with `Upload-Complete: ?1` checks the length and the digest and stores the file.
 /// An upload cut off anywhere continues from the server's offset under the same document

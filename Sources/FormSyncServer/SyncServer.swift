@@ -316,7 +316,7 @@ public final class SyncServer: @unchecked Sendable {
         return nil
     }
 
-    /// `If-Match` per RFC 9110 §13.1.1: `*` (nil tags) or a comma-separated list of entity tags,
+    /// `If-Match` (docs/PROTOCOL.md, §1): `*` (nil tags) or a comma-separated list of entity tags,
     /// strong `"x"` or weak `W/"x"`; nil for anything else.
     static func entityTags(_ header: String) -> (any: Bool, strong: [String])? {
         let text = header.trimmingCharacters(in: .whitespaces)
@@ -543,7 +543,7 @@ public final class SyncServer: @unchecked Sendable {
         return (parts[0], version)
     }
 
-    /// `sha-256=:base64:` (RFC 9530).
+    /// `sha-256=:base64:` (docs/PROTOCOL.md, "Standards").
     static func parseDigest(_ header: String) -> Data? {
         return parseDigestField(header)
     }

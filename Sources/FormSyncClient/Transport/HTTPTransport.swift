@@ -337,7 +337,7 @@ public final class HTTPTransport: OutboxTransport {
     /// retry policy's cap; this bound only keeps every later sum far from overflow.
     static let retryAfterCeilingMilliseconds: Int64 = 86_400_000
 
-    /// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3), in milliseconds from
+    /// `Retry-After` as delay-seconds or an HTTP-date (docs/PROTOCOL.md, "Standards"), in milliseconds from
     /// now, never more than `retryAfterCeilingMilliseconds`. Whatever the header holds (a huge
     /// number, a far or past date, garbage), the answer is bounded or nil.
     static func retryAfter(_ value: String?, now: Date = Date()) -> Int64? {

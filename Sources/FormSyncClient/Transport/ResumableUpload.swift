@@ -5,8 +5,7 @@ import FormSyncModel
     import FoundationNetworking
 #endif
 
-/// One attempt at a resumable upload (docs/PROTOCOL.md, "Resumable uploads"; after the IETF
-/// draft "Resumable Uploads for HTTP"): create (or find again) the upload resource of the file
+/// One attempt at a resumable upload (docs/PROTOCOL.md, "Resumable uploads"): create (or find again) the upload resource of the file
 /// document, learn the offset the server holds, and append the rest in chunks, the last one
 /// marked complete. An attempt cut off anywhere leaves the server's offset where its last
 /// finished append put it: the next attempt continues from there, under the same document
