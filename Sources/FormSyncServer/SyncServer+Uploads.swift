@@ -13,8 +13,7 @@ extension SyncServer {
     /// `POST /uploads`: `FormSync-Document`, `Upload-Length`, `Repr-Digest`. The same document
     /// again finds its upload (201 with its offset), or, when finished, its file (200).
     func createUpload(_ request: HTTPRequest) -> HTTPResponse {
-        guard let principal = principal(of: request) else { return unauthorized() }
-        _ = principal
+        guard principal(of: request) != nil else { return unauthorized() }
         guard let documentID = request.header("formsync-document"), Self.isIdentifier(documentID) else {
             return .problem(400, "Bad Request", detail: "FormSync-Document is required", code: "bad-document-id")
         }
@@ -24,7 +23,7 @@ extension SyncServer {
         guard length <= Self.maxUploadBytes else {
             return .problem(413, "Content Too Large", detail: "an upload holds at most \(Self.maxUploadBytes) bytes", code: "too-large")
         }
-        guard let digestHeader = request.header("repr-digest"), let digest = Self.parseDigestField(digestHeader), digest.count == 32 else {
+        guard let digestHeader = request.header("repr-digest"), let digest = Self.parseDigest(digestHeader), digest.count == 32 else {
             return .problem(400, "Bad Request", detail: "Repr-Digest: sha-256=:…: of the whole file is required", code: "digest-missing")
         }
         let workspace = request.header("formsync-workspace") ?? ""

@@ -545,10 +545,6 @@ public final class SyncServer: @unchecked Sendable {
 
     /// `sha-256=:base64:` (docs/PROTOCOL.md, "Standards").
     static func parseDigest(_ header: String) -> Data? {
-        return parseDigestField(header)
-    }
-
-    static func parseDigestField(_ header: String) -> Data? {
         for item in header.split(separator: ",") {
             let text = item.trimmingCharacters(in: .whitespaces)
             guard text.hasPrefix("sha-256=:"), text.hasSuffix(":"), text.count > 10 else { continue }

@@ -5,6 +5,10 @@ import FormSyncModel
 import FormSyncServer
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// A 50 MB video over a link that keeps dropping: a resumable upload continues from the
 /// server's offset each time, never sends a finished range again, and the server stores the
 /// file whose digest was announced.
@@ -80,5 +84,38 @@ struct ResumableUploadTests {
         _ = try await world.drain("tech", rounds: 6)
         #expect(world.server.requestLog().filter { $0.method == "PATCH" }.map(\.bodyBytes).reduce(0, +) == 20 * 1_000_000)
         #expect(world.server.documents().count == 1)
+    }
+
+    @Test func theServerRefusesAbsurdLengthsDigestsAndOffsets() async throws {
+        let world = try World()
+        let token = world.server.issueAccessToken()
+        func call(_ method: String, _ path: String, _ headers: [String: String], body: Data? = nil) async throws -> (Int, [String: String]) {
+            var request = URLRequest(url: URL(string: world.server.baseURL.absoluteString + path)!)
+            request.httpMethod = method
+            request.httpBody = body
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+            let (_, response) = try await URLSession.shared.data(for: request)
+            let http = response as! HTTPURLResponse
+            var lowered: [String: String] = [:]
+            for (key, value) in http.allHeaderFields { if let key = key as? String, let value = value as? String { lowered[key.lowercased()] = value } }
+            return (http.statusCode, lowered)
+        }
+        let digest = "sha-256=:\(SHA256.hash(Data("abc".utf8)).base64EncodedString()):"
+        func create(_ length: String, digest: String = digest, document: String) async throws -> (Int, [String: String]) {
+            try await call("POST", "/uploads", ["Idempotency-Key": document, "FormSync-Document": document, "Upload-Length": length, "Repr-Digest": digest])
+        }
+        #expect(try await create("99999999999999999999", document: "u1").0 == 400)
+        #expect(try await create("-3", document: "u2").0 == 400)
+        #expect(try await create(String(5 << 30), document: "u3").0 == 413)
+        #expect(try await create("3", digest: "sha-256=:AAAA:", document: "u4").0 == 400)
+        let (status, headers) = try await create("3", document: "u5")
+        #expect(status == 201)
+        let location = try #require(headers["location"])
+        #expect(try await call("PATCH", location, ["Upload-Offset": "0", "Upload-Complete": "?1"], body: Data("abcdef".utf8)).0 == 400)  // past the length
+        #expect(try await call("PATCH", location, ["Upload-Offset": "1e3"], body: Data("a".utf8)).0 == 400)
+        #expect(try await call("PATCH", "/uploads/../files", ["Upload-Offset": "0"], body: Data("a".utf8)).0 != 201)
+        #expect(try await call("PATCH", location, ["Upload-Offset": "0", "Upload-Complete": "?1"], body: Data("abc".utf8)).0 == 201)
+        #expect(world.server.fileIDs().count == 1)
     }
 }

@@ -94,3 +94,27 @@ struct HTTPTransportClassificationTests {
         #expect(await transport.probe() == false)
     }
 }
+
+/// What a resumable upload takes from a server's reply is checked before it is used: a
+/// Location elsewhere (which would take the token there), offsets that are not plain digits.
+struct ResumableUploadReplyTests {
+    @Test func onlyAnUploadPathOnTheSameServerIsFollowed() {
+        #expect(ResumableUpload.isUploadPath("/uploads/3f2a-91bc"))
+        #expect(!ResumableUpload.isUploadPath("https://evil.example/uploads/3f2a"))
+        #expect(!ResumableUpload.isUploadPath("//evil.example/uploads/3f2a"))
+        #expect(!ResumableUpload.isUploadPath("/uploads/../auth/refresh"))
+        #expect(!ResumableUpload.isUploadPath("/uploads/a?b=c"))
+        #expect(!ResumableUpload.isUploadPath("/uploads/" + String(repeating: "a", count: 300)))
+        #expect(!ResumableUpload.isUploadPath("/files"))
+    }
+
+    @Test func absurdOffsetsAreNoOffsets() {
+        #expect(ResumableUpload.offset("1048576") == 1_048_576)
+        #expect(ResumableUpload.offset("-1") == nil)
+        #expect(ResumableUpload.offset("1e9") == nil)
+        #expect(ResumableUpload.offset("99999999999999999999") == nil)
+        #expect(ResumableUpload.offset("") == nil)
+        #expect(ResumableUpload.offset(nil) == nil)
+        #expect(ResumableUpload.offset(" 12") == nil)
+    }
+}

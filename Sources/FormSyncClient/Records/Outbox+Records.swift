@@ -89,12 +89,14 @@ extension Outbox {
 
     /// Notes that a record is shown differently once the running transaction commits.
     func noteRecord(_ type: String, _ ids: Int64...) {
+        guard !recordListeners.isEmpty else { return }
         recordNotices[type, default: []].formUnion(ids)
     }
 
     /// Notes the record an item of a bound form shows on (its placeholder, or the record it edits).
     func noteRecord(of row: OutboxStore.Row) {
-        guard row.kind == .submission, let form = row.form, let action = registry[form]?.recordAction else { return }
+        // Every state move passes here: with nobody listening, reading the payload is waste.
+        guard !recordListeners.isEmpty, row.kind == .submission, let form = row.form, let action = registry[form]?.recordAction else { return }
         if action.kind == .creates, let placeholder = row.produces {
             noteRecord(action.recordType, placeholder)
         } else if let payload = row.payload, let id = RecordProjection.editedID(form: payload, action: action) {

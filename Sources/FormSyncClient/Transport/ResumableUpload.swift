@@ -34,7 +34,7 @@ struct ResumableUpload {
         guard let created = await transport.exchange(creation) else { return (unreachable(), details) }
         details.status = created.status
         details.bytesReceived += Int64(created.body.count)
-        if created.status == 200 { return (done(created), details) }  // finished before: the file is stored
+        if created.status == 200 { return (classify(created), details) }  // finished before: the file is stored
         guard created.status == 201 else { return (classify(created), details) }
         guard let location = created.headers["location"], Self.isUploadPath(location),
             var offset = Self.offset(created.headers["upload-offset"]), offset <= length
@@ -73,7 +73,7 @@ struct ResumableUpload {
             switch reply.status {
             case 200, 201:
                 progress(length, length)
-                return (done(reply), details)
+                return (classify(reply), details)
             case 204:
                 guard let next = Self.offset(reply.headers["upload-offset"]), next > offset, next <= length else {
                     return (.transient(reason: "the upload's offset did not move", retryAfterMilliseconds: nil), details)
@@ -99,10 +99,6 @@ struct ResumableUpload {
     }
 
     func classify(_ reply: (status: Int, headers: [String: String], body: Data)) -> DeliveryOutcome {
-        HTTPTransport.classify(status: reply.status, headers: reply.headers, body: reply.body, documentID: request.documentID)
-    }
-
-    func done(_ reply: (status: Int, headers: [String: String], body: Data)) -> DeliveryOutcome {
         HTTPTransport.classify(status: reply.status, headers: reply.headers, body: reply.body, documentID: request.documentID)
     }
 
