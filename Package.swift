@@ -38,7 +38,7 @@ let package = Package(
             name: "formsync",
             dependencies: [
                 "FormSpec", "FormSyncCodegen", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FieldForms", "FormSyncTesting",
-                "FormSyncServer", "CSQLite", "FormSyncInterpreter",
+                "FormSyncServer", "CSQLite", "FormSyncInterpreter", "FormSyncTorture",
             ]
         ),
         .plugin(name: "FormSyncPlugin", capability: .buildTool(), dependencies: ["formsync-gen"]),
@@ -52,6 +52,10 @@ let package = Package(
             dependencies: ["formsync"]),
         // Test doubles for apps' own tests: a scriptable in-process transport.
         .target(name: "FormSyncTesting", dependencies: ["FormSyncClient"]),
+        // `formsync torture`: the crash harness and the seeded simulation (not a product).
+        .target(
+            name: "FormSyncTorture",
+            dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting"]),
 
         // The example forms: every *.yaml in FormSpecs/ is compiled by the plugin.
         .target(
@@ -80,7 +84,9 @@ let package = Package(
         .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel"]),
         .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncModel"]),
         .testTarget(name: "FormSyncClientTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FormSyncTesting"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting", "FormSyncTorture"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -15,6 +15,7 @@ enum FormSyncTool {
         ("outbox", "Look inside a device's outbox database (counts per state, items needing attention)", OutboxCommand.run),
         ("demo", "Simulate a field day against the embedded server and report the invariants", DemoCommand.run),
         ("bench", "Measure throughput against a same-run baseline (see BENCHMARKS.md)", BenchCommand.run),
+        ("torture", "Prove it: thousands of SIGKILLs of a real device, seeded fault schedules", TortureCommand.run),
     ]
 
     /// This build's version (CHANGELOG.md).

@@ -75,6 +75,7 @@ extension Outbox {
                 json = try encode(stored)
             }
             let endpoint = placeholders.isEmpty ? stored.endpoint : nil
+            if !copies.isEmpty { CrashPoint.stashCopied.reach() }
             return try write(.full) {
                 for placeholder in placeholders {
                     guard let (attachment, copy) = copies[placeholder] else { continue }

@@ -91,11 +91,13 @@ extension Outbox {
                         if lease.request.isFileUpload { uploads += 1 }
                         hub.emit(.attemptStarted(item: lease.itemID, kind: lease.request.isFileUpload ? .file : .submission, form: lease.request.form, attempt: lease.attempt))
                         group.addTask {
+                            CrashPoint.leased.reach()
                             let started = clock()
                             let item = lease.itemID
                             let (outcome, details) = await transport.deliver(lease.request) { sent, total in
                                 hub.emit(.uploadProgress(item: item, sent: sent, total: total))
                             }
+                            if case .done = outcome { CrashPoint.delivered.reach() }
                             return (lease, outcome, details, max(0, clock() - started))
                         }
                     }

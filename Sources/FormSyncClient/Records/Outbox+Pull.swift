@@ -61,6 +61,7 @@ extension Outbox {
                         return report
                     }
                 }
+                CrashPoint.pullPage.reach()
                 try write(.normal) {
                     if fromScratch { try store.clearRecords(workspace: workspace) }
                     for (change, index) in zip(page.changes, indexes) {

@@ -80,6 +80,7 @@ struct ResumableUpload {
                 }
                 offset = next
                 progress(offset, length)
+                CrashPoint.uploadChunk.reach()
                 if last && offset == length {
                     return (.transient(reason: "the server took every byte but did not finish the upload", retryAfterMilliseconds: nil), details)
                 }

@@ -1,0 +1,328 @@
+import FieldForms
+import FormSyncClient
+import FormSyncModel
+import FormSyncSQLite
+import FormSyncServer
+import FormSyncTesting
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `formsync torture crash`: a device process (`TortureDevice`) captures, flushes and pulls
+/// against the reference server on loopback while this harness SIGKILLs it at seeded moments —
+/// at a named crash point (between the stash copy and the commit, between the lease and the
+/// send, after the server committed but before the device recorded it, mid-pull, mid-upload) or
+/// after a seeded delay — and restarts it, with the back office changing records and the
+/// server dropping replies meanwhile. At the end one last run drains, and the server's database
+/// and the device's store are checked against the device's log of what it was told was saved.
+package struct CrashTorture {
+    package struct Options: Sendable {
+        package var kills = 2000
+        package var seed: UInt64 = 1
+        /// The `formsync` executable that runs the device (`formsync torture device`).
+        package var executable: String
+        package var folder: URL
+        package var progress: @Sendable (String) -> Void = { _ in }
+
+        package init(kills: Int, seed: UInt64, executable: String, folder: URL, progress: @escaping @Sendable (String) -> Void = { _ in }) {
+            self.kills = kills
+            self.seed = seed
+            self.executable = executable
+            self.folder = folder
+            self.progress = progress
+        }
+    }
+
+    /// What a run did and what it found.
+    package struct Result: Sendable, CustomStringConvertible {
+        package var kills = 0
+        package var killsByMoment: [String: Int] = [:]
+        package var runs = 0
+        package var captures = 0
+        package var documents = 0
+        package var files = 0
+        package var lanes = 0
+        package var records = 0
+        package var edits = 0
+        package var seconds = 0.0
+        package var failures: [String] = []
+
+        package var description: String {
+            let moments = killsByMoment.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            let run = [
+                "kills: \(kills) over \(runs) device runs in \(String(format: "%.1f", seconds)) s (\(moments))",
+                "captured: \(captures) (logged as saved by the device)",
+            ]
+            guard failures.isEmpty else {
+                return (run + ["FAILED: \(failures.count) invariant(s) broken"] + failures.prefix(30).map { "  - " + $0 }).joined(separator: "\n")
+            }
+            return (run + [
+                "server: \(documents) logged documents, each exactly once; \(files) files intact and remapped; \(lanes) lanes in capture order; \(edits) edited deliveries carry the latest edit",
+                "device: \(records) records equal the server's scope; nothing stranded; no orphan stash file",
+            ]).joined(separator: "\n")
+        }
+    }
+
+    let options: Options
+
+    package init(_ options: Options) {
+        self.options = options
+    }
+
+    package func run() async throws -> Result {
+        let started = Date()
+        let folder = options.folder
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
+        _ = try server.start()
+        defer { server.stop() }
+        let workspace = TortureDevice.workspace
+        var random = SplitMix64(state: options.seed)
+
+        // The back office's morning: deliveries for two couriers, customers everyone sees.
+        var known: [Int64] = []
+        for n in 0..<8 {
+            known.append(try server.putRecord(Customer(name: "Known shop \(n)", segment: .wholesale), workspace: workspace).id)
+        }
+        for n in 0..<24 {
+            let courier = n % 3 == 2 ? "bob" : TortureDevice.courier
+            _ = try server.putRecord(Delivery(courierId: courier, status: .assigned, stopOrder: n % 2 == 0 ? n + 1 : 1000 + n, address: "Rua \(n)"), workspace: workspace)
+        }
+        let refreshToken = server.issueRefreshToken(principal: TortureDevice.courier)
+        let database = folder.appendingPathComponent("device.sqlite").path
+        let log = folder.appendingPathComponent("device.log").path
+        let output = folder.appendingPathComponent("device.out")
+
+        var result = Result()
+        var captures = 24
+        let moments = CrashPoint.allCases
+        while result.kills < options.kills {
+            // One device run: armed at a crash point, or killed after a seeded delay.
+            let roll = random.next() % 100
+            let crash: (CrashPoint, Int)? = roll < 65 ? (moments[Int(random.next() % UInt64(moments.count))], 1 + Int(random.next() % 3)) : nil
+            let delay = 20 + Int(random.next() % 400)
+            if random.next() % 5 == 0 { server.faults.add(.dropAfterCommit, count: 1 + Int(random.next() % 2)) }
+            if random.next() % 17 == 0 { server.faults.add(.unavailable(retryAfterSeconds: 1), count: 1) }
+            if random.next() % 23 == 0 { server.faults.add(.captivePortal, count: 1) }
+            let device = try launch(database: database, server: server.baseURL, refreshToken: refreshToken, log: log, captures: captures, known: known, crash: crash, output: output)
+            result.runs += 1
+            let limit = Date().addingTimeInterval(crash == nil ? Double(delay) / 1000 : 3)
+            var killedByUs = false
+            while device.isRunning {
+                if Date() >= limit {
+                    kill(device.processIdentifier, SIGKILL)
+                    killedByUs = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            device.waitUntilExit()
+            switch (device.terminationReason, device.terminationStatus) {
+            case (.uncaughtSignal, SIGKILL):
+                result.kills += 1
+                let moment = killedByUs ? (crash == nil ? "timer" : "timer (\(crash!.0.rawValue) not reached)") : crash!.0.rawValue
+                result.killsByMoment[moment, default: 0] += 1
+            case (.exit, 0):
+                captures += 24  // all captured and drained: give it more to do
+            default:
+                let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+                throw TortureError("the device failed on its own (\(device.terminationReason == .exit ? "exit" : "signal") \(device.terminationStatus)):\n\(text.suffix(3000))")
+            }
+            if result.runs % 4 == 0 { try backOffice(server, &random) }
+            if result.runs % 100 == 0 { options.progress("\(result.kills) kills, \(result.runs) runs, \(TortureLog.read(log).count) captures logged") }
+        }
+        server.faults.clear()
+
+        // The last run: nothing armed, nothing killed; it must drain and catch up.
+        let last = try launch(database: database, server: server.baseURL, refreshToken: refreshToken, log: log, captures: captures, known: known, crash: nil, output: output)
+        let deadline = Date().addingTimeInterval(180)
+        while last.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        if last.isRunning { kill(last.processIdentifier, SIGKILL) }
+        last.waitUntilExit()
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        guard last.terminationReason == .exit, last.terminationStatus == 0 else {
+            throw TortureError("the last device run did not drain (status \(last.terminationStatus)):\n\(text.suffix(3000))")
+        }
+        try await check(server: server, database: database, log: log, into: &result)
+        result.seconds = Date().timeIntervalSince(started)
+        return result
+    }
+
+    private func launch(
+        database: String, server: URL, refreshToken: String, log: String, captures: Int, known: [Int64], crash: (CrashPoint, Int)?, output: URL
+    ) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: options.executable)
+        var arguments = [
+            "torture", "device", "--db", database, "--server", server.absoluteString, "--refresh-token", refreshToken, "--log", log,
+            "--seed", String(options.seed), "--captures", String(captures), "--customers", known.map(String.init).joined(separator: ","),
+        ]
+        if let crash { arguments += ["--crash", "\(crash.0.rawValue):\(crash.1)"] }
+        process.arguments = arguments
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: output)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        try? handle.close()
+        return process
+    }
+
+    /// Readdresses deliveries, adds some, and deletes or reassigns ones the device never edits
+    /// (stop 1000 and later), so pulls have changes, tombstones and scope moves to carry.
+    private func backOffice(_ server: SyncServer, _ random: inout SplitMix64) throws {
+        let workspace = TortureDevice.workspace
+        let deliveries = server.records(workspace: workspace).filter { $0.type == "Delivery" }
+        guard !deliveries.isEmpty else { return }
+        let pick = deliveries[Int(random.next() % UInt64(deliveries.count))]
+        var changed = try JSONDecoder().decode(Delivery.self, from: pick.fields)
+        changed.id = pick.id
+        changed.address = "Rua \(random.next() % 10_000)"
+        _ = try server.putRecord(changed, workspace: workspace)
+        let stop = random.next() % 2 == 0 ? Int(1 + random.next() % 999) : Int(1000 + random.next() % 1000)
+        _ = try server.putRecord(Delivery(courierId: random.next() % 3 == 0 ? "bob" : TortureDevice.courier, status: .assigned, stopOrder: stop, address: "Nova \(stop)"), workspace: workspace)
+        let movable = deliveries.filter { record in ((try? JSONDecoder().decode(Delivery.self, from: record.fields))?.stopOrder ?? 0) >= 1000 }
+        guard !movable.isEmpty, random.next() % 2 == 0 else { return }
+        let target = movable[Int(random.next() % UInt64(movable.count))]
+        if random.next() % 2 == 0 {
+            _ = try server.deleteRecord("Delivery", id: target.id, workspace: workspace)
+        } else {
+            var moved = try JSONDecoder().decode(Delivery.self, from: target.fields)
+            moved.id = target.id
+            moved.courierId = moved.courierId == TortureDevice.courier ? "bob" : TortureDevice.courier
+            _ = try server.putRecord(moved, workspace: workspace)
+        }
+    }
+
+    /// The invariants, each failure named with what broke it.
+    private func check(server: SyncServer, database: String, log: String, into result: inout Result) async throws {
+        let plan = TorturePlan(seed: options.seed)
+        let entries = TortureLog.read(log)
+        result.captures = entries.count
+        let indexes = entries.map(\.index)
+        if indexes != Array(0..<indexes.count) { result.failures.append("the log's indexes are not 0…\(indexes.count - 1) in order") }
+        let documents = Dictionary(server.documents().map { ($0.documentID, $0) }, uniquingKeysWith: { a, _ in a })
+        let serverFiles = Set(server.fileIDs())
+        var lanes: [Int64: [(id: Int64, index: Int)]] = [:]
+        var lastEdit: [Int64: Int] = [:]
+        // Every saved submission is on the server exactly once, files present and remapped.
+        for entry in entries {
+            switch entry {
+            case .customer(let i), .order(let i, _):
+                guard let document = documents[plan.documentID(i)] else {
+                    result.failures.append("capture \(i) (\(plan.documentID(i))) was saved on the device but is not on the server")
+                    continue
+                }
+                if document.appliedWrites != 1 { result.failures.append("capture \(i) was applied \(document.appliedWrites) times") }
+                result.documents += 1
+                guard let object = try? JSONSerialization.jsonObject(with: document.payload) as? [String: Any] else {
+                    result.failures.append("capture \(i)'s server payload is not a JSON object")
+                    continue
+                }
+                if case .customer = entry {
+                    guard let front = object["shop_front"] as? [String: Any], let id = (front["id"] as? NSNumber)?.int64Value else {
+                        result.failures.append("customer \(i) has no shop_front on the server")
+                        continue
+                    }
+                    if id <= 0 || !serverFiles.contains(id) {
+                        result.failures.append("customer \(i)'s shop_front is \(id), not a file the server holds")
+                    } else if server.fileBytes(id) != plan.photo(i) {
+                        result.failures.append("customer \(i)'s photo (file \(id)) differs from what was captured")
+                    } else {
+                        result.files += 1
+                    }
+                } else {
+                    if (object["customer_reference"] as? String) != plan.marker(i) { result.failures.append("order \(i) carries another order's marker") }
+                    guard let customer = (object["customer_id"] as? NSNumber)?.int64Value, customer > 0 else {
+                        result.failures.append("order \(i) reached the server without its customer's server id")
+                        continue
+                    }
+                    lanes[customer, default: []].append((document.id, i))
+                }
+            case .edit(let i, let delivery):
+                lastEdit[delivery] = max(lastEdit[delivery] ?? -1, i)
+            case .skipped:
+                break
+            }
+        }
+        // Lane order: within each customer, the server accepted orders in capture order.
+        for (customer, orders) in lanes {
+            let accepted = orders.sorted { $0.id < $1.id }.map(\.index)
+            if accepted != accepted.sorted() { result.failures.append("customer \(customer)'s orders were accepted as \(accepted.prefix(12)), not in capture order") }
+        }
+        result.lanes = lanes.count
+        // No document on the server that the device did not make, and none of it twice.
+        let planned = Set(entries.compactMap { entry -> String? in
+            if case .edit = entry { return nil }
+            if case .skipped = entry { return nil }
+            return plan.documentID(entry.index)
+        })
+        for document in documents.values where document.documentID.hasPrefix("t\(options.seed)-") && !planned.contains(document.documentID) {
+            // A capture that committed after the last log line (killed before logging it) is
+            // logged by the next run under the same index, so nothing should be left over.
+            result.failures.append("the server holds \(document.documentID), which the device never logged")
+        }
+        // Edits: each edited delivery ends with the latest logged edit (or a later one).
+        let workspace = TortureDevice.workspace
+        let serverRecords = server.records(workspace: workspace)
+        for (delivery, index) in lastEdit {
+            guard let record = serverRecords.first(where: { $0.type == "Delivery" && $0.id == delivery }),
+                let value = try? JSONDecoder().decode(Delivery.self, from: record.fields)
+            else {
+                result.failures.append("edited delivery \(delivery) is gone from the server")
+                continue
+            }
+            let landed = value.recipient.flatMap { $0.hasPrefix("r") ? Int($0.dropFirst()) : nil } ?? -1
+            if landed < index { result.failures.append("delivery \(delivery) shows recipient \(value.recipient ?? "nil"); the device saved r\(index) last") }
+        }
+        result.edits = lastEdit.count
+
+        // The device: records equal the server's scope; nothing stranded; no orphan stash file.
+        let outbox = try Outbox(path: database, forms: FormCatalog.forms, records: FormCatalog.records, transport: Unreachable(workspace: workspace))
+        let counts = await outbox.stateCounts()
+        for (state, count) in counts where state != .confirmed && count > 0 {
+            let items = try await outbox.items(in: [state]).prefix(5).map { "\($0.id) \($0.form ?? "file"): \($0.lastError ?? "")" }
+            result.failures.append("\(count) item(s) stranded as \(state.rawValue): \(items.joined(separator: "; "))")
+        }
+        let expectedDeliveries = try Dictionary(uniqueKeysWithValues: serverRecords.filter { $0.type == "Delivery" && $0.scope == TortureDevice.courier }.map {
+            var d = try JSONDecoder().decode(Delivery.self, from: $0.fields)
+            d.id = $0.id
+            d.version = $0.version
+            return (d.id, d)
+        })
+        let expectedCustomers = try Dictionary(uniqueKeysWithValues: serverRecords.filter { $0.type == "Customer" }.map {
+            var c = try JSONDecoder().decode(Customer.self, from: $0.fields)
+            c.id = $0.id
+            c.version = $0.version
+            return (c.id, c)
+        })
+        let deliveries = try await outbox.records(Delivery.all)
+        let customers = try await outbox.records(Customer.all)
+        if deliveries.count != expectedDeliveries.count || deliveries.contains(where: { expectedDeliveries[$0.id] != $0 }) {
+            let wrong = deliveries.filter { expectedDeliveries[$0.id] != $0 }.map(\.id)
+            result.failures.append("the device's deliveries (\(deliveries.count)) differ from the server's scope (\(expectedDeliveries.count)): \(wrong.prefix(10))")
+        }
+        if customers.count != expectedCustomers.count || customers.contains(where: { expectedCustomers[$0.id] != $0 }) {
+            result.failures.append("the device's customers (\(customers.count)) differ from the server's (\(expectedCustomers.count))")
+        }
+        result.records = deliveries.count + customers.count
+        let stash = database + ".stash"
+        let db = try SQLiteConnection(path: database, create: false)
+        let referenced = Set(try db.query("SELECT file_path FROM items WHERE kind = 'file' AND state != 'confirmed' AND file_path IS NOT NULL") { $0.text(0) ?? "" })
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: stash)) ?? [] {
+            let path = (stash as NSString).appendingPathComponent(name)
+            if !referenced.contains(path) { result.failures.append("orphan stash file \(name)") }
+        }
+    }
+}
+
+/// A transport that never reaches anything: for reading a device's store after the run.
+struct Unreachable: OutboxTransport {
+    let workspace: String
+    func send(_ request: OutboundRequest) async -> DeliveryOutcome { .unreachable(reason: "reading only") }
+    func probe() async -> Bool { false }
+}

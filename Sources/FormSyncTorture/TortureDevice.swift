@@ -1,0 +1,127 @@
+import FieldForms
+import FormSyncClient
+import FormSyncModel
+import FormSyncTesting
+import Foundation
+import Synchronization
+
+/// The device of `formsync torture crash`, run as its own process so it can be killed: it
+/// captures the plan's submissions from where its log ends (customers with photos, orders,
+/// edits of pulled deliveries), flushes and pulls between captures, and when every capture is
+/// in, drains and pulls until it holds what the server holds. Exits 0 then.
+package struct TortureDevice {
+    package var database: String
+    package var server: URL
+    package var refreshToken: String
+    package var log: String
+    package var plan: TorturePlan
+    package var captures: Int
+    /// The ids of the customers the back office created, for orders of known customers.
+    package var knownCustomers: [Int64]
+    /// Where this process is to die, if anywhere.
+    package var crash: (point: CrashPoint, occurrence: Int)?
+
+    package static let workspace = "acme"
+    package static let courier = "ada"
+
+    package init(
+        database: String, server: URL, refreshToken: String, log: String, plan: TorturePlan, captures: Int, knownCustomers: [Int64],
+        crash: (point: CrashPoint, occurrence: Int)?
+    ) {
+        self.database = database
+        self.server = server
+        self.refreshToken = refreshToken
+        self.log = log
+        self.plan = plan
+        self.captures = captures
+        self.knownCustomers = knownCustomers
+        self.crash = crash
+    }
+
+    /// Opens the device's outbox as the harness configures it: short timeouts and leases, so
+    /// a killed process's leases lapse quickly, and uploads resumable from 128 KiB.
+    package static func openOutbox(database: String, server: URL, refreshToken: String) throws -> Outbox {
+        let token = Mutex<String?>(nil)
+        let transport = HTTPTransport(
+            workspace: workspace, baseURL: server, timeout: 1, maxConnections: 4, resumableFromBytes: 128 << 10, chunkBytes: 64 << 10
+        ) { token.withLock { $0 } }
+        return try Outbox(
+            path: database, workspace: workspace, registry: FormRegistry(FormCatalog.forms), records: RecordRegistry(FormCatalog.records),
+            transports: { $0 == workspace ? transport : nil },
+            configuration: Outbox.Configuration(
+                concurrency: 3,
+                retry: RetryPolicy(baseDelayMilliseconds: 20, maxDelayMilliseconds: 300, maxAttempts: 100_000, maxRetryAfterMilliseconds: 1000),
+                leaseMilliseconds: 1500, uploadConcurrency: 2),
+            refreshAuthentication: {
+                guard let fresh = await transport.refreshAccessToken(refreshToken: refreshToken) else { return false }
+                token.withLock { $0 = fresh }
+                return true
+            })
+    }
+
+    package func run() async throws -> Int32 {
+        if let crash { CrashPoint.arm(crash.point, occurrence: crash.occurrence) }
+        let outbox = try Self.openOutbox(database: database, server: server, refreshToken: refreshToken)
+        var next = (TortureLog.read(log).map(\.index).max() ?? -1) + 1
+        let writer = try TortureLog(appendingTo: log)
+        defer { writer.close() }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("torture-camera-\(getpid())")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        var random = SplitMix64(state: plan.seed ^ UInt64(next) &* 0x2545_F491_4F6C_DD1D)
+        var batches = 0
+        while next < captures {
+            for _ in 0..<(1 + Int(random.next() % 3)) where next < captures {
+                try writer.append(try await capture(next, outbox: outbox, scratch: scratch))
+                next += 1
+            }
+            _ = await outbox.flush()
+            batches += 1
+            if batches % 2 == 0 { _ = try await outbox.pull(pageSize: 25) }
+        }
+        // Every capture is in: drain, then pull until the device holds the server's scope.
+        let deadline = Date().addingTimeInterval(90)
+        while Date() < deadline {
+            let report = await outbox.flush()
+            let pulled = try await outbox.pull(pageSize: 25)
+            let counts = await outbox.stateCounts()
+            let open = [SyncState.savedOnDevice, .waitingForNetwork, .sending, .sent].reduce(0) { $0 + (counts[$1] ?? 0) }
+            if open == 0 && pulled.caughtUp {
+                print("drained: \(counts.filter { $0.value > 0 }.map { "\($0.key.rawValue) \($0.value)" }.sorted().joined(separator: ", "))")
+                return 0
+            }
+            if report.offline { _ = await outbox.probe() }
+            if report.offline || report.sent == 0 { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        print("not drained within 90 s: \(await outbox.stateCounts())")
+        return 1
+    }
+
+    private func capture(_ index: Int, outbox: Outbox, scratch: URL) async throws -> TortureLog.Entry {
+        switch plan.capture(index) {
+        case .customer:
+            let source = scratch.appendingPathComponent("photo-\(index).jpg")
+            try plan.photo(index).write(to: source)
+            defer { try? FileManager.default.removeItem(at: source) }
+            try await outbox.enqueue(
+                plan.customer(index), attachments: [.init(placeholder: plan.photoPlaceholder(index), source: source, contentType: "image/jpeg")],
+                documentID: plan.documentID(index), creates: plan.customerPlaceholder(index))
+            return .customer(index: index)
+        case .orderForNewCustomer(let customerIndex):
+            let customer = plan.customerPlaceholder(customerIndex)
+            try await outbox.enqueue(plan.order(index, customer: customer), documentID: plan.documentID(index))
+            return .order(index: index, customer: customer)
+        case .orderForKnownCustomer(let slot):
+            let customer = knownCustomers[slot % knownCustomers.count]
+            try await outbox.enqueue(plan.order(index, customer: customer), documentID: plan.documentID(index))
+            return .order(index: index, customer: customer)
+        case .deliveryEdit:
+            let editable = try await outbox.records(Delivery.all).filter { ($0.stopOrder ?? 0) < 1000 }.sorted { $0.id < $1.id }
+            guard !editable.isEmpty else { return .skipped(index: index) }
+            let delivery = editable[(index / 6) % editable.count]
+            let recipient = plan.recipient(index)
+            try await outbox.edit(DeliveryUpdate.self, id: delivery.id) { $0.recipient = recipient }
+            return .edit(index: index, delivery: delivery.id)
+        }
+    }
+}

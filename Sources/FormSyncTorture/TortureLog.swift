@@ -1,0 +1,83 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The crash harness device's own account of what it was told was saved: one line per
+/// capture, written and fsynced after `enqueue` returned and before the next capture. What it
+/// lists must all reach the server; a kill can only lose the line, never the capture.
+package struct TortureLog {
+    package enum Entry: Equatable, Sendable {
+        case customer(index: Int)
+        case order(index: Int, customer: Int64)
+        case edit(index: Int, delivery: Int64)
+        /// Nothing to edit had been pulled yet.
+        case skipped(index: Int)
+
+        package var index: Int {
+            switch self {
+            case .customer(let i), .order(let i, _), .edit(let i, _), .skipped(let i): return i
+            }
+        }
+
+        var line: String {
+            switch self {
+            case .customer(let i): return "C \(i)"
+            case .order(let i, let customer): return "O \(i) \(customer)"
+            case .edit(let i, let delivery): return "E \(i) \(delivery)"
+            case .skipped(let i): return "S \(i)"
+            }
+        }
+
+        init?(line: Substring) {
+            let parts = line.split(separator: " ")
+            guard parts.count >= 2, let index = Int(parts[1]), index >= 0 else { return nil }
+            switch (parts[0], parts.count) {
+            case ("C", 2): self = .customer(index: index)
+            case ("O", 3): guard let c = Int64(parts[2]) else { return nil }; self = .order(index: index, customer: c)
+            case ("E", 3): guard let d = Int64(parts[2]) else { return nil }; self = .edit(index: index, delivery: d)
+            case ("S", 2): self = .skipped(index: index)
+            default: return nil
+            }
+        }
+    }
+
+    /// Every complete line of the log (a line a kill cut short has no newline and is left out).
+    package static func read(_ path: String) -> [Entry] {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else { return [] }
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        lines.removeLast()  // after the last newline: empty, or a line cut short
+        return lines.compactMap { Entry(line: $0) }
+    }
+
+    private let descriptor: Int32
+
+    package init(appendingTo path: String) throws {
+        descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        guard descriptor >= 0 else { throw TortureError("cannot open the log \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    /// Appends an entry and makes it durable before returning.
+    package func append(_ entry: Entry) throws {
+        let bytes = Array((entry.line + "\n").utf8)
+        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        guard written == bytes.count, fsync(descriptor) == 0 else { throw TortureError("cannot write the log: \(String(cString: strerror(errno)))") }
+    }
+
+    package func close() {
+        #if canImport(Glibc)
+            _ = Glibc.close(descriptor)
+        #else
+            _ = Darwin.close(descriptor)
+        #endif
+    }
+}
+
+/// A torture run could not go on, or an invariant failed.
+package struct TortureError: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
+}

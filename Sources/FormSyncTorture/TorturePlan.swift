@@ -1,0 +1,78 @@
+import FieldForms
+import FormSyncModel
+import FormSyncTesting
+import Foundation
+
+/// What the crash harness's device captures, as a function of the capture's index and the
+/// seed alone: a device restarted after a kill captures exactly what it would have, under the
+/// same document identity and placeholders, so a capture that committed but was never logged
+/// is found again (once means once) instead of being made twice.
+package struct TorturePlan: Sendable {
+    /// What capture `index` is.
+    package enum Capture: Equatable, Sendable {
+        /// A new customer with a shop-front photo, created offline under a placeholder.
+        case customer
+        /// An order for the customer captured at index `customerIndex` (offline, by placeholder).
+        case orderForNewCustomer(customerIndex: Int)
+        /// An order for a customer the server already had.
+        case orderForKnownCustomer(slot: Int)
+        /// An edit of a delivery the device pulled.
+        case deliveryEdit
+    }
+
+    package let seed: UInt64
+    /// The placeholders start here, far from any the outbox mints from the clock (ms × 1000).
+    static let placeholderBase: Int64 = 3_000_000_000_000_000
+
+    package init(seed: UInt64) {
+        self.seed = seed
+    }
+
+    package func capture(_ index: Int) -> Capture {
+        switch index % 6 {
+        case 0: return .customer
+        case 1, 2, 5: return .orderForNewCustomer(customerIndex: index - index % 6)
+        case 3: return .orderForKnownCustomer(slot: Int((UInt64(index) &* 2_654_435_761 ^ seed) % 1000))
+        default: return .deliveryEdit
+        }
+    }
+
+    package func documentID(_ index: Int) -> String { "t\(seed)-\(index)" }
+    package func customerPlaceholder(_ index: Int) -> Int64 { -(Self.placeholderBase + Int64(index) * 2) }
+    package func photoPlaceholder(_ index: Int) -> Int64 { -(Self.placeholderBase + Int64(index) * 2 + 1) }
+    package func marker(_ index: Int) -> String { "t\(index)" }
+    package func recipient(_ index: Int) -> String { "r\(index)" }
+
+    /// The photo of customer capture `index`: every other one is large enough to go up as a
+    /// resumable upload in several chunks (the device's threshold is 128 KiB).
+    package func photo(_ index: Int) -> Data {
+        let count = index % 12 == 0 ? 300_000 : 8_000 + (index * 37) % 4_000
+        var random = SplitMix64(state: seed &+ UInt64(index) &* 0x9E37_79B9)
+        var bytes = [UInt8](repeating: 0, count: count)
+        var n = 0
+        while n < count {
+            var word = random.next()
+            for _ in 0..<8 where n < count {
+                bytes[n] = UInt8(truncatingIfNeeded: word)
+                word >>= 8
+                n += 1
+            }
+        }
+        bytes[0] = 0xFF
+        bytes[1] = 0xD8  // a JPEG's first bytes
+        return Data(bytes)
+    }
+
+    package func customer(_ index: Int) -> NewCustomer {
+        NewCustomer(
+            name: "Torture shop \(index)", segment: .retail, shopFront: FileRef(id: photoPlaceholder(index), contentType: "image/jpeg"))
+    }
+
+    package func order(_ index: Int, customer: Int64) -> SalesOrder {
+        SalesOrder(
+            customerId: EntityRef(customer), orderDate: LocalDate("2026-11-30"), customerReference: marker(index),
+            lines: (0..<(1 + index % 4)).map { n in
+                .init(sku: "SKU-\(1000 + n)", quantity: n % 7 + 1, unitPrice: Money(minorUnits: Int64(100 + n), currency: "EUR"))
+            })
+    }
+}

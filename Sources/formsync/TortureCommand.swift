@@ -1,0 +1,84 @@
+import FormSyncClient
+import FormSyncTorture
+import Foundation
+
+/// `formsync torture crash|sim`: the proof harnesses. `crash` kills a real device process at
+/// seeded moments and checks the server and the device afterwards; `sim` runs seeded fault
+/// schedules against an in-process model of the server and the network on a virtual clock.
+enum TortureCommand {
+    static let help = """
+        usage: formsync torture crash [--kills N] [--seed S] [--keep DIR]
+               formsync torture sim [--seeds N] [--first S] [--steps K] [--trace]
+
+        crash: a device process captures customers with photos (some large enough for resumable
+          uploads), orders and edits of pulled deliveries, and flushes and pulls against the
+          reference server on loopback. It is SIGKILLed N times (default 2000): at a named
+          moment (stash-copied: between the stash copy and the enqueue's commit; leased:
+          between the lease and the send; delivered: after the server committed, before the
+          device recorded it; pull-page: mid-pull; upload-chunk: mid-upload) or after a seeded
+          delay, and restarted, while the back office changes, deletes and reassigns records
+          and the server drops replies. A last run drains; then every capture the device
+          logged as saved must be on the server exactly once, files intact and remapped, lanes
+          in capture order, edits landed, the device's records equal to the server's scope,
+          nothing stranded and no orphan stash file. Exit status 1 names what broke.
+        sim: see `formsync torture sim --help`.
+        The same seed plans the same kills and captures.
+        """
+
+    static func run(_ raw: [String]) async throws -> Int32 {
+        guard let sub = raw.first else { throw UsageError("torture needs crash, sim or device") }
+        let rest = Array(raw.dropFirst())
+        switch sub {
+        case "--help", "-h":
+            print(help)
+            return 0
+        case "crash": return try await crash(rest)
+        case "device": return try await device(rest)
+        default: throw UsageError("unknown torture '\(sub)': crash or sim")
+        }
+    }
+
+    static func crash(_ raw: [String]) async throws -> Int32 {
+        let args = try Arguments(raw, options: ["--kills", "--seed", "--keep"], flags: ["--help"])
+        if args.flags.contains("--help") {
+            print(help)
+            return 0
+        }
+        let kills = try args.integer("--kills", default: 2000, in: 1...1_000_000)
+        let seed = UInt64(try args.integer("--seed", default: 1, in: 0...Int.max))
+        let folder = args.values["--keep"].map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("formsync-torture-\(UUID().uuidString)")
+        try? FileManager.default.removeItem(at: folder)
+        defer { if args.values["--keep"] == nil { try? FileManager.default.removeItem(at: folder) } }
+        guard let executable = Bundle.main.executablePath else { throw UsageError("cannot find the formsync executable to run the device") }
+        printError("torture crash: \(kills) kills, seed \(seed), in \(folder.path)")
+        let torture = CrashTorture(.init(kills: kills, seed: seed, executable: executable, folder: folder, progress: { printError("  \($0)") }))
+        let result = try await torture.run()
+        print(result.description)
+        return result.failures.isEmpty ? 0 : 1
+    }
+
+    /// Internal: the device process of `torture crash`.
+    static func device(_ raw: [String]) async throws -> Int32 {
+        let args = try Arguments(raw, options: ["--db", "--server", "--refresh-token", "--log", "--seed", "--captures", "--customers", "--crash"])
+        guard let db = args.values["--db"], let server = args.values["--server"].flatMap(URL.init(string:)),
+            let token = args.values["--refresh-token"], let log = args.values["--log"]
+        else { throw UsageError("torture device needs --db, --server, --refresh-token and --log") }
+        let seed = UInt64(try args.integer("--seed", default: 1, in: 0...Int.max))
+        let captures = try args.integer("--captures", default: 24, in: 1...10_000_000)
+        let customers = (args.values["--customers"] ?? "").split(separator: ",").compactMap { Int64($0) }
+        guard !customers.isEmpty else { throw UsageError("--customers lists the back office's customer ids") }
+        var crash: (CrashPoint, Int)?
+        if let text = args.values["--crash"] {
+            let parts = text.split(separator: ":")
+            guard parts.count == 2, let point = CrashPoint(rawValue: String(parts[0])), let n = Int(parts[1]), (1...1000).contains(n) else {
+                throw UsageError("--crash takes POINT:N, POINT one of \(CrashPoint.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            crash = (point, n)
+        }
+        let device = TortureDevice(
+            database: db, server: server, refreshToken: token, log: log, plan: TorturePlan(seed: seed), captures: captures, knownCustomers: customers,
+            crash: crash)
+        return try await device.run()
+    }
+}
