@@ -55,7 +55,9 @@ let package = Package(
         // `formsync torture`: the crash harness and the seeded simulation (not a product).
         .target(
             name: "FormSyncTorture",
-            dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting"]),
+            dependencies: [
+                "FieldForms", "FormSpec", "FormSyncModel", "FormSyncClient", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting", "FormSyncInterpreter",
+            ]),
 
         // The example forms: every *.yaml in FormSpecs/ is compiled by the plugin.
         .target(

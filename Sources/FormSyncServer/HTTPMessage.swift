@@ -10,6 +10,14 @@ public struct HTTPRequest: Sendable {
     public var headers: [String: String]
     public var body: Data
 
+    package init(method: String, path: String, query: String?, headers: [String: String], body: Data) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+    }
+
     /// A header's value, whatever the case of `name`.
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
 }

@@ -179,7 +179,11 @@ extension SyncServer {
             return .problem(422, "Unprocessable Content", detail: "an edit names the record it changes in \(action.keyField ?? "its key")", code: "invalid-payload",
                             errors: [["pointer": "#/\(action.keyField ?? "")", "code": "required", "detail": "the record's id is required"]])
         }
-        let current = try store.record(workspace: workspace, type: action.recordType, id: id)
+        // A record in another principal's scope does not exist for this one (as for
+        // GET /records): an edit of a delivery reassigned meanwhile is refused with 404, and
+        // no reply carries another courier's record.
+        let principal = principalLocked(of: request)  // (in the ledger's transaction, under the lock)
+        let current = try store.record(workspace: workspace, type: action.recordType, id: id).flatMap { $0.scope.isEmpty || $0.scope == principal ? $0 : nil }
         if let existing = store.document(documentID) {
             // The edit was applied before: the same edit again is a repeat, another is refused.
             let stored = try entry.remap(existing.payload, [:]).payload

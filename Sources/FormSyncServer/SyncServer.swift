@@ -171,7 +171,9 @@ public final class SyncServer: @unchecked Sendable {
 
     // MARK: Handling
 
-    func handle(_ request: HTTPRequest) -> HTTPResponse? {
+    /// Answers one request as the HTTP server would (nil: the connection is closed without a
+    /// reply). `formsync torture sim` calls it in-process, under its model of the network.
+    package func handle(_ request: HTTPRequest) -> HTTPResponse? {
         let route: FaultPlan.Route
         switch (request.method, request.path) {
         case ("POST", "/files"), ("POST", "/uploads"): route = .file
@@ -245,9 +247,14 @@ public final class SyncServer: @unchecked Sendable {
 
     /// Who the request's bearer token acts for, when it is valid.
     func principal(of request: HTTPRequest) -> String? {
+        locked { principalLocked(of: request) }
+    }
+
+    /// `principal(of:)` for code that already holds the lock.
+    func principalLocked(of request: HTTPRequest) -> String? {
         guard let header = request.header("authorization"), header.hasPrefix("Bearer "), header.utf8.count <= 512 else { return nil }
         let token = String(header.dropFirst("Bearer ".count))
-        return locked { store.principal(ofToken: token, kind: "access", at: now()) }
+        return store.principal(ofToken: token, kind: "access", at: now())
     }
 
     // MARK: Before the body

@@ -3,6 +3,7 @@ import FormSyncClient
 import FormSyncModel
 import FormSyncServer
 import FormSyncTesting
+import FormSyncTorture
 import Foundation
 import Synchronization
 

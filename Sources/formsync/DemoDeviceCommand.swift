@@ -1,6 +1,7 @@
 import FieldForms
 import FormSyncClient
 import FormSyncModel
+import FormSyncTorture
 import Foundation
 import Synchronization
 

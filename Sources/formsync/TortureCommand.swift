@@ -21,7 +21,18 @@ enum TortureCommand {
           logged as saved must be on the server exactly once, files intact and remapped, lanes
           in capture order, edits landed, the device's records equal to the server's scope,
           nothing stranded and no orphan stash file. Exit status 1 names what broke.
-        sim: see `formsync torture sim --help`.
+        sim: N seeds (default 10000) from --first (default 1), each a schedule of K steps
+          (default 80) run against the reference server's handler in-process through a
+          seeded network (dropped requests, replies lost after commit, reordered completions,
+          503/429 with sane and absurd Retry-After, captive-portal 200s, redirects, 409s,
+          422s), on a virtual clock: captures with photos, edits of pulled records, flushes,
+          pulls, long outages, device clock jumps both ways, workspace switches, back-office
+          changes, expired tokens (401), an app update to SalesOrder version 2, and restarts.
+          Then the network calms and everything drains, and each schedule is checked: nothing
+          lost, nothing applied twice, lane order kept, every parked item listed with its
+          reason, nothing exhausted, the device's records equal to the server's. A failing
+          seed is shrunk to its smallest failing schedule and printed with its trace; --trace
+          prints the trace of every seed.
         The same seed plans the same kills and captures.
         """
 
@@ -33,6 +44,7 @@ enum TortureCommand {
             print(help)
             return 0
         case "crash": return try await crash(rest)
+        case "sim": return try await sim(rest)
         case "device": return try await device(rest)
         default: throw UsageError("unknown torture '\(sub)': crash or sim")
         }
@@ -56,6 +68,25 @@ enum TortureCommand {
         let result = try await torture.run()
         print(result.description)
         return result.failures.isEmpty ? 0 : 1
+    }
+
+    static func sim(_ raw: [String]) async throws -> Int32 {
+        let args = try Arguments(raw, options: ["--seeds", "--first", "--steps"], flags: ["--help", "--trace"])
+        if args.flags.contains("--help") {
+            print(help)
+            return 0
+        }
+        let seeds = try args.integer("--seeds", default: 10_000, in: 1...10_000_000)
+        let first = UInt64(try args.integer("--first", default: 1, in: 0...Int.max))
+        let steps = try args.integer("--steps", default: 80, in: 1...10_000)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-sim-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        printError("torture sim: \(seeds) seeds from \(first), \(steps) steps each")
+        let summary = await SimulationRunner(first: first, count: seeds, steps: steps, folder: folder, progress: { printError($0) })
+            .run(trace: args.flags.contains("--trace"))
+        print(summary.description)
+        return summary.failed.isEmpty ? 0 : 1
     }
 
     /// Internal: the device process of `torture crash`.

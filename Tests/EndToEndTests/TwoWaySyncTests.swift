@@ -230,3 +230,32 @@ struct TwoWaySyncTests {
         #expect(page["more"] as? Bool == false)
     }
 }
+
+/// Found by `formsync torture crash`: a second edit made while the first was on its way (its
+/// reply lost after the server committed it) was merged against the pulled record, so the
+/// device's own first edit looked like someone else's change and the second parked as a
+/// conflict. Its base is now the record as shown, with the first edit in it.
+struct EditBehindASentEditTests {
+    @Test func aSecondEditWhileTheFirstIsUnconfirmedLandsWithoutAConflict() async throws {
+        let world = try World()
+        let delivery = try world.server.putRecord(Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1", recipient: "Ana"), workspace: "acme")
+        let outbox = try world.device("ada", principal: "ada")
+        #expect(try await outbox.pull().caughtUp)
+
+        try await outbox.edit(DeliveryUpdate.self, id: delivery.id) { $0.recipient = "Rui" }
+        world.server.faults.add(.dropAfterCommit, count: 1)
+        _ = await outbox.flush()  // the server holds "Rui"; the device does not know
+        #expect(world.server.record("Delivery", id: delivery.id, workspace: "acme")?.version == 2)
+
+        let second = try await outbox.edit(DeliveryUpdate.self, id: delivery.id) { $0.recipient = "Rita" }
+        for _ in 0..<5 where await outbox.stateCounts()[.confirmed] != 2 {
+            world.clock.advance(by: 60_000)
+            _ = await outbox.flush()
+        }
+        let landed = try #require(try await outbox.item(second))
+        #expect(landed.state == .confirmed, "\(landed.lastError ?? "")")
+        #expect(try await outbox.parkedItems().isEmpty)
+        let server = try #require(world.server.record("Delivery", id: delivery.id, workspace: "acme"))
+        #expect(try JSONDecoder().decode(Delivery.self, from: server.fields).recipient == "Rita")
+    }
+}

@@ -181,4 +181,25 @@ struct OutboxFileSafetyTests {
         #expect(log[gone - 1].0 == .full, "the commit before the copy went: \(log.map { "\($0.0)" })")
         #expect(try FileManager.default.contentsOfDirectory(atPath: stash).isEmpty)
     }
+
+    /// Found by `formsync torture crash`: a process killed after an upload's confirmation
+    /// committed but before its copy was unlinked left the copy behind for good, since the
+    /// confirmed row still named it.
+    @Test func aCopyLeftBehindAfterItsUploadWasConfirmedIsRemovedOnOpen() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        try await enqueueRefusedDeliveryWithAPhoto(h, outbox)
+        #expect(await outbox.flush().sent == 2)
+        let stash = h.path + ".stash"
+        let dead = Process()
+        dead.executableURL = URL(fileURLWithPath: "/bin/true")
+        try dead.run()
+        dead.waitUntilExit()
+        let leftover = stash + "/w.p\(dead.processIdentifier).blob"
+        try Data("photo".utf8).write(to: URL(fileURLWithPath: leftover))
+        let db = try SQLiteConnection(path: h.path, create: false)
+        #expect(try db.run("UPDATE items SET file_path = ? WHERE kind = 'file' AND state = 'confirmed'", [.text(leftover)]) == 1)
+        _ = try h.open()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: stash).isEmpty)
+    }
 }

@@ -171,8 +171,20 @@ extension Outbox {
         }
         try change(&payload)
         // An unsent edit of this record is replaced; one already sent (or parked) stands, and
-        // this edit is a new document behind it.
+        // this edit is a new document behind it. Its base is then the record as shown, with
+        // that earlier edit applied: the server will hold the earlier edit by the time this
+        // one arrives, and it is not a change made by someone else (merging against the
+        // pulled record would take the device's own earlier edit for a concurrent one).
         let replaceable = earlier.flatMap { row in (row.state == .pending || row.state == .blocked) && row.sends == 0 && !inFlight.contains(row.id) ? row : nil }
+        if let earlier, replaceable == nil, base != nil, earlier.state == .pending || earlier.state == .leased {
+            let shownBase: F
+            do {
+                shownBase = try JSONDecoder().decode(F.self, from: try RecordProjection.editPayload(record: shown.payload, id: key, action: action))
+            } catch {
+                throw OutboxError.invalidPayload([FieldError(pointer: JSONPointer.root, code: "invalid", detail: "the shown \(action.recordType) \(id) cannot be read as \(F.formName): \(error)")])
+            }
+            return try enqueue(payload, attachments: attachments, documentID: environment.newID(), base: (shownBase, "\"\(base!.version)\""))
+        }
         return try enqueue(
             payload, attachments: attachments, documentID: replaceable?.documentID ?? environment.newID(),
             base: basePayload.map { ($0, "\"\(base!.version)\"") })

@@ -361,7 +361,9 @@ final class OutboxStore {
 
     /// Whether a stored item still references this stash file.
     func referencesFile(_ path: String) throws -> Bool {
-        try !db.query("SELECT 1 FROM items WHERE file_path = ? LIMIT 1", [.text(path)]) { $0.int(0) }.isEmpty
+        // A confirmed upload's copy is no longer needed: one left behind by a process killed
+        // between the confirmation's commit and the unlink is swept like any other.
+        try !db.query("SELECT 1 FROM items WHERE file_path = ? AND state != 'confirmed' LIMIT 1", [.text(path)]) { $0.int(0) }.isEmpty
     }
 
     /// The most negative placeholder this outbox has seen, so a restarted id source never repeats one.

@@ -20,6 +20,11 @@ public final class HTTPTransport: OutboxTransport {
     private let timeout: TimeInterval
     private let resumableFromBytes: Int64
     private let chunkBytes: Int
+    private let network: Network?
+
+    /// One exchange over a network other than URLSession's: the request (and the file it
+    /// uploads, if any) in, the status, lower-cased headers and body out; a throw is no answer.
+    package typealias Network = @Sendable (URLRequest, URL?) async throws -> (status: Int, headers: [String: String], body: Data)
 
     /// - Parameters:
     ///   - workspace: the workspace whose items this transport carries; others are refused.
@@ -29,11 +34,25 @@ public final class HTTPTransport: OutboxTransport {
     ///   - resumableFromBytes: files at least this large go up as resumable uploads
     ///     (docs/PROTOCOL.md, "Resumable uploads"), in chunks of `chunkBytes`; smaller ones in
     ///     one `POST /files`.
-    public init(
+    public convenience init(
         workspace: String, baseURL: URL, timeout: TimeInterval = 20, maxConnections: Int = 4,
         resumableFromBytes: Int64 = 8 << 20, chunkBytes: Int = 4 << 20,
         token: @escaping @Sendable () async -> String?
     ) {
+        self.init(
+            workspace: workspace, baseURL: baseURL, timeout: timeout, maxConnections: maxConnections, resumableFromBytes: resumableFromBytes,
+            chunkBytes: chunkBytes, network: nil, token: token)
+    }
+
+    /// The same transport over another network: `formsync torture sim` puts its seeded model
+    /// of the network and the reference server's handler here, so that every request, header
+    /// and classification is the real one.
+    package init(
+        workspace: String, baseURL: URL, timeout: TimeInterval = 20, maxConnections: Int = 4,
+        resumableFromBytes: Int64 = 8 << 20, chunkBytes: Int = 4 << 20, network: Network?,
+        token: @escaping @Sendable () async -> String?
+    ) {
+        self.network = network
         self.workspace = workspace
         self.baseURL = baseURL
         self.timeout = timeout
@@ -94,16 +113,10 @@ public final class HTTPTransport: OutboxTransport {
         http.httpMethod = "POST"
         await prepare(&http, request)
         do {
-            let (data, response): (Data, URLResponse)
-            if let fileToUpload {
-                (data, response) = try await session.upload(for: http, fromFile: fileToUpload)
-            } else {
-                (data, response) = try await session.data(for: http)
-            }
-            guard let response = response as? HTTPURLResponse else { return (.unreachable(reason: "the reply is not HTTP"), DeliveryDetails(bytesSent: bodyBytes)) }
+            let reply = try await perform(http, uploading: fileToUpload)
             if fileToUpload != nil { progress(bodyBytes, bodyBytes) }
-            let details = DeliveryDetails(status: response.statusCode, bytesSent: bodyBytes, bytesReceived: Int64(data.count))
-            return (Self.classify(status: response.statusCode, headers: Self.headers(of: response), body: data, documentID: request.documentID), details)
+            let details = DeliveryDetails(status: reply.status, bytesSent: bodyBytes, bytesReceived: Int64(reply.body.count))
+            return (Self.classify(status: reply.status, headers: reply.headers, body: reply.body, documentID: request.documentID), details)
         } catch {
             return (.unreachable(reason: Task.isCancelled ? "cancelled" : Self.describe(error)), DeliveryDetails(bytesSent: 0))
         }
@@ -121,7 +134,19 @@ public final class HTTPTransport: OutboxTransport {
 
     /// One exchange of a resumable upload, answered or not.
     func exchange(_ http: URLRequest) async -> (status: Int, headers: [String: String], body: Data)? {
-        guard let (data, response) = try? await session.data(for: http), let response = response as? HTTPURLResponse else { return nil }
+        try? await perform(http)
+    }
+
+    /// Every request goes through here: URLSession, or the injected network.
+    func perform(_ http: URLRequest, uploading file: URL? = nil) async throws -> (status: Int, headers: [String: String], body: Data) {
+        if let network { return try await network(http, file) }
+        let (data, response): (Data, URLResponse)
+        if let file {
+            (data, response) = try await session.upload(for: http, fromFile: file)
+        } else {
+            (data, response) = try await session.data(for: http)
+        }
+        guard let response = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
         return (response.statusCode, Self.headers(of: response), data)
     }
 
@@ -134,9 +159,8 @@ public final class HTTPTransport: OutboxTransport {
         var http = URLRequest(url: url("/health"))
         http.timeoutInterval = max(1, min(timeout, 5))
         http.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
-        guard let (data, response) = try? await session.data(for: http),
-            (response as? HTTPURLResponse)?.statusCode == 200,
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        guard let reply = try? await perform(http), reply.status == 200,
+            let object = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any]
         else { return false }
         return object["service"] as? String == "formsync" && object["status"] as? String == "ok"
     }
@@ -149,8 +173,8 @@ public final class HTTPTransport: OutboxTransport {
         http.timeoutInterval = timeout
         http.setValue("application/json", forHTTPHeaderField: "Content-Type")
         http.httpBody = try? JSONSerialization.data(withJSONObject: ["refresh_token": refreshToken])
-        guard let (data, response) = try? await session.data(for: http), (response as? HTTPURLResponse)?.statusCode == 200,
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        guard let reply = try? await perform(http), reply.status == 200,
+            let object = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any]
         else { return nil }
         return object["access_token"] as? String
     }
@@ -219,16 +243,12 @@ public final class HTTPTransport: OutboxTransport {
         http.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
         http.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
         if let token = await token() { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        let data: Data
-        let response: HTTPURLResponse
         do {
-            let (body, reply) = try await session.data(for: http)
-            guard let reply = reply as? HTTPURLResponse else { return .unreachable(reason: "the reply is not HTTP") }
-            (data, response) = (body, reply)
+            let reply = try await perform(http)
+            return Self.classifyPage(status: reply.status, headers: reply.headers, body: reply.body)
         } catch {
             return .unreachable(reason: Task.isCancelled ? "cancelled" : Self.describe(error))
         }
-        return Self.classifyPage(status: response.statusCode, headers: Self.headers(of: response), body: data)
     }
 
     /// The most changes a page may carry before it is taken for a broken server.

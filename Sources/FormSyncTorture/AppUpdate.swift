@@ -9,8 +9,8 @@ import Foundation
 /// brings version 1 orders along. The next build runs it through the spec interpreter, as a
 /// build compiled from the new spec would run its generated code (the differential test holds
 /// the two to the same results).
-enum AppUpdate {
-    static let salesOrderV2 = """
+package enum AppUpdate {
+    package static let salesOrderV2 = """
         form: SalesOrder
         version: 2
         description: An order taken by a sales rep, for a customer that may itself be new and offline.
@@ -41,10 +41,10 @@ enum AppUpdate {
         """
 
     /// The forms of the next build: every built-in form, with `SalesOrder` at version 2.
-    static func nextBuild() throws -> FormRegistry {
+    package static func nextBuild() throws -> FormRegistry {
         let checked = SpecLoader.check(text: salesOrderV2, path: "SalesOrder.yaml")
         guard let form = checked.form else {
-            throw UsageError("the demo's SalesOrder version 2 does not check: \(checked.diagnostics.map(\.description).joined(separator: "; "))")
+            throw TortureError("the demo's SalesOrder version 2 does not check: \(checked.diagnostics.map(\.description).joined(separator: "; "))")
         }
         let current = FormRegistry(FormCatalog.forms)
         var entries = current.names.filter { $0 != form.name }.compactMap { current[$0] }
