@@ -107,9 +107,11 @@ struct OutboxDependencyTests {
         #expect(try await outbox.item(unrelated)?.state == .confirmed)
         #expect(h.sentDocuments.count == 2)  // never sent half-formed
 
-        // An order enqueued while the parent is parked is blocked at once.
+        // An order enqueued while the parent is parked is blocked at once, and says why (found
+        // by `formsync torture sim`: it was listed with no reason).
         let another = try await outbox.enqueue(order(customer))
         #expect(try await outbox.item(another)?.state == .blocked)
+        #expect(try await outbox.item(another)?.lastError == "waiting for an item it depends on, which needs attention")
 
         outbox = try h.open()
         try await outbox.resubmit(parent, with: NewCustomer(name: "Ana", taxId: "PT123456789", segment: .retail))

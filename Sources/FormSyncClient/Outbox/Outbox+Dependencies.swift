@@ -7,12 +7,15 @@ extension Outbox {
         state == .rejected || state == .conflict || state == .exhausted || state == .blocked
     }
 
+    /// Why a blocked item waits, as every list shows it.
+    static let blockedReason = "waiting for an item it depends on, which needs attention"
+
     func blockDependents(of placeholder: Int64, workspace: String, now: Int64) throws {
         var queue = [placeholder]
         while let next = queue.popLast() {
             for id in try store.dependents(of: next) {
                 guard var row = try store.item(id), row.workspace == workspace, row.state == .pending else { continue }
-                row.lastError = "waiting for an item it depends on, which needs attention"
+                row.lastError = Self.blockedReason
                 try move(&row, to: .blocked)
                 try store.update(row, now: now)
                 try store.refreshLane(workspace: row.workspace, lane: row.lane)

@@ -111,7 +111,10 @@ extension Outbox {
                 row.endpoint = endpoint
                 row.basePayload = baseJSON
                 row.baseVersion = base?.version
-                if blocked { row.state = .blocked }
+                if blocked {
+                    row.state = .blocked
+                    row.lastError = Self.blockedReason
+                }
                 row.id = try store.insert(row, now: now)
                 record(row.id, workspace, from: nil, to: row.state)
                 noteRecord(of: row)

@@ -244,8 +244,8 @@ final class OutboxStore {
         try db.run("""
             INSERT INTO items (kind, workspace, lane, document_id, attempt_id, form, form_version, payload, base_payload,
                 base_version, produces, file_path, content_type, byte_count, sha256, state, next_attempt_at, created_at, updated_at,
-                endpoint)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                endpoint, last_error)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [
                 .text(row.kind.rawValue), .text(row.workspace), .text(row.lane), .text(row.documentID), .text(row.attemptID),
                 row.form.map(SQLValue.text) ?? .null, row.formVersion.map { .integer(Int64($0)) } ?? .null,
@@ -254,7 +254,7 @@ final class OutboxStore {
                 row.filePath.map(SQLValue.text) ?? .null, row.contentType.map(SQLValue.text) ?? .null,
                 row.byteCount.map(SQLValue.integer) ?? .null, row.sha256.map(SQLValue.blob) ?? .null,
                 .text(row.state.rawValue), .integer(row.nextAttemptAt), .integer(now), .integer(now),
-                row.endpoint.map(SQLValue.text) ?? .null,
+                row.endpoint.map(SQLValue.text) ?? .null, row.lastError.map(SQLValue.text) ?? .null,
             ])
         return db.lastInsertRowID
     }
