@@ -46,6 +46,7 @@ enum TortureCommand {
         case "crash": return try await crash(rest)
         case "sim": return try await sim(rest)
         case "device": return try await device(rest)
+        case "disk-full": return try await diskFull(rest)
         default: throw UsageError("unknown torture '\(sub)': crash or sim")
         }
     }
@@ -87,6 +88,16 @@ enum TortureCommand {
             .run(trace: args.flags.contains("--trace"))
         print(summary.description)
         return summary.failed.isEmpty ? 0 : 1
+    }
+
+    /// Internal: a device whose disk fills up during a pull (BadEnvironmentTests).
+    static func diskFull(_ raw: [String]) async throws -> Int32 {
+        let args = try Arguments(raw, options: ["--db", "--server", "--refresh-token", "--headroom"])
+        guard let db = args.values["--db"], let server = args.values["--server"].flatMap(URL.init(string:)),
+            let token = args.values["--refresh-token"]
+        else { throw UsageError("torture disk-full needs --db, --server and --refresh-token") }
+        let headroom = try args.integer("--headroom", default: 256 << 10, in: 0...(1 << 30))
+        return try await DiskFullDevice(database: db, server: server, refreshToken: token, headroom: headroom).run()
     }
 
     /// Internal: the device process of `torture crash`.

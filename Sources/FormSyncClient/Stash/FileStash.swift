@@ -44,7 +44,13 @@ struct FileStash: Sendable {
         let input = open(source.path, O_RDONLY)
         guard input >= 0 else { throw failure(source.path, "cannot open the source: \(errnoText())") }
         defer { close(input) }
-        let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        var output = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        if output < 0 && errno == ENOENT {
+            // The folder was deleted under a running outbox (a cleaner, a person, the OS):
+            // make it again; the items whose copies went with it are parked when they come up.
+            mkdir(directory, 0o700)
+            output = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        }
         guard output >= 0 else { throw failure(temporary, "cannot create the copy: \(errnoText())") }
         var hasher = SHA256()
         var total: Int64 = 0
