@@ -109,17 +109,17 @@ public struct Customer: SyncRecord {
     }
 
     /// Adds every rule this payload breaks, under `pointer`.
-    func validate(at pointer: String, into validator: inout FieldValidator) {
-        validator.require(name, at: JSONPointer.appending(pointer, "name"))
-        validator.length(name, min: 2, max: 120, at: JSONPointer.appending(pointer, "name"))
-        validator.length(tradeName, min: nil, max: 120, at: JSONPointer.appending(pointer, "trade_name"))
-        validator.pattern(taxId, "[A-Z]{2}[0-9A-Z]{8,12}", at: JSONPointer.appending(pointer, "tax_id"))
-        validator.pattern(email, "[^@ ]+@[^@ ]+\\.[a-z]{2,}", at: JSONPointer.appending(pointer, "email"))
-        validator.length(phone, min: nil, max: 30, at: JSONPointer.appending(pointer, "phone"))
-        validator.require(segment, at: JSONPointer.appending(pointer, "segment"))
-        validator.geopoint(shopLocation, at: JSONPointer.appending(pointer, "shop_location"))
-        validator.reference(referredBy, at: JSONPointer.appending(pointer, "referred_by"))
-        validator.money(creditLimit, min: nil, max: nil, currency: nil, at: JSONPointer.appending(pointer, "credit_limit"))
+    func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
+        validator.require(name, at: JSONPointer.appending(pointer(), "name"))
+        validator.length(name, min: 2, max: 120, at: JSONPointer.appending(pointer(), "name"))
+        validator.length(tradeName, min: nil, max: 120, at: JSONPointer.appending(pointer(), "trade_name"))
+        validator.pattern(taxId, "[A-Z]{2}[0-9A-Z]{8,12}", at: JSONPointer.appending(pointer(), "tax_id"))
+        validator.pattern(email, "[^@ ]+@[^@ ]+\\.[a-z]{2,}", at: JSONPointer.appending(pointer(), "email"))
+        validator.length(phone, min: nil, max: 30, at: JSONPointer.appending(pointer(), "phone"))
+        validator.require(segment, at: JSONPointer.appending(pointer(), "segment"))
+        validator.geopoint(shopLocation, at: JSONPointer.appending(pointer(), "shop_location"))
+        validator.reference(referredBy, at: JSONPointer.appending(pointer(), "referred_by"))
+        validator.money(creditLimit, min: nil, max: nil, currency: nil, at: JSONPointer.appending(pointer(), "credit_limit"))
     }
 
     /// Adds the placeholder ids of this payload's file and reference fields.

@@ -84,16 +84,16 @@ public struct CustomerUpdate: FormPayload {
     }
 
     /// Adds every rule this payload breaks, under `pointer`.
-    func validate(at pointer: String, into validator: inout FieldValidator) {
-        validator.require(customerId, at: JSONPointer.appending(pointer, "customer_id"))
-        validator.reference(customerId, at: JSONPointer.appending(pointer, "customer_id"))
-        validator.require(name, at: JSONPointer.appending(pointer, "name"))
-        validator.length(name, min: 2, max: 120, at: JSONPointer.appending(pointer, "name"))
-        validator.length(tradeName, min: nil, max: 120, at: JSONPointer.appending(pointer, "trade_name"))
-        validator.pattern(email, "[^@ ]+@[^@ ]+\\.[a-z]{2,}", at: JSONPointer.appending(pointer, "email"))
-        validator.length(phone, min: nil, max: 30, at: JSONPointer.appending(pointer, "phone"))
-        validator.require(segment, at: JSONPointer.appending(pointer, "segment"))
-        validator.money(creditLimit, min: nil, max: nil, currency: nil, at: JSONPointer.appending(pointer, "credit_limit"))
+    func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
+        validator.require(customerId, at: JSONPointer.appending(pointer(), "customer_id"))
+        validator.reference(customerId, at: JSONPointer.appending(pointer(), "customer_id"))
+        validator.require(name, at: JSONPointer.appending(pointer(), "name"))
+        validator.length(name, min: 2, max: 120, at: JSONPointer.appending(pointer(), "name"))
+        validator.length(tradeName, min: nil, max: 120, at: JSONPointer.appending(pointer(), "trade_name"))
+        validator.pattern(email, "[^@ ]+@[^@ ]+\\.[a-z]{2,}", at: JSONPointer.appending(pointer(), "email"))
+        validator.length(phone, min: nil, max: 30, at: JSONPointer.appending(pointer(), "phone"))
+        validator.require(segment, at: JSONPointer.appending(pointer(), "segment"))
+        validator.money(creditLimit, min: nil, max: nil, currency: nil, at: JSONPointer.appending(pointer(), "credit_limit"))
     }
 
     /// Adds the placeholder ids of this payload's file and reference fields.

@@ -90,15 +90,15 @@ public struct Delivery: SyncRecord {
     }
 
     /// Adds every rule this payload breaks, under `pointer`.
-    func validate(at pointer: String, into validator: inout FieldValidator) {
-        validator.require(courierId, at: JSONPointer.appending(pointer, "courier_id"))
-        validator.require(status, at: JSONPointer.appending(pointer, "status"))
-        validator.range(stopOrder, min: 1, max: nil, at: JSONPointer.appending(pointer, "stop_order"))
-        validator.require(address, at: JSONPointer.appending(pointer, "address"))
-        validator.length(address, min: nil, max: 200, at: JSONPointer.appending(pointer, "address"))
-        validator.length(recipient, min: nil, max: 120, at: JSONPointer.appending(pointer, "recipient"))
-        validator.money(codAmount, min: 0, max: nil, currency: "EUR", at: JSONPointer.appending(pointer, "cod_amount"))
-        validator.length(notes, min: nil, max: 500, at: JSONPointer.appending(pointer, "notes"))
+    func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
+        validator.require(courierId, at: JSONPointer.appending(pointer(), "courier_id"))
+        validator.require(status, at: JSONPointer.appending(pointer(), "status"))
+        validator.range(stopOrder, min: 1, max: nil, at: JSONPointer.appending(pointer(), "stop_order"))
+        validator.require(address, at: JSONPointer.appending(pointer(), "address"))
+        validator.length(address, min: nil, max: 200, at: JSONPointer.appending(pointer(), "address"))
+        validator.length(recipient, min: nil, max: 120, at: JSONPointer.appending(pointer(), "recipient"))
+        validator.money(codAmount, min: 0, max: nil, currency: "EUR", at: JSONPointer.appending(pointer(), "cod_amount"))
+        validator.length(notes, min: nil, max: 500, at: JSONPointer.appending(pointer(), "notes"))
     }
 
     /// Adds the placeholder ids of this payload's file and reference fields.

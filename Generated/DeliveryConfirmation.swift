@@ -93,19 +93,19 @@ public struct DeliveryConfirmation: FormPayload {
     }
 
     /// Adds every rule this payload breaks, under `pointer`.
-    func validate(at pointer: String, into validator: inout FieldValidator) {
-        validator.require(deliveryId, at: JSONPointer.appending(pointer, "delivery_id"))
-        validator.reference(deliveryId, at: JSONPointer.appending(pointer, "delivery_id"))
-        validator.require(outcome, at: JSONPointer.appending(pointer, "outcome"))
-        validator.require(deliveredAt, at: JSONPointer.appending(pointer, "delivered_at"))
-        validator.money(codAmount, min: 0, max: nil, currency: "EUR", at: JSONPointer.appending(pointer, "cod_amount"))
-        if outcome == DeliveryConfirmation.Outcome.delivered { validator.require(recipientName, at: JSONPointer.appending(pointer, "recipient_name")) }
-        validator.length(recipientName, min: nil, max: 120, at: JSONPointer.appending(pointer, "recipient_name"))
-        validator.length(note, min: nil, max: 500, at: JSONPointer.appending(pointer, "note"))
-        validator.count(proofPhotos.count, min: 1, max: 4, at: JSONPointer.appending(pointer, "proof_photos"))
-        for (index, file) in proofPhotos.enumerated() { validator.file(file, maxBytes: 8388608, contentTypes: ["image/jpeg", "image/heic"], at: JSONPointer.appending(JSONPointer.appending(pointer, "proof_photos"), index)) }
-        if outcome == DeliveryConfirmation.Outcome.delivered { validator.require(signature, at: JSONPointer.appending(pointer, "signature")) }
-        validator.file(signature, maxBytes: 524288, contentTypes: ["image/png"], at: JSONPointer.appending(pointer, "signature"))
+    func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
+        validator.require(deliveryId, at: JSONPointer.appending(pointer(), "delivery_id"))
+        validator.reference(deliveryId, at: JSONPointer.appending(pointer(), "delivery_id"))
+        validator.require(outcome, at: JSONPointer.appending(pointer(), "outcome"))
+        validator.require(deliveredAt, at: JSONPointer.appending(pointer(), "delivered_at"))
+        validator.money(codAmount, min: 0, max: nil, currency: "EUR", at: JSONPointer.appending(pointer(), "cod_amount"))
+        if outcome == DeliveryConfirmation.Outcome.delivered { validator.require(recipientName, at: JSONPointer.appending(pointer(), "recipient_name")) }
+        validator.length(recipientName, min: nil, max: 120, at: JSONPointer.appending(pointer(), "recipient_name"))
+        validator.length(note, min: nil, max: 500, at: JSONPointer.appending(pointer(), "note"))
+        validator.count(proofPhotos.count, min: 1, max: 4, at: JSONPointer.appending(pointer(), "proof_photos"))
+        for (index, file) in proofPhotos.enumerated() { validator.file(file, maxBytes: 8388608, contentTypes: ["image/jpeg", "image/heic"], at: JSONPointer.appending(JSONPointer.appending(pointer(), "proof_photos"), index)) }
+        if outcome == DeliveryConfirmation.Outcome.delivered { validator.require(signature, at: JSONPointer.appending(pointer(), "signature")) }
+        validator.file(signature, maxBytes: 524288, contentTypes: ["image/png"], at: JSONPointer.appending(pointer(), "signature"))
     }
 
     /// Adds the placeholder ids of this payload's file and reference fields.

@@ -47,11 +47,11 @@ public struct DeliveryUpdate: FormPayload {
     }
 
     /// Adds every rule this payload breaks, under `pointer`.
-    func validate(at pointer: String, into validator: inout FieldValidator) {
-        validator.require(deliveryId, at: JSONPointer.appending(pointer, "delivery_id"))
-        validator.reference(deliveryId, at: JSONPointer.appending(pointer, "delivery_id"))
-        validator.length(notes, min: nil, max: 500, at: JSONPointer.appending(pointer, "notes"))
-        validator.length(recipient, min: nil, max: 120, at: JSONPointer.appending(pointer, "recipient"))
+    func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
+        validator.require(deliveryId, at: JSONPointer.appending(pointer(), "delivery_id"))
+        validator.reference(deliveryId, at: JSONPointer.appending(pointer(), "delivery_id"))
+        validator.length(notes, min: nil, max: 500, at: JSONPointer.appending(pointer(), "notes"))
+        validator.length(recipient, min: nil, max: 120, at: JSONPointer.appending(pointer(), "recipient"))
     }
 
     /// Adds the placeholder ids of this payload's file and reference fields.

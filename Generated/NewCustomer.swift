@@ -96,16 +96,16 @@ public struct NewCustomer: FormPayload {
     }
 
     /// Adds every rule this payload breaks, under `pointer`.
-    func validate(at pointer: String, into validator: inout FieldValidator) {
-        validator.require(name, at: JSONPointer.appending(pointer, "name"))
-        validator.length(name, min: 2, max: 120, at: JSONPointer.appending(pointer, "name"))
-        validator.length(tradeName, min: nil, max: 120, at: JSONPointer.appending(pointer, "trade_name"))
-        validator.pattern(taxId, "[A-Z]{2}[0-9A-Z]{8,12}", at: JSONPointer.appending(pointer, "tax_id"))
-        validator.pattern(email, "[^@ ]+@[^@ ]+\\.[a-z]{2,}", at: JSONPointer.appending(pointer, "email"))
-        validator.require(segment, at: JSONPointer.appending(pointer, "segment"))
-        validator.geopoint(shopLocation, at: JSONPointer.appending(pointer, "shop_location"))
-        validator.file(shopFront, maxBytes: 8388608, contentTypes: ["image/jpeg"], at: JSONPointer.appending(pointer, "shop_front"))
-        validator.reference(referredBy, at: JSONPointer.appending(pointer, "referred_by"))
+    func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
+        validator.require(name, at: JSONPointer.appending(pointer(), "name"))
+        validator.length(name, min: 2, max: 120, at: JSONPointer.appending(pointer(), "name"))
+        validator.length(tradeName, min: nil, max: 120, at: JSONPointer.appending(pointer(), "trade_name"))
+        validator.pattern(taxId, "[A-Z]{2}[0-9A-Z]{8,12}", at: JSONPointer.appending(pointer(), "tax_id"))
+        validator.pattern(email, "[^@ ]+@[^@ ]+\\.[a-z]{2,}", at: JSONPointer.appending(pointer(), "email"))
+        validator.require(segment, at: JSONPointer.appending(pointer(), "segment"))
+        validator.geopoint(shopLocation, at: JSONPointer.appending(pointer(), "shop_location"))
+        validator.file(shopFront, maxBytes: 8388608, contentTypes: ["image/jpeg"], at: JSONPointer.appending(pointer(), "shop_front"))
+        validator.reference(referredBy, at: JSONPointer.appending(pointer(), "referred_by"))
     }
 
     /// Adds the placeholder ids of this payload's file and reference fields.

@@ -63,14 +63,14 @@ public struct SalesOrder: FormPayload {
         }
 
         /// Adds every rule this item breaks, under `pointer`.
-        func validate(at pointer: String, into validator: inout FieldValidator) {
-            validator.require(sku, at: JSONPointer.appending(pointer, "sku"))
-            validator.pattern(sku, "[A-Z0-9-]{4,20}", at: JSONPointer.appending(pointer, "sku"))
-            validator.require(quantity, at: JSONPointer.appending(pointer, "quantity"))
-            validator.range(quantity, min: 1, max: 10000, at: JSONPointer.appending(pointer, "quantity"))
-            validator.require(unitPrice, at: JSONPointer.appending(pointer, "unit_price"))
-            validator.money(unitPrice, min: 0, max: nil, currency: nil, at: JSONPointer.appending(pointer, "unit_price"))
-            validator.length(note, min: nil, max: 200, at: JSONPointer.appending(pointer, "note"))
+        func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
+            validator.require(sku, at: JSONPointer.appending(pointer(), "sku"))
+            validator.pattern(sku, "[A-Z0-9-]{4,20}", at: JSONPointer.appending(pointer(), "sku"))
+            validator.require(quantity, at: JSONPointer.appending(pointer(), "quantity"))
+            validator.range(quantity, min: 1, max: 10000, at: JSONPointer.appending(pointer(), "quantity"))
+            validator.require(unitPrice, at: JSONPointer.appending(pointer(), "unit_price"))
+            validator.money(unitPrice, min: 0, max: nil, currency: nil, at: JSONPointer.appending(pointer(), "unit_price"))
+            validator.length(note, min: nil, max: 200, at: JSONPointer.appending(pointer(), "note"))
         }
 
         /// Adds the placeholder ids of this item's file and reference fields.
@@ -195,18 +195,18 @@ public struct SalesOrder: FormPayload {
     }
 
     /// Adds every rule this payload breaks, under `pointer`.
-    func validate(at pointer: String, into validator: inout FieldValidator) {
-        validator.require(customerId, at: JSONPointer.appending(pointer, "customer_id"))
-        validator.reference(customerId, at: JSONPointer.appending(pointer, "customer_id"))
-        validator.require(orderDate, at: JSONPointer.appending(pointer, "order_date"))
-        validator.range(paymentTermsDays, min: 0, max: 90, at: JSONPointer.appending(pointer, "payment_terms_days"))
-        validator.range(discountPercent, min: Decimal(string: "0"), max: Decimal(string: "30"), at: JSONPointer.appending(pointer, "discount_percent"))
-        validator.length(customerReference, min: nil, max: 40, at: JSONPointer.appending(pointer, "customer_reference"))
-        validator.money(creditLimit, min: nil, max: nil, currency: nil, at: JSONPointer.appending(pointer, "credit_limit"))
-        validator.require(lines, at: JSONPointer.appending(pointer, "lines"))
-        validator.count(lines.count, min: 1, max: 200, at: JSONPointer.appending(pointer, "lines"))
-        for (index, item) in lines.enumerated() { item.validate(at: JSONPointer.appending(JSONPointer.appending(pointer, "lines"), index), into: &validator) }
-        validator.file(signedByCustomer, maxBytes: nil, contentTypes: [], at: JSONPointer.appending(pointer, "signed_by_customer"))
+    func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
+        validator.require(customerId, at: JSONPointer.appending(pointer(), "customer_id"))
+        validator.reference(customerId, at: JSONPointer.appending(pointer(), "customer_id"))
+        validator.require(orderDate, at: JSONPointer.appending(pointer(), "order_date"))
+        validator.range(paymentTermsDays, min: 0, max: 90, at: JSONPointer.appending(pointer(), "payment_terms_days"))
+        validator.range(discountPercent, min: Decimal(string: "0"), max: Decimal(string: "30"), at: JSONPointer.appending(pointer(), "discount_percent"))
+        validator.length(customerReference, min: nil, max: 40, at: JSONPointer.appending(pointer(), "customer_reference"))
+        validator.money(creditLimit, min: nil, max: nil, currency: nil, at: JSONPointer.appending(pointer(), "credit_limit"))
+        validator.require(lines, at: JSONPointer.appending(pointer(), "lines"))
+        validator.count(lines.count, min: 1, max: 200, at: JSONPointer.appending(pointer(), "lines"))
+        for (index, item) in lines.enumerated() { item.validate(at: JSONPointer.appending(JSONPointer.appending(pointer(), "lines"), index), into: &validator) }
+        validator.file(signedByCustomer, maxBytes: nil, contentTypes: [], at: JSONPointer.appending(pointer(), "signed_by_customer"))
     }
 
     /// Adds the placeholder ids of this payload's file and reference fields.

@@ -72,14 +72,14 @@ public struct Site: SyncRecord {
     }
 
     /// Adds every rule this payload breaks, under `pointer`.
-    func validate(at pointer: String, into validator: inout FieldValidator) {
-        validator.require(code, at: JSONPointer.appending(pointer, "code"))
-        validator.pattern(code, "[A-Z]{3}-[0-9]{4}", at: JSONPointer.appending(pointer, "code"))
-        validator.require(name, at: JSONPointer.appending(pointer, "name"))
-        validator.length(name, min: nil, max: 120, at: JSONPointer.appending(pointer, "name"))
-        validator.length(address, min: nil, max: 200, at: JSONPointer.appending(pointer, "address"))
-        validator.geopoint(location, at: JSONPointer.appending(pointer, "location"))
-        validator.reference(responsibleId, at: JSONPointer.appending(pointer, "responsible_id"))
+    func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
+        validator.require(code, at: JSONPointer.appending(pointer(), "code"))
+        validator.pattern(code, "[A-Z]{3}-[0-9]{4}", at: JSONPointer.appending(pointer(), "code"))
+        validator.require(name, at: JSONPointer.appending(pointer(), "name"))
+        validator.length(name, min: nil, max: 120, at: JSONPointer.appending(pointer(), "name"))
+        validator.length(address, min: nil, max: 200, at: JSONPointer.appending(pointer(), "address"))
+        validator.geopoint(location, at: JSONPointer.appending(pointer(), "location"))
+        validator.reference(responsibleId, at: JSONPointer.appending(pointer(), "responsible_id"))
     }
 
     /// Adds the placeholder ids of this payload's file and reference fields.

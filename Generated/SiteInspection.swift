@@ -79,10 +79,10 @@ public struct SiteInspection: FormPayload {
             }
 
             /// Adds every rule this item breaks, under `pointer`.
-            func validate(at pointer: String, into validator: inout FieldValidator) {
-                validator.require(label, at: JSONPointer.appending(pointer, "label"))
-                validator.require(value, at: JSONPointer.appending(pointer, "value"))
-                validator.require(unit, at: JSONPointer.appending(pointer, "unit"))
+            func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
+                validator.require(label, at: JSONPointer.appending(pointer(), "label"))
+                validator.require(value, at: JSONPointer.appending(pointer(), "value"))
+                validator.require(unit, at: JSONPointer.appending(pointer(), "unit"))
             }
 
             /// Adds the placeholder ids of this item's file and reference fields.
@@ -184,14 +184,14 @@ public struct SiteInspection: FormPayload {
         }
 
         /// Adds every rule this item breaks, under `pointer`.
-        func validate(at pointer: String, into validator: inout FieldValidator) {
-            validator.require(title, at: JSONPointer.appending(pointer, "title"))
-            validator.length(title, min: 3, max: 80, at: JSONPointer.appending(pointer, "title"))
-            validator.require(severity, at: JSONPointer.appending(pointer, "severity"))
-            validator.count(photos.count, min: nil, max: 6, at: JSONPointer.appending(pointer, "photos"))
-            for (index, file) in photos.enumerated() { validator.file(file, maxBytes: 8388608, contentTypes: ["image/*"], at: JSONPointer.appending(JSONPointer.appending(pointer, "photos"), index)) }
-            if followUpNeeded == true { validator.require(followUpBy, at: JSONPointer.appending(pointer, "follow_up_by")) }
-            for (index, item) in measurements.enumerated() { item.validate(at: JSONPointer.appending(JSONPointer.appending(pointer, "measurements"), index), into: &validator) }
+        func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
+            validator.require(title, at: JSONPointer.appending(pointer(), "title"))
+            validator.length(title, min: 3, max: 80, at: JSONPointer.appending(pointer(), "title"))
+            validator.require(severity, at: JSONPointer.appending(pointer(), "severity"))
+            validator.count(photos.count, min: nil, max: 6, at: JSONPointer.appending(pointer(), "photos"))
+            for (index, file) in photos.enumerated() { validator.file(file, maxBytes: 8388608, contentTypes: ["image/*"], at: JSONPointer.appending(JSONPointer.appending(pointer(), "photos"), index)) }
+            if followUpNeeded == true { validator.require(followUpBy, at: JSONPointer.appending(pointer(), "follow_up_by")) }
+            for (index, item) in measurements.enumerated() { item.validate(at: JSONPointer.appending(JSONPointer.appending(pointer(), "measurements"), index), into: &validator) }
         }
 
         /// Adds the placeholder ids of this item's file and reference fields.
@@ -354,22 +354,22 @@ public struct SiteInspection: FormPayload {
     }
 
     /// Adds every rule this payload breaks, under `pointer`.
-    func validate(at pointer: String, into validator: inout FieldValidator) {
-        validator.require(siteCode, at: JSONPointer.appending(pointer, "site_code"))
-        validator.pattern(siteCode, "[A-Z]{3}-[0-9]{4}", at: JSONPointer.appending(pointer, "site_code"))
-        validator.require(inspectorId, at: JSONPointer.appending(pointer, "inspector_id"))
-        validator.reference(inspectorId, at: JSONPointer.appending(pointer, "inspector_id"))
-        validator.require(visitDate, at: JSONPointer.appending(pointer, "visit_date"))
-        validator.require(location, at: JSONPointer.appending(pointer, "location"))
-        validator.geopoint(location, at: JSONPointer.appending(pointer, "location"))
-        validator.count(hazards.count, min: 1, max: 4, at: JSONPointer.appending(pointer, "hazards"))
-        validator.unique(hazards, at: JSONPointer.appending(pointer, "hazards"))
-        validator.range(temperatureCelsius, min: Decimal(string: "-40.0"), max: Decimal(string: "60.5"), at: JSONPointer.appending(pointer, "temperature_celsius"))
-        validator.file(audioNote, maxBytes: 20971520, contentTypes: ["audio/*"], at: JSONPointer.appending(pointer, "audio_note"))
-        validator.file(walkthroughVideo, maxBytes: 209715200, contentTypes: ["video/mp4"], at: JSONPointer.appending(pointer, "walkthrough_video"))
-        validator.count(findings.count, min: nil, max: 50, at: JSONPointer.appending(pointer, "findings"))
-        for (index, item) in findings.enumerated() { item.validate(at: JSONPointer.appending(JSONPointer.appending(pointer, "findings"), index), into: &validator) }
-        validator.file(reportFile, maxBytes: 10485760, contentTypes: ["application/pdf"], at: JSONPointer.appending(pointer, "report_file"))
+    func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
+        validator.require(siteCode, at: JSONPointer.appending(pointer(), "site_code"))
+        validator.pattern(siteCode, "[A-Z]{3}-[0-9]{4}", at: JSONPointer.appending(pointer(), "site_code"))
+        validator.require(inspectorId, at: JSONPointer.appending(pointer(), "inspector_id"))
+        validator.reference(inspectorId, at: JSONPointer.appending(pointer(), "inspector_id"))
+        validator.require(visitDate, at: JSONPointer.appending(pointer(), "visit_date"))
+        validator.require(location, at: JSONPointer.appending(pointer(), "location"))
+        validator.geopoint(location, at: JSONPointer.appending(pointer(), "location"))
+        validator.count(hazards.count, min: 1, max: 4, at: JSONPointer.appending(pointer(), "hazards"))
+        validator.unique(hazards, at: JSONPointer.appending(pointer(), "hazards"))
+        validator.range(temperatureCelsius, min: Decimal(string: "-40.0"), max: Decimal(string: "60.5"), at: JSONPointer.appending(pointer(), "temperature_celsius"))
+        validator.file(audioNote, maxBytes: 20971520, contentTypes: ["audio/*"], at: JSONPointer.appending(pointer(), "audio_note"))
+        validator.file(walkthroughVideo, maxBytes: 209715200, contentTypes: ["video/mp4"], at: JSONPointer.appending(pointer(), "walkthrough_video"))
+        validator.count(findings.count, min: nil, max: 50, at: JSONPointer.appending(pointer(), "findings"))
+        for (index, item) in findings.enumerated() { item.validate(at: JSONPointer.appending(JSONPointer.appending(pointer(), "findings"), index), into: &validator) }
+        validator.file(reportFile, maxBytes: 10485760, contentTypes: ["application/pdf"], at: JSONPointer.appending(pointer(), "report_file"))
     }
 
     /// Adds the placeholder ids of this payload's file and reference fields.

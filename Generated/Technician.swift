@@ -47,10 +47,10 @@ public struct Technician: SyncRecord {
     }
 
     /// Adds every rule this payload breaks, under `pointer`.
-    func validate(at pointer: String, into validator: inout FieldValidator) {
-        validator.require(name, at: JSONPointer.appending(pointer, "name"))
-        validator.length(name, min: nil, max: 120, at: JSONPointer.appending(pointer, "name"))
-        validator.length(phone, min: nil, max: 30, at: JSONPointer.appending(pointer, "phone"))
+    func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
+        validator.require(name, at: JSONPointer.appending(pointer(), "name"))
+        validator.length(name, min: nil, max: 120, at: JSONPointer.appending(pointer(), "name"))
+        validator.length(phone, min: nil, max: 30, at: JSONPointer.appending(pointer(), "phone"))
     }
 
     /// Adds the placeholder ids of this payload's file and reference fields.

@@ -204,10 +204,10 @@ public enum SwiftGenerator {
 
     static func emitValidate(fields: [FieldDefinition], scope: Scope, root: Bool, into w: inout CodeWriter) {
         w.doc("Adds every rule this \(root ? "payload" : "item") breaks, under `pointer`.")
-        w.block("func validate(at pointer: String, into validator: inout FieldValidator)") { w in
+        w.block("func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator)") { w in
             for field in fields {
                 let n = name(field)
-                let p = "JSONPointer.appending(pointer, \(swiftLiteral(field.name)))"
+                let p = "JSONPointer.appending(pointer(), \(swiftLiteral(field.name)))"
                 var lines: [String] = []
                 if field.required { lines.append("validator.require(\(n), at: \(p))") }
                 if !field.requiredIf.isEmpty {

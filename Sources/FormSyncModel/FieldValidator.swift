@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 
 /// The validation rules of the spec language, applied one field at a time and collecting every
-/// failure. Generated `validate()` methods are a list of calls to these, so the client and the
+/// failure. A field's location is only worked out when one of its rules fails, so a payload
+/// that breaks nothing costs no string building. Generated `validate()` methods are a list of calls to these, so the client and the
 /// reference server run the same rules.
 public struct FieldValidator: Sendable {
     /// The failures found so far, in the order the rules ran.
@@ -16,101 +17,101 @@ public struct FieldValidator: Sendable {
     }
 
     /// A required value: nil is missing.
-    public mutating func require<T>(_ value: T?, at pointer: String) {
-        if value == nil { fail(pointer, "required", "This field is required.") }
+    public mutating func require<T>(_ value: T?, at pointer: @autoclosure () -> String) {
+        if value == nil { fail(pointer(), "required", "This field is required.") }
     }
 
     /// A required text: nil, empty or only white space is missing.
-    public mutating func require(_ value: String?, at pointer: String) {
-        if (value ?? "").allSatisfy(\.isWhitespace) { fail(pointer, "required", "This field is required.") }
+    public mutating func require(_ value: String?, at pointer: @autoclosure () -> String) {
+        if (value ?? "").allSatisfy(\.isWhitespace) { fail(pointer(), "required", "This field is required.") }
     }
 
     /// A required list: empty is missing.
-    public mutating func require<Element>(_ value: [Element], at pointer: String) {
-        if value.isEmpty { fail(pointer, "required", "This field is required.") }
+    public mutating func require<Element>(_ value: [Element], at pointer: @autoclosure () -> String) {
+        if value.isEmpty { fail(pointer(), "required", "This field is required.") }
     }
 
     /// Text length in Unicode scalars (as JSON Schema's `minLength` and `maxLength` count).
-    public mutating func length(_ value: String?, min: Int?, max: Int?, at pointer: String) {
+    public mutating func length(_ value: String?, min: Int?, max: Int?, at pointer: @autoclosure () -> String) {
         guard let value else { return }
         let count = value.unicodeScalars.count
-        if let min, count < min { fail(pointer, "min_length", "Must be at least \(min) characters long.") }
-        if let max, count > max { fail(pointer, "max_length", "Must be at most \(max) characters long.") }
+        if let min, count < min { fail(pointer(), "min_length", "Must be at least \(min) characters long.") }
+        if let max, count > max { fail(pointer(), "max_length", "Must be at most \(max) characters long.") }
     }
 
     /// The whole text must match the regular expression.
-    public mutating func pattern(_ value: String?, _ pattern: String, at pointer: String) {
+    public mutating func pattern(_ value: String?, _ pattern: String, at pointer: @autoclosure () -> String) {
         guard let value, !value.isEmpty else { return }
         guard let regex = Self.regex(pattern) else {
-            fail(pointer, "pattern", "The pattern of this field is not a valid regular expression.")
+            fail(pointer(), "pattern", "The pattern of this field is not a valid regular expression.")
             return
         }
         let range = NSRange(value.startIndex..., in: value)
         if regex.firstMatch(in: value, options: [.anchored, .withoutAnchoringBounds], range: range)?.range != range {
-            fail(pointer, "pattern", "Does not have the expected format.")
+            fail(pointer(), "pattern", "Does not have the expected format.")
         }
     }
 
     /// A number within bounds.
-    public mutating func range<T: Comparable>(_ value: T?, min: T?, max: T?, at pointer: String) {
+    public mutating func range<T: Comparable>(_ value: T?, min: T?, max: T?, at pointer: @autoclosure () -> String) {
         guard let value else { return }
-        if let min, value < min { fail(pointer, "min", "Must be at least \(min).") }
-        if let max, value > max { fail(pointer, "max", "Must be at most \(max).") }
+        if let min, value < min { fail(pointer(), "min", "Must be at least \(min).") }
+        if let max, value > max { fail(pointer(), "max", "Must be at most \(max).") }
     }
 
     /// An amount within bounds (in minor units) and, when the spec fixes one, in its currency.
-    public mutating func money(_ value: Money?, min: Int64?, max: Int64?, currency: String?, at pointer: String) {
+    public mutating func money(_ value: Money?, min: Int64?, max: Int64?, currency: String?, at pointer: @autoclosure () -> String) {
         guard let value else { return }
         if value.currency.count != 3 || !value.currency.unicodeScalars.allSatisfy({ ("A"..."Z").contains($0) }) {
-            fail(pointer, "currency", "'\(value.currency)' is not an ISO 4217 currency code.")
+            fail(pointer(), "currency", "'\(value.currency)' is not an ISO 4217 currency code.")
         } else if let currency, value.currency != currency {
-            fail(pointer, "currency", "Must be in \(currency).")
+            fail(pointer(), "currency", "Must be in \(currency).")
         }
-        if let min, value.minorUnits < min { fail(pointer, "min", "Must be at least \(min) minor units.") }
-        if let max, value.minorUnits > max { fail(pointer, "max", "Must be at most \(max) minor units.") }
+        if let min, value.minorUnits < min { fail(pointer(), "min", "Must be at least \(min) minor units.") }
+        if let max, value.minorUnits > max { fail(pointer(), "max", "Must be at most \(max) minor units.") }
     }
 
     /// The number of values of a multi-valued field.
-    public mutating func count(_ count: Int, min: Int?, max: Int?, at pointer: String) {
-        if let min, count < min { fail(pointer, "min_count", "Needs at least \(min) item\(min == 1 ? "" : "s").") }
-        if let max, count > max { fail(pointer, "max_count", "Takes at most \(max) item\(max == 1 ? "" : "s").") }
+    public mutating func count(_ count: Int, min: Int?, max: Int?, at pointer: @autoclosure () -> String) {
+        if let min, count < min { fail(pointer(), "min_count", "Needs at least \(min) item\(min == 1 ? "" : "s").") }
+        if let max, count > max { fail(pointer(), "max_count", "Takes at most \(max) item\(max == 1 ? "" : "s").") }
     }
 
     /// The values of a multi-choice field: each at most once (a choice is chosen or not).
-    public mutating func unique<T: Hashable>(_ values: [T], at pointer: String) {
-        if Set(values).count != values.count { fail(pointer, "unique", "Each option may be chosen only once.") }
+    public mutating func unique<T: Hashable>(_ values: [T], at pointer: @autoclosure () -> String) {
+        if Set(values).count != values.count { fail(pointer(), "unique", "Each option may be chosen only once.") }
     }
 
     /// A file's size and media type, when the reference carries them.
-    public mutating func file(_ ref: FileRef?, maxBytes: Int64?, contentTypes: [String], at pointer: String) {
+    public mutating func file(_ ref: FileRef?, maxBytes: Int64?, contentTypes: [String], at pointer: @autoclosure () -> String) {
         guard let ref else { return }
         if let maxBytes, let size = ref.byteCount, size > maxBytes {
-            fail(pointer, "max_bytes", "The file is \(size) bytes; the limit is \(maxBytes).")
+            fail(pointer(), "max_bytes", "The file is \(size) bytes; the limit is \(maxBytes).")
         }
         if !contentTypes.isEmpty, let type = ref.contentType?.lowercased(),
             !contentTypes.contains(where: { Self.mediaType(type, matches: $0) })
         {
-            fail(pointer, "content_type", "Files of type \(type) are not accepted here.")
+            fail(pointer(), "content_type", "Files of type \(type) are not accepted here.")
         }
-        if ref.id == 0 { fail(pointer, "invalid", "The file reference is empty.") }
+        if ref.id == 0 { fail(pointer(), "invalid", "The file reference is empty.") }
     }
 
     /// A reference must hold a real or placeholder id, never 0.
-    public mutating func reference(_ ref: EntityRef?, at pointer: String) {
-        if let ref, ref.id == 0 { fail(pointer, "invalid", "The reference is empty.") }
+    public mutating func reference(_ ref: EntityRef?, at pointer: @autoclosure () -> String) {
+        if let ref, ref.id == 0 { fail(pointer(), "invalid", "The reference is empty.") }
     }
 
     /// Latitude within ±90 and longitude within ±180, both finite.
-    public mutating func geopoint(_ point: GeoPoint?, at pointer: String) {
+    public mutating func geopoint(_ point: GeoPoint?, at pointer: @autoclosure () -> String) {
         guard let point else { return }
         if !(point.latitude.isFinite && (-90...90).contains(point.latitude)) {
-            fail(JSONPointer.appending(pointer, "latitude"), "range", "Latitude must be between -90 and 90.")
+            fail(JSONPointer.appending(pointer(), "latitude"), "range", "Latitude must be between -90 and 90.")
         }
         if !(point.longitude.isFinite && (-180...180).contains(point.longitude)) {
-            fail(JSONPointer.appending(pointer, "longitude"), "range", "Longitude must be between -180 and 180.")
+            fail(JSONPointer.appending(pointer(), "longitude"), "range", "Longitude must be between -180 and 180.")
         }
         if let accuracy = point.accuracy, !(accuracy.isFinite && accuracy >= 0) {
-            fail(JSONPointer.appending(pointer, "accuracy"), "range", "Accuracy must be 0 or more metres.")
+            fail(JSONPointer.appending(pointer(), "accuracy"), "range", "Accuracy must be 0 or more metres.")
         }
     }
 

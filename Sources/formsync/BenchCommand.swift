@@ -7,6 +7,7 @@ import Foundation
 enum BenchCommand {
     static let help = """
         usage: formsync bench generator [--specs N] [--rounds R] [--from DIR]
+               formsync bench enqueue [--items N] [--rounds R]
                formsync bench outbox [--items N] [--lanes L] [--small S]
                formsync bench http [--items N] [--concurrency C]
                formsync bench load [--items N] [--slow S] [--rounds R] [--concurrency C]
@@ -15,6 +16,10 @@ enum BenchCommand {
 
           generator   check + generate N specs (variants of the specs in DIR, default FormSpecs),
                       against a baseline that only reads the same YAML with libyaml.
+          enqueue     N sequential enqueues (default 1000) of a one-line and a 10-line 2 KB order
+                      against raw single-row FULL commits of the same bytes, R rounds (default 5)
+                      interleaved; then 4 concurrent enqueuers; then a naive queue (one JSON
+                      array in one file, rewritten per change) at 100, 1k and 10k queued items.
           outbox      enqueue N sales orders over L lanes and flush them with the in-process
                       transport (default 100000 over 10000), against a raw SQLite insert at the
                       same durability; the per-item flush cost is compared with a run of S items
@@ -45,6 +50,9 @@ enum BenchCommand {
             return try generator(
                 specs: args.integer("--specs", default: 200, in: 1...100_000), rounds: args.integer("--rounds", default: 5, in: 1...1000),
                 from: args.values["--from"] ?? "FormSpecs")
+        case "enqueue":
+            return try await EnqueueBenchmark.run(
+                items: args.integer("--items", default: 1000, in: 1...1_000_000), rounds: args.integer("--rounds", default: 5, in: 3...100))
         case "outbox":
             return try await OutboxBenchmark.run(
                 items: args.integer("--items", default: 100_000, in: 1...10_000_000), lanes: args.integer("--lanes", default: 10_000, in: 1...10_000_000),
@@ -64,7 +72,7 @@ enum BenchCommand {
                 megabytes: args.integer("--megabytes", default: 50, in: 1...2000), rounds: args.integer("--rounds", default: 3, in: 1...100),
                 chunkMegabytes: args.integer("--chunk", default: 4, in: 1...64))
         default:
-            throw UsageError("name a benchmark: generator, outbox, http, load, pull or upload")
+            throw UsageError("name a benchmark: generator, enqueue, outbox, http, load, pull or upload")
         }
     }
 

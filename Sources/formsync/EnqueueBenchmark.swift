@@ -1,0 +1,218 @@
+import CSQLite
+import FieldForms
+import FormSyncClient
+import FormSyncModel
+import FormSyncTesting
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `formsync bench enqueue`: what saving a submission costs against what the disk allows, and
+/// against the queue design the field reports started from.
+///
+/// 1. Sequential `enqueue` against a raw single-row `synchronous=FULL` commit of the same JSON
+///    bytes (C API, prepared statements), for a one-line order and a 10-line 2 KB order, in
+///    interleaved rounds (the order alternates each round), median and spread.
+/// 2. `enqueue` from 4 concurrent tasks against the raw sequential commit.
+/// 3. A naive queue (seeds 000 and 001: one JSON array in one file, rewritten and fsynced on
+///    every change) against the outbox, per operation at 100, 1,000 and 10,000 queued items.
+enum EnqueueBenchmark {
+    static func run(items: Int, rounds: Int) async throws -> Int32 {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let orders = [("one-line order", order(customer: 1, lines: 1)), ("10-line order", order(customer: 1, lines: 10))]
+        print("enqueue benchmark: \(items) items per measurement, \(rounds) interleaved rounds; µs per item, median (min–max)")
+        var file = 0
+        func path() -> String {
+            file += 1
+            return folder.appendingPathComponent("db\(file).sqlite").path
+        }
+        for (label, sample) in orders {
+            let bytes = try FormRegistry.encode(sample)
+            var raw: [Double] = []
+            var enqueue: [Double] = []
+            var ratios: [Double] = []
+            for round in 0..<rounds {
+                var r = 0.0, e = 0.0
+                if round % 2 == 0 {
+                    r = try rawCommits(path: path(), count: items, payload: bytes)
+                    e = try await enqueues(path: path(), count: items, order: sample, tasks: 1)
+                } else {
+                    e = try await enqueues(path: path(), count: items, order: sample, tasks: 1)
+                    r = try rawCommits(path: path(), count: items, payload: bytes)
+                }
+                raw.append(r / Double(items))
+                enqueue.append(e / Double(items))
+                ratios.append(r / e)
+            }
+            print("  \(label) (\(bytes.count) bytes of JSON):")
+            print("    raw FULL single-row commit of the same bytes: \(spread(raw))")
+            print("    enqueue (validate, digest, encode, lane, FULL commit): \(spread(enqueue))")
+            print("    enqueue rate / raw rate: \(ratio(median(raw) / median(enqueue))) (per round \(ratio(ratios.min()!))–\(ratio(ratios.max()!)))")
+        }
+
+        // Concurrent enqueue: 4 tasks into one outbox, against the raw sequential commit.
+        let (_, big) = orders[1]
+        let bytes = try FormRegistry.encode(big)
+        var raw: [Double] = []
+        var concurrent: [Double] = []
+        for round in 0..<rounds {
+            if round % 2 == 0 {
+                raw.append(try rawCommits(path: path(), count: items, payload: bytes) / Double(items))
+                concurrent.append(try await enqueues(path: path(), count: items, order: big, tasks: 4) / Double(items))
+            } else {
+                concurrent.append(try await enqueues(path: path(), count: items, order: big, tasks: 4) / Double(items))
+                raw.append(try rawCommits(path: path(), count: items, payload: bytes) / Double(items))
+            }
+        }
+        print("  10-line order, enqueue from 4 concurrent tasks: \(spread(concurrent)); rate / raw sequential rate: \(ratio(median(raw) / median(concurrent)))")
+
+        // The naive queue against the outbox, per operation, as the queue grows.
+        print("  naive queue (one JSON array in one file, rewritten + fsynced per change) against the outbox, 10-line order, µs per operation:")
+        print("    queued   naive add   naive remove   outbox enqueue   outbox send+confirm (instant transport)")
+        for size in [100, 1000, 10_000] {
+            var naiveAdd: [Double] = []
+            var naiveRemove: [Double] = []
+            var outboxAdd: [Double] = []
+            var outboxFlush: [Double] = []
+            for _ in 0..<3 {
+                let (add, remove) = try naive(path: path(), queued: size, payload: bytes, operations: 20)
+                naiveAdd.append(add)
+                naiveRemove.append(remove)
+                let (enq, flush) = try await outboxAtSize(path: path(), queued: size, order: big, operations: 20)
+                outboxAdd.append(enq)
+                outboxFlush.append(flush)
+            }
+            print("    \(String(size).padding(toLength: 8, withPad: " ", startingAt: 0)) \(micro(median(naiveAdd)).padding(toLength: 11, withPad: " ", startingAt: 0)) \(micro(median(naiveRemove)).padding(toLength: 14, withPad: " ", startingAt: 0)) \(micro(median(outboxAdd)).padding(toLength: 16, withPad: " ", startingAt: 0)) \(micro(median(outboxFlush)))")
+        }
+        return 0
+    }
+
+    static func order(customer: Int64, lines: Int) -> SalesOrder {
+        SalesOrder(
+            customerId: EntityRef(customer), orderDate: LocalDate("2026-11-30"), paymentTermsDays: 30, customerReference: "PO-2026-11-30-0042",
+            lines: (0..<lines).map { n in
+                .init(sku: "SKU-\(10_000 + n)", quantity: 1 + n % 12, unitPrice: Money(minorUnits: Int64(1999 + n * 250), currency: "EUR"),
+                      note: lines > 1 ? "Deliver with the pallet of line \(n + 1); fragile, keep upright, signed receipt needed at the door." : nil)
+            })
+    }
+
+    /// Seconds for `count` enqueues into a fresh outbox, from `tasks` concurrent tasks.
+    static func enqueues(path: String, count: Int, order: SalesOrder, tasks: Int) async throws -> Double {
+        let outbox = try Outbox(path: path, forms: [SalesOrder.self], transport: ScriptedTransport(workspace: "bench"))
+        let start = DispatchTime.now().uptimeNanoseconds
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    var n = task
+                    while n < count {
+                        var copy = order
+                        copy.customerId = EntityRef(Int64(n % 100 + 1))
+                        try await outbox.enqueue(copy)
+                        n += tasks
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        return seconds(since: start)
+    }
+
+    /// Seconds for `count` raw single-row commits in WAL mode with synchronous=FULL.
+    static func rawCommits(path: String, count: Int, payload: Data) throws -> Double {
+        var db: OpaquePointer?
+        guard sqlite3_open(path, &db) == SQLITE_OK, let db else { throw BenchmarkFailure(message: "cannot open \(path)") }
+        defer { sqlite3_close(db) }
+        sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, lane TEXT, payload BLOB)", nil, nil, nil)
+        var insert: OpaquePointer?, begin: OpaquePointer?, commit: OpaquePointer?
+        sqlite3_prepare_v2(db, "INSERT INTO t (lane, payload) VALUES (?, ?)", -1, &insert, nil)
+        sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, nil)
+        sqlite3_prepare_v2(db, "COMMIT", -1, &commit, nil)
+        defer {
+            sqlite3_finalize(insert)
+            sqlite3_finalize(begin)
+            sqlite3_finalize(commit)
+        }
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        let start = DispatchTime.now().uptimeNanoseconds
+        for n in 0..<count {
+            sqlite3_reset(begin)
+            guard sqlite3_step(begin) == SQLITE_DONE else { throw BenchmarkFailure(message: "raw BEGIN failed") }
+            sqlite3_reset(insert)
+            sqlite3_bind_text(insert, 1, "customer_id:\(n % 100 + 1)", -1, transient)
+            _ = payload.withUnsafeBytes { sqlite3_bind_blob(insert, 2, $0.baseAddress, Int32($0.count), transient) }
+            guard sqlite3_step(insert) == SQLITE_DONE else { throw BenchmarkFailure(message: "raw insert failed") }
+            sqlite3_reset(commit)
+            guard sqlite3_step(commit) == SQLITE_DONE else { throw BenchmarkFailure(message: "raw COMMIT failed") }
+        }
+        return seconds(since: start)
+    }
+
+    /// The naive queue: one JSON array of base64 payloads, rewritten and fsynced on every
+    /// change. Seconds per add and per remove (of the head) with `queued` items in it.
+    static func naive(path: String, queued: Int, payload: Data, operations: Int) throws -> (add: Double, remove: Double) {
+        var queue = [String](repeating: payload.base64EncodedString(), count: queued)
+        func save() throws {
+            let data = try JSONSerialization.data(withJSONObject: queue)
+            let temporary = path + ".tmp"
+            guard FileManager.default.createFile(atPath: temporary, contents: data) else { throw BenchmarkFailure(message: "cannot write \(temporary)") }
+            let fd = open(temporary, O_RDONLY)
+            fsync(fd)
+            close(fd)
+            rename(temporary, path)
+        }
+        try save()
+        var start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<operations {
+            queue.append(payload.base64EncodedString())
+            try save()
+        }
+        let add = seconds(since: start) / Double(operations)
+        start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<operations {
+            queue.removeFirst()
+            try save()
+        }
+        return (add, seconds(since: start) / Double(operations))
+    }
+
+    /// The outbox with `queued` items in it: seconds per enqueue, then per item sent and
+    /// confirmed through the instant transport (a flush of `operations` items).
+    static func outboxAtSize(path: String, queued: Int, order: SalesOrder, operations: Int) async throws -> (add: Double, flush: Double) {
+        let transport = ScriptedTransport(workspace: "bench")
+        let outbox = try Outbox(path: path, forms: [SalesOrder.self], transport: transport, configuration: Outbox.Configuration(concurrency: 4))
+        for n in 0..<queued {
+            var copy = order
+            copy.customerId = EntityRef(Int64(n % 1000 + 1))
+            try await outbox.enqueue(copy)
+        }
+        let start = DispatchTime.now().uptimeNanoseconds
+        for n in 0..<operations {
+            var copy = order
+            copy.customerId = EntityRef(Int64(1_000_000 + n))
+            try await outbox.enqueue(copy)
+        }
+        let add = seconds(since: start) / Double(operations)
+        let flushStart = DispatchTime.now().uptimeNanoseconds
+        let report = await outbox.flush()
+        let flush = seconds(since: flushStart) / Double(max(1, report.sent))
+        guard report.sent == queued + operations else { throw BenchmarkFailure(message: "flush did not deliver everything: \(report)") }
+        return (add, flush)
+    }
+
+    static func spread(_ values: [Double]) -> String {
+        "\(micro(median(values))) (\(micro(values.min()!))–\(micro(values.max()!)))"
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+
+    static func seconds(since start: UInt64) -> Double { OutboxBenchmark.seconds(since: start) }
+    static func micro(_ seconds: Double) -> String { OutboxBenchmark.micro(seconds) }
+    static func ratio(_ value: Double) -> String { String(format: "%.2f×", value) }
+}
