@@ -8,6 +8,7 @@ enum BenchCommand {
     static let help = """
         usage: formsync bench generator [--specs N] [--rounds R] [--from DIR]
                formsync bench enqueue [--items N] [--rounds R]
+               formsync bench cold-open [--items N] [--rounds R]
                formsync bench outbox [--items N] [--lanes L] [--small S]
                formsync bench http [--items N] [--concurrency C]
                formsync bench load [--items N] [--slow S] [--rounds R] [--concurrency C]
@@ -20,6 +21,10 @@ enum BenchCommand {
                       against raw single-row FULL commits of the same bytes, R rounds (default 5)
                       interleaved; then 4 concurrent enqueuers; then a naive queue (one JSON
                       array in one file, rewritten per change) at 100, 1k and 10k queued items.
+          cold-open   an app started with N queued 2 KB orders (default 100000): a fresh process
+                      opens the outbox and flushes until the first request leaves (ms, peak RSS),
+                      against a fresh process that opens the file with the C API and reads the
+                      first due row, R rounds (default 5) interleaved.
           outbox      enqueue N sales orders over L lanes and flush them with the in-process
                       transport (default 100000 over 10000), against a raw SQLite insert at the
                       same durability; the per-item flush cost is compared with a run of S items
@@ -53,6 +58,12 @@ enum BenchCommand {
         case "enqueue":
             return try await EnqueueBenchmark.run(
                 items: args.integer("--items", default: 1000, in: 1...1_000_000), rounds: args.integer("--rounds", default: 5, in: 3...100))
+        case "cold-open":
+            return try await ColdOpenBenchmark.run(
+                items: args.integer("--items", default: 100_000, in: 1...10_000_000), rounds: args.integer("--rounds", default: 5, in: 3...100))
+        case "cold-open-child":
+            guard args.positionals.count == 3 else { throw UsageError("cold-open-child outbox|raw PATH") }
+            return try await ColdOpenBenchmark.childRun(args.positionals[1], args.positionals[2])
         case "outbox":
             return try await OutboxBenchmark.run(
                 items: args.integer("--items", default: 100_000, in: 1...10_000_000), lanes: args.integer("--lanes", default: 10_000, in: 1...10_000_000),
