@@ -13,30 +13,25 @@ struct FormSyncPlugin: BuildToolPlugin {
             specs: target.sourceFiles.map(\.url))
     }
 
-    /// One command for the catalog, one per spec; shared by SwiftPM and Xcode.
+    /// The build commands of a target of specs; shared by SwiftPM and Xcode.
     static func commands(generator: URL, workDirectory: URL, specs files: [URL]) throws -> [Command] {
         let specs = files
             .filter { $0.pathExtension == "yaml" || $0.pathExtension == "yml" }
             .sorted { $0.path < $1.path }
-        let catalog = workDirectory.appending(path: "FormCatalog.swift")
-        let catalogCommand: Command = .buildCommand(
-            displayName: "Generating FormCatalog.swift from \(specs.count) specs",
-            executable: generator,
-            arguments: ["--catalog", catalog.path] + specs.map(\.path),
-            inputFiles: specs,
-            outputFiles: [catalog]
-        )
-        return [catalogCommand] + specs.map { spec in
-            let base = spec.deletingPathExtension().lastPathComponent
-            let output = workDirectory.appending(path: base + ".swift")
-            return .buildCommand(
-                displayName: "Generating \(base).swift from \(spec.lastPathComponent)",
+        // One command for the whole target: one process checks every spec (and the checks
+        // across specs) and writes each spec's Swift and the catalog, rewriting only files
+        // whose contents changed, so an edit recompiles only what it changed.
+        let outputs = [workDirectory.appending(path: "FormCatalog.swift")]
+            + specs.map { workDirectory.appending(path: $0.deletingPathExtension().lastPathComponent + ".swift") }
+        return [
+            .buildCommand(
+                displayName: "Generating Swift from \(specs.count) specs",
                 executable: generator,
-                arguments: [spec.path, "--swift", output.path],
-                inputFiles: [spec],
-                outputFiles: [output]
+                arguments: ["--target", workDirectory.path] + specs.map(\.path),
+                inputFiles: specs,
+                outputFiles: outputs
             )
-        }
+        ]
     }
 }
 

@@ -2,12 +2,14 @@ import FormSpec
 import FormSyncCodegen
 import Foundation
 
-// The generator the build plugin runs: one spec in, its Swift source out. Diagnostics go to
-// standard error as `path:line:column: error: message`, which SwiftPM and Xcode show inline;
-// any error fails the build.
+// The generator the build plugin runs: once per target, every spec in, each spec's Swift source
+// and the catalog out (one process per target, not per spec: a process start costs more than
+// generating a spec). Diagnostics go to standard error as `path:line:column: error: message`,
+// which SwiftPM and Xcode show inline; any error fails the build.
 
 let usage = """
-    usage: formsync-gen SPEC.yaml --swift OUTPUT.swift [--schema OUTPUT.schema.json]
+    usage: formsync-gen --target OUTPUT-FOLDER SPEC.yaml...
+           formsync-gen SPEC.yaml --swift OUTPUT.swift [--schema OUTPUT.schema.json]
            formsync-gen --catalog OUTPUT.swift SPEC.yaml...
     """
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -21,6 +23,39 @@ func write(_ contents: String, to path: String, reportingAgainst spec: String) {
         FileHandle.standardError.write(Data("\(spec):1:1: error: cannot write \(path): \(error.localizedDescription)\n".utf8))
         exit(1)
     }
+}
+
+if arguments.first == "--target" {
+    guard arguments.count >= 2 else {
+        FileHandle.standardError.write(Data("\(usage)\n".utf8))
+        exit(2)
+    }
+    let folder = arguments[1]
+    let paths = Array(arguments.dropFirst(2))
+    let results = paths.map { (path: $0, spec: SpecLoader.check(fileAt: $0)) }
+    var failed = false
+    for (_, checked) in results {
+        for diagnostic in checked.diagnostics {
+            FileHandle.standardError.write(Data("\(diagnostic)\n".utf8))
+            if diagnostic.severity == .error { failed = true }
+        }
+        if checked.form == nil && checked.record == nil { failed = true }
+    }
+    let across = SpecLoader.crossCheck(results)
+    for (_, diagnostic) in across {
+        FileHandle.standardError.write(Data("\(diagnostic)\n".utf8))
+        if diagnostic.severity == .error { failed = true }
+    }
+    if failed { exit(1) }
+    for (path, checked) in results {
+        let base = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+        for file in GeneratedFile.outputs(for: checked) where file.name.hasSuffix(".swift") {
+            write(file.contents, to: (folder as NSString).appendingPathComponent(base + ".swift"), reportingAgainst: path)
+        }
+    }
+    let catalog = GeneratedFile.catalog(for: results.compactMap(\.spec.form), records: results.compactMap(\.spec.record))
+    write(catalog.contents, to: (folder as NSString).appendingPathComponent("FormCatalog.swift"), reportingAgainst: paths.first ?? folder)
+    exit(0)
 }
 
 if arguments.first == "--catalog" {

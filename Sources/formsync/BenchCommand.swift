@@ -88,15 +88,16 @@ enum BenchCommand {
     }
 
     static func generator(specs count: Int, rounds: Int, from folder: String) throws -> Int32 {
+        var records: [(path: String, text: String)] = []
         let sources = SpecLoader.specFiles(in: [folder]).compactMap { path -> (String, String)? in
-            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8),
-                let form = SpecLoader.check(text: text, path: path).form
-            else { return nil }
-            return (form.name, text)
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else { return nil }
+            let checked = SpecLoader.check(text: text, path: path)
+            if let record = checked.record { records.append(("\(record.name).yaml", text)) }
+            return checked.form.map { ($0.name, text) }
         }
         guard !sources.isEmpty, count > 0, rounds > 0 else { throw UsageError("no valid specs in \(folder)") }
-        // N distinct specs: each a copy of a real one under its own form name.
-        let texts = (0..<count).map { i -> (path: String, text: String) in
+        // N distinct specs: the records once, then copies of the forms, each under its own name.
+        let texts = Array(records.prefix(count)) + (0..<max(0, count - records.count)).map { i -> (path: String, text: String) in
             let (name, text) = sources[i % sources.count]
             return ("Bench\(i).yaml", text.replacingOccurrences(of: "form: \(name)", with: "form: \(name)\(i)"))
         }
@@ -110,8 +111,9 @@ enum BenchCommand {
             full.append(measure {
                 bytes = 0
                 for (path, text) in texts {
-                    guard let form = SpecLoader.check(text: text, path: path).form else { fatalError("bench spec \(path) has errors") }
-                    for file in GeneratedFile.outputs(for: form) { bytes += file.contents.utf8.count }
+                    let checked = SpecLoader.check(text: text, path: path)
+                    guard checked.form != nil || checked.record != nil else { fatalError("bench spec \(path) has errors") }
+                    for file in GeneratedFile.outputs(for: checked) { bytes += file.contents.utf8.count }
                 }
             })
         }
@@ -121,7 +123,62 @@ enum BenchCommand {
         print("  yaml read only (libyaml, baseline): \(format(base * 1000)) ms  \(format(Double(count) / base)) specs/s")
         print("  check + generate Swift and schema:  \(format(total * 1000)) ms  \(format(Double(count) / total)) specs/s")
         print("  ratio full / baseline: \(format(total / base))x")
+        try buildPath(texts: texts, rounds: rounds)
         return 0
+    }
+
+    /// The build path as the plugin runs it, processes included: one `formsync-gen` for the
+    /// whole target against one per spec (how the plugin ran before), interleaved, clean
+    /// output folders each round.
+    static func buildPath(texts: [(path: String, text: String)], rounds: Int) throws {
+        guard let executable = Bundle.main.executablePath else { return }
+        let generator = ((executable as NSString).deletingLastPathComponent as NSString).appendingPathComponent("formsync-gen")
+        guard FileManager.default.isExecutableFile(atPath: generator) else {
+            print("  build path: skipped, no formsync-gen beside formsync (swift build -c release --product formsync-gen)")
+            return
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var specs: [String] = []
+        for (name, text) in texts {
+            let path = folder.appendingPathComponent(name).path
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            specs.append(path)
+        }
+        func run(_ arguments: [String]) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: generator)
+            process.arguments = arguments
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw UsageError("formsync-gen failed on the benchmark's specs") }
+        }
+        var perSpec: [Double] = []
+        var perTarget: [Double] = []
+        for round in 0..<rounds {
+            for mode in round % 2 == 0 ? ["spec", "target"] : ["target", "spec"] {
+                let out = folder.appendingPathComponent("out-\(mode)-\(round)")
+                try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+                let start = DispatchTime.now().uptimeNanoseconds
+                if mode == "spec" {
+                    try run(["--catalog", out.appendingPathComponent("FormCatalog.swift").path] + specs)
+                    for spec in specs {
+                        try run([spec, "--swift", out.appendingPathComponent((spec as NSString).lastPathComponent + ".swift").path])
+                    }
+                    perSpec.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+                } else {
+                    try run(["--target", out.path] + specs)
+                    perTarget.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+                }
+            }
+        }
+        let count = Double(specs.count)
+        print("  build path, clean, processes included (median of \(rounds) interleaved rounds):")
+        print("    one formsync-gen per spec + catalog (before): \(format(median(perSpec) * 1000)) ms  \(format(count / median(perSpec))) specs/s")
+        print("    one formsync-gen per target (the plugin now):  \(format(median(perTarget) * 1000)) ms  \(format(count / median(perTarget))) specs/s")
+        print("    speed-up: \(format(median(perSpec) / median(perTarget)))x")
     }
 
     static func measure(_ body: () -> Void) -> Double {
