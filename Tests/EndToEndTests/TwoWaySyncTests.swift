@@ -121,7 +121,7 @@ struct TwoWaySyncTests {
         try world.server.deleteRecord("Delivery", id: d3.id, workspace: "acme")
 
         // Back in coverage: push, then pull.
-        let report = try await world.drain("ada", rounds: 3)
+        let report = try await world.drain("ada", principal: "ada", rounds: 3)
         _ = try await outbox.pull()
         #expect(report.sent == 2)  // c1 and d2 merged cleanly
         #expect(report.conflicts == 2)  // c2 (money the server owns), d1 (ask)
@@ -160,7 +160,7 @@ struct TwoWaySyncTests {
         var resolved = try JSONDecoder().decode(DeliveryUpdate.self, from: serverNotes)
         resolved.notes = "gate code 4411; leave with the neighbour"
         try await outbox.resolveConflict(notesConflict.id, with: resolved)
-        _ = try await world.drain("ada", rounds: 2)
+        _ = try await world.drain("ada", principal: "ada", rounds: 2)
         _ = try await outbox.pull()
         try await Self.expectConverged(Customer.self, outbox, world, principal: "ada")
         try await Self.expectConverged(Delivery.self, outbox, world, principal: "ada")
@@ -257,5 +257,39 @@ struct EditBehindASentEditTests {
         #expect(try await outbox.parkedItems().isEmpty)
         let server = try #require(world.server.record("Delivery", id: delivery.id, workspace: "acme"))
         #expect(try JSONDecoder().decode(Delivery.self, from: server.fields).recipient == "Rita")
+    }
+}
+
+/// Found by `formsync torture sim` (seeds 4135 and 8318 of 10,000): an edit whose reply was lost
+/// after the server committed it was answered again by the server's ledger after the back
+/// office had deleted the record and the device had pulled the deletion; the replayed reply's
+/// record brought the deleted record back onto the device.
+struct ReplayedAcknowledgementTests {
+    @Test func aReplayedReplyDoesNotBringBackARecordTheFeedDeleted() async throws {
+        let world = try World()
+        let delivery = try world.server.putRecord(Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme")
+        let outbox = try world.device("ada", principal: "ada")
+        #expect(try await outbox.pull().caughtUp)
+        let edit = try await outbox.edit(DeliveryUpdate.self, id: delivery.id) { $0.recipient = "Rui" }
+        world.server.faults.add(.dropAfterCommit, count: 1)
+        _ = await outbox.flush()
+        #expect(try await outbox.item(edit)?.state != .confirmed)
+
+        _ = try world.server.deleteRecord("Delivery", id: delivery.id, workspace: "acme")
+        #expect(try await outbox.pull().deleted == 1)
+        for _ in 0..<3 where try await outbox.item(edit)?.state != .confirmed {
+            world.clock.advance(by: 60_000)
+            _ = await outbox.flush()
+        }
+        #expect(try await outbox.item(edit)?.state == .confirmed)  // the ledger's replay
+        #expect(try await outbox.record(Delivery.self, id: delivery.id) == nil)
+        #expect(try await outbox.records(Delivery.all).isEmpty)
+
+        // The feed, in commit order, can still bring it back: the back office restores it.
+        var restored = Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1, again")
+        restored.id = delivery.id
+        _ = try world.server.putRecord(restored, workspace: "acme")
+        _ = try await outbox.pull()
+        #expect(try await outbox.record(Delivery.self, id: delivery.id)?.address == "Rua 1, again")
     }
 }

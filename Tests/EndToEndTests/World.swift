@@ -71,10 +71,10 @@ final class World: @unchecked Sendable {
 
     /// Flushes, reopening the device between rounds and moving the clock past any backoff,
     /// until nothing can go out or `rounds` is reached.
-    func drain(_ name: String = "phone", rounds: Int = 10) async throws -> FlushReport {
+    func drain(_ name: String = "phone", principal: String? = nil, rounds: Int = 10) async throws -> FlushReport {
         var total = FlushReport()
         for _ in 0..<rounds {
-            let outbox = try device(name)
+            let outbox = try device(name, principal: principal)
             let report = await outbox.flush()
             total.sent += report.sent
             total.rejected += report.rejected

@@ -27,7 +27,7 @@ struct SwiftGeneratorTests {
               reason: { type: text, required_if: { outcome: [not_home, done], flag: true } }
             """)
         #expect(source.contains(
-            "if (outcome == Visit.Outcome.notHome || outcome == Visit.Outcome.done) && flag == true { validator.require(reason, at: JSONPointer.appending(pointer, \"reason\")) }"))
+            "if (outcome == Visit.Outcome.notHome || outcome == Visit.Outcome.done) && flag == true { validator.require(reason, at: JSONPointer.appending(pointer(), \"reason\")) }"))
     }
 
     @Test func nestedTypesAreFullyQualifiedSoAnItemCannotShadowAFormLevelChoice() throws {

@@ -66,6 +66,7 @@ extension Outbox {
                     if fromScratch { try store.clearRecords(workspace: workspace) }
                     for (change, index) in zip(page.changes, indexes) {
                         if let fields = change.fields {
+                            try store.removeTombstone(workspace: workspace, type: change.type, id: change.id)
                             try applyChange(change, fields: fields, workspace: workspace, index: index)
                             report.upserted += 1
                         } else {
@@ -73,6 +74,7 @@ extension Outbox {
                             if try store.deleteRecord(workspace: workspace, type: change.type, id: change.id, oldIndex: { old in entry.flatMap { try? $0.indexEntries(old) } ?? [] }) {
                                 noteRecord(change.type, change.id)
                             }
+                            try store.addTombstone(workspace: workspace, type: change.type, id: change.id)
                             report.deleted += 1
                         }
                     }

@@ -197,7 +197,9 @@ extension Outbox {
     /// offline take the version it landed with as their base.
     func storeAcknowledgedRecord(_ row: OutboxStore.Row, _ ack: ServerAcknowledgement, now: Int64) throws {
         guard let form = row.form, let action = registry[form]?.recordAction else { return }
-        if let change = ack.record, change.type == action.recordType, let fields = change.fields {
+        if let change = ack.record, change.type == action.recordType, let fields = change.fields,
+            try !store.hasTombstone(workspace: row.workspace, type: change.type, id: change.id)
+        {
             try applyChange(change, fields: fields, workspace: row.workspace)
         }
         guard action.kind == .creates, let placeholder = row.produces, let serverID = ack.serverID else { return }

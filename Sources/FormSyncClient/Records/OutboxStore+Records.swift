@@ -28,6 +28,31 @@ extension OutboxStore {
         CREATE TABLE record_index_fields (type TEXT PRIMARY KEY, fields TEXT NOT NULL) WITHOUT ROWID;
         """)
 
+    /// Records the feed said are gone from this device's view (deleted, or moved to another
+    /// scope): an acknowledgement replayed later (a reply lost after commit, answered again by
+    /// the server's ledger) carries the record as it was then and must not bring it back. Only
+    /// the feed, which is in commit order, puts such a record back.
+    static let tombstonesMigration = SQLiteMigrator.Migration(version: 5, name: "record tombstones", sql: """
+        CREATE TABLE record_tombstones (
+            workspace TEXT NOT NULL,
+            type TEXT NOT NULL,
+            id INTEGER NOT NULL,
+            PRIMARY KEY (workspace, type, id)
+        ) WITHOUT ROWID;
+        """)
+
+    func addTombstone(workspace: String, type: String, id: Int64) throws {
+        try db.run("INSERT OR IGNORE INTO record_tombstones (workspace, type, id) VALUES (?, ?, ?)", [.text(workspace), .text(type), .integer(id)])
+    }
+
+    func removeTombstone(workspace: String, type: String, id: Int64) throws {
+        try db.run("DELETE FROM record_tombstones WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)])
+    }
+
+    func hasTombstone(workspace: String, type: String, id: Int64) throws -> Bool {
+        try !db.query("SELECT 1 FROM record_tombstones WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)]) { $0.int(0) }.isEmpty
+    }
+
     /// Makes each registered type's index match the fields its spec indexes now: an app update
     /// that indexes another field (or stops indexing one) gets its index rebuilt from the stored
     /// records, once, when the outbox opens.
@@ -114,6 +139,7 @@ extension OutboxStore {
     func clearRecords(workspace: String) throws {
         try db.run("DELETE FROM record_index WHERE workspace = ?", [.text(workspace)])
         try db.run("DELETE FROM records WHERE workspace = ?", [.text(workspace)])
+        try db.run("DELETE FROM record_tombstones WHERE workspace = ?", [.text(workspace)])
         try db.run("DELETE FROM pull_cursors WHERE workspace = ?", [.text(workspace)])
     }
 

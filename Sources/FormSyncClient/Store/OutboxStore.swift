@@ -99,6 +99,7 @@ final class OutboxStore {
             """),
         recordsMigration,
         attemptsMigration,
+        tombstonesMigration,
     ])
 
     /// `PRAGMA application_id` of every outbox file ("FSOX"): a file without it is not ours.
