@@ -20,6 +20,12 @@ final class OutboxStore {
         case pending, leased, confirmed, rejected, conflict, exhausted, blocked
     }
 
+    /// Leased items, found without reading the table: the lease reclaim at open used to scan
+    /// every row (100,000 queued 2 KB items: 400 MB) to learn that nothing was leased.
+    static let leasedIndexMigration = SQLiteMigrator.Migration(version: 6, name: "leased items index", sql: """
+        CREATE INDEX items_leased ON items(lease_expires_at) WHERE state = 'leased';
+        """)
+
     static let migrations = SQLiteMigrator(migrations: [
         .init(version: 1, name: "outbox", sql: """
             CREATE TABLE items (
@@ -100,6 +106,7 @@ final class OutboxStore {
         recordsMigration,
         attemptsMigration,
         tombstonesMigration,
+        leasedIndexMigration,
     ])
 
     /// `PRAGMA application_id` of every outbox file ("FSOX"): a file without it is not ours.
@@ -422,8 +429,19 @@ final class OutboxStore {
         // reads the lanes waiting in between, however many there are; the second only when the
         // first did not fill the limit. File uploads have lanes of their own (`file:…`), so the
         // upload pool and the submission lanes can be filled apart.
-        let kind = files.map { $0 ? " AND lane LIKE 'file:%'" : " AND lane NOT LIKE 'file:%'" } ?? ""
-        var lanes = try db.query("""
+        var lanes: [(lane: String, head: Int64)]
+        if files == true {
+            // File lanes by their key range (`+due_at` keeps the due index out of it): a scan of
+            // the due index for the few file lanes read every due submission lane whenever the
+            // submission pool was full (100,000 queued orders: 15× the per-item flush cost).
+            lanes = try db.query("""
+                SELECT lane, head FROM lanes WHERE workspace = ? AND lane >= 'file:' AND lane < 'file;' AND +due_at IS NOT NULL
+                AND (+due_at <= ? OR +due_at > ?) ORDER BY due_at, head LIMIT ?
+                """, [.text(workspace), .integer(now), .integer(now.addingClamped(horizon)), .integer(Int64(limit))]) { ($0.text(0) ?? "", $0.int(1)) }
+            return lanes
+        }
+        let kind = files == false ? " AND lane NOT LIKE 'file:%'" : ""
+        lanes = try db.query("""
             SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND due_at <= ?\(kind) ORDER BY due_at, head LIMIT ?
             """, [.text(workspace), .integer(now), .integer(Int64(limit))]) { ($0.text(0) ?? "", $0.int(1)) }
         if lanes.count < limit {
