@@ -288,28 +288,9 @@ package struct CrashTorture {
             let items = try await outbox.items(in: [state]).prefix(5).map { "\($0.id) \($0.form ?? "file"): \($0.lastError ?? "")" }
             result.failures.append("\(count) item(s) stranded as \(state.rawValue): \(items.joined(separator: "; "))")
         }
-        let expectedDeliveries = try Dictionary(uniqueKeysWithValues: serverRecords.filter { $0.type == "Delivery" && $0.scope == TortureDevice.courier }.map {
-            var d = try JSONDecoder().decode(Delivery.self, from: $0.fields)
-            d.id = $0.id
-            d.version = $0.version
-            return (d.id, d)
-        })
-        let expectedCustomers = try Dictionary(uniqueKeysWithValues: serverRecords.filter { $0.type == "Customer" }.map {
-            var c = try JSONDecoder().decode(Customer.self, from: $0.fields)
-            c.id = $0.id
-            c.version = $0.version
-            return (c.id, c)
-        })
-        let deliveries = try await outbox.records(Delivery.all)
-        let customers = try await outbox.records(Customer.all)
-        if deliveries.count != expectedDeliveries.count || deliveries.contains(where: { expectedDeliveries[$0.id] != $0 }) {
-            let wrong = deliveries.filter { expectedDeliveries[$0.id] != $0 }.map(\.id)
-            result.failures.append("the device's deliveries (\(deliveries.count)) differ from the server's scope (\(expectedDeliveries.count)): \(wrong.prefix(10))")
-        }
-        if customers.count != expectedCustomers.count || customers.contains(where: { expectedCustomers[$0.id] != $0 }) {
-            result.failures.append("the device's customers (\(customers.count)) differ from the server's (\(expectedCustomers.count))")
-        }
-        result.records = deliveries.count + customers.count
+        let (problems, records) = try await RecordConvergence.check(server: serverRecords, outbox: outbox, courier: TortureDevice.courier)
+        result.failures += problems
+        result.records = records
         let stash = database + ".stash"
         let db = try SQLiteConnection(path: database, create: false)
         let referenced = Set(try db.query("SELECT file_path FROM items WHERE kind = 'file' AND state != 'confirmed' AND file_path IS NOT NULL") { $0.text(0) ?? "" })

@@ -384,29 +384,8 @@ package struct Simulation {
                 if parked.isEmpty { break }
                 for item in parked { try? await outbox.discard(item.id) }
             }
-            let records = server.records(workspace: workspace)
-            let expectedDeliveries = Dictionary(uniqueKeysWithValues: try records.filter { $0.type == "Delivery" && $0.scope == "ada" }.map {
-                var d = try JSONDecoder().decode(Delivery.self, from: $0.fields)
-                d.id = $0.id
-                d.version = $0.version
-                return (d.id, d)
-            })
-            let expectedCustomers = Dictionary(uniqueKeysWithValues: try records.filter { $0.type == "Customer" }.map {
-                var c = try JSONDecoder().decode(Customer.self, from: $0.fields)
-                c.id = $0.id
-                c.version = $0.version
-                return (c.id, c)
-            })
-            let deliveries = try await outbox.records(Delivery.all)
-            let customers = try await outbox.records(Customer.all)
-            let wrongDeliveries = deliveries.filter { expectedDeliveries[$0.id] != $0 }.map(\.id)
-            if deliveries.count != expectedDeliveries.count || !wrongDeliveries.isEmpty {
-                outcome.failures.append("\(workspace): the device's \(deliveries.count) deliveries differ from the server's \(expectedDeliveries.count) (\(wrongDeliveries.prefix(6)))")
-            }
-            let wrongCustomers = customers.filter { expectedCustomers[$0.id] != $0 }.map(\.id)
-            if customers.count != expectedCustomers.count || !wrongCustomers.isEmpty {
-                outcome.failures.append("\(workspace): the device's \(customers.count) customers differ from the server's \(expectedCustomers.count) (\(wrongCustomers.prefix(6)))")
-            }
+            let (problems, _) = try await RecordConvergence.check(server: server.records(workspace: workspace), outbox: outbox, courier: "ada")
+            outcome.failures += problems.map { "\(workspace): \($0)" }
         }
     }
 }
