@@ -10,7 +10,7 @@ enum BenchCommand {
                formsync bench enqueue [--items N] [--rounds R]
                formsync bench cold-open [--items N] [--rounds R]
                formsync bench outbox [--items N] [--lanes L] [--small S]
-               formsync bench http [--items N] [--concurrency C]
+               formsync bench http [--items N] [--concurrency C] [--rounds R]
                formsync bench load [--items N] [--slow S] [--rounds R] [--concurrency C]
                formsync bench pull [--records N] [--rounds R] [--delta D] [--small S]
                formsync bench upload [--megabytes M] [--rounds R] [--chunk C]
@@ -31,7 +31,7 @@ enum BenchCommand {
                       (default 1000).
           http        flush N submissions (default 2000) over loopback HTTP to the embedded
                       server, against the same POSTs sent straight with URLSession at the same
-                      concurrency (default 4).
+                      concurrency (default 4), R rounds (default 5) interleaved, a fresh server each.
           load        N submissions (default 1000) to the embedded server at concurrency C
                       (default 4) while S slow connections (default 1000) dribble partial heads,
                       against the same with no slow connections, R rounds (default 3) alternating.
@@ -69,7 +69,9 @@ enum BenchCommand {
                 items: args.integer("--items", default: 100_000, in: 1...10_000_000), lanes: args.integer("--lanes", default: 10_000, in: 1...10_000_000),
                 small: args.integer("--small", default: 1000, in: 1...10_000_000))
         case "http":
-            return try await HTTPBenchmark.run(items: args.integer("--items", default: 2000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 4, in: 1...256))
+            return try await HTTPBenchmark.run(
+                items: args.integer("--items", default: 2000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 4, in: 1...256),
+                rounds: args.integer("--rounds", default: 5, in: 3...100))
         case "load":
             return try await LoadBenchmark.run(
                 items: args.integer("--items", default: 1000, in: 1...1_000_000), slow: args.integer("--slow", default: 1000, in: 0...10_000),

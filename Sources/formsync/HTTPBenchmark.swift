@@ -9,44 +9,68 @@ import Foundation
 #endif
 
 /// `formsync bench http`: flushing the outbox over loopback HTTP against the raw rate of the
-/// same POSTs sent straight with URLSession at the same concurrency, in one run, against one
-/// embedded reference server.
+/// same POSTs sent straight with URLSession at the same concurrency. Each round starts a fresh
+/// embedded reference server and measures both, in an order that alternates between rounds;
+/// the figures are the median (and spread) of the rounds.
 enum HTTPBenchmark {
-    static func run(items: Int, concurrency: Int) async throws -> Int32 {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-http-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms)
-        _ = try server.start()
-        defer { server.stop() }
-        let token = server.issueAccessToken()
-        print("http benchmark: \(items) SalesOrder submissions over loopback, concurrency \(concurrency), reference server")
+    static func run(items: Int, concurrency: Int, rounds: Int) async throws -> Int32 {
+        print("http benchmark: \(items) SalesOrder submissions over loopback, concurrency \(concurrency), reference server, \(rounds) interleaved rounds")
+        var raw: [Double] = []
+        var flush: [Double] = []
+        for round in 0..<rounds {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-http-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms)
+            _ = try server.start()
+            defer { server.stop() }
+            let token = server.issueAccessToken()
+            for side in round % 2 == 0 ? ["raw", "outbox"] : ["outbox", "raw"] {
+                if side == "raw" {
+                    raw.append(try await rawPosts(items, server: server, token: token, concurrency: concurrency))
+                } else {
+                    flush.append(try await outboxFlush(items, server: server, token: token, concurrency: concurrency, folder: folder))
+                }
+            }
+        }
+        func spread(_ seconds: [Double]) -> String {
+            let rates = seconds.map { Double(items) / $0 }.sorted()
+            return String(format: "%.0f/s (%.0f–%.0f)", rates[rates.count / 2], rates.first!, rates.last!)
+        }
+        let ratios = zip(raw, flush).map { $0 / $1 }
+        print("  baseline: URLSession POSTs, \(concurrency) in flight: \(spread(raw))")
+        print("  outbox flush via HTTPTransport:             \(spread(flush))")
+        print("  ratio outbox / raw throughput: \(String(format: "%.2f", EnqueueBenchmark.median(raw) / EnqueueBenchmark.median(flush))) (per round \(String(format: "%.2f", ratios.min()!))–\(String(format: "%.2f", ratios.max()!)))")
+        return 0
+    }
 
-        // Baseline: the same requests, built up front, sent straight with URLSession.
+    /// Seconds for the requests, built up front, sent straight with URLSession.
+    static func rawPosts(_ items: Int, server: SyncServer, token: String, concurrency: Int) async throws -> Double {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = concurrency
         let session = URLSession(configuration: configuration)
         let requests = try salesOrderRequests(items, server: server, token: token, tag: "raw")
-        let rawStart = DispatchTime.now().uptimeNanoseconds
+        let start = DispatchTime.now().uptimeNanoseconds
         let created = await send(requests, through: session, concurrency: concurrency)
-        let raw = OutboxBenchmark.seconds(since: rawStart)
+        let seconds = OutboxBenchmark.seconds(since: start)
         guard created == items else { throw BenchmarkFailure(message: "baseline: only \(created) of \(items) created") }
+        return seconds
+    }
 
-        // The outbox: enqueue (not timed), then flush through HTTPTransport.
+    /// Seconds for the outbox's flush through HTTPTransport (the enqueues are not timed).
+    static func outboxFlush(_ items: Int, server: SyncServer, token: String, concurrency: Int, folder: URL) async throws -> Double {
         let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 20, maxConnections: concurrency) { token }
         let outbox = try Outbox(
             path: folder.appendingPathComponent("device.sqlite").path, forms: FormCatalog.forms,
             transport: transport, configuration: Outbox.Configuration(concurrency: concurrency))
+        let before = server.documents().count
         for n in 0..<items { try await outbox.enqueue(OutboxBenchmark.order(customer: Int64(items + n + 1))) }
-        let flushStart = DispatchTime.now().uptimeNanoseconds
+        let start = DispatchTime.now().uptimeNanoseconds
         let report = await outbox.flush()
-        let flush = OutboxBenchmark.seconds(since: flushStart)
-        guard report.sent == items, server.documents().count == 2 * items else {
+        let seconds = OutboxBenchmark.seconds(since: start)
+        guard report.sent == items, server.documents().count == before + items else {
             throw BenchmarkFailure(message: "outbox: \(report), server holds \(server.documents().count)")
         }
-        print("  baseline: URLSession POSTs, \(concurrency) in flight: \(OutboxBenchmark.rate(items, raw)) requests/s (\(String(format: "%.2f", raw)) s)")
-        print("  outbox flush via HTTPTransport:             \(OutboxBenchmark.rate(items, flush)) items/s (\(String(format: "%.2f", flush)) s)")
-        print("  ratio outbox / raw throughput: \(OutboxBenchmark.ratio(raw, flush))")
-        return 0
+        return seconds
     }
 
     /// `count` ready-to-send `SalesOrder` creates, keys and document ids prefixed with `tag`.
