@@ -347,25 +347,27 @@ package struct Simulation {
         }
         // Nothing lost, nothing applied twice.
         var lanes: [String: [(sequence: Int, serverID: Int64)]] = [:]
-        for capture in captured {
-            try await outbox.switchWorkspace(to: capture.workspace)
-            guard let item = try await outbox.item(capture.item) else {
-                outcome.failures.append("\(capture.form) \(capture.documentID) is gone from the device")
-                continue
-            }
-            switch item.state {
-            case .confirmed:
-                outcome.confirmed += 1
-                guard let document = documents[capture.documentID] else {
-                    outcome.failures.append("\(capture.form) \(capture.documentID) is confirmed on the device but not on the server")
+        for workspace in workspaces {
+            try await outbox.switchWorkspace(to: workspace)
+            for capture in captured where capture.workspace == workspace {
+                guard let item = try await outbox.item(capture.item) else {
+                    outcome.failures.append("\(capture.form) \(capture.documentID) is gone from the device")
                     continue
                 }
-                if document.appliedWrites != 1 { outcome.failures.append("\(capture.form) \(capture.documentID) was applied \(document.appliedWrites) times") }
-                if let customer = capture.customer { lanes["\(capture.workspace) \(customer)", default: []].append((capture.sequence, document.id)) }
-            case .rejected, .conflict, .blocked:
-                break  // listed with its reason above
-            default:
-                outcome.failures.append("\(capture.form) \(capture.documentID) is stranded as \(item.state.rawValue)")
+                switch item.state {
+                case .confirmed:
+                    outcome.confirmed += 1
+                    guard let document = documents[capture.documentID] else {
+                        outcome.failures.append("\(capture.form) \(capture.documentID) is confirmed on the device but not on the server")
+                        continue
+                    }
+                    if document.appliedWrites != 1 { outcome.failures.append("\(capture.form) \(capture.documentID) was applied \(document.appliedWrites) times") }
+                    if let customer = capture.customer { lanes["\(capture.workspace) \(customer)", default: []].append((capture.sequence, document.id)) }
+                case .rejected, .conflict, .blocked:
+                    break  // listed with its reason above
+                default:
+                    outcome.failures.append("\(capture.form) \(capture.documentID) is stranded as \(item.state.rawValue)")
+                }
             }
         }
         for document in documents.values where !deviceDocuments.contains(document.documentID) {

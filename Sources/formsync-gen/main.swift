@@ -25,57 +25,50 @@ func write(_ contents: String, to path: String, reportingAgainst spec: String) {
     }
 }
 
-if arguments.first == "--target" {
+/// Checks across `specs` (an unknown `to:`, a form whose fields do not line up with its
+/// record's), prints those problems and, when none is an error, writes the catalog of the forms
+/// and records that check. False when it found an error.
+func writeCatalog(_ specs: [(path: String, spec: CheckedSpec)], to output: String) -> Bool {
+    let across = SpecLoader.crossCheck(specs)
+    for (_, diagnostic) in across {
+        FileHandle.standardError.write(Data("\(diagnostic)\n".utf8))
+    }
+    if across.contains(where: { $0.diagnostic.severity == .error }) { return false }
+    let catalog = GeneratedFile.catalog(for: specs.compactMap(\.spec.form), records: specs.compactMap(\.spec.record))
+    write(catalog.contents, to: output, reportingAgainst: specs.first?.path ?? output)
+    return true
+}
+
+if arguments.first == "--target" || arguments.first == "--catalog" {
     guard arguments.count >= 2 else {
         FileHandle.standardError.write(Data("\(usage)\n".utf8))
         exit(2)
     }
-    let folder = arguments[1]
+    let whole = arguments.first == "--target"
     let paths = Array(arguments.dropFirst(2))
-    let results = paths.map { (path: $0, spec: SpecLoader.check(fileAt: $0)) }
+    let specs = paths.map { (path: $0, spec: SpecLoader.check(fileAt: $0)) }
+    guard whole else {
+        // `--catalog`: each spec's own command reports its own diagnostics.
+        exit(writeCatalog(specs, to: arguments[1]) ? 0 : 1)
+    }
+    // `--target`: every spec's diagnostics, the checks across specs, then every output.
+    let folder = arguments[1]
     var failed = false
-    for (_, checked) in results {
+    for (_, checked) in specs {
         for diagnostic in checked.diagnostics {
             FileHandle.standardError.write(Data("\(diagnostic)\n".utf8))
             if diagnostic.severity == .error { failed = true }
         }
         if checked.form == nil && checked.record == nil { failed = true }
     }
-    let across = SpecLoader.crossCheck(results)
-    for (_, diagnostic) in across {
-        FileHandle.standardError.write(Data("\(diagnostic)\n".utf8))
-        if diagnostic.severity == .error { failed = true }
-    }
-    if failed { exit(1) }
-    for (path, checked) in results {
+    let catalog = (folder as NSString).appendingPathComponent("FormCatalog.swift")
+    guard !failed, writeCatalog(specs, to: catalog) else { exit(1) }
+    for (path, checked) in specs {
         let base = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
         for file in GeneratedFile.outputs(for: checked) where file.name.hasSuffix(".swift") {
             write(file.contents, to: (folder as NSString).appendingPathComponent(base + ".swift"), reportingAgainst: path)
         }
     }
-    let catalog = GeneratedFile.catalog(for: results.compactMap(\.spec.form), records: results.compactMap(\.spec.record))
-    write(catalog.contents, to: (folder as NSString).appendingPathComponent("FormCatalog.swift"), reportingAgainst: paths.first ?? folder)
-    exit(0)
-}
-
-if arguments.first == "--catalog" {
-    guard arguments.count >= 2 else {
-        FileHandle.standardError.write(Data("\(usage)\n".utf8))
-        exit(2)
-    }
-    let output = arguments[1]
-    // Each spec's own command reports its own diagnostics; this step reports those across specs
-    // (an unknown `to:`, a form whose fields do not line up with its record's) and lists the
-    // forms and records that check.
-    let paths = Array(arguments.dropFirst(2))
-    let results = paths.map { (path: $0, spec: SpecLoader.check(fileAt: $0)) }
-    let across = SpecLoader.crossCheck(results)
-    for (_, diagnostic) in across {
-        FileHandle.standardError.write(Data("\(diagnostic)\n".utf8))
-    }
-    if across.contains(where: { $0.diagnostic.severity == .error }) { exit(1) }
-    let catalog = GeneratedFile.catalog(for: results.compactMap(\.spec.form), records: results.compactMap(\.spec.record))
-    write(catalog.contents, to: output, reportingAgainst: paths.first ?? output)
     exit(0)
 }
 

@@ -62,7 +62,7 @@ enum BenchCommand {
             return try await ColdOpenBenchmark.run(
                 items: args.integer("--items", default: 100_000, in: 1...10_000_000), rounds: args.integer("--rounds", default: 5, in: 3...100))
         case "cold-open-child":
-            guard args.positionals.count == 3 else { throw UsageError("cold-open-child outbox|raw PATH") }
+            guard args.positionals.count == 3, ["outbox", "raw"].contains(args.positionals[1]) else { throw UsageError("cold-open-child outbox|raw PATH") }
             return try await ColdOpenBenchmark.childRun(args.positionals[1], args.positionals[2])
         case "outbox":
             return try await OutboxBenchmark.run(
@@ -189,9 +189,11 @@ enum BenchCommand {
         return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     }
 
+    /// The middle value (the mean of the two middle ones for an even count; 0 for none).
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
-        return sorted[sorted.count / 2]
+        guard !sorted.isEmpty else { return 0 }
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
 
     static func format(_ value: Double) -> String {

@@ -41,7 +41,7 @@ enum ColdOpenBenchmark {
                 if which == "outbox" { outboxTimes.append(ms); outboxRSS.append(rss) } else { rawTimes.append(ms); rawRSS.append(rss) }
             }
         }
-        func spread(_ v: [Double]) -> String { String(format: "%.1f (%.1f–%.1f)", EnqueueBenchmark.median(v), v.min()!, v.max()!) }
+        func spread(_ v: [Double]) -> String { String(format: "%.1f (%.1f–%.1f)", BenchCommand.median(v), v.min()!, v.max()!) }
         print("  from the process's main to the first request leaving (or the first due row read), ms, median (min–max) of \(rounds) interleaved rounds:")
         print("    baseline, C API open + first due row: \(spread(rawTimes)) ms, peak RSS \(spread(rawRSS)) MB")
         print("    Outbox open + flush to the first send: \(spread(outboxTimes)) ms, peak RSS \(spread(outboxRSS)) MB")

@@ -207,10 +207,7 @@ enum EnqueueBenchmark {
         "\(micro(median(values))) (\(micro(values.min()!))–\(micro(values.max()!)))"
     }
 
-    static func median(_ values: [Double]) -> Double {
-        let sorted = values.sorted()
-        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-    }
+    static func median(_ values: [Double]) -> Double { BenchCommand.median(values) }
 
     static func seconds(since start: UInt64) -> Double { OutboxBenchmark.seconds(since: start) }
     static func micro(_ seconds: Double) -> String { OutboxBenchmark.micro(seconds) }

@@ -39,7 +39,7 @@ enum HTTPBenchmark {
         let ratios = zip(raw, flush).map { $0 / $1 }
         print("  baseline: URLSession POSTs, \(concurrency) in flight: \(spread(raw))")
         print("  outbox flush via HTTPTransport:             \(spread(flush))")
-        print("  ratio outbox / raw throughput: \(String(format: "%.2f", EnqueueBenchmark.median(raw) / EnqueueBenchmark.median(flush))) (per round \(String(format: "%.2f", ratios.min()!))–\(String(format: "%.2f", ratios.max()!)))")
+        print("  ratio outbox / raw throughput: \(String(format: "%.2f", BenchCommand.median(raw) / BenchCommand.median(flush))) (per round \(String(format: "%.2f", ratios.min()!))–\(String(format: "%.2f", ratios.max()!)))")
         return 0
     }
 

@@ -51,10 +51,7 @@ enum LoadBenchmark {
         return 0
     }
 
-    static func median(_ values: [Double]) -> Double {
-        let sorted = values.sorted()
-        return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
-    }
+    static func median(_ values: [Double]) -> Double { BenchCommand.median(values) }
 
     /// Submissions per second for `items` creates at `concurrency`, each checked to be 201.
     static func submissions(_ items: Int, concurrency: Int, server: SyncServer, token: String, tag: String) async throws -> Double {

@@ -64,9 +64,10 @@ extension Outbox {
                 CrashPoint.pullPage.reach()
                 try write(.normal) {
                     if fromScratch { try store.clearRecords(workspace: workspace) }
+                    let tombstones = try store.hasTombstones(workspace: workspace)
                     for (change, index) in zip(page.changes, indexes) {
                         if let fields = change.fields {
-                            try store.removeTombstone(workspace: workspace, type: change.type, id: change.id)
+                            if tombstones { try store.removeTombstone(workspace: workspace, type: change.type, id: change.id) }
                             try applyChange(change, fields: fields, workspace: workspace, index: index)
                             report.upserted += 1
                         } else {

@@ -49,6 +49,12 @@ extension OutboxStore {
         try db.run("DELETE FROM record_tombstones WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)])
     }
 
+    /// Whether the workspace has any tombstone: a pull page need not clear them one by one
+    /// when it has none (the initial pull of a whole round, for one).
+    func hasTombstones(workspace: String) throws -> Bool {
+        try !db.query("SELECT 1 FROM record_tombstones WHERE workspace = ? LIMIT 1", [.text(workspace)]) { $0.int(0) }.isEmpty
+    }
+
     func hasTombstone(workspace: String, type: String, id: Int64) throws -> Bool {
         try !db.query("SELECT 1 FROM record_tombstones WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)]) { $0.int(0) }.isEmpty
     }
