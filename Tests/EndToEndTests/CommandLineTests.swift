@@ -165,3 +165,26 @@ struct CommandLineTests {
         #expect(run.output == (try String(contentsOf: Self.root.appendingPathComponent("FormSpecs/formspec.schema.json"), encoding: .utf8)))
     }
 }
+
+/// The torture and benchmark commands refuse absurd numbers and unknown words before they start
+/// anything (exit status 2).
+struct TortureArgumentTests {
+    @Test(arguments: [
+        ["torture", "crash", "--kills", "0"],
+        ["torture", "crash", "--kills", "99999999999999999999"],
+        ["torture", "sim", "--steps", "100000"],
+        ["torture", "sim", "--seeds", "-5"],
+        ["torture", "device", "--db", "/tmp/x", "--server", "http://127.0.0.1:1", "--refresh-token", "t", "--log", "/tmp/l", "--customers", "1", "--crash", "nowhere:1"],
+        ["torture", "device", "--db", "/tmp/x", "--server", "http://127.0.0.1:1", "--refresh-token", "t", "--log", "/tmp/l", "--customers", "1", "--crash", "leased:0"],
+        ["torture", "disk-full", "--db", "/tmp/x", "--server", "http://127.0.0.1:1", "--refresh-token", "t", "--headroom", "-1"],
+        ["torture", "nonsense"],
+        ["bench", "enqueue", "--rounds", "1"],
+        ["bench", "cold-open-child", "sideways", "/tmp/x"],
+    ])
+    func anAbsurdArgumentIsAUsageError(_ arguments: [String]) async throws {
+        let binary = DemoProcessTests.formsync
+        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
+        let run = try await ProcessRunner.run(binary, arguments)
+        #expect(run.status == 2, "\(arguments): \(run.errors)")
+    }
+}
