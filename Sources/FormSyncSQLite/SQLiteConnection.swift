@@ -47,6 +47,10 @@ package final class SQLiteConnection {
     /// Told the durability of every transaction that committed (tests watch the order of
     /// commits and side effects with it).
     package var commitObserver: ((Durability) -> Void)?
+    private let commits = CommitCounter()
+    /// How many transactions this connection committed (explicit and autocommit): a commit's
+    /// number, read right after it returned, is what `WALSync` is asked to make durable.
+    package var commitCount: UInt64 { commits.value }
 
     /// Opens `path`; with `create` false a missing file is an error instead of a new database.
     package init(path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5000) throws {
@@ -61,6 +65,10 @@ package final class SQLiteConnection {
         handle = db
         self.path = path
         sqlite3_extended_result_codes(db, 1)
+        sqlite3_commit_hook(db, { context in
+            Unmanaged<CommitCounter>.fromOpaque(context!).takeUnretainedValue().value &+= 1
+            return 0
+        }, Unmanaged.passUnretained(commits).toOpaque())
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         let mode = try query("PRAGMA journal_mode=WAL") { $0.text(0) }.first ?? nil
         guard mode?.lowercased() == "wal" else {
@@ -186,6 +194,11 @@ package final class SQLiteConnection {
             return Data(bytes: bytes, count: count)
         }
     }
+}
+
+/// The commit hook's counter (the connection is used from one thread at a time).
+private final class CommitCounter {
+    var value: UInt64 = 0
 }
 
 /// Versioned schema migrations, each applied once in its own transaction and recorded in the

@@ -54,18 +54,26 @@ final class ServerStore {
         uploadsMigration,
     ])
 
+    /// Makes commits durable in groups (see `transaction`).
+    let walSync: WALSync
+
     init(directory: String, now: Int64) throws {
         filesDirectory = (directory as NSString).appendingPathComponent("files")
         try FileManager.default.createDirectory(atPath: filesDirectory, withIntermediateDirectories: true)
-        db = try SQLiteConnection(path: (directory as NSString).appendingPathComponent("server.sqlite"))
+        let path = (directory as NSString).appendingPathComponent("server.sqlite")
+        db = try SQLiteConnection(path: path)
+        walSync = WALSync(databasePath: path)
         try Self.migrations.migrate(db, now: now)
         // A key left "in flight" by a server that died never committed its work (the work and
         // its recorded reply commit together): forget it so the client's retry is processed.
         try db.run("DELETE FROM ledger WHERE status IS NULL")
     }
 
+    /// Commits at `synchronous=NORMAL`: the server answers a request only after `walSync` made
+    /// every commit before the answer durable (one fsync shared by the requests committing
+    /// together: a group commit).
     func transaction<T>(_ body: () throws -> T) throws -> T {
-        try db.transaction(.full, body)
+        try db.transaction(.normal, body)
     }
 
     // MARK: Ledger

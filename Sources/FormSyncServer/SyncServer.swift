@@ -191,6 +191,14 @@ public final class SyncServer: @unchecked Sendable {
         }
         let fault = faults.next(for: route)
         var response = respond(request, route: route, fault: fault)
+        // Nothing is answered before what it saw or wrote is on disk: one fsync covers every
+        // request that committed meanwhile (group commit; see `ServerStore.transaction`).
+        do {
+            try store.walSync.waitDurable(through: locked { store.db.commitCount })
+        } catch {
+            FileHandle.standardError.write(Data("formsync server: \(error)\n".utf8))
+            response = .problem(500, "Internal Server Error", detail: "the server could not make its database durable", code: "internal")
+        }
         if fault == .dropAfterCommit { response = nil }  // whatever happened, the reply is lost
         entry.status = response?.status
         entry.replayed = response?.headers.contains { $0.0 == "Idempotent-Replayed" } ?? false

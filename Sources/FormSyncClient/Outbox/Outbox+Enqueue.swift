@@ -7,8 +7,9 @@ extension Outbox {
 
     /// Validates `payload`, copies its attachments into the stash (measuring each copy and
     /// validating `max_bytes` and `content_types` against what was really copied), and commits
-    /// it (and one upload item per attachment) durably. Returns only after the commit: from then
-    /// on it survives the app being killed and the power failing.
+    /// it (and one upload item per attachment) durably. Returns only after the commit is on
+    /// disk: from then on it survives the app being killed and the power failing. Enqueues
+    /// from concurrent tasks share one fsync (group commit), each still waiting for its own.
     ///
     /// Once means once: the same document with an identical payload returns the item that
     /// already holds it (even after it was confirmed and purged); a new payload for a document
@@ -27,7 +28,7 @@ extension Outbox {
     public func enqueue<P: FormPayload>(
         _ payload: P, attachments: [Attachment] = [], documentID: String? = nil, creates: Int64? = nil,
         base: (payload: P, version: String)? = nil
-    ) throws -> Int64 {
+    ) async throws -> Int64 {
         let errors = payload.validate()
         guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
         guard registry[P.formName] != nil else { throw OutboxError.unknownForm(P.formName) }
@@ -76,7 +77,7 @@ extension Outbox {
             }
             let endpoint = placeholders.isEmpty ? stored.endpoint : nil
             if !copies.isEmpty { CrashPoint.stashCopied.reach() }
-            return try write(.full) {
+            return try await writeDurably {
                 for placeholder in placeholders {
                     guard let (attachment, copy) = copies[placeholder] else { continue }
                     var file = newRow(kind: .file, lane: "file:\(placeholder)", documentID: environment.newID(), now: now, produces: placeholder)
@@ -166,7 +167,7 @@ extension Outbox {
         _ payload: P, attachments: [Attachment] = [], documentID: String? = nil, creates: Int64? = nil,
         base: (payload: P, version: String)? = nil, timeout: Duration
     ) async throws -> SubmitResult {
-        let id = try enqueue(payload, attachments: attachments, documentID: documentID, creates: creates, base: base)
+        let id = try await enqueue(payload, attachments: attachments, documentID: documentID, creates: creates, base: base)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<SubmitResult?, Never>) in
             waiters[id, default: []].append(continuation)
             Task { _ = await self.flush() }

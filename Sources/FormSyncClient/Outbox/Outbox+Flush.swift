@@ -68,7 +68,10 @@ extension Outbox {
         let transport = self.transport
         let hub = eventHub
         let clock = environment.now
-        await withTaskGroup(of: (Lease, DeliveryOutcome, DeliveryDetails, Int64).self) { group in
+        // Answers land in the inbox as they come; the loop takes all that arrived at once and
+        // records them in one transaction.
+        let inbox = FlushInbox()
+        await withDiscardingTaskGroup { group in
             var running = 0
             var uploads = 0
             while true {
@@ -76,17 +79,10 @@ extension Outbox {
                 if !paused && !report.offline && !Task.isCancelled {
                     // Submissions and uploads fill pools of their own: a form never waits
                     // behind another item's video.
-                    while true {
-                        let files: Bool?
-                        switch (running - uploads < configuration.concurrency, uploads < configuration.uploadConcurrency) {
-                        case (true, true): files = nil
-                        case (true, false): files = false
-                        case (false, true): files = true
-                        case (false, false): files = nil
-                        }
-                        guard running - uploads < configuration.concurrency || uploads < configuration.uploadConcurrency,
-                            let lease = nextLease(transport: transport, files: files)
-                        else { break }
+                    let leases = nextLeases(
+                        transport: transport, submissions: configuration.concurrency - (running - uploads),
+                        uploads: configuration.uploadConcurrency - uploads)
+                    for lease in leases {
                         running += 1
                         if lease.request.isFileUpload { uploads += 1 }
                         hub.emit(.attemptStarted(item: lease.itemID, kind: lease.request.isFileUpload ? .file : .submission, form: lease.request.form, attempt: lease.attempt))
@@ -98,7 +94,8 @@ extension Outbox {
                                 hub.emit(.uploadProgress(item: item, sent: sent, total: total))
                             }
                             if case .done = outcome { CrashPoint.delivered.reach() }
-                            return (lease, outcome, details, max(0, clock() - started))
+                            let arrival = Arrival(lease: lease, outcome: outcome, details: details, milliseconds: max(0, clock() - started))
+                            inbox.put(arrival)
                         }
                     }
                 }
@@ -115,11 +112,11 @@ extension Outbox {
                     if rescanRequested && !report.offline && !Task.isCancelled { continue }
                     break
                 }
-                guard let (lease, outcome, details, milliseconds) = await group.next() else { break }
-                running -= 1
-                if lease.request.isFileUpload { uploads -= 1 }
-                if case .authExpired = outcome { paused = true }
-                handle(lease, outcome, details: details, milliseconds: milliseconds, cancelled: Task.isCancelled)
+                let arrived = await inbox.takeAll()
+                running -= arrived.count
+                uploads -= arrived.filter { $0.lease.request.isFileUpload }.count
+                if arrived.contains(where: { if case .authExpired = $0.outcome { return true } else { return false } }) { paused = true }
+                handle(arrived, cancelled: Task.isCancelled)
             }
         }
         var result = report
@@ -127,6 +124,7 @@ extension Outbox {
         result.retrying = retryingThisFlush.count
         return result
     }
+
 
     /// The earliest time (ms since 1970) anything of the current workspace is due, nil when
     /// nothing is; a due time the clock has passed, or one absurdly far ahead, is now.
@@ -155,79 +153,91 @@ extension Outbox {
         emitSnapshot(changed: nil)
     }
 
-    /// Leases the next due lane head, or nil when nothing is due now.
-    func nextLease(transport: any OutboxTransport, files: Bool? = nil) -> Lease? {
-        guard transport.workspace == workspace else { return nil }
+    /// Leases due lane heads, up to `submissions` of submission lanes and `uploads` of file
+    /// lanes, in one transaction (none when nothing is due now).
+    func nextLeases(transport: any OutboxTransport, submissions: Int, uploads: Int) -> [Lease] {
+        guard transport.workspace == workspace else { return [] }
         let now = environment.now()
+        var leases: [Lease] = []
+        var tried: Set<Int64> = []
+        // A head that cannot be leased (parked on the way, say) is skipped; a few rounds of
+        // lookups fill the slots it left.
         for _ in 0..<8 {
-            guard
-                let candidates = try? store.dueLanes(
-                    workspace: workspace, now: now, horizon: configuration.horizonMilliseconds,
-                    limit: inFlight.count + retryingThisFlush.count + 1, files: files),
-                let (lane, head) = candidates.first(where: { !inFlight.contains($0.head) && !retryingThisFlush.contains($0.head) })
-            else { return nil }
-            do {
-                if let lease = try lease(head, lane: lane, now: now) {
-                    inFlight.insert(lease.itemID)
-                    emit(OutboxItemChange(id: lease.itemID, state: .sent))
-                    return lease
-                }
-            } catch {
-                return nil
+            let leasedFiles = leases.filter { $0.request.isFileUpload }.count
+            let wanted = [(false, submissions - (leases.count - leasedFiles)), (true, uploads - leasedFiles)].filter { $0.1 > 0 }
+            guard !wanted.isEmpty else { break }
+            var picks: [(lane: String, head: Int64)] = []
+            for (files, count) in wanted {
+                let skip = inFlight.count + retryingThisFlush.count + tried.count
+                guard
+                    let candidates = try? store.dueLanes(
+                        workspace: workspace, now: now, horizon: configuration.horizonMilliseconds, limit: skip + count, files: files)
+                else { return leases }
+                picks += candidates.filter { !inFlight.contains($0.head) && !retryingThisFlush.contains($0.head) && !tried.contains($0.head) }.prefix(count)
             }
+            guard !picks.isEmpty else { break }
+            picks.sort { $0.head < $1.head }  // the two pools' heads go out in the order they were queued
+            tried.formUnion(picks.map(\.head))
+            guard let got = try? write(.normal, { try picks.compactMap { try lease($0.head, lane: $0.lane, now: now) } }) else { break }
+            for lease in got {
+                inFlight.insert(lease.itemID)
+                emit(OutboxItemChange(id: lease.itemID, state: .sent))
+            }
+            leases += got
+            if got.count == picks.count { break }
         }
-        return nil
+        return leases
     }
 
+    /// Leases one lane head inside the caller's transaction; nil when it cannot go now (it was
+    /// taken or parked meanwhile, or it was just parked because it cannot be sent at all).
     func lease(_ id: Int64, lane: String, now: Int64) throws -> Lease? {
-        try write(.normal) { () throws -> Lease? in
-            guard var row = try store.item(id), row.workspace == workspace,
-                row.state == .pending || (row.state == .leased && leaseExpired(row.leaseExpiresAt, now: now))
-            else {
-                try store.refreshLane(workspace: workspace, lane: lane)
+        guard var row = try store.item(id), row.workspace == workspace,
+            row.state == .pending || (row.state == .leased && leaseExpired(row.leaseExpiresAt, now: now))
+        else {
+            try store.refreshLane(workspace: workspace, lane: lane)
+            return nil
+        }
+        let body: OutboundRequest.Body
+        switch row.kind {
+        case .file:
+            guard let path = row.filePath, let sha = row.sha256, FileManager.default.isReadableFile(atPath: path) else {
+                try park(&row, as: .rejected, reason: "the stashed copy of the file is missing", fieldErrors: [], now: now)
                 return nil
             }
-            let body: OutboundRequest.Body
-            switch row.kind {
-            case .file:
-                guard let path = row.filePath, let sha = row.sha256, FileManager.default.isReadableFile(atPath: path) else {
-                    try park(&row, as: .rejected, reason: "the stashed copy of the file is missing", fieldErrors: [], now: now)
-                    return nil
-                }
-                body = .file(path: path, contentType: row.contentType, byteCount: row.byteCount ?? 0, sha256: sha)
-            case .submission:
-                guard let name = row.form, let entry = registry[name], row.payload != nil else {
-                    try park(&row, as: .rejected, reason: "form \(row.form ?? "?") is not registered with this outbox", fieldErrors: [], now: now)
-                    return nil
-                }
-                if let stored = row.formVersion, stored != entry.version {
-                    guard try upgrade(&row, entry: entry, from: stored, now: now) else { return nil }
-                }
-                guard let payload = row.payload else { return nil }
-                do {
-                    let version = row.formVersion ?? entry.version
-                    if let endpoint = row.endpoint {
-                        body = .submission(form: name, version: version, endpoint: endpoint, payload: payload, baseVersion: row.baseVersion)
-                    } else {
-                        let remapped = try entry.remap(payload, try store.resolvedDependencies(of: row.id, workspace: row.workspace))
-                        body = .submission(form: name, version: version, endpoint: remapped.endpoint, payload: remapped.payload, baseVersion: row.baseVersion)
-                    }
-                } catch let error as SQLiteError {
-                    throw error
-                } catch {
-                    try park(&row, as: .rejected, reason: "the stored payload no longer decodes as \(name): \(error)", fieldErrors: [], now: now)
-                    return nil
-                }
+            body = .file(path: path, contentType: row.contentType, byteCount: row.byteCount ?? 0, sha256: sha)
+        case .submission:
+            guard let name = row.form, let entry = registry[name], row.payload != nil else {
+                try park(&row, as: .rejected, reason: "form \(row.form ?? "?") is not registered with this outbox", fieldErrors: [], now: now)
+                return nil
             }
-            try move(&row, to: .leased)
-            row.leaseExpiresAt = now.addingClamped(configuration.leaseMilliseconds)
-            row.sends += 1
-            try store.update(row, now: now)
-            try store.refreshLane(workspace: row.workspace, lane: row.lane)
-            return Lease(
-                itemID: row.id, attemptID: row.attemptID, attempt: row.attempts + 1,
-                request: OutboundRequest(itemID: row.id, documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace, body: body))
+            if let stored = row.formVersion, stored != entry.version {
+                guard try upgrade(&row, entry: entry, from: stored, now: now) else { return nil }
+            }
+            guard let payload = row.payload else { return nil }
+            do {
+                let version = row.formVersion ?? entry.version
+                if let endpoint = row.endpoint {
+                    body = .submission(form: name, version: version, endpoint: endpoint, payload: payload, baseVersion: row.baseVersion)
+                } else {
+                    let remapped = try entry.remap(payload, try store.resolvedDependencies(of: row.id, workspace: row.workspace))
+                    body = .submission(form: name, version: version, endpoint: remapped.endpoint, payload: remapped.payload, baseVersion: row.baseVersion)
+                }
+            } catch let error as SQLiteError {
+                throw error
+            } catch {
+                try park(&row, as: .rejected, reason: "the stored payload no longer decodes as \(name): \(error)", fieldErrors: [], now: now)
+                return nil
+            }
         }
+        try move(&row, to: .leased)
+        row.leaseExpiresAt = now.addingClamped(configuration.leaseMilliseconds)
+        row.sends += 1
+        try store.update(row, now: now)
+        try store.refreshLane(workspace: row.workspace, lane: row.lane)
+        return Lease(
+            itemID: row.id, attemptID: row.attemptID, attempt: row.attempts + 1,
+            request: OutboundRequest(itemID: row.id, documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace, body: body))
     }
 
     /// Brings an item queued under an older version of its form to the version this build

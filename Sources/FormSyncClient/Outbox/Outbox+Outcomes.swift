@@ -3,82 +3,113 @@ import FormSyncModel
 import FormSyncSQLite
 
 extension Outbox {
-    /// Records what became of one attempt. `cancelled`: the pass was cancelled, so a request
-    /// that got no answer is handed back (pending, same key, not counted), not taken as an outage.
-    func handle(_ lease: Lease, _ outcome: DeliveryOutcome, details: DeliveryDetails = DeliveryDetails(), milliseconds: Int64 = 0, cancelled: Bool = false) {
-        inFlight.remove(lease.itemID)
-        let name = Self.outcomeName(outcome)
-        eventHub.emit(.attemptFinished(item: lease.itemID, outcome: name, status: details.status, milliseconds: milliseconds,
-                                       bytesSent: details.bytesSent, bytesReceived: details.bytesReceived))
-        retryingThisFlush.remove(lease.itemID)
+    /// One attempt's answer, as it came back from the transport.
+    struct Arrival: Sendable {
+        var lease: Lease
+        var outcome: DeliveryOutcome
+        var details: DeliveryDetails
+        var milliseconds: Int64
+    }
+
+    /// Records what became of attempts that came back together, in one transaction: with the
+    /// instant transport of the benchmarks, a dozen outcomes cost one commit instead of a
+    /// dozen. Each is safe to lose before the commit: its item stays leased, the lease
+    /// expires, and the same attempt is sent again (the server's ledger answers with the
+    /// recorded result). A confirmed upload makes the commit FULL, since its stash copy is
+    /// deleted right after. `cancelled`: the pass was cancelled, so a request that got no
+    /// answer is handed back (pending, same key, not counted), not taken as an outage.
+    func handle(_ arrivals: [Arrival], cancelled: Bool = false) {
         let now = environment.now()
-        var removedFile: String?
-        var submitResult: SubmitResult?
-        switch outcome {
-        case .unreachable(let reason): if !cancelled { setNetworkDown(true, reason: reason) }
-        default: setNetworkDown(false)
+        for arrival in arrivals {
+            inFlight.remove(arrival.lease.itemID)
+            eventHub.emit(.attemptFinished(
+                item: arrival.lease.itemID, outcome: Self.outcomeName(arrival.outcome), status: arrival.details.status,
+                milliseconds: arrival.milliseconds, bytesSent: arrival.details.bytesSent, bytesReceived: arrival.details.bytesReceived))
+            retryingThisFlush.remove(arrival.lease.itemID)
+            switch arrival.outcome {
+            case .unreachable(let reason): if !cancelled { setNetworkDown(true, reason: reason) }
+            default: setNetworkDown(false)
+            }
         }
         // A stash copy is deleted only after its confirmation is on disk (FULL): a power loss
         // that undid a NORMAL commit would bring back an upload whose file is gone.
-        let durability: Durability
-        if case .done = outcome, lease.request.isFileUpload { durability = .full } else { durability = .normal }
+        let durability: Durability = arrivals.contains { arrival in
+            if case .done = arrival.outcome { return arrival.lease.request.isFileUpload }
+            return false
+        } ? .full : .normal
+        var results: [(id: Int64, removedFile: String?, submitResult: SubmitResult?)] = []
         do {
-            try write(durability) {
-                guard var row = try store.item(lease.itemID), row.state == .leased, row.attemptID == lease.attemptID else { return }
-                row.leaseExpiresAt = nil
-                try store.recordAttempt(item: row.id, AttemptRecord(
-                    at: now, outcome: name, status: details.status, reason: Self.outcomeReason(outcome), milliseconds: milliseconds))
-                switch outcome {
-                case .done(let ack):
-                    if row.produces != nil && ack.serverID == nil {
-                        try retryLater(&row, reason: "the acknowledgement carries no server id", retryAfter: nil, now: now)
-                        break
-                    }
-                    try move(&row, to: .confirmed)
-                    row.attempts += 1
-                    row.serverID = ack.serverID
-                    row.serverVersion = ack.version
-                    row.lastError = nil
-                    try store.update(row, now: now)
-                    report.sent += 1
-                    if let placeholder = row.produces, let serverID = ack.serverID {
-                        try store.resolve(placeholder: placeholder, serverID: serverID, workspace: row.workspace)
-                    }
-                    try storeAcknowledgedRecord(row, ack, now: now)
-                    if let placeholder = row.produces, ack.serverID != nil {
-                        try releaseDependents(of: placeholder, workspace: row.workspace, now: now)
-                    }
-                    if row.kind == .file { removedFile = row.filePath }
-                    submitResult = .confirmed(id: row.id, ack)
-                case .transient(let reason, let retryAfter):
-                    try retryLater(&row, reason: reason, retryAfter: retryAfter, now: now)
-                case .unreachable(let reason):
-                    try move(&row, to: .pending)
-                    row.lastError = cancelled ? "stopped before a reply; will be sent again" : "waiting for network: \(reason)"
-                    try store.update(row, now: now)
-                    if !cancelled { report.offline = true }
-                case .authExpired:
-                    try move(&row, to: .pending)
-                    row.nextAttemptAt = now
-                    row.lastError = "authentication expired; waiting for a new token"
-                    try store.update(row, now: now)
-                case .conflict(let current, let version):
-                    try merge(&row, current: current, version: version, now: now)
-                case .rejected(let reason, let fieldErrors):
-                    row.attempts += 1
-                    try park(&row, as: .rejected, reason: reason, fieldErrors: fieldErrors, now: now)
-                    submitResult = .rejected(id: row.id, reason: reason, fieldErrors: fieldErrors)
+            results = try write(durability) {
+                try arrivals.map { arrival in
+                    let (removedFile, submitResult) = try record(arrival, cancelled: cancelled, now: now)
+                    return (arrival.lease.itemID, removedFile, submitResult)
                 }
-                try store.refreshLane(workspace: row.workspace, lane: row.lane)
-                if submitResult == nil { submitResult = .queued(id: row.id, state: publicState(row)) }
             }
         } catch {
-            // The transition did not commit: the item stays leased, its lease expires, and the
-            // same attempt is sent again; the server's ledger answers with the recorded result.
-            emit(OutboxItemChange(id: lease.itemID, state: .sending))
+            // The transitions did not commit: the items stay leased, their leases expire, and
+            // the same attempts are sent again; the server's ledger answers with the recorded results.
+            for arrival in arrivals { emit(OutboxItemChange(id: arrival.lease.itemID, state: .sending)) }
         }
-        if let removedFile { stash.remove(removedFile) }
-        if let submitResult { resumeWaiters(lease.itemID, with: submitResult) }
+        for result in results {
+            if let removedFile = result.removedFile { stash.remove(removedFile) }
+            if let submitResult = result.submitResult { resumeWaiters(result.id, with: submitResult) }
+        }
+    }
+
+    /// One outcome's transition, inside `handle`'s transaction: the stash file to delete after
+    /// the commit, and what a `submit` waiting for the item is told.
+    private func record(_ arrival: Arrival, cancelled: Bool, now: Int64) throws -> (removedFile: String?, submitResult: SubmitResult?) {
+        let (lease, outcome, details, milliseconds) = (arrival.lease, arrival.outcome, arrival.details, arrival.milliseconds)
+        var removedFile: String?
+        var submitResult: SubmitResult?
+        guard var row = try store.item(lease.itemID), row.state == .leased, row.attemptID == lease.attemptID else { return (nil, nil) }
+        row.leaseExpiresAt = nil
+        try store.recordAttempt(item: row.id, AttemptRecord(
+            at: now, outcome: Self.outcomeName(outcome), status: details.status, reason: Self.outcomeReason(outcome), milliseconds: milliseconds))
+        switch outcome {
+        case .done(let ack):
+            if row.produces != nil && ack.serverID == nil {
+                try retryLater(&row, reason: "the acknowledgement carries no server id", retryAfter: nil, now: now)
+                break
+            }
+            try move(&row, to: .confirmed)
+            row.attempts += 1
+            row.serverID = ack.serverID
+            row.serverVersion = ack.version
+            row.lastError = nil
+            try store.update(row, now: now)
+            report.sent += 1
+            if let placeholder = row.produces, let serverID = ack.serverID {
+                try store.resolve(placeholder: placeholder, serverID: serverID, workspace: row.workspace)
+            }
+            try storeAcknowledgedRecord(row, ack, now: now)
+            if let placeholder = row.produces, ack.serverID != nil {
+                try releaseDependents(of: placeholder, workspace: row.workspace, now: now)
+            }
+            if row.kind == .file { removedFile = row.filePath }
+            submitResult = .confirmed(id: row.id, ack)
+        case .transient(let reason, let retryAfter):
+            try retryLater(&row, reason: reason, retryAfter: retryAfter, now: now)
+        case .unreachable(let reason):
+            try move(&row, to: .pending)
+            row.lastError = cancelled ? "stopped before a reply; will be sent again" : "waiting for network: \(reason)"
+            try store.update(row, now: now)
+            if !cancelled { report.offline = true }
+        case .authExpired:
+            try move(&row, to: .pending)
+            row.nextAttemptAt = now
+            row.lastError = "authentication expired; waiting for a new token"
+            try store.update(row, now: now)
+        case .conflict(let current, let version):
+            try merge(&row, current: current, version: version, now: now)
+        case .rejected(let reason, let fieldErrors):
+            row.attempts += 1
+            try park(&row, as: .rejected, reason: reason, fieldErrors: fieldErrors, now: now)
+            submitResult = .rejected(id: row.id, reason: reason, fieldErrors: fieldErrors)
+        }
+        try store.refreshLane(workspace: row.workspace, lane: row.lane)
+        if submitResult == nil { submitResult = .queued(id: row.id, state: publicState(row)) }
+        return (removedFile, submitResult)
     }
 
     static func outcomeName(_ outcome: DeliveryOutcome) -> String {

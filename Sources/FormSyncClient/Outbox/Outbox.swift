@@ -85,6 +85,8 @@ public actor Outbox {
     }
 
     let store: OutboxStore
+    /// Group commit of enqueues (see `writeDurably`).
+    let walSync: WALSync
     let stash: FileStash
     let registry: FormRegistry
     /// The record types this device stores and queries.
@@ -173,6 +175,7 @@ public actor Outbox {
             }
             try store.reindex(records)
             self.store = store
+            walSync = WALSync(databasePath: path)
             counts = try store.counts()
             placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -(try store.mostNegativePlaceholder()))
             stash = try FileStash(directory: path + ".stash")
@@ -244,6 +247,32 @@ public actor Outbox {
     /// Runs `body` in one transaction; on commit the in-memory counts follow and snapshots go
     /// out, on failure nothing changes and the error (typed) reaches the caller.
     func write<T>(_ durability: Durability, _ body: () throws -> T) throws -> T {
+        let (result, announce) = try commit(durability, body)
+        announce()
+        return result
+    }
+
+    /// `write` for what a person is told was saved, as a group commit: the transaction commits
+    /// at NORMAL, and this returns once one fsync of the log, shared with every writer that
+    /// committed meanwhile (concurrent enqueues), made it durable. Its changes are announced
+    /// only then, so no snapshot shows "saved" before it is.
+    func writeDurably<T>(_ body: () throws -> T) async throws -> T {
+        let (result, announce) = try commit(.normal, body)
+        let number = store.db.commitCount
+        // The fsync runs off the actor: enqueues queued behind this one commit meanwhile and
+        // share the next fsync.
+        do {
+            try await walSync.durable(through: number)
+        } catch {
+            throw OutboxError.notDurable(reason: "\(error)")
+        }
+        announce()
+        return result
+    }
+
+    /// Commits `body`; the counts follow at once, snapshots and record notices when the
+    /// returned closure runs.
+    private func commit<T>(_ durability: Durability, _ body: () throws -> T) throws -> (T, () -> Void) {
         uncommitted = []
         recordNotices = [:]
         do {
@@ -252,17 +281,18 @@ public actor Outbox {
             uncommitted = []
             let notices = recordNotices
             recordNotices = [:]
-            emitRecordNotices(notices)
             for change in changes {
                 if let from = change.from { counts[change.workspace, default: [:]][from, default: 0] -= 1 }
                 if let to = change.to { counts[change.workspace, default: [:]][to, default: 0] += 1 }
             }
-            if !subscribers.isEmpty {
-                for change in changes where change.workspace == workspace {
-                    emitSnapshot(changed: change.to.map { OutboxItemChange(id: change.id, state: publicState(id: change.id, $0)) })
+            return (result, { [self] in
+                emitRecordNotices(notices)
+                if !subscribers.isEmpty {
+                    for change in changes where change.workspace == workspace {
+                        emitSnapshot(changed: change.to.map { OutboxItemChange(id: change.id, state: publicState(id: change.id, $0)) })
+                    }
                 }
-            }
-            return result
+            })
         } catch let error as SQLiteError {
             uncommitted = []
             recordNotices = [:]

@@ -12,6 +12,12 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     case stashFailed(path: String, reason: String)
     /// The database refused the write.
     case storage(SQLiteError)
+    /// The write reached the database but the disk refused to make it durable (a failed
+    /// fsync): it may not survive a power loss, and every later save fails the same way until
+    /// the outbox is reopened (SQLite then recovers what really reached the disk). The one
+    /// exception to "nothing is half-stored": the item may be there, so re-enqueue it under the
+    /// same document id (once means once) rather than as a new one.
+    case notDurable(reason: String)
     /// No item with this id.
     case noSuchItem(Int64)
     /// The action does not fit the item's state (for example discarding a pending item).
@@ -36,6 +42,7 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownPlaceholder(let id): return "placeholder \(id) is neither attached, queued nor landed"
         case .stashFailed(let path, let reason): return "could not stash \(path): \(reason)"
         case .storage(let error): return "storage failed: \(error)"
+        case .notDurable(let reason): return "the save could not be made durable: \(reason)"
         case .noSuchItem(let id): return "no outbox item \(id)"
         case .notAllowed(let id, let state, let action): return "cannot \(action) item \(id) while it is \(state.rawValue)"
         case .formMismatch(let expected, let got): return "the item holds a \(expected), not a \(got)"

@@ -1,0 +1,38 @@
+import Synchronization
+
+/// Where a flush pass's requests leave their answers. The pass takes everything that came
+/// back at once and records it in one transaction; when nothing has, it waits for the next.
+final class FlushInbox: Sendable {
+    private struct State {
+        var arrivals: [Outbox.Arrival] = []
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    /// Leaves an answer and wakes the pass if it waits.
+    func put(_ arrival: Outbox.Arrival) {
+        state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.arrivals.append(arrival)
+            defer { state.waiter = nil }
+            return state.waiter
+        }?.resume()
+    }
+
+    /// Every answer that came back since the last call, waiting for one when there is none.
+    /// Not cancellable on purpose: a cancelled pass still waits for its requests (which its
+    /// cancellation ends) to hand their items back.
+    func takeAll() async -> [Outbox.Arrival] {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state -> Bool in
+                if state.arrivals.isEmpty { state.waiter = continuation }
+                return !state.arrivals.isEmpty
+            }
+            if ready { continuation.resume() }
+        }
+        return state.withLock { state in
+            defer { state.arrivals = [] }
+            return state.arrivals
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Group commit for one WAL database: transactions commit at `synchronous=NORMAL` (their
+/// frames are written to the log but not fsynced) and then wait here until one fsync of the log
+/// covers them. Writers that commit while an fsync runs share the next one, so N concurrent
+/// writers cost about one fsync per round instead of N; each still returns only once its own
+/// commit is on disk.
+///
+/// Commits are numbered by `SQLiteConnection.commitCount`. A writer reads its number right after
+/// its commit returned (its frames are then in the log) and passes it to `waitDurable` or
+/// `durable`. One fsync started after that number was reported covers it.
+///
+/// A failed fsync poisons the syncer: after one, Linux may have dropped the dirty pages and a
+/// later fsync can succeed without them, so every later wait fails too and the owner must
+/// reopen the database (SQLite then recovers the log from what really reached the disk).
+package final class WALSync: @unchecked Sendable {
+    /// A failed fsync of the log (or of its directory).
+    package struct Failure: Error, CustomStringConvertible, Sendable {
+        package var path: String
+        package var reason: String
+        package var description: String { "the write-ahead log \(path) could not be made durable: \(reason)" }
+    }
+
+    private let walPath: String
+    private let condition = NSCondition()
+    /// The highest commit number a waiter has reported, and the highest one made durable.
+    private var requested: UInt64 = 0
+    private var synced: UInt64 = 0
+    private var syncing = false
+    private var threadRunning = false
+    private var failure: Failure?
+    private var descriptor: Int32 = -1
+    private var identity: (device: UInt64, inode: UInt64)?
+    private var waiters: [(through: UInt64, continuation: CheckedContinuation<Void, Error>)] = []
+    /// How many fsyncs ran (tests check that concurrent writers shared them).
+    package private(set) var fsyncCount = 0
+
+    private let sync: @Sendable (Int32) -> Int32
+
+    /// A syncer for the database at `databasePath` (its log is `databasePath-wal`); `sync`
+    /// replaces `fdatasync` in tests of a disk that refuses.
+    package init(databasePath: String, sync: @escaping @Sendable (Int32) -> Int32 = WALSync.dataSync) {
+        walPath = databasePath + "-wal"
+        self.sync = sync
+    }
+
+    deinit {
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// Blocks until commit number `commit` is on disk; the calling thread may run the fsync.
+    package func waitDurable(through commit: UInt64) throws {
+        condition.lock()
+        defer { condition.unlock() }
+        requested = max(requested, commit)
+        while true {
+            if let failure { throw failure }
+            if synced >= commit { return }
+            if syncing {
+                condition.wait()
+            } else {
+                syncRounds()
+            }
+        }
+    }
+
+    /// Suspends until commit number `commit` is on disk. The fsync runs on the syncer's own
+    /// thread (never a pooled one a blocked caller could be holding), so the caller's actor
+    /// keeps serving, and committing, while it waits.
+    package func durable(through commit: UInt64) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+            condition.lock()
+            defer { condition.unlock() }
+            requested = max(requested, commit)
+            if let failure { return continuation.resume(throwing: failure) }
+            if synced >= commit { return continuation.resume() }
+            waiters.append((commit, continuation))
+            if threadRunning {
+                condition.broadcast()
+            } else {
+                threadRunning = true
+                let thread = Thread { self.syncerLoop() }
+                thread.stackSize = 1 << 18
+                thread.start()
+            }
+        }
+    }
+
+    /// The syncer thread: runs fsync rounds while async writers wait, and ends after a second
+    /// with nothing to do (so an idle outbox holds no thread).
+    private func syncerLoop() {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            resumeWaiters()
+            if waiters.isEmpty {
+                if !condition.wait(until: Date(timeIntervalSinceNow: 1)) && waiters.isEmpty {
+                    threadRunning = false
+                    return
+                }
+            } else if syncing {
+                condition.wait()  // a blocked caller leads a round; it may cover these waiters
+            } else {
+                syncRounds()
+            }
+        }
+    }
+
+    /// Runs fsyncs until every reported commit is durable (or one fails). Called with the lock
+    /// held and `syncing` false; drops the lock around each fsync.
+    private func syncRounds() {
+        syncing = true
+        while failure == nil && requested > synced {
+            let goal = requested
+            condition.unlock()
+            let outcome = fsyncLog()
+            condition.lock()
+            fsyncCount += 1
+            switch outcome {
+            case .success: synced = max(synced, goal)
+            case .failure(let error): failure = error
+            }
+            resumeWaiters()
+            condition.broadcast()
+        }
+        syncing = false
+        resumeWaiters()
+        condition.broadcast()
+    }
+
+    private func resumeWaiters() {
+        var remaining: [(through: UInt64, continuation: CheckedContinuation<Void, Error>)] = []
+        for waiter in waiters {
+            if let failure {
+                waiter.continuation.resume(throwing: failure)
+            } else if waiter.through <= synced {
+                waiter.continuation.resume()
+            } else {
+                remaining.append(waiter)
+            }
+        }
+        waiters = remaining
+    }
+
+    /// What SQLite itself calls for a commit: `fdatasync` on Linux (the log's data and size,
+    /// not its timestamps), `fsync` elsewhere.
+    package static func dataSync(_ descriptor: Int32) -> Int32 {
+        #if os(Linux)
+            fdatasync(descriptor)
+        #else
+            fsync(descriptor)
+        #endif
+    }
+
+    /// fsyncs the log. The descriptor is opened on first use (the directory is fsynced then, so
+    /// the log's own directory entry is durable too) and reopened if the log was replaced.
+    private func fsyncLog() -> Result<Void, Failure> {
+        var current = stat()
+        guard stat(walPath, &current) == 0 else { return .failure(Failure(path: walPath, reason: "stat: \(String(cString: strerror(errno)))")) }
+        let now = (device: UInt64(current.st_dev), inode: UInt64(current.st_ino))
+        if descriptor < 0 || identity?.device != now.device || identity?.inode != now.inode {
+            if descriptor >= 0 { close(descriptor) }
+            descriptor = open(walPath, O_RDWR | O_CLOEXEC)
+            guard descriptor >= 0 else { return .failure(Failure(path: walPath, reason: "open: \(String(cString: strerror(errno)))")) }
+            identity = now
+            let folder = (walPath as NSString).deletingLastPathComponent
+            let directory = open(folder.isEmpty ? "." : folder, O_RDONLY | O_CLOEXEC)
+            if directory >= 0 {
+                let rc = fsync(directory)
+                let code = errno
+                close(directory)
+                if rc != 0 && code != EINVAL { return .failure(Failure(path: walPath, reason: "fsync of its directory: \(String(cString: strerror(code)))")) }
+            }
+        }
+        guard sync(descriptor) == 0 else { return .failure(Failure(path: walPath, reason: "fsync: \(String(cString: strerror(errno)))")) }
+        return .success(())
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import FormSyncSQLite
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The group commit under enqueue and the reference server: commits at NORMAL made durable by
+/// one shared fsync of the log.
+struct WALSyncTests {
+    func database() throws -> (SQLiteConnection, String) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("walsync-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.appendingPathComponent("db.sqlite").path
+        let db = try SQLiteConnection(path: path)
+        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
+        return (db, path)
+    }
+
+    func commit(_ db: SQLiteConnection) throws -> UInt64 {
+        _ = try db.transaction(.normal) { try db.run("INSERT INTO t (body) VALUES (randomblob(2000))") }
+        return db.commitCount
+    }
+
+    @Test func oneFsyncCoversEveryCommitReportedBeforeIt() throws {
+        let (db, path) = try database()
+        let syncs = Mutex(0)
+        let wal = WALSync(databasePath: path) { descriptor in
+            syncs.withLock { $0 += 1 }
+            return WALSync.dataSync(descriptor)
+        }
+        var numbers: [UInt64] = []
+        for _ in 0..<10 { numbers.append(try commit(db)) }
+        #expect(numbers == numbers.sorted() && Set(numbers).count == 10, "each commit gets its own, rising number")
+        try wal.waitDurable(through: numbers.last!)
+        #expect(syncs.withLock { $0 } == 1)
+        for number in numbers { try wal.waitDurable(through: number) }
+        #expect(syncs.withLock { $0 } == 1, "earlier commits were covered by the same fsync")
+        try wal.waitDurable(through: try commit(db))
+        #expect(syncs.withLock { $0 } == 2, "a later commit needs a fsync of its own")
+    }
+
+    @Test func waitersThatArriveDuringAnFsyncShareTheNextOne() async throws {
+        let (db, path) = try database()
+        let syncs = Mutex(0)
+        let release = DispatchSemaphore(value: 0)
+        let wal = WALSync(databasePath: path) { descriptor in
+            // The first fsync is held until the other writers wait behind it.
+            if syncs.withLock({ $0 += 1; return $0 }) == 1 { release.wait() }
+            return WALSync.dataSync(descriptor)
+        }
+        let first = try commit(db)
+        async let firstDone: Void = wal.durable(through: first)
+        while syncs.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        let later = try (0..<5).map { _ in try commit(db) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for number in later { group.addTask { try await wal.durable(through: number) } }
+            try await Task.sleep(for: .milliseconds(50))
+            release.signal()
+            try await group.waitForAll()
+        }
+        try await firstDone
+        #expect(syncs.withLock { $0 } == 2, "five writers that waited during one fsync shared a single next one")
+    }
+
+    @Test func aFailedFsyncFailsItsWritersAndEveryLaterOne() throws {
+        let (db, path) = try database()
+        let failing = Mutex(true)
+        let wal = WALSync(databasePath: path) { descriptor in
+            if failing.withLock({ $0 }) {
+                errno = EIO
+                return -1
+            }
+            return WALSync.dataSync(descriptor)
+        }
+        let number = try commit(db)
+        #expect(throws: WALSync.Failure.self) { try wal.waitDurable(through: number) }
+        failing.withLock { $0 = false }
+        // The kernel may have dropped the pages the failed fsync was to write: a later fsync
+        // that succeeds proves nothing about them, so the syncer stays failed.
+        #expect(throws: WALSync.Failure.self) { try wal.waitDurable(through: try commit(db)) }
+    }
+}
