@@ -33,7 +33,7 @@ package final class WALSync: @unchecked Sendable {
     private var requested: UInt64 = 0
     private var synced: UInt64 = 0
     private var syncing = false
-    private var threadRunning = false
+    private var leadPending = false
     private var failure: Failure?
     private var descriptor: Int32 = -1
     private var identity: (device: UInt64, inode: UInt64)?
@@ -70,9 +70,9 @@ package final class WALSync: @unchecked Sendable {
         }
     }
 
-    /// Suspends until commit number `commit` is on disk. The fsync runs on the syncer's own
-    /// thread (never a pooled one a blocked caller could be holding), so the caller's actor
-    /// keeps serving, and committing, while it waits.
+    /// Suspends until commit number `commit` is on disk. The fsync runs in a task of its own,
+    /// so the caller's actor keeps serving, and committing, while it waits; writers that
+    /// commit meanwhile share the next fsync.
     package func durable(through commit: UInt64) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
             condition.lock()
@@ -81,35 +81,19 @@ package final class WALSync: @unchecked Sendable {
             if let failure { return continuation.resume(throwing: failure) }
             if synced >= commit { return continuation.resume() }
             waiters.append((commit, continuation))
-            if threadRunning {
-                condition.broadcast()
-            } else {
-                threadRunning = true
-                let thread = Thread { self.syncerLoop() }
-                thread.stackSize = 1 << 18
-                thread.start()
-            }
+            // A running round covers every commit requested before it ends; a lead already on
+            // its way runs one. Otherwise start one.
+            guard !syncing && !leadPending else { return }
+            leadPending = true
+            Task.detached { self.lead() }
         }
     }
 
-    /// The syncer thread: runs fsync rounds while async writers wait, and ends after a second
-    /// with nothing to do (so an idle outbox holds no thread).
-    private func syncerLoop() {
+    private func lead() {
         condition.lock()
         defer { condition.unlock() }
-        while true {
-            resumeWaiters()
-            if waiters.isEmpty {
-                if !condition.wait(until: Date(timeIntervalSinceNow: 1)) && waiters.isEmpty {
-                    threadRunning = false
-                    return
-                }
-            } else if syncing {
-                condition.wait()  // a blocked caller leads a round; it may cover these waiters
-            } else {
-                syncRounds()
-            }
-        }
+        leadPending = false
+        if !syncing { syncRounds() }
     }
 
     /// Runs fsyncs until every reported commit is durable (or one fails). Called with the lock

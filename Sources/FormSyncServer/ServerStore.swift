@@ -73,8 +73,11 @@ final class ServerStore {
     /// every commit before the answer durable (one fsync shared by the requests committing
     /// together: a group commit).
     func transaction<T>(_ body: () throws -> T) throws -> T {
-        try db.transaction(.normal, body)
+        try db.transaction(groupCommit ? .normal : .full, body)
     }
+
+    /// Off: every write commits FULL on its own (the baseline of `formsync bench server`).
+    var groupCommit = true
 
     // MARK: Ledger
 

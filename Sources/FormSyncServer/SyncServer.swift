@@ -61,6 +61,14 @@ public final class SyncServer: @unchecked Sendable {
     private let lock = NSLock()
     private var log: [LoggedRequest] = []
     private var http: HTTPServer?
+    /// Handler threads (set before `start`): writes waiting for the same fsync share it, so
+    /// up to this many concurrent writes group-commit.
+    package var workers = 4
+    /// Whether writes share fsyncs (set before `start`); off, each write commits FULL alone.
+    package var groupCommit: Bool {
+        get { locked { store.groupCommit } }
+        set { locked { store.groupCommit = newValue } }
+    }
     /// The port it listens on, once started.
     public private(set) var port: UInt16 = 0
 
@@ -103,7 +111,9 @@ public final class SyncServer: @unchecked Sendable {
 
     /// Serves on 127.0.0.1:`port` (0 picks a free one) and returns the port.
     public func start(port: UInt16 = 0) throws -> UInt16 {
-        let server = HTTPServer(preflight: { [self] head in preflight(head) }) { [self] request in handle(request) }
+        var limits = HTTPServer.Limits()
+        limits.workers = workers
+        let server = HTTPServer(limits: limits, preflight: { [self] head in preflight(head) }) { [self] request in handle(request) }
         self.port = try server.start(port: port)
         http = server
         return self.port
@@ -194,7 +204,7 @@ public final class SyncServer: @unchecked Sendable {
         // Nothing is answered before what it saw or wrote is on disk: one fsync covers every
         // request that committed meanwhile (group commit; see `ServerStore.transaction`).
         do {
-            try store.walSync.waitDurable(through: locked { store.db.commitCount })
+            if let commit = locked({ store.groupCommit ? store.db.commitCount : nil }) { try store.walSync.waitDurable(through: commit) }
         } catch {
             FileHandle.standardError.write(Data("formsync server: \(error)\n".utf8))
             response = .problem(500, "Internal Server Error", detail: "the server could not make its database durable", code: "internal")
@@ -243,7 +253,7 @@ public final class SyncServer: @unchecked Sendable {
         case ("PATCH", let path) where path.hasPrefix("/uploads/"):
             return appendUpload(request)
         case ("POST", _):
-            return write(request, fault: fault) { try self.submit(request) }
+            return write(request, fault: fault, prepare: { checkSubmission(request) }) { try self.submit(request, $0) }
         case (_, "/health"), (_, "/files"):
             return .problem(405, "Method Not Allowed", code: "malformed")
         default:
@@ -370,6 +380,13 @@ public final class SyncServer: @unchecked Sendable {
     /// another payload is 422, a key still in flight is 409; the write and its recorded reply
     /// commit together.
     private func write(_ request: HTTPRequest, fault: FaultPlan.Fault?, _ process: @escaping () throws -> HTTPResponse) -> HTTPResponse? {
+        write(request, fault: fault, prepare: {}, process)
+    }
+
+    /// `write` with a `prepare` step that runs outside the lock and the transaction, after the
+    /// ledger let the request through: the work that depends on the request alone (decoding,
+    /// validating), so that concurrent writers hold the lock only for what touches the store.
+    private func write<P>(_ request: HTTPRequest, fault: FaultPlan.Fault?, prepare: () -> P, _ process: @escaping (P) throws -> HTTPResponse) -> HTTPResponse? {
         if let refusal = misdirected(request) { return refusal }
         guard let principal = principal(of: request) else { return unauthorized() }
         if let refusal = badProtocolHeaders(request) { return refusal }
@@ -396,10 +413,11 @@ public final class SyncServer: @unchecked Sendable {
         }
         if let begun { return begun }
         if case .delay(let milliseconds) = fault { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
+        let prepared = prepare()
         let (response, hook, count): (HTTPResponse, (@Sendable (Int) -> Void)?, Int) = locked {
             do {
                 let response = try store.transaction {
-                    let response = try process()
+                    let response = try process(prepared)
                     try store.finishLedger(key, with: response)
                     return response
                 }
@@ -416,37 +434,60 @@ public final class SyncServer: @unchecked Sendable {
         return response
     }
 
-    /// Creates or edits a document. Runs inside the ledger's transaction.
-    private func submit(_ request: HTTPRequest) throws -> HTTPResponse {
-        let documentID = request.header("formsync-document")!
+    /// A submission as far as it can be checked without the store: its form, its payload
+    /// upgraded, validated and canonical, or the reply that refuses it.
+    enum CheckedSubmission {
+        case refused(HTTPResponse)
+        case failed(any Error)
+        case accepted(name: String, entry: FormRegistry.Entry, canonical: (payload: Data, endpoint: String))
+    }
+
+    /// The part of `submit` that depends on the request alone; runs outside the lock.
+    func checkSubmission(_ request: HTTPRequest) -> CheckedSubmission {
         guard let formHeader = request.header("formsync-form"), let (name, version) = Self.parseForm(formHeader) else {
-            return .problem(400, "Bad Request", detail: "FormSync-Form: Name; version=N is required", code: "bad-form-header")
+            return .refused(.problem(400, "Bad Request", detail: "FormSync-Form: Name; version=N is required", code: "bad-form-header"))
         }
-        guard let entry = registry[name] else { return .problem(404, "Not Found", detail: "this server does not accept form \(name)", code: "unknown-form") }
+        guard let entry = registry[name] else { return .refused(.problem(404, "Not Found", detail: "this server does not accept form \(name)", code: "unknown-form")) }
         // Every older version is accepted and brought to the current one by the spec's
         // upgraders before anything is checked; a future version is refused in words.
         guard version <= entry.version else {
-            return .problem(422, "Unprocessable Content", detail: "form \(name) is at version \(entry.version) here; version \(version) is newer than this server knows",
-                            code: "unknown-form-version")
+            return .refused(.problem(422, "Unprocessable Content", detail: "form \(name) is at version \(entry.version) here; version \(version) is newer than this server knows",
+                            code: "unknown-form-version"))
         }
         guard version >= 1, let body = try? entry.upgrade(request.body, from: version) else {
-            return .problem(422, "Unprocessable Content", detail: "a version \(version) payload of \(name) cannot be brought to version \(entry.version)", code: "invalid-payload",
-                            errors: [["pointer": "#", "code": "upgrade", "detail": "the payload could not be upgraded"]])
+            return .refused(.problem(422, "Unprocessable Content", detail: "a version \(version) payload of \(name) cannot be brought to version \(entry.version)", code: "invalid-payload",
+                            errors: [["pointer": "#", "code": "upgrade", "detail": "the payload could not be upgraded"]]))
         }
         let errors = entry.validate(body)
         guard errors.isEmpty else {
             let upgraded = version < entry.version ? " (after upgrading it from version \(version))" : ""
-            return .problem(422, "Unprocessable Content", detail: "the payload breaks \(errors.count) rule(s)\(upgraded)", code: "invalid-payload",
-                            errors: errors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] })
+            return .refused(.problem(422, "Unprocessable Content", detail: "the payload breaks \(errors.count) rule(s)\(upgraded)", code: "invalid-payload",
+                            errors: errors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] }))
         }
-        let placeholders = try entry.placeholders(body)
-        guard placeholders.isEmpty else {
-            return .problem(422, "Unprocessable Content", detail: "the payload still holds placeholder ids \(placeholders); upload the files and create the records first", code: "placeholder",
-                            errors: [["pointer": "#", "code": "placeholder", "detail": "placeholder ids must be replaced by server ids"]])
+        do {
+            let placeholders = try entry.placeholders(body)
+            guard placeholders.isEmpty else {
+                return .refused(.problem(422, "Unprocessable Content", detail: "the payload still holds placeholder ids \(placeholders); upload the files and create the records first", code: "placeholder",
+                                errors: [["pointer": "#", "code": "placeholder", "detail": "placeholder ids must be replaced by server ids"]]))
+            }
+            let canonical = try entry.remap(body, [:])
+            guard canonical.endpoint == request.path else {
+                return .refused(.problem(404, "Not Found", detail: "the payload belongs at \(canonical.endpoint), not \(request.path)", code: "wrong-path"))
+            }
+            return .accepted(name: name, entry: entry, canonical: canonical)
+        } catch {
+            return .failed(error)
         }
-        let canonical = try entry.remap(body, [:])
-        guard canonical.endpoint == request.path else {
-            return .problem(404, "Not Found", detail: "the payload belongs at \(canonical.endpoint), not \(request.path)", code: "wrong-path")
+    }
+
+    /// Creates or edits a document. Runs inside the ledger's transaction.
+    private func submit(_ request: HTTPRequest, _ checked: CheckedSubmission) throws -> HTTPResponse {
+        let documentID = request.header("formsync-document")!
+        let (name, entry, canonical): (String, FormRegistry.Entry, (payload: Data, endpoint: String))
+        switch checked {
+        case .refused(let response): return response
+        case .failed(let error): throw error
+        case .accepted(let n, let e, let c): (name, entry, canonical) = (n, e, c)
         }
         let workspace = request.header("formsync-workspace") ?? ""
         if let refusal = boundElsewhere(documentID, form: name, workspace: workspace) { return refusal }
@@ -537,19 +578,45 @@ public final class SyncServer: @unchecked Sendable {
     }
 
     func recordResponse(_ document: Document, status: Int, code: String? = nil, detail: String? = nil, entity: [String: Any]? = nil) -> HTTPResponse {
+        let headers = [("ETag", Self.etag(document.version)), ("Location", "/documents/\(document.documentID)")]
+        if code == nil, entity == nil, document.payload.first == UInt8(ascii: "{") {
+            // The common reply, written around the stored payload's bytes (canonical JSON from
+            // the form's encoder) rather than parsed and serialised again under the lock.
+            var body = Data("{\"document_id\":\(Self.jsonString(document.documentID)),\"form\":\(Self.jsonString(document.form)),".utf8)
+            body.append(Data("\"form_version\":\(document.formVersion),\"id\":\(document.id),\"record\":".utf8))
+            body.append(document.payload)
+            body.append(Data(",\"version\":\(Self.jsonString(Self.etag(document.version)))}".utf8))
+            return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: body)
+        }
         let record = (try? JSONSerialization.jsonObject(with: document.payload)) ?? [:]
         var object: [String: Any] = [
             "document_id": document.documentID, "id": document.id, "form": document.form, "form_version": document.formVersion,
             "version": Self.etag(document.version), "record": record,
         ]
         if let entity { object["entity"] = entity }
-        let headers = [("ETag", Self.etag(document.version)), ("Location", "/documents/\(document.documentID)")]
         guard let code else { return .json(status, object, headers: headers) }
         object["record"] = nil
         return .problem(status, HTTPResponse.reason(status), detail: detail, code: code, extra: object.merging(["record": record]) { a, _ in a }, headers: headers)
     }
 
     static func etag(_ version: Int) -> String { "\"\(version)\"" }
+
+    /// `value` as a JSON string, escaped as JSONSerialization escapes it (slashes left alone).
+    static func jsonString(_ value: String) -> String {
+        var out = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
 
     /// `DeliveryConfirmation; version=3`.
     static func parseForm(_ header: String) -> (String, Int)? {

@@ -9,8 +9,9 @@ enum BenchCommand {
         usage: formsync bench generator [--specs N] [--rounds R] [--from DIR]
                formsync bench enqueue [--items N] [--rounds R]
                formsync bench cold-open [--items N] [--rounds R]
-               formsync bench outbox [--items N] [--lanes L] [--small S]
+               formsync bench outbox [--items N] [--lanes L] [--small S] [--concurrency C]
                formsync bench http [--items N] [--concurrency C] [--rounds R]
+               formsync bench server [--items N] [--concurrency C] [--rounds R]
                formsync bench load [--items N] [--slow S] [--rounds R] [--concurrency C]
                formsync bench pull [--records N] [--rounds R] [--delta D] [--small S]
                formsync bench upload [--megabytes M] [--rounds R] [--chunk C]
@@ -28,10 +29,14 @@ enum BenchCommand {
           outbox      enqueue N sales orders over L lanes and flush them with the in-process
                       transport (default 100000 over 10000), against a raw SQLite insert at the
                       same durability; the per-item flush cost is compared with a run of S items
-                      (default 1000).
+                      (default 1000); C lanes on the wire at once (default 4, the outbox's own).
           http        flush N submissions (default 2000) over loopback HTTP to the embedded
                       server, against the same POSTs sent straight with URLSession at the same
                       concurrency (default 4), R rounds (default 5) interleaved, a fresh server each.
+          server      N submissions (default 4000) to the embedded server from C keep-alive
+                      socket clients (default 16): durable writes/s with the group commit against
+                      the same server committing each write FULL alone, R rounds (default 5)
+                      interleaved, a fresh server each.
           load        N submissions (default 1000) to the embedded server at concurrency C
                       (default 4) while S slow connections (default 1000) dribble partial heads,
                       against the same with no slow connections, R rounds (default 3) alternating.
@@ -67,10 +72,14 @@ enum BenchCommand {
         case "outbox":
             return try await OutboxBenchmark.run(
                 items: args.integer("--items", default: 100_000, in: 1...10_000_000), lanes: args.integer("--lanes", default: 10_000, in: 1...10_000_000),
-                small: args.integer("--small", default: 1000, in: 1...10_000_000))
+                small: args.integer("--small", default: 1000, in: 1...10_000_000), concurrency: args.integer("--concurrency", default: 4, in: 1...256))
         case "http":
             return try await HTTPBenchmark.run(
                 items: args.integer("--items", default: 2000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 4, in: 1...256),
+                rounds: args.integer("--rounds", default: 5, in: 3...100))
+        case "server":
+            return try ServerBenchmark.run(
+                items: args.integer("--items", default: 4000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 16, in: 1...256),
                 rounds: args.integer("--rounds", default: 5, in: 3...100))
         case "load":
             return try await LoadBenchmark.run(
@@ -85,7 +94,7 @@ enum BenchCommand {
                 megabytes: args.integer("--megabytes", default: 50, in: 1...2000), rounds: args.integer("--rounds", default: 3, in: 1...100),
                 chunkMegabytes: args.integer("--chunk", default: 4, in: 1...64))
         default:
-            throw UsageError("name a benchmark: generator, enqueue, outbox, http, load, pull or upload")
+            throw UsageError("name a benchmark: generator, enqueue, outbox, http, server, load, pull or upload")
         }
     }
 

@@ -8,7 +8,7 @@ import Foundation
 /// `formsync bench outbox`: enqueue and flush figures with the in-process transport, against a
 /// raw SQLite insert at the same durability measured in the same run.
 enum OutboxBenchmark {
-    static func run(items: Int, lanes: Int, small: Int) async throws -> Int32 {
+    static func run(items: Int, lanes: Int, small: Int, concurrency: Int) async throws -> Int32 {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -16,12 +16,12 @@ enum OutboxBenchmark {
 
         let rawCount = min(items, 5000)
         let raw = try rawInserts(path: folder.appendingPathComponent("raw.sqlite").path, count: rawCount, payload: sample)
-        print("outbox benchmark: \(items) items over \(lanes) lanes (in-process transport, concurrency 4)")
+        print("outbox benchmark: \(items) items over \(lanes) lanes (in-process transport, concurrency \(concurrency))")
         print("  baseline: raw SQLite insert, own transaction, WAL + synchronous=FULL: \(micro(raw / Double(rawCount))) µs/item (\(rawCount) rows)")
 
         let smallLanes = max(1, lanes * small / max(items, 1))
-        let (smallEnqueue, smallFlush) = try await measure(path: folder.appendingPathComponent("small.sqlite").path, items: small, lanes: smallLanes)
-        let (bigEnqueue, bigFlush) = try await measure(path: folder.appendingPathComponent("big.sqlite").path, items: items, lanes: lanes)
+        let (smallEnqueue, smallFlush) = try await measure(path: folder.appendingPathComponent("small.sqlite").path, items: small, lanes: smallLanes, concurrency: concurrency)
+        let (bigEnqueue, bigFlush) = try await measure(path: folder.appendingPathComponent("big.sqlite").path, items: items, lanes: lanes, concurrency: concurrency)
 
         let enqueuePerItem = bigEnqueue / Double(items)
         print("  enqueue (validate, commit FULL): \(micro(enqueuePerItem)) µs/item, \(rate(items, bigEnqueue)) items/s; ratio to raw insert: \(ratio(enqueuePerItem, raw / Double(rawCount)))x")
@@ -40,11 +40,11 @@ enum OutboxBenchmark {
             lines: [.init(sku: "AB-1234", quantity: 2, unitPrice: Money(minorUnits: 999, currency: "EUR"))])
     }
 
-    static func measure(path: String, items: Int, lanes: Int) async throws -> (enqueue: Double, flush: Double) {
+    static func measure(path: String, items: Int, lanes: Int, concurrency: Int) async throws -> (enqueue: Double, flush: Double) {
         let transport = ScriptedTransport(workspace: "bench")
         let outbox = try Outbox(
             path: path, forms: [SalesOrder.self], transport: transport,
-            configuration: Outbox.Configuration(concurrency: 4))
+            configuration: Outbox.Configuration(concurrency: concurrency))
         let enqueueStart = DispatchTime.now().uptimeNanoseconds
         for n in 0..<items {
             try await outbox.enqueue(order(customer: Int64(n % lanes + 1)))

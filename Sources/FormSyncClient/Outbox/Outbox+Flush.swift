@@ -233,8 +233,12 @@ extension Outbox {
         try move(&row, to: .leased)
         row.leaseExpiresAt = now.addingClamped(configuration.leaseMilliseconds)
         row.sends += 1
-        try store.update(row, now: now)
-        try store.refreshLane(workspace: row.workspace, lane: row.lane)
+        // Only the lease columns change (an upgrade above wrote its own), and the head stays
+        // the head: its lane is due when the lease expires.
+        try store.markLeased(row.id, until: row.leaseExpiresAt!, sends: row.sends, now: now)
+        if try !store.setLaneDue(workspace: row.workspace, lane: row.lane, head: row.id, due: row.leaseExpiresAt!) {
+            try store.refreshLane(workspace: row.workspace, lane: row.lane)
+        }
         return Lease(
             itemID: row.id, attemptID: row.attemptID, attempt: row.attempts + 1,
             request: OutboundRequest(itemID: row.id, documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace, body: body))

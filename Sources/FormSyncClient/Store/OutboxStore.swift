@@ -125,6 +125,7 @@ final class OutboxStore {
         for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
         do {
             db = try SQLiteConnection(path: path, create: false)
+            try db.execute("PRAGMA wal_autocheckpoint=" + (ProcessInfo.processInfo.environment["FS_CKPT"] ?? "1000"))
             try Self.migrations.migrate(db, now: now) { [db] in try Self.checkIdentity(db, path: path) }
         } catch let error as SQLiteError {
             if error.message.contains("newer than this build") {
@@ -284,6 +285,18 @@ final class OutboxStore {
                 row.serverPayload.map(SQLValue.blob) ?? .null, row.conflicts.map(SQLValue.blob) ?? .null,
                 .integer(now), .integer(Int64(row.sends)), row.formVersion.map { SQLValue.integer(Int64($0)) } ?? .null, .integer(row.id),
             ])
+    }
+
+    /// Writes a lease: the item's state, lease expiry and send count (the rest is unchanged).
+    func markLeased(_ id: Int64, until expiry: Int64, sends: Int, now: Int64) throws {
+        try db.run("UPDATE items SET state = 'leased', lease_expires_at = ?, sends = ?, updated_at = ? WHERE id = ?",
+                   [.integer(expiry), .integer(Int64(sends)), .integer(now), .integer(id)])
+    }
+
+    /// Sets when a lane whose head is `head` is due; false when the lane has another head.
+    func setLaneDue(workspace: String, lane: String, head: Int64, due: Int64) throws -> Bool {
+        try db.run("UPDATE lanes SET due_at = ? WHERE workspace = ? AND lane = ? AND head = ?",
+                   [.integer(due), .text(workspace), .text(lane), .integer(head)]) == 1
     }
 
     func deleteConfirmed(workspace: String, before cutoff: Int64) throws -> Int {

@@ -1,0 +1,148 @@
+import FieldForms
+import FormSyncModel
+import FormSyncServer
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `formsync bench server`: durable writes per second the reference server takes over loopback
+/// with its group commit, against the same server committing each write FULL on its own,
+/// rounds interleaved, a fresh server each. The clients are plain keep-alive sockets on
+/// threads of their own, with every request serialised beforehand, so that the figure is the
+/// server's and not an HTTP client's (URLSession tops out near 1,500 requests/s here).
+enum ServerBenchmark {
+    static func run(items: Int, concurrency: Int, rounds: Int) throws -> Int32 {
+        print("server benchmark: \(items) SalesOrder submissions per round from \(concurrency) keep-alive connections, \(rounds) interleaved rounds")
+        var grouped: [Double] = []
+        var alone: [Double] = []
+        for round in 0..<rounds {
+            for group in round % 2 == 0 ? [true, false] : [false, true] {
+                let rate = try measure(items: items, concurrency: concurrency, groupCommit: group, tag: "r\(round)")
+                if group { grouped.append(rate) } else { alone.append(rate) }
+            }
+        }
+        func spread(_ v: [Double]) -> String { String(format: "%.0f/s (%.0f–%.0f)", BenchCommand.median(v), v.min()!, v.max()!) }
+        print("  baseline: each write committed FULL on its own: \(spread(alone))")
+        print("  group commit (writes share one fdatasync):      \(spread(grouped))")
+        print(String(format: "  ratio: %.2f× (per round %.2f×–%.2f×)", BenchCommand.median(grouped) / BenchCommand.median(alone),
+                     zip(grouped, alone).map { $0 / $1 }.min()!, zip(grouped, alone).map { $0 / $1 }.max()!))
+        return 0
+    }
+
+    /// Durable submissions per second: every one answered 201 (the server answers only once
+    /// the write is on disk).
+    static func measure(items: Int, concurrency: Int, groupCommit: Bool, tag: String) throws -> Double {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-server-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        server.groupCommit = groupCommit
+        server.workers = max(4, concurrency)
+        let port = try server.start()
+        defer { server.stop() }
+        let token = server.issueAccessToken()
+        let requests = try HTTPBenchmark.salesOrderRequests(items, server: server, token: token, tag: tag).map(serialise)
+        let created = Atomic<Int>(0)
+        let failures = Mutex<[String]>([])
+        let done = DispatchGroup()
+        let start = DispatchTime.now().uptimeNanoseconds
+        for client in 0..<concurrency {
+            done.enter()
+            let thread = Thread {
+                defer { done.leave() }
+                do {
+                    let connection = try Connection(port: port)
+                    defer { close(connection.fd) }
+                    var index = client
+                    while index < requests.count {
+                        if try connection.send(requests[index]) == 201 { created.add(1, ordering: .relaxed) }
+                        index += concurrency
+                    }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            thread.start()
+        }
+        done.wait()
+        let seconds = OutboxBenchmark.seconds(since: start)
+        if let failure = failures.withLock({ $0.first }) { throw BenchmarkFailure(message: "a client failed: \(failure)") }
+        guard created.load(ordering: .relaxed) == items else {
+            throw BenchmarkFailure(message: "only \(created.load(ordering: .relaxed)) of \(items) submissions were created")
+        }
+        return Double(items) / seconds
+    }
+
+    static func serialise(_ request: URLRequest) -> [UInt8] {
+        let body = request.httpBody ?? Data()
+        var head = "\(request.httpMethod ?? "POST") \(request.url!.path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\n"
+        for (name, value) in request.allHTTPHeaderFields ?? [:] where name.lowercased() != "content-length" { head += "\(name): \(value)\r\n" }
+        head += "\r\n"
+        return Array(head.utf8) + Array(body)
+    }
+
+    /// One keep-alive connection that sends a request and reads its whole response.
+    final class Connection {
+        let fd: Int32
+        private var buffer: [UInt8] = []
+
+        init(port: UInt16) throws {
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { throw BenchmarkFailure(message: "socket: \(String(cString: strerror(errno)))") }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else {
+                close(fd)
+                throw BenchmarkFailure(message: "connect: \(String(cString: strerror(errno)))")
+            }
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
+
+        /// Sends `request`; returns the response's status once its body has been read.
+        func send(_ request: [UInt8]) throws -> Int {
+            var sent = 0
+            while sent < request.count {
+                let n = request[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard n > 0 else { throw BenchmarkFailure(message: "send: \(String(cString: strerror(errno)))") }
+                sent += n
+            }
+            while true {
+                if let (status, length) = Self.parse(buffer) {
+                    buffer.removeFirst(length)
+                    return status
+                }
+                var chunk = [UInt8](repeating: 0, count: 16_384)
+                let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard n > 0 else { throw BenchmarkFailure(message: "the server closed the connection") }
+                buffer += chunk[..<n]
+            }
+        }
+
+        /// The status and total length of a complete response at the start of `bytes`.
+        static func parse(_ bytes: [UInt8]) -> (status: Int, length: Int)? {
+            let separator: [UInt8] = [13, 10, 13, 10]
+            guard bytes.count >= 4, let end = (0...(bytes.count - 4)).first(where: { Array(bytes[$0..<($0 + 4)]) == separator }) else { return nil }
+            let head = String(decoding: bytes[..<end], as: UTF8.self)
+            let lines = head.split(separator: "\r\n")
+            guard let statusLine = lines.first, let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") else { return nil }
+            let length = lines.dropFirst().compactMap { line -> Int? in
+                let parts = line.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
+                return Int(parts[1].trimmingCharacters(in: .whitespaces))
+            }.first ?? 0
+            guard bytes.count >= end + 4 + length else { return nil }
+            return (status, end + 4 + length)
+        }
+    }
+}

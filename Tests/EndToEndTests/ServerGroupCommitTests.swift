@@ -1,0 +1,55 @@
+import FieldForms
+import Foundation
+import FormSyncModel
+import Testing
+
+@testable import FormSyncServer
+
+/// The reference server under concurrent writers: writes share fsyncs, and the reply written
+/// around the stored payload says what the general one says.
+struct ServerGroupCommitTests {
+    @Test func theReplyWrittenAroundTheStoredPayloadParsesLikeTheGeneralOne() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fast-reply-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        let payload = Data(#"{"a":[1,2.5,"x\"y"],"b":{"c":null,"d":"é/ü"}}"#.utf8)
+        for documentID in ["plain", "quote\"back\\slash", "tab\tnew\nline\u{1}", "ünïcode/😀"] {
+            let document = SyncServer.Document(documentID: documentID, id: 42, form: "SalesOrder", formVersion: 2, version: 7, payload: payload, appliedWrites: 1)
+            let fast = server.recordResponse(document, status: 201)
+            let general: [String: Any] = [
+                "document_id": documentID, "id": 42, "form": "SalesOrder", "form_version": 2, "version": "\"7\"",
+                "record": try JSONSerialization.jsonObject(with: payload),
+            ]
+            let parsed = try #require(try JSONSerialization.jsonObject(with: fast.body) as? NSDictionary, "\(String(decoding: fast.body, as: UTF8.self))")
+            #expect(parsed == general as NSDictionary, "\(documentID): \(String(decoding: fast.body, as: UTF8.self))")
+            #expect(fast.status == 201)
+            #expect(fast.headers.contains { $0.0 == "ETag" && $0.1 == "\"7\"" })
+        }
+    }
+
+    @Test func concurrentWritesAreAllAnsweredAfterAnFsyncOfTheLog() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("group-commit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        let token = server.issueAccessToken()
+        let count = 64
+        // In-process requests from 16 threads at once, as the HTTP workers would make them.
+        DispatchQueue.concurrentPerform(iterations: count) { n in
+            let order = SalesOrder(
+                customerId: EntityRef(Int64(n + 1)), orderDate: LocalDate("2026-11-30"),
+                lines: [.init(sku: "AB-1234", quantity: 1, unitPrice: Money(minorUnits: 999, currency: "EUR"))])
+            let request = HTTPRequest(
+                method: "POST", path: order.endpoint, query: nil,
+                headers: [
+                    "authorization": "Bearer \(token)", "idempotency-key": "k-\(n)", "formsync-document": "d-\(n)",
+                    "formsync-form": "SalesOrder; version=\(SalesOrder.formVersion)", "content-type": "application/json",
+                ],
+                body: try! FormRegistry.encode(order))
+            #expect(server.handle(request)?.status == 201)
+        }
+        #expect(server.documents().count == count)
+        let fsyncs = server.store.walSync.fsyncCount
+        #expect(fsyncs >= 1, "every reply waited for an fsync of the log")
+        #expect(fsyncs <= count)
+    }
+}
