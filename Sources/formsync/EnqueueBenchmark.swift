@@ -50,7 +50,7 @@ enum EnqueueBenchmark {
             }
             print("  \(label) (\(bytes.count) bytes of JSON):")
             print("    raw FULL single-row commit of the same bytes: \(spread(raw))")
-            print("    enqueue (validate, digest, encode, lane, FULL commit): \(spread(enqueue))")
+            print("    enqueue (validate, digest, encode, lane, commit + group fdatasync): \(spread(enqueue))")
             print("    enqueue rate / raw rate: \(ratio(median(raw) / median(enqueue))) (per round \(ratio(ratios.min()!))–\(ratio(ratios.max()!)))")
         }
 

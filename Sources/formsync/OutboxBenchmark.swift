@@ -24,7 +24,7 @@ enum OutboxBenchmark {
         let (bigEnqueue, bigFlush) = try await measure(path: folder.appendingPathComponent("big.sqlite").path, items: items, lanes: lanes, concurrency: concurrency)
 
         let enqueuePerItem = bigEnqueue / Double(items)
-        print("  enqueue (validate, commit FULL): \(micro(enqueuePerItem)) µs/item, \(rate(items, bigEnqueue)) items/s; ratio to raw insert: \(ratio(enqueuePerItem, raw / Double(rawCount)))x")
+        print("  enqueue (validate, commit, group fdatasync): \(micro(enqueuePerItem)) µs/item, \(rate(items, bigEnqueue)) items/s; ratio to raw insert: \(ratio(enqueuePerItem, raw / Double(rawCount)))x")
         let smallPerItem = smallFlush / Double(small)
         let bigPerItem = bigFlush / Double(items)
         print("  flush at \(small) items / \(smallLanes) lanes: \(micro(smallPerItem)) µs/item (\(rate(small, smallFlush)) items/s)")

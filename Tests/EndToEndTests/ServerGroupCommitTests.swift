@@ -1,6 +1,7 @@
 import FieldForms
 import Foundation
 import FormSyncModel
+import Synchronization
 import Testing
 
 @testable import FormSyncServer
@@ -33,20 +34,37 @@ struct ServerGroupCommitTests {
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
         let token = server.issueAccessToken()
         let count = 64
-        // In-process requests from 16 threads at once, as the HTTP workers would make them.
-        DispatchQueue.concurrentPerform(iterations: count) { n in
-            let order = SalesOrder(
-                customerId: EntityRef(Int64(n + 1)), orderDate: LocalDate("2026-11-30"),
-                lines: [.init(sku: "AB-1234", quantity: 1, unitPrice: Money(minorUnits: 999, currency: "EUR"))])
-            let request = HTTPRequest(
-                method: "POST", path: order.endpoint, query: nil,
-                headers: [
-                    "authorization": "Bearer \(token)", "idempotency-key": "k-\(n)", "formsync-document": "d-\(n)",
-                    "formsync-form": "SalesOrder; version=\(SalesOrder.formVersion)", "content-type": "application/json",
-                ],
-                body: try! FormRegistry.encode(order))
-            #expect(server.handle(request)?.status == 201)
+        // In-process requests from 16 threads of their own at once, as the HTTP workers make
+        // them (never from the concurrency pool's few threads, which other tests need).
+        let statuses = Mutex<[Int?]>([])
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = DispatchGroup()
+            for thread in 0..<16 {
+                done.enter()
+                Thread.detachNewThread {
+                    for n in stride(from: thread, to: count, by: 16) {
+                        let order = SalesOrder(
+                            customerId: EntityRef(Int64(n + 1)), orderDate: LocalDate("2026-11-30"),
+                            lines: [.init(sku: "AB-1234", quantity: 1, unitPrice: Money(minorUnits: 999, currency: "EUR"))])
+                        let request = HTTPRequest(
+                            method: "POST", path: order.endpoint, query: nil,
+                            headers: [
+                                "authorization": "Bearer \(token)", "idempotency-key": "k-\(n)", "formsync-document": "d-\(n)",
+                                "formsync-form": "SalesOrder; version=\(SalesOrder.formVersion)", "content-type": "application/json",
+                            ],
+                            body: try! FormRegistry.encode(order))
+                        let status = server.handle(request)?.status
+                        statuses.withLock { $0.append(status) }
+                    }
+                    done.leave()
+                }
+            }
+            Thread.detachNewThread {
+                done.wait()
+                continuation.resume()
+            }
         }
+        #expect(statuses.withLock { $0 } == Array(repeating: 201, count: count))
         #expect(server.documents().count == count)
         let fsyncs = server.store.walSync.fsyncCount
         #expect(fsyncs >= 1, "every reply waited for an fsync of the log")

@@ -52,7 +52,12 @@ struct WALSyncTests {
             return WALSync.dataSync(descriptor)
         }
         let first = try commit(db)
-        async let firstDone: Void = wal.durable(through: first)
+        // The held fsync blocks a thread of its own, never one of the concurrency pool's.
+        let firstDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            try? wal.waitDurable(through: first)
+            firstDone.signal()
+        }
         while syncs.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(1)) }
         let later = try (0..<5).map { _ in try commit(db) }
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -61,7 +66,12 @@ struct WALSyncTests {
             release.signal()
             try await group.waitForAll()
         }
-        try await firstDone
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                firstDone.wait()
+                continuation.resume()
+            }
+        }
         #expect(syncs.withLock { $0 } == 2, "five writers that waited during one fsync shared a single next one")
     }
 

@@ -25,7 +25,19 @@ extension Outbox {
     ///     (`If-Match`); a stale base comes back as a conflict and is merged.
     /// - Returns: the item's id.
     @discardableResult
-    public func enqueue<P: FormPayload>(
+    public nonisolated func enqueue<P: FormPayload>(
+        _ payload: P, attachments: [Attachment] = [], documentID: String? = nil, creates: Int64? = nil,
+        base: (payload: P, version: String)? = nil
+    ) async throws -> Int64 {
+        // Callers are counted before they queue on the actor: an enqueue that finds others
+        // waiting shares their fsync; one alone fsyncs at once (no hop to another thread).
+        enqueueCallers.value.add(1, ordering: .relaxed)
+        defer { enqueueCallers.value.subtract(1, ordering: .relaxed) }
+        return try await save(payload, attachments: attachments, documentID: documentID, creates: creates, base: base)
+    }
+
+    /// `enqueue` on the actor (what `edit` and `submit` call).
+    func save<P: FormPayload>(
         _ payload: P, attachments: [Attachment] = [], documentID: String? = nil, creates: Int64? = nil,
         base: (payload: P, version: String)? = nil
     ) async throws -> Int64 {
@@ -77,7 +89,7 @@ extension Outbox {
             }
             let endpoint = placeholders.isEmpty ? stored.endpoint : nil
             if !copies.isEmpty { CrashPoint.stashCopied.reach() }
-            return try await writeDurably {
+            return try await writeDurably(shared: enqueueCallers.value.load(ordering: .relaxed) > 1) {
                 for placeholder in placeholders {
                     guard let (attachment, copy) = copies[placeholder] else { continue }
                     var file = newRow(kind: .file, lane: "file:\(placeholder)", documentID: environment.newID(), now: now, produces: placeholder)
@@ -167,7 +179,7 @@ extension Outbox {
         _ payload: P, attachments: [Attachment] = [], documentID: String? = nil, creates: Int64? = nil,
         base: (payload: P, version: String)? = nil, timeout: Duration
     ) async throws -> SubmitResult {
-        let id = try await enqueue(payload, attachments: attachments, documentID: documentID, creates: creates, base: base)
+        let id = try await save(payload, attachments: attachments, documentID: documentID, creates: creates, base: base)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<SubmitResult?, Never>) in
             waiters[id, default: []].append(continuation)
             Task { _ = await self.flush() }

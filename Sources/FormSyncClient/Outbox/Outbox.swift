@@ -87,6 +87,8 @@ public actor Outbox {
     let store: OutboxStore
     /// Group commit of enqueues (see `writeDurably`).
     let walSync: WALSync
+    /// How many `enqueue` calls are under way (queued on the actor or running).
+    nonisolated let enqueueCallers = CallerCount()
     let stash: FileStash
     let registry: FormRegistry
     /// The record types this device stores and queries.
@@ -256,13 +258,18 @@ public actor Outbox {
     /// at NORMAL, and this returns once one fsync of the log, shared with every writer that
     /// committed meanwhile (concurrent enqueues), made it durable. Its changes are announced
     /// only then, so no snapshot shows "saved" before it is.
-    func writeDurably<T>(_ body: () throws -> T) async throws -> T {
+    ///
+    /// `shared`: other enqueues are queued on the actor, so the fsync runs off it and they
+    /// commit meanwhile and share the next one; alone, it runs here, as a FULL commit would.
+    func writeDurably<T>(shared: Bool, _ body: () throws -> T) async throws -> T {
         let (result, announce) = try commit(.normal, body)
         let number = store.db.commitCount
-        // The fsync runs off the actor: enqueues queued behind this one commit meanwhile and
-        // share the next fsync.
         do {
-            try await walSync.durable(through: number)
+            if shared {
+                try await walSync.durable(through: number)
+            } else {
+                try walSync.waitDurable(through: number)
+            }
         } catch {
             throw OutboxError.notDurable(reason: "\(error)")
         }

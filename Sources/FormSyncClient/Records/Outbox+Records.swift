@@ -183,9 +183,9 @@ extension Outbox {
             } catch {
                 throw OutboxError.invalidPayload([FieldError(pointer: JSONPointer.root, code: "invalid", detail: "the shown \(action.recordType) \(id) cannot be read as \(F.formName): \(error)")])
             }
-            return try await enqueue(payload, attachments: attachments, documentID: environment.newID(), base: (shownBase, "\"\(base!.version)\""))
+            return try await save(payload, attachments: attachments, documentID: environment.newID(), base: (shownBase, "\"\(base!.version)\""))
         }
-        return try await enqueue(
+        return try await save(
             payload, attachments: attachments, documentID: replaceable?.documentID ?? environment.newID(),
             base: basePayload.map { ($0, "\"\(base!.version)\"") })
     }
