@@ -79,16 +79,7 @@ enum LoadBenchmark {
 
         mutating func open(count: Int, port: UInt16) {
             for _ in 0..<count {
-                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                guard fd >= 0 else { continue }
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = port.bigEndian
-                address.sin_addr.s_addr = inet_addr("127.0.0.1")
-                let connected = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                }
-                if connected == 0 { fds.append(fd) } else { Glibc.close(fd) }
+                if let fd = try? ServerBenchmark.Connection.connectLoopback(port: port) { fds.append(fd) }
             }
             let flag = Flag()
             stop = flag

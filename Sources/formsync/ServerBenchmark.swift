@@ -92,7 +92,14 @@ enum ServerBenchmark {
         private var buffer: [UInt8] = []
 
         init(port: UInt16) throws {
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            fd = try Self.connectLoopback(port: port)
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
+
+        /// A socket connected to 127.0.0.1:`port`.
+        static func connectLoopback(port: UInt16) throws -> Int32 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else { throw BenchmarkFailure(message: "socket: \(String(cString: strerror(errno)))") }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
@@ -102,11 +109,11 @@ enum ServerBenchmark {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
             guard connected == 0 else {
+                let code = errno
                 close(fd)
-                throw BenchmarkFailure(message: "connect: \(String(cString: strerror(errno)))")
+                throw BenchmarkFailure(message: "connect: \(String(cString: strerror(code)))")
             }
-            var one: Int32 = 1
-            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            return fd
         }
 
         /// Sends `request`; returns the response's status once its body has been read.
