@@ -27,8 +27,10 @@ package enum SQLValue: Sendable, Equatable {
 /// In WAL mode, `synchronous=FULL` fsyncs the log on every commit, so a commit that returned is
 /// on disk; `NORMAL` leaves the fsync to the next checkpoint, so the last commits can vanish on
 /// power loss (never corrupt the file). FormSync uses `full` for every commit that a person was
-/// told about or acted on — enqueue ("saved"), resubmit, retry, discard, conflict resolution —
-/// and `normal` for the transitions whose loss is harmless because they are replayed: a lost
+/// told about or acted on — resubmit, retry, discard, conflict resolution — except enqueue
+/// ("saved") and the reference server's writes, which commit `normal` and then wait for a shared
+/// fsync of the log (`WALSync`, a group commit) before anyone is told; and `normal` alone for
+/// the transitions whose loss is harmless because they are replayed: a lost
 /// lease returns the item to pending, a lost acknowledgement or parking means the same attempt
 /// is sent again and the server's idempotency ledger answers with the recorded result.
 package enum Durability: Sendable {
