@@ -125,7 +125,6 @@ final class OutboxStore {
         for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
         do {
             db = try SQLiteConnection(path: path, create: false)
-            try db.execute("PRAGMA wal_autocheckpoint=" + (ProcessInfo.processInfo.environment["FS_CKPT"] ?? "1000"))
             try Self.migrations.migrate(db, now: now) { [db] in try Self.checkIdentity(db, path: path) }
         } catch let error as SQLiteError {
             if error.message.contains("newer than this build") {
