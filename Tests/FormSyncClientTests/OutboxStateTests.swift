@@ -10,14 +10,7 @@ struct OutboxStateTests {
         let h = try Harness()
         let outbox = try h.open()
         let stream = await outbox.snapshots()
-        let collector = Task {
-            var seen: [OutboxSnapshot] = []
-            for await snapshot in stream {
-                seen.append(snapshot)
-                if snapshot.changed?.state == .rejected { break }
-            }
-            return seen
-        }
+        let collector = Task { await StreamReading.read(stream) { $0.changed?.state == .rejected }.elements }
         let id = try await outbox.enqueue(order(1))
         h.transport.script(.hang)
         let flushing = Task { await outbox.flush() }

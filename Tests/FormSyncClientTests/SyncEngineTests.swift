@@ -139,9 +139,10 @@ struct SyncEngineTests {
             environment: environment(h))
         let states = engine.states()
         let running = Task { await engine.run(connectivity: hints) }
-        for await state in states {
-            if case .waitingForNetwork = state { break }
+        let waiting = await StreamReading.read(states) { state in
+            if case .waitingForNetwork = state { return true } else { return false }
         }
+        #expect(waiting.reached)
         h.transport.reachable = true
         hint.yield(true)
         await eventually("the delivery") { await outbox.stateCounts() == [.confirmed: 1] }
@@ -218,16 +219,18 @@ struct SyncEngineTests {
         let engine = SyncEngine(outbox: outbox, environment: environment(h), sleep: virtualSleep(h))
         #expect(engine.state == .paused)
         let states = engine.states()
+        // The stream keeps only the newest state, so each step is held until it was read.
+        #expect(await StreamReading.read(states) { _ in true }.elements == [.paused])
+        try await outbox.enqueue(order(1))
+        h.transport.script(.hang)
         let running = Task { await engine.run() }
-        var seen: [SyncEngine.State] = []
-        for await state in states {
-            seen.append(state)
-            if state == .idle(nextDue: nil) { break }
-        }
+        #expect(await StreamReading.read(states) { $0 == .syncing }.reached)
+        await eventually("the request to hang") { h.transport.hangingCount == 1 }
+        h.transport.release(.done(ServerAcknowledgement(serverID: 1)))
+        let rest = await StreamReading.read(states) { $0 == .idle(nextDue: nil) }
         running.cancel()
         await running.value
-        #expect(seen.first == .paused)
-        #expect(seen.contains(.syncing))
-        #expect(seen.last == .idle(nextDue: nil))
+        #expect(rest.reached)
+        #expect(await outbox.stateCounts() == [.confirmed: 1])
     }
 }

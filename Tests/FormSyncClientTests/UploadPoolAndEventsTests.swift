@@ -88,11 +88,7 @@ struct UploadPoolAndEventsTests {
         h.transport.reachable = true
         _ = await outbox.probe()
 
-        var seen: [SyncEvent] = []
-        for await event in events {
-            seen.append(event)
-            if event == .online { break }
-        }
+        let seen = await StreamReading.read(events) { $0 == .online }.elements
         #expect(seen.count == 10)
         #expect(seen[0] == .attemptStarted(item: id, kind: .submission, form: "SalesOrder", attempt: 1))
         guard case .attemptFinished(id, "transient", _, _, _, _) = seen[1] else { Issue.record("\(seen[1])"); return }

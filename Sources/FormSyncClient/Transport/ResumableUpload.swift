@@ -34,7 +34,11 @@ struct ResumableUpload {
         guard let created = await transport.exchange(creation) else { return (unreachable(), details) }
         details.status = created.status
         details.bytesReceived += Int64(created.body.count)
-        if created.status == 200 { return (classify(created), details) }  // finished before: the file is stored
+        if created.status == 200 {
+            // Finished before (the reply to its last append was lost): the file is stored whole.
+            progress(length, length)
+            return (classify(created), details)
+        }
         guard created.status == 201 else { return (classify(created), details) }
         guard let location = created.headers["location"], Self.isUploadPath(location),
             var offset = Self.offset(created.headers["upload-offset"]), offset <= length
