@@ -11,7 +11,10 @@ import Synchronization
 
 /// One seeded schedule of `formsync torture sim`: a device's outbox (real SQLite, real
 /// `HTTPTransport`) against the reference server's real handler in-process, through
-/// `SimulatedNetwork`, on a virtual clock. The schedule captures, flushes, pulls, takes the
+/// `SimulatedNetwork`, on a virtual clock. A `SyncEngine` runs beside the app the whole time,
+/// its waits on the same clock (`VirtualTimers`): it wakes when time passes and after
+/// captures, probes after outages and waits out failed token refreshes, as on a device. The
+/// schedule also captures, flushes by hand, pulls, takes the
 /// network away for long stretches, moves the device's clock both ways, switches workspaces,
 /// changes records in the back office, expires tokens, upgrades the app's spec version and
 /// reopens the outbox; then the network calms, everything drains, and the invariants are
@@ -25,6 +28,7 @@ package struct Simulation {
         case editDelivery(slot: Int)
         case editCustomer(slot: Int, creditLimit: Bool)
         case flush
+        case engine(milliseconds: Int64)
         case pull
         case advance(milliseconds: Int64)
         case clockJump(milliseconds: Int64)
@@ -42,6 +46,7 @@ package struct Simulation {
             case .editDelivery(let slot): return "edit a pulled Delivery (slot \(slot))"
             case .editCustomer(let slot, let money): return "edit a pulled Customer (slot \(slot))\(money ? ", credit limit too (server-owned)" : "")"
             case .flush: return "flush"
+            case .engine(let ms): return "the sync engine runs for \(ms) ms"
             case .pull: return "pull"
             case .advance(let ms): return "time passes: \(ms) ms"
             case .clockJump(let ms): return "the device clock jumps \(ms > 0 ? "+" : "")\(ms) ms"
@@ -64,6 +69,8 @@ package struct Simulation {
         package var parked: [String: Int] = [:]
         package var requests = 0
         package var faults: [String: Int] = [:]
+        /// How often the sync engine was woken by its own timers (backoff, due items, probes).
+        package var engineWakes = 0
     }
 
     package static func schedule(seed: UInt64, steps: Int) -> [Action] {
@@ -77,7 +84,8 @@ package struct Simulation {
             case 8..<24: actions.append(.captureOrder(slot: Int(random.next() % 16)))
             case 24..<29: actions.append(.editDelivery(slot: Int(random.next() % 16)))
             case 29..<33: actions.append(.editCustomer(slot: Int(random.next() % 16), creditLimit: random.next() % 5 == 0))
-            case 33..<53: actions.append(.flush)
+            case 33..<43: actions.append(.flush)
+            case 43..<53: actions.append(.engine(milliseconds: 1_000 + Int64(random.next() % 300_000)))
             case 53..<60: actions.append(.pull)
             case 60..<70: actions.append(.advance(milliseconds: Int64(random.next() % 600_000)))
             case 70..<73: actions.append(.clockJump(milliseconds: (random.next() % 2 == 0 ? -1 : 1) * Int64(60_000 + random.next() % 172_800_000)))
@@ -180,85 +188,102 @@ package struct Simulation {
         }
         var workspace = "acme"
         var outbox = try open(registry, workspace: workspace)
+        let engine = SimulatedEngine(
+            environment: environment, trueNow: { time.withLock { $0 } }, setTrueTime: { value in time.withLock { $0 = value } }, trace: trace)
+        try await engine.start(outbox)
         var captured: [Captured] = []
         var customers: [String: [Int64]] = known
         var sequence = 0
         let camera = directory.appendingPathComponent("camera")
         try FileManager.default.createDirectory(at: camera, withIntermediateDirectories: true)
 
-        for (step, action) in actions.enumerated() {
-            trace.add("step \(step): \(action)")
-            sequence += 1
-            switch action {
-            case .captureCustomer(let bytes):
-                let photo = camera.appendingPathComponent("p\(sequence).jpg")
-                var data = Data(count: bytes)
-                data[0] = 0xFF
-                data[1] = 0xD8
-                try data.write(to: photo)
-                let placeholder = outbox.placeholderIDs.next()
-                let id = try await outbox.enqueue(
-                    NewCustomer(name: "Sim shop \(sequence)", segment: .retail, shopFront: FileRef(id: placeholder, contentType: "image/jpeg")),
-                    attachments: [.init(placeholder: placeholder, source: photo, contentType: "image/jpeg")])
-                try? FileManager.default.removeItem(at: photo)
-                guard let item = try await outbox.item(id) else { throw TortureError("item \(id) vanished after enqueue") }
-                if let created = item.producesPlaceholder { customers[workspace, default: []].append(created) }
-                captured.append(Captured(workspace: workspace, item: id, documentID: item.documentID, form: "NewCustomer", customer: nil, sequence: sequence))
-            case .captureOrder(let slot):
-                let list = customers[workspace] ?? []
-                let customer = list[slot % list.count]
-                let order = SalesOrder(
-                    customerId: EntityRef(customer), orderDate: LocalDate("2026-11-30"), customerReference: "s\(sequence)",
-                    lines: [.init(sku: "SKU-\(1000 + slot)", quantity: 1 + slot, unitPrice: Money(minorUnits: 250, currency: "EUR"))])
-                let id = try await outbox.enqueue(order)
-                guard let item = try await outbox.item(id) else { throw TortureError("item \(id) vanished after enqueue") }
-                captured.append(Captured(workspace: workspace, item: id, documentID: item.documentID, form: "SalesOrder", customer: customer, sequence: sequence))
-            case .editDelivery(let slot):
-                let deliveries = try await outbox.records(Delivery.all)
-                guard !deliveries.isEmpty else { break }
-                let target = deliveries[slot % deliveries.count]
-                let recipient = "sim-\(sequence)"
-                do {
-                    _ = try await outbox.edit(DeliveryUpdate.self, id: target.id) { $0.recipient = recipient }
-                } catch OutboxError.noSuchRecord {
-                    trace.add("  (record gone)")
+        do {
+            for (step, action) in actions.enumerated() {
+                trace.add("step \(step): \(action)")
+                sequence += 1
+                switch action {
+                case .captureCustomer(let bytes):
+                    let photo = camera.appendingPathComponent("p\(sequence).jpg")
+                    var data = Data(count: bytes)
+                    data[0] = 0xFF
+                    data[1] = 0xD8
+                    try data.write(to: photo)
+                    let placeholder = outbox.placeholderIDs.next()
+                    let id = try await outbox.enqueue(
+                        NewCustomer(name: "Sim shop \(sequence)", segment: .retail, shopFront: FileRef(id: placeholder, contentType: "image/jpeg")),
+                        attachments: [.init(placeholder: placeholder, source: photo, contentType: "image/jpeg")])
+                    try? FileManager.default.removeItem(at: photo)
+                    guard let item = try await outbox.item(id) else { throw TortureError("item \(id) vanished after enqueue") }
+                    if let created = item.producesPlaceholder { customers[workspace, default: []].append(created) }
+                    captured.append(Captured(workspace: workspace, item: id, documentID: item.documentID, form: "NewCustomer", customer: nil, sequence: sequence))
+                case .captureOrder(let slot):
+                    let list = customers[workspace] ?? []
+                    let customer = list[slot % list.count]
+                    let order = SalesOrder(
+                        customerId: EntityRef(customer), orderDate: LocalDate("2026-11-30"), customerReference: "s\(sequence)",
+                        lines: [.init(sku: "SKU-\(1000 + slot)", quantity: 1 + slot, unitPrice: Money(minorUnits: 250, currency: "EUR"))])
+                    let id = try await outbox.enqueue(order)
+                    guard let item = try await outbox.item(id) else { throw TortureError("item \(id) vanished after enqueue") }
+                    captured.append(Captured(workspace: workspace, item: id, documentID: item.documentID, form: "SalesOrder", customer: customer, sequence: sequence))
+                case .editDelivery(let slot):
+                    let deliveries = try await outbox.records(Delivery.all)
+                    guard !deliveries.isEmpty else { break }
+                    let target = deliveries[slot % deliveries.count]
+                    let recipient = "sim-\(sequence)"
+                    do {
+                        _ = try await outbox.edit(DeliveryUpdate.self, id: target.id) { $0.recipient = recipient }
+                    } catch OutboxError.noSuchRecord {
+                        trace.add("  (record gone)")
+                    }
+                case .editCustomer(let slot, let money):
+                    let list = try await outbox.records(Customer.all).filter { $0.id > 0 }
+                    guard !list.isEmpty else { break }
+                    let target = list[slot % list.count]
+                    let phone = "+351 \(sequence)"
+                    _ = try await outbox.edit(CustomerUpdate.self, id: target.id) { edit in
+                        edit.phone = phone
+                        if money { edit.creditLimit = Money(minorUnits: Int64(sequence) * 100, currency: "EUR") }
+                    }
+                case .flush:
+                    let report = await outbox.flush()
+                    trace.add("  \(report)")
+                    if report.offline { _ = await outbox.probe() }
+                case .engine(let ms):
+                    try await engine.pass(ms)
+                case .pull:
+                    let report = try await outbox.pull(pageSize: 7)
+                    trace.add("  pulled \(report.upserted) upserted, \(report.deleted) deleted, caught up: \(report.caughtUp)")
+                case .advance(let ms):
+                    try await engine.pass(ms)
+                case .clockJump(let ms):
+                    skew.withLock { $0 += ms }
+                case .outage(let down):
+                    network.setOutage(down)
+                case .backOffice(let n):
+                    try backOffice(server, workspace: workspaces[n % 2], n)
+                case .expireTokens:
+                    server.expireAccessTokens()
+                case .switchWorkspace:
+                    workspace = workspace == "acme" ? "beta" : "acme"
+                    try await outbox.switchWorkspace(to: workspace)
+                case .upgradeApp:
+                    try await engine.stop()
+                    registry = try AppUpdate.nextBuild()
+                    outbox = try open(registry, workspace: workspace)
+                    try await engine.start(outbox)
+                case .reopen:
+                    try await engine.stop()
+                    outbox = try open(registry, workspace: workspace)
+                    try await engine.start(outbox)
                 }
-            case .editCustomer(let slot, let money):
-                let list = try await outbox.records(Customer.all).filter { $0.id > 0 }
-                guard !list.isEmpty else { break }
-                let target = list[slot % list.count]
-                let phone = "+351 \(sequence)"
-                _ = try await outbox.edit(CustomerUpdate.self, id: target.id) { edit in
-                    edit.phone = phone
-                    if money { edit.creditLimit = Money(minorUnits: Int64(sequence) * 100, currency: "EUR") }
-                }
-            case .flush:
-                let report = await outbox.flush()
-                trace.add("  \(report)")
-                if report.offline { _ = await outbox.probe() }
-            case .pull:
-                let report = try await outbox.pull(pageSize: 7)
-                trace.add("  pulled \(report.upserted) upserted, \(report.deleted) deleted, caught up: \(report.caughtUp)")
-            case .advance(let ms):
-                time.withLock { $0 += ms }
-            case .clockJump(let ms):
-                skew.withLock { $0 += ms }
-            case .outage(let down):
-                network.setOutage(down)
-            case .backOffice(let n):
-                try backOffice(server, workspace: workspaces[n % 2], n)
-            case .expireTokens:
-                server.expireAccessTokens()
-            case .switchWorkspace:
-                workspace = workspace == "acme" ? "beta" : "acme"
-                try await outbox.switchWorkspace(to: workspace)
-            case .upgradeApp:
-                registry = try AppUpdate.nextBuild()
-                outbox = try open(registry, workspace: workspace)
-            case .reopen:
-                outbox = try open(registry, workspace: workspace)
+                try await engine.settle()
             }
+        } catch {
+            try? await engine.stop()
+            throw error
         }
+        try await engine.stop()
+        outcome.engineWakes = engine.wakes
 
         // The end of the day: the network calms, the clock is right, everything drains.
         trace.add("drain")

@@ -12,6 +12,7 @@ package struct SimulationRunner {
         package var parked: [String: Int] = [:]
         package var requests = 0
         package var faults: [String: Int] = [:]
+        package var engineWakes = 0
         package var seconds = 0.0
         package var failed: [(seed: UInt64, report: String)] = []
 
@@ -21,7 +22,7 @@ package struct SimulationRunner {
             var lines = [
                 "seeds: \(seeds) (\(steps) schedule steps) in \(String(format: "%.1f", seconds)) s; failed: \(failed.count)",
                 "captured: \(captured); confirmed on the server exactly once: \(confirmed); parked with a reason (then discarded): \(parkedList)",
-                "requests: \(requests); faults injected: \(faultList)",
+                "requests: \(requests); sync engine woken by its own timers: \(engineWakes); faults injected: \(faultList)",
             ]
             for failure in failed.prefix(5) { lines.append(failure.report) }
             return lines.joined(separator: "\n")
@@ -68,6 +69,7 @@ package struct SimulationRunner {
                 summary.captured += outcome.captured
                 summary.confirmed += outcome.confirmed
                 summary.requests += outcome.requests
+                summary.engineWakes += outcome.engineWakes
                 for (key, value) in outcome.parked { summary.parked[key, default: 0] += value }
                 for (key, value) in outcome.faults { summary.faults[key, default: 0] += value }
                 if !outcome.failures.isEmpty { summary.failed.append((seed, report ?? "")) } else if let report { progress(report) }

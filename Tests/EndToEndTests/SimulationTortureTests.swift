@@ -3,7 +3,8 @@ import FormSyncTorture
 import Testing
 
 /// The short run of the seeded simulation (`formsync torture sim`): a few hundred fault
-/// schedules against the reference server's handler through a seeded network, on a virtual clock.
+/// schedules against the reference server's handler through a seeded network, with the app's
+/// `SyncEngine` running beside them on the same virtual clock.
 struct SimulationTortureTests {
     @Test func threeHundredSeededFaultSchedulesKeepEveryInvariant() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sim-tests-\(UUID().uuidString)")
@@ -13,6 +14,8 @@ struct SimulationTortureTests {
         #expect(summary.failed.isEmpty, "\(summary)")
         // The schedules did what they claim: work confirmed, faults of every kind injected.
         #expect(summary.confirmed > 3000, "\(summary)")
+        // The engine ran its own loop: its backoff, due-time and token waits ended on the virtual clock.
+        #expect(summary.engineWakes > 1000, "\(summary)")
         for fault in ["outage", "request dropped", "reply lost after commit", "captive portal", "redirect", "422", "409 key in flight"] {
             #expect(summary.faults[fault, default: 0] > 0, "no \(fault) in \(summary.faults)")
         }
