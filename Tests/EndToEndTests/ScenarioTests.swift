@@ -151,7 +151,7 @@ struct ScenarioTests {
     @Test func theServerRunsTheSameValidatorsAndAnswersWithPointersIntoThePayload() async throws {
         let world = try World()
         let device = try world.device()
-        let result = try await device.submit(salesOrder(customer: 5), timeout: .seconds(5))
+        let result = try await device.submit(salesOrder(customer: 5), timeout: .seconds(60))
         guard case .confirmed(_, let ack) = result else {
             Issue.record("expected confirmed, got \(result)")
             return

@@ -119,8 +119,8 @@ struct HostileNetworkTests {
         let h = try Harness()
         let outbox = try h.open()
         for n in 0..<50 {
-            let first = try await outbox.submit(order(1), documentID: "a\(n)", timeout: .seconds(5))
-            let second = try await outbox.submit(order(2), documentID: "b\(n)", timeout: .seconds(5))
+            let first = try await outbox.submit(order(1), documentID: "a\(n)", timeout: .seconds(60))
+            let second = try await outbox.submit(order(2), documentID: "b\(n)", timeout: .seconds(60))
             guard case .confirmed = first, case .confirmed = second else {
                 Issue.record("round \(n): \(first), \(second)")
                 return

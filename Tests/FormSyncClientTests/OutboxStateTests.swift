@@ -43,7 +43,7 @@ struct OutboxStateTests {
         let h = try Harness()
         let outbox = try h.open()
         h.transport.script(.done(ServerAcknowledgement(serverID: 42, version: "v1")))
-        let result = try await outbox.submit(order(1), timeout: .seconds(5))
+        let result = try await outbox.submit(order(1), timeout: .seconds(60))
         #expect(result == .confirmed(id: 1, ServerAcknowledgement(serverID: 42, version: "v1")))
     }
 
@@ -52,7 +52,7 @@ struct OutboxStateTests {
         let outbox = try h.open()
         let errors = [FieldError(pointer: "#/lines/0/quantity", code: "stock", detail: "Only 3 left.")]
         h.transport.script(.rejected(reason: "422", fieldErrors: errors))
-        let result = try await outbox.submit(order(1, quantity: 9), timeout: .seconds(5))
+        let result = try await outbox.submit(order(1, quantity: 9), timeout: .seconds(60))
         #expect(result == .rejected(id: 1, reason: "422", fieldErrors: errors))
         #expect(try await outbox.item(1)?.state == .rejected)  // and it is parked, durably
     }
@@ -65,7 +65,7 @@ struct OutboxStateTests {
         #expect(result == .queued(id: 1, state: .sent))
         h.transport.release(.transient(reason: "offline", retryAfterMilliseconds: nil))
         h.transport.script(.transient(reason: "offline", retryAfterMilliseconds: nil))
-        let offline = try await outbox.submit(order(2), timeout: .seconds(5))
+        let offline = try await outbox.submit(order(2), timeout: .seconds(60))
         #expect(offline == .queued(id: 2, state: .savedOnDevice))
     }
 }
