@@ -3,6 +3,7 @@ import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
+import FormSyncTesting
 import Testing
 
 // Every Swift example of README.md, verbatim (ReadmeTests checks that README and this file
@@ -117,7 +118,12 @@ struct ReadmeExamples {
         notices.cancel()
         _ = (pulled, todo, stop)
         // What the examples did, as the server sees it.
+        let attempts = outbox.events()
         _ = await outbox.flush()
+        let finished = await StreamReading.read(attempts, within: 10) { event in
+            if case .attemptFinished = event { return true } else { return false }
+        }
+        #expect(finished.reached)
         let held = context.world.server.documents()
         #expect(held.contains { $0.form == "DeliveryConfirmation" })
         #expect(held.contains { $0.form == "NewCustomer" })
