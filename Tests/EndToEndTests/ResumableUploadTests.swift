@@ -26,18 +26,14 @@ struct ResumableUploadTests {
         return url
     }
 
-    @Test func aFiftyMegabyteUploadInterruptedThreeTimesFinishesWithTheRightDigestAndNoRangeSentTwice() async throws {
-        let world = try World()
-        let size = 50 * 1_000_000
-        let video = try Self.randomFile(world.directory.appendingPathComponent("walkthrough.mp4"), bytes: size)
-        let digest = try SHA256.hash(fileAt: video.path)
-        // The first three appends are committed by the server, and their replies are lost.
-        world.server.faults.add(.dropAfterCommit, count: 3, target: .appends)
-
+    /// Captures an inspection whose walkthrough video is `video`, then flushes until both items
+    /// are confirmed (at most 8 flushes); returns the outbox, its events since the capture, and
+    /// how many flushes it took.
+    static func captureAndFlush(_ world: World, video: URL, siteCode: String) async throws -> (Outbox, AsyncStream<SyncEvent>, Int) {
         let outbox = try world.device("tech")
         let placeholder = outbox.placeholderIDs.next()
         let inspection = SiteInspection(
-            siteCode: "LIS-0042", inspectorId: EntityRef(7), visitDate: LocalDate("2026-11-30"), location: GeoPoint(latitude: 38.7, longitude: -9.1), hazards: [.none],
+            siteCode: siteCode, inspectorId: EntityRef(7), visitDate: LocalDate("2026-11-30"), location: GeoPoint(latitude: 38.7, longitude: -9.1), hazards: [.none],
             walkthroughVideo: FileRef(id: placeholder, contentType: "video/mp4"))
         try await outbox.enqueue(inspection, attachments: [.init(placeholder: placeholder, source: video, contentType: "video/mp4")])
         let events = outbox.events()
@@ -46,6 +42,17 @@ struct ResumableUploadTests {
             _ = await outbox.flush()
             flushes += 1
         }
+        return (outbox, events, flushes)
+    }
+
+    @Test func aFiftyMegabyteUploadInterruptedThreeTimesFinishesWithTheRightDigestAndNoRangeSentTwice() async throws {
+        let world = try World()
+        let size = 50 * 1_000_000
+        let video = try Self.randomFile(world.directory.appendingPathComponent("walkthrough.mp4"), bytes: size)
+        let digest = try SHA256.hash(fileAt: video.path)
+        // The first three appends are committed by the server, and their replies are lost.
+        world.server.faults.add(.dropAfterCommit, count: 3, target: .appends)
+        let (outbox, events, flushes) = try await Self.captureAndFlush(world, video: video, siteCode: "LIS-0042")
         #expect(await outbox.stateCounts() == [.confirmed: 2])
         // Three interruptions, then the rest. On a loaded machine the client may also give up
         // on the last append while the server checks the digest of 50 MB: one more attempt
@@ -82,18 +89,7 @@ struct ResumableUploadTests {
         let size = 9_000_000
         let video = try Self.randomFile(world.directory.appendingPathComponent("short.mp4"), bytes: size)
         world.server.faults.add(.dropAfterCommit, count: 3, target: .appends)
-        let outbox = try world.device("tech")
-        let placeholder = outbox.placeholderIDs.next()
-        let inspection = SiteInspection(
-            siteCode: "LIS-0044", inspectorId: EntityRef(7), visitDate: LocalDate("2026-11-30"), location: GeoPoint(latitude: 38.7, longitude: -9.1), hazards: [.none],
-            walkthroughVideo: FileRef(id: placeholder, contentType: "video/mp4"))
-        try await outbox.enqueue(inspection, attachments: [.init(placeholder: placeholder, source: video, contentType: "video/mp4")])
-        let events = outbox.events()
-        var flushes = 0
-        while await outbox.stateCounts()[.confirmed] != 2, flushes < 8 {
-            _ = await outbox.flush()
-            flushes += 1
-        }
+        let (outbox, events, _) = try await Self.captureAndFlush(world, video: video, siteCode: "LIS-0044")
         #expect(await outbox.stateCounts() == [.confirmed: 2])
         #expect(world.server.requestLog().filter { $0.method == "POST" && $0.path == "/uploads" }.last?.status == 200)
         let reading = await StreamReading.read(events) { event in
