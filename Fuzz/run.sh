@@ -2,11 +2,12 @@
 # Builds one libFuzzer target with -sanitize=fuzzer,address and runs it for SECONDS.
 #   Fuzz/run.sh http 600     # the reference server's HTTP request parser
 #   Fuzz/run.sh spec 600     # the spec compiler's YAML reader and checker
+#   Fuzz/run.sh json 600     # the device's JSON slicer (change-feed pages), against Foundation
 # Crashes are written to .build/fuzz/<target>/ as crash-*; the corpus grows in
 # .build/fuzz/<target>/corpus (seeded from Fuzz/seeds/<target> or FormSpecs/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${1:?usage: Fuzz/run.sh http|spec SECONDS}
+target=${1:?usage: Fuzz/run.sh http|spec|json SECONDS}
 seconds=${2:-60}
 work=.build/fuzz/$target
 mkdir -p "$work/corpus"
@@ -21,9 +22,14 @@ case "$target" in
     flags=(-I Sources/CYAML $(pkg-config --libs yaml-0.1))
     cp -n FormSpecs/*.yaml Tests/FormSpecTests/BrokenSpecs/*.yaml "$work/corpus/" 2>/dev/null || true
     ;;
-  *) echo "unknown target '$target' (http or spec)" >&2; exit 2 ;;
+  json)
+    sources=(Sources/FormSyncModel/JSONObjectSlices.swift Fuzz/json/Entry.swift)
+    flags=()
+    cp -n Fuzz/seeds/json/* "$work/corpus/" 2>/dev/null || true
+    ;;
+  *) echo "unknown target '$target' (http, spec or json)" >&2; exit 2 ;;
 esac
-swiftc -sanitize=fuzzer,address -parse-as-library -module-name FuzzTarget -O -g "${sources[@]}" "${flags[@]}" -o "$work/fuzzer"
+swiftc -sanitize=fuzzer,address -parse-as-library -module-name FuzzTarget -package-name FormSync -O -g "${sources[@]}" "${flags[@]}" -o "$work/fuzzer"
 cd "$work"
 # detect_leaks=0: NSRegularExpression leaks its buffer when a pattern fails to compile
 # (swift-corelibs-foundation), which would stop every run on the first invalid pattern.
