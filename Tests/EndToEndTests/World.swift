@@ -4,6 +4,7 @@ import FormSyncClient
 import FormSyncModel
 import FormSyncSQLite
 import FormSyncServer
+import FormSyncTesting
 import Synchronization
 import Testing
 
@@ -19,6 +20,7 @@ final class World: @unchecked Sendable {
     let refreshes = Mutex(0)
     var timeout: TimeInterval = 5
     var concurrency = 4
+    private let watch = TestRunWatchdog.enter(Test.current?.name ?? "?")
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-\(UUID().uuidString)")
@@ -30,6 +32,7 @@ final class World: @unchecked Sendable {
     }
 
     deinit {
+        TestRunWatchdog.leave(watch)
         server.stop()
         try? FileManager.default.removeItem(at: directory)
     }

@@ -24,6 +24,8 @@ final class Harness: @unchecked Sendable {
 
     static let forms: [any FormPayload.Type] = [DeliveryConfirmation.self, SiteInspection.self, SalesOrder.self, NewCustomer.self]
 
+    private let watch = TestRunWatchdog.enter(Test.current?.name ?? "?")
+
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -31,6 +33,7 @@ final class Harness: @unchecked Sendable {
     }
 
     deinit {
+        TestRunWatchdog.leave(watch)
         try? FileManager.default.removeItem(at: directory)
     }
 
