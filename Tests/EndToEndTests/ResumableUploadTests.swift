@@ -54,10 +54,11 @@ struct ResumableUploadTests {
         world.server.faults.add(.dropAfterCommit, count: 3, target: .appends)
         let (outbox, events, flushes) = try await Self.captureAndFlush(world, video: video, siteCode: "LIS-0042")
         #expect(await outbox.stateCounts() == [.confirmed: 2])
-        // Three interruptions, then the rest. On a loaded machine the client may also give up
-        // on the last append while the server checks the digest of 50 MB: one more attempt
-        // then finds the upload finished.
-        #expect((4...5).contains(flushes))
+        // Three interruptions, then the rest. On a loaded machine the client may also give up on
+        // an append (5 s without a byte, say while the server checks the digest of 50 MB in a
+        // debug build): the next attempt goes on from the server's offset, so the checks below
+        // on what went over the wire hold however many attempts it took.
+        #expect(flushes >= 4)
 
         let stored = try #require(world.server.fileIDs().first)
         let bytes = try #require(world.server.fileBytes(stored))
