@@ -12,9 +12,10 @@ public func fuzzJSONSlices(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         // What it read round-trips: its sorted re-encoding reads back to the same members.
         precondition(JSONObjectSlices(object.data) == JSONObjectSlices(sortedMembersOf: object), "the re-encoded object reads differently")
     }
-    // Foundation also reads a comma before a closing bracket, which JSON (RFC 8259) does not
-    // allow and the slicer refuses: such inputs are compared no further.
-    guard !hasTrailingComma(input), let parsed = try? JSONSerialization.jsonObject(with: input, options: [.fragmentsAllowed]) else { return 0 }
+    // Foundation also reads a comma before a closing bracket, and reads `[\0]` as an empty
+    // array; JSON (RFC 8259) allows neither (a raw NUL is nowhere valid) and the slicer refuses
+    // both: such inputs are compared no further.
+    guard !hasTrailingComma(input), !input.contains(0), let parsed = try? JSONSerialization.jsonObject(with: input, options: [.fragmentsAllowed]) else { return 0 }
     // Whatever Foundation reads as an object or an array, the slicer reads the same way.
     if let dictionary = parsed as? [String: Any] {
         guard let object else { preconditionFailure("an object Foundation reads was refused") }
