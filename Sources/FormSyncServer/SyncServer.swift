@@ -64,6 +64,8 @@ public final class SyncServer: @unchecked Sendable {
     /// Handler threads (set before `start`): writes waiting for the same fsync share it, so
     /// up to this many concurrent writes group-commit.
     package var workers = 4
+    /// Open connections at most (see `HTTPServer.Limits`); set before `start`.
+    package var maxConnections = HTTPServer.Limits().maxConnections
     /// Whether writes share fsyncs (set before `start`); off, each write commits FULL alone.
     package var groupCommit: Bool {
         get { locked { store.groupCommit } }
@@ -113,6 +115,7 @@ public final class SyncServer: @unchecked Sendable {
     public func start(port: UInt16 = 0) throws -> UInt16 {
         var limits = HTTPServer.Limits()
         limits.workers = workers
+        limits.maxConnections = maxConnections
         let server = HTTPServer(limits: limits, preflight: { [self] head in preflight(head) }) { [self] request in handle(request) }
         self.port = try server.start(port: port)
         http = server

@@ -97,15 +97,22 @@ struct ServerHardeningTests {
         #expect(server.idleQueueCount <= 4097)
     }
 
-    @Test func tenThousandIdleConnectionsNeitherExhaustTheServerNorKeepAClientOut() async throws {
+    /// Four times the server's connection limit in idle connections. The limit is lowered to
+    /// 128 (from 4,096) so that the test process keeps well under a thousand open descriptors:
+    /// with more, Foundation's `Process.run` in tests running beside this one can crash
+    /// (swift-corelibs-foundation #5472, an over-read of `/proc/self/fd` entries in 6.3.1).
+    @Test func idleConnectionsFourTimesTheLimitNeitherExhaustTheServerNorKeepAClientOut() async throws {
         let world = try World()
+        world.server.stop()
+        world.server.maxConnections = 128
+        _ = try world.server.start()
         var idle: [Int32] = []
         defer { for fd in idle { close(fd) } }
-        for _ in 0..<10_000 {
+        for _ in 0..<512 {
             let fd = Self.connectTo(world.server.port, blocking: false)
             if fd >= 0 { idle.append(fd) }
         }
-        #expect(idle.count >= 9_000)
+        #expect(idle.count >= 500)
         try await Task.sleep(for: .milliseconds(300))
         let outbox = try world.device()
         try await outbox.enqueue(salesOrder(customer: 1, marker: "through-the-crowd"))
