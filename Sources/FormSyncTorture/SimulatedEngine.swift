@@ -76,7 +76,7 @@ final class SimulatedEngine {
     /// Lets `milliseconds` of virtual time pass with the engine running, waking it at each of
     /// its timers on the way.
     func pass(_ milliseconds: Int64) async throws {
-        let end = trueNow().addingReportingOverflow(max(0, milliseconds)).partialValue
+        let end = trueNow().addingClamped(max(0, milliseconds))
         var steps = 0
         while true {
             try await settle()

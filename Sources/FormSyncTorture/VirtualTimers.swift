@@ -1,3 +1,4 @@
+import FormSyncClient
 import Synchronization
 
 /// The simulation's virtual time for a `SyncEngine`: the engine's waits (backoff between
@@ -33,12 +34,12 @@ final class VirtualTimers: Sendable {
             s.nextID += 1
             return s.nextID
         }
-        let wake = now().addingReportingOverflow(max(0, milliseconds))
+        let wake = now().addingClamped(max(0, milliseconds))
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = state.withLock { s -> Bool in
                     if s.cancelledEarly.remove(id) != nil { return true }
-                    s.sleepers.append(Sleeper(wake: wake.overflow ? .max : wake.partialValue, id: id, continuation: continuation))
+                    s.sleepers.append(Sleeper(wake: wake, id: id, continuation: continuation))
                     return false
                 }
                 if resumeNow { continuation.resume() }

@@ -1,7 +1,7 @@
 extension Int64 {
     /// `self + other`, pinned to `Int64.min`/`Int64.max` instead of trapping: due times and
     /// leases are sums of a clock and a delay, and neither is trusted.
-    func addingClamped(_ other: Int64) -> Int64 {
+    package func addingClamped(_ other: Int64) -> Int64 {
         let (sum, overflow) = addingReportingOverflow(other)
         guard overflow else { return sum }
         return other > 0 ? .max : .min
