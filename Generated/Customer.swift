@@ -7,7 +7,7 @@ import FormSyncModel
 /// A customer of the sales team, shared by every device of the workspace.
 ///
 /// Spec: `Customer.yaml`, version 1; received by every device of the workspace; looked up by `segment`, `tax_id`.
-public struct Customer: SyncRecord {
+public struct Customer: SyncRecord, JSONWritable {
     public static let recordType = "Customer"
     public static let recordVersion = 1
     public static let scopeField: String? = nil
@@ -19,7 +19,7 @@ public struct Customer: SyncRecord {
     public var version: Int = 0
 
     /// The options of `segment`.
-    public enum Segment: String, Codable, Sendable, CaseIterable {
+    public enum Segment: String, Codable, Sendable, CaseIterable, JSONWritable {
         case retail = "retail"
         case wholesale = "wholesale"
         case horeca = "horeca"
@@ -106,6 +106,56 @@ public struct Customer: SyncRecord {
         try container.encodeIfPresent(acceptsCash, forKey: .acceptsCash)
         try container.encodeIfPresent(referredBy, forKey: .referredBy)
         try container.encodeIfPresent(creditLimit, forKey: .creditLimit)
+    }
+
+    /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
+    public func writeJSON(to output: inout JSONOutput) throws {
+        output.beginObject()
+        if let value = self.acceptsCash {
+            output.key("accepts_cash")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.creditLimit {
+            output.key("credit_limit")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.email {
+            output.key("email")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.name {
+            output.key("name")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.openedOn {
+            output.key("opened_on")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.phone {
+            output.key("phone")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.referredBy {
+            output.key("referred_by")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.segment {
+            output.key("segment")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.shopLocation {
+            output.key("shop_location")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.taxId {
+            output.key("tax_id")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.tradeName {
+            output.key("trade_name")
+            try value.writeJSON(to: &output)
+        }
+        output.endObject()
     }
 
     /// Adds every rule this payload breaks, under `pointer`.

@@ -7,13 +7,13 @@ import FormSyncModel
 /// An edit of a customer's contact details, sent with the version it was based on.
 ///
 /// Spec: `CustomerUpdate.yaml`, version 1; endpoint `/customers/{customer_id}`; lane by `customer_id`.
-public struct CustomerUpdate: FormPayload {
+public struct CustomerUpdate: FormPayload, JSONWritable {
     public static let formName = "CustomerUpdate"
     public static let formVersion = 1
     public static let endpointTemplate = "/customers/{customer_id}"
 
     /// The options of `segment`.
-    public enum Segment: String, Codable, Sendable, CaseIterable {
+    public enum Segment: String, Codable, Sendable, CaseIterable, JSONWritable {
         case retail = "retail"
         case wholesale = "wholesale"
         case horeca = "horeca"
@@ -81,6 +81,44 @@ public struct CustomerUpdate: FormPayload {
         try container.encodeIfPresent(segment, forKey: .segment)
         try container.encodeIfPresent(acceptsCash, forKey: .acceptsCash)
         try container.encodeIfPresent(creditLimit, forKey: .creditLimit)
+    }
+
+    /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
+    public func writeJSON(to output: inout JSONOutput) throws {
+        output.beginObject()
+        if let value = self.acceptsCash {
+            output.key("accepts_cash")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.creditLimit {
+            output.key("credit_limit")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.customerId {
+            output.key("customer_id")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.email {
+            output.key("email")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.name {
+            output.key("name")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.phone {
+            output.key("phone")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.segment {
+            output.key("segment")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.tradeName {
+            output.key("trade_name")
+            try value.writeJSON(to: &output)
+        }
+        output.endObject()
     }
 
     /// Adds every rule this payload breaks, under `pointer`.

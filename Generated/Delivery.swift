@@ -7,7 +7,7 @@ import FormSyncModel
 /// A delivery assigned to a courier, pulled onto the courier's device before the round.
 ///
 /// Spec: `Delivery.yaml`, version 1; received by the devices whose principal is its `courier_id`; looked up by `status`, `stop_order`.
-public struct Delivery: SyncRecord {
+public struct Delivery: SyncRecord, JSONWritable {
     public static let recordType = "Delivery"
     public static let recordVersion = 1
     public static let scopeField: String? = "courier_id"
@@ -19,7 +19,7 @@ public struct Delivery: SyncRecord {
     public var version: Int = 0
 
     /// The options of `status`.
-    public enum Status: String, Codable, Sendable, CaseIterable {
+    public enum Status: String, Codable, Sendable, CaseIterable, JSONWritable {
         case assigned = "assigned"
         case outForDelivery = "out_for_delivery"
         case delivered = "delivered"
@@ -87,6 +87,40 @@ public struct Delivery: SyncRecord {
         try container.encodeIfPresent(recipient, forKey: .recipient)
         try container.encodeIfPresent(codAmount, forKey: .codAmount)
         try container.encodeIfPresent(notes, forKey: .notes)
+    }
+
+    /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
+    public func writeJSON(to output: inout JSONOutput) throws {
+        output.beginObject()
+        if let value = self.address {
+            output.key("address")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.codAmount {
+            output.key("cod_amount")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.courierId {
+            output.key("courier_id")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.notes {
+            output.key("notes")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.recipient {
+            output.key("recipient")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.status {
+            output.key("status")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.stopOrder {
+            output.key("stop_order")
+            try value.writeJSON(to: &output)
+        }
+        output.endObject()
     }
 
     /// Adds every rule this payload breaks, under `pointer`.

@@ -7,13 +7,13 @@ import FormSyncModel
 /// A courier's confirmation of one delivery, with proof photos and a signature.
 ///
 /// Spec: `DeliveryConfirmation.yaml`, version 3; endpoint `/deliveries/{delivery_id}/confirmations`; lane by `delivery_id`.
-public struct DeliveryConfirmation: FormPayload {
+public struct DeliveryConfirmation: FormPayload, JSONWritable {
     public static let formName = "DeliveryConfirmation"
     public static let formVersion = 3
     public static let endpointTemplate = "/deliveries/{delivery_id}/confirmations"
 
     /// The choice list `outcome`.
-    public enum Outcome: String, Codable, Sendable, CaseIterable {
+    public enum Outcome: String, Codable, Sendable, CaseIterable, JSONWritable {
         case delivered = "delivered"
         case refused = "refused"
         case notHome = "not_home"
@@ -90,6 +90,46 @@ public struct DeliveryConfirmation: FormPayload {
         try container.encode(proofPhotos, forKey: .proofPhotos)
         try container.encodeIfPresent(signature, forKey: .signature)
         try container.encodeIfPresent(leftWithNeighbour, forKey: .leftWithNeighbour)
+    }
+
+    /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
+    public func writeJSON(to output: inout JSONOutput) throws {
+        output.beginObject()
+        if let value = self.codAmount {
+            output.key("cod_amount")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.deliveredAt {
+            output.key("delivered_at")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.deliveryId {
+            output.key("delivery_id")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.leftWithNeighbour {
+            output.key("left_with_neighbour")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.note {
+            output.key("note")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.outcome {
+            output.key("outcome")
+            try value.writeJSON(to: &output)
+        }
+        output.key("proof_photos")
+        try self.proofPhotos.writeJSON(to: &output)
+        if let value = self.recipientName {
+            output.key("recipient_name")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.signature {
+            output.key("signature")
+            try value.writeJSON(to: &output)
+        }
+        output.endObject()
     }
 
     /// Adds every rule this payload breaks, under `pointer`.

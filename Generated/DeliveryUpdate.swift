@@ -7,7 +7,7 @@ import FormSyncModel
 /// A courier's change to a delivery of the round, merged with the back office's changes.
 ///
 /// Spec: `DeliveryUpdate.yaml`, version 1; endpoint `/deliveries/{delivery_id}`; lane by `delivery_id`.
-public struct DeliveryUpdate: FormPayload {
+public struct DeliveryUpdate: FormPayload, JSONWritable {
     public static let formName = "DeliveryUpdate"
     public static let formVersion = 1
     public static let endpointTemplate = "/deliveries/{delivery_id}"
@@ -44,6 +44,24 @@ public struct DeliveryUpdate: FormPayload {
         try container.encodeIfPresent(deliveryId, forKey: .deliveryId)
         try container.encodeIfPresent(notes, forKey: .notes)
         try container.encodeIfPresent(recipient, forKey: .recipient)
+    }
+
+    /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
+    public func writeJSON(to output: inout JSONOutput) throws {
+        output.beginObject()
+        if let value = self.deliveryId {
+            output.key("delivery_id")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.notes {
+            output.key("notes")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.recipient {
+            output.key("recipient")
+            try value.writeJSON(to: &output)
+        }
+        output.endObject()
     }
 
     /// Adds every rule this payload breaks, under `pointer`.

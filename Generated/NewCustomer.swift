@@ -7,13 +7,13 @@ import FormSyncModel
 /// A new customer captured by a sales rep; orders may reference it before it reaches the server.
 ///
 /// Spec: `NewCustomer.yaml`, version 1; endpoint `/customers`; each document is its own lane.
-public struct NewCustomer: FormPayload {
+public struct NewCustomer: FormPayload, JSONWritable {
     public static let formName = "NewCustomer"
     public static let formVersion = 1
     public static let endpointTemplate = "/customers"
 
     /// The options of `segment`.
-    public enum Segment: String, Codable, Sendable, CaseIterable {
+    public enum Segment: String, Codable, Sendable, CaseIterable, JSONWritable {
         case retail = "retail"
         case wholesale = "wholesale"
         case horeca = "horeca"
@@ -93,6 +93,52 @@ public struct NewCustomer: FormPayload {
         try container.encodeIfPresent(shopFront, forKey: .shopFront)
         try container.encodeIfPresent(acceptsCash, forKey: .acceptsCash)
         try container.encodeIfPresent(referredBy, forKey: .referredBy)
+    }
+
+    /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
+    public func writeJSON(to output: inout JSONOutput) throws {
+        output.beginObject()
+        if let value = self.acceptsCash {
+            output.key("accepts_cash")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.email {
+            output.key("email")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.name {
+            output.key("name")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.openedOn {
+            output.key("opened_on")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.referredBy {
+            output.key("referred_by")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.segment {
+            output.key("segment")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.shopFront {
+            output.key("shop_front")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.shopLocation {
+            output.key("shop_location")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.taxId {
+            output.key("tax_id")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.tradeName {
+            output.key("trade_name")
+            try value.writeJSON(to: &output)
+        }
+        output.endObject()
     }
 
     /// Adds every rule this payload breaks, under `pointer`.

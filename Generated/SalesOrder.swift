@@ -7,20 +7,20 @@ import FormSyncModel
 /// An order taken by a sales rep, for a customer that may itself be new and offline.
 ///
 /// Spec: `SalesOrder.yaml`, version 1; endpoint `/customers/{customer_id}/orders`; lane by `customer_id`.
-public struct SalesOrder: FormPayload {
+public struct SalesOrder: FormPayload, JSONWritable {
     public static let formName = "SalesOrder"
     public static let formVersion = 1
     public static let endpointTemplate = "/customers/{customer_id}/orders"
 
     /// The options of `delivery_window`.
-    public enum DeliveryWindow: String, Codable, Sendable, CaseIterable {
+    public enum DeliveryWindow: String, Codable, Sendable, CaseIterable, JSONWritable {
         case morning = "morning"
         case afternoon = "afternoon"
         case evening = "evening"
     }
 
     /// One item of `lines`.
-    public struct Line: Codable, Sendable, Equatable {
+    public struct Line: Codable, Sendable, Equatable, JSONWritable {
 
         /// `sku`: text, required.
         public var sku: String?
@@ -60,6 +60,28 @@ public struct SalesOrder: FormPayload {
             try container.encodeIfPresent(quantity, forKey: .quantity)
             try container.encodeIfPresent(unitPrice, forKey: .unitPrice)
             try container.encodeIfPresent(note, forKey: .note)
+        }
+
+        /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
+        public func writeJSON(to output: inout JSONOutput) throws {
+            output.beginObject()
+            if let value = self.note {
+                output.key("note")
+                try value.writeJSON(to: &output)
+            }
+            if let value = self.quantity {
+                output.key("quantity")
+                try value.writeJSON(to: &output)
+            }
+            if let value = self.sku {
+                output.key("sku")
+                try value.writeJSON(to: &output)
+            }
+            if let value = self.unitPrice {
+                output.key("unit_price")
+                try value.writeJSON(to: &output)
+            }
+            output.endObject()
         }
 
         /// Adds every rule this item breaks, under `pointer`.
@@ -194,13 +216,53 @@ public struct SalesOrder: FormPayload {
         try container.encodeIfPresent(signedByCustomer, forKey: .signedByCustomer)
     }
 
+    /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
+    public func writeJSON(to output: inout JSONOutput) throws {
+        output.beginObject()
+        if let value = self.creditLimit {
+            output.key("credit_limit")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.customerId {
+            output.key("customer_id")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.customerReference {
+            output.key("customer_reference")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.deliveryWindow {
+            output.key("delivery_window")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.discountPercent {
+            output.key("discount_percent")
+            try value.writeJSON(to: &output)
+        }
+        output.key("lines")
+        try self.lines.writeJSON(to: &output)
+        if let value = self.orderDate {
+            output.key("order_date")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.paymentTermsDays {
+            output.key("payment_terms_days")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.signedByCustomer {
+            output.key("signed_by_customer")
+            try value.writeJSON(to: &output)
+        }
+        output.endObject()
+    }
+
     /// Adds every rule this payload breaks, under `pointer`.
     func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
         validator.require(customerId, at: JSONPointer.appending(pointer(), "customer_id"))
         validator.reference(customerId, at: JSONPointer.appending(pointer(), "customer_id"))
         validator.require(orderDate, at: JSONPointer.appending(pointer(), "order_date"))
         validator.range(paymentTermsDays, min: 0, max: 90, at: JSONPointer.appending(pointer(), "payment_terms_days"))
-        validator.range(discountPercent, min: Decimal(string: "0"), max: Decimal(string: "30"), at: JSONPointer.appending(pointer(), "discount_percent"))
+        validator.range(discountPercent, min: Decimal(sign: .plus, exponent: 0, significand: Decimal(0)), max: Decimal(sign: .plus, exponent: 0, significand: Decimal(30)), at: JSONPointer.appending(pointer(), "discount_percent"))
         validator.length(customerReference, min: nil, max: 40, at: JSONPointer.appending(pointer(), "customer_reference"))
         validator.money(creditLimit, min: nil, max: nil, currency: nil, at: JSONPointer.appending(pointer(), "credit_limit"))
         validator.require(lines, at: JSONPointer.appending(pointer(), "lines"))

@@ -7,7 +7,7 @@ import FormSyncModel
 /// A site under inspection, with the technician responsible for it.
 ///
 /// Spec: `Site.yaml`, version 1; received by every device of the workspace; looked up by `code`, `responsible_id`.
-public struct Site: SyncRecord {
+public struct Site: SyncRecord, JSONWritable {
     public static let recordType = "Site"
     public static let recordVersion = 1
     public static let scopeField: String? = nil
@@ -69,6 +69,36 @@ public struct Site: SyncRecord {
         try container.encodeIfPresent(location, forKey: .location)
         try container.encodeIfPresent(responsibleId, forKey: .responsibleId)
         try container.encodeIfPresent(lastInspectedOn, forKey: .lastInspectedOn)
+    }
+
+    /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
+    public func writeJSON(to output: inout JSONOutput) throws {
+        output.beginObject()
+        if let value = self.address {
+            output.key("address")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.code {
+            output.key("code")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.lastInspectedOn {
+            output.key("last_inspected_on")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.location {
+            output.key("location")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.name {
+            output.key("name")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.responsibleId {
+            output.key("responsible_id")
+            try value.writeJSON(to: &output)
+        }
+        output.endObject()
     }
 
     /// Adds every rule this payload breaks, under `pointer`.

@@ -7,13 +7,13 @@ import FormSyncModel
 /// A site inspection with a list of findings, each with its own photos.
 ///
 /// Spec: `SiteInspection.yaml`, version 2; endpoint `/sites/{site_code}/inspections`; lane by `site_code`.
-public struct SiteInspection: FormPayload {
+public struct SiteInspection: FormPayload, JSONWritable {
     public static let formName = "SiteInspection"
     public static let formVersion = 2
     public static let endpointTemplate = "/sites/{site_code}/inspections"
 
     /// The choice list `severity`.
-    public enum Severity: String, Codable, Sendable, CaseIterable {
+    public enum Severity: String, Codable, Sendable, CaseIterable, JSONWritable {
         case low = "low"
         case medium = "medium"
         case high = "high"
@@ -21,7 +21,7 @@ public struct SiteInspection: FormPayload {
     }
 
     /// The options of `hazards`.
-    public enum Hazards: String, Codable, Sendable, CaseIterable {
+    public enum Hazards: String, Codable, Sendable, CaseIterable, JSONWritable {
         case electrical = "electrical"
         case gas = "gas"
         case height = "height"
@@ -30,13 +30,13 @@ public struct SiteInspection: FormPayload {
     }
 
     /// One item of `findings`.
-    public struct Finding: Codable, Sendable, Equatable {
+    public struct Finding: Codable, Sendable, Equatable, JSONWritable {
 
         /// One item of `measurements`.
-        public struct Measurement: Codable, Sendable, Equatable {
+        public struct Measurement: Codable, Sendable, Equatable, JSONWritable {
 
             /// The options of `unit`.
-            public enum Unit: String, Codable, Sendable, CaseIterable {
+            public enum Unit: String, Codable, Sendable, CaseIterable, JSONWritable {
                 case mm = "mm"
                 case cm = "cm"
                 case m = "m"
@@ -76,6 +76,24 @@ public struct SiteInspection: FormPayload {
                 try container.encodeIfPresent(label, forKey: .label)
                 try container.encodeIfPresent(value, forKey: .value)
                 try container.encodeIfPresent(unit, forKey: .unit)
+            }
+
+            /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
+            public func writeJSON(to output: inout JSONOutput) throws {
+                output.beginObject()
+                if let value = self.label {
+                    output.key("label")
+                    try value.writeJSON(to: &output)
+                }
+                if let value = self.unit {
+                    output.key("unit")
+                    try value.writeJSON(to: &output)
+                }
+                if let value = self.value {
+                    output.key("value")
+                    try value.writeJSON(to: &output)
+                }
+                output.endObject()
             }
 
             /// Adds every rule this item breaks, under `pointer`.
@@ -181,6 +199,32 @@ public struct SiteInspection: FormPayload {
             try container.encodeIfPresent(followUpNeeded, forKey: .followUpNeeded)
             try container.encodeIfPresent(followUpBy, forKey: .followUpBy)
             try container.encode(measurements, forKey: .measurements)
+        }
+
+        /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
+        public func writeJSON(to output: inout JSONOutput) throws {
+            output.beginObject()
+            if let value = self.followUpBy {
+                output.key("follow_up_by")
+                try value.writeJSON(to: &output)
+            }
+            if let value = self.followUpNeeded {
+                output.key("follow_up_needed")
+                try value.writeJSON(to: &output)
+            }
+            output.key("measurements")
+            try self.measurements.writeJSON(to: &output)
+            output.key("photos")
+            try self.photos.writeJSON(to: &output)
+            if let value = self.severity {
+                output.key("severity")
+                try value.writeJSON(to: &output)
+            }
+            if let value = self.title {
+                output.key("title")
+                try value.writeJSON(to: &output)
+            }
+            output.endObject()
         }
 
         /// Adds every rule this item breaks, under `pointer`.
@@ -353,6 +397,56 @@ public struct SiteInspection: FormPayload {
         try container.encodeIfPresent(reportFile, forKey: .reportFile)
     }
 
+    /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
+    public func writeJSON(to output: inout JSONOutput) throws {
+        output.beginObject()
+        if let value = self.arrivalTime {
+            output.key("arrival_time")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.audioNote {
+            output.key("audio_note")
+            try value.writeJSON(to: &output)
+        }
+        output.key("findings")
+        try self.findings.writeJSON(to: &output)
+        output.key("hazards")
+        try self.hazards.writeJSON(to: &output)
+        if let value = self.inspectorId {
+            output.key("inspector_id")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.location {
+            output.key("location")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.overallSeverity {
+            output.key("overall_severity")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.reportFile {
+            output.key("report_file")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.siteCode {
+            output.key("site_code")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.temperatureCelsius {
+            output.key("temperature_celsius")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.visitDate {
+            output.key("visit_date")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.walkthroughVideo {
+            output.key("walkthrough_video")
+            try value.writeJSON(to: &output)
+        }
+        output.endObject()
+    }
+
     /// Adds every rule this payload breaks, under `pointer`.
     func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator) {
         validator.require(siteCode, at: JSONPointer.appending(pointer(), "site_code"))
@@ -364,7 +458,7 @@ public struct SiteInspection: FormPayload {
         validator.geopoint(location, at: JSONPointer.appending(pointer(), "location"))
         validator.count(hazards.count, min: 1, max: 4, at: JSONPointer.appending(pointer(), "hazards"))
         validator.unique(hazards, at: JSONPointer.appending(pointer(), "hazards"))
-        validator.range(temperatureCelsius, min: Decimal(string: "-40.0"), max: Decimal(string: "60.5"), at: JSONPointer.appending(pointer(), "temperature_celsius"))
+        validator.range(temperatureCelsius, min: Decimal(sign: .minus, exponent: -1, significand: Decimal(400)), max: Decimal(sign: .plus, exponent: -1, significand: Decimal(605)), at: JSONPointer.appending(pointer(), "temperature_celsius"))
         validator.file(audioNote, maxBytes: 20971520, contentTypes: ["audio/*"], at: JSONPointer.appending(pointer(), "audio_note"))
         validator.file(walkthroughVideo, maxBytes: 209715200, contentTypes: ["video/mp4"], at: JSONPointer.appending(pointer(), "walkthrough_video"))
         validator.count(findings.count, min: nil, max: 50, at: JSONPointer.appending(pointer(), "findings"))

@@ -7,7 +7,7 @@ import FormSyncModel
 /// A field technician.
 ///
 /// Spec: `Technician.yaml`, version 1; received by every device of the workspace.
-public struct Technician: SyncRecord {
+public struct Technician: SyncRecord, JSONWritable {
     public static let recordType = "Technician"
     public static let recordVersion = 1
     public static let scopeField: String? = nil
@@ -44,6 +44,20 @@ public struct Technician: SyncRecord {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(name, forKey: .name)
         try container.encodeIfPresent(phone, forKey: .phone)
+    }
+
+    /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
+    public func writeJSON(to output: inout JSONOutput) throws {
+        output.beginObject()
+        if let value = self.name {
+            output.key("name")
+            try value.writeJSON(to: &output)
+        }
+        if let value = self.phone {
+            output.key("phone")
+            try value.writeJSON(to: &output)
+        }
+        output.endObject()
     }
 
     /// Adds every rule this payload breaks, under `pointer`.

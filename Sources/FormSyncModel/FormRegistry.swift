@@ -67,7 +67,13 @@ public struct FormRegistry: Sendable {
     public var names: [String] { entries.keys.sorted() }
 
     /// JSON as the outbox stores and sends it: sorted keys, so the same payload is the same bytes.
+    /// Generated payloads write themselves (`JSONWritable`), the same bytes without the encoder.
     public static func encode<P: Encodable>(_ value: P) throws -> Data {
+        if let writable = value as? any JSONWritable {
+            var output = JSONOutput()
+            try writable.writeJSON(to: &output)
+            return output.data
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(value)

@@ -114,23 +114,23 @@ package struct CrashTorture {
             var killedByUs = false
             while device.isRunning {
                 if Date() >= limit {
-                    kill(device.processIdentifier, SIGKILL)
+                    device.signal(SIGKILL)
                     killedByUs = true
                     break
                 }
                 try await Task.sleep(for: .milliseconds(2))
             }
-            device.waitUntilExit()
-            switch (device.terminationReason, device.terminationStatus) {
-            case (.uncaughtSignal, SIGKILL):
+            let ended = device.waitUntilExit()
+            switch ended {
+            case .signal(SIGKILL):
                 result.kills += 1
                 let moment = killedByUs ? (crash == nil ? "timer" : "timer (\(crash!.0.rawValue) not reached)") : crash!.0.rawValue
                 result.killsByMoment[moment, default: 0] += 1
-            case (.exit, 0):
+            case .exit(0):
                 captures += 24  // all captured and drained: give it more to do
             default:
                 let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-                throw TortureError("the device failed on its own (\(device.terminationReason == .exit ? "exit" : "signal") \(device.terminationStatus)):\n\(text.suffix(3000))")
+                throw TortureError("the device failed on its own (\(ended)):\n\(text.suffix(3000))")
             }
             if result.runs % 4 == 0 { try backOffice(server, &random) }
             if result.runs % 100 == 0 { options.progress("\(result.kills) kills, \(result.runs) runs, \(TortureLog.read(log).count) captures logged") }
@@ -141,11 +141,11 @@ package struct CrashTorture {
         let last = try launch(database: database, server: server.baseURL, refreshToken: refreshToken, log: log, captures: captures, known: known, crash: nil, output: output)
         let deadline = Date().addingTimeInterval(180)
         while last.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        if last.isRunning { kill(last.processIdentifier, SIGKILL) }
-        last.waitUntilExit()
+        if last.isRunning { last.signal(SIGKILL) }
+        let ended = last.waitUntilExit()
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        guard last.terminationReason == .exit, last.terminationStatus == 0 else {
-            throw TortureError("the last device run did not drain (status \(last.terminationStatus)):\n\(text.suffix(3000))")
+        guard ended == .exit(0) else {
+            throw TortureError("the last device run did not drain (\(ended)):\n\(text.suffix(3000))")
         }
         try await check(server: server, database: database, log: log, into: &result)
         result.seconds = Date().timeIntervalSince(started)
@@ -154,22 +154,13 @@ package struct CrashTorture {
 
     private func launch(
         database: String, server: URL, refreshToken: String, log: String, captures: Int, known: [Int64], crash: (CrashPoint, Int)?, output: URL
-    ) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: options.executable)
+    ) throws -> ChildProcess {
         var arguments = [
             "torture", "device", "--db", database, "--server", server.absoluteString, "--refresh-token", refreshToken, "--log", log,
             "--seed", String(options.seed), "--captures", String(captures), "--customers", known.map(String.init).joined(separator: ","),
         ]
         if let crash { arguments += ["--crash", "\(crash.0.rawValue):\(crash.1)"] }
-        process.arguments = arguments
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: output)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        try? handle.close()
-        return process
+        return try ChildProcess(options.executable, arguments, standardOutput: .file(output.path), standardError: .file(output.path))
     }
 
     /// Readdresses deliveries, adds some, and deletes or reassigns ones the device never edits

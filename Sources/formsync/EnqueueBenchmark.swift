@@ -19,6 +19,13 @@ import Foundation
 /// 3. A naive queue (seeds 000 and 001: one JSON array in one file, rewritten and fsynced on
 ///    every change) against the outbox, per operation at 100, 1,000 and 10,000 queued items.
 enum EnqueueBenchmark {
+    /// CPU seconds this process has used, user and system, all threads.
+    static func processCPU() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
     static func run(items: Int, rounds: Int) async throws -> Int32 {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -59,16 +66,22 @@ enum EnqueueBenchmark {
         let bytes = try FormRegistry.encode(big)
         var raw: [Double] = []
         var concurrent: [Double] = []
+        var sharing: [Double] = []
+        var cpu: [Double] = []
         for round in 0..<rounds {
+            var run = (seconds: 0.0, fsyncs: 0, cpu: 0.0)
             if round % 2 == 0 {
                 raw.append(try rawCommits(path: path(), count: items, payload: bytes) / Double(items))
-                concurrent.append(try await enqueues(path: path(), count: items, order: big, tasks: 4) / Double(items))
+                run = try await measuredEnqueues(path: path(), count: items, order: big, tasks: 4)
             } else {
-                concurrent.append(try await enqueues(path: path(), count: items, order: big, tasks: 4) / Double(items))
+                run = try await measuredEnqueues(path: path(), count: items, order: big, tasks: 4)
                 raw.append(try rawCommits(path: path(), count: items, payload: bytes) / Double(items))
             }
+            concurrent.append(run.seconds / Double(items))
+            sharing.append(Double(items) / Double(max(1, run.fsyncs)))
+            cpu.append(run.cpu / Double(items))
         }
-        print("  10-line order, enqueue from 4 concurrent tasks: \(spread(concurrent)); rate / raw sequential rate: \(ratio(median(raw) / median(concurrent)))")
+        print("  10-line order, enqueue from 4 concurrent tasks: \(spread(concurrent)); rate / raw sequential rate: \(ratio(median(raw) / median(concurrent))); commits per log fsync \(String(format: "%.2f", median(sharing))); CPU per item (all threads, user + system) \(spread(cpu))")
 
         // The naive queue against the outbox, per operation, as the queue grows.
         print("  naive queue (one JSON array in one file, rewritten + fsynced per change) against the outbox, 10-line order, µs per operation:")
@@ -102,7 +115,13 @@ enum EnqueueBenchmark {
 
     /// Seconds for `count` enqueues into a fresh outbox, from `tasks` concurrent tasks.
     static func enqueues(path: String, count: Int, order: SalesOrder, tasks: Int) async throws -> Double {
+        try await measuredEnqueues(path: path, count: count, order: order, tasks: tasks).seconds
+    }
+
+    /// `enqueues`, with the log fsyncs it took and the process's CPU time (all threads) meanwhile.
+    static func measuredEnqueues(path: String, count: Int, order: SalesOrder, tasks: Int) async throws -> (seconds: Double, fsyncs: Int, cpu: Double) {
         let outbox = try Outbox(path: path, forms: [SalesOrder.self], transport: ScriptedTransport(workspace: "bench"))
+        let cpuStart = processCPU()
         let start = DispatchTime.now().uptimeNanoseconds
         try await withThrowingTaskGroup(of: Void.self) { group in
             for task in 0..<tasks {
@@ -118,7 +137,7 @@ enum EnqueueBenchmark {
             }
             try await group.waitForAll()
         }
-        return seconds(since: start)
+        return (seconds(since: start), outbox.walSync.fsyncCount, processCPU() - cpuStart)
     }
 
     /// Seconds for `count` raw single-row commits in WAL mode with synchronous=FULL.

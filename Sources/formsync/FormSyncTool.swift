@@ -18,6 +18,22 @@ enum FormSyncTool {
         ("torture", "Prove it: thousands of SIGKILLs of a real device, seeded fault schedules", TortureCommand.run),
     ]
 
+    /// Started by a test or harness (`ChildProcess` sets `FORMSYNC_PARENT_PID`): exit when that
+    /// parent is gone, so a server or device never outlives a crashed test run (it would hold
+    /// the runner's output pipe open, and the runner would wait for it forever).
+    static func exitWithParent() {
+        guard let text = ProcessInfo.processInfo.environment["FORMSYNC_PARENT_PID"] else { return }
+        // Not passed on: this process's own children (the demo's devices) have another parent.
+        unsetenv("FORMSYNC_PARENT_PID")
+        guard let parent = Int32(text), parent > 1 else { return }
+        guard getppid() == parent else { exit(70) }
+        Thread.detachNewThread {
+            while getppid() == parent { usleep(200_000) }
+            FileHandle.standardError.write(Data("formsync: the process that started this one is gone; exiting\n".utf8))
+            exit(70)
+        }
+    }
+
     /// This build's version (CHANGELOG.md).
     static let version = "0.7.1"
     /// The wire protocol it speaks (docs/PROTOCOL.md).
@@ -39,6 +55,7 @@ enum FormSyncTool {
     }
 
     static func main() async {
+        exitWithParent()
         let arguments = Array(CommandLine.arguments.dropFirst())
         guard let name = arguments.first else {
             printError(help)

@@ -1,5 +1,6 @@
 import FieldForms
 import Foundation
+import FormSyncTesting
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
@@ -96,12 +97,8 @@ struct BadEnvironmentTests {
     }
 
     private func chattr(_ flag: String, _ paths: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
-        process.arguments = [flag] + paths.filter { FileManager.default.fileExists(atPath: $0) }
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let process = try ChildProcess("/usr/bin/chattr", [flag] + paths.filter { FileManager.default.fileExists(atPath: $0) })
+        guard process.waitUntilExit() == .exit(0) else {
             throw CocoaError(.fileWriteNoPermission, userInfo: [NSLocalizedDescriptionKey: "chattr \(flag) needs root on ext4 (the CI machine runs as root)"])
         }
     }

@@ -4,6 +4,7 @@ import Synchronization
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
+import FormSyncTesting
 import Testing
 
 #if canImport(Glibc)
@@ -48,29 +49,24 @@ struct CrashTests {
 
         var seed = UInt64(20261130)  // the kill moments are seeded, so a failure can be replayed
         var logs: [URL] = []
-        func device() throws -> Process {
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = [
-                "demo-device", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken,
-                "--timeout", "2", "--lease-ms", "2500",
-            ]
+        func device() throws -> ChildProcess {
             let log = world.directory.appendingPathComponent("device-\(UUID().uuidString).log")
-            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            let handle = try FileHandle(forWritingTo: log)
-            process.standardOutput = handle
-            process.standardError = handle
             logs.append(log)
-            try process.run()
-            return process
+            return try ChildProcess(
+                binary.path,
+                [
+                    "demo-device", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken,
+                    "--timeout", "2", "--lease-ms", "2500",
+                ],
+                standardOutput: .file(log.path), standardError: .file(log.path))
         }
         // Kill it mid-sync four times, each at the moment the server commits a seeded document
         // count, before the reply goes out: the device dies with requests on the wire.
-        let victim = Mutex<(process: Process?, at: Int, kills: Int)>((nil, 0, 0))
+        let victim = Mutex<(process: ChildProcess?, at: Int, kills: Int)>((nil, 0, 0))
         world.server.afterCommit = { documents in
             victim.withLock { state in
                 guard let process = state.process, process.isRunning, documents >= state.at else { return }
-                kill(process.processIdentifier, SIGKILL)
+                process.signal(SIGKILL)
                 state.kills += 1
                 state.process = nil
             }
@@ -89,10 +85,10 @@ struct CrashTests {
             let until = Date().addingTimeInterval(30)
             while process.isRunning, Date() < until { try await Task.sleep(for: .milliseconds(10)) }
             if process.isRunning {
-                process.terminate()
+                process.signal()
                 process.waitUntilExit()
                 Issue.record("the device neither drained nor was killed within 30 s")
-            } else if process.terminationReason != .uncaughtSignal {
+            } else if process.waitUntilExit() != .signal(SIGKILL) {
                 let text = (try? String(contentsOf: logs.last!, encoding: .utf8)) ?? ""
                 Issue.record("the device was not killed at \(threshold) documents (server holds \(world.server.documents().count)):\n\(text)")
             }
@@ -103,8 +99,8 @@ struct CrashTests {
         let deadline = Date().addingTimeInterval(45)
         while last.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(100)) }
         #expect(!last.isRunning)
-        if last.isRunning { last.terminate() }
-        #expect(last.terminationStatus == 0)
+        if last.isRunning { last.signal() }
+        #expect(last.waitUntilExit() == .exit(0))
 
         #expect(kills == 4)
         let held = world.server.documents()

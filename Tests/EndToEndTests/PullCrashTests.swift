@@ -35,21 +35,16 @@ struct PullCrashTests {
         let refreshToken = world.server.issueRefreshToken(principal: "ada")
         let db = world.directory.appendingPathComponent("pulling.sqlite").path
         var logs: [URL] = []
-        func device() throws -> Process {
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = [
-                "demo-device", "--pull-only", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", refreshToken,
-                "--workspace", "acme", "--page-size", "40", "--timeout", "5",
-            ]
+        func device() throws -> ChildProcess {
             let log = world.directory.appendingPathComponent("pull-\(logs.count).log")
-            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            let handle = try FileHandle(forWritingTo: log)
-            process.standardOutput = handle
-            process.standardError = handle
             logs.append(log)
-            try process.run()
-            return process
+            return try ChildProcess(
+                binary.path,
+                [
+                    "demo-device", "--pull-only", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", refreshToken,
+                    "--workspace", "acme", "--page-size", "40", "--timeout", "5",
+                ],
+                standardOutput: .file(log.path), standardError: .file(log.path))
         }
         /// The back office at work while the device is down.
         func backOffice() throws {
@@ -72,11 +67,11 @@ struct PullCrashTests {
         }
 
         // Kills while a page is on its way: when the server has made page N, before it is sent.
-        let victim = Mutex<(process: Process?, at: Int, kills: Int)>((nil, 0, 0))
+        let victim = Mutex<(process: ChildProcess?, at: Int, kills: Int)>((nil, 0, 0))
         world.server.afterFeedPage = { pages in
             victim.withLock { state in
                 guard let process = state.process, process.isRunning, pages >= state.at else { return }
-                kill(process.processIdentifier, SIGKILL)
+                process.signal(SIGKILL)
                 state.kills += 1
                 state.process = nil
             }
@@ -92,7 +87,7 @@ struct PullCrashTests {
             let until = Date().addingTimeInterval(30)
             while process.isRunning, Date() < until { try await Task.sleep(for: .milliseconds(5)) }
             if process.isRunning {
-                process.terminate()
+                process.signal()
                 Issue.record("the device neither caught up nor was killed within 30 s")
             }
             process.waitUntilExit()
@@ -105,7 +100,7 @@ struct PullCrashTests {
         for _ in 0..<3 {
             let process = try device()
             try await Task.sleep(for: .milliseconds(Int(150 + random.next() % 200)))
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            if process.isRunning { process.signal(SIGKILL) }
             process.waitUntilExit()
             try backOffice()
         }
@@ -113,10 +108,10 @@ struct PullCrashTests {
         let last = try device()
         let deadline = Date().addingTimeInterval(45)
         while last.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        if last.isRunning { last.terminate() }
+        if last.isRunning { last.signal() }
         last.waitUntilExit()
         let lastLog = (try? String(contentsOf: logs.last!, encoding: .utf8)) ?? ""
-        #expect(last.terminationStatus == 0, "\(lastLog)")
+        #expect(last.waitUntilExit() == .exit(0), "\(lastLog)")
 
         let reader = try Outbox(path: db, forms: FormCatalog.forms, records: FormCatalog.records, transport: world.transport(workspace: "acme", principal: "ada"))
         let deliveries = try await reader.records(Delivery.all)

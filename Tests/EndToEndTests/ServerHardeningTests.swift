@@ -1,5 +1,6 @@
 import FieldForms
 import Foundation
+import FormSyncTesting
 import FormSyncClient
 import FormSyncModel
 import Testing
@@ -125,18 +126,18 @@ struct ServerHardeningTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("emfile-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "ulimit -n 64 && exec \"$0\" serve --port 0 --db \"$1\"", DemoProcessTests.formsync.path, folder.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { process.terminate() }
+        let process = try ChildProcess(
+            "/bin/sh", ["-c", "ulimit -n 64 && exec \"$0\" serve --port 0 --db \"$1\"", DemoProcessTests.formsync.path, folder.path],
+            standardOutput: .pipe, standardError: .discard)
+        defer {
+            process.signal()
+            process.waitUntilExit()
+        }
+        let output = try #require(process.output)
         // The first line reads "FormSync reference server on http://127.0.0.1:PORT".
         var text = ""
         while !text.contains("\n") {
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = output.availableData
             if chunk.isEmpty { break }
             text += String(decoding: chunk, as: UTF8.self)
         }
@@ -154,7 +155,7 @@ struct ServerHardeningTests {
         defer { close(fd) }
         Self.send(fd, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
         #expect(Self.receive(fd).contains("\"service\":\"formsync\""))
-        let threads = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
+        let threads = try String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8)
             .split(separator: "\n").first { $0.hasPrefix("Threads:") }
         #expect(Int(threads?.split(separator: "\t").last ?? "") ?? 999 < 30, "\(threads ?? "")")
     }

@@ -105,11 +105,9 @@ struct OutboxFileSafetyTests {
         #expect(kept.count == 1)
         // A process that is gone (it ran and exited) left a half-written copy and a copy whose
         // row never committed; a live process (this one's parent) has a copy in progress.
-        let dead = Process()
-        dead.executableURL = URL(fileURLWithPath: "/bin/true")
-        try dead.run()
+        let dead = try ChildProcess("/bin/true", [])
         dead.waitUntilExit()
-        let gone = dead.processIdentifier
+        let gone = dead.pid
         let live = getppid()
         let leftovers = ["x.p\(gone).blob.partial", "y.p\(gone).blob", "legacy.blob.partial"]
         for name in leftovers + ["z.p\(live).blob.partial"] {
@@ -191,11 +189,9 @@ struct OutboxFileSafetyTests {
         try await enqueueRefusedDeliveryWithAPhoto(h, outbox)
         #expect(await outbox.flush().sent == 2)
         let stash = h.path + ".stash"
-        let dead = Process()
-        dead.executableURL = URL(fileURLWithPath: "/bin/true")
-        try dead.run()
+        let dead = try ChildProcess("/bin/true", [])
         dead.waitUntilExit()
-        let leftover = stash + "/w.p\(dead.processIdentifier).blob"
+        let leftover = stash + "/w.p\(dead.pid).blob"
         try Data("photo".utf8).write(to: URL(fileURLWithPath: leftover))
         let db = try SQLiteConnection(path: h.path, create: false)
         #expect(try db.run("UPDATE items SET file_path = ? WHERE kind = 'file' AND state = 'confirmed'", [.text(leftover)]) == 1)

@@ -8,6 +8,7 @@ import FormSyncInterpreter
 import FormSyncModel
 import FormSyncServer
 import Foundation
+import FormSyncTesting
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -139,20 +140,20 @@ struct SpecEvolutionEndToEndTests {
             """.write(to: folder.appendingPathComponent("PestControlVisit.yaml"), atomically: true, encoding: .utf8)
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("formsync")
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["serve", "--port", "0", "--db", folder.appendingPathComponent("db").path, "--specs", folder.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        defer { process.terminate() }
+        let process = try ChildProcess(
+            binary.path, ["serve", "--port", "0", "--db", folder.appendingPathComponent("db").path, "--specs", folder.path], standardOutput: .pipe)
+        defer {
+            process.signal()
+            process.waitUntilExit()
+        }
+        let output = try #require(process.output)
         // Read the banner on a thread of its own: a blocking read must never hold one of the
         // concurrency pool's few threads, which the other tests running in parallel need.
         let text = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
             Thread.detachNewThread {
                 var text = ""
                 while !text.contains("access token:") {
-                    let chunk = output.fileHandleForReading.availableData
+                    let chunk = output.availableData
                     guard !chunk.isEmpty else { break }
                     text += String(decoding: chunk, as: UTF8.self)
                 }

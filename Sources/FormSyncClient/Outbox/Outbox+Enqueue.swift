@@ -33,24 +33,45 @@ extension Outbox {
         // waiting shares their fsync; one alone fsyncs at once (no hop to another thread).
         enqueueCallers.value.add(1, ordering: .relaxed)
         defer { enqueueCallers.value.subtract(1, ordering: .relaxed) }
-        return try await save(payload, attachments: attachments, documentID: documentID, creates: creates, base: base)
+        // Validating, encoding and digesting need nothing of the actor's: done here, they run
+        // beside other enqueues' commits instead of in the actor's queue.
+        let prepared = try Self.prepare(payload, base: base)
+        return try await save(payload, attachments: attachments, documentID: documentID, creates: creates, base: base, prepared: prepared)
     }
 
-    /// `enqueue` on the actor (what `edit` and `submit` call).
-    func save<P: FormPayload>(
-        _ payload: P, attachments: [Attachment] = [], documentID: String? = nil, creates: Int64? = nil,
-        base: (payload: P, version: String)? = nil
-    ) async throws -> Int64 {
+    /// A payload checked and encoded, before the actor is needed.
+    struct PreparedPayload: Sendable {
+        var json: Data
+        var baseJSON: Data?
+        var digest: Data
+    }
+
+    /// Validates `payload` (field errors before anything is queued), encodes it and its base,
+    /// and digests what identifies this exact submission.
+    nonisolated static func prepare<P: FormPayload>(_ payload: P, base: (payload: P, version: String)?) throws -> PreparedPayload {
         let errors = payload.validate()
         guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
-        guard registry[P.formName] != nil else { throw OutboxError.unknownForm(P.formName) }
-        var json = try encode(payload)
+        let json = try encode(payload)
         let baseJSON = try base.map { try encode($0.payload) }
+        let digest = digest(form: P.formName, version: P.formVersion, baseVersion: base?.version, payload: json)
+        return PreparedPayload(json: json, baseJSON: baseJSON, digest: digest)
+    }
+
+    /// `enqueue` on the actor (what `edit` and `submit` call), from a payload prepared before
+    /// the hop when there is one.
+    func save<P: FormPayload>(
+        _ payload: P, attachments: [Attachment] = [], documentID: String? = nil, creates: Int64? = nil,
+        base: (payload: P, version: String)? = nil, prepared: PreparedPayload? = nil
+    ) async throws -> Int64 {
+        let prepared = try prepared ?? Self.prepare(payload, base: base)
+        guard registry[P.formName] != nil else { throw OutboxError.unknownForm(P.formName) }
+        var json = prepared.json
+        let baseJSON = prepared.baseJSON
         let now = environment.now()
         let workspace = self.workspace
         let known = documentID != nil
         let documentID = documentID ?? environment.newID()
-        let digest = Self.digest(form: P.formName, version: P.formVersion, baseVersion: base?.version, payload: json)
+        let digest = prepared.digest
         // A document the app names may have been enqueued before; a freshly minted one cannot.
         if known, let existing = try storage({ try store.documentItem(workspace: workspace, documentID: documentID, digest: digest) }) {
             return existing
@@ -85,7 +106,7 @@ extension Outbox {
                 }
                 let measured = stored.validate()
                 guard measured.isEmpty else { throw OutboxError.invalidPayload(measured) }
-                json = try encode(stored)
+                json = try Self.encode(stored)
             }
             let endpoint = placeholders.isEmpty ? stored.endpoint : nil
             if !copies.isEmpty { CrashPoint.stashCopied.reach() }
@@ -205,7 +226,7 @@ extension Outbox {
             endpoint: nil, sends: 0)
     }
 
-    func encode<T: Encodable>(_ value: T) throws -> Data {
+    nonisolated static func encode<T: Encodable>(_ value: T) throws -> Data {
         do {
             return try FormRegistry.encode(value)
         } catch {

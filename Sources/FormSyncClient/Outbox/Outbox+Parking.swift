@@ -55,7 +55,7 @@ extension Outbox {
     public func resubmit<P: FormPayload>(_ id: Int64, with fixed: P) throws {
         let errors = fixed.validate()
         guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
-        let json = try encode(fixed)
+        let json = try Self.encode(fixed)
         let now = environment.now()
         try write(.full) {
             var row = try existing(id)
@@ -79,7 +79,7 @@ extension Outbox {
     public func resolveConflict<P: FormPayload>(_ id: Int64, with merged: P) throws {
         let errors = merged.validate()
         guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
-        let json = try encode(merged)
+        let json = try Self.encode(merged)
         let now = environment.now()
         try write(.full) {
             var row = try existing(id)

@@ -86,7 +86,7 @@ public actor Outbox {
 
     let store: OutboxStore
     /// Group commit of enqueues (see `writeDurably`).
-    let walSync: WALSync
+    package nonisolated let walSync: WALSync
     /// How many `enqueue` calls are under way (queued on the actor or running).
     nonisolated let enqueueCallers = CallerCount()
     let stash: FileStash

@@ -1,0 +1,187 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A child process started with `posix_spawn`, for tests and harnesses that run the real tool.
+///
+/// Not Foundation's `Process`: on this toolchain `Process.run()` walks `/proc/self/fd` and
+/// over-reads glibc's directory buffer when the test process has many descriptors open
+/// (swift-corelibs-foundation #5472); it crashed the suite twice. The child is told its
+/// parent's pid (`FORMSYNC_PARENT_PID`): `formsync` exits when that parent is gone, so a
+/// crashed test run leaves no server holding the runner's output pipe open.
+public final class ChildProcess: @unchecked Sendable {
+    /// Where a standard stream of the child goes.
+    public enum Stream: Sendable {
+        /// The parent's own stream.
+        case inherit
+        /// `/dev/null`.
+        case discard
+        /// A file, created or truncated, appended to (so output and errors can share it).
+        case file(String)
+        /// A pipe the parent reads (`output` / `errors`).
+        case pipe
+    }
+
+    /// How the child ended.
+    public enum Termination: Sendable, Equatable {
+        case exit(Int32)
+        case signal(Int32)
+    }
+
+    /// A child process failed to start.
+    public struct LaunchError: Error, CustomStringConvertible {
+        public var executable: String
+        public var reason: String
+        public var description: String { "cannot start \(executable): \(reason)" }
+    }
+
+    /// The child's process id.
+    public let pid: pid_t
+    /// The read end of the child's standard output, when it is `.pipe`.
+    public let output: FileHandle?
+    /// The read end of the child's standard error, when it is `.pipe`.
+    public let errors: FileHandle?
+
+    private let lock = NSLock()
+    private var ended: Termination?
+
+    /// Starts `executable` with `arguments`, the parent's environment plus `environment`, in
+    /// `directory` (the parent's when nil).
+    public init(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
+        standardOutput: Stream = .inherit, standardError: Stream = .inherit
+    ) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        var parentEnds: [Int32] = [-1, -1]
+        var childEnds: [Int32] = []
+        defer { for fd in childEnds { close(fd) } }
+        func failure(_ what: String) -> LaunchError { LaunchError(executable: executable, reason: "\(what): \(String(cString: strerror(errno)))") }
+        for (index, (stream, target)) in [(standardOutput, STDOUT_FILENO), (standardError, STDERR_FILENO)].enumerated() {
+            switch stream {
+            case .inherit:
+                break
+            case .discard:
+                posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
+            case .file(let path):
+                posix_spawn_file_actions_addopen(&actions, target, path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0o644)
+            case .pipe:
+                var ends: [Int32] = [-1, -1]
+                guard Self.pipe2(&ends, O_CLOEXEC) == 0 else {
+                    for fd in parentEnds where fd >= 0 { close(fd) }
+                    throw failure("pipe")
+                }
+                parentEnds[index] = ends[0]
+                childEnds.append(ends[1])
+                posix_spawn_file_actions_adddup2(&actions, ends[1], target)
+            }
+        }
+        if let directory { _ = Self.addChdir(&actions, directory) }
+        var merged = ProcessInfo.processInfo.environment
+        merged["FORMSYNC_PARENT_PID"] = String(getpid())
+        for (key, value) in environment { merged[key] = value }
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, executable, &actions, nil, argv, envp)
+        guard rc == 0 else {
+            for fd in parentEnds where fd >= 0 { close(fd) }
+            throw LaunchError(executable: executable, reason: String(cString: strerror(rc)))
+        }
+        pid = child
+        output = parentEnds[0] >= 0 ? FileHandle(fileDescriptor: parentEnds[0], closeOnDealloc: true) : nil
+        errors = parentEnds[1] >= 0 ? FileHandle(fileDescriptor: parentEnds[1], closeOnDealloc: true) : nil
+    }
+
+    /// Whether the child is still running (reaps it when it has ended).
+    public var isRunning: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if ended != nil { return false }
+        var status: Int32 = 0
+        let rc = waitpid(pid, &status, WNOHANG)
+        if rc == pid {
+            ended = Self.termination(status)
+            return false
+        }
+        return rc == 0
+    }
+
+    /// Blocks until the child ends; how it ended.
+    @discardableResult
+    public func waitUntilExit() -> Termination {
+        lock.lock()
+        defer { lock.unlock() }
+        if let ended { return ended }
+        var status: Int32 = 0
+        while true {
+            let rc = waitpid(pid, &status, 0)
+            if rc == pid { break }
+            if rc < 0 && errno != EINTR {
+                ended = .exit(-1)
+                return .exit(-1)
+            }
+        }
+        let result = Self.termination(status)
+        ended = result
+        return result
+    }
+
+    /// How the child ended, nil while it runs.
+    public var termination: Termination? {
+        lock.lock()
+        defer { lock.unlock() }
+        return ended
+    }
+
+    /// Sends `signal` (SIGTERM by default) unless the child has already been reaped.
+    public func signal(_ signal: Int32 = SIGTERM) {
+        lock.lock()
+        defer { lock.unlock() }
+        if ended == nil { kill(pid, signal) }
+    }
+
+    /// Runs `executable` to its end on threads of its own (never one of the concurrency pool's
+    /// few threads), with its output and errors collected.
+    public static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil
+    ) async throws -> (termination: Termination, output: String, errors: String) {
+        let child = try ChildProcess(executable, arguments, environment: environment, directory: directory, standardOutput: .pipe, standardError: .pipe)
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                final class Box: @unchecked Sendable { var data = Data() }
+                let errors = Box()
+                let done = DispatchSemaphore(value: 0)
+                Thread.detachNewThread {
+                    errors.data = child.errors?.readDataToEndOfFile() ?? Data()
+                    done.signal()
+                }
+                let output = child.output?.readDataToEndOfFile() ?? Data()
+                done.wait()
+                let termination = child.waitUntilExit()
+                continuation.resume(returning: (termination, String(decoding: output, as: UTF8.self), String(decoding: errors.data, as: UTF8.self)))
+            }
+        }
+    }
+
+    // Linux functions the Glibc module does not import (they are behind _GNU_SOURCE): looked
+    // up once. `pipe2` makes both ends close-on-exec atomically, so a pipe never leaks into
+    // another child started at the same moment (which would hold its write end open).
+    private typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
+    private typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+    private static let pipe2: Pipe2 = unsafeBitCast(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pipe2")!, to: Pipe2.self)
+    private static let addChdir: AddChdir = unsafeBitCast(
+        dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np")!, to: AddChdir.self)
+
+    private static func termination(_ status: Int32) -> Termination {
+        let signal = status & 0x7F
+        return signal == 0 ? .exit((status >> 8) & 0xFF) : .signal(signal)
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import FormSyncTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Children the tests start must never outlive them: an orphaned server holds the test
+/// runner's output pipe open, and the runner then waits for it forever (a CI timeout).
+struct ChildProcessTests {
+    /// Whether `pid` has ended (gone, or a zombie nobody reaped yet).
+    static func ended(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
+    }
+
+    @Test func aServerWhoseParentDiesExitsOnItsOwn() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orphan-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // The shell starts a server that names the shell as its parent, prints its pid and exits.
+        let run = try await ChildProcess.run("/bin/sh", [
+            "-c", "FORMSYNC_PARENT_PID=$$ \"$0\" serve --port 0 --db \"$1\" >/dev/null 2>&1 & echo $!; sleep 1; kill -0 $! && echo alive",
+            DemoProcessTests.formsync.path, folder.path,
+        ])
+        #expect(run.termination == .exit(0))
+        let lines = run.output.split(separator: "\n")
+        #expect(lines.last == "alive", "the server was not running while its parent was")
+        let pid = try #require(lines.first.flatMap { Int32($0) }, "\(run.output)")
+        let deadline = Date().addingTimeInterval(10)
+        while !Self.ended(pid) && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let ended = Self.ended(pid)
+        if !ended { kill(pid, SIGKILL) }
+        #expect(ended, "the orphaned server \(pid) was still running 10 s after its parent exited")
+    }
+
+    @Test func aChildReportsHowItEnded() async throws {
+        #expect(try await ChildProcess.run("/bin/sh", ["-c", "echo out; echo err >&2; exit 3"]) == (.exit(3), "out\n", "err\n"))
+        let sleeper = try ChildProcess("/bin/sleep", ["30"])
+        #expect(sleeper.isRunning)
+        sleeper.signal(SIGKILL)
+        #expect(sleeper.waitUntilExit() == .signal(SIGKILL))
+        #expect(!sleeper.isRunning)
+        #expect(throws: ChildProcess.LaunchError.self) { try ChildProcess("/nonexistent/formsync", []) }
+    }
+}
