@@ -92,7 +92,7 @@ final class RandomValues {
 
     func double() -> Double {
         switch int(0...4) {
-        case 0: return [0.1, -0.0, 1e-7, 1e21, 1e16, 52.123456789, -180, 5e-324, 1.7976931348623157e308][int(0...8)]
+        case 0: return [0.1, -0.0, 1e-7, 1e21, 1e16, 52.123456789, -180, Double.leastNonzeroMagnitude, Double.greatestFiniteMagnitude][int(0...8)]
         case 1: return Double(int(-1000...1000))
         case 2: return Double(int(-90_000_000...90_000_000)) / 1_000_000
         default:
