@@ -9,7 +9,7 @@ enum BenchCommand {
         usage: formsync bench generator [--specs N] [--rounds R] [--from DIR]
                formsync bench enqueue [--items N] [--rounds R]
                formsync bench cold-open [--items N] [--rounds R]
-               formsync bench outbox [--items N] [--lanes L] [--small S] [--concurrency C]
+               formsync bench outbox [--items N] [--lanes L] [--small S] [--concurrency C] [--rounds R] [--lines K]
                formsync bench http [--items N] [--concurrency C] [--rounds R]
                formsync bench server [--items N] [--concurrency C] [--rounds R]
                formsync bench load [--items N] [--slow S] [--rounds R] [--concurrency C]
@@ -30,6 +30,9 @@ enum BenchCommand {
                       transport (default 100000 over 10000), against a raw SQLite insert at the
                       same durability; the per-item flush cost is compared with a run of S items
                       (default 1000); C lanes on the wire at once (default 4, the outbox's own).
+              Both queues are enqueued once; each of R rounds (default 3) flushes fresh
+              copies of them, in alternating order. K lines per order (default 1; 10 is
+              the 2 KB order).
           http        flush N submissions (default 2000) over loopback HTTP to the embedded
                       server, against the same POSTs sent straight with URLSession at the same
                       concurrency (default 4), R rounds (default 5) interleaved, a fresh server each.
@@ -50,7 +53,7 @@ enum BenchCommand {
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta", "--megabytes", "--chunk"], flags: ["--help", "-h"])
+        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta", "--megabytes", "--chunk", "--lines"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -72,7 +75,8 @@ enum BenchCommand {
         case "outbox":
             return try await OutboxBenchmark.run(
                 items: args.integer("--items", default: 100_000, in: 1...10_000_000), lanes: args.integer("--lanes", default: 10_000, in: 1...10_000_000),
-                small: args.integer("--small", default: 1000, in: 1...10_000_000), concurrency: args.integer("--concurrency", default: 4, in: 1...256))
+                small: args.integer("--small", default: 1000, in: 1...10_000_000), concurrency: args.integer("--concurrency", default: 4, in: 1...256),
+                rounds: args.integer("--rounds", default: 3, in: 3...100), lines: args.integer("--lines", default: 1, in: 1...200))
         case "http":
             return try await HTTPBenchmark.run(
                 items: args.integer("--items", default: 2000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 4, in: 1...256),

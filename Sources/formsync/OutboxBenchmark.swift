@@ -8,56 +8,91 @@ import Foundation
 /// `formsync bench outbox`: enqueue and flush figures with the in-process transport, against a
 /// raw SQLite insert at the same durability measured in the same run.
 enum OutboxBenchmark {
-    static func run(items: Int, lanes: Int, small: Int, concurrency: Int) async throws -> Int32 {
+    static func run(items: Int, lanes: Int, small: Int, concurrency: Int, rounds: Int = 3, lines: Int = 1) async throws -> Int32 {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let sample = try FormRegistry.encode(order(customer: 1))
+        let sample = try FormRegistry.encode(order(customer: 1, lines: lines))
 
         let rawCount = min(items, 5000)
         let raw = try rawInserts(path: folder.appendingPathComponent("raw.sqlite").path, count: rawCount, payload: sample)
-        print("outbox benchmark: \(items) items over \(lanes) lanes (in-process transport, concurrency \(concurrency))")
+        print("outbox benchmark: \(items) items over \(lanes) lanes, \(lines)-line order (\(sample.count) bytes of JSON); in-process transport, concurrency \(concurrency)")
         print("  baseline: raw SQLite insert, own transaction, WAL + synchronous=FULL: \(micro(raw / Double(rawCount))) µs/item (\(rawCount) rows)")
 
+        // Both queues are built once; every round flushes fresh copies of them.
         let smallLanes = max(1, lanes * small / max(items, 1))
-        let (smallEnqueue, smallFlush) = try await measure(path: folder.appendingPathComponent("small.sqlite").path, items: small, lanes: smallLanes, concurrency: concurrency)
-        let (bigEnqueue, bigFlush) = try await measure(path: folder.appendingPathComponent("big.sqlite").path, items: items, lanes: lanes, concurrency: concurrency)
-
+        let smallPath = folder.appendingPathComponent("small.sqlite").path
+        let bigPath = folder.appendingPathComponent("big.sqlite").path
+        _ = try await enqueue(path: smallPath, items: small, lanes: smallLanes, lines: lines)
+        let bigEnqueue = try await enqueue(path: bigPath, items: items, lanes: lanes, lines: lines)
         let enqueuePerItem = bigEnqueue / Double(items)
-        print("  enqueue (validate, commit, group fdatasync): \(micro(enqueuePerItem)) µs/item, \(rate(items, bigEnqueue)) items/s; ratio to raw insert: \(ratio(enqueuePerItem, raw / Double(rawCount)))x")
-        let smallPerItem = smallFlush / Double(small)
-        let bigPerItem = bigFlush / Double(items)
-        print("  flush at \(small) items / \(smallLanes) lanes: \(micro(smallPerItem)) µs/item (\(rate(small, smallFlush)) items/s)")
-        print("  flush at \(items) items / \(lanes) lanes: \(micro(bigPerItem)) µs/item (\(rate(items, bigFlush)) items/s)")
-        print("  per-item flush cost, \(items) vs \(small): \(ratio(bigPerItem, smallPerItem))x")
-        _ = smallEnqueue
+        print("  enqueue (validate, commit, group fdatasync), measured once: \(micro(enqueuePerItem)) µs/item, \(rate(items, bigEnqueue)) items/s; ratio to raw insert: \(ratio(enqueuePerItem, raw / Double(rawCount)))x")
+
+        var smallPerItem: [Double] = []
+        var bigPerItem: [Double] = []
+        var ratios: [Double] = []
+        for round in 0..<rounds {
+            var pair = (small: 0.0, big: 0.0)
+            if round % 2 == 0 {
+                pair.small = try await flush(copyOf: smallPath, round: round, items: small, concurrency: concurrency) / Double(small)
+                pair.big = try await flush(copyOf: bigPath, round: round, items: items, concurrency: concurrency) / Double(items)
+            } else {
+                pair.big = try await flush(copyOf: bigPath, round: round, items: items, concurrency: concurrency) / Double(items)
+                pair.small = try await flush(copyOf: smallPath, round: round, items: small, concurrency: concurrency) / Double(small)
+            }
+            smallPerItem.append(pair.small)
+            bigPerItem.append(pair.big)
+            ratios.append(pair.big / pair.small)
+        }
+        func spread(_ values: [Double]) -> String {
+            "\(micro(BenchCommand.median(values))) (\(micro(values.min()!))–\(micro(values.max()!)))"
+        }
+        func rates(_ values: [Double]) -> String {
+            String(format: "%.0f (%.0f–%.0f)", 1 / BenchCommand.median(values), 1 / values.max()!, 1 / values.min()!)
+        }
+        print("  flush, µs per item and items/s, median (min–max) of \(rounds) interleaved rounds:")
+        print("    \(small) items / \(smallLanes) lanes: \(spread(smallPerItem)) µs; \(rates(smallPerItem)) items/s")
+        print("    \(items) items / \(lanes) lanes: \(spread(bigPerItem)) µs; \(rates(bigPerItem)) items/s")
+        print("  per-item flush cost, \(items) vs \(small): \(String(format: "%.2f", BenchCommand.median(bigPerItem) / BenchCommand.median(smallPerItem)))x (rounds \(String(format: "%.2f", ratios.min()!))–\(String(format: "%.2f", ratios.max()!)))")
         return 0
     }
 
-    static func order(customer: Int64) -> SalesOrder {
-        SalesOrder(
-            customerId: EntityRef(customer), orderDate: LocalDate("2026-11-30"),
-            lines: [.init(sku: "AB-1234", quantity: 2, unitPrice: Money(minorUnits: 999, currency: "EUR"))])
+    static func order(customer: Int64, lines: Int = 1) -> SalesOrder {
+        lines == 1
+            ? SalesOrder(
+                customerId: EntityRef(customer), orderDate: LocalDate("2026-11-30"),
+                lines: [.init(sku: "AB-1234", quantity: 2, unitPrice: Money(minorUnits: 999, currency: "EUR"))])
+            : EnqueueBenchmark.order(customer: customer, lines: lines)
     }
 
-    static func measure(path: String, items: Int, lanes: Int, concurrency: Int) async throws -> (enqueue: Double, flush: Double) {
-        let transport = ScriptedTransport(workspace: "bench")
-        let outbox = try Outbox(
-            path: path, forms: [SalesOrder.self], transport: transport,
-            configuration: Outbox.Configuration(concurrency: concurrency))
-        let enqueueStart = DispatchTime.now().uptimeNanoseconds
+    /// Seconds to enqueue `items` orders over `lanes` lanes into a new outbox at `path`.
+    static func enqueue(path: String, items: Int, lanes: Int, lines: Int) async throws -> Double {
+        let outbox = try Outbox(path: path, forms: [SalesOrder.self], transport: ScriptedTransport(workspace: "bench"))
+        let start = DispatchTime.now().uptimeNanoseconds
         for n in 0..<items {
-            try await outbox.enqueue(order(customer: Int64(n % lanes + 1)))
+            try await outbox.enqueue(order(customer: Int64(n % lanes + 1), lines: lines))
             if n > 0 && n % 20_000 == 0 { printError("  … \(n) enqueued") }
         }
-        let enqueue = seconds(since: enqueueStart)
-        let flushStart = DispatchTime.now().uptimeNanoseconds
+        return seconds(since: start)
+    }
+
+    /// Seconds to flush a fresh copy of the outbox at `path` (closed) through the instant transport.
+    static func flush(copyOf path: String, round: Int, items: Int, concurrency: Int) async throws -> Double {
+        let copy = path + ".round\(round)"
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + suffix) {
+            try? FileManager.default.removeItem(atPath: copy + suffix)
+            try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix)
+        }
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy + suffix) } }
+        let transport = ScriptedTransport(workspace: "bench")
+        let outbox = try Outbox(path: copy, forms: [SalesOrder.self], transport: transport, configuration: Outbox.Configuration(concurrency: concurrency))
+        let start = DispatchTime.now().uptimeNanoseconds
         let report = await outbox.flush()
-        let flush = seconds(since: flushStart)
+        let flush = seconds(since: start)
         guard report.sent == items, report.remaining == 0, transport.requests.count == items else {
             throw BenchmarkFailure(message: "flush did not deliver everything: \(report)")
         }
-        return (enqueue, flush)
+        return flush
     }
 
     /// The same JSON inserted with the C API, one `BEGIN IMMEDIATE … COMMIT` per row.

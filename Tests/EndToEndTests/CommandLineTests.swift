@@ -134,6 +134,10 @@ struct CommandLineTests {
         #expect(try await formsync("nonsense").status == 2)
         #expect(try await formsync("generate", "FormSpecs").status == 2)
         #expect(try await formsync("check", "--bogus", "FormSpecs").status == 2)
+        // Benchmark options are bounded like every other number from the command line.
+        for bad in [["--lines", "0"], ["--lines", "201"], ["--rounds", "2"], ["--lines", "9999999999999999999999"]] {
+            #expect(try await formsync(["bench", "outbox"] + bad).status == 2, "\(bad)")
+        }
         for command in ["check", "generate", "diff", "schema", "serve", "demo", "bench"] {
             let help = try await formsync(command, "--help")
             #expect(help.status == 0)
