@@ -26,14 +26,19 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// How the child ended.
     public enum Termination: Sendable, Equatable {
+        /// It exited with this status.
         case exit(Int32)
+        /// This signal ended it.
         case signal(Int32)
     }
 
     /// A child process failed to start.
     public struct LaunchError: Error, CustomStringConvertible {
+        /// The program that did not start.
         public var executable: String
+        /// Why, from the system.
         public var reason: String
+        /// "cannot start PATH: REASON".
         public var description: String { "cannot start \(executable): \(reason)" }
     }
 
