@@ -85,6 +85,9 @@ public final class ChildProcess: @unchecked Sendable {
             }
         }
         if let directory { _ = Self.addChdir(&actions, directory) }
+        // Nothing but the three standard streams reaches the child: a socket or pipe the test
+        // process opened without close-on-exec must not stay open in a server that outlives it.
+        if let closeFrom = Self.addCloseFrom { _ = closeFrom(&actions, 3) }
         var merged = ProcessInfo.processInfo.environment
         merged["FORMSYNC_PARENT_PID"] = String(getpid())
         for (key, value) in environment { merged[key] = value }
@@ -182,6 +185,10 @@ public final class ChildProcess: @unchecked Sendable {
     private typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
     private typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
     private static let pipe2: Pipe2 = unsafeBitCast(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pipe2")!, to: Pipe2.self)
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    /// glibc 2.34 and later; without it the child inherits descriptors not marked close-on-exec.
+    private static let addCloseFrom: AddCloseFrom? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+        .map { unsafeBitCast($0, to: AddCloseFrom.self) }
     private static let addChdir: AddChdir = unsafeBitCast(
         dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np")!, to: AddChdir.self)
 

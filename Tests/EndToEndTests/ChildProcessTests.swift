@@ -35,6 +35,15 @@ struct ChildProcessTests {
         #expect(ended, "the orphaned server \(pid) was still running 10 s after its parent exited")
     }
 
+    @Test func aChildGetsNoDescriptorButTheStandardStreams() async throws {
+        // Opened without close-on-exec, as a careless library might.
+        let leaky = open("/dev/null", O_RDONLY)
+        try #require(leaky > 2)
+        defer { close(leaky) }
+        let run = try await ChildProcess.run("/bin/sh", ["-c", "if [ -e /proc/$$/fd/\(leaky) ]; then echo leaked; else echo closed; fi"])
+        #expect(run.output == "closed\n")
+    }
+
     @Test func aChildReportsHowItEnded() async throws {
         #expect(try await ChildProcess.run("/bin/sh", ["-c", "echo out; echo err >&2; exit 3"]) == (.exit(3), "out\n", "err\n"))
         let sleeper = try ChildProcess("/bin/sleep", ["30"])
