@@ -133,4 +133,11 @@ struct ReadmeExamples {
         #expect(String(decoding: record.fields, as: UTF8.self).contains("gate code 4411"))
         #expect(await outbox.stateCounts()[.confirmed] == 7)
     }
+
+    @Test func theREADMEChildProcessExampleRunsTheTool() async throws {
+        let formsyncPath = DemoProcessTests.formsync.path
+        let packageRoot = ReadmeTests.root.path
+        let run = try await ChildProcess.run(formsyncPath, ["check", "FormSpecs"], directory: packageRoot)
+        #expect(run.termination == .exit(0), "\(run.errors)")
+    }
 }
