@@ -86,38 +86,14 @@ public struct CustomerUpdate: FormPayload, JSONWritable {
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
     public func writeJSON(to output: inout JSONOutput) throws {
         output.beginObject()
-        if let value = self.acceptsCash {
-            output.key("accepts_cash")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.creditLimit {
-            output.key("credit_limit")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.customerId {
-            output.key("customer_id")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.email {
-            output.key("email")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.name {
-            output.key("name")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.phone {
-            output.key("phone")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.segment {
-            output.key("segment")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.tradeName {
-            output.key("trade_name")
-            try value.writeJSON(to: &output)
-        }
+        try output.member("accepts_cash", self.acceptsCash)
+        try output.member("credit_limit", self.creditLimit)
+        try output.member("customer_id", self.customerId)
+        try output.member("email", self.email)
+        try output.member("name", self.name)
+        try output.member("phone", self.phone)
+        try output.member("segment", self.segment)
+        try output.member("trade_name", self.tradeName)
         output.endObject()
     }
 

@@ -92,34 +92,13 @@ public struct Delivery: SyncRecord, JSONWritable {
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
     public func writeJSON(to output: inout JSONOutput) throws {
         output.beginObject()
-        if let value = self.address {
-            output.key("address")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.codAmount {
-            output.key("cod_amount")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.courierId {
-            output.key("courier_id")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.notes {
-            output.key("notes")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.recipient {
-            output.key("recipient")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.status {
-            output.key("status")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.stopOrder {
-            output.key("stop_order")
-            try value.writeJSON(to: &output)
-        }
+        try output.member("address", self.address)
+        try output.member("cod_amount", self.codAmount)
+        try output.member("courier_id", self.courierId)
+        try output.member("notes", self.notes)
+        try output.member("recipient", self.recipient)
+        try output.member("status", self.status)
+        try output.member("stop_order", self.stopOrder)
         output.endObject()
     }
 

@@ -95,40 +95,15 @@ public struct DeliveryConfirmation: FormPayload, JSONWritable {
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
     public func writeJSON(to output: inout JSONOutput) throws {
         output.beginObject()
-        if let value = self.codAmount {
-            output.key("cod_amount")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.deliveredAt {
-            output.key("delivered_at")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.deliveryId {
-            output.key("delivery_id")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.leftWithNeighbour {
-            output.key("left_with_neighbour")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.note {
-            output.key("note")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.outcome {
-            output.key("outcome")
-            try value.writeJSON(to: &output)
-        }
-        output.key("proof_photos")
-        try self.proofPhotos.writeJSON(to: &output)
-        if let value = self.recipientName {
-            output.key("recipient_name")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.signature {
-            output.key("signature")
-            try value.writeJSON(to: &output)
-        }
+        try output.member("cod_amount", self.codAmount)
+        try output.member("delivered_at", self.deliveredAt)
+        try output.member("delivery_id", self.deliveryId)
+        try output.member("left_with_neighbour", self.leftWithNeighbour)
+        try output.member("note", self.note)
+        try output.member("outcome", self.outcome)
+        try output.member("proof_photos", self.proofPhotos)
+        try output.member("recipient_name", self.recipientName)
+        try output.member("signature", self.signature)
         output.endObject()
     }
 

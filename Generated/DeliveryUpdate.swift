@@ -49,18 +49,9 @@ public struct DeliveryUpdate: FormPayload, JSONWritable {
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
     public func writeJSON(to output: inout JSONOutput) throws {
         output.beginObject()
-        if let value = self.deliveryId {
-            output.key("delivery_id")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.notes {
-            output.key("notes")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.recipient {
-            output.key("recipient")
-            try value.writeJSON(to: &output)
-        }
+        try output.member("delivery_id", self.deliveryId)
+        try output.member("notes", self.notes)
+        try output.member("recipient", self.recipient)
         output.endObject()
     }
 

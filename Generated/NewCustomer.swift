@@ -98,46 +98,16 @@ public struct NewCustomer: FormPayload, JSONWritable {
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
     public func writeJSON(to output: inout JSONOutput) throws {
         output.beginObject()
-        if let value = self.acceptsCash {
-            output.key("accepts_cash")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.email {
-            output.key("email")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.name {
-            output.key("name")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.openedOn {
-            output.key("opened_on")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.referredBy {
-            output.key("referred_by")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.segment {
-            output.key("segment")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.shopFront {
-            output.key("shop_front")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.shopLocation {
-            output.key("shop_location")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.taxId {
-            output.key("tax_id")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.tradeName {
-            output.key("trade_name")
-            try value.writeJSON(to: &output)
-        }
+        try output.member("accepts_cash", self.acceptsCash)
+        try output.member("email", self.email)
+        try output.member("name", self.name)
+        try output.member("opened_on", self.openedOn)
+        try output.member("referred_by", self.referredBy)
+        try output.member("segment", self.segment)
+        try output.member("shop_front", self.shopFront)
+        try output.member("shop_location", self.shopLocation)
+        try output.member("tax_id", self.taxId)
+        try output.member("trade_name", self.tradeName)
         output.endObject()
     }
 

@@ -65,22 +65,10 @@ public struct SalesOrder: FormPayload, JSONWritable {
         /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
         public func writeJSON(to output: inout JSONOutput) throws {
             output.beginObject()
-            if let value = self.note {
-                output.key("note")
-                try value.writeJSON(to: &output)
-            }
-            if let value = self.quantity {
-                output.key("quantity")
-                try value.writeJSON(to: &output)
-            }
-            if let value = self.sku {
-                output.key("sku")
-                try value.writeJSON(to: &output)
-            }
-            if let value = self.unitPrice {
-                output.key("unit_price")
-                try value.writeJSON(to: &output)
-            }
+            try output.member("note", self.note)
+            try output.member("quantity", self.quantity)
+            try output.member("sku", self.sku)
+            try output.member("unit_price", self.unitPrice)
             output.endObject()
         }
 
@@ -219,40 +207,15 @@ public struct SalesOrder: FormPayload, JSONWritable {
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
     public func writeJSON(to output: inout JSONOutput) throws {
         output.beginObject()
-        if let value = self.creditLimit {
-            output.key("credit_limit")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.customerId {
-            output.key("customer_id")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.customerReference {
-            output.key("customer_reference")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.deliveryWindow {
-            output.key("delivery_window")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.discountPercent {
-            output.key("discount_percent")
-            try value.writeJSON(to: &output)
-        }
-        output.key("lines")
-        try self.lines.writeJSON(to: &output)
-        if let value = self.orderDate {
-            output.key("order_date")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.paymentTermsDays {
-            output.key("payment_terms_days")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.signedByCustomer {
-            output.key("signed_by_customer")
-            try value.writeJSON(to: &output)
-        }
+        try output.member("credit_limit", self.creditLimit)
+        try output.member("customer_id", self.customerId)
+        try output.member("customer_reference", self.customerReference)
+        try output.member("delivery_window", self.deliveryWindow)
+        try output.member("discount_percent", self.discountPercent)
+        try output.member("lines", self.lines)
+        try output.member("order_date", self.orderDate)
+        try output.member("payment_terms_days", self.paymentTermsDays)
+        try output.member("signed_by_customer", self.signedByCustomer)
         output.endObject()
     }
 

@@ -74,30 +74,12 @@ public struct Site: SyncRecord, JSONWritable {
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
     public func writeJSON(to output: inout JSONOutput) throws {
         output.beginObject()
-        if let value = self.address {
-            output.key("address")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.code {
-            output.key("code")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.lastInspectedOn {
-            output.key("last_inspected_on")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.location {
-            output.key("location")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.name {
-            output.key("name")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.responsibleId {
-            output.key("responsible_id")
-            try value.writeJSON(to: &output)
-        }
+        try output.member("address", self.address)
+        try output.member("code", self.code)
+        try output.member("last_inspected_on", self.lastInspectedOn)
+        try output.member("location", self.location)
+        try output.member("name", self.name)
+        try output.member("responsible_id", self.responsibleId)
         output.endObject()
     }
 

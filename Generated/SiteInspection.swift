@@ -81,18 +81,9 @@ public struct SiteInspection: FormPayload, JSONWritable {
             /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
             public func writeJSON(to output: inout JSONOutput) throws {
                 output.beginObject()
-                if let value = self.label {
-                    output.key("label")
-                    try value.writeJSON(to: &output)
-                }
-                if let value = self.unit {
-                    output.key("unit")
-                    try value.writeJSON(to: &output)
-                }
-                if let value = self.value {
-                    output.key("value")
-                    try value.writeJSON(to: &output)
-                }
+                try output.member("label", self.label)
+                try output.member("unit", self.unit)
+                try output.member("value", self.value)
                 output.endObject()
             }
 
@@ -204,26 +195,12 @@ public struct SiteInspection: FormPayload, JSONWritable {
         /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
         public func writeJSON(to output: inout JSONOutput) throws {
             output.beginObject()
-            if let value = self.followUpBy {
-                output.key("follow_up_by")
-                try value.writeJSON(to: &output)
-            }
-            if let value = self.followUpNeeded {
-                output.key("follow_up_needed")
-                try value.writeJSON(to: &output)
-            }
-            output.key("measurements")
-            try self.measurements.writeJSON(to: &output)
-            output.key("photos")
-            try self.photos.writeJSON(to: &output)
-            if let value = self.severity {
-                output.key("severity")
-                try value.writeJSON(to: &output)
-            }
-            if let value = self.title {
-                output.key("title")
-                try value.writeJSON(to: &output)
-            }
+            try output.member("follow_up_by", self.followUpBy)
+            try output.member("follow_up_needed", self.followUpNeeded)
+            try output.member("measurements", self.measurements)
+            try output.member("photos", self.photos)
+            try output.member("severity", self.severity)
+            try output.member("title", self.title)
             output.endObject()
         }
 
@@ -400,50 +377,18 @@ public struct SiteInspection: FormPayload, JSONWritable {
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
     public func writeJSON(to output: inout JSONOutput) throws {
         output.beginObject()
-        if let value = self.arrivalTime {
-            output.key("arrival_time")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.audioNote {
-            output.key("audio_note")
-            try value.writeJSON(to: &output)
-        }
-        output.key("findings")
-        try self.findings.writeJSON(to: &output)
-        output.key("hazards")
-        try self.hazards.writeJSON(to: &output)
-        if let value = self.inspectorId {
-            output.key("inspector_id")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.location {
-            output.key("location")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.overallSeverity {
-            output.key("overall_severity")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.reportFile {
-            output.key("report_file")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.siteCode {
-            output.key("site_code")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.temperatureCelsius {
-            output.key("temperature_celsius")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.visitDate {
-            output.key("visit_date")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.walkthroughVideo {
-            output.key("walkthrough_video")
-            try value.writeJSON(to: &output)
-        }
+        try output.member("arrival_time", self.arrivalTime)
+        try output.member("audio_note", self.audioNote)
+        try output.member("findings", self.findings)
+        try output.member("hazards", self.hazards)
+        try output.member("inspector_id", self.inspectorId)
+        try output.member("location", self.location)
+        try output.member("overall_severity", self.overallSeverity)
+        try output.member("report_file", self.reportFile)
+        try output.member("site_code", self.siteCode)
+        try output.member("temperature_celsius", self.temperatureCelsius)
+        try output.member("visit_date", self.visitDate)
+        try output.member("walkthrough_video", self.walkthroughVideo)
         output.endObject()
     }
 

@@ -49,14 +49,8 @@ public struct Technician: SyncRecord, JSONWritable {
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
     public func writeJSON(to output: inout JSONOutput) throws {
         output.beginObject()
-        if let value = self.name {
-            output.key("name")
-            try value.writeJSON(to: &output)
-        }
-        if let value = self.phone {
-            output.key("phone")
-            try value.writeJSON(to: &output)
-        }
+        try output.member("name", self.name)
+        try output.member("phone", self.phone)
         output.endObject()
     }
 

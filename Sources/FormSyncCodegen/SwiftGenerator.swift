@@ -177,7 +177,7 @@ public enum SwiftGenerator {
             }
         }
         w.line()
-        emitWriteJSON(fields: fields, scope: scope, into: &w)
+        emitWriteJSON(fields: fields, into: &w)
         w.line()
         emitValidate(fields: fields, scope: scope, root: root, into: &w)
         w.line()
@@ -193,21 +193,12 @@ public enum SwiftGenerator {
     /// `writeJSON(to:)`: the bytes `encode(to:)` gives under `FormRegistry.encode`, members in
     /// the encoder's sorted order (byte order of the names, which are ASCII), absent optionals
     /// left out as `encodeIfPresent` leaves them.
-    static func emitWriteJSON(fields: [FieldDefinition], scope: Scope, into w: inout CodeWriter) {
+    static func emitWriteJSON(fields: [FieldDefinition], into w: inout CodeWriter) {
         w.doc("Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.")
         w.block("public func writeJSON(to output: inout JSONOutput) throws") { w in
             w.line("output.beginObject()")
             for field in fields.sorted(by: { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }) {
-                let n = name(field)
-                if swiftType(field, scope).isArray {
-                    w.line("output.key(\(swiftLiteral(field.name)))")
-                    w.line("try self.\(n).writeJSON(to: &output)")
-                } else {
-                    w.block("if let value = self.\(n)") { w in
-                        w.line("output.key(\(swiftLiteral(field.name)))")
-                        w.line("try value.writeJSON(to: &output)")
-                    }
-                }
+                w.line("try output.member(\(swiftLiteral(field.name)), self.\(name(field)))")
             }
             w.line("output.endObject()")
         }

@@ -83,7 +83,9 @@ package struct JSONObjectSlices: Sendable, Equatable {
         var out = Data("{".utf8)
         for (offset, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
             if offset > 0 { out.append(0x2C) }
-            out.append((try? JSONEncoder().encode(member.key)) ?? Data("\"\"".utf8))
+            var key = JSONOutput(capacity: member.key.utf8.count + 2)
+            key.string(member.key)
+            out.append(contentsOf: key.bytes)
             out.append(0x3A)
             out.append(member.value)
         }

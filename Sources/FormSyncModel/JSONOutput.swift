@@ -3,7 +3,8 @@ import Foundation
 /// A JSON byte buffer that generated payloads write themselves into, producing exactly the
 /// bytes `FormRegistry.encode` (a `JSONEncoder` with sorted keys and unescaped slashes) would,
 /// without building the encoder's boxed tree. The outbox digests and stores these bytes, so they
-/// must not change between releases: `JSONOutputTests` compares them with `JSONEncoder`'s.
+/// must not change between releases: `JSONWriterEquivalenceTests` compares them with
+/// `JSONEncoder`'s.
 public struct JSONOutput: Sendable {
     /// The bytes written so far.
     public private(set) var bytes: [UInt8] = []
@@ -75,25 +76,24 @@ public struct JSONOutput: Sendable {
 
     /// An integer, in decimal.
     public mutating func integer(_ value: Int64) {
-        if value == 0 {
-            bytes.append(UInt8(ascii: "0"))
-            return
-        }
-        // The magnitude as UInt64, so that Int64.min does not trap.
-        var magnitude = value.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 20 digits at most
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            while magnitude > 0 {
-                buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            }
-        }
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        withUnsafeBytes(of: &digits) { buffer in
-            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
-        }
+        // The magnitude as UInt64, so that Int64.min does not trap; digits come least
+        // significant first and are turned round in place.
+        var magnitude = value.magnitude
+        let start = bytes.count
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        bytes[start...].reverse()
+    }
+
+    /// A member `name` with `value`, left out when `value` is nil (as `encodeIfPresent` does).
+    @inlinable
+    public mutating func member<Value: JSONWritable>(_ name: String, _ value: Value?) throws {
+        guard let value else { return }
+        key(name)
+        try value.writeJSON(to: &self)
     }
 
     /// `true` or `false`.

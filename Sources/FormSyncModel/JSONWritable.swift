@@ -59,10 +59,8 @@ extension Money: JSONWritable {
     /// Writes `{"currency":…,"minor_units":…}`.
     public func writeJSON(to output: inout JSONOutput) throws {
         output.beginObject()
-        output.key("currency")
-        output.string(currency)
-        output.key("minor_units")
-        output.integer(minorUnits)
+        try output.member("currency", currency)
+        try output.member("minor_units", minorUnits)
         output.endObject()
     }
 }
@@ -71,14 +69,9 @@ extension GeoPoint: JSONWritable {
     /// Writes `{"accuracy":…,"latitude":…,"longitude":…}`, without `accuracy` when unknown.
     public func writeJSON(to output: inout JSONOutput) throws {
         output.beginObject()
-        if let accuracy {
-            output.key("accuracy")
-            try output.double(accuracy)
-        }
-        output.key("latitude")
-        try output.double(latitude)
-        output.key("longitude")
-        try output.double(longitude)
+        try output.member("accuracy", accuracy)
+        try output.member("latitude", latitude)
+        try output.member("longitude", longitude)
         output.endObject()
     }
 }
@@ -87,16 +80,9 @@ extension FileRef: JSONWritable {
     /// Writes `{"byte_count":…,"content_type":…,"id":…}`, without the parts not yet known.
     public func writeJSON(to output: inout JSONOutput) throws {
         output.beginObject()
-        if let byteCount {
-            output.key("byte_count")
-            output.integer(byteCount)
-        }
-        if let contentType {
-            output.key("content_type")
-            output.string(contentType)
-        }
-        output.key("id")
-        output.integer(id)
+        try output.member("byte_count", byteCount)
+        try output.member("content_type", contentType)
+        try output.member("id", id)
         output.endObject()
     }
 }

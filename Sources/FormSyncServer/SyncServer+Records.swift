@@ -330,7 +330,7 @@ extension SyncServer {
     }
 
     static func jsonString(_ text: String) -> Data {
-        (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8)
+        Data(jsonString(text).utf8)
     }
 
     /// Cursors are opaque to devices: `c1.` and a sequence number.

@@ -604,21 +604,11 @@ public final class SyncServer: @unchecked Sendable {
 
     static func etag(_ version: Int) -> String { "\"\(version)\"" }
 
-    /// `value` as a JSON string, escaped as JSONSerialization escapes it (slashes left alone).
+    /// `value` as a JSON string, escaped as every stored payload is (`JSONOutput`).
     static func jsonString(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        var out = JSONOutput(capacity: value.utf8.count + 2)
+        out.string(value)
+        return String(decoding: out.bytes, as: UTF8.self)
     }
 
     /// `DeliveryConfirmation; version=3`.
