@@ -44,6 +44,17 @@ struct ChildProcessTests {
         #expect(run.output == "closed\n")
     }
 
+    @Test func aParentPidThatIsNotTheParentEndsTheToolAndGarbageIsIgnored() async throws {
+        let tool = DemoProcessTests.formsync.path
+        // Not its parent: it exits at once (70) rather than outlive whoever set it.
+        let stranger = try await ChildProcess.run(tool, ["--version"], environment: ["FORMSYNC_PARENT_PID": "999999999"])
+        #expect(stranger.termination == .exit(70))
+        for garbage in ["", "1", "0", "-5", "abc", "99999999999999999999"] {
+            let run = try await ChildProcess.run(tool, ["--version"], environment: ["FORMSYNC_PARENT_PID": garbage])
+            #expect(run.termination == .exit(0), "FORMSYNC_PARENT_PID=\(garbage): \(run.errors)")
+        }
+    }
+
     @Test func aChildReportsHowItEnded() async throws {
         #expect(try await ChildProcess.run("/bin/sh", ["-c", "echo out; echo err >&2; exit 3"]) == (.exit(3), "out\n", "err\n"))
         let sleeper = try ChildProcess("/bin/sleep", ["30"])

@@ -47,6 +47,16 @@ struct JSONWriterEquivalenceTests {
         #expect(types == FormCatalog.forms.count + FormCatalog.records.count)
     }
 
+    @Test func numbersJSONCannotHoldAreRefusedAsTheEncoderRefusesThem() throws {
+        for bad in [Double.nan, .infinity, -.infinity] {
+            let inspection = SiteInspection(location: GeoPoint(latitude: bad, longitude: 9.1))
+            #expect(throws: EncodingError.self) { try FormRegistry.encode(inspection) }
+            #expect(throws: EncodingError.self) { try Self.encoderBytes(inspection) }
+        }
+        var output = JSONOutput()
+        #expect(throws: EncodingError.self) { try output.decimal(Decimal.nan) }
+    }
+
     @Test func theRandomPayloadsReachEveryKindOfValue() throws {
         // The comparison above proves little if the payloads are empty: count what they held.
         let source = RandomValues(seed: 7)
