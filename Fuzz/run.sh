@@ -23,7 +23,7 @@ case "$target" in
     cp -n FormSpecs/*.yaml Tests/FormSpecTests/BrokenSpecs/*.yaml "$work/corpus/" 2>/dev/null || true
     ;;
   json)
-    sources=(Sources/FormSyncModel/JSONObjectSlices.swift Fuzz/json/Entry.swift)
+    sources=(Sources/FormSyncModel/JSONObjectSlices.swift Sources/FormSyncModel/JSONOutput.swift Fuzz/json/Entry.swift)
     flags=()
     cp -n Fuzz/seeds/json/* "$work/corpus/" 2>/dev/null || true
     ;;

@@ -88,14 +88,6 @@ public struct JSONOutput: Sendable {
         bytes[start...].reverse()
     }
 
-    /// A member `name` with `value`, left out when `value` is nil (as `encodeIfPresent` does).
-    @inlinable
-    public mutating func member<Value: JSONWritable>(_ name: String, _ value: Value?) throws {
-        guard let value else { return }
-        key(name)
-        try value.writeJSON(to: &self)
-    }
-
     /// `true` or `false`.
     public mutating func boolean(_ value: Bool) {
         bytes.append(contentsOf: value ? Self.trueBytes : Self.falseBytes)

@@ -8,6 +8,16 @@ public protocol JSONWritable {
     func writeJSON(to output: inout JSONOutput) throws
 }
 
+extension JSONOutput {
+    /// A member `name` with `value`, left out when `value` is nil (as `encodeIfPresent` does).
+    @inlinable
+    public mutating func member<Value: JSONWritable>(_ name: String, _ value: Value?) throws {
+        guard let value else { return }
+        key(name)
+        try value.writeJSON(to: &self)
+    }
+}
+
 extension JSONWritable where Self: RawRepresentable, RawValue == String {
     /// A string-backed choice writes its raw value.
     public func writeJSON(to output: inout JSONOutput) throws { output.string(rawValue) }
