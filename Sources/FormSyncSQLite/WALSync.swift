@@ -142,12 +142,42 @@ package final class WALSync: @unchecked Sendable {
         #endif
     }
 
+    /// The device and inode of `path`. On Linux this asks `statx` for the inode alone: a
+    /// `stat` also reads the timestamps, and on a kernel with fine-grained timestamps (6.13 and
+    /// later) that makes the next write of the log change its mtime, so that every fsync also
+    /// wrote the inode (a second synchronous I/O, 10 % of an enqueue's CPU in `perf`).
+    package static func identity(of path: String) -> (device: UInt64, inode: UInt64)? {
+        #if os(Linux)
+            if let statx = statxFunction {
+                // struct statx: stx_mask at 0, stx_ino at 32, stx_dev_major/minor at 136/140.
+                var buffer = [UInt64](repeating: 0, count: 32)
+                let answer = buffer.withUnsafeMutableBytes { raw -> (device: UInt64, inode: UInt64)? in
+                    guard statx(AT_FDCWD, path, 0, statxInode, raw.baseAddress!) == 0 else { return nil }
+                    guard raw.load(fromByteOffset: 0, as: UInt32.self) & statxInode != 0 else { return nil }
+                    let major = UInt64(raw.load(fromByteOffset: 136, as: UInt32.self))
+                    let minor = UInt64(raw.load(fromByteOffset: 140, as: UInt32.self))
+                    return (major << 32 | minor, raw.load(fromByteOffset: 32, as: UInt64.self))
+                }
+                if let answer { return answer }
+                if errno != ENOSYS && errno != EINVAL && errno != EPERM { return nil }
+            }
+        #endif
+        var current = stat()
+        guard stat(path, &current) == 0 else { return nil }
+        return (UInt64(current.st_dev), UInt64(current.st_ino))
+    }
+
+    #if os(Linux)
+        private typealias Statx = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UInt32, UnsafeMutableRawPointer) -> Int32
+        /// glibc's `statx` (2.28 and later), which the Swift overlay does not import.
+        private static let statxFunction: Statx? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "statx").map { unsafeBitCast($0, to: Statx.self) }
+        private static let statxInode: UInt32 = 0x100
+    #endif
+
     /// fsyncs the log. The descriptor is opened on first use (the directory is fsynced then, so
     /// the log's own directory entry is durable too) and reopened if the log was replaced.
     private func fsyncLog() -> Result<Void, Failure> {
-        var current = stat()
-        guard stat(walPath, &current) == 0 else { return .failure(Failure(path: walPath, reason: "stat: \(String(cString: strerror(errno)))")) }
-        let now = (device: UInt64(current.st_dev), inode: UInt64(current.st_ino))
+        guard let now = Self.identity(of: walPath) else { return .failure(Failure(path: walPath, reason: "stat: \(String(cString: strerror(errno)))")) }
         if descriptor < 0 || identity?.device != now.device || identity?.inode != now.inode {
             if descriptor >= 0 { close(descriptor) }
             descriptor = open(walPath, O_RDWR | O_CLOEXEC)

@@ -7,7 +7,7 @@ import Foundation
 enum BenchCommand {
     static let help = """
         usage: formsync bench generator [--specs N] [--rounds R] [--from DIR]
-               formsync bench enqueue [--items N] [--rounds R]
+               formsync bench enqueue [--items N] [--rounds R] [--parts sequential,concurrent,naive]
                formsync bench cold-open [--items N] [--rounds R]
                formsync bench outbox [--items N] [--lanes L] [--small S] [--concurrency C] [--rounds R] [--lines K]
                formsync bench http [--items N] [--concurrency C] [--rounds R]
@@ -22,6 +22,7 @@ enum BenchCommand {
                       against raw single-row FULL commits of the same bytes, R rounds (default 5)
                       interleaved; then 4 concurrent enqueuers; then a naive queue (one JSON
                       array in one file, rewritten per change) at 100, 1k and 10k queued items.
+                      --parts runs only the named ones (for a profile of one part).
           cold-open   an app started with N queued 2 KB orders (default 100000): a fresh process
                       opens the outbox and flushes until the first request leaves (ms, peak RSS),
                       against a fresh process that opens the file with the C API and reads the
@@ -53,7 +54,7 @@ enum BenchCommand {
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta", "--megabytes", "--chunk", "--lines"], flags: ["--help", "-h"])
+        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta", "--megabytes", "--chunk", "--lines", "--parts"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -65,7 +66,8 @@ enum BenchCommand {
                 from: args.values["--from"] ?? "FormSpecs")
         case "enqueue":
             return try await EnqueueBenchmark.run(
-                items: args.integer("--items", default: 1000, in: 1...1_000_000), rounds: args.integer("--rounds", default: 5, in: 3...100))
+                items: args.integer("--items", default: 1000, in: 1...1_000_000), rounds: args.integer("--rounds", default: 5, in: 3...100),
+                parts: EnqueueBenchmark.parts(args.values["--parts"]))
         case "cold-open":
             return try await ColdOpenBenchmark.run(
                 items: args.integer("--items", default: 100_000, in: 1...10_000_000), rounds: args.integer("--rounds", default: 5, in: 3...100))

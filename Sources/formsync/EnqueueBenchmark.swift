@@ -26,7 +26,24 @@ enum EnqueueBenchmark {
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
-    static func run(items: Int, rounds: Int) async throws -> Int32 {
+    /// The benchmark's three parts; `--parts` names a comma-separated subset.
+    enum Part: String, CaseIterable {
+        case sequential, concurrent, naive
+    }
+
+    static func parts(_ text: String?) throws -> Set<Part> {
+        guard let text else { return Set(Part.allCases) }
+        var parts: Set<Part> = []
+        for name in text.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let part = Part(rawValue: String(name)) else {
+                throw UsageError("--parts takes a comma-separated list of sequential, concurrent and naive, not \"\(text.prefix(80))\"")
+            }
+            parts.insert(part)
+        }
+        return parts
+    }
+
+    static func run(items: Int, rounds: Int, parts: Set<Part> = Set(Part.allCases)) async throws -> Int32 {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -37,7 +54,7 @@ enum EnqueueBenchmark {
             file += 1
             return folder.appendingPathComponent("db\(file).sqlite").path
         }
-        for (label, sample) in orders {
+        for (label, sample) in orders where parts.contains(.sequential) {
             let bytes = try FormRegistry.encode(sample)
             var raw: [Double] = []
             var enqueue: [Double] = []
@@ -61,9 +78,15 @@ enum EnqueueBenchmark {
             print("    enqueue rate / raw rate: \(ratio(median(raw) / median(enqueue))) (per round \(ratio(ratios.min()!))–\(ratio(ratios.max()!)))")
         }
 
-        // Concurrent enqueue: 4 tasks into one outbox, against the raw sequential commit.
         let (_, big) = orders[1]
         let bytes = try FormRegistry.encode(big)
+        if parts.contains(.concurrent) { try await concurrent(items: items, rounds: rounds, big: big, bytes: bytes, path: path) }
+        if parts.contains(.naive) { try await naive(big: big, bytes: bytes, path: path) }
+        return 0
+    }
+
+    /// Concurrent enqueue: 4 tasks into one outbox, against the raw sequential commit.
+    static func concurrent(items: Int, rounds: Int, big: SalesOrder, bytes: Data, path: () -> String) async throws {
         var raw: [Double] = []
         var concurrent: [Double] = []
         var sharing: [Double] = []
@@ -83,7 +106,10 @@ enum EnqueueBenchmark {
         }
         print("  10-line order, enqueue from 4 concurrent tasks: \(spread(concurrent)); rate / raw sequential rate: \(ratio(median(raw) / median(concurrent))); commits per log fsync \(String(format: "%.2f", median(sharing))); CPU per item (all threads, user + system) \(spread(cpu))")
 
-        // The naive queue against the outbox, per operation, as the queue grows.
+    }
+
+    /// The naive queue against the outbox, per operation, as the queue grows.
+    static func naive(big: SalesOrder, bytes: Data, path: () -> String) async throws {
         print("  naive queue (one JSON array in one file, rewritten + fsynced per change) against the outbox, 10-line order, µs per operation:")
         print("    queued   naive add   naive remove   outbox enqueue   outbox send+confirm (instant transport)")
         for size in [100, 1000, 10_000] {
@@ -101,7 +127,6 @@ enum EnqueueBenchmark {
             }
             print("    \(String(size).padding(toLength: 8, withPad: " ", startingAt: 0)) \(micro(median(naiveAdd)).padding(toLength: 11, withPad: " ", startingAt: 0)) \(micro(median(naiveRemove)).padding(toLength: 14, withPad: " ", startingAt: 0)) \(micro(median(outboxAdd)).padding(toLength: 16, withPad: " ", startingAt: 0)) \(micro(median(outboxFlush)))")
         }
-        return 0
     }
 
     static func order(customer: Int64, lines: Int) -> SalesOrder {

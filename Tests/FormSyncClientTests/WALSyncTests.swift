@@ -92,4 +92,43 @@ struct WALSyncTests {
         // that succeeds proves nothing about them, so the syncer stays failed.
         #expect(throws: WALSync.Failure.self) { try wal.waitDurable(through: try commit(db)) }
     }
+
+    @Test func theLogsIdentityIsItsDeviceAndInodeAsStatSeesThem() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("walsync-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.appendingPathComponent("log").path
+        #expect(WALSync.identity(of: path) == nil, "a missing file has no identity")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("one".utf8)))
+        let first = try #require(WALSync.identity(of: path))
+        var info = stat()
+        #expect(stat(path, &info) == 0)
+        #expect(first.inode == UInt64(info.st_ino))
+        #expect(WALSync.identity(of: path)?.device == first.device)
+        #expect(FileManager.default.createFile(atPath: path + ".new", contents: Data("two".utf8)))
+        #expect(rename(path + ".new", path) == 0)
+        let second = try #require(WALSync.identity(of: path))
+        #expect(second.inode != first.inode, "a replaced file is another file")
+        #expect(second.device == first.device)
+    }
+
+    @Test func aReplacedLogIsReopenedBeforeItIsSynced() throws {
+        let (db, path) = try database()
+        let synced = Mutex<[UInt64]>([])
+        let wal = WALSync(databasePath: path) { descriptor in
+            var info = stat()
+            fstat(descriptor, &info)
+            synced.withLock { $0.append(UInt64(info.st_ino)) }
+            return WALSync.dataSync(descriptor)
+        }
+        try wal.waitDurable(through: try commit(db))
+        // Another log takes the old one's place (as when the last connection closed and a new
+        // one made a fresh log): the syncer must fsync the file that is there now.
+        #expect(rename(path + "-wal", path + "-wal.old") == 0)
+        #expect(FileManager.default.createFile(atPath: path + "-wal", contents: Data()))
+        let replaced = try #require(WALSync.identity(of: path + "-wal"))
+        try wal.waitDurable(through: db.commitCount + 1)
+        #expect(synced.withLock { $0 }.count == 2)
+        #expect(synced.withLock { $0 }.last == replaced.inode)
+        #expect(synced.withLock { $0 }.first != replaced.inode)
+    }
 }
