@@ -16,13 +16,17 @@ public struct FormRegistry: Sendable {
         package let placeholders: @Sendable (Data) throws -> [Int64]
         package let remap: @Sendable (Data, [Int64: Int64]) throws -> (payload: Data, endpoint: String)
         package let merge: @Sendable (Data, Data, Data) throws -> (merged: Data, conflicts: [FieldConflict])
+        /// `admit` from one decoding (generated forms); nil composes the closures above.
+        let admitting: (@Sendable (Data) throws -> Admission)?
 
         package init(
             name: String, version: Int, recordAction: RecordAction?, upgrades: [FormUpgrade],
             decodeAndValidate: @escaping @Sendable (Data) throws -> [FieldError], placeholders: @escaping @Sendable (Data) throws -> [Int64],
             remap: @escaping @Sendable (Data, [Int64: Int64]) throws -> (payload: Data, endpoint: String),
-            merge: @escaping @Sendable (Data, Data, Data) throws -> (merged: Data, conflicts: [FieldConflict])
+            merge: @escaping @Sendable (Data, Data, Data) throws -> (merged: Data, conflicts: [FieldConflict]),
+            admitting: (@Sendable (Data) throws -> Admission)? = nil
         ) {
+            self.admitting = admitting
             self.name = name
             self.version = version
             self.recordAction = recordAction
@@ -41,6 +45,28 @@ public struct FormRegistry: Sendable {
         /// Decodes and validates; a payload that does not decode yields one error per decoding problem.
         public func validate(_ json: Data) -> [FieldError] {
             FieldError.validating { try decodeAndValidate(json) }
+        }
+
+        /// What a server checks before it accepts a submission, in this order: the field
+        /// errors (a payload that does not decode yields its decoding problem), then the
+        /// placeholder ids it still holds, then its canonical bytes and endpoint.
+        package enum Admission: Sendable {
+            case invalid([FieldError])
+            case holdsPlaceholders([Int64])
+            case admitted(payload: Data, endpoint: String)
+        }
+
+        /// `validate`, `placeholders` and `remap(json, [:])` as the server runs them on each
+        /// submission, from one decoding of `json` instead of three. Throws only when a payload
+        /// that decoded cannot be encoded again.
+        package func admit(_ json: Data) throws -> Admission {
+            if let admitting { return try admitting(json) }
+            let errors = validate(json)
+            guard errors.isEmpty else { return .invalid(errors) }
+            let placeholders = try placeholders(json)
+            guard placeholders.isEmpty else { return .holdsPlaceholders(placeholders) }
+            let canonical = try remap(json, [:])
+            return .admitted(payload: canonical.payload, endpoint: canonical.endpoint)
         }
     }
 
@@ -92,6 +118,20 @@ public struct FormRegistry: Sendable {
             merge: { base, local, server in
                 let result = P.merge(base: try decode(base), local: try decode(local), server: try decode(server))
                 return (try encode(result.merged), result.conflicts)
+            },
+            admitting: { data in
+                let value: P
+                do {
+                    value = try decode(data)
+                } catch {
+                    return .invalid([FieldError(decoding: error)])
+                }
+                let errors = value.validate()
+                guard errors.isEmpty else { return .invalid(errors) }
+                let placeholders = value.placeholders
+                guard placeholders.isEmpty else { return .holdsPlaceholders(placeholders) }
+                let remapped = value.remapped([:])
+                return .admitted(payload: try encode(remapped), endpoint: remapped.endpoint)
             })
     }
 }

@@ -461,25 +461,26 @@ public final class SyncServer: @unchecked Sendable {
             return .refused(.problem(422, "Unprocessable Content", detail: "a version \(version) payload of \(name) cannot be brought to version \(entry.version)", code: "invalid-payload",
                             errors: [["pointer": "#", "code": "upgrade", "detail": "the payload could not be upgraded"]]))
         }
-        let errors = entry.validate(body)
-        guard errors.isEmpty else {
+        let admission: FormRegistry.Entry.Admission
+        do {
+            // One decoding for the rules, the placeholders and the canonical bytes.
+            admission = try entry.admit(body)
+        } catch {
+            return .failed(error)
+        }
+        switch admission {
+        case .invalid(let errors):
             let upgraded = version < entry.version ? " (after upgrading it from version \(version))" : ""
             return .refused(.problem(422, "Unprocessable Content", detail: "the payload breaks \(errors.count) rule(s)\(upgraded)", code: "invalid-payload",
                             errors: errors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] }))
-        }
-        do {
-            let placeholders = try entry.placeholders(body)
-            guard placeholders.isEmpty else {
-                return .refused(.problem(422, "Unprocessable Content", detail: "the payload still holds placeholder ids \(placeholders); upload the files and create the records first", code: "placeholder",
-                                errors: [["pointer": "#", "code": "placeholder", "detail": "placeholder ids must be replaced by server ids"]]))
+        case .holdsPlaceholders(let placeholders):
+            return .refused(.problem(422, "Unprocessable Content", detail: "the payload still holds placeholder ids \(placeholders); upload the files and create the records first", code: "placeholder",
+                            errors: [["pointer": "#", "code": "placeholder", "detail": "placeholder ids must be replaced by server ids"]]))
+        case .admitted(let payload, let endpoint):
+            guard endpoint == request.path else {
+                return .refused(.problem(404, "Not Found", detail: "the payload belongs at \(endpoint), not \(request.path)", code: "wrong-path"))
             }
-            let canonical = try entry.remap(body, [:])
-            guard canonical.endpoint == request.path else {
-                return .refused(.problem(404, "Not Found", detail: "the payload belongs at \(canonical.endpoint), not \(request.path)", code: "wrong-path"))
-            }
-            return .accepted(name: name, entry: entry, canonical: canonical)
-        } catch {
-            return .failed(error)
+            return .accepted(name: name, entry: entry, canonical: (payload, endpoint))
         }
     }
 
