@@ -183,6 +183,8 @@ struct TortureArgumentTests {
         ["torture", "disk-full", "--db", "/tmp/x", "--server", "http://127.0.0.1:1", "--refresh-token", "t", "--headroom", "-1"],
         ["torture", "nonsense"],
         ["bench", "enqueue", "--rounds", "1"],
+        ["bench", "enqueue", "--parts", "sequential,everything"],
+        ["bench", "enqueue", "--parts", ""],
         ["bench", "cold-open-child", "sideways", "/tmp/x"],
     ])
     func anAbsurdArgumentIsAUsageError(_ arguments: [String]) async throws {
