@@ -11,12 +11,16 @@ import Foundation
 /// `formsync bench http`: flushing the outbox over loopback HTTP against the raw rate of the
 /// same POSTs sent straight with URLSession at the same concurrency. Each round starts a fresh
 /// embedded reference server and measures both, in an order that alternates between rounds;
-/// the figures are the median (and spread) of the rounds.
+/// the figures are the median (and spread) of the rounds. It also prints the process's CPU time
+/// per item on each side (all threads, the in-process server's included): on two cores both
+/// sides are CPU-bound, so the ratio follows what the outbox spends on top of the raw POST.
 enum HTTPBenchmark {
     static func run(items: Int, concurrency: Int, rounds: Int) async throws -> Int32 {
         print("http benchmark: \(items) SalesOrder submissions over loopback, concurrency \(concurrency), reference server, \(rounds) interleaved rounds")
         var raw: [Double] = []
         var flush: [Double] = []
+        var rawCPU: [Double] = []
+        var flushCPU: [Double] = []
         for round in 0..<rounds {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-http-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: folder) }
@@ -26,9 +30,13 @@ enum HTTPBenchmark {
             let token = server.issueAccessToken()
             for side in round % 2 == 0 ? ["raw", "outbox"] : ["outbox", "raw"] {
                 if side == "raw" {
-                    raw.append(try await rawPosts(items, server: server, token: token, concurrency: concurrency))
+                    let run = try await rawPosts(items, server: server, token: token, concurrency: concurrency)
+                    raw.append(run.seconds)
+                    rawCPU.append(run.cpu / Double(items))
                 } else {
-                    flush.append(try await outboxFlush(items, server: server, token: token, concurrency: concurrency, folder: folder))
+                    let run = try await outboxFlush(items, server: server, token: token, concurrency: concurrency, folder: folder)
+                    flush.append(run.seconds)
+                    flushCPU.append(run.cpu / Double(items))
                 }
             }
         }
@@ -40,37 +48,42 @@ enum HTTPBenchmark {
         print("  baseline: URLSession POSTs, \(concurrency) in flight: \(spread(raw))")
         print("  outbox flush via HTTPTransport:             \(spread(flush))")
         print("  ratio outbox / raw throughput: \(String(format: "%.2f", BenchCommand.median(raw) / BenchCommand.median(flush))) (per round \(String(format: "%.2f", ratios.min()!))–\(String(format: "%.2f", ratios.max()!)))")
+        print("  CPU per item, process (all threads, server included), µs: raw \(EnqueueBenchmark.spread(rawCPU)), outbox \(EnqueueBenchmark.spread(flushCPU))")
         return 0
     }
 
     /// Seconds for the requests, built up front, sent straight with URLSession.
-    static func rawPosts(_ items: Int, server: SyncServer, token: String, concurrency: Int) async throws -> Double {
+    static func rawPosts(_ items: Int, server: SyncServer, token: String, concurrency: Int) async throws -> (seconds: Double, cpu: Double) {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = concurrency
         let session = URLSession(configuration: configuration)
         let requests = try salesOrderRequests(items, server: server, token: token, tag: "raw")
+        let cpu = EnqueueBenchmark.processCPU()
         let start = DispatchTime.now().uptimeNanoseconds
         let created = await send(requests, through: session, concurrency: concurrency)
         let seconds = OutboxBenchmark.seconds(since: start)
+        let used = EnqueueBenchmark.processCPU() - cpu
         guard created == items else { throw BenchmarkFailure(message: "baseline: only \(created) of \(items) created") }
-        return seconds
+        return (seconds, used)
     }
 
     /// Seconds for the outbox's flush through HTTPTransport (the enqueues are not timed).
-    static func outboxFlush(_ items: Int, server: SyncServer, token: String, concurrency: Int, folder: URL) async throws -> Double {
+    static func outboxFlush(_ items: Int, server: SyncServer, token: String, concurrency: Int, folder: URL) async throws -> (seconds: Double, cpu: Double) {
         let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 20, maxConnections: concurrency) { token }
         let outbox = try Outbox(
             path: folder.appendingPathComponent("device.sqlite").path, forms: FormCatalog.forms,
             transport: transport, configuration: Outbox.Configuration(concurrency: concurrency))
         let before = server.documents().count
         for n in 0..<items { try await outbox.enqueue(OutboxBenchmark.order(customer: Int64(items + n + 1))) }
+        let cpu = EnqueueBenchmark.processCPU()
         let start = DispatchTime.now().uptimeNanoseconds
         let report = await outbox.flush()
         let seconds = OutboxBenchmark.seconds(since: start)
+        let used = EnqueueBenchmark.processCPU() - cpu
         guard report.sent == items, server.documents().count == before + items else {
             throw BenchmarkFailure(message: "outbox: \(report), server holds \(server.documents().count)")
         }
-        return seconds
+        return (seconds, used)
     }
 
     /// `count` ready-to-send `SalesOrder` creates, keys and document ids prefixed with `tag`.
