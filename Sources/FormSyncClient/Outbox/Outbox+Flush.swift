@@ -74,30 +74,37 @@ extension Outbox {
         await withDiscardingTaskGroup { group in
             var running = 0
             var uploads = 0
+            var leases: [Lease] = []
+            func launch(_ leases: [Lease]) {
+                for lease in leases {
+                    running += 1
+                    if lease.request.isFileUpload { uploads += 1 }
+                    hub.emit(.attemptStarted(item: lease.itemID, kind: lease.request.isFileUpload ? .file : .submission, form: lease.request.form, attempt: lease.attempt))
+                    group.addTask {
+                        CrashPoint.leased.reach()
+                        let started = clock()
+                        let item = lease.itemID
+                        let (outcome, details) = await transport.deliver(lease.request) { sent, total in
+                            hub.emit(.uploadProgress(item: item, sent: sent, total: total))
+                        }
+                        if case .done = outcome { CrashPoint.delivered.reach() }
+                        let arrival = Arrival(lease: lease, outcome: outcome, details: details, milliseconds: max(0, clock() - started))
+                        inbox.put(arrival)
+                    }
+                }
+            }
             while true {
                 rescanRequested = false
+                // The leases taken with the last answers go out first; then whatever is due
+                // fills the slots still free.
+                launch(leases)
+                leases = []
                 if !paused && !report.offline && !Task.isCancelled {
                     // Submissions and uploads fill pools of their own: a form never waits
                     // behind another item's video.
-                    let leases = nextLeases(
+                    launch(nextLeases(
                         transport: transport, submissions: configuration.concurrency - (running - uploads),
-                        uploads: configuration.uploadConcurrency - uploads)
-                    for lease in leases {
-                        running += 1
-                        if lease.request.isFileUpload { uploads += 1 }
-                        hub.emit(.attemptStarted(item: lease.itemID, kind: lease.request.isFileUpload ? .file : .submission, form: lease.request.form, attempt: lease.attempt))
-                        group.addTask {
-                            CrashPoint.leased.reach()
-                            let started = clock()
-                            let item = lease.itemID
-                            let (outcome, details) = await transport.deliver(lease.request) { sent, total in
-                                hub.emit(.uploadProgress(item: item, sent: sent, total: total))
-                            }
-                            if case .done = outcome { CrashPoint.delivered.reach() }
-                            let arrival = Arrival(lease: lease, outcome: outcome, details: details, milliseconds: max(0, clock() - started))
-                            inbox.put(arrival)
-                        }
-                    }
+                        uploads: configuration.uploadConcurrency - uploads))
                 }
                 if running == 0 {
                     if paused && !report.offline && !Task.isCancelled {
@@ -116,7 +123,11 @@ extension Outbox {
                 running -= arrived.count
                 uploads -= arrived.filter { $0.lease.request.isFileUpload }.count
                 if arrived.contains(where: { if case .authExpired = $0.outcome { return true } else { return false } }) { paused = true }
-                handle(arrived, cancelled: Task.isCancelled)
+                // The answers are recorded and the slots they freed leased again in one
+                // transaction (one commit per turn of the loop instead of two).
+                let refill = paused || Task.isCancelled || transport.workspace != workspace
+                    ? nil : (submissions: configuration.concurrency - (running - uploads), uploads: configuration.uploadConcurrency - uploads)
+                leases = handle(arrived, cancelled: Task.isCancelled, refill: refill)
             }
         }
         var result = report
@@ -158,6 +169,14 @@ extension Outbox {
     func nextLeases(transport: any OutboxTransport, submissions: Int, uploads: Int) -> [Lease] {
         guard transport.workspace == workspace else { return [] }
         let now = environment.now()
+        guard let leases = try? write(.normal, { try leaseDue(submissions: submissions, uploads: uploads, now: now) }) else { return [] }
+        markSent(leases)
+        return leases
+    }
+
+    /// Leases due lane heads inside the caller's transaction (`nextLeases`, or `handle` when it
+    /// refills the slots its answers freed); `markSent` once that transaction committed.
+    func leaseDue(submissions: Int, uploads: Int, now: Int64) throws -> [Lease] {
         var leases: [Lease] = []
         var tried: Set<Int64> = []
         // A head that cannot be leased (parked on the way, say) is skipped; a few rounds of
@@ -169,24 +188,26 @@ extension Outbox {
             var picks: [(lane: String, head: Int64)] = []
             for (files, count) in wanted {
                 let skip = inFlight.count + retryingThisFlush.count + tried.count
-                guard
-                    let candidates = try? store.dueLanes(
-                        workspace: workspace, now: now, horizon: configuration.horizonMilliseconds, limit: skip + count, files: files)
-                else { return leases }
+                let candidates = try store.dueLanes(
+                    workspace: workspace, now: now, horizon: configuration.horizonMilliseconds, limit: skip + count, files: files)
                 picks += candidates.filter { !inFlight.contains($0.head) && !retryingThisFlush.contains($0.head) && !tried.contains($0.head) }.prefix(count)
             }
             guard !picks.isEmpty else { break }
             picks.sort { $0.head < $1.head }  // the two pools' heads go out in the order they were queued
             tried.formUnion(picks.map(\.head))
-            guard let got = try? write(.normal, { try picks.compactMap { try lease($0.head, lane: $0.lane, now: now) } }) else { break }
-            for lease in got {
-                inFlight.insert(lease.itemID)
-                emit(OutboxItemChange(id: lease.itemID, state: .sent))
-            }
+            let got = try picks.compactMap { try lease($0.head, lane: $0.lane, now: now) }
             leases += got
             if got.count == picks.count { break }
         }
         return leases
+    }
+
+    /// After the leases' transaction committed: they are in flight, and shown as sent.
+    func markSent(_ leases: [Lease]) {
+        for lease in leases {
+            inFlight.insert(lease.itemID)
+            emit(OutboxItemChange(id: lease.itemID, state: .sent))
+        }
     }
 
     /// Leases one lane head inside the caller's transaction; nil when it cannot go now (it was

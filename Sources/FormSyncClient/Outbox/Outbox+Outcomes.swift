@@ -18,7 +18,11 @@ extension Outbox {
     /// recorded result). A confirmed upload makes the commit FULL, since its stash copy is
     /// deleted right after. `cancelled`: the pass was cancelled, so a request that got no
     /// answer is handed back (pending, same key, not counted), not taken as an outage.
-    func handle(_ arrivals: [Arrival], cancelled: Bool = false) {
+    ///
+    /// `refill`: slots to lease again in the same transaction, after the answers are recorded
+    /// (none once one of them found no server); the leases are returned, already marked sent.
+    @discardableResult
+    func handle(_ arrivals: [Arrival], cancelled: Bool = false, refill: (submissions: Int, uploads: Int)? = nil) -> [Lease] {
         let now = environment.now()
         for arrival in arrivals {
             inFlight.remove(arrival.lease.itemID)
@@ -38,13 +42,17 @@ extension Outbox {
             return false
         } ? .full : .normal
         var results: [(id: Int64, removedFile: String?, submitResult: SubmitResult?)] = []
+        var leases: [Lease] = []
         do {
-            results = try write(durability) {
-                try arrivals.map { arrival in
+            (results, leases) = try write(durability) {
+                let results = try arrivals.map { arrival in
                     let (removedFile, submitResult) = try record(arrival, cancelled: cancelled, now: now)
                     return (arrival.lease.itemID, removedFile, submitResult)
                 }
+                guard let refill, !report.offline else { return (results, []) }
+                return (results, try leaseDue(submissions: refill.submissions, uploads: refill.uploads, now: now))
             }
+            markSent(leases)
         } catch {
             // The transitions did not commit: the items stay leased, their leases expire, and
             // the same attempts are sent again; the server's ledger answers with the recorded results.
@@ -54,6 +62,7 @@ extension Outbox {
             if let removedFile = result.removedFile { stash.remove(removedFile) }
             if let submitResult = result.submitResult { resumeWaiters(result.id, with: submitResult) }
         }
+        return leases
     }
 
     /// One outcome's transition, inside `handle`'s transaction: the stash file to delete after
