@@ -169,9 +169,22 @@ extension Outbox {
     func nextLeases(transport: any OutboxTransport, submissions: Int, uploads: Int) -> [Lease] {
         guard transport.workspace == workspace else { return [] }
         let now = environment.now()
+        // Nothing due (the usual answer for the upload pool): no transaction.
+        guard (try? anyDue(submissions: submissions, uploads: uploads, now: now)) == true else { return [] }
         guard let leases = try? write(.normal, { try leaseDue(submissions: submissions, uploads: uploads, now: now) }) else { return [] }
         markSent(leases)
         return leases
+    }
+
+    /// Whether a pool with free slots has a due lane head that is not on its way already.
+    func anyDue(submissions: Int, uploads: Int, now: Int64) throws -> Bool {
+        for (files, count) in [(false, submissions), (true, uploads)] where count > 0 {
+            let candidates = try store.dueLanes(
+                workspace: workspace, now: now, horizon: configuration.horizonMilliseconds,
+                limit: inFlight.count + retryingThisFlush.count + count, files: files)
+            if candidates.contains(where: { !inFlight.contains($0.head) && !retryingThisFlush.contains($0.head) }) { return true }
+        }
+        return false
     }
 
     /// Leases due lane heads inside the caller's transaction (`nextLeases`, or `handle` when it
