@@ -30,14 +30,10 @@ struct FlushTransactionTests {
         let h = try Harness()
         h.configuration.concurrency = 3
         let outbox = try h.open()
-        for customer in 1...6 {
-            for n in 1...4 { try await outbox.enqueue(order(Int64(customer)), documentID: "c\(customer)-\(n)") }
-        }
+        try await enqueueLanes(outbox, customers: 6, perCustomer: 4)
         let report = await outbox.flush()
         #expect(report.sent == 24)
         #expect(h.transport.peakInFlight <= 3)
-        for customer in 1...6 {
-            #expect(h.sentDocuments.filter { $0.hasPrefix("c\(customer)-") } == (1...4).map { "c\(customer)-\($0)" })
-        }
+        expectLaneOrder(h, customers: 6, perCustomer: 4)
     }
 }

@@ -67,6 +67,21 @@ func order(_ customer: Int64, sku: String = "AB-1234", quantity: Int = 1) -> Sal
         lines: [.init(sku: sku, quantity: quantity, unitPrice: Money(minorUnits: 250, currency: "EUR"))])
 }
 
+/// Enqueues `perCustomer` orders for each of `customers` (one lane each), documents
+/// `c<customer>-<n>`, in capture order.
+func enqueueLanes(_ outbox: Outbox, customers: Int, perCustomer: Int) async throws {
+    for customer in 1...customers {
+        for n in 1...perCustomer { try await outbox.enqueue(order(Int64(customer)), documentID: "c\(customer)-\(n)") }
+    }
+}
+
+/// Expects each customer's documents (`enqueueLanes`) on the wire in capture order.
+func expectLaneOrder(_ h: Harness, customers: Int, perCustomer: Int) {
+    for customer in 1...customers {
+        #expect(h.sentDocuments.filter { $0.hasPrefix("c\(customer)-") } == (1...perCustomer).map { "c\(customer)-\($0)" })
+    }
+}
+
 /// Waits (briefly, in real time) until `condition` holds; records an issue if it never does.
 func eventually(_ what: String = "condition", _ condition: () async -> Bool) async {
     for _ in 0..<400 {

@@ -54,14 +54,9 @@ struct OutboxLaneTests {
         // Raising the bound: more lanes at once, but each lane still in order.
         h.configuration.concurrency = 8
         outbox = try h.open()
-        for customer in 1...4 {
-            for n in 1...3 { try await outbox.enqueue(order(Int64(customer)), documentID: "c\(customer)-\(n)") }
-        }
+        try await enqueueLanes(outbox, customers: 4, perCustomer: 3)
         _ = await outbox.flush()
-        for customer in 1...4 {
-            let seen = h.sentDocuments.filter { $0.hasPrefix("c\(customer)-") }
-            #expect(seen == ["c\(customer)-1", "c\(customer)-2", "c\(customer)-3"])
-        }
+        expectLaneOrder(h, customers: 4, perCustomer: 3)
         #expect(h.transport.peakInFlight <= 4)  // never more than one request per lane
     }
 

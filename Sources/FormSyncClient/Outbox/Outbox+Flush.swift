@@ -179,12 +179,18 @@ extension Outbox {
     /// Whether a pool with free slots has a due lane head that is not on its way already.
     func anyDue(submissions: Int, uploads: Int, now: Int64) throws -> Bool {
         for (files, count) in [(false, submissions), (true, uploads)] where count > 0 {
-            let candidates = try store.dueLanes(
-                workspace: workspace, now: now, horizon: configuration.horizonMilliseconds,
-                limit: inFlight.count + retryingThisFlush.count + count, files: files)
-            if candidates.contains(where: { !inFlight.contains($0.head) && !retryingThisFlush.contains($0.head) }) { return true }
+            if try !dueHeads(files: files, count: count, skipping: [], now: now).isEmpty { return true }
         }
         return false
+    }
+
+    /// Up to `count` due lane heads of one pool, leaving out those in flight, retrying in this
+    /// flush, or in `skipping`.
+    func dueHeads(files: Bool, count: Int, skipping: Set<Int64>, now: Int64) throws -> [(lane: String, head: Int64)] {
+        let skip = inFlight.count + retryingThisFlush.count + skipping.count
+        let candidates = try store.dueLanes(
+            workspace: workspace, now: now, horizon: configuration.horizonMilliseconds, limit: skip + count, files: files)
+        return Array(candidates.filter { !inFlight.contains($0.head) && !retryingThisFlush.contains($0.head) && !skipping.contains($0.head) }.prefix(count))
     }
 
     /// Leases due lane heads inside the caller's transaction (`nextLeases`, or `handle` when it
@@ -199,12 +205,7 @@ extension Outbox {
             let wanted = [(false, submissions - (leases.count - leasedFiles)), (true, uploads - leasedFiles)].filter { $0.1 > 0 }
             guard !wanted.isEmpty else { break }
             var picks: [(lane: String, head: Int64)] = []
-            for (files, count) in wanted {
-                let skip = inFlight.count + retryingThisFlush.count + tried.count
-                let candidates = try store.dueLanes(
-                    workspace: workspace, now: now, horizon: configuration.horizonMilliseconds, limit: skip + count, files: files)
-                picks += candidates.filter { !inFlight.contains($0.head) && !retryingThisFlush.contains($0.head) && !tried.contains($0.head) }.prefix(count)
-            }
+            for (files, count) in wanted { picks += try dueHeads(files: files, count: count, skipping: tried, now: now) }
             guard !picks.isEmpty else { break }
             picks.sort { $0.head < $1.head }  // the two pools' heads go out in the order they were queued
             tried.formUnion(picks.map(\.head))

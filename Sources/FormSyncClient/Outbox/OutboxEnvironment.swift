@@ -29,12 +29,9 @@ public struct OutboxEnvironment: Sendable {
     /// its time.)
     static func randomUUID() -> String {
         var generator = SystemRandomNumberGenerator()
-        let high = (generator.next() & ~0xF000) | 0x4000
-        let low = (generator.next() & ~(0xC000 << 48)) | (0x8000 << 48)
-        let bytes = [UInt8]((0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * $0)) } + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * $0)) })
-        let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                               bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
-        return uuid.uuidString.lowercased()
+        // Version 4 in the high nibble of byte 6, the RFC 4122 variant in the top bits of byte 8.
+        var words = (((generator.next() as UInt64) & ~0xF000 | 0x4000).bigEndian, ((generator.next() as UInt64) & ~(0xC000 << 48) | 0x8000 << 48).bigEndian)
+        return withUnsafeBytes(of: &words) { UUID(uuid: $0.load(as: uuid_t.self)) }.uuidString.lowercased()
     }
 }
 
