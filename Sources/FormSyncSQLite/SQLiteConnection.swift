@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Synchronization
 
 /// A failed SQLite call: the extended result code, SQLite's message and the statement that
 /// failed. Bound values are never included, so a payload cannot leak into a log.
@@ -52,7 +53,10 @@ package final class SQLiteConnection {
     private let commits = CommitCounter()
     /// How many transactions this connection committed (explicit and autocommit): a commit's
     /// number, read right after it returned, is what `WALSync` is asked to make durable.
-    package var commitCount: UInt64 { commits.value }
+    /// Safe to read from any thread. A number is published only once its statement has finished
+    /// (its frames are in the log), and a thread that saw a commit's data, under whatever lock
+    /// guards the connection, reads a number at least as high as that commit's.
+    package var commitCount: UInt64 { commits.published.load(ordering: .acquiring) }
 
     /// Opens `path`; with `create` false a missing file is an error instead of a new database.
     package init(path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5000) throws {
@@ -68,7 +72,7 @@ package final class SQLiteConnection {
         self.path = path
         sqlite3_extended_result_codes(db, 1)
         sqlite3_commit_hook(db, { context in
-            Unmanaged<CommitCounter>.fromOpaque(context!).takeUnretainedValue().value &+= 1
+            Unmanaged<CommitCounter>.fromOpaque(context!).takeUnretainedValue().begun &+= 1
             return 0
         }, Unmanaged.passUnretained(commits).toOpaque())
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
@@ -93,6 +97,7 @@ package final class SQLiteConnection {
     /// Runs SQL with no result rows (one or several statements, no parameters).
     package func execute(_ sql: String) throws {
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+        commits.publish()
         guard rc == SQLITE_OK else { throw error(rc, sql) }
     }
 
@@ -132,7 +137,10 @@ package final class SQLiteConnection {
     @discardableResult
     package func run(_ sql: String, _ values: [SQLValue] = []) throws -> Int {
         let statement = try prepared(sql)
-        defer { sqlite3_reset(statement) }
+        defer {
+            sqlite3_reset(statement)
+            commits.publish()
+        }
         try bind(values, to: statement, sql: sql)
         let rc = sqlite3_step(statement)
         guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw error(rc, sql) }
@@ -142,7 +150,10 @@ package final class SQLiteConnection {
     /// Runs one statement and maps each row.
     package func query<T>(_ sql: String, _ values: [SQLValue] = [], _ map: (Row) throws -> T) throws -> [T] {
         let statement = try prepared(sql)
-        defer { sqlite3_reset(statement) }
+        defer {
+            sqlite3_reset(statement)
+            commits.publish()
+        }
         try bind(values, to: statement, sql: sql)
         var rows: [T] = []
         while true {
@@ -198,9 +209,16 @@ package final class SQLiteConnection {
     }
 }
 
-/// The commit hook's counter (the connection is used from one thread at a time).
-private final class CommitCounter {
-    var value: UInt64 = 0
+/// The commit hook's counter. The hook runs before the commit writes its frames, so its count
+/// (`begun`, the connection's thread only) is published once the statement has finished; any
+/// thread may read the published one (the reference server's handlers read it outside its lock).
+private final class CommitCounter: @unchecked Sendable {
+    var begun: UInt64 = 0
+    let published = Atomic<UInt64>(0)
+
+    func publish() {
+        if published.load(ordering: .relaxed) != begun { published.store(begun, ordering: .releasing) }
+    }
 }
 
 /// Versioned schema migrations, each applied once in its own transaction and recorded in the

@@ -1,6 +1,7 @@
 import FormSyncModel
 import FormSyncSQLite
 import Foundation
+import Synchronization
 
 /// The reference server's tables: the idempotency ledger (unique key), documents (unique
 /// document identity), files (by digest) and tokens. Used only under the server's lock.
@@ -77,12 +78,23 @@ final class ServerStore {
     }
 
     /// Off: every write commits FULL on its own (the baseline of `formsync bench server`).
-    var groupCommit = true
+    /// Read by handlers outside the server's lock, to know whether to wait for an fsync.
+    var groupCommit: Bool {
+        get { groupCommitFlag.load(ordering: .relaxed) }
+        set { groupCommitFlag.store(newValue, ordering: .relaxed) }
+    }
+    private let groupCommitFlag = Atomic<Bool>(true)
+
+    /// Keys whose request is being processed now, with their request's hash. Held in memory
+    /// only: a key in flight has committed nothing (its work and its recorded reply commit
+    /// together), so a server that dies forgets it and the client's retry is processed.
+    private var inFlight: [String: Data] = [:]
 
     // MARK: Ledger
 
     func ledgerEntry(_ key: String) -> LedgerEntry? {
-        (try? db.query("SELECT hash, status, headers, body FROM ledger WHERE key = ?", [.text(key)]) { row in
+        if let hash = inFlight[key] { return LedgerEntry(hash: hash, response: nil) }
+        return (try? db.query("SELECT hash, status, headers, body FROM ledger WHERE key = ?", [.text(key)]) { row in
             let hash = row.blob(0) ?? Data()
             guard let status = row.optionalInt(1) else { return LedgerEntry(hash: hash, response: nil) }
             let headers = (row.text(2) ?? "").split(separator: "\n").compactMap { line -> (String, String)? in
@@ -93,18 +105,22 @@ final class ServerStore {
         })?.first
     }
 
-    func beginLedger(_ key: String, hash: Data, at now: Int64) {
-        _ = try? db.run("INSERT INTO ledger (key, hash, created_at) VALUES (?, ?, ?)", [.text(key), .blob(hash), .integer(now)])
+    /// Marks `key` in flight (a second request with it gets 409 until it finishes).
+    func beginLedger(_ key: String, hash: Data) {
+        inFlight[key] = hash
     }
 
-    func finishLedger(_ key: String, with response: HTTPResponse) throws {
+    /// Records the reply to `key`'s request, in the transaction of its work.
+    func finishLedger(_ key: String, hash: Data, with response: HTTPResponse, at now: Int64) throws {
         let headers = response.headers.map { "\($0.0):\($0.1)" }.joined(separator: "\n")
-        try db.run("UPDATE ledger SET status = ?, headers = ?, body = ? WHERE key = ?",
-                   [.integer(Int64(response.status)), .text(headers), .blob(response.body), .text(key)])
+        try db.run("INSERT INTO ledger (key, hash, status, headers, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                   [.text(key), .blob(hash), .integer(Int64(response.status)), .text(headers), .blob(response.body), .integer(now)])
+        inFlight[key] = nil
     }
 
+    /// Forgets `key`'s request, whose work did not commit.
     func abandonLedger(_ key: String) {
-        _ = try? db.run("DELETE FROM ledger WHERE key = ? AND status IS NULL", [.text(key)])
+        inFlight[key] = nil
     }
 
     // MARK: Documents
@@ -187,9 +203,14 @@ final class ServerStore {
 
     /// The principal a valid token of `kind` belongs to, or nil.
     func principal(ofToken token: String, kind: String, at now: Int64) -> String? {
+        self.token(token, kind: kind).flatMap { $0.expiresAt > now ? $0.principal : nil }
+    }
+
+    /// Who a token of `kind` belongs to and when it expires, valid or not.
+    func token(_ token: String, kind: String) -> (principal: String, expiresAt: Int64)? {
         (try? db.query("SELECT principal, expires_at FROM tokens WHERE token = ? AND kind = ?", [.text(token), .text(kind)]) {
             ($0.text(0) ?? "", $0.int(1))
-        })?.first.flatMap { $0.1 > now ? $0.0 : nil }
+        })?.first
     }
 
     /// Which form and workspace a document id belongs to, if the server holds it as a document

@@ -1,6 +1,7 @@
 import FormSyncModel
 import FormSyncSQLite
 import Foundation
+import Synchronization
 
 /// The reference FormSync server (docs/PROTOCOL.md): an idempotency ledger, document identity,
 /// versions with ETags, validation with the same generated validators as the client, server
@@ -59,7 +60,8 @@ public final class SyncServer: @unchecked Sendable {
     private let tokenLifetimeMilliseconds: Int64
     private let workspace: String?
     private let lock = NSLock()
-    private var log: [LoggedRequest] = []
+    private let log = Mutex<[LoggedRequest]>([])
+    private let accessTokens = AccessTokenCache()
     private var http: HTTPServer?
     /// Handler threads (set before `start`): writes waiting for the same fsync share it, so
     /// up to this many concurrent writes group-commit.
@@ -68,8 +70,8 @@ public final class SyncServer: @unchecked Sendable {
     package var maxConnections = HTTPServer.Limits().maxConnections
     /// Whether writes share fsyncs (set before `start`); off, each write commits FULL alone.
     package var groupCommit: Bool {
-        get { locked { store.groupCommit } }
-        set { locked { store.groupCommit = newValue } }
+        get { store.groupCommit }
+        set { store.groupCommit = newValue }
     }
     /// The port it listens on, once started.
     public private(set) var port: UInt16 = 0
@@ -150,7 +152,10 @@ public final class SyncServer: @unchecked Sendable {
 
     /// Expires every access token now, as if they had all aged out.
     public func expireAccessTokens() {
-        locked { store.expireAccessTokens(at: now()) }
+        locked {
+            store.expireAccessTokens(at: now())
+            accessTokens.removeAll()
+        }
     }
 
     // MARK: What the server holds
@@ -164,13 +169,13 @@ public final class SyncServer: @unchecked Sendable {
     /// A stored file's bytes.
     public func fileBytes(_ id: Int64) -> Data? { locked { store.fileBytes(id) } }
     /// The requests it saw, in arrival order: the last `requestLogCapacity` of them.
-    public func requestLog() -> [LoggedRequest] { locked { log } }
+    public func requestLog() -> [LoggedRequest] { log.withLock { $0 } }
 
     /// How many requests the log keeps (a ring: the oldest go first).
     public static let requestLogCapacity = 10_000
 
     private func record(_ entry: LoggedRequest) {
-        locked {
+        log.withLock { log in
             if log.count >= Self.requestLogCapacity { log.removeFirst(log.count - Self.requestLogCapacity + 1) }
             log.append(entry)
         }
@@ -207,7 +212,7 @@ public final class SyncServer: @unchecked Sendable {
         // Nothing is answered before what it saw or wrote is on disk: one fsync covers every
         // request that committed meanwhile (group commit; see `ServerStore.transaction`).
         do {
-            if let commit = locked({ store.groupCommit ? store.db.commitCount : nil }) { try store.walSync.waitDurable(through: commit) }
+            if store.groupCommit { try store.walSync.waitDurable(through: store.db.commitCount) }
         } catch {
             FileHandle.standardError.write(Data("formsync server: \(error)\n".utf8))
             response = .problem(500, "Internal Server Error", detail: "the server could not make its database durable", code: "internal")
@@ -268,14 +273,26 @@ public final class SyncServer: @unchecked Sendable {
 
     /// Who the request's bearer token acts for, when it is valid.
     func principal(of request: HTTPRequest) -> String? {
-        locked { principalLocked(of: request) }
+        guard let token = Self.bearerToken(request) else { return nil }
+        if let known = accessTokens.entry(token) { return known.expiresAt > now() ? known.principal : nil }
+        return locked { principalLocked(of: request) }
     }
 
     /// `principal(of:)` for code that already holds the lock.
     func principalLocked(of request: HTTPRequest) -> String? {
+        guard let token = Self.bearerToken(request) else { return nil }
+        let known = accessTokens.entry(token) ?? store.token(token, kind: "access").map { found in
+            let entry = AccessTokenCache.Entry(principal: found.principal, expiresAt: found.expiresAt)
+            accessTokens.insert(token, entry)
+            return entry
+        }
+        guard let known, known.expiresAt > now() else { return nil }
+        return known.principal
+    }
+
+    static func bearerToken(_ request: HTTPRequest) -> String? {
         guard let header = request.header("authorization"), header.hasPrefix("Bearer "), header.utf8.count <= 512 else { return nil }
-        let token = String(header.dropFirst("Bearer ".count))
-        return store.principal(ofToken: token, kind: "access", at: now())
+        return String(header.dropFirst("Bearer ".count))
     }
 
     // MARK: Before the body
@@ -386,9 +403,9 @@ public final class SyncServer: @unchecked Sendable {
         write(request, fault: fault, prepare: {}, process)
     }
 
-    /// `write` with a `prepare` step that runs outside the lock and the transaction, after the
-    /// ledger let the request through: the work that depends on the request alone (decoding,
-    /// validating), so that concurrent writers hold the lock only for what touches the store.
+    /// `write` with a `prepare` step that runs outside the lock and the transaction: the work
+    /// that depends on the request alone (decoding, validating), so that concurrent writers
+    /// hold the lock only for what touches the store. (A replay's is wasted, and it is rare.)
     private func write<P>(_ request: HTTPRequest, fault: FaultPlan.Fault?, prepare: () -> P, _ process: @escaping (P) throws -> HTTPResponse) -> HTTPResponse? {
         if let refusal = misdirected(request) { return refusal }
         guard let principal = principal(of: request) else { return unauthorized() }
@@ -399,29 +416,25 @@ public final class SyncServer: @unchecked Sendable {
         var fingerprint = Data("\(request.method) \(request.path)\n\(request.header("formsync-form") ?? "")\n\(request.header("if-match") ?? "")\n\(document)\n".utf8)
         fingerprint.append(request.body)
         let hash = SHA256.hash(fingerprint)
-        let begun: HTTPResponse? = locked {
-            switch store.ledgerEntry(key) {
-            case .some(let entry) where entry.hash != hash:
-                return .problem(422, "Unprocessable Content", detail: "this Idempotency-Key was used with a different request", code: "key-reused")
-            case .some(let entry) where entry.response == nil:
-                return .problem(409, "Conflict", detail: "a request with this Idempotency-Key is still being processed", code: "key-in-flight", headers: [("Retry-After", "1")])
-            case .some(let entry):
-                var replay = entry.response!
-                replay.headers.append(("Idempotent-Replayed", "true"))
-                return replay
-            case .none:
-                store.beginLedger(key, hash: hash, at: now())
+        // A delayed request is marked in flight first and then held, so that a retry arriving
+        // meanwhile meets 409; any other goes through the ledger and its work in one turn of
+        // the lock, its request-only work done before it.
+        if case .delay(let milliseconds) = fault {
+            if let answer = locked({ () -> HTTPResponse? in
+                if let answer = ledgerAnswer(key, hash: hash) { return answer }
+                store.beginLedger(key, hash: hash)
                 return nil
-            }
+            }) { return answer }
+            Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
         }
-        if let begun { return begun }
-        if case .delay(let milliseconds) = fault { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
+        let delayed = if case .delay = fault { true } else { false }
         let prepared = prepare()
         let (response, hook, count): (HTTPResponse, (@Sendable (Int) -> Void)?, Int) = locked {
+            if !delayed, let answer = ledgerAnswer(key, hash: hash) { return (answer, nil, 0) }
             do {
                 let response = try store.transaction {
                     let response = try process(prepared)
-                    try store.finishLedger(key, with: response)
+                    try store.finishLedger(key, hash: hash, with: response, at: now())
                     return response
                 }
                 return (response, commitHook, commitHook == nil ? 0 : store.documentCount())
@@ -435,6 +448,23 @@ public final class SyncServer: @unchecked Sendable {
         }
         hook?(count)
         return response
+    }
+
+    /// What the ledger answers for `key` (under the lock): a replay of the recorded reply, 422
+    /// for the same key with another request, 409 while it is in flight; nil for a new key.
+    private func ledgerAnswer(_ key: String, hash: Data) -> HTTPResponse? {
+        switch store.ledgerEntry(key) {
+        case .some(let entry) where entry.hash != hash:
+            return .problem(422, "Unprocessable Content", detail: "this Idempotency-Key was used with a different request", code: "key-reused")
+        case .some(let entry) where entry.response == nil:
+            return .problem(409, "Conflict", detail: "a request with this Idempotency-Key is still being processed", code: "key-in-flight", headers: [("Retry-After", "1")])
+        case .some(let entry):
+            var replay = entry.response!
+            replay.headers.append(("Idempotent-Replayed", "true"))
+            return replay
+        case .none:
+            return nil
+        }
     }
 
     /// A submission as far as it can be checked without the store: its form, its payload

@@ -70,4 +70,47 @@ struct ServerGroupCommitTests {
         #expect(fsyncs >= 1, "every reply waited for an fsync of the log")
         #expect(fsyncs <= count)
     }
+
+    static func order(_ n: Int, token: String) throws -> HTTPRequest {
+        let order = SalesOrder(
+            customerId: EntityRef(Int64(n + 1)), orderDate: LocalDate("2026-11-30"),
+            lines: [.init(sku: "AB-1234", quantity: 1, unitPrice: Money(minorUnits: 999, currency: "EUR"))])
+        return HTTPRequest(
+            method: "POST", path: order.endpoint, query: nil,
+            headers: [
+                "authorization": "Bearer \(token)", "idempotency-key": "k-\(n)", "formsync-document": "d-\(n)",
+                "formsync-form": "SalesOrder; version=\(SalesOrder.formVersion)", "content-type": "application/json",
+            ],
+            body: try FormRegistry.encode(order))
+    }
+
+    @Test func aWriteAndItsLedgerEntryAreOneCommitAndAReplayIsNone() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("one-commit-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        let token = server.issueAccessToken()
+        let before = server.store.db.commitCount
+        #expect(server.handle(try Self.order(1, token: token))?.status == 201)
+        #expect(server.store.db.commitCount == before + 1, "the key is held in flight in memory, not committed on its own")
+        let replay = server.handle(try Self.order(1, token: token))
+        #expect(replay?.status == 201 && replay?.headers.contains { $0 == ("Idempotent-Replayed", "true") } == true)
+        #expect(server.store.db.commitCount == before + 1)
+        #expect(server.documents().count == 1)
+    }
+
+    @Test func aKnownTokenIsRefusedOnceTheServerExpiresItOrItsTimeRunsOut() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("token-cache-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let clock = Atomic<Int64>(1_000_000)
+        let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms, tokenLifetimeSeconds: 60, now: { clock.load(ordering: .relaxed) })
+        let expired = server.issueAccessToken()
+        #expect(server.handle(try Self.order(1, token: expired))?.status == 201)
+        server.expireAccessTokens()
+        #expect(server.handle(try Self.order(2, token: expired))?.status == 401, "expired by the server after it was checked once")
+        let aging = server.issueAccessToken()
+        #expect(server.handle(try Self.order(3, token: aging))?.status == 201)
+        clock.store(1_000_000 + 60_000, ordering: .relaxed)
+        #expect(server.handle(try Self.order(4, token: aging))?.status == 401, "its lifetime ran out after it was checked once")
+        #expect(server.handle(try Self.order(5, token: "a-unknown"))?.status == 401)
+    }
 }

@@ -24,6 +24,23 @@ struct WALSyncTests {
         return db.commitCount
     }
 
+    @Test func aCommitIsNumberedOnlyOnceItsStatementHasFinished() throws {
+        let (db, _) = try database()
+        let before = db.commitCount
+        try db.transaction(.normal) {
+            try db.run("INSERT INTO t (body) VALUES (randomblob(10))")
+            #expect(db.commitCount == before, "nothing is committed inside the transaction")
+        }
+        #expect(db.commitCount == before + 1)
+        try db.run("INSERT INTO t (body) VALUES (randomblob(10))")
+        #expect(db.commitCount == before + 2, "an autocommit statement is a commit too")
+        struct Abandon: Error {}
+        #expect(throws: Abandon.self) { try db.transaction(.normal) { try db.run("INSERT INTO t (body) VALUES (1)"); throw Abandon() } }
+        #expect(db.commitCount == before + 2, "a rolled-back transaction is not numbered")
+        _ = try db.query("SELECT COUNT(*) FROM t") { $0.int(0) }
+        #expect(db.commitCount == before + 2, "a read commits nothing")
+    }
+
     @Test func oneFsyncCoversEveryCommitReportedBeforeIt() throws {
         let (db, path) = try database()
         let syncs = Mutex(0)
