@@ -19,7 +19,21 @@ public struct HTTPRequest: Sendable {
     }
 
     /// A header's value, whatever the case of `name`.
-    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+    public func header(_ name: String) -> String? {
+        headers[name.utf8.contains { (65...90).contains($0) } ? name.lowercased() : name]
+    }
+}
+
+extension StringProtocol {
+    /// Without the spaces and tabs HTTP allows around values and list items (OWS, RFC 9110
+    /// §5.6.3); Unicode spaces are not HTTP's and stay.
+    var trimmingOWS: SubSequence {
+        var lower = startIndex
+        var upper = endIndex
+        while lower < upper, self[lower] == " " || self[lower] == "\t" { lower = index(after: lower) }
+        while upper > lower, self[index(before: upper)] == " " || self[index(before: upper)] == "\t" { upper = index(before: upper) }
+        return self[lower..<upper]
+    }
 }
 
 /// An HTTP response to write.

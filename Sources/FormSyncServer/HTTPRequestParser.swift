@@ -151,12 +151,14 @@ struct HTTPRequestParser {
             guard nameBytes.allSatisfy(Self.isTokenByte), let name = String(bytes: nameBytes, encoding: .ascii)?.lowercased() else {
                 return .refuse(400, "malformed header name")
             }
-            let valueBytes = line[(colon + 1)...]
+            var valueBytes = line[(colon + 1)...]
             // Field values: visible characters, spaces, tabs and obs-text; no control characters.
             guard valueBytes.allSatisfy({ $0 == 9 || ($0 >= 32 && $0 != 127) }) else {
                 return .refuse(400, "the value of header \(name) holds a control character")
             }
-            guard let value = String(bytes: valueBytes, encoding: .utf8)?.trimmingCharacters(in: .init(charactersIn: " \t")) else {
+            while let first = valueBytes.first, first == 32 || first == 9 { valueBytes.removeFirst() }
+            while let last = valueBytes.last, last == 32 || last == 9 { valueBytes.removeLast() }
+            guard let value = String(validating: valueBytes, as: UTF8.self) else {
                 return .refuse(400, "the value of header \(name) is not UTF-8")
             }
             if name == "content-length" || name == "transfer-encoding" || name == "host", headers[name] != nil {

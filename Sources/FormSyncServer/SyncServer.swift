@@ -364,17 +364,17 @@ public final class SyncServer: @unchecked Sendable {
     /// `If-Match` (docs/PROTOCOL.md, §1): `*` (nil tags) or a comma-separated list of entity tags,
     /// strong `"x"` or weak `W/"x"`; nil for anything else.
     static func entityTags(_ header: String) -> (any: Bool, strong: [String])? {
-        let text = header.trimmingCharacters(in: .whitespaces)
+        let text = header.trimmingOWS
         if text == "*" { return (true, []) }
         var strong: [String] = []
         for item in text.split(separator: ",", omittingEmptySubsequences: false) {
-            var tag = item.trimmingCharacters(in: .whitespaces)
+            var tag = item.trimmingOWS
             let weak = tag.hasPrefix("W/")
             if weak { tag.removeFirst(2) }
             guard tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\""),
                 tag.dropFirst().dropLast().utf8.allSatisfy({ $0 == 0x21 || (0x23...0x7E).contains($0) || $0 >= 0x80 })
             else { return nil }
-            if !weak { strong.append(tag) }
+            if !weak { strong.append(String(tag)) }
         }
         return (false, strong)
     }
@@ -644,15 +644,15 @@ public final class SyncServer: @unchecked Sendable {
 
     /// `DeliveryConfirmation; version=3`.
     static func parseForm(_ header: String) -> (String, Int)? {
-        let parts = header.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        let parts = header.split(separator: ";").map(\.trimmingOWS)
         guard parts.count == 2, parts[1].hasPrefix("version="), let version = Int(parts[1].dropFirst("version=".count)) else { return nil }
-        return (parts[0], version)
+        return (String(parts[0]), version)
     }
 
     /// `sha-256=:base64:` (docs/PROTOCOL.md, "Standards").
     static func parseDigest(_ header: String) -> Data? {
         for item in header.split(separator: ",") {
-            let text = item.trimmingCharacters(in: .whitespaces)
+            let text = item.trimmingOWS
             guard text.hasPrefix("sha-256=:"), text.hasSuffix(":"), text.count > 10 else { continue }
             return Data(base64Encoded: String(text.dropFirst("sha-256=:".count).dropLast()))
         }
