@@ -73,7 +73,7 @@ extension Outbox {
         var submitResult: SubmitResult?
         guard var row = try store.item(lease.itemID), row.state == .leased, row.attemptID == lease.attemptID else { return (nil, nil) }
         row.leaseExpiresAt = nil
-        try store.recordAttempt(item: row.id, AttemptRecord(
+        try store.recordAttempt(item: row.id, sends: row.sends, AttemptRecord(
             at: now, outcome: Self.outcomeName(outcome), status: details.status, reason: Self.outcomeReason(outcome), milliseconds: milliseconds))
         switch outcome {
         case .done(let ack):
@@ -86,7 +86,7 @@ extension Outbox {
             row.serverID = ack.serverID
             row.serverVersion = ack.version
             row.lastError = nil
-            try store.update(row, now: now)
+            try store.markConfirmed(row, now: now)
             report.sent += 1
             if let placeholder = row.produces, let serverID = ack.serverID {
                 try store.resolve(placeholder: placeholder, serverID: serverID, workspace: row.workspace)

@@ -18,11 +18,15 @@ extension OutboxStore {
     /// How many attempts of one item are remembered.
     static let keptAttempts = 20
 
-    func recordAttempt(item: Int64, _ record: AttemptRecord) throws {
+    /// Adds the outcome of one send. `sends` is how many times the item was sent: an item has
+    /// at most one record per send, so the oldest are trimmed only once it was sent more than
+    /// `keptAttempts` times.
+    func recordAttempt(item: Int64, sends: Int, _ record: AttemptRecord) throws {
         try db.run("INSERT INTO attempts (item_id, at, outcome, status, reason, milliseconds) VALUES (?, ?, ?, ?, ?, ?)", [
             .integer(item), .integer(record.at), .text(record.outcome), record.status.map { .integer(Int64($0)) } ?? .null,
             record.reason.map { .text(String($0.prefix(1000))) } ?? .null, .integer(record.milliseconds),
         ])
+        guard sends > Self.keptAttempts else { return }
         try db.run("""
             DELETE FROM attempts WHERE item_id = ? AND rowid NOT IN (SELECT rowid FROM attempts WHERE item_id = ? ORDER BY rowid DESC LIMIT ?)
             """, [.integer(item), .integer(item), .integer(Int64(Self.keptAttempts))])

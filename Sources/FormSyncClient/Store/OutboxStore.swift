@@ -286,6 +286,18 @@ final class OutboxStore {
             ])
     }
 
+    /// Writes a confirmation: the columns an acknowledgement changes (`update` would also
+    /// write the payloads back, unchanged).
+    func markConfirmed(_ row: Row, now: Int64) throws {
+        try db.run("""
+            UPDATE items SET state = 'confirmed', attempts = ?, server_id = ?, server_version = ?, lease_expires_at = ?, last_error = ?, updated_at = ?
+            WHERE id = ?
+            """, [
+                .integer(Int64(row.attempts)), row.serverID.map(SQLValue.integer) ?? .null, row.serverVersion.map(SQLValue.text) ?? .null,
+                row.leaseExpiresAt.map(SQLValue.integer) ?? .null, row.lastError.map(SQLValue.text) ?? .null, .integer(now), .integer(row.id),
+            ])
+    }
+
     /// Writes a lease: the item's state, lease expiry and send count (the rest is unchanged).
     func markLeased(_ id: Int64, until expiry: Int64, sends: Int, now: Int64) throws {
         try db.run("UPDATE items SET state = 'leased', lease_expires_at = ?, sends = ?, updated_at = ? WHERE id = ?",
@@ -416,8 +428,12 @@ final class OutboxStore {
         } else {
             due = nextAttemptAt
         }
-        try db.run("INSERT OR REPLACE INTO lanes (workspace, lane, head, due_at) VALUES (?, ?, ?, ?)",
-                   [.text(workspace), .text(lane), .integer(id), due.map(SQLValue.integer) ?? .null])
+        // An update where the lane has a row (REPLACE would delete and insert it, and its due
+        // index entry, again).
+        let values: [SQLValue] = [.integer(id), due.map(SQLValue.integer) ?? .null, .text(workspace), .text(lane)]
+        if try db.run("UPDATE lanes SET head = ?, due_at = ? WHERE workspace = ? AND lane = ?", values) == 0 {
+            try db.run("INSERT INTO lanes (head, due_at, workspace, lane) VALUES (?, ?, ?, ?)", values)
+        }
     }
 
     func waitsForDependencies(_ item: Int64, workspace: String) throws -> Bool {
