@@ -440,6 +440,9 @@ public final class SyncServer: @unchecked Sendable {
                 return (response, commitHook, commitHook == nil ? 0 : store.documentCount())
             } catch {
                 store.abandonLedger(key)
+                // Another server process on the same files may have answered the key meanwhile
+                // (its in-flight mark is not visible here): its recorded reply is the answer.
+                if let answer = ledgerAnswer(key, hash: hash) { return (answer, nil, 0) }
                 // The details (paths, SQL) go to the server's log, never to the client.
                 let reference = UUID().uuidString.lowercased()
                 FileHandle.standardError.write(Data("formsync server: error \(reference): \(error)\n".utf8))

@@ -113,4 +113,31 @@ struct ServerGroupCommitTests {
         #expect(server.handle(try Self.order(4, token: aging))?.status == 401, "its lifetime ran out after it was checked once")
         #expect(server.handle(try Self.order(5, token: "a-unknown"))?.status == 401)
     }
+
+    @Test func aKeyThatAnotherServerProcessAnsweredMeanwhileIsReplayedNotFailed() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("two-servers-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // Two servers on the same files, as in a restart that overlaps the old process: each
+        // marks its keys in flight in its own memory only.
+        let first = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        let second = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        let token = first.issueAccessToken()
+        first.faults.add(.delay(milliseconds: 300))
+        let held = Mutex<HTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let response = first.handle(try! Self.order(1, token: token))
+            held.withLock { $0 = response }
+            done.signal()
+        }
+        Thread.sleep(forTimeInterval: 0.1)
+        let answered = second.handle(try Self.order(1, token: token))
+        #expect(answered?.status == 201)
+        done.wait()
+        let replayed = try #require(held.withLock { $0 })
+        #expect(replayed.status == 201, "\(String(decoding: replayed.body, as: UTF8.self))")
+        #expect(replayed.headers.contains { $0 == ("Idempotent-Replayed", "true") })
+        #expect(replayed.body == answered?.body)
+        #expect(second.documents().count == 1 && second.documents().first?.appliedWrites == 1)
+    }
 }
