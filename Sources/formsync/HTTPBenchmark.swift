@@ -57,7 +57,7 @@ enum HTTPBenchmark {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = concurrency
         let session = URLSession(configuration: configuration)
-        let requests = try salesOrderRequests(items, server: server, token: token, tag: "raw")
+        let requests = try salesOrderRequests(items, server: server, token: token)
         let cpu = EnqueueBenchmark.processCPU()
         let start = DispatchTime.now().uptimeNanoseconds
         let created = await send(requests, through: session, concurrency: concurrency)
@@ -86,8 +86,11 @@ enum HTTPBenchmark {
         return (seconds, used)
     }
 
-    /// `count` ready-to-send `SalesOrder` creates, keys and document ids prefixed with `tag`.
-    static func salesOrderRequests(_ count: Int, server: SyncServer, token: String, tag: String) throws -> [URLRequest] {
+    /// `count` ready-to-send `SalesOrder` creates with the headers the outbox sends. Their keys
+    /// and document ids are random version 4 UUIDs, as a device's are: sequential ids would
+    /// land at the end of the server's ledger and document indexes, page after page, and make
+    /// every write cheaper than a real client's (the first `bench http` baselines did that).
+    static func salesOrderRequests(_ count: Int, server: SyncServer, token: String) throws -> [URLRequest] {
         try (0..<count).map { n in
             let order = OutboxBenchmark.order(customer: Int64(n + 1))
             var request = URLRequest(url: server.baseURL.appendingPathComponent(order.endpoint))
@@ -95,8 +98,10 @@ enum HTTPBenchmark {
             request.httpBody = try FormRegistry.encode(order)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            request.setValue("\(tag)-\(n)", forHTTPHeaderField: "Idempotency-Key")
-            request.setValue("\(tag)-doc-\(n)", forHTTPHeaderField: "FormSync-Document")
+            request.setValue(UUID().uuidString.lowercased(), forHTTPHeaderField: "Idempotency-Key")
+            request.setValue(UUID().uuidString.lowercased(), forHTTPHeaderField: "FormSync-Document")
+            request.setValue("bench", forHTTPHeaderField: "FormSync-Workspace")
+            request.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
             request.setValue("SalesOrder; version=\(SalesOrder.formVersion)", forHTTPHeaderField: "FormSync-Form")
             return request
         }

@@ -26,13 +26,11 @@ enum LoadBenchmark {
         print("  alternating a quiet server with one held by \(slow) slow connections (a byte of a head every 500 ms)")
         var quiet: [Double] = []
         var loaded: [Double] = []
-        var serial = 0
         for round in 1...rounds {
             for withSlow in [false, true] {
                 var crowd = SlowCrowd()
                 if withSlow { crowd.open(count: slow, port: port) }
-                serial += 1
-                let rate = try await submissions(items, concurrency: concurrency, server: server, token: token, tag: "r\(serial)")
+                let rate = try await submissions(items, concurrency: concurrency, server: server, token: token)
                 if withSlow {
                     let held = crowd.stillOpen()
                     crowd.close()
@@ -54,13 +52,13 @@ enum LoadBenchmark {
     static func median(_ values: [Double]) -> Double { BenchCommand.median(values) }
 
     /// Submissions per second for `items` creates at `concurrency`, each checked to be 201.
-    static func submissions(_ items: Int, concurrency: Int, server: SyncServer, token: String, tag: String) async throws -> Double {
+    static func submissions(_ items: Int, concurrency: Int, server: SyncServer, token: String) async throws -> Double {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = concurrency
         configuration.timeoutIntervalForRequest = 30
         let session = URLSession(configuration: configuration)
         defer { session.finishTasksAndInvalidate() }
-        let requests = try HTTPBenchmark.salesOrderRequests(items, server: server, token: token, tag: tag)
+        let requests = try HTTPBenchmark.salesOrderRequests(items, server: server, token: token)
         let start = DispatchTime.now().uptimeNanoseconds
         let created = await HTTPBenchmark.send(requests, through: session, concurrency: concurrency)
         let seconds = OutboxBenchmark.seconds(since: start)

@@ -23,7 +23,7 @@ enum ServerBenchmark {
         var alone: [Double] = []
         for round in 0..<rounds {
             for group in round % 2 == 0 ? [true, false] : [false, true] {
-                let rate = try measure(items: items, concurrency: concurrency, groupCommit: group, tag: "r\(round)")
+                let rate = try measure(items: items, concurrency: concurrency, groupCommit: group)
                 if group { grouped.append(rate) } else { alone.append(rate) }
             }
         }
@@ -37,7 +37,7 @@ enum ServerBenchmark {
 
     /// Durable submissions per second: every one answered 201 (the server answers only once
     /// the write is on disk).
-    static func measure(items: Int, concurrency: Int, groupCommit: Bool, tag: String) throws -> Double {
+    static func measure(items: Int, concurrency: Int, groupCommit: Bool) throws -> Double {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-server-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
@@ -46,7 +46,7 @@ enum ServerBenchmark {
         let port = try server.start()
         defer { server.stop() }
         let token = server.issueAccessToken()
-        let requests = try HTTPBenchmark.salesOrderRequests(items, server: server, token: token, tag: tag).map(serialise)
+        let requests = try HTTPBenchmark.salesOrderRequests(items, server: server, token: token).map(serialise)
         let created = Atomic<Int>(0)
         let failures = Mutex<[String]>([])
         let done = DispatchGroup()
