@@ -274,18 +274,25 @@ public final class SyncServer: @unchecked Sendable {
     /// Who the request's bearer token acts for, when it is valid.
     func principal(of request: HTTPRequest) -> String? {
         guard let token = Self.bearerToken(request) else { return nil }
-        if let known = accessTokens.entry(token) { return known.expiresAt > now() ? known.principal : nil }
-        return locked { principalLocked(of: request) }
+        return principal(accessTokens.entry(token) ?? locked { accessToken(token) })
     }
 
     /// `principal(of:)` for code that already holds the lock.
     func principalLocked(of request: HTTPRequest) -> String? {
         guard let token = Self.bearerToken(request) else { return nil }
-        let known = accessTokens.entry(token) ?? store.token(token, kind: "access").map { found in
-            let entry = AccessTokenCache.Entry(principal: found.principal, expiresAt: found.expiresAt)
-            accessTokens.insert(token, entry)
-            return entry
-        }
+        return principal(accessTokens.entry(token) ?? accessToken(token))
+    }
+
+    /// An access token as the tokens table holds it, cached once found (under the lock).
+    private func accessToken(_ token: String) -> AccessTokenCache.Entry? {
+        guard let found = store.token(token, kind: "access") else { return nil }
+        let entry = AccessTokenCache.Entry(principal: found.principal, expiresAt: found.expiresAt)
+        accessTokens.insert(token, entry)
+        return entry
+    }
+
+    /// The principal of a known token that has not expired by the server's clock.
+    private func principal(_ known: AccessTokenCache.Entry?) -> String? {
         guard let known, known.expiresAt > now() else { return nil }
         return known.principal
     }
@@ -419,18 +426,18 @@ public final class SyncServer: @unchecked Sendable {
         // A delayed request is marked in flight first and then held, so that a retry arriving
         // meanwhile meets 409; any other goes through the ledger and its work in one turn of
         // the lock, its request-only work done before it.
-        if case .delay(let milliseconds) = fault {
+        let delay: Int? = if case .delay(let milliseconds) = fault { milliseconds } else { nil }
+        if let delay {
             if let answer = locked({ () -> HTTPResponse? in
                 if let answer = ledgerAnswer(key, hash: hash) { return answer }
                 store.beginLedger(key, hash: hash)
                 return nil
             }) { return answer }
-            Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
+            Thread.sleep(forTimeInterval: Double(delay) / 1000)
         }
-        let delayed = if case .delay = fault { true } else { false }
         let prepared = prepare()
         let (response, hook, count): (HTTPResponse, (@Sendable (Int) -> Void)?, Int) = locked {
-            if !delayed, let answer = ledgerAnswer(key, hash: hash) { return (answer, nil, 0) }
+            if delay == nil, let answer = ledgerAnswer(key, hash: hash) { return (answer, nil, 0) }
             do {
                 let response = try store.transaction {
                     let response = try process(prepared)
