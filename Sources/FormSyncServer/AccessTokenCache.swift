@@ -26,6 +26,9 @@ final class AccessTokenCache: Sendable {
         }
     }
 
+    /// Entries held now.
+    var count: Int { entries.withLock { $0.count } }
+
     func removeAll() {
         entries.withLock { $0.removeAll() }
     }

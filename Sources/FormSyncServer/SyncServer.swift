@@ -61,7 +61,7 @@ public final class SyncServer: @unchecked Sendable {
     private let workspace: String?
     private let lock = NSLock()
     private let log = Mutex<[LoggedRequest]>([])
-    private let accessTokens = AccessTokenCache()
+    let accessTokens = AccessTokenCache()
     private var http: HTTPServer?
     /// Handler threads (set before `start`): writes waiting for the same fsync share it, so
     /// up to this many concurrent writes group-commit.

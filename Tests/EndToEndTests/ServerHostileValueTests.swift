@@ -1,0 +1,46 @@
+import FieldForms
+import Foundation
+import FormSyncModel
+import Testing
+
+@testable import FormSyncServer
+
+/// The values this version of the server reads differently (tokens through a cache, header
+/// values trimmed byte by byte), fed what a hostile client would send.
+struct ServerHostileValueTests {
+    @Test func theTokenCacheStaysBoundedAndHoldsOnlyTokensTheTableKnows() throws {
+        let cache = AccessTokenCache()
+        for n in 0...AccessTokenCache.capacity { cache.insert("t-\(n)", .init(principal: "p", expiresAt: 1)) }
+        #expect(cache.count <= AccessTokenCache.capacity)
+        #expect(cache.entry("t-\(AccessTokenCache.capacity)") != nil, "the newest entry survives a start-over")
+
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-tokens-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        let token = server.issueAccessToken()
+        var order = try ServerGroupCommitTests.order(1, token: token)
+        for forged in ["a-unknown", "", "Bearer", String(repeating: "x", count: 600), "a-\u{0}", "' OR 1=1 --"] + (0..<500).map({ "a-\($0)" }) {
+            order.headers["authorization"] = "Bearer \(forged)"
+            #expect(server.handle(order)?.status == 401, "\(forged.prefix(20))")
+        }
+        #expect(server.accessTokens.count == 0, "no unknown token is cached")
+        order.headers["authorization"] = "Bearer \(token)"
+        #expect(server.handle(order)?.status == 201)
+        #expect(server.accessTokens.count == 1)
+    }
+
+    @Test func headerValuesLoseOnlyHTTPsSpacesAndTabs() {
+        #expect(SyncServer.entityTags(" \t\"1\" ,\tW/\"2\" , \"3\"\t ")?.strong == ["\"1\"", "\"3\""])
+        #expect(SyncServer.entityTags("\t*  ")?.any == true)
+        #expect(SyncServer.entityTags("\u{A0}\"1\"") == nil, "a no-break space is not HTTP's whitespace")
+        #expect(SyncServer.entityTags("\"1\" \u{3000}") == nil)
+        #expect(SyncServer.entityTags("") == nil && SyncServer.entityTags(" , ") == nil)
+        #expect(SyncServer.parseForm("SalesOrder \t;\t version=2 ").map { "\($0.0) \($0.1)" } == "SalesOrder 2")
+        #expect(SyncServer.parseForm("SalesOrder; version=99999999999999999999999") == nil)
+        #expect(SyncServer.parseForm("SalesOrder; version=-1")?.1 == -1, "parsed; the range is checked by the caller")
+        #expect(SyncServer.parseForm(" ; ") == nil && SyncServer.parseForm("") == nil)
+        #expect(SyncServer.parseDigest(" \tsha-256=:AAAA:\t ") == Data([0, 0, 0]))
+        #expect(SyncServer.parseDigest("\u{A0}sha-256=:AAAA:") == nil)
+        #expect("\t \t".trimmingOWS.isEmpty && " a b ".trimmingOWS == "a b")
+    }
+}
