@@ -166,9 +166,14 @@ extension OutboxStore {
     /// of the records it pulled.
     func unconfirmedSubmissions(workspace: String, forms: [String]) throws -> [Row] {
         guard !forms.isEmpty else { return [] }
-        let marks = Array(repeating: "?", count: forms.count).joined(separator: ", ")
-        return try db.query(
-            "SELECT \(Self.columns) FROM items WHERE workspace = ? AND kind = 'submission' AND state != 'confirmed' AND form IN (\(marks)) ORDER BY id",
+        let marks = forms.indices.map { "?\($0 + 2)" }.joined(separator: ", ")
+        // Open ones through `items_open`, parked ones through `items_state`.
+        return try db.query("""
+            SELECT \(Self.columns) FROM items WHERE workspace = ?1 AND \(Self.openCondition) AND kind = 'submission' AND form IN (\(marks))
+            UNION ALL
+            SELECT \(Self.columns) FROM items WHERE workspace = ?1 AND \(Self.settledCondition) AND state != 'confirmed' AND kind = 'submission' AND form IN (\(marks))
+            ORDER BY id
+            """,
             [.text(workspace)] + forms.map { .text($0) }, Self.row)
     }
 }
