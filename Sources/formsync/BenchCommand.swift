@@ -7,7 +7,7 @@ import Foundation
 enum BenchCommand {
     static let help = """
         usage: formsync bench generator [--specs N] [--rounds R] [--from DIR]
-               formsync bench enqueue [--items N] [--rounds R] [--parts sequential,concurrent,naive]
+               formsync bench enqueue [--items N] [--rounds R] [--parts sequential,concurrent,naive,prepare]
                formsync bench cold-open [--items N] [--rounds R]
                formsync bench outbox [--items N] [--lanes L] [--small S] [--concurrency C] [--rounds R] [--lines K]
                formsync bench http [--items N] [--concurrency C] [--rounds R]
