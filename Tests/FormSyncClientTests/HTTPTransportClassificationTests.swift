@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import FormSyncClient
+import FieldForms
 import FormSyncModel
 
 #if canImport(FoundationNetworking)
@@ -28,6 +29,36 @@ struct HTTPTransportClassificationTests {
                 Issue.record("\(body) was taken for an acknowledgement")
                 continue
             }
+        }
+    }
+
+    @Test func theQuickReadingOfAnAcknowledgementAgreesWithTheFullOne() throws {
+        let record = try FormRegistry.encode(order(1))
+        let common = #"{"document_id":"doc-1","form":"SalesOrder","form_version":1,"id":42,"record":"# + String(decoding: record, as: UTF8.self) + #","version":"\"3\""}"#
+        let etag = json.merging(["etag": "\"3\""]) { a, _ in a }
+        #expect(HTTPTransport.quickAcknowledgement(headers: etag, body: Data(common.utf8), documentID: "doc-1") == ServerAcknowledgement(serverID: 42, version: "\"3\""))
+        let replies: [(String, [String: String], String)] = [
+            ("doc-1", etag, common),
+            ("doc-1", json, common),  // no ETag: the version is the body's (the full reading)
+            ("doc-1", etag, #"{"document_id":"doc-1"}"#),
+            ("doc-1", etag, #"{"id":42,"document_id":"doc-1","id":43}"#),
+            ("doc-1", etag, #"{"document_id":"doc-\u0031","id":42}"#),  // escaped: the full reading decides
+            ("doc-1", etag, #"{"document_id":"doc-2","id":42}"#),
+            ("doc\\1", etag, #"{"document_id":"doc\\1","id":42}"#),
+            ("doc-1", etag, #"{"document_id":"doc-1","id":4.0}"#),
+            ("doc-1", etag, #"{"document_id":"doc-1","id":"42"}"#),
+            ("doc-1", etag, #"{"document_id":"doc-1","id":null}"#),
+            ("doc-1", etag, #"{"document_id":"doc-1","id":0}"#),
+            ("doc-1", etag, #"{"document_id":"doc-1","id":9007199254740992}"#),
+            ("doc-1", etag, #"{"document_id":"doc-1","id":7,"entity":{"type":"Order","id":7,"version":1,"record":{"a":1}}}"#),
+            ("doc-1", etag, #"{"document_id":"doc-1","id":7"#),
+            ("doc-1", etag, #"["doc-1"]"#),
+            ("doc-1", ["content-type": "text/html"], common),
+        ]
+        for (document, headers, body) in replies {
+            let quick = HTTPTransport.classify(status: 201, headers: headers, body: Data(body.utf8), documentID: document)
+            let full = HTTPTransport.classify(status: 201, headers: headers, body: Data(body.utf8), documentID: document, quick: false)
+            #expect(quick == full, "\(body)")
         }
     }
 

@@ -94,24 +94,25 @@ public final class HTTPTransport: OutboxTransport {
         var http: URLRequest
         var fileToUpload: URL?
         var bodyBytes: Int64 = 0
+        var headers: [String: String]
         switch request.body {
         case .submission(let form, let version, let endpoint, let payload, let baseVersion):
             http = URLRequest(url: url(endpoint))
             http.httpBody = payload
             bodyBytes = Int64(payload.count)
-            http.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            http.setValue("\(form); version=\(version)", forHTTPHeaderField: "FormSync-Form")
-            if let baseVersion { http.setValue(baseVersion, forHTTPHeaderField: "If-Match") }
+            headers = ["Content-Type": "application/json", "FormSync-Form": "\(form); version=\(version)"]
+            if let baseVersion { headers["If-Match"] = baseVersion }
         case .file(let path, let contentType, let byteCount, let sha256):
             http = URLRequest(url: url("/files"))
-            http.setValue(contentType ?? "application/octet-stream", forHTTPHeaderField: "Content-Type")
-            http.setValue("sha-256=:\(sha256.base64EncodedString()):", forHTTPHeaderField: "Content-Digest")
-            http.setValue(String(byteCount), forHTTPHeaderField: "Content-Length")
+            headers = [
+                "Content-Type": contentType ?? "application/octet-stream", "Content-Digest": "sha-256=:\(sha256.base64EncodedString()):",
+                "Content-Length": String(byteCount),
+            ]
             fileToUpload = URL(fileURLWithPath: path)
             bodyBytes = byteCount
         }
         http.httpMethod = "POST"
-        await prepare(&http, request)
+        await prepare(&http, request, with: headers)
         do {
             let reply = try await perform(http, uploading: fileToUpload)
             if fileToUpload != nil { progress(bodyBytes, bodyBytes) }
@@ -122,14 +123,18 @@ public final class HTTPTransport: OutboxTransport {
         }
     }
 
-    /// The headers every write carries: its identities, the workspace, and a token asked for now.
-    func prepare(_ http: inout URLRequest, _ request: OutboundRequest) async {
+    /// The headers every write carries (its identities, the workspace, and a token asked for
+    /// now), with `extra`, set as one list: `URLRequest.setValue` copies the request's header
+    /// table on every call (about 20 µs per request on Linux for the seven of a submission).
+    func prepare(_ http: inout URLRequest, _ request: OutboundRequest, with extra: [String: String] = [:]) async {
         http.timeoutInterval = timeout
-        http.setValue(request.attemptID, forHTTPHeaderField: "Idempotency-Key")
-        http.setValue(request.documentID, forHTTPHeaderField: "FormSync-Document")
-        http.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
-        http.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
-        if let token = await token() { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        var headers = extra
+        headers["Idempotency-Key"] = request.attemptID
+        headers["FormSync-Document"] = request.documentID
+        headers["FormSync-Workspace"] = workspace
+        headers["Accept"] = "application/json, application/problem+json"
+        if let token = await token() { headers["Authorization"] = "Bearer \(token)" }
+        http.allHTTPHeaderFields = headers
     }
 
     /// One exchange of a resumable upload, answered or not.
@@ -188,7 +193,14 @@ public final class HTTPTransport: OutboxTransport {
     }
 
     /// Maps a reply to an outcome (docs/PROTOCOL.md, "Replies").
-    static func classify(status: Int, headers: [String: String], body: Data, documentID: String) -> DeliveryOutcome {
+    /// `quick: false` skips `quickAcknowledgement` (for the tests that hold the two readings to
+    /// the same answers).
+    static func classify(status: Int, headers: [String: String], body: Data, documentID: String, quick: Bool = true) -> DeliveryOutcome {
+        if quick, (200..<300).contains(status), headers["content-type"]?.lowercased().hasPrefix("application/json") == true,
+            let acknowledgement = quickAcknowledgement(headers: headers, body: body, documentID: documentID)
+        {
+            return .done(acknowledgement)
+        }
         let json = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
         switch status {
         case 200..<300:
@@ -230,6 +242,25 @@ public final class HTTPTransport: OutboxTransport {
         default:
             return .unreachable(reason: "HTTP \(status) is not a FormSync reply")
         }
+    }
+
+    /// The common acknowledgement read from its top-level members only, without parsing the
+    /// record it echoes (a 2 KB order made `JSONSerialization` about a fifth of the client's
+    /// CPU per send). Nil whenever anything is out of the ordinary (an escaped or other
+    /// document id, an id that is not plain digits, no `ETag` but a `version`, an `entity`):
+    /// the full reading then decides, so this path only ever agrees with it.
+    static func quickAcknowledgement(headers: [String: String], body: Data, documentID: String) -> ServerAcknowledgement? {
+        guard let members = JSONObjectSlices(body), members["entity"] == nil, let echoed = members["document_id"],
+            echoed.count == documentID.utf8.count + 2, echoed.first == 0x22, echoed.last == 0x22,
+            echoed.dropFirst().dropLast().elementsEqual(documentID.utf8), !documentID.utf8.contains(where: { $0 == 0x5C || $0 < 0x20 })
+        else { return nil }
+        var id: Int64?
+        if let bytes = members["id"] {
+            guard let number = wholeNumber(bytes), number >= 1, number <= 9_007_199_254_740_991 else { return nil }
+            id = number
+        }
+        guard headers["etag"] != nil || members["version"] == nil else { return nil }
+        return ServerAcknowledgement(serverID: id, version: version(headers["etag"]), record: nil)
     }
 
     /// Fetches one page of the change feed (`GET /changes`), classified like a send: no answer,
