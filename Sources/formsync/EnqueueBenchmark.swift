@@ -59,23 +59,28 @@ enum EnqueueBenchmark {
             var raw: [Double] = []
             var enqueue: [Double] = []
             var ratios: [Double] = []
+            var rawCPU: [Double] = []
+            var enqueueCPU: [Double] = []
             for round in 0..<rounds {
-                var r = 0.0, e = 0.0
+                var r = (seconds: 0.0, cpu: 0.0), e = (seconds: 0.0, fsyncs: 0, cpu: 0.0)
                 if round % 2 == 0 {
-                    r = try rawCommits(path: path(), count: items, payload: bytes)
-                    e = try await enqueues(path: path(), count: items, order: sample, tasks: 1)
+                    r = try measuredRawCommits(path: path(), count: items, payload: bytes)
+                    e = try await measuredEnqueues(path: path(), count: items, order: sample, tasks: 1)
                 } else {
-                    e = try await enqueues(path: path(), count: items, order: sample, tasks: 1)
-                    r = try rawCommits(path: path(), count: items, payload: bytes)
+                    e = try await measuredEnqueues(path: path(), count: items, order: sample, tasks: 1)
+                    r = try measuredRawCommits(path: path(), count: items, payload: bytes)
                 }
-                raw.append(r / Double(items))
-                enqueue.append(e / Double(items))
-                ratios.append(r / e)
+                raw.append(r.seconds / Double(items))
+                enqueue.append(e.seconds / Double(items))
+                ratios.append(r.seconds / e.seconds)
+                rawCPU.append(r.cpu / Double(items))
+                enqueueCPU.append(e.cpu / Double(items))
             }
             print("  \(label) (\(bytes.count) bytes of JSON):")
             print("    raw FULL single-row commit of the same bytes: \(spread(raw))")
             print("    enqueue (validate, digest, encode, lane, commit + group fdatasync): \(spread(enqueue))")
             print("    enqueue rate / raw rate: \(ratio(median(raw) / median(enqueue))) (per round \(ratio(ratios.min()!))–\(ratio(ratios.max()!)))")
+            print("    CPU per item (all threads, user + system): raw \(spread(rawCPU)), enqueue \(spread(enqueueCPU))")
         }
 
         let (_, big) = orders[1]
@@ -209,6 +214,11 @@ enum EnqueueBenchmark {
 
     /// Seconds for `count` raw single-row commits in WAL mode with synchronous=FULL.
     static func rawCommits(path: String, count: Int, payload: Data) throws -> Double {
+        try measuredRawCommits(path: path, count: count, payload: payload).seconds
+    }
+
+    /// `rawCommits`, with the process's CPU time (all threads) meanwhile.
+    static func measuredRawCommits(path: String, count: Int, payload: Data) throws -> (seconds: Double, cpu: Double) {
         var db: OpaquePointer?
         guard sqlite3_open(path, &db) == SQLITE_OK, let db else { throw BenchmarkFailure(message: "cannot open \(path)") }
         defer { sqlite3_close(db) }
@@ -224,8 +234,12 @@ enum EnqueueBenchmark {
         }
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         var start = DispatchTime.now().uptimeNanoseconds
+        var cpuStart = processCPU()
         for n in -warmUp..<count {
-            if n == 0 { start = DispatchTime.now().uptimeNanoseconds }
+            if n == 0 {
+                cpuStart = processCPU()
+                start = DispatchTime.now().uptimeNanoseconds
+            }
             sqlite3_reset(begin)
             guard sqlite3_step(begin) == SQLITE_DONE else { throw BenchmarkFailure(message: "raw BEGIN failed") }
             sqlite3_reset(insert)
@@ -235,7 +249,7 @@ enum EnqueueBenchmark {
             sqlite3_reset(commit)
             guard sqlite3_step(commit) == SQLITE_DONE else { throw BenchmarkFailure(message: "raw COMMIT failed") }
         }
-        return seconds(since: start)
+        return (seconds(since: start), processCPU() - cpuStart)
     }
 
     /// The naive queue: one JSON array of base64 payloads, rewritten and fsynced on every
