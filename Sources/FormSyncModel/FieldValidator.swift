@@ -34,22 +34,41 @@ public struct FieldValidator: Sendable {
     /// Text length in Unicode scalars (as JSON Schema's `minLength` and `maxLength` count).
     public mutating func length(_ value: String?, min: Int?, max: Int?, at pointer: @autoclosure () -> String) {
         guard let value else { return }
-        let count = value.unicodeScalars.count
-        if let min, count < min { fail(pointer(), "min_length", "Must be at least \(min) characters long.") }
-        if let max, count > max { fail(pointer(), "max_length", "Must be at most \(max) characters long.") }
+        // A scalar takes one to four UTF-8 bytes: the byte count (known without a walk) settles
+        // most values; the scalars are counted only when it cannot.
+        let bytes = value.utf8.count
+        var scalars: Int?
+        func count() -> Int {
+            if let scalars { return scalars }
+            let counted = value.unicodeScalars.count
+            scalars = counted
+            return counted
+        }
+        if let min, (bytes + 3) / 4 < min, count() < min { fail(pointer(), "min_length", "Must be at least \(min) characters long.") }
+        if let max, bytes > max, count() > max { fail(pointer(), "max_length", "Must be at most \(max) characters long.") }
     }
 
     /// The whole text must match the regular expression.
     public mutating func pattern(_ value: String?, _ pattern: String, at pointer: @autoclosure () -> String) {
         guard let value, !value.isEmpty else { return }
-        guard let regex = Self.regex(pattern) else {
+        let matches: Bool
+        switch Self.compiled(pattern) {
+        case .matcher(let matcher, let regex):
+            matches = matcher.matchesWhole(value) ?? Self.regexMatchesWhole(regex, value)
+        case .regex(let regex):
+            matches = Self.regexMatchesWhole(regex, value)
+        case .invalid:
             fail(pointer(), "pattern", "The pattern of this field is not a valid regular expression.")
             return
         }
+        if !matches { fail(pointer(), "pattern", "Does not have the expected format.") }
+    }
+
+    /// Whether `NSRegularExpression`'s first match from the start covers the whole value (the
+    /// reference `PatternMatcher` is held to).
+    static func regexMatchesWhole(_ regex: NSRegularExpression, _ value: String) -> Bool {
         let range = NSRange(value.startIndex..., in: value)
-        if regex.firstMatch(in: value, options: [.anchored, .withoutAnchoringBounds], range: range)?.range != range {
-            fail(pointer(), "pattern", "Does not have the expected format.")
-        }
+        return regex.firstMatch(in: value, options: [.anchored, .withoutAnchoringBounds], range: range)?.range == range
     }
 
     /// A number within bounds.
@@ -120,12 +139,30 @@ public struct FieldValidator: Sendable {
         return type == accepted
     }
 
-    private static let cache = Mutex<[String: NSRegularExpression]>([:])
+    /// A pattern ready to match: by `PatternMatcher` when it can, else by `NSRegularExpression`.
+    enum CompiledPattern: @unchecked Sendable {
+        /// The matcher, and the expression for the values it leaves to it.
+        case matcher(PatternMatcher, NSRegularExpression)
+        case regex(NSRegularExpression)
+        case invalid
+    }
 
-    static func regex(_ pattern: String) -> NSRegularExpression? {
+    private static let cache = Mutex<[String: CompiledPattern]>([:])
+
+    /// Patterns come from generated code (a few per form), so the cache stays small; one that
+    /// grew past 1,000 entries (an app passing patterns of its own) starts again.
+    static func compiled(_ pattern: String) -> CompiledPattern {
         if let cached = cache.withLock({ $0[pattern] }) { return cached }
-        guard let compiled = try? NSRegularExpression(pattern: pattern) else { return nil }
-        cache.withLock { $0[pattern] = compiled }
+        let compiled: CompiledPattern
+        if let regex = try? NSRegularExpression(pattern: pattern) {
+            compiled = PatternMatcher(pattern).map { .matcher($0, regex) } ?? .regex(regex)
+        } else {
+            compiled = .invalid
+        }
+        cache.withLock {
+            if $0.count >= 1000 { $0.removeAll() }
+            $0[pattern] = compiled
+        }
         return compiled
     }
 }

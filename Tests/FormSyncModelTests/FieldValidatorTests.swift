@@ -30,6 +30,15 @@ struct FieldValidatorTests {
         v.length("açãoo", min: nil, max: 4, at: "#/long")
         v.length("a", min: 2, max: nil, at: "#/short")
         #expect(v.errors.map(\.code) == ["max_length", "min_length"])
+        // Around the byte-count shortcut: more bytes than the maximum, yet few enough scalars;
+        // enough bytes for the minimum, yet too few scalars; four-byte scalars at both bounds.
+        var u = FieldValidator()
+        u.length("😀😀", min: 2, max: 2, at: "#/two-emoji")
+        u.length("😀😀😀", min: nil, max: 2, at: "#/three-emoji")
+        u.length("ãã", min: 3, max: nil, at: "#/two-of-three")
+        u.length("ããã", min: 3, max: 3, at: "#/three")
+        u.length("", min: 1, max: nil, at: "#/empty")
+        #expect(u.errors.map(\.pointer) == ["#/three-emoji", "#/two-of-three", "#/empty"])
     }
 
     @Test func rangesCountsAndMoney() {
