@@ -83,7 +83,7 @@ let package = Package(
             ]),
         .testTarget(name: "FormSpecTests", dependencies: ["FormSpec"], exclude: ["BrokenSpecs", "EvolutionPairs"]),
         .testTarget(name: "FormSyncCodegenTests", dependencies: ["FormSpec", "FormSyncCodegen"]),
-        .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel"]),
+        .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel", "FormSyncTesting"]),
         .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncTesting"]),
         .testTarget(name: "FormSyncClientTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FormSyncTesting"]),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import FormSyncTesting
 import Testing
 
 @testable import FormSyncModel
@@ -6,20 +7,6 @@ import Testing
 /// `PatternMatcher` must answer exactly as `NSRegularExpression` did before it (the first match
 /// from the start covers the whole value), for every pattern it agrees to compile.
 struct PatternMatcherTests {
-    /// SplitMix64, so that every run checks the same cases.
-    struct Seeded {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-        mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-    }
-
     func reference(_ pattern: String, _ value: String) throws -> Bool {
         FieldValidator.regexMatchesWhole(try NSRegularExpression(pattern: pattern), value)
     }
@@ -76,24 +63,26 @@ struct PatternMatcherTests {
     }
 
     @Test func randomPatternsAndValuesGetTheSameAnswerAsNSRegularExpression() throws {
-        var random = Seeded(state: 2026)
+        var random = SplitMix64(state: 2026)  // the same cases on every run
         let literals = ["a", "b", "c", "-", "@", " ", "é", "1", "\\.", "\\-", "\\n", "\\t", "\\/", "_"]
         let classes = ["[ab]", "[a-c]", "[^a]", "[\\d]", "[^@ ]", "[a-z0-9-]", "[\\s\\w]", "[-a]", "[a-]", "[^\\D]", "[é-ü]", "[\\.\\-]"]
         let escapes = ["\\d", "\\w", "\\s", "\\D", "\\W", "\\S", "."]
         let quantifiers = ["", "", "", "?", "*", "+", "{2}", "{1,}", "{0,2}", "{1,3}", "{0}"]
+        func below(_ n: Int) -> Int { Int.random(in: 0..<n, using: &random) }
+        func pick(_ items: [String]) -> String { items[below(items.count)] }
         func alternation(_ depth: Int) -> String {
-            (0..<(1 + random.below(3))).map { _ in sequence(depth) }.joined(separator: "|")
+            (0..<(1 + below(3))).map { _ in sequence(depth) }.joined(separator: "|")
         }
         func sequence(_ depth: Int) -> String {
-            (0..<(1 + random.below(4))).map { _ in
+            (0..<(1 + below(4))).map { _ in
                 var atom: String
-                switch random.below(depth < 2 ? 5 : 4) {
-                case 0, 1: atom = random.pick(literals)
-                case 2: atom = random.pick(classes)
-                case 3: atom = random.pick(escapes)
-                default: atom = (random.below(2) == 0 ? "(" : "(?:") + alternation(depth + 1) + ")"
+                switch below(depth < 2 ? 5 : 4) {
+                case 0, 1: atom = pick(literals)
+                case 2: atom = pick(classes)
+                case 3: atom = pick(escapes)
+                default: atom = (below(2) == 0 ? "(" : "(?:") + alternation(depth + 1) + ")"
                 }
-                return atom + random.pick(quantifiers)
+                return atom + pick(quantifiers)
             }.joined()
         }
         let alphabet = ["a", "b", "c", "-", "@", ".", " ", "1", "٣", "é", "\n", "\r", "\u{0B}", "\u{0C}", "\u{85}", "\u{2028}", "_", "\u{200C}", "Z", "😀", "/", "\t"]
@@ -107,7 +96,7 @@ struct PatternMatcherTests {
             compiled += 1
             let regex = try NSRegularExpression(pattern: pattern)
             for _ in 0..<20 {
-                let value = (0..<random.below(7)).map { _ in random.pick(alphabet) }.joined()
+                let value = (0..<below(7)).map { _ in pick(alphabet) }.joined()
                 guard let answer = matcher.matchesWhole(value) else {
                     left += 1
                     continue
