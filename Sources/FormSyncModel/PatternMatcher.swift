@@ -3,11 +3,14 @@
 /// punctuation, simple classes with ranges, groups, alternation and greedy quantifiers) run as a
 /// Pike machine, in time linear in the value. It gives the answer `NSRegularExpression` gives:
 /// the first match found from the start (alternatives in order, quantifiers greedy) must cover
-/// the whole value. Anything else (nested or intersected classes, other escapes, a program over
-/// `maxInstructions`, a repeated part that can match nothing) is not compiled (`init` returns nil), and the caller uses
-/// `NSRegularExpression` as before; so it does for a value where `\d \w \s` (or their
-/// negations) would judge a scalar beyond ASCII. `NSRegularExpression` took about 1.8 µs per value; ten
-/// order lines made it most of a 2 KB order's validation.
+/// the whole value.
+///
+/// Anything else is not compiled (`init` returns nil) and the caller uses `NSRegularExpression`
+/// as before: nested or intersected classes, other escapes, a repeated part that can match
+/// nothing, a program over `maxInstructions`. So it does for a value where `\d \w \s` (or their
+/// negations) would judge a scalar beyond ASCII (`matchesWhole` returns nil).
+/// `NSRegularExpression` took about 1.8 µs per value; ten order lines made it most of a 2 KB
+/// order's validation.
 struct PatternMatcher: Sendable {
     /// The most instructions a compiled pattern may have (repetition bounds multiply a group's).
     static let maxInstructions = 20_000
@@ -158,6 +161,7 @@ struct PatternMatcher: Sendable {
         }
     }
 
+    /// ICU's line terminators, none of which `.` matches.
     static func isLineTerminator(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x0A...0x0D, 0x85, 0x2028, 0x2029: return true
