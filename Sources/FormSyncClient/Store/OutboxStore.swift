@@ -609,16 +609,28 @@ final class OutboxStore {
         return lanes
     }
 
-    /// Item counts per workspace and state, read once when the outbox opens from the two
-    /// state indexes (never from the table, whose rows hold the payloads).
+    /// The queries that count items at open. Each is answered from an index alone and in the
+    /// index's order: grouping the open items by state as well sorted all of them (100,000
+    /// queued orders: 88 ms against 15 ms), so leased items, which are few, are counted apart.
+    static let openCountQuery = "SELECT workspace, COUNT(*) FROM items WHERE \(openCondition) GROUP BY workspace"
+    static let leasedCountQuery = "SELECT workspace, COUNT(*) FROM items WHERE state = 'leased' GROUP BY workspace"
+    static let settledCountQuery = "SELECT workspace, state, COUNT(*) FROM items WHERE \(settledCondition) GROUP BY workspace, state"
+
+    /// Item counts per workspace and state, read once when the outbox opens from the state
+    /// indexes (never from the table, whose rows hold the payloads).
     func counts() throws -> [String: [State: Int]] {
         var result: [String: [State: Int]] = [:]
-        for condition in [Self.openCondition, Self.settledCondition] {
-            for (workspace, state, count) in try db.query("SELECT workspace, state, COUNT(*) FROM items WHERE \(condition) GROUP BY workspace, state", [], {
-                ($0.text(0) ?? "", State(rawValue: $0.text(1) ?? "") ?? .pending, Int($0.int(2)))
-            }) {
-                result[workspace, default: [:]][state, default: 0] += count
-            }
+        for (workspace, count) in try db.query(Self.openCountQuery, [], { ($0.text(0) ?? "", Int($0.int(1))) }) {
+            result[workspace, default: [:]][.pending, default: 0] += count
+        }
+        for (workspace, count) in try db.query(Self.leasedCountQuery, [], { ($0.text(0) ?? "", Int($0.int(1))) }) {
+            result[workspace, default: [:]][.leased, default: 0] += count
+            result[workspace, default: [:]][.pending, default: 0] -= count
+        }
+        for (workspace, state, count) in try db.query(Self.settledCountQuery, [], {
+            ($0.text(0) ?? "", State(rawValue: $0.text(1) ?? "") ?? .pending, Int($0.int(2)))
+        }) {
+            result[workspace, default: [:]][state, default: 0] += count
         }
         return result
     }
