@@ -256,7 +256,7 @@ public final class HTTPTransport: OutboxTransport {
         else { return nil }
         var id: Int64?
         if let bytes = members["id"] {
-            guard let number = wholeNumber(bytes), number >= 1, number <= 9_007_199_254_740_991 else { return nil }
+            guard let number = wholeNumber(bytes), serverIDs.contains(number) else { return nil }
             id = number
         }
         guard headers["etag"] != nil || members["version"] == nil else { return nil }
@@ -326,7 +326,7 @@ public final class HTTPTransport: OutboxTransport {
     /// either `deleted: true` or a version from 1 and fields that are an object.
     static func change(_ object: JSONObjectSlices) -> RecordChange? {
         guard let typeBytes = object["type"], let type = try? JSONDecoder().decode(String.self, from: typeBytes), (1...128).contains(type.utf8.count),
-            let id = wholeNumber(object["id"]), id >= 1, id <= 9_007_199_254_740_991
+            let id = wholeNumber(object["id"]), serverIDs.contains(id)
         else { return nil }
         if object["deleted"] == Data("true".utf8) { return RecordChange(type: type, id: id, version: 0, fields: nil) }
         guard let version = wholeNumber(object["version"]), version >= 1, version < Int64(Int32.max),
@@ -363,10 +363,13 @@ public final class HTTPTransport: OutboxTransport {
 
     /// A server id as the protocol promises it: a whole number from 1 to 2^53 − 1 (exact in
     /// every JSON reader). Anything else (0, negative, fractional, huge) is no id at all.
+    /// The server ids the protocol allows: 1 to 2^53 − 1 (exact in every JSON reader).
+    static let serverIDs: ClosedRange<Int64> = 1...9_007_199_254_740_991
+
     static func serverID(_ value: Any?) -> Int64? {
         guard let number = value as? NSNumber else { return nil }
         let double = number.doubleValue
-        guard double.isFinite, double >= 1, double <= 9_007_199_254_740_991, double == double.rounded(.towardZero) else { return nil }
+        guard double.isFinite, double >= 1, double <= Double(serverIDs.upperBound), double == double.rounded(.towardZero) else { return nil }
         return Int64(double)
     }
 
