@@ -38,6 +38,7 @@ package final class WALSync: @unchecked Sendable {
     private var descriptor: Int32 = -1
     private var identity: (device: UInt64, inode: UInt64)?
     private var waiters: [(through: UInt64, continuation: CheckedContinuation<Void, Error>)] = []
+    private var callbacks: [(through: UInt64, done: @Sendable (Failure?) -> Void)] = []
     /// How many fsyncs ran (tests check that concurrent writers shared them).
     package private(set) var fsyncCount = 0
 
@@ -89,6 +90,26 @@ package final class WALSync: @unchecked Sendable {
         }
     }
 
+    /// Calls `done` once commit number `commit` is on disk (nil) or cannot be (the failure).
+    /// When no fsync is running, the calling thread runs it, and calls back every writer it
+    /// covered; otherwise it returns at once and the running round calls `done`. A server's
+    /// worker thus goes back to its next request instead of sleeping through the fsync.
+    package func whenDurable(through commit: UInt64, _ done: @escaping @Sendable (Failure?) -> Void) {
+        condition.lock()
+        requested = max(requested, commit)
+        if let failure {
+            condition.unlock()
+            return done(failure)
+        }
+        if synced >= commit {
+            condition.unlock()
+            return done(nil)
+        }
+        callbacks.append((commit, done))
+        if !syncing && !leadPending { syncRounds() }
+        condition.unlock()
+    }
+
     private func lead() {
         condition.lock()
         defer { condition.unlock() }
@@ -119,6 +140,19 @@ package final class WALSync: @unchecked Sendable {
     }
 
     private func resumeWaiters() {
+        if !callbacks.isEmpty {
+            let failure = self.failure
+            let synced = self.synced
+            let ready = callbacks.filter { failure != nil || $0.through <= synced }
+            callbacks.removeAll { failure != nil || $0.through <= synced }
+            if !ready.isEmpty {
+                // Called without the lock: a callback may take its owner's locks, or commit
+                // and come back here (it then finds `syncing` set and leaves its call with us).
+                condition.unlock()
+                for callback in ready { callback.done(failure) }
+                condition.lock()
+            }
+        }
         var remaining: [(through: UInt64, continuation: CheckedContinuation<Void, Error>)] = []
         for waiter in waiters {
             if let failure {

@@ -16,6 +16,9 @@ import Foundation
 public final class HTTPServer: @unchecked Sendable {
     /// Answers one request; nil drops the connection without a reply.
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse?
+    /// Answers one request by calling `reply` once, from any thread, possibly after it returned
+    /// (the reference server replies once an fsync it did not wait for covers the request).
+    package typealias DeferredHandler = @Sendable (HTTPRequest, _ reply: @escaping @Sendable (HTTPResponse?) -> Void) -> Void
 
     /// What to do with a request whose head has arrived, before its body is read.
     public enum Preflight: Sendable {
@@ -75,7 +78,7 @@ public final class HTTPServer: @unchecked Sendable {
         var keepAlive: Bool
     }
 
-    private let handler: Handler
+    private let handler: DeferredHandler
     private let preflight: @Sendable (HTTPRequest) -> Preflight
     private let limits: Limits
     private let lock = NSLock()
@@ -95,7 +98,13 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// A server that answers with `handler`; `preflight` sees each head first (default: read
     /// the body up to `limits.maxBodyBytes`).
-    public init(limits: Limits = Limits(), preflight: (@Sendable (HTTPRequest) -> Preflight)? = nil, handler: @escaping Handler) {
+    public convenience init(limits: Limits = Limits(), preflight: (@Sendable (HTTPRequest) -> Preflight)? = nil, handler: @escaping Handler) {
+        self.init(limits: limits, preflight: preflight, deferred: { request, reply in reply(handler(request)) })
+    }
+
+    /// A server whose handler replies when it is ready; a worker is free for the next request
+    /// as soon as the handler returns.
+    package init(limits: Limits = Limits(), preflight: (@Sendable (HTTPRequest) -> Preflight)? = nil, deferred handler: @escaping DeferredHandler) {
         self.limits = limits
         let defaultLimit = limits.maxBodyBytes
         self.preflight = preflight ?? { _ in .read(maxBodyBytes: defaultLimit) }
@@ -191,11 +200,16 @@ public final class HTTPServer: @unchecked Sendable {
             }
             let job = jobs.removeFirst()
             jobsReady.unlock()
-            let response = handler(job.request)
-            lock.withLock {
-                finished.append((job.fd, response, job.keepAlive))
-                if wake.write >= 0 { _ = Self.poke(wake.write) }
-            }
+            handler(job.request) { [self] response in finish(job, response) }
+        }
+    }
+
+    /// Hands a reply to the event loop. One wake-up serves every reply handed over before the
+    /// loop collects them: it drains its pipe before it takes the list.
+    private func finish(_ job: Job, _ response: HTTPResponse?) {
+        lock.withLock {
+            finished.append((job.fd, response, job.keepAlive))
+            if finished.count == 1 && wake.write >= 0 { _ = Self.poke(wake.write) }
         }
     }
 

@@ -118,7 +118,7 @@ public final class SyncServer: @unchecked Sendable {
         var limits = HTTPServer.Limits()
         limits.workers = workers
         limits.maxConnections = maxConnections
-        let server = HTTPServer(limits: limits, preflight: { [self] head in preflight(head) }) { [self] request in handle(request) }
+        let server = HTTPServer(limits: limits, preflight: { [self] head in preflight(head) }, deferred: { [self] request, reply in handle(request, reply: reply) })
         self.port = try server.start(port: port)
         http = server
         return self.port
@@ -192,6 +192,19 @@ public final class SyncServer: @unchecked Sendable {
     /// Answers one request as the HTTP server would (nil: the connection is closed without a
     /// reply). `formsync torture sim` calls it in-process, under its model of the network.
     package func handle(_ request: HTTPRequest) -> HTTPResponse? {
+        let answer = Mutex<HTTPResponse??>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        handle(request) { response in
+            answer.withLock { $0 = .some(response) }
+            answered.signal()
+        }
+        answered.wait()
+        return answer.withLock { $0 } ?? nil
+    }
+
+    /// Answers one request through `reply`, called once its answer and everything it read or
+    /// wrote is on disk: by this thread, or by the one whose fsync covers it (group commit).
+    package func handle(_ request: HTTPRequest, reply: @escaping @Sendable (HTTPResponse?) -> Void) {
         let route: FaultPlan.Route
         switch (request.method, request.path) {
         case ("POST", "/files"), ("POST", "/uploads"): route = .file
@@ -199,29 +212,36 @@ public final class SyncServer: @unchecked Sendable {
         case ("POST", "/auth/refresh"), (_, "/health"), ("GET", _), ("HEAD", _): route = .other
         default: route = .submission
         }
-        var entry = LoggedRequest(
+        let entry = LoggedRequest(
             method: request.method, path: request.path, idempotencyKey: request.header("idempotency-key"),
             documentID: request.header("formsync-document"), workspace: request.header("formsync-workspace"), status: nil, replayed: false,
             bodyBytes: request.body.count)
         if faults.isOutage {
             record(entry)
-            return nil
+            return reply(nil)
         }
         let fault = faults.next(for: route)
-        var response = respond(request, route: route, fault: fault)
+        let response = respond(request, route: route, fault: fault)
+        let complete: @Sendable (WALSync.Failure?) -> Void = { [self, entry] failure in
+            var entry = entry
+            var response = response
+            if let failure {
+                FileHandle.standardError.write(Data("formsync server: \(failure)\n".utf8))
+                response = .problem(500, "Internal Server Error", detail: "the server could not make its database durable", code: "internal")
+            }
+            if fault == .dropAfterCommit { response = nil }  // whatever happened, the reply is lost
+            entry.status = response?.status
+            entry.replayed = response?.headers.contains { $0.0 == "Idempotent-Replayed" } ?? false
+            record(entry)
+            reply(response)
+        }
         // Nothing is answered before what it saw or wrote is on disk: one fsync covers every
         // request that committed meanwhile (group commit; see `ServerStore.transaction`).
-        do {
-            if store.groupCommit { try store.walSync.waitDurable(through: store.db.commitCount) }
-        } catch {
-            FileHandle.standardError.write(Data("formsync server: \(error)\n".utf8))
-            response = .problem(500, "Internal Server Error", detail: "the server could not make its database durable", code: "internal")
+        if store.groupCommit {
+            store.walSync.whenDurable(through: store.db.commitCount, complete)
+        } else {
+            complete(nil)
         }
-        if fault == .dropAfterCommit { response = nil }  // whatever happened, the reply is lost
-        entry.status = response?.status
-        entry.replayed = response?.headers.contains { $0.0 == "Idempotent-Replayed" } ?? false
-        record(entry)
-        return response
     }
 
     private func respond(_ request: HTTPRequest, route: FaultPlan.Route, fault: FaultPlan.Fault?) -> HTTPResponse? {

@@ -87,9 +87,9 @@ enum HTTPBenchmark {
     }
 
     /// `count` ready-to-send `SalesOrder` creates with the headers the outbox sends. Their keys
-    /// and document ids are random version 4 UUIDs, as a device's are: sequential ids would
-    /// land at the end of the server's ledger and document indexes, page after page, and make
-    /// every write cheaper than a real client's (the first `bench http` baselines did that).
+    /// and document ids come from the live environment, as a device's do (time-ordered UUIDs):
+    /// counters would make every write cheaper than a real client's (the first `bench http`
+    /// baselines did that, with ids that shared a prefix and all went to the indexes' last page).
     static func salesOrderRequests(_ count: Int, server: SyncServer, token: String) throws -> [URLRequest] {
         try (0..<count).map { n in
             let order = OutboxBenchmark.order(customer: Int64(n + 1))
@@ -98,8 +98,8 @@ enum HTTPBenchmark {
             request.httpBody = try FormRegistry.encode(order)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            request.setValue(UUID().uuidString.lowercased(), forHTTPHeaderField: "Idempotency-Key")
-            request.setValue(UUID().uuidString.lowercased(), forHTTPHeaderField: "FormSync-Document")
+            request.setValue(OutboxEnvironment.live.newID(), forHTTPHeaderField: "Idempotency-Key")
+            request.setValue(OutboxEnvironment.live.newID(), forHTTPHeaderField: "FormSync-Document")
             request.setValue("bench", forHTTPHeaderField: "FormSync-Workspace")
             request.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
             request.setValue("SalesOrder; version=\(SalesOrder.formVersion)", forHTTPHeaderField: "FormSync-Form")

@@ -17,13 +17,13 @@ import Synchronization
 /// threads of their own, with every request serialised beforehand, so that the figure is the
 /// server's and not an HTTP client's (URLSession tops out near 1,500 requests/s here).
 enum ServerBenchmark {
-    static func run(items: Int, concurrency: Int, rounds: Int) throws -> Int32 {
-        print("server benchmark: \(items) SalesOrder submissions per round from \(concurrency) keep-alive connections, \(rounds) interleaved rounds")
+    static func run(items: Int, concurrency: Int, rounds: Int, workers: Int) throws -> Int32 {
+        print("server benchmark: \(items) SalesOrder submissions per round from \(concurrency) keep-alive connections, \(workers) handler threads, \(rounds) interleaved rounds")
         var grouped: [Double] = []
         var alone: [Double] = []
         for round in 0..<rounds {
             for group in round % 2 == 0 ? [true, false] : [false, true] {
-                let rate = try measure(items: items, concurrency: concurrency, groupCommit: group)
+                let rate = try measure(items: items, concurrency: concurrency, workers: workers, groupCommit: group)
                 if group { grouped.append(rate) } else { alone.append(rate) }
             }
         }
@@ -37,12 +37,12 @@ enum ServerBenchmark {
 
     /// Durable submissions per second: every one answered 201 (the server answers only once
     /// the write is on disk).
-    static func measure(items: Int, concurrency: Int, groupCommit: Bool) throws -> Double {
+    static func measure(items: Int, concurrency: Int, workers: Int, groupCommit: Bool) throws -> Double {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-server-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
         server.groupCommit = groupCommit
-        server.workers = max(4, concurrency)
+        server.workers = workers
         let port = try server.start()
         defer { server.stop() }
         let token = server.issueAccessToken()

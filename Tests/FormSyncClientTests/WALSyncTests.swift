@@ -92,6 +92,62 @@ struct WALSyncTests {
         #expect(syncs.withLock { $0 } == 2, "five writers that waited during one fsync shared a single next one")
     }
 
+    @Test func aCallbackWriterGoesOnWhileAnotherThreadsFsyncRunsAndIsCalledBackWhenItsCommitIsDurable() throws {
+        let (db, path) = try database()
+        let syncs = Mutex(0)
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let wal = WALSync(databasePath: path) { descriptor in
+            if syncs.withLock({ $0 += 1; return $0 }) == 1 {
+                started.signal()
+                release.wait()
+            }
+            return WALSync.dataSync(descriptor)
+        }
+        let durable = Mutex<[UInt64]>([])
+        let first = try commit(db)
+        let firstReturned = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            // No fsync is running: this thread runs it, and is held inside it.
+            wal.whenDurable(through: first) { failure in
+                #expect(failure == nil)
+                durable.withLock { $0.append(first) }
+            }
+            firstReturned.signal()
+        }
+        started.wait()
+        let later = try (0..<5).map { _ in try commit(db) }
+        for number in later {
+            // Returns at once: the running round's thread calls back.
+            wal.whenDurable(through: number) { failure in
+                #expect(failure == nil)
+                durable.withLock { $0.append(number) }
+            }
+        }
+        #expect(durable.withLock { $0 }.isEmpty, "nothing is called back before an fsync covers it")
+        release.signal()
+        #expect(firstReturned.wait(timeout: .now() + 10) == .success)
+        #expect(durable.withLock { $0 } == [first] + later, "the first fsync's writer, then the five that shared the next")
+        #expect(syncs.withLock { $0 } == 2)
+        let already = Mutex(false)
+        wal.whenDurable(through: later.last!) { _ in already.withLock { $0 = true } }
+        #expect(already.withLock { $0 }, "a commit already durable is called back at once, on the caller's thread")
+        #expect(syncs.withLock { $0 } == 2)
+    }
+
+    @Test func aFailedFsyncCallsBackItsWritersWithTheFailure() throws {
+        let (db, path) = try database()
+        let wal = WALSync(databasePath: path) { _ in
+            errno = EIO
+            return -1
+        }
+        let failures = Mutex<[String]>([])
+        wal.whenDurable(through: try commit(db)) { failure in failures.withLock { $0.append(failure?.reason ?? "none") } }
+        wal.whenDurable(through: try commit(db)) { failure in failures.withLock { $0.append(failure?.reason ?? "none") } }
+        let reasons = failures.withLock { $0 }
+        #expect(reasons.count == 2 && reasons.allSatisfy { $0.contains("fsync") }, "\(reasons)")
+    }
+
     @Test func aFailedFsyncFailsItsWritersAndEveryLaterOne() throws {
         let (db, path) = try database()
         let failing = Mutex(true)

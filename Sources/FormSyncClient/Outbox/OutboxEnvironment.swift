@@ -18,19 +18,30 @@ public struct OutboxEnvironment: Sendable {
         self.newID = newID
     }
 
-    /// The real clock, the system random source and random UUIDs.
+    /// The real clock, the system random source and time-ordered UUIDs (`timeOrderedUUID`).
     public static let live = OutboxEnvironment(
-        now: { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) },
+        now: { currentMilliseconds() },
         random: { Double.random(in: 0..<1) },
-        newID: { randomUUID() })
+        newID: { timeOrderedUUID(milliseconds: currentMilliseconds()) })
 
-    /// A version 4 UUID, lowercase, from the system's random source. (Foundation's `UUID()` on
-    /// Linux opens and reads `/dev/urandom` for each one: two of those per enqueue were 3 % of
-    /// its time.)
-    static func randomUUID() -> String {
+    static func currentMilliseconds() -> Int64 {
+        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    /// A version 7 UUID (RFC 9562), lowercase: `milliseconds` since 1970 in its first 48 bits,
+    /// then 74 bits from the system's random source. Identities made close in time sort next to
+    /// each other, so each new one lands on the last page of every index keyed by it (the
+    /// outbox's once-means-once record and lanes, the server's ledger and documents) instead of
+    /// a random page that then splits. A clock before 1970 or past the year 10889 is clamped; a
+    /// clock that jumps back costs that order, never uniqueness, which rests on the random bits.
+    /// (Foundation's `UUID()` on Linux opens and reads `/dev/urandom` for each one.)
+    static func timeOrderedUUID(milliseconds: Int64) -> String {
         var generator = SystemRandomNumberGenerator()
-        // Version 4 in the high nibble of byte 6, the RFC 4122 variant in the top bits of byte 8.
-        var words = (((generator.next() as UInt64) & ~0xF000 | 0x4000).bigEndian, ((generator.next() as UInt64) & ~(0xC000 << 48) | 0x8000 << 48).bigEndian)
+        let time = UInt64(clamping: min(max(milliseconds, 0), (1 << 48) - 1))
+        // Version 7 in the high nibble of byte 6, the RFC 9562 variant in the top bits of byte 8.
+        let high = time << 16 | 0x7000 | (generator.next() as UInt64) & 0x0FFF
+        let low = (generator.next() as UInt64) & ~(0xC000 << 48) | 0x8000 << 48
+        var words = (high.bigEndian, low.bigEndian)
         return withUnsafeBytes(of: &words) { UUID(uuid: $0.load(as: uuid_t.self)) }.uuidString.lowercased()
     }
 }
