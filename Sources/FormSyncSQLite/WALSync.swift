@@ -41,6 +41,8 @@ package final class WALSync: @unchecked Sendable {
     private var callbacks: [(through: UInt64, done: @Sendable (Failure?) -> Void)] = []
     /// How many fsyncs ran (tests check that concurrent writers shared them).
     package private(set) var fsyncCount = 0
+    /// Time spent in those fsyncs, in nanoseconds (benchmarks report how busy the log was).
+    package private(set) var fsyncNanoseconds: UInt64 = 0
 
     private let sync: @Sendable (Int32) -> Int32
 
@@ -124,9 +126,12 @@ package final class WALSync: @unchecked Sendable {
         while failure == nil && requested > synced {
             let goal = requested
             condition.unlock()
+            let start = DispatchTime.now().uptimeNanoseconds
             let outcome = fsyncLog()
+            let elapsed = DispatchTime.now().uptimeNanoseconds &- start
             condition.lock()
             fsyncCount += 1
+            fsyncNanoseconds &+= elapsed
             switch outcome {
             case .success: synced = max(synced, goal)
             case .failure(let error): failure = error

@@ -73,6 +73,10 @@ public final class SyncServer: @unchecked Sendable {
         get { store.groupCommit }
         set { store.groupCommit = newValue }
     }
+    /// How many fsyncs of its log the group commit has run (benchmarks divide writes by it).
+    package var fsyncCount: Int { store.walSync.fsyncCount }
+    /// Nanoseconds those fsyncs took.
+    package var fsyncNanoseconds: UInt64 { store.walSync.fsyncNanoseconds }
     /// The port it listens on, once started.
     public private(set) var port: UInt16 = 0
 

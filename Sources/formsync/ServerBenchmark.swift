@@ -21,15 +21,30 @@ enum ServerBenchmark {
         print("server benchmark: \(items) SalesOrder submissions per round from \(concurrency) keep-alive connections, \(workers) handler threads, \(rounds) interleaved rounds")
         var grouped: [Double] = []
         var alone: [Double] = []
+        var perFsync: [Double] = []
+        var cpu: [Double] = []
+        var fsyncBusy: [Double] = []
+        var fsyncTime: [Double] = []
         for round in 0..<rounds {
             for group in round % 2 == 0 ? [true, false] : [false, true] {
-                let rate = try measure(items: items, concurrency: concurrency, workers: workers, groupCommit: group)
-                if group { grouped.append(rate) } else { alone.append(rate) }
+                let run = try measure(items: items, concurrency: concurrency, workers: workers, groupCommit: group)
+                if group {
+                    grouped.append(run.rate)
+                    perFsync.append(Double(items) / Double(max(run.fsyncs, 1)))
+                    cpu.append(run.cpu)
+                    fsyncBusy.append(run.fsyncSeconds * run.rate / Double(items) * 100)
+                    fsyncTime.append(run.fsyncSeconds / Double(max(run.fsyncs, 1)) * 1e6)
+                } else {
+                    alone.append(run.rate)
+                }
             }
         }
         func spread(_ v: [Double]) -> String { String(format: "%.0f/s (%.0f–%.0f)", BenchCommand.median(v), v.min()!, v.max()!) }
         print("  baseline: each write committed FULL on its own: \(spread(alone))")
         print("  group commit (writes share one fdatasync):      \(spread(grouped))")
+        print(String(format: "    writes per fsync %.1f; each fsync %.0f µs, the log in fsync %.0f %% of the time; CPU per write (all threads, clients included) %.0f µs, %.0f %% of the two cores' time",
+                     BenchCommand.median(perFsync), BenchCommand.median(fsyncTime), BenchCommand.median(fsyncBusy), BenchCommand.median(cpu) * 1e6,
+                     BenchCommand.median(zip(cpu, grouped).map { $0 * $1 / 2 * 100 })))
         print(String(format: "  ratio: %.2f× (per round %.2f×–%.2f×)", BenchCommand.median(grouped) / BenchCommand.median(alone),
                      zip(grouped, alone).map { $0 / $1 }.min()!, zip(grouped, alone).map { $0 / $1 }.max()!))
         return 0
@@ -37,7 +52,7 @@ enum ServerBenchmark {
 
     /// Durable submissions per second: every one answered 201 (the server answers only once
     /// the write is on disk).
-    static func measure(items: Int, concurrency: Int, workers: Int, groupCommit: Bool) throws -> Double {
+    static func measure(items: Int, concurrency: Int, workers: Int, groupCommit: Bool) throws -> (rate: Double, fsyncs: Int, fsyncSeconds: Double, cpu: Double) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-server-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
@@ -48,6 +63,9 @@ enum ServerBenchmark {
         let token = server.issueAccessToken()
         let requests = try HTTPBenchmark.salesOrderRequests(items, server: server, token: token).map(serialise)
         let created = Atomic<Int>(0)
+        let fsyncsBefore = server.fsyncCount
+        let fsyncTimeBefore = server.fsyncNanoseconds
+        let cpuBefore = EnqueueBenchmark.processCPU()
         let failures = Mutex<[String]>([])
         let done = DispatchGroup()
         let start = DispatchTime.now().uptimeNanoseconds
@@ -71,11 +89,12 @@ enum ServerBenchmark {
         }
         done.wait()
         let seconds = OutboxBenchmark.seconds(since: start)
+        let cpu = (EnqueueBenchmark.processCPU() - cpuBefore) / Double(items)
         if let failure = failures.withLock({ $0.first }) { throw BenchmarkFailure(message: "a client failed: \(failure)") }
         guard created.load(ordering: .relaxed) == items else {
             throw BenchmarkFailure(message: "only \(created.load(ordering: .relaxed)) of \(items) submissions were created")
         }
-        return Double(items) / seconds
+        return (Double(items) / seconds, server.fsyncCount - fsyncsBefore, Double(server.fsyncNanoseconds - fsyncTimeBefore) / 1e9, cpu)
     }
 
     static func serialise(_ request: URLRequest) -> [UInt8] {
