@@ -167,6 +167,10 @@ package final class SQLiteConnection {
 
     package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
+    /// Whether a transaction is open (false after SQLite rolled one back on its own, as it may
+    /// after a full disk or an I/O error).
+    package var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
     package func setDurability(_ durability: Durability) throws {
         guard durability != currentDurability else { return }
         try execute(durability == .full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")

@@ -45,12 +45,20 @@ package final class WALSync: @unchecked Sendable {
     package private(set) var fsyncNanoseconds: UInt64 = 0
 
     private let sync: @Sendable (Int32) -> Int32
+    private var beforeRound: (@Sendable () -> UInt64)?
 
     /// A syncer for the database at `databasePath` (its log is `databasePath-wal`); `sync`
     /// replaces `fdatasync` in tests of a disk that refuses.
     package init(databasePath: String, sync: @escaping @Sendable (Int32) -> Int32 = WALSync.dataSync) {
         walPath = databasePath + "-wal"
         self.sync = sync
+    }
+
+    /// Runs `body` at the start of every fsync round, without this syncer's lock: it commits
+    /// whatever its owner holds open for the round (the reference server's batch of writes)
+    /// and returns the highest commit number then in the log, which the round makes durable.
+    package func commitBeforeEachRound(_ body: @escaping @Sendable () -> UInt64) {
+        condition.withLock { beforeRound = body }
     }
 
     deinit {
@@ -124,8 +132,9 @@ package final class WALSync: @unchecked Sendable {
     private func syncRounds() {
         syncing = true
         while failure == nil && requested > synced {
-            let goal = requested
+            var goal = requested
             condition.unlock()
+            if let beforeRound { goal = max(goal, beforeRound()) }
             let start = DispatchTime.now().uptimeNanoseconds
             let outcome = fsyncLog()
             let elapsed = DispatchTime.now().uptimeNanoseconds &- start

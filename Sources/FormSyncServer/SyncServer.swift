@@ -38,8 +38,9 @@ public final class SyncServer: @unchecked Sendable {
 
     /// Faults to inject into the next requests (tests, the demo, `formsync serve --fault`).
     public let faults = FaultPlan()
-    /// Called after every committed write, before its reply is sent, with the number of
-    /// documents held: crash tests use it to kill a client at an exact point of its sync.
+    /// Called after every write, before its reply is sent, with the number of documents held:
+    /// crash tests use it to kill a client at an exact point of its sync. (The write commits
+    /// with its batch at the next fsync round, whatever becomes of the client.)
     public var afterCommit: (@Sendable (_ documents: Int) -> Void)? {
         get { locked { commitHook } }
         set { locked { commitHook = newValue } }
@@ -110,6 +111,13 @@ public final class SyncServer: @unchecked Sendable {
         self.registry = registry
         self.now = now
         tokenLifetimeMilliseconds = Int64(tokenLifetimeSeconds) * 1000
+        store.walSync.commitBeforeEachRound { [weak self] in
+            guard let self else { return 0 }
+            return self.locked {
+                self.store.commitBatch()
+                return self.store.committedNumber
+            }
+        }
     }
 
     /// The forms it accepts, by name, with their current versions.
@@ -132,6 +140,8 @@ public final class SyncServer: @unchecked Sendable {
     public func stop() {
         http?.stop()
         http = nil
+        // Writes whose replies were never sent: committed now rather than rolled back at close.
+        locked { store.commitBatch() }
     }
 
     /// Where clients reach it.
@@ -225,13 +235,18 @@ public final class SyncServer: @unchecked Sendable {
             return reply(nil)
         }
         let fault = faults.next(for: route)
+        // A write made now joins the open batch or opens the next one: no earlier number.
+        let floor = store.committedNumber + 1
         let response = respond(request, route: route, fault: fault)
+        let gate = store.durabilityGate
         let complete: @Sendable (WALSync.Failure?) -> Void = { [self, entry] failure in
             var entry = entry
             var response = response
             if let failure {
                 FileHandle.standardError.write(Data("formsync server: \(failure)\n".utf8))
                 response = .problem(500, "Internal Server Error", detail: "the server could not make its database durable", code: "internal")
+            } else if floor <= gate, store.lostBatch(in: floor...gate) != nil {
+                response = .problem(500, "Internal Server Error", detail: "the server could not commit this write", code: "internal")
             }
             if fault == .dropAfterCommit { response = nil }  // whatever happened, the reply is lost
             entry.status = response?.status
@@ -242,7 +257,7 @@ public final class SyncServer: @unchecked Sendable {
         // Nothing is answered before what it saw or wrote is on disk: one fsync covers every
         // request that committed meanwhile (group commit; see `ServerStore.transaction`).
         if store.groupCommit {
-            store.walSync.whenDurable(through: store.db.commitCount, complete)
+            store.walSync.whenDurable(through: gate, complete)
         } else {
             complete(nil)
         }
@@ -463,7 +478,7 @@ public final class SyncServer: @unchecked Sendable {
         let (response, hook, count): (HTTPResponse, (@Sendable (Int) -> Void)?, Int) = locked {
             if delay == nil, let answer = ledgerAnswer(key, hash: hash) { return (answer, nil, 0) }
             do {
-                let response = try store.transaction {
+                let response = try store.batchedTransaction {
                     let response = try process(prepared)
                     try store.finishLedger(key, hash: hash, with: response, at: now())
                     return response

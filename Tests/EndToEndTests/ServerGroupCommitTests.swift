@@ -1,6 +1,7 @@
 import FieldForms
 import Foundation
 import FormSyncModel
+import FormSyncSQLite
 import Synchronization
 import Testing
 
@@ -69,6 +70,79 @@ struct ServerGroupCommitTests {
         let fsyncs = server.store.walSync.fsyncCount
         #expect(fsyncs >= 1, "every reply waited for an fsync of the log")
         #expect(fsyncs <= count)
+    }
+
+    @Test func writesBetweenTwoFsyncsShareOneCommitAndEveryReplyFollowsItsCommit() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("write-batches-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        let token = server.issueAccessToken()
+        let commitsBefore = server.store.db.commitCount
+        let count = 96
+        let path = folder.appendingPathComponent("server.sqlite").path
+        for n in count..<(count + 3) {
+            #expect(server.handle(try Self.order(n, token: token))?.status == 201)
+            let other = try SQLiteConnection(path: path)
+            let rows = try other.query("SELECT COUNT(*) FROM documents WHERE document_id = ?", [.text("d-\(n)")]) { $0.int(0) }
+            #expect(rows == [1], "a reply leaves only once its write is committed and on disk")
+        }
+        let seenElsewhere = Mutex<[Int]>([])
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = DispatchGroup()
+            for thread in 0..<16 {
+                done.enter()
+                Thread.detachNewThread {
+                    for n in stride(from: thread, to: count, by: 16) {
+                        #expect(server.handle(try! Self.order(n, token: token))?.status == 201)
+                        // Once its reply is out, another connection (another process) sees the
+                        // write: it was committed, not only written in the batch.
+                        let other = try! SQLiteConnection(path: path)
+                        let rows = try! other.query("SELECT COUNT(*) FROM documents WHERE document_id = ?", [.text("d-\(n)")]) { $0.int(0) }
+                        seenElsewhere.withLock { $0.append(Int(rows.first ?? 0)) }
+                    }
+                    done.leave()
+                }
+            }
+            Thread.detachNewThread {
+                done.wait()
+                continuation.resume()
+            }
+        }
+        #expect(seenElsewhere.withLock { $0 } == Array(repeating: 1, count: count))
+        let commits = server.store.db.commitCount - commitsBefore
+        #expect(commits < UInt64(count), "\(count) writes from 16 threads shared commits (\(commits))")
+        #expect(server.documents().count == count + 3)
+    }
+
+    @Test func aBatchThatSQLiteRolledBackFailsTheRepliesThatDependedOnItAndItsNumberIsNeverReused() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lost-batch-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try ServerStore(directory: folder.path, now: 0)
+        let floor = store.committedNumber + 1
+        _ = try store.batchedTransaction { try store.createDocument("a", form: "SalesOrder", formVersion: 1, workspace: "", payload: Data("{}".utf8), at: 0) }
+        let gate = store.durabilityGate
+        #expect(gate == floor, "the first write opened the batch it waits for")
+        struct Abandoned: Error {}
+        // As SQLite does after a full disk: the whole transaction is gone, not just the savepoint.
+        #expect(throws: Abandoned.self) { try store.batchedTransaction { try store.db.run("ROLLBACK"); throw Abandoned() } }
+        #expect(store.lostBatch(in: floor...gate) != nil, "the first write's reply must not say it was saved")
+        #expect(store.document("a") == nil)
+        _ = try store.batchedTransaction { try store.createDocument("b", form: "SalesOrder", formVersion: 1, workspace: "", payload: Data("{}".utf8), at: 0) }
+        let next = store.durabilityGate
+        #expect(next > gate, "a new batch never reuses a lost one's number")
+        #expect(store.lostBatch(in: next...next) == nil)
+        store.commitBatch()
+        #expect(store.committedNumber == next)
+        #expect(store.document("b") != nil)
+        // A write that fails on its own rolls back only its savepoint.
+        _ = try store.batchedTransaction { try store.createDocument("c", form: "SalesOrder", formVersion: 1, workspace: "", payload: Data("{}".utf8), at: 0) }
+        #expect(throws: (any Error).self) {
+            try store.batchedTransaction { try store.createDocument("c", form: "SalesOrder", formVersion: 1, workspace: "", payload: Data("{}".utf8), at: 0) }
+        }
+        store.commitBatch()
+        #expect(store.document("c") != nil)
+        #expect(store.lostBatch(in: floor...store.committedNumber)?.isEmpty == false)
+        #expect(store.lostBatch(in: (gate + 1)...store.committedNumber) == nil, "only the rolled-back batch was lost")
     }
 
     static func order(_ n: Int, token: String) throws -> HTTPRequest {
