@@ -7,7 +7,7 @@ import FormSyncModel
 /// A customer of the sales team, shared by every device of the workspace.
 ///
 /// Spec: `Customer.yaml`, version 1; received by every device of the workspace; looked up by `segment`, `tax_id`.
-public struct Customer: SyncRecord, JSONWritable {
+public struct Customer: SyncRecord, JSONWritable, JSONReadable {
     public static let recordType = "Customer"
     public static let recordVersion = 1
     public static let scopeField: String? = nil
@@ -19,7 +19,7 @@ public struct Customer: SyncRecord, JSONWritable {
     public var version: Int = 0
 
     /// The options of `segment`.
-    public enum Segment: String, Codable, Sendable, CaseIterable, JSONWritable {
+    public enum Segment: String, Codable, Sendable, CaseIterable, JSONWritable, JSONReadable {
         case retail = "retail"
         case wholesale = "wholesale"
         case horeca = "horeca"
@@ -106,6 +106,62 @@ public struct Customer: SyncRecord, JSONWritable {
         try container.encodeIfPresent(acceptsCash, forKey: .acceptsCash)
         try container.encodeIfPresent(referredBy, forKey: .referredBy)
         try container.encodeIfPresent(creditLimit, forKey: .creditLimit)
+    }
+
+    /// Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.
+    public init(json input: inout JSONInput) throws {
+        var v_name: String? = nil
+        var v_tradeName: String? = nil
+        var v_taxId: String? = nil
+        var v_email: String? = nil
+        var v_phone: String? = nil
+        var v_segment: Customer.Segment? = nil
+        var v_openedOn: LocalDate? = nil
+        var v_shopLocation: GeoPoint? = nil
+        var v_acceptsCash: Bool? = nil
+        var v_referredBy: EntityRef? = nil
+        var v_creditLimit: Money? = nil
+        var seen: UInt64 = 0
+        try input.readObject { key, input in
+            switch key {
+            case "name":
+                try JSONInput.claim(&seen, 0)
+                v_name = try input.optional()
+            case "trade_name":
+                try JSONInput.claim(&seen, 1)
+                v_tradeName = try input.optional()
+            case "tax_id":
+                try JSONInput.claim(&seen, 2)
+                v_taxId = try input.optional()
+            case "email":
+                try JSONInput.claim(&seen, 3)
+                v_email = try input.optional()
+            case "phone":
+                try JSONInput.claim(&seen, 4)
+                v_phone = try input.optional()
+            case "segment":
+                try JSONInput.claim(&seen, 5)
+                v_segment = try input.optional()
+            case "opened_on":
+                try JSONInput.claim(&seen, 6)
+                v_openedOn = try input.optional()
+            case "shop_location":
+                try JSONInput.claim(&seen, 7)
+                v_shopLocation = try input.optional()
+            case "accepts_cash":
+                try JSONInput.claim(&seen, 8)
+                v_acceptsCash = try input.optional()
+            case "referred_by":
+                try JSONInput.claim(&seen, 9)
+                v_referredBy = try input.optional()
+            case "credit_limit":
+                try JSONInput.claim(&seen, 10)
+                v_creditLimit = try input.optional()
+            default:
+                throw JSONInput.Declined()
+            }
+        }
+        self.init(name: v_name, tradeName: v_tradeName, taxId: v_taxId, email: v_email, phone: v_phone, segment: v_segment, openedOn: v_openedOn, shopLocation: v_shopLocation, acceptsCash: v_acceptsCash, referredBy: v_referredBy, creditLimit: v_creditLimit)
     }
 
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.

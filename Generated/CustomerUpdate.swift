@@ -7,13 +7,13 @@ import FormSyncModel
 /// An edit of a customer's contact details, sent with the version it was based on.
 ///
 /// Spec: `CustomerUpdate.yaml`, version 1; endpoint `/customers/{customer_id}`; lane by `customer_id`.
-public struct CustomerUpdate: FormPayload, JSONWritable {
+public struct CustomerUpdate: FormPayload, JSONWritable, JSONReadable {
     public static let formName = "CustomerUpdate"
     public static let formVersion = 1
     public static let endpointTemplate = "/customers/{customer_id}"
 
     /// The options of `segment`.
-    public enum Segment: String, Codable, Sendable, CaseIterable, JSONWritable {
+    public enum Segment: String, Codable, Sendable, CaseIterable, JSONWritable, JSONReadable {
         case retail = "retail"
         case wholesale = "wholesale"
         case horeca = "horeca"
@@ -81,6 +81,50 @@ public struct CustomerUpdate: FormPayload, JSONWritable {
         try container.encodeIfPresent(segment, forKey: .segment)
         try container.encodeIfPresent(acceptsCash, forKey: .acceptsCash)
         try container.encodeIfPresent(creditLimit, forKey: .creditLimit)
+    }
+
+    /// Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.
+    public init(json input: inout JSONInput) throws {
+        var v_customerId: EntityRef? = nil
+        var v_name: String? = nil
+        var v_tradeName: String? = nil
+        var v_email: String? = nil
+        var v_phone: String? = nil
+        var v_segment: CustomerUpdate.Segment? = nil
+        var v_acceptsCash: Bool? = nil
+        var v_creditLimit: Money? = nil
+        var seen: UInt64 = 0
+        try input.readObject { key, input in
+            switch key {
+            case "customer_id":
+                try JSONInput.claim(&seen, 0)
+                v_customerId = try input.optional()
+            case "name":
+                try JSONInput.claim(&seen, 1)
+                v_name = try input.optional()
+            case "trade_name":
+                try JSONInput.claim(&seen, 2)
+                v_tradeName = try input.optional()
+            case "email":
+                try JSONInput.claim(&seen, 3)
+                v_email = try input.optional()
+            case "phone":
+                try JSONInput.claim(&seen, 4)
+                v_phone = try input.optional()
+            case "segment":
+                try JSONInput.claim(&seen, 5)
+                v_segment = try input.optional()
+            case "accepts_cash":
+                try JSONInput.claim(&seen, 6)
+                v_acceptsCash = try input.optional()
+            case "credit_limit":
+                try JSONInput.claim(&seen, 7)
+                v_creditLimit = try input.optional()
+            default:
+                throw JSONInput.Declined()
+            }
+        }
+        self.init(customerId: v_customerId, name: v_name, tradeName: v_tradeName, email: v_email, phone: v_phone, segment: v_segment, acceptsCash: v_acceptsCash, creditLimit: v_creditLimit)
     }
 
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.

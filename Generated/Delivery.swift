@@ -7,7 +7,7 @@ import FormSyncModel
 /// A delivery assigned to a courier, pulled onto the courier's device before the round.
 ///
 /// Spec: `Delivery.yaml`, version 1; received by the devices whose principal is its `courier_id`; looked up by `status`, `stop_order`.
-public struct Delivery: SyncRecord, JSONWritable {
+public struct Delivery: SyncRecord, JSONWritable, JSONReadable {
     public static let recordType = "Delivery"
     public static let recordVersion = 1
     public static let scopeField: String? = "courier_id"
@@ -19,7 +19,7 @@ public struct Delivery: SyncRecord, JSONWritable {
     public var version: Int = 0
 
     /// The options of `status`.
-    public enum Status: String, Codable, Sendable, CaseIterable, JSONWritable {
+    public enum Status: String, Codable, Sendable, CaseIterable, JSONWritable, JSONReadable {
         case assigned = "assigned"
         case outForDelivery = "out_for_delivery"
         case delivered = "delivered"
@@ -87,6 +87,46 @@ public struct Delivery: SyncRecord, JSONWritable {
         try container.encodeIfPresent(recipient, forKey: .recipient)
         try container.encodeIfPresent(codAmount, forKey: .codAmount)
         try container.encodeIfPresent(notes, forKey: .notes)
+    }
+
+    /// Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.
+    public init(json input: inout JSONInput) throws {
+        var v_courierId: String? = nil
+        var v_status: Delivery.Status? = nil
+        var v_stopOrder: Int? = nil
+        var v_address: String? = nil
+        var v_recipient: String? = nil
+        var v_codAmount: Money? = nil
+        var v_notes: String? = nil
+        var seen: UInt64 = 0
+        try input.readObject { key, input in
+            switch key {
+            case "courier_id":
+                try JSONInput.claim(&seen, 0)
+                v_courierId = try input.optional()
+            case "status":
+                try JSONInput.claim(&seen, 1)
+                v_status = try input.optional()
+            case "stop_order":
+                try JSONInput.claim(&seen, 2)
+                v_stopOrder = try input.optional()
+            case "address":
+                try JSONInput.claim(&seen, 3)
+                v_address = try input.optional()
+            case "recipient":
+                try JSONInput.claim(&seen, 4)
+                v_recipient = try input.optional()
+            case "cod_amount":
+                try JSONInput.claim(&seen, 5)
+                v_codAmount = try input.optional()
+            case "notes":
+                try JSONInput.claim(&seen, 6)
+                v_notes = try input.optional()
+            default:
+                throw JSONInput.Declined()
+            }
+        }
+        self.init(courierId: v_courierId, status: v_status, stopOrder: v_stopOrder, address: v_address, recipient: v_recipient, codAmount: v_codAmount, notes: v_notes)
     }
 
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.

@@ -7,13 +7,13 @@ import FormSyncModel
 /// A courier's confirmation of one delivery, with proof photos and a signature.
 ///
 /// Spec: `DeliveryConfirmation.yaml`, version 3; endpoint `/deliveries/{delivery_id}/confirmations`; lane by `delivery_id`.
-public struct DeliveryConfirmation: FormPayload, JSONWritable {
+public struct DeliveryConfirmation: FormPayload, JSONWritable, JSONReadable {
     public static let formName = "DeliveryConfirmation"
     public static let formVersion = 3
     public static let endpointTemplate = "/deliveries/{delivery_id}/confirmations"
 
     /// The choice list `outcome`.
-    public enum Outcome: String, Codable, Sendable, CaseIterable, JSONWritable {
+    public enum Outcome: String, Codable, Sendable, CaseIterable, JSONWritable, JSONReadable {
         case delivered = "delivered"
         case refused = "refused"
         case notHome = "not_home"
@@ -90,6 +90,54 @@ public struct DeliveryConfirmation: FormPayload, JSONWritable {
         try container.encode(proofPhotos, forKey: .proofPhotos)
         try container.encodeIfPresent(signature, forKey: .signature)
         try container.encodeIfPresent(leftWithNeighbour, forKey: .leftWithNeighbour)
+    }
+
+    /// Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.
+    public init(json input: inout JSONInput) throws {
+        var v_deliveryId: EntityRef? = nil
+        var v_outcome: DeliveryConfirmation.Outcome? = nil
+        var v_deliveredAt: Timestamp? = nil
+        var v_codAmount: Money? = nil
+        var v_recipientName: String? = nil
+        var v_note: String? = nil
+        var v_proofPhotos: [FileRef]? = nil
+        var v_signature: FileRef? = nil
+        var v_leftWithNeighbour: Bool? = nil
+        var seen: UInt64 = 0
+        try input.readObject { key, input in
+            switch key {
+            case "delivery_id":
+                try JSONInput.claim(&seen, 0)
+                v_deliveryId = try input.optional()
+            case "outcome":
+                try JSONInput.claim(&seen, 1)
+                v_outcome = try input.optional()
+            case "delivered_at":
+                try JSONInput.claim(&seen, 2)
+                v_deliveredAt = try input.optional()
+            case "cod_amount":
+                try JSONInput.claim(&seen, 3)
+                v_codAmount = try input.optional()
+            case "recipient_name":
+                try JSONInput.claim(&seen, 4)
+                v_recipientName = try input.optional()
+            case "note":
+                try JSONInput.claim(&seen, 5)
+                v_note = try input.optional()
+            case "proof_photos":
+                try JSONInput.claim(&seen, 6)
+                v_proofPhotos = try input.optional()
+            case "signature":
+                try JSONInput.claim(&seen, 7)
+                v_signature = try input.optional()
+            case "left_with_neighbour":
+                try JSONInput.claim(&seen, 8)
+                v_leftWithNeighbour = try input.optional()
+            default:
+                throw JSONInput.Declined()
+            }
+        }
+        self.init(deliveryId: v_deliveryId, outcome: v_outcome, deliveredAt: v_deliveredAt, codAmount: v_codAmount, recipientName: v_recipientName, note: v_note, proofPhotos: v_proofPhotos ?? [], signature: v_signature, leftWithNeighbour: v_leftWithNeighbour)
     }
 
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.

@@ -7,7 +7,7 @@ import FormSyncModel
 /// A courier's change to a delivery of the round, merged with the back office's changes.
 ///
 /// Spec: `DeliveryUpdate.yaml`, version 1; endpoint `/deliveries/{delivery_id}`; lane by `delivery_id`.
-public struct DeliveryUpdate: FormPayload, JSONWritable {
+public struct DeliveryUpdate: FormPayload, JSONWritable, JSONReadable {
     public static let formName = "DeliveryUpdate"
     public static let formVersion = 1
     public static let endpointTemplate = "/deliveries/{delivery_id}"
@@ -44,6 +44,30 @@ public struct DeliveryUpdate: FormPayload, JSONWritable {
         try container.encodeIfPresent(deliveryId, forKey: .deliveryId)
         try container.encodeIfPresent(notes, forKey: .notes)
         try container.encodeIfPresent(recipient, forKey: .recipient)
+    }
+
+    /// Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.
+    public init(json input: inout JSONInput) throws {
+        var v_deliveryId: EntityRef? = nil
+        var v_notes: String? = nil
+        var v_recipient: String? = nil
+        var seen: UInt64 = 0
+        try input.readObject { key, input in
+            switch key {
+            case "delivery_id":
+                try JSONInput.claim(&seen, 0)
+                v_deliveryId = try input.optional()
+            case "notes":
+                try JSONInput.claim(&seen, 1)
+                v_notes = try input.optional()
+            case "recipient":
+                try JSONInput.claim(&seen, 2)
+                v_recipient = try input.optional()
+            default:
+                throw JSONInput.Declined()
+            }
+        }
+        self.init(deliveryId: v_deliveryId, notes: v_notes, recipient: v_recipient)
     }
 
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.

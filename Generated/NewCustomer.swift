@@ -7,13 +7,13 @@ import FormSyncModel
 /// A new customer captured by a sales rep; orders may reference it before it reaches the server.
 ///
 /// Spec: `NewCustomer.yaml`, version 1; endpoint `/customers`; each document is its own lane.
-public struct NewCustomer: FormPayload, JSONWritable {
+public struct NewCustomer: FormPayload, JSONWritable, JSONReadable {
     public static let formName = "NewCustomer"
     public static let formVersion = 1
     public static let endpointTemplate = "/customers"
 
     /// The options of `segment`.
-    public enum Segment: String, Codable, Sendable, CaseIterable, JSONWritable {
+    public enum Segment: String, Codable, Sendable, CaseIterable, JSONWritable, JSONReadable {
         case retail = "retail"
         case wholesale = "wholesale"
         case horeca = "horeca"
@@ -93,6 +93,58 @@ public struct NewCustomer: FormPayload, JSONWritable {
         try container.encodeIfPresent(shopFront, forKey: .shopFront)
         try container.encodeIfPresent(acceptsCash, forKey: .acceptsCash)
         try container.encodeIfPresent(referredBy, forKey: .referredBy)
+    }
+
+    /// Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.
+    public init(json input: inout JSONInput) throws {
+        var v_name: String? = nil
+        var v_tradeName: String? = nil
+        var v_taxId: String? = nil
+        var v_email: String? = nil
+        var v_segment: NewCustomer.Segment? = nil
+        var v_openedOn: LocalDate? = nil
+        var v_shopLocation: GeoPoint? = nil
+        var v_shopFront: FileRef? = nil
+        var v_acceptsCash: Bool? = nil
+        var v_referredBy: EntityRef? = nil
+        var seen: UInt64 = 0
+        try input.readObject { key, input in
+            switch key {
+            case "name":
+                try JSONInput.claim(&seen, 0)
+                v_name = try input.optional()
+            case "trade_name":
+                try JSONInput.claim(&seen, 1)
+                v_tradeName = try input.optional()
+            case "tax_id":
+                try JSONInput.claim(&seen, 2)
+                v_taxId = try input.optional()
+            case "email":
+                try JSONInput.claim(&seen, 3)
+                v_email = try input.optional()
+            case "segment":
+                try JSONInput.claim(&seen, 4)
+                v_segment = try input.optional()
+            case "opened_on":
+                try JSONInput.claim(&seen, 5)
+                v_openedOn = try input.optional()
+            case "shop_location":
+                try JSONInput.claim(&seen, 6)
+                v_shopLocation = try input.optional()
+            case "shop_front":
+                try JSONInput.claim(&seen, 7)
+                v_shopFront = try input.optional()
+            case "accepts_cash":
+                try JSONInput.claim(&seen, 8)
+                v_acceptsCash = try input.optional()
+            case "referred_by":
+                try JSONInput.claim(&seen, 9)
+                v_referredBy = try input.optional()
+            default:
+                throw JSONInput.Declined()
+            }
+        }
+        self.init(name: v_name, tradeName: v_tradeName, taxId: v_taxId, email: v_email, segment: v_segment, openedOn: v_openedOn, shopLocation: v_shopLocation, shopFront: v_shopFront, acceptsCash: v_acceptsCash, referredBy: v_referredBy)
     }
 
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.

@@ -7,20 +7,20 @@ import FormSyncModel
 /// An order taken by a sales rep, for a customer that may itself be new and offline.
 ///
 /// Spec: `SalesOrder.yaml`, version 1; endpoint `/customers/{customer_id}/orders`; lane by `customer_id`.
-public struct SalesOrder: FormPayload, JSONWritable {
+public struct SalesOrder: FormPayload, JSONWritable, JSONReadable {
     public static let formName = "SalesOrder"
     public static let formVersion = 1
     public static let endpointTemplate = "/customers/{customer_id}/orders"
 
     /// The options of `delivery_window`.
-    public enum DeliveryWindow: String, Codable, Sendable, CaseIterable, JSONWritable {
+    public enum DeliveryWindow: String, Codable, Sendable, CaseIterable, JSONWritable, JSONReadable {
         case morning = "morning"
         case afternoon = "afternoon"
         case evening = "evening"
     }
 
     /// One item of `lines`.
-    public struct Line: Codable, Sendable, Equatable, JSONWritable {
+    public struct Line: Codable, Sendable, Equatable, JSONWritable, JSONReadable {
 
         /// `sku`: text, required.
         public var sku: String?
@@ -60,6 +60,34 @@ public struct SalesOrder: FormPayload, JSONWritable {
             try container.encodeIfPresent(quantity, forKey: .quantity)
             try container.encodeIfPresent(unitPrice, forKey: .unitPrice)
             try container.encodeIfPresent(note, forKey: .note)
+        }
+
+        /// Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.
+        public init(json input: inout JSONInput) throws {
+            var v_sku: String? = nil
+            var v_quantity: Int? = nil
+            var v_unitPrice: Money? = nil
+            var v_note: String? = nil
+            var seen: UInt64 = 0
+            try input.readObject { key, input in
+                switch key {
+                case "sku":
+                    try JSONInput.claim(&seen, 0)
+                    v_sku = try input.optional()
+                case "quantity":
+                    try JSONInput.claim(&seen, 1)
+                    v_quantity = try input.optional()
+                case "unit_price":
+                    try JSONInput.claim(&seen, 2)
+                    v_unitPrice = try input.optional()
+                case "note":
+                    try JSONInput.claim(&seen, 3)
+                    v_note = try input.optional()
+                default:
+                    throw JSONInput.Declined()
+                }
+            }
+            self.init(sku: v_sku, quantity: v_quantity, unitPrice: v_unitPrice, note: v_note)
         }
 
         /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
@@ -202,6 +230,54 @@ public struct SalesOrder: FormPayload, JSONWritable {
         try container.encodeIfPresent(creditLimit, forKey: .creditLimit)
         try container.encode(lines, forKey: .lines)
         try container.encodeIfPresent(signedByCustomer, forKey: .signedByCustomer)
+    }
+
+    /// Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.
+    public init(json input: inout JSONInput) throws {
+        var v_customerId: EntityRef? = nil
+        var v_orderDate: LocalDate? = nil
+        var v_deliveryWindow: SalesOrder.DeliveryWindow? = nil
+        var v_paymentTermsDays: Int? = nil
+        var v_discountPercent: Decimal? = nil
+        var v_customerReference: String? = nil
+        var v_creditLimit: Money? = nil
+        var v_lines: [SalesOrder.Line]? = nil
+        var v_signedByCustomer: FileRef? = nil
+        var seen: UInt64 = 0
+        try input.readObject { key, input in
+            switch key {
+            case "customer_id":
+                try JSONInput.claim(&seen, 0)
+                v_customerId = try input.optional()
+            case "order_date":
+                try JSONInput.claim(&seen, 1)
+                v_orderDate = try input.optional()
+            case "delivery_window":
+                try JSONInput.claim(&seen, 2)
+                v_deliveryWindow = try input.optional()
+            case "payment_terms_days":
+                try JSONInput.claim(&seen, 3)
+                v_paymentTermsDays = try input.optional()
+            case "discount_percent":
+                try JSONInput.claim(&seen, 4)
+                v_discountPercent = try input.optional()
+            case "customer_reference":
+                try JSONInput.claim(&seen, 5)
+                v_customerReference = try input.optional()
+            case "credit_limit":
+                try JSONInput.claim(&seen, 6)
+                v_creditLimit = try input.optional()
+            case "lines":
+                try JSONInput.claim(&seen, 7)
+                v_lines = try input.optional()
+            case "signed_by_customer":
+                try JSONInput.claim(&seen, 8)
+                v_signedByCustomer = try input.optional()
+            default:
+                throw JSONInput.Declined()
+            }
+        }
+        self.init(customerId: v_customerId, orderDate: v_orderDate, deliveryWindow: v_deliveryWindow, paymentTermsDays: v_paymentTermsDays, discountPercent: v_discountPercent, customerReference: v_customerReference, creditLimit: v_creditLimit, lines: v_lines ?? [], signedByCustomer: v_signedByCustomer)
     }
 
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.

@@ -7,7 +7,7 @@ import FormSyncModel
 /// A site under inspection, with the technician responsible for it.
 ///
 /// Spec: `Site.yaml`, version 1; received by every device of the workspace; looked up by `code`, `responsible_id`.
-public struct Site: SyncRecord, JSONWritable {
+public struct Site: SyncRecord, JSONWritable, JSONReadable {
     public static let recordType = "Site"
     public static let recordVersion = 1
     public static let scopeField: String? = nil
@@ -69,6 +69,42 @@ public struct Site: SyncRecord, JSONWritable {
         try container.encodeIfPresent(location, forKey: .location)
         try container.encodeIfPresent(responsibleId, forKey: .responsibleId)
         try container.encodeIfPresent(lastInspectedOn, forKey: .lastInspectedOn)
+    }
+
+    /// Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.
+    public init(json input: inout JSONInput) throws {
+        var v_code: String? = nil
+        var v_name: String? = nil
+        var v_address: String? = nil
+        var v_location: GeoPoint? = nil
+        var v_responsibleId: EntityRef? = nil
+        var v_lastInspectedOn: LocalDate? = nil
+        var seen: UInt64 = 0
+        try input.readObject { key, input in
+            switch key {
+            case "code":
+                try JSONInput.claim(&seen, 0)
+                v_code = try input.optional()
+            case "name":
+                try JSONInput.claim(&seen, 1)
+                v_name = try input.optional()
+            case "address":
+                try JSONInput.claim(&seen, 2)
+                v_address = try input.optional()
+            case "location":
+                try JSONInput.claim(&seen, 3)
+                v_location = try input.optional()
+            case "responsible_id":
+                try JSONInput.claim(&seen, 4)
+                v_responsibleId = try input.optional()
+            case "last_inspected_on":
+                try JSONInput.claim(&seen, 5)
+                v_lastInspectedOn = try input.optional()
+            default:
+                throw JSONInput.Declined()
+            }
+        }
+        self.init(code: v_code, name: v_name, address: v_address, location: v_location, responsibleId: v_responsibleId, lastInspectedOn: v_lastInspectedOn)
     }
 
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.

@@ -7,13 +7,13 @@ import FormSyncModel
 /// A site inspection with a list of findings, each with its own photos.
 ///
 /// Spec: `SiteInspection.yaml`, version 2; endpoint `/sites/{site_code}/inspections`; lane by `site_code`.
-public struct SiteInspection: FormPayload, JSONWritable {
+public struct SiteInspection: FormPayload, JSONWritable, JSONReadable {
     public static let formName = "SiteInspection"
     public static let formVersion = 2
     public static let endpointTemplate = "/sites/{site_code}/inspections"
 
     /// The choice list `severity`.
-    public enum Severity: String, Codable, Sendable, CaseIterable, JSONWritable {
+    public enum Severity: String, Codable, Sendable, CaseIterable, JSONWritable, JSONReadable {
         case low = "low"
         case medium = "medium"
         case high = "high"
@@ -21,7 +21,7 @@ public struct SiteInspection: FormPayload, JSONWritable {
     }
 
     /// The options of `hazards`.
-    public enum Hazards: String, Codable, Sendable, CaseIterable, JSONWritable {
+    public enum Hazards: String, Codable, Sendable, CaseIterable, JSONWritable, JSONReadable {
         case electrical = "electrical"
         case gas = "gas"
         case height = "height"
@@ -30,13 +30,13 @@ public struct SiteInspection: FormPayload, JSONWritable {
     }
 
     /// One item of `findings`.
-    public struct Finding: Codable, Sendable, Equatable, JSONWritable {
+    public struct Finding: Codable, Sendable, Equatable, JSONWritable, JSONReadable {
 
         /// One item of `measurements`.
-        public struct Measurement: Codable, Sendable, Equatable, JSONWritable {
+        public struct Measurement: Codable, Sendable, Equatable, JSONWritable, JSONReadable {
 
             /// The options of `unit`.
-            public enum Unit: String, Codable, Sendable, CaseIterable, JSONWritable {
+            public enum Unit: String, Codable, Sendable, CaseIterable, JSONWritable, JSONReadable {
                 case mm = "mm"
                 case cm = "cm"
                 case m = "m"
@@ -76,6 +76,30 @@ public struct SiteInspection: FormPayload, JSONWritable {
                 try container.encodeIfPresent(label, forKey: .label)
                 try container.encodeIfPresent(value, forKey: .value)
                 try container.encodeIfPresent(unit, forKey: .unit)
+            }
+
+            /// Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.
+            public init(json input: inout JSONInput) throws {
+                var v_label: String? = nil
+                var v_value: Decimal? = nil
+                var v_unit: SiteInspection.Finding.Measurement.Unit? = nil
+                var seen: UInt64 = 0
+                try input.readObject { key, input in
+                    switch key {
+                    case "label":
+                        try JSONInput.claim(&seen, 0)
+                        v_label = try input.optional()
+                    case "value":
+                        try JSONInput.claim(&seen, 1)
+                        v_value = try input.optional()
+                    case "unit":
+                        try JSONInput.claim(&seen, 2)
+                        v_unit = try input.optional()
+                    default:
+                        throw JSONInput.Declined()
+                    }
+                }
+                self.init(label: v_label, value: v_value, unit: v_unit)
             }
 
             /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
@@ -190,6 +214,42 @@ public struct SiteInspection: FormPayload, JSONWritable {
             try container.encodeIfPresent(followUpNeeded, forKey: .followUpNeeded)
             try container.encodeIfPresent(followUpBy, forKey: .followUpBy)
             try container.encode(measurements, forKey: .measurements)
+        }
+
+        /// Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.
+        public init(json input: inout JSONInput) throws {
+            var v_title: String? = nil
+            var v_severity: SiteInspection.Severity? = nil
+            var v_photos: [FileRef]? = nil
+            var v_followUpNeeded: Bool? = nil
+            var v_followUpBy: LocalDate? = nil
+            var v_measurements: [SiteInspection.Finding.Measurement]? = nil
+            var seen: UInt64 = 0
+            try input.readObject { key, input in
+                switch key {
+                case "title":
+                    try JSONInput.claim(&seen, 0)
+                    v_title = try input.optional()
+                case "severity":
+                    try JSONInput.claim(&seen, 1)
+                    v_severity = try input.optional()
+                case "photos":
+                    try JSONInput.claim(&seen, 2)
+                    v_photos = try input.optional()
+                case "follow_up_needed":
+                    try JSONInput.claim(&seen, 3)
+                    v_followUpNeeded = try input.optional()
+                case "follow_up_by":
+                    try JSONInput.claim(&seen, 4)
+                    v_followUpBy = try input.optional()
+                case "measurements":
+                    try JSONInput.claim(&seen, 5)
+                    v_measurements = try input.optional()
+                default:
+                    throw JSONInput.Declined()
+                }
+            }
+            self.init(title: v_title, severity: v_severity, photos: v_photos ?? [], followUpNeeded: v_followUpNeeded, followUpBy: v_followUpBy, measurements: v_measurements ?? [])
         }
 
         /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.
@@ -372,6 +432,66 @@ public struct SiteInspection: FormPayload, JSONWritable {
         try container.encodeIfPresent(walkthroughVideo, forKey: .walkthroughVideo)
         try container.encode(findings, forKey: .findings)
         try container.encodeIfPresent(reportFile, forKey: .reportFile)
+    }
+
+    /// Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.
+    public init(json input: inout JSONInput) throws {
+        var v_siteCode: String? = nil
+        var v_inspectorId: EntityRef? = nil
+        var v_visitDate: LocalDate? = nil
+        var v_arrivalTime: LocalTime? = nil
+        var v_location: GeoPoint? = nil
+        var v_hazards: [SiteInspection.Hazards]? = nil
+        var v_overallSeverity: SiteInspection.Severity? = nil
+        var v_temperatureCelsius: Decimal? = nil
+        var v_audioNote: FileRef? = nil
+        var v_walkthroughVideo: FileRef? = nil
+        var v_findings: [SiteInspection.Finding]? = nil
+        var v_reportFile: FileRef? = nil
+        var seen: UInt64 = 0
+        try input.readObject { key, input in
+            switch key {
+            case "site_code":
+                try JSONInput.claim(&seen, 0)
+                v_siteCode = try input.optional()
+            case "inspector_id":
+                try JSONInput.claim(&seen, 1)
+                v_inspectorId = try input.optional()
+            case "visit_date":
+                try JSONInput.claim(&seen, 2)
+                v_visitDate = try input.optional()
+            case "arrival_time":
+                try JSONInput.claim(&seen, 3)
+                v_arrivalTime = try input.optional()
+            case "location":
+                try JSONInput.claim(&seen, 4)
+                v_location = try input.optional()
+            case "hazards":
+                try JSONInput.claim(&seen, 5)
+                v_hazards = try input.optional()
+            case "overall_severity":
+                try JSONInput.claim(&seen, 6)
+                v_overallSeverity = try input.optional()
+            case "temperature_celsius":
+                try JSONInput.claim(&seen, 7)
+                v_temperatureCelsius = try input.optional()
+            case "audio_note":
+                try JSONInput.claim(&seen, 8)
+                v_audioNote = try input.optional()
+            case "walkthrough_video":
+                try JSONInput.claim(&seen, 9)
+                v_walkthroughVideo = try input.optional()
+            case "findings":
+                try JSONInput.claim(&seen, 10)
+                v_findings = try input.optional()
+            case "report_file":
+                try JSONInput.claim(&seen, 11)
+                v_reportFile = try input.optional()
+            default:
+                throw JSONInput.Declined()
+            }
+        }
+        self.init(siteCode: v_siteCode, inspectorId: v_inspectorId, visitDate: v_visitDate, arrivalTime: v_arrivalTime, location: v_location, hazards: v_hazards ?? [], overallSeverity: v_overallSeverity, temperatureCelsius: v_temperatureCelsius, audioNote: v_audioNote, walkthroughVideo: v_walkthroughVideo, findings: v_findings ?? [], reportFile: v_reportFile)
     }
 
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.

@@ -7,7 +7,7 @@ import FormSyncModel
 /// A field technician.
 ///
 /// Spec: `Technician.yaml`, version 1; received by every device of the workspace.
-public struct Technician: SyncRecord, JSONWritable {
+public struct Technician: SyncRecord, JSONWritable, JSONReadable {
     public static let recordType = "Technician"
     public static let recordVersion = 1
     public static let scopeField: String? = nil
@@ -44,6 +44,26 @@ public struct Technician: SyncRecord, JSONWritable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(name, forKey: .name)
         try container.encodeIfPresent(phone, forKey: .phone)
+    }
+
+    /// Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.
+    public init(json input: inout JSONInput) throws {
+        var v_name: String? = nil
+        var v_phone: String? = nil
+        var seen: UInt64 = 0
+        try input.readObject { key, input in
+            switch key {
+            case "name":
+                try JSONInput.claim(&seen, 0)
+                v_name = try input.optional()
+            case "phone":
+                try JSONInput.claim(&seen, 1)
+                v_phone = try input.optional()
+            default:
+                throw JSONInput.Declined()
+            }
+        }
+        self.init(name: v_name, phone: v_phone)
     }
 
     /// Writes the JSON `encode(to:)` gives under `FormRegistry.encode`, byte for byte, without `JSONEncoder`.

@@ -26,6 +26,15 @@ struct CodeWriter {
         line("}")
     }
 
+    /// Writes `header { parameters in`, the closure's body one level deeper, then `}`.
+    mutating func closure(_ header: String, parameters: String, _ body: (inout CodeWriter) -> Void) {
+        line(header + " { " + parameters + " in")
+        depth += 1
+        body(&self)
+        depth -= 1
+        line("}")
+    }
+
     /// Writes a `switch` whose `case` lines stand at the switch's own level, as Swift style has it.
     mutating func switchBlock(_ header: String, _ body: (inout CodeWriter) -> Void) {
         line(header + " {")

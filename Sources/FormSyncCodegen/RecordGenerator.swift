@@ -21,7 +21,7 @@ public enum RecordGenerator {
             name: record.name, version: record.version, summary: record.summary, endpoint: "", endpointSegments: [], entity: nil,
             choiceLists: record.choiceLists, fields: record.fields, sourceName: record.sourceName, nameLocation: record.nameLocation)
         let scope = SwiftGenerator.Scope(form: form, path: [record.name])
-        w.block("public struct \(record.name): SyncRecord, JSONWritable") { w in
+        w.block("public struct \(record.name): SyncRecord, JSONWritable, JSONReadable") { w in
             w.line("public static let recordType = \(swiftLiteral(record.name))")
             w.line("public static let recordVersion = \(record.version)")
             w.line("public static let scopeField: String? = \(record.scope.map(swiftLiteral) ?? "nil")")

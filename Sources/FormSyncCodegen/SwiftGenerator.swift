@@ -17,7 +17,7 @@ public enum SwiftGenerator {
         w.doc("\nSpec: `\(form.sourceName)`, version \(form.version); endpoint `\(form.endpoint)`"
             + (form.entity.map { "; lane by `\($0)`." } ?? "; each document is its own lane."))
         let scope = Scope(form: form, path: [form.name])
-        w.block("public struct \(form.name): FormPayload, JSONWritable") { w in
+        w.block("public struct \(form.name): FormPayload, JSONWritable, JSONReadable") { w in
             w.line("public static let formName = \(swiftLiteral(form.name))")
             w.line("public static let formVersion = \(form.version)")
             w.line("public static let endpointTemplate = \(swiftLiteral(form.endpoint))")
@@ -113,7 +113,7 @@ public enum SwiftGenerator {
 
     static func emitEnum(_ set: ChoiceSet, into w: inout CodeWriter) {
         w.doc(set.isNamed ? "The choice list `\(set.specName)`." : "The options of `\(set.specName)`.")
-        w.block("public enum \(set.typeName): String, Codable, Sendable, CaseIterable, JSONWritable") { w in
+        w.block("public enum \(set.typeName): String, Codable, Sendable, CaseIterable, JSONWritable, JSONReadable") { w in
             for option in set.options {
                 w.line("case \(Naming.escaped(option.caseName)) = \(swiftLiteral(option.value))")
             }
@@ -137,7 +137,7 @@ public enum SwiftGenerator {
             w.line()
             let inner = scope.entering(list)
             w.doc("One item of `\(field.name)`.")
-            w.block("public struct \(list.itemTypeName): Codable, Sendable, Equatable, JSONWritable") { w in
+            w.block("public struct \(list.itemTypeName): Codable, Sendable, Equatable, JSONWritable, JSONReadable") { w in
                 emitBody(fields: list.fields, typeName: list.itemTypeName, scope: inner, root: false, into: &w)
             }
         }
@@ -177,6 +177,8 @@ public enum SwiftGenerator {
             }
         }
         w.line()
+        emitReadJSON(fields: fields, scope: scope, into: &w)
+        w.line()
         emitWriteJSON(fields: fields, into: &w)
         w.line()
         emitValidate(fields: fields, scope: scope, root: root, into: &w)
@@ -188,6 +190,40 @@ public enum SwiftGenerator {
         emitFileMap(fields: fields, typeName: typeName, into: &w)
         w.line()
         emitFieldEnum(fields: fields, scope: scope, root: root, into: &w)
+    }
+
+    /// `init(json:)`: what `init(from:)` reads under `JSONDecoder`, from the plain JSON
+    /// `JSONInput` takes; an unknown member, a member twice or anything `JSONInput` declines
+    /// throws `JSONInput.Declined`, and the registry decodes with `JSONDecoder` instead. Past 64
+    /// members (one bit each) it declines everything.
+    static func emitReadJSON(fields: [FieldDefinition], scope: Scope, into w: inout CodeWriter) {
+        w.doc("Reads what `init(from:)` reads, from the plain JSON `JSONInput` takes, without `JSONDecoder`.")
+        w.block("public init(json input: inout JSONInput) throws") { w in
+            guard fields.count <= 64 else {
+                w.line("throw JSONInput.Declined()")
+                return
+            }
+            for field in fields {
+                let (type, isArray) = swiftType(field, scope)
+                w.line("var v_\(field.swiftName): \(isArray ? type + "?" : declaredType(field, scope)) = nil")
+            }
+            w.line("var seen: UInt64 = 0")
+            w.closure("try input.readObject", parameters: "key, input") { w in
+                w.switchBlock("switch key") { w in
+                    for (bit, field) in fields.enumerated() {
+                        w.line("case \(swiftLiteral(field.name)):")
+                        w.line("    try JSONInput.claim(&seen, \(bit))")
+                        w.line("    v_\(field.swiftName) = try input.optional()")
+                    }
+                    w.line("default:")
+                    w.line("    throw JSONInput.Declined()")
+                }
+            }
+            let arguments = fields.map { field in
+                "\(name(field)): v_\(field.swiftName)\(swiftType(field, scope).isArray ? " ?? []" : "")"
+            }
+            w.line("self.init(\(arguments.joined(separator: ", ")))")
+        }
     }
 
     /// `writeJSON(to:)`: the bytes `encode(to:)` gives under `FormRegistry.encode`, members in

@@ -105,8 +105,19 @@ public struct FormRegistry: Sendable {
         return try encoder.encode(value)
     }
 
+    /// `type` from `data`: by its generated reader when it takes the bytes (the plain JSON
+    /// devices send), else by `JSONDecoder`, which gives the same value or the exact error.
+    static func decodePayload<P: Decodable>(_ type: P.Type, from data: Data) throws -> P {
+        if let readable = P.self as? any JSONReadable.Type, let value = readPlain(readable, from: data) as? P { return value }
+        return try JSONDecoder().decode(P.self, from: data)
+    }
+
+    private static func readPlain<R: JSONReadable>(_ type: R.Type, from data: Data) -> R? {
+        JSONInput.value(type, from: data)
+    }
+
     static func entry<P: FormPayload>(for type: P.Type) -> Entry {
-        let decode: @Sendable (Data) throws -> P = { try JSONDecoder().decode(P.self, from: $0) }
+        let decode: @Sendable (Data) throws -> P = { try decodePayload(P.self, from: $0) }
         return Entry(
             name: P.formName, version: P.formVersion, recordAction: P.recordAction, upgrades: P.upgrades,
             decodeAndValidate: { try decode($0).validate() },

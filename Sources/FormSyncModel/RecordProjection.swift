@@ -46,7 +46,7 @@ public enum RecordProjection {
 
     /// A typed record from its fields' JSON, its id and its version.
     public static func decode<R: SyncRecord>(_ type: R.Type, fields: Data, id: Int64, version: Int) throws -> R {
-        var record = try JSONDecoder().decode(R.self, from: fields)
+        var record = try FormRegistry.decodePayload(R.self, from: fields)
         record.id = id
         record.version = version
         return record

@@ -63,7 +63,7 @@ public struct RecordRegistry: Sendable {
     }
 
     static func entry<R: SyncRecord>(for type: R.Type) -> Entry {
-        let decode: @Sendable (Data) throws -> R = { try JSONDecoder().decode(R.self, from: $0) }
+        let decode: @Sendable (Data) throws -> R = { try FormRegistry.decodePayload(R.self, from: $0) }
         return Entry(
             name: R.recordType, version: R.recordVersion, scopeField: R.scopeField, indexedFields: R.indexedFields,
             decodeAndValidate: { try decode($0).validate() },

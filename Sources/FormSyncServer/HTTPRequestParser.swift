@@ -138,19 +138,22 @@ struct HTTPRequestParser {
         let requestLine = lines.removeFirst()
         guard lines.count <= limits.maxHeaderCount else { return .refuse(431, "more than \(limits.maxHeaderCount) header fields") }
         let parts = requestLine.split(separator: 32, omittingEmptySubsequences: false)
+        // Each part is checked to be ASCII before it is read as text.
         guard parts.count == 3,
-            let method = String(bytes: parts[0], encoding: .ascii), !method.isEmpty, method.utf8.allSatisfy({ (65...90).contains($0) }),
-            let target = String(bytes: parts[1], encoding: .ascii), target.hasPrefix("/"), target.utf8.count <= limits.maxTargetBytes,
-            target.utf8.allSatisfy({ $0 > 32 && $0 < 127 }),
-            let version = String(bytes: parts[2], encoding: .ascii), version == "HTTP/1.1" || version == "HTTP/1.0"
+            !parts[0].isEmpty, parts[0].allSatisfy({ (65...90).contains($0) }),
+            parts[1].first == 47, parts[1].count <= limits.maxTargetBytes, parts[1].allSatisfy({ $0 > 32 && $0 < 127 }),
+            parts[2].elementsEqual("HTTP/1.1".utf8) || parts[2].elementsEqual("HTTP/1.0".utf8)
         else { return .refuse(400, "malformed request line") }
+        let method = String(decoding: parts[0], as: UTF8.self)
+        let target = String(decoding: parts[1], as: UTF8.self)
+        let version = String(decoding: parts[2], as: UTF8.self)
         var headers: [String: String] = [:]
         for line in lines {
             guard let colon = line.firstIndex(of: 58), colon > line.startIndex else { return .refuse(400, "malformed header line") }
             let nameBytes = line[line.startIndex..<colon]
-            guard nameBytes.allSatisfy(Self.isTokenByte), let name = String(bytes: nameBytes, encoding: .ascii)?.lowercased() else {
-                return .refuse(400, "malformed header name")
-            }
+            guard nameBytes.allSatisfy(Self.isTokenByte) else { return .refuse(400, "malformed header name") }
+            // Token bytes are ASCII: lowercased byte by byte.
+            let name = String(decoding: nameBytes.lazy.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
             var valueBytes = line[(colon + 1)...]
             // Field values: visible characters, spaces, tabs and obs-text; no control characters.
             guard valueBytes.allSatisfy({ $0 == 9 || ($0 >= 32 && $0 != 127) }) else {
