@@ -11,7 +11,7 @@ enum BenchCommand {
                formsync bench cold-open [--items N] [--rounds R]
                formsync bench outbox [--items N] [--lanes L] [--small S] [--concurrency C] [--rounds R] [--lines K]
                formsync bench http [--items N] [--concurrency C] [--rounds R]
-               formsync bench server [--items N] [--concurrency C] [--rounds R] [--workers W]
+               formsync bench server [--items N] [--concurrency C] [--rounds R] [--workers W] [--identities live|random]
                formsync bench load [--items N] [--slow S] [--rounds R] [--concurrency C]
                formsync bench pull [--records N] [--rounds R] [--delta D] [--small S]
                formsync bench upload [--megabytes M] [--rounds R] [--chunk C]
@@ -41,7 +41,8 @@ enum BenchCommand {
                       socket clients (default 16): durable writes/s with the group commit against
                       the same server committing each write FULL alone, R rounds (default 5)
                       interleaved, a fresh server each with W handler threads (default 4, the
-                      server's own).
+                      server's own). Requests carry live (time-ordered) identities, as devices
+                      send them since 0.7.6, or random version 4 UUIDs, as earlier ones sent.
           load        N submissions (default 1000) to the embedded server at concurrency C
                       (default 4) while S slow connections (default 1000) dribble partial heads,
                       against the same with no slow connections, R rounds (default 3) alternating.
@@ -55,7 +56,7 @@ enum BenchCommand {
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta", "--megabytes", "--chunk", "--lines", "--parts", "--workers"], flags: ["--help", "-h"])
+        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta", "--megabytes", "--chunk", "--lines", "--parts", "--workers", "--identities"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -87,7 +88,8 @@ enum BenchCommand {
         case "server":
             return try ServerBenchmark.run(
                 items: args.integer("--items", default: 4000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 16, in: 1...256),
-                rounds: args.integer("--rounds", default: 5, in: 3...100), workers: args.integer("--workers", default: 4, in: 1...256))
+                rounds: args.integer("--rounds", default: 5, in: 3...100), workers: args.integer("--workers", default: 4, in: 1...256),
+                identities: try ServerBenchmark.identities(args.values["--identities"]))
         case "load":
             return try await LoadBenchmark.run(
                 items: args.integer("--items", default: 1000, in: 1...1_000_000), slow: args.integer("--slow", default: 1000, in: 0...10_000),

@@ -90,7 +90,9 @@ enum HTTPBenchmark {
     /// and document ids come from the live environment, as a device's do (time-ordered UUIDs):
     /// counters would make every write cheaper than a real client's (the first `bench http`
     /// baselines did that, with ids that shared a prefix and all went to the indexes' last page).
-    static func salesOrderRequests(_ count: Int, server: SyncServer, token: String) throws -> [URLRequest] {
+    static func salesOrderRequests(
+        _ count: Int, server: SyncServer, token: String, identity: () -> String = OutboxEnvironment.live.newID
+    ) throws -> [URLRequest] {
         try (0..<count).map { n in
             let order = OutboxBenchmark.order(customer: Int64(n + 1))
             var request = URLRequest(url: server.baseURL.appendingPathComponent(order.endpoint))
@@ -98,8 +100,8 @@ enum HTTPBenchmark {
             request.httpBody = try FormRegistry.encode(order)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            request.setValue(OutboxEnvironment.live.newID(), forHTTPHeaderField: "Idempotency-Key")
-            request.setValue(OutboxEnvironment.live.newID(), forHTTPHeaderField: "FormSync-Document")
+            request.setValue(identity(), forHTTPHeaderField: "Idempotency-Key")
+            request.setValue(identity(), forHTTPHeaderField: "FormSync-Document")
             request.setValue("bench", forHTTPHeaderField: "FormSync-Workspace")
             request.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
             request.setValue("SalesOrder; version=\(SalesOrder.formVersion)", forHTTPHeaderField: "FormSync-Form")

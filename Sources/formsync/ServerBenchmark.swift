@@ -1,4 +1,5 @@
 import FieldForms
+import FormSyncClient
 import FormSyncModel
 import FormSyncServer
 import Foundation
@@ -17,8 +18,22 @@ import Synchronization
 /// threads of their own, with every request serialised beforehand, so that the figure is the
 /// server's and not an HTTP client's (URLSession tops out near 1,500 requests/s here).
 enum ServerBenchmark {
-    static func run(items: Int, concurrency: Int, rounds: Int, workers: Int) throws -> Int32 {
-        print("server benchmark: \(items) SalesOrder submissions per round from \(concurrency) keep-alive connections, \(workers) handler threads, \(rounds) interleaved rounds")
+    /// The identities the prepared requests carry.
+    enum Identities: String {
+        /// The live environment's (time-ordered, version 7), as a device of 0.7.6 and later sends.
+        case live
+        /// Random version 4 UUIDs, as earlier devices sent: each lands on a random index page.
+        case random
+    }
+
+    static func identities(_ text: String?) throws -> Identities {
+        guard let text else { return .live }
+        guard let identities = Identities(rawValue: text) else { throw UsageError("--identities takes live or random, not \"\(text.prefix(80))\"") }
+        return identities
+    }
+
+    static func run(items: Int, concurrency: Int, rounds: Int, workers: Int, identities: Identities = .live) throws -> Int32 {
+        print("server benchmark: \(items) SalesOrder submissions per round from \(concurrency) keep-alive connections, \(workers) handler threads, \(identities.rawValue) identities, \(rounds) interleaved rounds")
         var grouped: [Double] = []
         var alone: [Double] = []
         var perFsync: [Double] = []
@@ -27,7 +42,7 @@ enum ServerBenchmark {
         var fsyncTime: [Double] = []
         for round in 0..<rounds {
             for group in round % 2 == 0 ? [true, false] : [false, true] {
-                let run = try measure(items: items, concurrency: concurrency, workers: workers, groupCommit: group)
+                let run = try measure(items: items, concurrency: concurrency, workers: workers, identities: identities, groupCommit: group)
                 if group {
                     grouped.append(run.rate)
                     perFsync.append(Double(items) / Double(max(run.fsyncs, 1)))
@@ -52,7 +67,7 @@ enum ServerBenchmark {
 
     /// Durable submissions per second: every one answered 201 (the server answers only once
     /// the write is on disk).
-    static func measure(items: Int, concurrency: Int, workers: Int, groupCommit: Bool) throws -> (rate: Double, fsyncs: Int, fsyncSeconds: Double, cpu: Double) {
+    static func measure(items: Int, concurrency: Int, workers: Int, identities: Identities, groupCommit: Bool) throws -> (rate: Double, fsyncs: Int, fsyncSeconds: Double, cpu: Double) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-server-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
@@ -61,7 +76,13 @@ enum ServerBenchmark {
         let port = try server.start()
         defer { server.stop() }
         let token = server.issueAccessToken()
-        let requests = try HTTPBenchmark.salesOrderRequests(items, server: server, token: token).map(serialise)
+        let live = OutboxEnvironment.live
+        let identity: () -> String
+        switch identities {
+        case .live: identity = { live.newID() }
+        case .random: identity = { UUID().uuidString.lowercased() }
+        }
+        let requests = try HTTPBenchmark.salesOrderRequests(items, server: server, token: token, identity: identity).map(serialise)
         let created = Atomic<Int>(0)
         let fsyncsBefore = server.fsyncCount
         let fsyncTimeBefore = server.fsyncNanoseconds
