@@ -35,35 +35,10 @@ struct ServerGroupCommitTests {
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
         let token = server.issueAccessToken()
         let count = 64
-        // In-process requests from 16 threads of their own at once, as the HTTP workers make
-        // them (never from the concurrency pool's few threads, which other tests need).
         let statuses = Mutex<[Int?]>([])
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = DispatchGroup()
-            for thread in 0..<16 {
-                done.enter()
-                Thread.detachNewThread {
-                    for n in stride(from: thread, to: count, by: 16) {
-                        let order = SalesOrder(
-                            customerId: EntityRef(Int64(n + 1)), orderDate: LocalDate("2026-11-30"),
-                            lines: [.init(sku: "AB-1234", quantity: 1, unitPrice: Money(minorUnits: 999, currency: "EUR"))])
-                        let request = HTTPRequest(
-                            method: "POST", path: order.endpoint, query: nil,
-                            headers: [
-                                "authorization": "Bearer \(token)", "idempotency-key": "k-\(n)", "formsync-document": "d-\(n)",
-                                "formsync-form": "SalesOrder; version=\(SalesOrder.formVersion)", "content-type": "application/json",
-                            ],
-                            body: try! FormRegistry.encode(order))
-                        let status = server.handle(request)?.status
-                        statuses.withLock { $0.append(status) }
-                    }
-                    done.leave()
-                }
-            }
-            Thread.detachNewThread {
-                done.wait()
-                continuation.resume()
-            }
+        await Self.onSixteenThreads(count) { n in
+            let status = server.handle(try! Self.order(n, token: token))?.status
+            statuses.withLock { $0.append(status) }
         }
         #expect(statuses.withLock { $0 } == Array(repeating: 201, count: count))
         #expect(server.documents().count == count)
@@ -87,26 +62,13 @@ struct ServerGroupCommitTests {
             #expect(rows == [1], "a reply leaves only once its write is committed and on disk")
         }
         let seenElsewhere = Mutex<[Int]>([])
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = DispatchGroup()
-            for thread in 0..<16 {
-                done.enter()
-                Thread.detachNewThread {
-                    for n in stride(from: thread, to: count, by: 16) {
-                        #expect(server.handle(try! Self.order(n, token: token))?.status == 201)
-                        // Once its reply is out, another connection (another process) sees the
-                        // write: it was committed, not only written in the batch.
-                        let other = try! SQLiteConnection(path: path)
-                        let rows = try! other.query("SELECT COUNT(*) FROM documents WHERE document_id = ?", [.text("d-\(n)")]) { $0.int(0) }
-                        seenElsewhere.withLock { $0.append(Int(rows.first ?? 0)) }
-                    }
-                    done.leave()
-                }
-            }
-            Thread.detachNewThread {
-                done.wait()
-                continuation.resume()
-            }
+        await Self.onSixteenThreads(count) { n in
+            #expect(server.handle(try! Self.order(n, token: token))?.status == 201)
+            // Once its reply is out, another connection (another process) sees the write: it
+            // was committed, not only written in the batch.
+            let other = try! SQLiteConnection(path: path)
+            let rows = try! other.query("SELECT COUNT(*) FROM documents WHERE document_id = ?", [.text("d-\(n)")]) { $0.int(0) }
+            seenElsewhere.withLock { $0.append(Int(rows.first ?? 0)) }
         }
         #expect(seenElsewhere.withLock { $0 } == Array(repeating: 1, count: count))
         let commits = server.store.db.commitCount - commitsBefore
@@ -143,6 +105,25 @@ struct ServerGroupCommitTests {
         #expect(store.document("c") != nil)
         #expect(store.lostBatch(in: floor...store.committedNumber)?.isEmpty == false)
         #expect(store.lostBatch(in: (gate + 1)...store.committedNumber) == nil, "only the rolled-back batch was lost")
+    }
+
+    /// Runs `body` for 0..<`count` on 16 threads of their own at once, as the HTTP workers make
+    /// in-process requests (never on the concurrency pool's few threads, which other tests need).
+    static func onSixteenThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = DispatchGroup()
+            for thread in 0..<16 {
+                done.enter()
+                Thread.detachNewThread {
+                    for n in stride(from: thread, to: count, by: 16) { body(n) }
+                    done.leave()
+                }
+            }
+            Thread.detachNewThread {
+                done.wait()
+                continuation.resume()
+            }
+        }
     }
 
     static func order(_ n: Int, token: String) throws -> HTTPRequest {
