@@ -186,6 +186,8 @@ struct TortureArgumentTests {
         ["bench", "enqueue", "--parts", "sequential,everything"],
         ["bench", "enqueue", "--parts", ""],
         ["bench", "cold-open-child", "sideways", "/tmp/x"],
+        ["bench", "server", "--workers", "0"],
+        ["bench", "server", "--identities", "sequential"],
     ])
     func anAbsurdArgumentIsAUsageError(_ arguments: [String]) async throws {
         let binary = DemoProcessTests.formsync
