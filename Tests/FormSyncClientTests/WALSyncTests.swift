@@ -115,7 +115,7 @@ struct WALSyncTests {
             }
             firstReturned.signal()
         }
-        started.wait()
+        try #require(started.wait(timeout: .now() + 10) == .success, "the first writer ran an fsync")
         let later = try (0..<5).map { _ in try commit(db) }
         for number in later {
             // Returns at once: the running round's thread calls back.
