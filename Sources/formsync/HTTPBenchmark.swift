@@ -87,9 +87,9 @@ enum HTTPBenchmark {
     }
 
     /// `count` ready-to-send `SalesOrder` creates with the headers the outbox sends. Their keys
-    /// and document ids come from the live environment, as a device's do (time-ordered UUIDs):
-    /// counters would make every write cheaper than a real client's (the first `bench http`
-    /// baselines did that, with ids that shared a prefix and all went to the indexes' last page).
+    /// and document ids come from `identity`: by default the live environment's, as a device's
+    /// do (time-ordered UUIDs); `bench server --identities random` passes version 4 UUIDs, as
+    /// devices before 0.7.6 sent, each of which lands on a random page of the server's indexes.
     static func salesOrderRequests(
         _ count: Int, server: SyncServer, token: String, identity: () -> String = OutboxEnvironment.live.newID
     ) throws -> [URLRequest] {
