@@ -12,19 +12,24 @@ public struct JSONInput {
         public init() {}
     }
 
-    @usableFromInline let bytes: [UInt8]
-    @usableFromInline var index = 0
+    /// Whitespace, single bytes and the position, as `JSONObjectSlices` moves over JSON.
+    var scanner: JSONScanner
+    var bytes: [UInt8] { scanner.bytes }
+    var index: Int {
+        get { scanner.index }
+        set { scanner.index = newValue }
+    }
 
     init(_ data: Data) {
-        bytes = Array(data)
+        scanner = JSONScanner(data)
     }
 
     /// Reads a whole document with `read`; only whitespace may follow what it read.
     public static func read<T>(_ data: Data, _ read: (inout JSONInput) throws -> T) throws -> T {
         var input = JSONInput(data)
         let value = try read(&input)
-        input.skipWhitespace()
-        guard input.index == input.bytes.count else { throw Declined() }
+        input.scanner.skipSpace()
+        guard input.scanner.atEnd else { throw Declined() }
         return value
     }
 
@@ -33,28 +38,16 @@ public struct JSONInput {
         try? read(data) { try T(json: &$0) }
     }
 
-    @inlinable
-    mutating func skipWhitespace() {
-        while index < bytes.count {
-            switch bytes[index] {
-            case 32, 9, 10, 13: index += 1
-            default: return
-            }
-        }
-    }
-
     /// The next byte after whitespace, not consumed.
-    @inlinable
     mutating func peek() throws -> UInt8 {
-        skipWhitespace()
-        guard index < bytes.count else { throw Declined() }
-        return bytes[index]
+        scanner.skipSpace()
+        guard let byte = scanner.peek else { throw Declined() }
+        return byte
     }
 
-    @inlinable
     mutating func expect(_ byte: UInt8) throws {
-        guard try peek() == byte else { throw Declined() }
-        index += 1
+        scanner.skipSpace()
+        guard scanner.consume(byte) else { throw Declined() }
     }
 
     /// Reads an object, calling `member` with each key; `member` reads the value.
@@ -115,7 +108,7 @@ public struct JSONInput {
 
     /// `word`, which must end where a value may end.
     mutating func literal(_ word: StaticString) throws {
-        skipWhitespace()
+        scanner.skipSpace()
         let count = word.utf8CodeUnitCount
         guard bytes.count - index >= count else { throw Declined() }
         for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] { throw Declined() }
@@ -130,6 +123,12 @@ public struct JSONInput {
         case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 32, 9, 10, 13: return
         default: throw Declined()
         }
+    }
+
+    /// A string read with `parse`, which declines by returning nil.
+    mutating func readString<T>(as parse: (String) -> T?) throws -> T {
+        guard let value = parse(try readString()) else { throw Declined() }
+        return value
     }
 
     /// A string with no escapes and no control characters, valid UTF-8.
@@ -153,7 +152,7 @@ public struct JSONInput {
     /// An integer in plain digits (`0` or no leading zero, an optional minus, at most 18
     /// digits, so that it cannot overflow); no fraction or exponent.
     mutating func readInteger() throws -> Int64 {
-        skipWhitespace()
+        scanner.skipSpace()
         var negative = false
         if index < bytes.count && bytes[index] == UInt8(ascii: "-") {
             negative = true
@@ -174,7 +173,7 @@ public struct JSONInput {
     /// A number in JSON's grammar, read as `Double` does (correctly rounded, as `JSONDecoder`
     /// reads it); one too large to be finite, or too small to be anything but zero, is declined.
     mutating func readDouble() throws -> Double {
-        skipWhitespace()
+        scanner.skipSpace()
         let start = index
         func digits() -> Int {
             let first = index

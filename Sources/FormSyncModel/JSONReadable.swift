@@ -10,10 +10,7 @@ public protocol JSONReadable {
 
 extension JSONReadable where Self: RawRepresentable, RawValue == String {
     /// A string-backed choice reads its raw value; another string is declined.
-    public init(json input: inout JSONInput) throws {
-        guard let value = Self(rawValue: try input.readString()) else { throw JSONInput.Declined() }
-        self = value
-    }
+    public init(json input: inout JSONInput) throws { self = try input.readString(as: Self.init(rawValue:)) }
 }
 
 extension String: JSONReadable {
@@ -69,26 +66,17 @@ extension Array: JSONReadable where Element: JSONReadable {
 
 extension LocalDate: JSONReadable {
     /// Reads `YYYY-MM-DD`.
-    public init(json input: inout JSONInput) throws {
-        guard let value = LocalDate(try input.readString()) else { throw JSONInput.Declined() }
-        self = value
-    }
+    public init(json input: inout JSONInput) throws { self = try input.readString(as: LocalDate.init) }
 }
 
 extension LocalTime: JSONReadable {
     /// Reads `HH:MM` or `HH:MM:SS`.
-    public init(json input: inout JSONInput) throws {
-        guard let value = LocalTime(try input.readString()) else { throw JSONInput.Declined() }
-        self = value
-    }
+    public init(json input: inout JSONInput) throws { self = try input.readString(as: LocalTime.init) }
 }
 
 extension Timestamp: JSONReadable {
     /// Reads an ISO 8601 date-time with a time zone.
-    public init(json input: inout JSONInput) throws {
-        guard let value = Timestamp(try input.readString()) else { throw JSONInput.Declined() }
-        self = value
-    }
+    public init(json input: inout JSONInput) throws { self = try input.readString(as: Timestamp.init) }
 }
 
 extension EntityRef: JSONReadable {

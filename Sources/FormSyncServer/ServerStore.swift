@@ -93,7 +93,6 @@ final class ServerStore {
         if !batchOpen {
             try db.setDurability(.normal)
             try db.run("BEGIN IMMEDIATE")
-            batchOpen = true
             openBatch.store(committedNumber + 1, ordering: .sequentiallyConsistent)
         }
         try db.run("SAVEPOINT request")
@@ -118,7 +117,6 @@ final class ServerStore {
         guard batchOpen else { return }
         do {
             try db.run("COMMIT")
-            batchOpen = false
             openBatch.store(0, ordering: .sequentiallyConsistent)
         } catch {
             if db.inTransaction { _ = try? db.run("ROLLBACK") }
@@ -128,7 +126,6 @@ final class ServerStore {
 
     private func loseBatch(_ error: any Error) {
         let number = openBatch.load(ordering: .sequentiallyConsistent)
-        batchOpen = false
         lostBatches.add(1, ordering: .sequentiallyConsistent)
         lost.withLock { lost in
             lost.append((number, "\(error)"))
@@ -154,8 +151,9 @@ final class ServerStore {
         lost.withLock { lost in lost.last { numbers.contains($0.number) }?.reason }
     }
 
-    private var batchOpen = false
+    /// The open batch's number; 0 when none is open.
     private let openBatch = Atomic<UInt64>(0)
+    private var batchOpen: Bool { openBatch.load(ordering: .sequentiallyConsistent) != 0 }
     private let lostBatches = Atomic<UInt64>(0)
     private let lost = Mutex<[(number: UInt64, reason: String)]>([])
 
