@@ -56,7 +56,7 @@ enum PullBenchmark {
         print("  baseline: raw SQLite inserts of the same rows, 1000 per transaction, WAL + synchronous=NORMAL:")
         print("            \(spread(raw)), \(rate(records, median(raw))) records/s")
         print("  initial pull, device process over loopback HTTP (pages of 1000, each page and its cursor one transaction, index kept):")
-        print("            \(spread(pull)), \(rate(records, median(pull))) records/s; ratio to raw inserts: \(String(format: "%.2f", median(pull) / median(raw)))x")
+        print("            \(spread(pull)), \(rate(records, median(pull))) records/s; rate / raw insert rate: \(String(format: "%.2f", median(raw) / median(pull)))× (per round \(perRound(raw: raw, pull: pull)))")
         print("  device process peak RSS (largest of the \(rounds) pulls): \(String(format: "%.1f", peakMiB)) MiB")
 
         // 2. Deltas: D changes on the N-record store against D changes on the S-record store.
@@ -149,6 +149,12 @@ enum PullBenchmark {
     }
 
     static func median(_ values: [Double]) -> Double { BenchCommand.median(values) }
+
+    /// The lowest and highest of the rounds' rate ratios, each pull against the raw inserts of its own round.
+    static func perRound(raw: [Double], pull: [Double]) -> String {
+        let ratios = zip(raw, pull).map { $0 / $1 }
+        return String(format: "%.2f×–%.2f×", ratios.min() ?? 0, ratios.max() ?? 0)
+    }
 
     /// `median 1.23 s (min 1.20, max 1.31)`, in ms below a second.
     static func spread(_ values: [Double]) -> String {

@@ -26,13 +26,25 @@ extension Outbox {
         var report = PullReport()
         let workspace = self.workspace
         let transport = self.transport
+        let recordTypes = self.recordTypes
         var cursor = try storage { try store.pullCursor(workspace: workspace) }
         var fromScratch = false
         var refreshed = 0
+        // The next page is fetched and read while this one commits; nothing of it is stored
+        // before this one's transaction has committed, and a pull that ends drops it.
+        var ahead: (cursor: String, task: Task<FetchedPage, Never>)?
+        defer { ahead?.task.cancel() }
         while !Task.isCancelled {
-            let outcome = await transport.fetchChanges(cursor: cursor, limit: pageSize)
+            let fetched: FetchedPage
+            if let next = ahead, next.cursor == cursor {
+                fetched = await next.task.value
+            } else {
+                ahead?.task.cancel()
+                fetched = await Self.fetchPage(transport: transport, cursor: cursor, limit: pageSize, recordTypes: recordTypes)
+            }
+            ahead = nil
             guard workspace == self.workspace else { break }  // switched meanwhile: this pull's pages belong elsewhere
-            switch outcome {
+            switch fetched.outcome {
             case .page(let page):
                 // A server that says "more" must move: a page with nothing in it, or a cursor
                 // that does not change, would otherwise keep the device pulling forever.
@@ -42,30 +54,19 @@ extension Outbox {
                 }
                 // Every record is read by its type before anything is stored: a page holding one
                 // this build cannot read is not committed, and the cursor stays where it was.
-                var indexes: [[RecordIndexEntry]] = []
-                indexes.reserveCapacity(page.changes.count)
-                for change in page.changes {
-                    guard let fields = change.fields else {
-                        indexes.append([])
-                        continue
-                    }
-                    do {
-                        if let entry = recordTypes[change.type] {
-                            indexes.append(try entry.indexEntries(fields))
-                        } else {
-                            _ = try JSONSerialization.jsonObject(with: fields)
-                            indexes.append([])
-                        }
-                    } catch {
-                        report.stoppedBecause = .failed(reason: "the feed holds \(change.type) \(change.id), which this build cannot read: \(error)", retryAfterMilliseconds: nil)
-                        return report
-                    }
+                if let unreadable = fetched.unreadable {
+                    report.stoppedBecause = .failed(reason: unreadable, retryAfterMilliseconds: nil)
+                    return report
+                }
+                if page.more {
+                    let next = page.cursor
+                    ahead = (next, Task { await Self.fetchPage(transport: transport, cursor: next, limit: pageSize, recordTypes: recordTypes) })
                 }
                 CrashPoint.pullPage.reach()
                 try write(.normal) {
                     if fromScratch { try store.clearRecords(workspace: workspace) }
                     let tombstones = try store.hasTombstones(workspace: workspace)
-                    for (change, index) in zip(page.changes, indexes) {
+                    for (change, index) in zip(page.changes, fetched.indexes) {
                         if let fields = change.fields {
                             if tombstones { try store.removeTombstone(workspace: workspace, type: change.type, id: change.id) }
                             try applyChange(change, fields: fields, workspace: workspace, index: index)
@@ -91,27 +92,62 @@ extension Outbox {
             case .authExpired:
                 refreshed += 1
                 guard refreshed <= configuration.maxAuthRefreshesPerFlush, await refreshAuthentication() else {
-                    report.stoppedBecause = outcome
+                    report.stoppedBecause = fetched.outcome
                     return report
                 }
             case .cursorExpired:
                 // The server lost the history this cursor points into: start over, and swap
                 // the whole store only when the first page of the new history commits.
                 guard !fromScratch, cursor != nil else {
-                    report.stoppedBecause = outcome
+                    report.stoppedBecause = fetched.outcome
                     return report
                 }
                 cursor = nil
                 fromScratch = true
             case .unreachable(let reason):
                 setNetworkDown(true, reason: reason)
-                report.stoppedBecause = outcome
+                report.stoppedBecause = fetched.outcome
                 return report
             case .failed:
-                report.stoppedBecause = outcome
+                report.stoppedBecause = fetched.outcome
                 return report
             }
         }
         return report
+    }
+
+    /// One page of the feed as fetched, each record read by its type off the outbox's actor.
+    struct FetchedPage: Sendable {
+        var outcome: PullOutcome
+        /// Each change's index entries, in the page's order (none for a deletion).
+        var indexes: [[RecordIndexEntry]] = []
+        /// Why a record of the page cannot be read by this build, when one cannot.
+        var unreadable: String?
+    }
+
+    /// Fetches the page after `cursor` and reads every record in it by its type.
+    nonisolated static func fetchPage(transport: any OutboxTransport, cursor: String?, limit: Int, recordTypes: RecordRegistry) async -> FetchedPage {
+        let outcome = await transport.fetchChanges(cursor: cursor, limit: limit)
+        guard case .page(let page) = outcome else { return FetchedPage(outcome: outcome) }
+        var fetched = FetchedPage(outcome: outcome)
+        fetched.indexes.reserveCapacity(page.changes.count)
+        for change in page.changes {
+            guard let fields = change.fields else {
+                fetched.indexes.append([])
+                continue
+            }
+            do {
+                if let entry = recordTypes[change.type] {
+                    fetched.indexes.append(try entry.indexEntries(fields))
+                } else {
+                    _ = try JSONSerialization.jsonObject(with: fields)
+                    fetched.indexes.append([])
+                }
+            } catch {
+                fetched.unreadable = "the feed holds \(change.type) \(change.id), which this build cannot read: \(error)"
+                return fetched
+            }
+        }
+        return fetched
     }
 }
