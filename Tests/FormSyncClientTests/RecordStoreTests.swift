@@ -141,6 +141,23 @@ struct RecordStoreTests {
         #expect(harness.transport.feedCursors == [nil, nil])  // the cursor did not move past the bad page
     }
 
+    @Test func aPageReadAheadThatCannotBeReadLeavesTheEarlierPageCommittedAndTheCursorAfterIt() async throws {
+        let outbox = try open()
+        let unreadable = RecordChange(type: "Delivery", id: 9, version: 1, fields: Data(#"{"status":"teleported"}"#.utf8))
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, stop: 1), Self.delivery(2, stop: 2)], "c1", more: true))
+        harness.transport.scriptFeed(Self.page([Self.delivery(3, stop: 3), unreadable], "c2"))
+        let report = try await outbox.pull()
+        #expect(report.pages == 1)
+        #expect(report.upserted == 2)
+        #expect(!report.caughtUp)
+        #expect(try await outbox.records(Delivery.all).map(\.id).sorted() == [1, 2])
+        harness.transport.scriptFeed(Self.page([Self.delivery(3, stop: 3)], "c2"))
+        let resumed = try await outbox.pull()
+        #expect(resumed.caughtUp)
+        #expect(harness.transport.feedCursors == [nil, "c1", "c1"])  // resumed after the committed page, not after the refused one
+        #expect(try await outbox.records(Delivery.all).map(\.id).sorted() == [1, 2, 3])
+    }
+
     @Test func aFeedThatSaysMoreWithoutAdvancingStopsThePull() async throws {
         let outbox = try open()
         harness.transport.scriptFeed(Self.page([Self.delivery(1, stop: 1)], "c1", more: true))
