@@ -96,39 +96,40 @@ package struct JSONObjectSlices: Sendable, Equatable {
 
 /// Moves over JSON text without building values: strings (escapes included) and brackets are
 /// followed, nesting is counted without recursion, so no input can exhaust the stack.
-struct JSONScanner {
-    let bytes: [UInt8]
-    var index = 0
+package struct JSONScanner {
+    package let bytes: [UInt8]
+    package var index = 0
 
-    init(_ data: Data) {
+    package init(_ data: Data) {
         bytes = [UInt8](data)
     }
 
-    var atEnd: Bool { index == bytes.count }
-    var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
+    package var atEnd: Bool { index == bytes.count }
+    package var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
 
-    func bytes(from start: Int) -> Data { Data(bytes[start..<index]) }
+    package func bytes(from start: Int) -> Data { Data(bytes[start..<index]) }
 
     /// The string just skipped (from its opening quote at `start`): copied as is when it holds
-    /// no escape, decoded as JSON otherwise.
-    func string(from start: Int) -> String? {
+    /// no escape and no control character, decoded as JSON otherwise (which refuses a control
+    /// character).
+    package func string(from start: Int) -> String? {
         let inner = bytes[(start + 1)..<(index - 1)]
-        if !inner.contains(0x5C) { return String(validating: inner, as: UTF8.self) }
+        if !inner.contains(where: { $0 == 0x5C || $0 < 0x20 }) { return String(validating: inner, as: UTF8.self) }
         return try? JSONDecoder().decode(String.self, from: bytes(from: start))
     }
 
-    mutating func consume(_ byte: UInt8) -> Bool {
+    package mutating func consume(_ byte: UInt8) -> Bool {
         guard peek == byte else { return false }
         index += 1
         return true
     }
 
-    mutating func skipSpace() {
+    package mutating func skipSpace() {
         while let byte = peek, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 }
     }
 
     /// Moves past one string (the index at its opening quote); false when it never closes.
-    mutating func skipString() -> Bool {
+    package mutating func skipString() -> Bool {
         index += 1
         while index < bytes.count {
             switch bytes[index] {
@@ -143,7 +144,7 @@ struct JSONScanner {
     }
 
     /// Moves past one value; false when it is cut short or its brackets do not match.
-    mutating func skipValue() -> Bool {
+    package mutating func skipValue() -> Bool {
         var depth = 0
         repeat {
             guard let byte = peek else { return false }

@@ -290,24 +290,15 @@ public final class HTTPTransport: OutboxTransport {
     static func classifyPage(status: Int, headers: [String: String], body: Data) -> PullOutcome {
         switch status {
         case 200:
-            // Sliced, not parsed: each record keeps the exact bytes the server sent, and is
-            // decoded once, by its type, when it is stored.
-            guard headers["content-type"]?.lowercased().hasPrefix("application/json") == true, let page = JSONObjectSlices(body),
-                let list = page["changes"], let items = JSONObjectSlices.elements(ofArray: list),
-                let cursorBytes = page["cursor"], let cursor = try? JSONDecoder().decode(String.self, from: cursorBytes)
-            else { return .unreachable(reason: "HTTP 200 that is not a change feed (a captive portal or proxy?)") }
-            guard !cursor.isEmpty, cursor.utf8.count <= 256, cursor.utf8.allSatisfy({ (0x21...0x7E).contains($0) }), items.count <= maxChangesPerPage else {
+            guard headers["content-type"]?.lowercased().hasPrefix("application/json") == true, let feed = ChangeFeedReader.read(body, limit: maxChangesPerPage) else {
+                return .unreachable(reason: "HTTP 200 that is not a change feed (a captive portal or proxy?)")
+            }
+            let cursor = feed.cursor
+            guard !cursor.isEmpty, cursor.utf8.count <= 256, cursor.utf8.allSatisfy({ (0x21...0x7E).contains($0) }), feed.count <= maxChangesPerPage else {
                 return .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfterMilliseconds: nil)
             }
-            var changes: [RecordChange] = []
-            changes.reserveCapacity(items.count)
-            for item in items {
-                guard let object = JSONObjectSlices(item), let change = change(object) else {
-                    return .failed(reason: "the change feed holds a malformed change", retryAfterMilliseconds: nil)
-                }
-                changes.append(change)
-            }
-            return .page(ChangePage(changes: changes, cursor: cursor, more: page["more"] == Data("true".utf8)))
+            guard !feed.malformed else { return .failed(reason: "the change feed holds a malformed change", retryAfterMilliseconds: nil) }
+            return .page(ChangePage(changes: feed.changes, cursor: cursor, more: feed.more))
         case 300..<400:
             return .unreachable(reason: "HTTP \(status) redirect refused (a captive portal?); nothing was followed")
         case 401:
@@ -322,23 +313,9 @@ public final class HTTPTransport: OutboxTransport {
         }
     }
 
-    /// One change of a page: a type of 1 to 128 characters, a server id from 1 to 2^53 − 1, and
-    /// either `deleted: true` or a version from 1 and fields that are an object.
-    static func change(_ object: JSONObjectSlices) -> RecordChange? {
-        guard let typeBytes = object["type"], let type = try? JSONDecoder().decode(String.self, from: typeBytes), (1...128).contains(type.utf8.count),
-            let id = wholeNumber(object["id"]), serverIDs.contains(id)
-        else { return nil }
-        if object["deleted"] == Data("true".utf8) { return RecordChange(type: type, id: id, version: 0, fields: nil) }
-        guard let version = wholeNumber(object["version"]), version >= 1, version < Int64(Int32.max),
-            let fields = object["record"], fields.first == 0x7B
-        else { return nil }
-        return RecordChange(type: type, id: id, version: Int(version), fields: fields)
-    }
-
     /// A JSON integer written as plain digits (no sign, fraction or exponent), at most 16 digits.
     static func wholeNumber(_ bytes: Data?) -> Int64? {
-        guard let bytes, (1...16).contains(bytes.count), bytes.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
-        return Int64(String(decoding: bytes, as: UTF8.self))
+        bytes.flatMap { ChangeFeedReader.wholeNumber($0) }
     }
 
     /// A change (or a reply's `entity`) as the protocol promises it; nil for anything else.

@@ -1,0 +1,145 @@
+import Foundation
+import FormSyncModel
+import FormSyncTesting
+import Testing
+
+@testable import FormSyncClient
+
+/// The one-pass reader of the change feed answers what reading the page member by member
+/// answers (the reading it replaced, kept here as the reference), on well-formed pages and on
+/// hostile ones: duplicate and `null` members, escapes, control characters, wrong types,
+/// truncated and corrupted text.
+struct ChangeFeedReaderTests {
+    /// The page read as top-level members, then each change as its own members.
+    static func reference(_ body: Data) -> PullOutcome {
+        guard let page = JSONObjectSlices(body), let list = page["changes"], let items = JSONObjectSlices.elements(ofArray: list),
+            let cursorBytes = page["cursor"], let cursor = try? JSONDecoder().decode(String.self, from: cursorBytes)
+        else { return .unreachable(reason: "HTTP 200 that is not a change feed (a captive portal or proxy?)") }
+        guard !cursor.isEmpty, cursor.utf8.count <= 256, cursor.utf8.allSatisfy({ (0x21...0x7E).contains($0) }), items.count <= HTTPTransport.maxChangesPerPage else {
+            return .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfterMilliseconds: nil)
+        }
+        var changes: [RecordChange] = []
+        for item in items {
+            guard let object = JSONObjectSlices(item), let change = change(object) else {
+                return .failed(reason: "the change feed holds a malformed change", retryAfterMilliseconds: nil)
+            }
+            changes.append(change)
+        }
+        return .page(ChangePage(changes: changes, cursor: cursor, more: page["more"] == Data("true".utf8)))
+    }
+
+    static func change(_ object: JSONObjectSlices) -> RecordChange? {
+        guard let typeBytes = object["type"], let type = try? JSONDecoder().decode(String.self, from: typeBytes), (1...128).contains(type.utf8.count),
+            let id = HTTPTransport.wholeNumber(object["id"]), HTTPTransport.serverIDs.contains(id)
+        else { return nil }
+        if object["deleted"] == Data("true".utf8) { return RecordChange(type: type, id: id, version: 0, fields: nil) }
+        guard let version = HTTPTransport.wholeNumber(object["version"]), version >= 1, version < Int64(Int32.max),
+            let fields = object["record"], fields.first == 0x7B
+        else { return nil }
+        return RecordChange(type: type, id: id, version: Int(version), fields: fields)
+    }
+
+    static func read(_ text: String) -> PullOutcome {
+        HTTPTransport.classifyPage(status: 200, headers: ["content-type": "application/json"], body: Data(text.utf8))
+    }
+
+    @Test func aWellFormedPageKeepsEachRecordsExactBytes() {
+        let text = #"{ "more" : true, "changes" : [ {"type":"Delivery","id":7,"version":2,"record":{"b": 1.50, "a":"x"}} , {"type":"Delivery","id":8,"deleted":true} ], "cursor":"c-9" }"#
+        let expected = ChangePage(
+            changes: [
+                RecordChange(type: "Delivery", id: 7, version: 2, fields: Data(#"{"b": 1.50, "a":"x"}"#.utf8)),
+                RecordChange(type: "Delivery", id: 8, version: 0, fields: nil),
+            ], cursor: "c-9", more: true)
+        #expect(Self.read(text) == .page(expected))
+    }
+
+    @Test func membersGivenTwiceCountTheLastTimeAndNullCountsAsAbsent() {
+        #expect(Self.read(#"{"changes":[{"type":"A","id":1,"deleted":true}],"cursor":"c1","changes":[]}"#) == .page(ChangePage(changes: [], cursor: "c1", more: false)))
+        #expect(Self.read(#"{"changes":[],"cursor":"c1","more":true,"more":null}"#) == .page(ChangePage(changes: [], cursor: "c1", more: false)))
+        #expect(Self.read(#"{"changes":[{"type":"A","id":1,"id":2,"deleted":true,"deleted":null,"version":3,"record":{}}],"cursor":"c1"}"#)
+            == .page(ChangePage(changes: [RecordChange(type: "A", id: 2, version: 3, fields: Data("{}".utf8))], cursor: "c1", more: false)))
+        if case .unreachable = Self.read(#"{"changes":[],"cursor":"c1","cursor":null}"#) {} else { Issue.record("a cursor given as null is no cursor") }
+    }
+
+    @Test func escapedTypesAreDecodedAndControlCharactersRefused() {
+        #expect(Self.read(#"{"changes":[{"type":"Deli\u0076ery","id":1,"deleted":true}],"cursor":"c1"}"#)
+            == .page(ChangePage(changes: [RecordChange(type: "Delivery", id: 1, version: 0, fields: nil)], cursor: "c1", more: false)))
+        if case .failed = Self.read("{\"changes\":[{\"type\":\"A\u{1}B\",\"id\":1,\"deleted\":true}],\"cursor\":\"c1\"}") {} else {
+            Issue.record("a raw control character in a type is not JSON")
+        }
+    }
+
+    @Test func aPageOfMoreChangesThanTheLimitIsRefusedWithoutKeepingThem() {
+        let one = #"{"type":"A","id":1,"deleted":true}"#
+        let text = #"{"cursor":"c1","changes":["# + Array(repeating: one, count: HTTPTransport.maxChangesPerPage + 1).joined(separator: ",") + "]}"
+        #expect(ChangeFeedReader.read(Data(text.utf8), limit: HTTPTransport.maxChangesPerPage)?.changes.count == HTTPTransport.maxChangesPerPage)
+        #expect(Self.read(text) == .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfterMilliseconds: nil))
+    }
+
+    @Test(arguments: 0..<4)
+    func theOnePassReaderAgreesWithTheMemberByMemberReadingOnHostilePages(batch: Int) {
+        var random = SplitMix64(state: UInt64(batch) &* 0x9E37_79B9_7F4A_7C15 &+ 11)
+        var disagreements: [String] = []
+        var pages = 0, refused = 0, notFeeds = 0
+        for _ in 0..<1500 {
+            var text = Self.page(&random)
+            switch random.next() % 4 {
+            case 0:
+                let cut = Int(random.next() % UInt64(text.utf8.count + 1))
+                text = String(decoding: Array(text.utf8.prefix(cut)), as: UTF8.self)
+            case 1:
+                var bytes = Array(text.utf8)
+                if !bytes.isEmpty {
+                    let at = Int(random.next() % UInt64(bytes.count))
+                    bytes[at] = Array(#"{}[],:" 0-1e\n"#.utf8)[Int(random.next() % 14)]
+                }
+                text = String(decoding: bytes, as: UTF8.self)
+            default: break
+            }
+            let body = Data(text.utf8)
+            let read = HTTPTransport.classifyPage(status: 200, headers: ["content-type": "application/json"], body: body)
+            if read != Self.reference(body) { disagreements.append(text) }
+            switch read {
+            case .page(let page): pages += page.changes.isEmpty ? 0 : 1
+            case .failed: refused += 1
+            default: notFeeds += 1
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(3))")
+        #expect([pages, refused, notFeeds].allSatisfy { $0 > 50 }, "the pages reach every outcome: \(pages) with changes, \(refused) refused, \(notFeeds) no feed")
+    }
+
+    /// A page as a server, a portal or a broken proxy might write it.
+    static func page(_ random: inout SplitMix64) -> String {
+        func pick<T>(_ options: [T]) -> T { options[Int(random.next() % UInt64(options.count))] }
+        /// Mostly one of `good`, sometimes one of `bad`: most pages then hold only good changes.
+        func pick(_ good: [String], else bad: [String]) -> String { random.next() % 10 < 9 ? pick(good) : pick(bad) }
+        func space() -> String { pick(["", "", " ", "\n  ", "\t"]) }
+        var changes: [String] = []
+        for _ in 0..<Int(random.next() % 4) {
+            var members: [String] = []
+            members.append(#""type":"# + pick([#""Delivery""#, #""Site""#, #""Deli\u0076ery""#, #""\u00e9t\u00e9""#], else: [#""""#, "\"A\u{1}\"", "7", "null", "\"" + String(repeating: "x", count: 129) + "\""]))
+            members.append(#""id":"# + pick(["1", "42", "9007199254740991", "007"], else: ["-4", "0", "1e3", "9007199254740992", "12345678901234567", "\"5\"", "null", "3.0"]))
+            switch random.next() % 3 {
+            case 0: members.append(#""deleted":"# + pick(["true", "false", "null", "\"true\"", "1", "trueish"]))
+            default:
+                members.append(#""version":"# + pick(["1", "2", "2147483646"], else: ["0", "2147483647", "-1", "null", "\"3\""]))
+                members.append(#""record":"# + pick([#"{"status":"assigned"}"#, "{}", #"{"a":[1,{"b":null}]}"#], else: ["[1]", "null", #""{}""#, "7"]))
+            }
+            if random.next() % 3 == 0 { members.append(pick([#""extra":[1,2]"#, #""id":5"#, #""record":null"#, #""type":"Site""#, #""deleted":true"#])) }
+            if random.next() % 2 == 0 { members.reverse() }
+            if random.next() % 4 == 0 { members.swapAt(0, members.count - 1) }
+            changes.append(pick(["{", "{ "]) + members.joined(separator: "," + space()) + space() + "}")
+        }
+        if random.next() % 12 == 0 { changes.append(pick(["null", "[]", "\"x\"", "12"])) }
+        var top: [String] = [
+            #""changes":"# + space() + "[" + changes.joined(separator: "," + space()) + "]",
+            #""cursor":"# + pick([#""c1""#, #""c\u0032""#], else: [#""""#, "null", "7", #""c 1""#, "\"" + String(repeating: "c", count: 257) + "\""]),
+            #""more":"# + pick(["true", "false", "null", "\"true\"", "truer"]),
+        ]
+        if random.next() % 4 == 0 { top.append(pick([#""changes":null"#, #""cursor":"c2""#, #""more":true"#, #""note":{"x":[]}"#, #""changes":{}"#])) }
+        if random.next() % 2 == 0 { top.shuffle(using: &random) }
+        if random.next() % 8 == 0 { top.removeFirst() }
+        return space() + "{" + space() + top.joined(separator: "," + space()) + space() + "}" + space()
+    }
+}
