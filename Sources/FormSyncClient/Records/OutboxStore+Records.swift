@@ -114,16 +114,22 @@ extension OutboxStore {
     /// Writes a record's state unless the store already holds a newer version of it; the index
     /// follows. False when the change was older than what is stored.
     func upsertRecord(workspace: String, type: String, id: Int64, version: Int, payload: Data, index: [RecordIndexEntry], oldIndex: (Data) -> [RecordIndexEntry]) throws -> Bool {
-        if let old = try db.query("SELECT version, payload FROM records WHERE workspace = ? AND type = ? AND id = ?",
-                                  [.text(workspace), .text(type), .integer(id)], { (Int($0.int(0)), $0.blob(1) ?? Data()) }).first {
-            guard old.0 <= version else { return false }
-            for entry in oldIndex(old.1) {
-                try db.run("DELETE FROM record_index WHERE workspace = ? AND type = ? AND field = ? AND value = ? AND id = ?",
-                           [.text(workspace), .text(type), .text(entry.field), .text(entry.value), .integer(id)])
+        // A record new to the device, as every record of a first pull is, takes one insert.
+        let inserted = try db.run(
+            "INSERT INTO records (workspace, type, id, version, payload) VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace, type, id) DO NOTHING",
+            [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)]) == 1
+        if !inserted {
+            if let old = try db.query("SELECT version, payload FROM records WHERE workspace = ? AND type = ? AND id = ?",
+                                      [.text(workspace), .text(type), .integer(id)], { (Int($0.int(0)), $0.blob(1) ?? Data()) }).first {
+                guard old.0 <= version else { return false }
+                for entry in oldIndex(old.1) {
+                    try db.run("DELETE FROM record_index WHERE workspace = ? AND type = ? AND field = ? AND value = ? AND id = ?",
+                               [.text(workspace), .text(type), .text(entry.field), .text(entry.value), .integer(id)])
+                }
             }
+            try db.run("INSERT OR REPLACE INTO records (workspace, type, id, version, payload) VALUES (?, ?, ?, ?, ?)",
+                       [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)])
         }
-        try db.run("INSERT OR REPLACE INTO records (workspace, type, id, version, payload) VALUES (?, ?, ?, ?, ?)",
-                   [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)])
         for entry in index {
             try db.run("INSERT OR IGNORE INTO record_index (workspace, type, field, value, id) VALUES (?, ?, ?, ?, ?)",
                        [.text(workspace), .text(type), .text(entry.field), .text(entry.value), .integer(id)])
