@@ -101,10 +101,11 @@ package final class SQLiteConnection {
         guard rc == SQLITE_OK else { throw error(rc, sql) }
     }
 
+    /// The cached statement for `sql`, reset; its parameters keep their last values until
+    /// `bind` sets them (every one, or clears them all first).
     private func prepared(_ sql: String) throws -> OpaquePointer {
         if let statement = statements[sql] {
             sqlite3_reset(statement)
-            sqlite3_clear_bindings(statement)
             return statement
         }
         var statement: OpaquePointer?
@@ -115,6 +116,8 @@ package final class SQLiteConnection {
     }
 
     private func bind(_ values: [SQLValue], to statement: OpaquePointer, sql: String) throws {
+        // A parameter given no value is NULL, not what an earlier run left in it.
+        if values.count < sqlite3_bind_parameter_count(statement) { sqlite3_clear_bindings(statement) }
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
