@@ -17,29 +17,17 @@ package struct JSONObjectSlices: Sendable, Equatable {
     /// the top level (nested values are checked when they are decoded).
     package init?(_ data: Data) {
         var scanner = JSONScanner(data)
+        var members: [(key: String, value: Data)] = []
         scanner.skipSpace()
-        guard scanner.consume(0x7B) else { return nil }
-        scanner.skipSpace()
-        if !scanner.consume(0x7D) {
-            while true {
-                scanner.skipSpace()
-                guard scanner.peek == 0x22 else { return nil }
-                let keyStart = scanner.index
-                guard scanner.skipString(), let key = scanner.string(from: keyStart) else { return nil }
-                scanner.skipSpace()
-                guard scanner.consume(0x3A) else { return nil }
-                scanner.skipSpace()
-                let valueStart = scanner.index
-                guard scanner.skipValue() else { return nil }
-                set(key, scanner.bytes(from: valueStart))
-                scanner.skipSpace()
-                if scanner.consume(0x2C) { continue }
-                guard scanner.consume(0x7D) else { return nil }
-                break
-            }
+        let read = scanner.readObject { key, scanner in
+            let start = scanner.index
+            guard scanner.skipValue() else { return false }
+            members.append((key, scanner.bytes(from: start)))
+            return true
         }
         scanner.skipSpace()
-        guard scanner.atEnd else { return nil }
+        guard read, scanner.atEnd else { return nil }
+        for (key, value) in members { set(key, value) }
     }
 
     /// The elements of a JSON array, each as the exact bytes it was written with; nil for
@@ -141,6 +129,28 @@ package struct JSONScanner {
             }
         }
         return false
+    }
+
+    /// Moves over one object (the scanner at its opening brace), calling `member` with each
+    /// key (decoded) and the scanner at the start of its value; `member` moves past the value,
+    /// or returns false. False when the object is not well-formed or `member` returned false.
+    package mutating func readObject(_ member: (_ key: String, _ scanner: inout JSONScanner) -> Bool) -> Bool {
+        guard consume(0x7B) else { return false }
+        skipSpace()
+        if consume(0x7D) { return true }
+        while true {
+            skipSpace()
+            guard peek == 0x22 else { return false }
+            let keyStart = index
+            guard skipString(), let key = string(from: keyStart) else { return false }
+            skipSpace()
+            guard consume(0x3A) else { return false }
+            skipSpace()
+            guard member(key, &self) else { return false }
+            skipSpace()
+            if consume(0x2C) { continue }
+            return consume(0x7D)
+        }
     }
 
     /// Moves past one value; false when it is cut short or its brackets do not match.

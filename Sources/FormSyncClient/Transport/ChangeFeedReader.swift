@@ -28,38 +28,24 @@ enum ChangeFeedReader {
         var cursor: String?
         var more = false
         scanner.skipSpace()
-        guard scanner.consume(0x7B) else { return nil }
-        scanner.skipSpace()
-        if !scanner.consume(0x7D) {
-            while true {
-                scanner.skipSpace()
-                guard scanner.peek == 0x22 else { return nil }
-                let keyStart = scanner.index
-                guard scanner.skipString(), let key = scanner.string(from: keyStart) else { return nil }
-                scanner.skipSpace()
-                guard scanner.consume(0x3A) else { return nil }
-                scanner.skipSpace()
-                let valueStart = scanner.index
-                switch key {
-                case "changes":
-                    changes = nil
-                    guard let list = readChanges(&scanner, limit: limit) else { return nil }
-                    (changes, count, malformed) = (list.changes, list.count, list.malformed)
-                case "cursor":
-                    guard scanner.skipValue() else { return nil }
-                    cursor = isNull(scanner, from: valueStart) ? nil : string(scanner, from: valueStart)
-                case "more":
-                    guard scanner.skipValue() else { return nil }
-                    more = scanner.bytes[valueStart..<scanner.index].elementsEqual("true".utf8)
-                default:
-                    guard scanner.skipValue() else { return nil }
-                }
-                scanner.skipSpace()
-                if scanner.consume(0x2C) { continue }
-                guard scanner.consume(0x7D) else { return nil }
-                break
+        let read = scanner.readObject { key, scanner in
+            let valueStart = scanner.index
+            switch key {
+            case "changes":
+                guard let list = readChanges(&scanner, limit: limit) else { return false }
+                (changes, count, malformed) = (list.changes, list.count, list.malformed)
+            case "cursor":
+                guard scanner.skipValue() else { return false }
+                cursor = isNull(scanner, from: valueStart) ? nil : string(scanner, from: valueStart)
+            case "more":
+                guard scanner.skipValue() else { return false }
+                more = scanner.bytes[valueStart..<scanner.index].elementsEqual("true".utf8)
+            default:
+                guard scanner.skipValue() else { return false }
             }
+            return true
         }
+        guard read else { return nil }
         scanner.skipSpace()
         guard scanner.atEnd, let changes, let cursor else { return nil }
         return Feed(changes: changes, count: count, malformed: malformed, cursor: cursor, more: more)
@@ -100,39 +86,26 @@ enum ChangeFeedReader {
     /// `deleted: true` or a version from 1 and fields that are an object. Nil for anything
     /// else, with the scanner anywhere.
     private static func readChange(_ scanner: inout JSONScanner) -> RecordChange? {
-        guard scanner.consume(0x7B) else { return nil }
         var type: String?
         var id: Int64?
         var version: Int64?
         var deleted = false
         var record: Range<Int>?
-        scanner.skipSpace()
-        if !scanner.consume(0x7D) {
-            while true {
-                scanner.skipSpace()
-                guard scanner.peek == 0x22 else { return nil }
-                let keyStart = scanner.index
-                guard scanner.skipString(), let key = scanner.string(from: keyStart) else { return nil }
-                scanner.skipSpace()
-                guard scanner.consume(0x3A) else { return nil }
-                scanner.skipSpace()
-                let valueStart = scanner.index
-                guard scanner.skipValue() else { return nil }
-                let absent = isNull(scanner, from: valueStart)
-                switch key {
-                case "type": type = absent ? nil : string(scanner, from: valueStart)
-                case "id": id = absent ? nil : wholeNumber(scanner.bytes[valueStart..<scanner.index])
-                case "version": version = absent ? nil : wholeNumber(scanner.bytes[valueStart..<scanner.index])
-                case "deleted": deleted = scanner.bytes[valueStart..<scanner.index].elementsEqual("true".utf8)
-                case "record": record = absent ? nil : valueStart..<scanner.index
-                default: break
-                }
-                scanner.skipSpace()
-                if scanner.consume(0x2C) { continue }
-                guard scanner.consume(0x7D) else { return nil }
-                break
+        let read = scanner.readObject { key, scanner in
+            let valueStart = scanner.index
+            guard scanner.skipValue() else { return false }
+            let absent = isNull(scanner, from: valueStart)
+            switch key {
+            case "type": type = absent ? nil : string(scanner, from: valueStart)
+            case "id": id = absent ? nil : wholeNumber(scanner.bytes[valueStart..<scanner.index])
+            case "version": version = absent ? nil : wholeNumber(scanner.bytes[valueStart..<scanner.index])
+            case "deleted": deleted = scanner.bytes[valueStart..<scanner.index].elementsEqual("true".utf8)
+            case "record": record = absent ? nil : valueStart..<scanner.index
+            default: break
             }
+            return true
         }
+        guard read else { return nil }
         guard let type, (1...128).contains(type.utf8.count), let id, HTTPTransport.serverIDs.contains(id) else { return nil }
         if deleted { return RecordChange(type: type, id: id, version: 0, fields: nil) }
         guard let version, version >= 1, version < Int64(Int32.max), let record, scanner.bytes[record.lowerBound] == 0x7B else { return nil }
