@@ -45,12 +45,15 @@ enum PullBenchmark {
         var raw: [Double] = []
         var rawIndexed: [Double] = []
         var pull: [Double] = []
+        var deviceCPU: [Double] = []
         var pulledPath = ""
         for round in 0..<rounds {
             raw.append(try rawInserts(path: folder.appendingPathComponent("raw-\(round).sqlite").path, count: records, payload: sample))
             rawIndexed.append(try rawInserts(path: folder.appendingPathComponent("raw-indexed-\(round).sqlite").path, count: records, payload: sample, indexed: true))
             pulledPath = folder.appendingPathComponent("device-\(round).sqlite").path
+            let before = childrenCPU()
             pull.append(try devicePull(db: pulledPath, server: server, refreshToken: refreshToken, expect: records))
+            deviceCPU.append(childrenCPU() - before)
         }
         var usage = rusage()
         getrusage(RUSAGE_CHILDREN.rawValue, &usage)
@@ -61,6 +64,7 @@ enum PullBenchmark {
         print("            \(spread(rawIndexed)), \(rate(records, median(rawIndexed))) records/s; rate / raw insert rate: \(String(format: "%.2f", median(raw) / median(rawIndexed)))×")
         print("  initial pull, device process over loopback HTTP (pages of 1000, each page and its cursor one transaction, index kept):")
         print("            \(spread(pull)), \(rate(records, median(pull))) records/s; rate / raw insert rate: \(String(format: "%.2f", median(raw) / median(pull)))× (per round \(perRound(raw: raw, pull: pull)))")
+        print("  device process CPU (user + system) per record: \(String(format: "%.1f", median(deviceCPU) / Double(records) * 1e6)) µs (median of the rounds)")
         print("  device process peak RSS (largest of the \(rounds) pulls): \(String(format: "%.1f", peakMiB)) MiB")
 
         // 2. Deltas: D changes on the N-record store against D changes on the S-record store.
@@ -170,6 +174,13 @@ enum PullBenchmark {
     }
 
     static func median(_ values: [Double]) -> Double { BenchCommand.median(values) }
+
+    /// Seconds of CPU (user + system) used by the child processes waited for so far.
+    static func childrenCPU() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
 
     /// The lowest and highest of the rounds' rate ratios, each pull against the raw inserts of its own round.
     static func perRound(raw: [Double], pull: [Double]) -> String {
