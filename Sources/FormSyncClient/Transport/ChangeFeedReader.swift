@@ -5,7 +5,7 @@ import FormSyncModel
 /// keeps the exact bytes the server sent and is decoded once, by its type, before it is
 /// stored. It answers what reading the page as top-level members, then each change as its
 /// own members, answers (a member given twice counts once, the last time; `null` counts as
-/// absent), with a fifth of the copying.
+/// absent), without copying each change out of the page or a `JSONDecoder` for each type.
 enum ChangeFeedReader {
     /// An object with a `changes` array and a `cursor` string; nil for anything else (a
     /// portal's or a proxy's page).
