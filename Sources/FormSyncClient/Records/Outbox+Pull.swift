@@ -31,15 +31,16 @@ extension Outbox {
         var fromScratch = false
         var refreshed = 0
         // The next page is fetched and read while this one commits; nothing of it is stored
-        // before this one's transaction has committed, and a pull that ends drops it.
+        // before this one's transaction has committed, and a pull that ends drops it. It is
+        // never cancelled, only left to end by itself (by its reply or its timeout): cancelling
+        // a task that awaits URLSession on Linux can deadlock the whole session when the reply
+        // is being handled at that moment (swift-corelibs-foundation #5412).
         var ahead: (cursor: String, task: Task<FetchedPage, Never>)?
-        defer { ahead?.task.cancel() }
         while !Task.isCancelled {
             let fetched: FetchedPage
             if let next = ahead, next.cursor == cursor {
                 fetched = await next.task.value
             } else {
-                ahead?.task.cancel()
                 fetched = await Self.fetchPage(transport: transport, cursor: cursor, limit: pageSize, recordTypes: recordTypes)
             }
             ahead = nil
