@@ -51,9 +51,9 @@ enum PullBenchmark {
             raw.append(try rawInserts(path: folder.appendingPathComponent("raw-\(round).sqlite").path, count: records, payload: sample))
             rawIndexed.append(try rawInserts(path: folder.appendingPathComponent("raw-indexed-\(round).sqlite").path, count: records, payload: sample, indexed: true))
             pulledPath = folder.appendingPathComponent("device-\(round).sqlite").path
-            let before = childrenCPU()
+            let before = EnqueueBenchmark.processCPU(children: true)
             pull.append(try devicePull(db: pulledPath, server: server, refreshToken: refreshToken, expect: records))
-            deviceCPU.append(childrenCPU() - before)
+            deviceCPU.append(EnqueueBenchmark.processCPU(children: true) - before)
         }
         var usage = rusage()
         getrusage(RUSAGE_CHILDREN.rawValue, &usage)
@@ -174,13 +174,6 @@ enum PullBenchmark {
     }
 
     static func median(_ values: [Double]) -> Double { BenchCommand.median(values) }
-
-    /// Seconds of CPU (user + system) used by the child processes waited for so far.
-    static func childrenCPU() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_CHILDREN.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-    }
 
     /// The lowest and highest of the rounds' rate ratios, each pull against the raw inserts of its own round.
     static func perRound(raw: [Double], pull: [Double]) -> String {
