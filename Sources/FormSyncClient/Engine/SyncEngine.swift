@@ -10,8 +10,9 @@ import Synchronization
 /// with its own backoff, asks the server's health endpoint (`Outbox.probe()`), and resumes the
 /// drain only when that answers. Connectivity from the OS is a hint that cuts the wait short,
 /// never a verdict. Cancelling the task that runs `run(connectivity:)`, or calling `stop()`,
-/// stops new attempts at once; requests on the wire are cancelled and their items go back to
-/// pending with the same idempotency key.
+/// stops new attempts at once; the engine stops waiting for the requests on the wire (each ends
+/// by its reply or its timeout, never cancelled mid-reply) and their items go back to pending
+/// with the same idempotency key, which the server's ledger answers if one was committed.
 public final class SyncEngine: Sendable {
     /// What the engine is doing, for a status line.
     public enum State: Sendable, Equatable {
@@ -124,8 +125,8 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    /// Stops the engine: no new attempt starts; requests on the wire are cancelled and their
-    /// items return to pending. `run` returns soon after.
+    /// Stops the engine: no new attempt starts; the engine stops waiting for requests on the
+    /// wire and their items return to pending. `run` returns soon after.
     public func stop() {
         let (events, flush) = shared.withLock { s -> (AsyncStream<Event>.Continuation?, Task<FlushReport, Never>?) in
             s.stopped = true
@@ -279,8 +280,8 @@ public final class SyncEngine: Sendable {
     }
 
     /// One bounded pass for background work (for example an iOS background task): flushes and
-    /// returns its report before `deadline` (ms since 1970), cancelling what is still on the
-    /// wire in time; those items go back to pending with the same key.
+    /// returns its report before `deadline` (ms since 1970), no longer waiting for what is still
+    /// on the wire by then; those items go back to pending with the same key.
     public func runOnce(deadline: Int64) async -> FlushReport {
         let window = max(0, deadline - now())
         let margin = min(1000, window / 4)

@@ -31,10 +31,8 @@ extension Outbox {
         var fromScratch = false
         var refreshed = 0
         // The next page is fetched and read while this one commits; nothing of it is stored
-        // before this one's transaction has committed, and a pull that ends drops it. It is
-        // never cancelled, only left to end by itself (by its reply or its timeout): cancelling
-        // a task that awaits URLSession on Linux can deadlock the whole session when the reply
-        // is being handled at that moment (swift-corelibs-foundation #5412).
+        // before this one's transaction has committed, and a pull that ends drops it, leaving
+        // its request to end by its reply or its timeout (`CancellationShield`).
         var ahead: (cursor: String, task: Task<FetchedPage, Never>)?
         while !Task.isCancelled {
             let fetched: FetchedPage

@@ -142,17 +142,22 @@ public final class HTTPTransport: OutboxTransport {
         try? await perform(http)
     }
 
-    /// Every request goes through here: URLSession, or the injected network.
+    /// Every request goes through here: URLSession, or the injected network. A cancelled
+    /// caller stops waiting at once, but its request is never cancelled on the wire: it ends by
+    /// its reply or its timeout (`CancellationShield` says why).
     func perform(_ http: URLRequest, uploading file: URL? = nil) async throws -> (status: Int, headers: [String: String], body: Data) {
         if let network { return try await network(http, file) }
-        let (data, response): (Data, URLResponse)
-        if let file {
-            (data, response) = try await session.upload(for: http, fromFile: file)
-        } else {
-            (data, response) = try await session.data(for: http)
+        let session = self.session
+        return try await CancellationShield.run {
+            let (data, response): (Data, URLResponse)
+            if let file {
+                (data, response) = try await session.upload(for: http, fromFile: file)
+            } else {
+                (data, response) = try await session.data(for: http)
+            }
+            guard let response = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
+            return (response.statusCode, Self.headers(of: response), data)
         }
-        guard let response = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
-        return (response.statusCode, Self.headers(of: response), data)
     }
 
     var resumableChunkBytes: Int { chunkBytes }

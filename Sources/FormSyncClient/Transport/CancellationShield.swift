@@ -1,0 +1,63 @@
+import Synchronization
+
+/// Runs an exchange that its caller's cancellation must not reach, while a cancelled caller
+/// still stops waiting for it at once.
+///
+/// Cancelling a task that awaits Linux URLSession while its reply is being handled can
+/// deadlock the session: a lock-order inversion between the task's cancellation and the
+/// session's work queue, after which no request of that session completes, timeouts included
+/// (swift-corelibs-foundation #5412). So nothing cancels a request on the wire: the exchange
+/// runs in a task of its own and ends by its reply or its timeout, and a cancelled caller gets
+/// `CancellationError` and leaves. The server's idempotency ledger answers a resend of a
+/// request that went on to be committed.
+enum CancellationShield {
+    static func run<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        let handoff = Handoff<T>()
+        // An unstructured task: it inherits neither the caller's cancellation nor its actor.
+        Task.detached {
+            do { handoff.finish(.success(try await operation())) } catch { handoff.finish(.failure(error)) }
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { handoff.wait($0) }
+        } onCancel: {
+            handoff.finish(.failure(CancellationError()))
+        }
+    }
+
+    /// The first result (the exchange's, or the caller's cancellation) to the one waiter.
+    final class Handoff<T: Sendable>: Sendable {
+        private struct State {
+            var result: Result<T, any Error>?
+            var waiter: CheckedContinuation<T, any Error>?
+            var delivered = false
+        }
+
+        private let state = Mutex(State())
+
+        func wait(_ continuation: CheckedContinuation<T, any Error>) {
+            let ready = state.withLock { state -> Result<T, any Error>? in
+                guard let result = state.result else {
+                    state.waiter = continuation
+                    return nil
+                }
+                state.delivered = true
+                return result
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+
+        func finish(_ result: Result<T, any Error>) {
+            let waiter = state.withLock { state -> CheckedContinuation<T, any Error>? in
+                guard !state.delivered, case .none = state.result else { return nil }
+                guard let waiter = state.waiter else {
+                    state.result = result
+                    return nil
+                }
+                state.waiter = nil
+                state.delivered = true
+                return waiter
+            }
+            waiter?.resume(with: result)
+        }
+    }
+}
