@@ -1,3 +1,4 @@
+import FieldForms
 import Foundation
 import FormSyncClient
 import FormSyncServer
@@ -155,5 +156,33 @@ struct CancelledRequestTests {
             Issue.record("the request after the cancellations got \(outcome)")
             return
         }
+    }
+
+    @Test func stoppingTheEngineWhileTheServerHoldsAReplyReturnsAndTheItemGoesOnceWithItsKey() async throws {
+        let world = try World()
+        let outbox = try world.device()
+        let id = try await outbox.enqueue(salesOrder(customer: 1, marker: "held"))
+        let key = try #require(try await outbox.item(id)).attemptID
+        // The server marks the key in flight, holds the request 3 s, then commits it.
+        world.server.faults.add(.delay(milliseconds: 3000), count: 1, target: .submissions)
+        let engine = SyncEngine(outbox: outbox, environment: OutboxEnvironment(now: { world.clock.now }, random: { 0.5 }, newID: { "" }))
+        let running = Task { await engine.run() }
+        for _ in 0..<6000 where try await outbox.item(id)?.state != .sent { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(try await outbox.item(id)?.state == .sent)
+        engine.stop()
+        await running.value
+        #expect(world.server.documents().isEmpty, "the engine waited for the held reply instead of returning")
+        let waiting = try #require(try await outbox.item(id))
+        #expect(waiting.state == .savedOnDevice)
+        #expect(waiting.attempts == 0)
+        #expect(waiting.attemptID == key)
+        // The request went on to the server, which committed it; the resend gets the ledger's answer.
+        for _ in 0..<6000 where world.server.documents().isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        let report = await outbox.flush()
+        #expect(report.sent == 1)
+        #expect(try await outbox.item(id)?.state == .confirmed)
+        #expect(world.server.documents().count == 1)
+        #expect(world.server.documents().first?.appliedWrites == 1)
+        #expect(Set(world.server.requestLog().compactMap(\.idempotencyKey)) == [key])
     }
 }
