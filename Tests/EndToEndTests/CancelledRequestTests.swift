@@ -24,21 +24,7 @@ struct CancelledRequestTests {
         private let verdicts = Mutex<[Bool]>([])
 
         init() throws {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard fd >= 0, bound == 0, listen(fd, 16) == 0 else { throw CocoaError(.fileWriteUnknown) }
-            var actual = sockaddr_in()
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &actual) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-            }
-            listener = fd
-            port = UInt16(bigEndian: actual.sin_port)
+            (listener, port) = try RawSocket.listen()
             let thread = Thread { [self] in serve() }
             thread.start()
         }
@@ -70,13 +56,7 @@ struct CancelledRequestTests {
             let fd = accept(listener, nil, nil)
             guard fd >= 0 else { return }
             defer { close(fd) }
-            var request = Data()
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while !Self.complete(request) {
-                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { return }
-                request.append(contentsOf: buffer[0..<n])
-            }
+            guard RawSocket.readRequest(fd) != nil else { return }
             arrivals.withLock { $0 += 1 }
             _ = released.wait(timeout: .now() + 60)
             // A client that cancelled its request closes the socket; give it a second to.
@@ -90,14 +70,6 @@ struct CancelledRequestTests {
             let body = #"{"document_id":"held-1","id":1}"#
             let reply = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
             _ = reply.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
-        }
-
-        private static func complete(_ request: Data) -> Bool {
-            guard let end = request.range(of: Data("\r\n\r\n".utf8)) else { return false }
-            let head = String(decoding: request[..<end.lowerBound], as: UTF8.self).lowercased()
-            let length = head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
-                .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
-            return request.count - end.upperBound >= length
         }
     }
 

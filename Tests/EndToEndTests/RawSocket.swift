@@ -25,6 +25,45 @@ enum RawSocket {
         return fd
     }
 
+    /// Listens on 127.0.0.1 at a free port: the descriptor and the port.
+    static func listen() throws -> (fd: Int32, port: UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard fd >= 0, bound == 0, Glibc.listen(fd, 16) == 0 else {
+            if fd >= 0 { close(fd) }
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return (fd, UInt16(bigEndian: actual.sin_port))
+    }
+
+    /// Reads one request (its head and the body its `Content-Length` announces); nil when the
+    /// peer closed first.
+    static func readRequest(_ fd: Int32) -> Data? {
+        var request = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            if let end = request.range(of: Data("\r\n\r\n".utf8)) {
+                let head = String(decoding: request[..<end.lowerBound], as: UTF8.self).lowercased()
+                let length = head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+                    .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+                if request.count - end.upperBound >= length { return request }
+            }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { return nil }
+            request.append(contentsOf: buffer[0..<n])
+        }
+    }
+
     static func send(_ fd: Int32, _ bytes: Data) {
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }

@@ -10,13 +10,29 @@ import Synchronization
 /// runs in a task of its own and ends by its reply or its timeout, and a cancelled caller gets
 /// `CancellationError` and leaves. The server's idempotency ledger answers a resend of a
 /// request that went on to be committed.
+///
+/// The caller also stops waiting at `deadline`: a server (or a proxy) that trickles its reply
+/// a byte at a time never trips URLSession's timeout on Linux, which counts only the time
+/// between bytes, and `timeoutIntervalForResource` is not honoured there.
 enum CancellationShield {
-    static func run<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    /// What a caller gets when the exchange outlived its deadline.
+    struct DeadlinePassed: Error, CustomStringConvertible {
+        var seconds: Double
+        var description: String { "no complete reply within \(Int(seconds)) s" }
+    }
+
+    static func run<T: Sendable>(deadline seconds: Double, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
         let handoff = Handoff<T>()
-        // An unstructured task: it inherits neither the caller's cancellation nor its actor.
+        // Unstructured tasks: they inherit neither the caller's cancellation nor its actor.
         Task.detached {
             do { handoff.finish(.success(try await operation())) } catch { handoff.finish(.failure(error)) }
         }
+        let bounded = min(max(seconds, 0.001), 86_400)
+        let timer = Task.detached {
+            try await Task.sleep(for: .milliseconds(Int64(bounded * 1000)))
+            handoff.finish(.failure(DeadlinePassed(seconds: bounded)))
+        }
+        defer { timer.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { handoff.wait($0) }
         } onCancel: {

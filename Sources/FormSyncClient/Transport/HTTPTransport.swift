@@ -29,7 +29,9 @@ public final class HTTPTransport: OutboxTransport {
     /// - Parameters:
     ///   - workspace: the workspace whose items this transport carries; others are refused.
     ///   - baseURL: the workspace's server, such as `https://api.example.com/acme`.
-    ///   - timeout: per request, in seconds; keep it below the outbox's lease.
+    ///   - timeout: per request, in seconds; keep it below the outbox's lease. Read as 1 to
+    ///     3,600 (URLSession on Linux counts it in whole seconds: 0.5 would time out at once). A
+    ///     caller waits at most six times this for a whole exchange (see `exchangeDeadline`).
     ///   - token: the current bearer token, asked for on every request and never stored.
     ///   - resumableFromBytes: files at least this large go up as resumable uploads
     ///     (docs/PROTOCOL.md, "Resumable uploads"), in chunks of `chunkBytes`; smaller ones in
@@ -55,7 +57,7 @@ public final class HTTPTransport: OutboxTransport {
         self.network = network
         self.workspace = workspace
         self.baseURL = baseURL
-        self.timeout = timeout
+        self.timeout = timeout.isFinite ? min(max(timeout, 1), 3_600) : 20
         self.token = token
         self.resumableFromBytes = max(1, resumableFromBytes)
         self.chunkBytes = min(max(64 << 10, chunkBytes), 64 << 20)
@@ -114,7 +116,7 @@ public final class HTTPTransport: OutboxTransport {
         http.httpMethod = "POST"
         await prepare(&http, request, with: headers)
         do {
-            let reply = try await perform(http, uploading: fileToUpload)
+            let reply = try await perform(http, uploading: fileToUpload, bytes: bodyBytes)
             if fileToUpload != nil { progress(bodyBytes, bodyBytes) }
             let details = DeliveryDetails(status: reply.status, bytesSent: bodyBytes, bytesReceived: Int64(reply.body.count))
             return (Self.classify(status: reply.status, headers: reply.headers, body: reply.body, documentID: request.documentID), details)
@@ -144,11 +146,13 @@ public final class HTTPTransport: OutboxTransport {
 
     /// Every request goes through here: URLSession, or the injected network. A cancelled
     /// caller stops waiting at once, but its request is never cancelled on the wire: it ends by
-    /// its reply or its timeout (`CancellationShield` says why).
-    func perform(_ http: URLRequest, uploading file: URL? = nil) async throws -> (status: Int, headers: [String: String], body: Data) {
+    /// its reply or its timeout (`CancellationShield` says why). The caller waits at most
+    /// `exchangeDeadline` for the whole exchange.
+    func perform(_ http: URLRequest, uploading file: URL? = nil, bytes: Int64? = nil) async throws -> (status: Int, headers: [String: String], body: Data) {
         if let network { return try await network(http, file) }
         let session = self.session
-        return try await CancellationShield.run {
+        let deadline = Self.exchangeDeadline(timeout: http.timeoutInterval, uploading: bytes ?? Int64(http.httpBody?.count ?? 0))
+        return try await CancellationShield.run(deadline: deadline) {
             let (data, response): (Data, URLResponse)
             if let file {
                 (data, response) = try await session.upload(for: http, fromFile: file)
@@ -161,6 +165,15 @@ public final class HTTPTransport: OutboxTransport {
     }
 
     var resumableChunkBytes: Int { chunkBytes }
+
+    /// How long a caller waits for a whole exchange, in seconds: six times the request's
+    /// timeout (which on Linux counts only the time between bytes), plus the upload at 8 KiB/s.
+    /// With the default 20 s: 2 minutes for a submission or a page of the feed, about 10½ for a
+    /// 4 MiB chunk.
+    package static func exchangeDeadline(timeout: TimeInterval, uploading bytes: Int64) -> Double {
+        let timeout = timeout.isFinite ? min(max(timeout, 0.1), 3_600) : 60
+        return timeout * 6 + Double(min(max(bytes, 0), 1 << 40)) / 8_192
+    }
 
     /// Whether a genuine FormSync server answers `GET /health` now. A captive portal, a proxy's
     /// error page or no network at all reads as offline: reachability is decided here, never by
@@ -395,6 +408,7 @@ public final class HTTPTransport: OutboxTransport {
 
     /// A network failure in words, classified by its structure (URLError code), never by text.
     static func describe(_ error: any Error) -> String {
+        if let error = error as? CancellationShield.DeadlinePassed { return "\(error)" }
         guard let error = error as? URLError else { return "network error: \(error)" }
         switch error.code {
         case .notConnectedToInternet: return "not connected"

@@ -1,0 +1,92 @@
+import Foundation
+import FormSyncClient
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A server, or a proxy in front of it, that trickles its reply a byte at a time never trips
+/// URLSession's timeout on Linux (it counts only the time between bytes, and
+/// `timeoutIntervalForResource` is not honoured there). The transport's own deadline for the
+/// whole exchange ends the wait, so a flush, a pull or a probe cannot be held forever.
+struct TrickledReplyTests {
+    /// Answers every request with a head that announces 100,000 bytes, then sends one byte
+    /// every 100 ms for up to a minute.
+    final class TricklingServer: Sendable {
+        let port: UInt16
+        private let listener: Int32
+        let served = Mutex(0)
+
+        init() throws {
+            (listener, port) = try RawSocket.listen()
+            let thread = Thread { [self] in accepting() }
+            thread.start()
+        }
+
+        deinit {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+        }
+
+        var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+        private func accepting() {
+            while true {
+                let fd = accept(listener, nil, nil)
+                guard fd >= 0 else { return }
+                let thread = Thread { [self] in trickle(fd) }
+                thread.start()
+            }
+        }
+
+        private func trickle(_ fd: Int32) {
+            defer { close(fd) }
+            guard RawSocket.readRequest(fd) != nil else { return }
+            served.withLock { $0 += 1 }
+            RawSocket.send(fd, Data("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{".utf8))
+            for _ in 0..<600 {
+                usleep(100_000)
+                guard Glibc.send(fd, " ", 1, Int32(MSG_NOSIGNAL)) == 1 else { return }
+            }
+        }
+    }
+
+    @Test func aTrickledReplyEndsTheSendAtTheExchangeDeadline() async throws {
+        let server = try TricklingServer()
+        // A 1 s timeout gives a 6 s deadline for a small submission.
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 1) { "token" }
+        let outcome = await transport.send(CancelledRequestTests.submission("trickled-1"))
+        #expect(outcome == .unreachable(reason: "no complete reply within 6 s"))
+        #expect(server.served.withLock { $0 } == 1)
+    }
+
+    @Test func aTrickledFeedPageOrHealthCheckEndsAtItsDeadlineToo() async throws {
+        let server = try TricklingServer()
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 1) { "token" }
+        guard case .unreachable(let reason) = await transport.fetchChanges(cursor: nil, limit: 10) else {
+            Issue.record("a trickled page was taken as an answer")
+            return
+        }
+        #expect(reason == "no complete reply within 6 s")
+        #expect(await transport.probe() == false)
+    }
+
+    @Test func aTimeoutBelowOneSecondIsReadAsOneInsteadOfTimingOutAtOnce() async throws {
+        // URLSession on Linux counts the timeout in whole seconds: 0.5 would end every request
+        // before it left.
+        let server = try TricklingServer()
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 0.5) { "token" }
+        #expect(await transport.send(CancelledRequestTests.submission("short-1")) == .unreachable(reason: "no complete reply within 6 s"))
+    }
+
+    @Test func theDeadlineGrowsWithTheUploadAndIsBoundedForAbsurdTimeouts() {
+        #expect(HTTPTransport.exchangeDeadline(timeout: 20, uploading: 0) == 120)
+        #expect(HTTPTransport.exchangeDeadline(timeout: 20, uploading: 4 << 20) == 120 + 512)
+        #expect(HTTPTransport.exchangeDeadline(timeout: .infinity, uploading: 0) == 360)
+        #expect(HTTPTransport.exchangeDeadline(timeout: .nan, uploading: -5) == 360)
+        #expect(HTTPTransport.exchangeDeadline(timeout: 1e300, uploading: .max) == 3_600 * 6 + Double(1 << 40) / 8_192)
+        #expect(HTTPTransport.exchangeDeadline(timeout: -1, uploading: 0) > 0)
+    }
+}
