@@ -132,14 +132,19 @@ struct CancelledRequestTests {
 
     @Test func stoppingTheEngineWhileTheServerHoldsAReplyReturnsAndTheItemGoesOnceWithItsKey() async throws {
         let world = try World()
+        world.timeout = 60  // the client's own timeout stays out of it
         let outbox = try world.device()
         let id = try await outbox.enqueue(salesOrder(customer: 1, marker: "held"))
         let key = try #require(try await outbox.item(id)).attemptID
-        // The server marks the key in flight, holds the request 3 s, then commits it.
-        world.server.faults.add(.delay(milliseconds: 3000), count: 1, target: .submissions)
+        // The server marks the key in flight, holds the request 8 s, then commits it.
+        world.server.faults.add(.delay(milliseconds: 8000), count: 1, target: .submissions)
         let engine = SyncEngine(outbox: outbox, environment: OutboxEnvironment(now: { world.clock.now }, random: { 0.5 }, newID: { "" }))
         let running = Task { await engine.run() }
-        for _ in 0..<6000 where try await outbox.item(id)?.state != .sent { try await Task.sleep(for: .milliseconds(10)) }
+        var polls = 0
+        while try await outbox.item(id)?.state != .sent, polls < 6000 {
+            polls += 1
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(try await outbox.item(id)?.state == .sent)
         engine.stop()
         await running.value
@@ -149,7 +154,11 @@ struct CancelledRequestTests {
         #expect(waiting.attempts == 0)
         #expect(waiting.attemptID == key)
         // The request went on to the server, which committed it; the resend gets the ledger's answer.
-        for _ in 0..<6000 where world.server.documents().isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        polls = 0
+        while world.server.documents().isEmpty, polls < 6000 {
+            polls += 1
+            try await Task.sleep(for: .milliseconds(10))
+        }
         let report = await outbox.flush()
         #expect(report.sent == 1)
         #expect(try await outbox.item(id)?.state == .confirmed)
