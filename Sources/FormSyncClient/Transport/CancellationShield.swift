@@ -3,10 +3,10 @@ import Synchronization
 /// Runs an exchange that its caller's cancellation must not reach, while a cancelled caller
 /// still stops waiting for it at once.
 ///
-/// Cancelling a task that awaits Linux URLSession while its reply is being handled can
-/// deadlock the session: a lock-order inversion between the task's cancellation and the
-/// session's work queue, after which no request of that session completes, timeouts included
-/// (swift-corelibs-foundation #5412). So nothing cancels a request on the wire: the exchange
+/// Cancelling a task that awaits Linux URLSession can deadlock: the task's cancellation handler
+/// runs under the task's status lock and waits synchronously on the session's work queue,
+/// which can be waiting for that lock; the canceller never returns and no request of that
+/// session completes again, timeouts included (swift-corelibs-foundation #5412). So nothing cancels a request on the wire: the exchange
 /// runs in a task of its own and ends by its reply or its timeout, and a cancelled caller gets
 /// `CancellationError` and leaves. The server's idempotency ledger answers a resend of a
 /// request that went on to be committed.
@@ -40,7 +40,8 @@ enum CancellationShield {
         }
     }
 
-    /// The first result (the exchange's, or the caller's cancellation) to the one waiter.
+    /// The first result (the exchange's, the deadline's or the caller's cancellation) to the one
+    /// waiter.
     final class Handoff<T: Sendable>: Sendable {
         private struct State {
             var result: Result<T, any Error>?
