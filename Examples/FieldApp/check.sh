@@ -9,7 +9,17 @@ app="$root/Examples/FieldApp"
 formsync="$root/.build/debug/formsync"
 [ -x "$formsync" ] || { echo "check.sh: build formsync first (swift build)" >&2; exit 2; }
 
+# SwiftPM does not re-plan this package's build when a file is added to or removed from
+# FormSync (its path dependency): the build then fails to find the new file's types. When the
+# list of FormSync's source files changed since the last build here, start from a clean .build.
+stamp="$app/.build/formsync-sources.list"
+sources="$(cd "$root" && find Sources -name '*.swift' | LC_ALL=C sort)"
+if [ -d "$app/.build" ] && [ "$(cat "$stamp" 2>/dev/null)" != "$sources" ]; then
+  echo "check.sh: FormSync's source files changed since the last build; building Examples/FieldApp from clean"
+  rm -rf "$app/.build"
+fi
 swift build --build-tests --package-path "$app"
+printf '%s' "$sources" > "$stamp"
 
 work="$(mktemp -d)"
 server_pid=""
