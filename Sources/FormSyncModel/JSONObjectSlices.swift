@@ -17,17 +17,15 @@ package struct JSONObjectSlices: Sendable, Equatable {
     /// the top level (nested values are checked when they are decoded).
     package init?(_ data: Data) {
         var scanner = JSONScanner(data)
-        var members: [(key: String, value: Data)] = []
         scanner.skipSpace()
         let read = scanner.readObject { key, scanner in
             let start = scanner.index
             guard scanner.skipValue() else { return false }
-            members.append((key, scanner.bytes(from: start)))
+            set(key, scanner.bytes(from: start))
             return true
         }
         scanner.skipSpace()
         guard read, scanner.atEnd else { return nil }
-        for (key, value) in members { set(key, value) }
     }
 
     /// The elements of a JSON array, each as the exact bytes it was written with; nil for
