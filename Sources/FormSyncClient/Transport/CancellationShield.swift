@@ -44,35 +44,27 @@ enum CancellationShield {
     /// waiter.
     final class Handoff<T: Sendable>: Sendable {
         private struct State {
+            /// The first result given; once set, later ones are dropped.
             var result: Result<T, any Error>?
             var waiter: CheckedContinuation<T, any Error>?
-            var delivered = false
         }
 
         private let state = Mutex(State())
 
         func wait(_ continuation: CheckedContinuation<T, any Error>) {
             let ready = state.withLock { state -> Result<T, any Error>? in
-                guard let result = state.result else {
-                    state.waiter = continuation
-                    return nil
-                }
-                state.delivered = true
-                return result
+                if state.result == nil { state.waiter = continuation }
+                return state.result
             }
             if let ready { continuation.resume(with: ready) }
         }
 
         func finish(_ result: Result<T, any Error>) {
             let waiter = state.withLock { state -> CheckedContinuation<T, any Error>? in
-                guard !state.delivered, case .none = state.result else { return nil }
-                guard let waiter = state.waiter else {
-                    state.result = result
-                    return nil
-                }
-                state.waiter = nil
-                state.delivered = true
-                return waiter
+                guard case .none = state.result else { return nil }
+                state.result = result
+                defer { state.waiter = nil }
+                return state.waiter
             }
             waiter?.resume(with: result)
         }
