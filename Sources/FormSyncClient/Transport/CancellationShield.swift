@@ -13,7 +13,8 @@ import Synchronization
 ///
 /// The caller also stops waiting at `deadline`: a server (or a proxy) that trickles its reply
 /// a byte at a time never trips URLSession's timeout on Linux, which counts only the time
-/// between bytes, and `timeoutIntervalForResource` is not honoured there.
+/// between bytes, and `timeoutIntervalForResource` is not honoured there. `onDeadline` then
+/// runs, outside any task's cancellation handler, to stop the exchange itself.
 enum CancellationShield {
     /// What a caller gets when the exchange outlived its deadline.
     struct DeadlinePassed: Error, CustomStringConvertible {
@@ -21,18 +22,24 @@ enum CancellationShield {
         var description: String { "no complete reply within \(Int(seconds)) s" }
     }
 
-    static func run<T: Sendable>(deadline seconds: Double, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    static func run<T: Sendable>(
+        deadline seconds: Double, onDeadline: @escaping @Sendable () -> Void = {}, _ operation: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         let handoff = Handoff<T>()
-        // Unstructured tasks: they inherit neither the caller's cancellation nor its actor.
-        Task.detached {
-            do { handoff.finish(.success(try await operation())) } catch { handoff.finish(.failure(error)) }
-        }
         let bounded = min(max(seconds, 0.001), 86_400)
+        // The deadline bounds the exchange itself, whether or not its caller still waits.
         let timer = Task.detached {
             try await Task.sleep(for: .milliseconds(Int64(bounded * 1000)))
             handoff.finish(.failure(DeadlinePassed(seconds: bounded)))
+            onDeadline()
         }
-        defer { timer.cancel() }
+        // Unstructured tasks: they inherit neither the caller's cancellation nor its actor.
+        Task.detached {
+            let result: Result<T, any Error>
+            do { result = .success(try await operation()) } catch { result = .failure(error) }
+            timer.cancel()
+            handoff.finish(result)
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { handoff.wait($0) }
         } onCancel: {

@@ -16,6 +16,8 @@ public final class HTTPTransport: OutboxTransport {
     public let workspace: String
     private let baseURL: URL
     private let session: URLSession
+    private let collector = ReplyCollector()
+    private let maxReplyBytes: Int
     private let token: @Sendable () async -> String?
     private let timeout: TimeInterval
     private let resumableFromBytes: Int64
@@ -36,14 +38,18 @@ public final class HTTPTransport: OutboxTransport {
     ///   - resumableFromBytes: files at least this large go up as resumable uploads
     ///     (docs/PROTOCOL.md, "Resumable uploads"), in chunks of `chunkBytes`; smaller ones in
     ///     one `POST /files`.
+    ///   - maxReplyBytes: the largest reply body accepted (64 KiB to 1 GiB; 32 MiB by default,
+    ///     far above a feed page). A reply that declares or sends more is stopped at once and
+    ///     reads as "no FormSync server answered", so no portal, proxy or hostile server can
+    ///     fill the device's memory.
     public convenience init(
         workspace: String, baseURL: URL, timeout: TimeInterval = 20, maxConnections: Int = 4,
-        resumableFromBytes: Int64 = 8 << 20, chunkBytes: Int = 4 << 20,
+        resumableFromBytes: Int64 = 8 << 20, chunkBytes: Int = 4 << 20, maxReplyBytes: Int = 32 << 20,
         token: @escaping @Sendable () async -> String?
     ) {
         self.init(
             workspace: workspace, baseURL: baseURL, timeout: timeout, maxConnections: maxConnections, resumableFromBytes: resumableFromBytes,
-            chunkBytes: chunkBytes, network: nil, token: token)
+            chunkBytes: chunkBytes, maxReplyBytes: maxReplyBytes, network: nil, token: token)
     }
 
     /// The same transport over another network: `formsync torture sim` puts its seeded model
@@ -51,10 +57,11 @@ public final class HTTPTransport: OutboxTransport {
     /// and classification is the real one.
     package init(
         workspace: String, baseURL: URL, timeout: TimeInterval = 20, maxConnections: Int = 4,
-        resumableFromBytes: Int64 = 8 << 20, chunkBytes: Int = 4 << 20, network: Network?,
+        resumableFromBytes: Int64 = 8 << 20, chunkBytes: Int = 4 << 20, maxReplyBytes: Int = 32 << 20, network: Network?,
         token: @escaping @Sendable () async -> String?
     ) {
         self.network = network
+        self.maxReplyBytes = min(max(64 << 10, maxReplyBytes), 1 << 30)
         self.workspace = workspace
         self.baseURL = baseURL
         self.timeout = timeout.isFinite ? min(max(timeout, 1), 3_600) : 20
@@ -67,7 +74,7 @@ public final class HTTPTransport: OutboxTransport {
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.urlCache = nil
         configuration.httpCookieStorage = nil
-        session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
+        session = URLSession(configuration: configuration, delegate: collector, delegateQueue: nil)
     }
 
     deinit {
@@ -145,21 +152,18 @@ public final class HTTPTransport: OutboxTransport {
     }
 
     /// Every request goes through here: URLSession, or the injected network. A cancelled
-    /// caller stops waiting at once, but its request is never cancelled on the wire: it ends by
+    /// caller stops waiting at once, but its request is not cancelled on the wire: it ends by
     /// its reply or its timeout (`CancellationShield` says why). The caller waits at most
-    /// `exchangeDeadline` for the whole exchange.
+    /// `exchangeDeadline` for the whole exchange, and a request still going then is stopped;
+    /// so is one whose reply grows past `maxReplyBytes` (`ReplyCollector`).
     func perform(_ http: URLRequest, uploading file: URL? = nil, bytes: Int64? = nil) async throws -> (status: Int, headers: [String: String], body: Data) {
         if let network { return try await network(http, file) }
-        let session = self.session
+        let collector = self.collector
+        let limit = maxReplyBytes
         let deadline = Self.exchangeDeadline(timeout: http.timeoutInterval, uploading: bytes ?? Int64(http.httpBody?.count ?? 0))
-        return try await CancellationShield.run(deadline: deadline) {
-            let (data, response): (Data, URLResponse)
-            if let file {
-                (data, response) = try await session.upload(for: http, fromFile: file)
-            } else {
-                (data, response) = try await session.data(for: http)
-            }
-            guard let response = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
+        let task = file.map { session.uploadTask(with: http, fromFile: $0) } ?? session.dataTask(with: http)
+        return try await CancellationShield.run(deadline: deadline, onDeadline: { ReplyCollector.stop(task) }) {
+            let (response, data) = try await collector.run(task, limit: limit)
             return (response.statusCode, Self.headers(of: response), data)
         }
     }
@@ -409,6 +413,7 @@ public final class HTTPTransport: OutboxTransport {
     /// A network failure in words, classified by its structure (URLError code), never by text.
     static func describe(_ error: any Error) -> String {
         if let error = error as? CancellationShield.DeadlinePassed { return "\(error)" }
+        if let error = error as? ReplyCollector.ReplyTooLarge { return "\(error)" }
         guard let error = error as? URLError else { return "network error: \(error)" }
         switch error.code {
         case .notConnectedToInternet: return "not connected"
