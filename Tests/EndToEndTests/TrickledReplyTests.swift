@@ -18,6 +18,8 @@ struct TrickledReplyTests {
         let port: UInt16
         private let listener: Int32
         let served = Mutex(0)
+        /// Trickles that ended because the client closed the connection, before the minute.
+        let cutShort = Mutex(0)
 
         init() throws {
             (listener, port) = try RawSocket.listen()
@@ -48,7 +50,10 @@ struct TrickledReplyTests {
             RawSocket.send(fd, Data("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{".utf8))
             for _ in 0..<600 {
                 usleep(100_000)
-                guard Glibc.send(fd, " ", 1, Int32(MSG_NOSIGNAL)) == 1 else { return }
+                guard Glibc.send(fd, " ", 1, Int32(MSG_NOSIGNAL)) == 1 else {
+                    cutShort.withLock { $0 += 1 }
+                    return
+                }
             }
         }
     }
@@ -60,6 +65,19 @@ struct TrickledReplyTests {
         let outcome = await transport.send(CancelledRequestTests.submission("trickled-1"))
         #expect(outcome == .unreachable(reason: "no complete reply within 6 s"))
         #expect(server.served.withLock { $0 } == 1)
+    }
+
+    @Test func aTrickledRequestIsStoppedOnTheWireAtItsDeadlineNotLeftRunning() async throws {
+        let server = try TricklingServer()
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 1) { "token" }
+        #expect(await transport.send(CancelledRequestTests.submission("trickled-2")) == .unreachable(reason: "no complete reply within 6 s"))
+        // The client closed the connection (the trickle would otherwise run its whole minute).
+        var closed = false
+        for _ in 0..<100 where !closed {
+            closed = server.cutShort.withLock { $0 } == 1
+            if !closed { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(closed)
     }
 
     @Test func aTrickledFeedPageOrHealthCheckEndsAtItsDeadlineToo() async throws {

@@ -1,0 +1,131 @@
+import Foundation
+import FormSyncClient
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A reply is bounded: a portal, a proxy or a hostile server that answers with hundreds of
+/// megabytes fails its request at `maxReplyBytes`, read as "no FormSync server answered", and
+/// one that declares such a length is stopped on the wire. (URLSession's `data(for:)` on Linux
+/// buffered whatever came: a 262 MB reply ran to its end and the process held 316 MB.)
+struct OversizedReplyTests {
+    /// Answers every request with a head and then up to `total` bytes of body in 64 KiB
+    /// writes, counting what the client took before it closed the connection.
+    final class FloodingServer: Sendable {
+        let total: Int
+        let port: UInt16
+        private let listener: Int32
+        private let chunked: Bool
+        private let declared: Bool
+        /// Bytes of body written to each connection, once its writing ended.
+        let written = Mutex<[Int]>([])
+
+        /// - Parameters:
+        ///   - declared: the head announces the whole length (otherwise none, and the body is
+        ///     sent until the connection closes, or in chunks when `chunked`).
+        init(declared: Bool, chunked: Bool = false, total: Int = 256 << 20) throws {
+            self.total = total
+            self.declared = declared
+            self.chunked = chunked
+            (listener, port) = try RawSocket.listen()
+            let thread = Thread { [self] in accepting() }
+            thread.start()
+        }
+
+        deinit {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+        }
+
+        var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+        private func accepting() {
+            while true {
+                let fd = accept(listener, nil, nil)
+                guard fd >= 0 else { return }
+                let thread = Thread { [self] in flood(fd) }
+                thread.start()
+            }
+        }
+
+        private func flood(_ fd: Int32) {
+            defer { close(fd) }
+            guard RawSocket.readRequest(fd) != nil else { return }
+            var head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            if declared { head += "Content-Length: \(total)\r\n" } else if chunked { head += "Transfer-Encoding: chunked\r\n" }
+            RawSocket.send(fd, Data((head + "\r\n").utf8))
+            let block = Data(repeating: UInt8(ascii: " "), count: 64 << 10)
+            let frame = chunked ? Data("10000\r\n".utf8) + block + Data("\r\n".utf8) : block
+            var sent = 0
+            while sent < total {
+                let n = frame.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard n == frame.count else { break }
+                sent += block.count
+            }
+            written.withLock { $0.append(sent) }
+        }
+
+        /// What each connection's writing came to, once `count` of them ended (or after 20 s).
+        func waitForWrites(_ count: Int) async throws -> [Int] {
+            for _ in 0..<400 {
+                let done = written.withLock { $0 }
+                if done.count >= count { return done }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return written.withLock { $0 }
+        }
+    }
+
+    static func submission(_ documentID: String) -> OutboundRequest {
+        CancelledRequestTests.submission(documentID)
+    }
+
+    @Test func aReplyDeclaringMoreThanTheLimitIsStoppedBeforeItsBodyArrives() async throws {
+        let server = try FloodingServer(declared: true, total: 1 << 30)
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 10, maxReplyBytes: 1 << 20) { "token" }
+        let outcome = await transport.send(Self.submission("flood-1"))
+        #expect(outcome == .unreachable(reason: "the reply declared \(1 << 30) bytes, more than the 1048576 accepted; it was stopped"))
+        // The transfer was stopped: the server could not write its whole gigabyte. (How much got
+        // out first depends on how busy the machine is: 1.2 MB on a quiet one.)
+        let written = try await server.waitForWrites(1)
+        #expect(written.count == 1 && written[0] < 1 << 30, "written: \(written)")
+    }
+
+    @Test func aReplyWithNoLengthThatGrowsPastTheLimitFailsItsRequestThere() async throws {
+        for chunked in [false, true] {
+            let server = try FloodingServer(declared: false, chunked: chunked)
+            let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 10, maxReplyBytes: 1 << 20) { "token" }
+            let outcome = await transport.send(Self.submission("flood-2"))
+            #expect(outcome == .unreachable(reason: "the reply grew past the 1048576 bytes accepted; the rest was dropped"), "chunked: \(chunked)")
+        }
+    }
+
+    @Test func anOversizedFeedPageOrHealthReplyIsNoAnswerEither() async throws {
+        let server = try FloodingServer(declared: false, chunked: true)
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 10, maxReplyBytes: 1 << 20) { "token" }
+        guard case .unreachable(let reason) = await transport.fetchChanges(cursor: nil, limit: 10) else {
+            Issue.record("an oversized page was taken as an answer")
+            return
+        }
+        #expect(reason == "the reply grew past the 1048576 bytes accepted; the rest was dropped")
+        #expect(await transport.probe() == false)
+    }
+
+    @Test func aLimitBelowSixtyFourKibibytesIsReadAsSixtyFourAndARepliesUnderItPass() async throws {
+        // A server's ordinary answers are small; the smallest bound still takes them.
+        let world = try World()
+        let token = world.server.issueAccessToken()
+        let transport = HTTPTransport(workspace: "acme", baseURL: world.server.baseURL, timeout: 10, maxReplyBytes: -5) { token }
+        #expect(await transport.probe())
+        guard case .page = await transport.fetchChanges(cursor: nil, limit: 10) else {
+            Issue.record("the feed's first page did not come through a 64 KiB bound")
+            return
+        }
+        let server = try FloodingServer(declared: true)
+        let tiny = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 10, maxReplyBytes: 0) { "token" }
+        #expect(await tiny.send(Self.submission("flood-3")) == .unreachable(reason: "the reply declared \(server.total) bytes, more than the 65536 accepted; it was stopped"))
+    }
+}
