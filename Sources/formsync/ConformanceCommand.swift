@@ -64,6 +64,7 @@ struct Conformance {
     let workspace: String
     let timeout: TimeInterval
     let session: URLSession
+    let collector = ReplyCollector()
     let run = UUID().uuidString.lowercased().prefix(8)
     var passed = 0
     var failed = 0
@@ -76,7 +77,7 @@ struct Conformance {
         self.timeout = timeout
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = timeout
-        session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
+        session = URLSession(configuration: configuration, delegate: collector, delegateQueue: nil)
     }
 
     mutating func check(_ name: String, _ condition: Bool, _ why: @autoclosure () -> String) {
@@ -99,7 +100,7 @@ struct Conformance {
         request.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
         if authorized, let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        guard let (data, response) = try? await session.data(for: request), let http = response as? HTTPURLResponse else {
+        guard let (http, data) = try? await collector.run(session.dataTask(with: request), limit: 32 << 20) else {
             return Reply(status: 0, headers: [:], data: Data())
         }
         var lowered: [String: String] = [:]

@@ -6,8 +6,9 @@ import Synchronization
 /// Cancelling a task that awaits Linux URLSession can deadlock: the task's cancellation handler
 /// runs under the task's status lock and waits synchronously on the session's work queue,
 /// which can be waiting for that lock; the canceller never returns and no request of that
-/// session completes again, timeouts included (swift-corelibs-foundation #5412). So nothing cancels a request on the wire: the exchange
-/// runs in a task of its own and ends by its reply or its timeout, and a cancelled caller gets
+/// session completes again, timeouts included (swift-corelibs-foundation #5412). So a caller's
+/// cancellation never reaches the request: the exchange reports to a handoff from URLSession's
+/// own queue and ends by its reply, its timeout or its deadline, and a cancelled caller gets
 /// `CancellationError` and leaves. The server's idempotency ledger answers a resend of a
 /// request that went on to be committed.
 ///
@@ -22,8 +23,12 @@ enum CancellationShield {
         var description: String { "no complete reply within \(Int(seconds)) s" }
     }
 
+    /// Starts an exchange with `start`, which reports its result once through the callback it
+    /// is given, and waits for the first of that result, `deadline` seconds passing (then
+    /// `onDeadline` runs) and the caller's cancellation.
     static func run<T: Sendable>(
-        deadline seconds: Double, onDeadline: @escaping @Sendable () -> Void = {}, _ operation: @escaping @Sendable () async throws -> T
+        deadline seconds: Double, onDeadline: @escaping @Sendable () -> Void = {},
+        start: (_ done: @escaping @Sendable (Result<T, any Error>) -> Void) -> Void
     ) async throws -> T {
         let handoff = Handoff<T>()
         let bounded = min(max(seconds, 0.001), 86_400)
@@ -33,10 +38,7 @@ enum CancellationShield {
             handoff.finish(.failure(DeadlinePassed(seconds: bounded)))
             onDeadline()
         }
-        // Unstructured tasks: they inherit neither the caller's cancellation nor its actor.
-        Task.detached {
-            let result: Result<T, any Error>
-            do { result = .success(try await operation()) } catch { result = .failure(error) }
+        start { result in
             timer.cancel()
             handoff.finish(result)
         }

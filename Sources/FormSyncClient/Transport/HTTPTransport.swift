@@ -162,9 +162,10 @@ public final class HTTPTransport: OutboxTransport {
         let limit = maxReplyBytes
         let deadline = Self.exchangeDeadline(timeout: http.timeoutInterval, uploading: bytes ?? Int64(http.httpBody?.count ?? 0))
         let task = file.map { session.uploadTask(with: http, fromFile: $0) } ?? session.dataTask(with: http)
-        return try await CancellationShield.run(deadline: deadline, onDeadline: { ReplyCollector.stop(task) }) {
-            let (response, data) = try await collector.run(task, limit: limit)
-            return (response.statusCode, Self.headers(of: response), data)
+        return try await CancellationShield.run(deadline: deadline, onDeadline: { ReplyCollector.stop(task) }) { done in
+            collector.start(task, limit: limit) { reply in
+                done(reply.map { ($0.response.statusCode, Self.headers(of: $0.response), $0.body) })
+            }
         }
     }
 
@@ -423,18 +424,5 @@ public final class HTTPTransport: OutboxTransport {
         case .cannotFindHost, .dnsLookupFailed: return "server name not found"
         default: return "network error \(error.code.rawValue)"
         }
-    }
-}
-
-/// Refuses every redirect, so the request (and its `Authorization`) never reaches another host:
-/// the 3xx itself comes back and is classified as "no FormSync server answered".
-package final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
-    package override init() {}
-
-    package func urlSession(
-        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
     }
 }

@@ -12,7 +12,7 @@ import Synchronization
 /// (`ReplyTooLarge`) and the rest of it is dropped as it arrives, so a captive portal, a proxy
 /// or a hostile server cannot make the device hold hundreds of megabytes (URLSession's own
 /// `data(for:)` buffers whatever comes). One that declares more than `limit` is also stopped on
-/// the wire at once. A reply of unknown length is not: on Linux, cancelling such a transfer
+/// the wire as soon as its head arrives. A reply of unknown length is not: on Linux, cancelling such a transfer
 /// made URLSession buffer what it had queued (measured: 233 MB resident after a cancel at
 /// 1 MB, against 37 MB for the same 300 MB reply drained and dropped), so it drains until it
 /// ends or the exchange's deadline stops it. (A `.cancel` disposition does not stop a transfer
@@ -20,33 +20,43 @@ import Synchronization
 ///
 /// A redirect is refused, so the request (and its `Authorization`) never reaches another host:
 /// the 3xx itself comes back and is classified as "no FormSync server answered".
-final class ReplyCollector: NSObject, URLSessionDataDelegate, Sendable {
+package final class ReplyCollector: NSObject, URLSessionDataDelegate, Sendable {
     /// A reply that declared or sent more than the transport accepts.
-    struct ReplyTooLarge: Error, CustomStringConvertible {
-        var limit: Int
+    package struct ReplyTooLarge: Error, CustomStringConvertible {
+        package var limit: Int
         /// What the reply's `Content-Length` declared, when it did.
-        var declared: Int64?
-        var description: String {
+        package var declared: Int64?
+        package var description: String {
             if let declared { return "the reply declared \(declared) bytes, more than the \(limit) accepted; it was stopped" }
             return "the reply grew past the \(limit) bytes accepted; the rest was dropped"
         }
     }
 
+    /// What a finished exchange hands back: the response's head and its body.
+    package typealias Reply = (response: HTTPURLResponse, body: Data)
+
     private struct Exchange {
         var limit: Int
-        var response: HTTPURLResponse?
         var body = Data()
-        var continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>
+        var done: @Sendable (Result<Reply, any Error>) -> Void
     }
 
     private let exchanges = Mutex<[Int: Exchange]>([:])
 
-    /// Runs `task` (created on this delegate's session, not yet resumed) and returns its reply,
-    /// at most `limit` bytes of body.
-    func run(_ task: URLSessionTask, limit: Int) async throws -> (HTTPURLResponse, Data) {
+    package override init() {}
+
+    /// Starts `task` (created on this delegate's session, not yet resumed); `done` gets its
+    /// reply, at most `limit` bytes of body, or its failure, exactly once, on the session's
+    /// delegate queue.
+    package func start(_ task: URLSessionTask, limit: Int, done: @escaping @Sendable (Result<Reply, any Error>) -> Void) {
+        exchanges.withLock { $0[task.taskIdentifier] = Exchange(limit: limit, done: done) }
+        task.resume()
+    }
+
+    /// `start`, awaited.
+    package func run(_ task: URLSessionTask, limit: Int) async throws -> Reply {
         try await withCheckedThrowingContinuation { continuation in
-            exchanges.withLock { $0[task.taskIdentifier] = Exchange(limit: limit, continuation: continuation) }
-            task.resume()
+            start(task, limit: limit) { continuation.resume(with: $0) }
         }
     }
 
@@ -57,29 +67,27 @@ final class ReplyCollector: NSObject, URLSessionDataDelegate, Sendable {
         DispatchQueue.global().async { task.cancel() }
     }
 
-    private func finish(_ id: Int, with result: Result<(HTTPURLResponse, Data), any Error>) {
+    private func finish(_ id: Int, with result: Result<Reply, any Error>) {
         let exchange = exchanges.withLock { $0.removeValue(forKey: id) }
-        exchange?.continuation.resume(with: result)
+        exchange?.done(result)
     }
 
-    func urlSession(
+    // A declared length is checked when the head arrives: cancelled then, the transfer stops
+    // at once; cancelled from a later data callback, URLSession on Linux went on receiving
+    // (a whole gigabyte, in a test run beside others).
+    package func urlSession(
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
+        completionHandler(.allow)
         let id = dataTask.taskIdentifier
         let declared = response.expectedContentLength
-        let limit = exchanges.withLock { exchanges -> Int? in
-            exchanges[id]?.response = response as? HTTPURLResponse
-            return exchanges[id]?.limit
-        }
-        completionHandler(.allow)
-        if let limit, declared > Int64(limit) {
-            finish(id, with: .failure(ReplyTooLarge(limit: limit, declared: declared)))
-            dataTask.cancel()
-        }
+        guard let limit = exchanges.withLock({ $0[id]?.limit }), declared > Int64(limit) else { return }
+        finish(id, with: .failure(ReplyTooLarge(limit: limit, declared: declared)))
+        dataTask.cancel()
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+    package func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let id = dataTask.taskIdentifier
         let overflow = exchanges.withLock { exchanges -> Int? in
             guard let limit = exchanges[id]?.limit, let count = exchanges[id]?.body.count else { return nil }
@@ -87,23 +95,25 @@ final class ReplyCollector: NSObject, URLSessionDataDelegate, Sendable {
             exchanges[id]?.body.append(data)
             return nil
         }
+        // Past the bound with no declared length: the caller is answered and the rest is
+        // drained, not cancelled (see above).
         if let overflow { finish(id, with: .failure(ReplyTooLarge(limit: overflow, declared: nil))) }
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+    package func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let id = task.taskIdentifier
         let exchange = exchanges.withLock { $0.removeValue(forKey: id) }
         guard let exchange else { return }
         if let error {
-            exchange.continuation.resume(throwing: error)
-        } else if let response = exchange.response ?? task.response as? HTTPURLResponse {
-            exchange.continuation.resume(returning: (response, exchange.body))
+            exchange.done(.failure(error))
+        } else if let response = task.response as? HTTPURLResponse {
+            exchange.done(.success((response, exchange.body)))
         } else {
-            exchange.continuation.resume(throwing: URLError(.badServerResponse))
+            exchange.done(.failure(URLError(.badServerResponse)))
         }
     }
 
-    func urlSession(
+    package func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
