@@ -17,8 +17,7 @@ struct OversizedReplyTests {
     /// megabytes drained at loopback speed starve every other test running beside them.)
     final class FloodingServer: Sendable {
         let total: Int
-        let port: UInt16
-        private let listener: Int32
+        private let server: RawSocket.Server
         private let chunked: Bool
         private let declared: Bool
 
@@ -29,29 +28,13 @@ struct OversizedReplyTests {
             self.total = total
             self.declared = declared
             self.chunked = chunked
-            (listener, port) = try RawSocket.listen()
-            let thread = Thread { [self] in accepting() }
-            thread.start()
+            server = try RawSocket.Server()
+            server.start { [self] in flood($0) }
         }
 
-        deinit {
-            shutdown(listener, Int32(SHUT_RDWR))
-            close(listener)
-        }
-
-        var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
-
-        private func accepting() {
-            while true {
-                let fd = accept(listener, nil, nil)
-                guard fd >= 0 else { return }
-                let thread = Thread { [self] in flood(fd) }
-                thread.start()
-            }
-        }
+        var url: URL { server.url }
 
         private func flood(_ fd: Int32) {
-            defer { close(fd) }
             guard RawSocket.readRequest(fd) != nil else { return }
             var head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
             if declared { head += "Content-Length: \(total)\r\n" } else if chunked { head += "Transfer-Encoding: chunked\r\n" }
@@ -98,7 +81,7 @@ struct OversizedReplyTests {
         #expect(await transport.probe() == false)
     }
 
-    @Test func aLimitBelowSixtyFourKibibytesIsReadAsSixtyFourAndARepliesUnderItPass() async throws {
+    @Test func aLimitBelowSixtyFourKibibytesIsReadAsSixtyFourAndRepliesUnderItPass() async throws {
         // A server's ordinary answers are small; the smallest bound still takes them.
         let world = try World()
         let token = world.server.issueAccessToken()

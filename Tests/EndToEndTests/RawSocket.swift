@@ -6,6 +6,39 @@ import Foundation
 
 /// Plain sockets for tests that speak raw bytes to a server on 127.0.0.1.
 enum RawSocket {
+    /// A server on 127.0.0.1 that answers each connection on a thread of its own, then closes
+    /// it. (Its answer usually holds its owner, which then lives as long as the test process.)
+    final class Server: Sendable {
+        let port: UInt16
+        private let listener: Int32
+
+        init() throws {
+            (listener, port) = try RawSocket.listen()
+        }
+
+        deinit {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+        }
+
+        var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+        /// Accepts connections from now on, each answered by `answer`.
+        func start(_ answer: @escaping @Sendable (_ connection: Int32) -> Void) {
+            let listener = self.listener
+            Thread {
+                while true {
+                    let fd = accept(listener, nil, nil)
+                    guard fd >= 0 else { return }
+                    Thread {
+                        answer(fd)
+                        close(fd)
+                    }.start()
+                }
+            }.start()
+        }
+    }
+
     /// Connects to 127.0.0.1:`port`; the descriptor, or -1.
     static func connect(_ port: UInt16, blocking: Bool = true) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -15,36 +15,19 @@ struct TrickledReplyTests {
     /// Answers every request with a head that announces 100,000 bytes, then sends one byte
     /// every 100 ms for up to a minute.
     final class TricklingServer: Sendable {
-        let port: UInt16
-        private let listener: Int32
+        private let server: RawSocket.Server
         let served = Mutex(0)
         /// Trickles that ended because the client closed the connection, before the minute.
         let cutShort = Mutex(0)
 
         init() throws {
-            (listener, port) = try RawSocket.listen()
-            let thread = Thread { [self] in accepting() }
-            thread.start()
+            server = try RawSocket.Server()
+            server.start { [self] in trickle($0) }
         }
 
-        deinit {
-            shutdown(listener, Int32(SHUT_RDWR))
-            close(listener)
-        }
-
-        var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
-
-        private func accepting() {
-            while true {
-                let fd = accept(listener, nil, nil)
-                guard fd >= 0 else { return }
-                let thread = Thread { [self] in trickle(fd) }
-                thread.start()
-            }
-        }
+        var url: URL { server.url }
 
         private func trickle(_ fd: Int32) {
-            defer { close(fd) }
             guard RawSocket.readRequest(fd) != nil else { return }
             served.withLock { $0 += 1 }
             RawSocket.send(fd, Data("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{".utf8))
