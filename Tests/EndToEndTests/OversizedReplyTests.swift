@@ -20,14 +20,20 @@ struct OversizedReplyTests {
         private let server: RawSocket.Server
         private let chunked: Bool
         private let declared: Bool
+        private let thenTrickle: Bool
+        /// Trickles that ended because the client closed the connection, before their minute.
+        let cutShort = Mutex(0)
 
         /// - Parameters:
         ///   - declared: the head announces the whole length (otherwise none, and the body is
         ///     sent until the connection closes, or in chunks when `chunked`).
-        init(declared: Bool, chunked: Bool = false, total: Int = 8 << 20) throws {
+        ///   - thenTrickle: after `total` bytes, one more every 100 ms for up to a minute (an
+        ///     endless reply that never trips the client's timeout).
+        init(declared: Bool, chunked: Bool = false, total: Int = 8 << 20, thenTrickle: Bool = false) throws {
             self.total = total
             self.declared = declared
             self.chunked = chunked
+            self.thenTrickle = thenTrickle
             server = try RawSocket.Server()
             server.start { [self] in flood($0) }
         }
@@ -44,8 +50,16 @@ struct OversizedReplyTests {
             var sent = 0
             while sent < total {
                 let n = frame.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                guard n == frame.count else { break }
+                guard n == frame.count else { return }
                 sent += block.count
+            }
+            guard thenTrickle else { return }
+            for _ in 0..<600 {
+                usleep(100_000)
+                guard Glibc.send(fd, " ", 1, Int32(MSG_NOSIGNAL)) == 1 else {
+                    cutShort.withLock { $0 += 1 }
+                    return
+                }
             }
         }
     }
@@ -68,6 +82,19 @@ struct OversizedReplyTests {
             let outcome = await transport.send(Self.submission("flood-2"))
             #expect(outcome == .unreachable(reason: "the reply grew past the 1048576 bytes accepted; the rest was dropped"), "chunked: \(chunked)")
         }
+    }
+
+    @Test func anEndlessOversizedReplyIsDrainedOnlyUntilTheExchangesDeadline() async throws {
+        let server = try FloodingServer(declared: false, total: 2 << 20, thenTrickle: true)
+        // A 1 s timeout gives a 6 s deadline; the reply trickles on for a minute past the bound.
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 1, maxReplyBytes: 1 << 20) { "token" }
+        #expect(await transport.send(Self.submission("flood-4")) == .unreachable(reason: "the reply grew past the 1048576 bytes accepted; the rest was dropped"))
+        var stopped = false
+        for _ in 0..<150 where !stopped {
+            stopped = server.cutShort.withLock { $0 } == 1
+            if !stopped { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(stopped, "the drained reply was never stopped")
     }
 
     @Test func anOversizedFeedPageOrHealthReplyIsNoAnswerEither() async throws {

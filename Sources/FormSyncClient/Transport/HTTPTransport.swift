@@ -39,9 +39,9 @@ public final class HTTPTransport: OutboxTransport {
     ///     (docs/PROTOCOL.md, "Resumable uploads"), in chunks of `chunkBytes`; smaller ones in
     ///     one `POST /files`.
     ///   - maxReplyBytes: the largest reply body accepted (64 KiB to 1 GiB; 32 MiB by default,
-    ///     far above a feed page). A reply that declares or sends more is stopped at once and
-    ///     reads as "no FormSync server answered", so no portal, proxy or hostile server can
-    ///     fill the device's memory.
+    ///     far above a feed page). A reply that declares or sends more fails its request at once
+    ///     and reads as "no FormSync server answered"; the rest is dropped as it arrives, so no
+    ///     portal, proxy or hostile server can fill the device's memory.
     public convenience init(
         workspace: String, baseURL: URL, timeout: TimeInterval = 20, maxConnections: Int = 4,
         resumableFromBytes: Int64 = 8 << 20, chunkBytes: Int = 4 << 20, maxReplyBytes: Int = 32 << 20,
@@ -154,8 +154,9 @@ public final class HTTPTransport: OutboxTransport {
     /// Every request goes through here: URLSession, or the injected network. A cancelled
     /// caller stops waiting at once, but its request is not cancelled on the wire: it ends by
     /// its reply or its timeout (`CancellationShield` says why). The caller waits at most
-    /// `exchangeDeadline` for the whole exchange, and a request still going then is stopped;
-    /// so is one whose reply grows past `maxReplyBytes` (`ReplyCollector`).
+    /// `exchangeDeadline` for the whole exchange, and a request still going then is stopped. A
+    /// reply past `maxReplyBytes` fails its caller at once; the rest is drained and dropped
+    /// until the same deadline (`ReplyCollector`).
     func perform(_ http: URLRequest, uploading file: URL? = nil, bytes: Int64? = nil) async throws -> (status: Int, headers: [String: String], body: Data) {
         if let network { return try await network(http, file) }
         let collector = self.collector
@@ -163,7 +164,7 @@ public final class HTTPTransport: OutboxTransport {
         let deadline = Self.exchangeDeadline(timeout: http.timeoutInterval, uploading: bytes ?? Int64(http.httpBody?.count ?? 0))
         let task = file.map { session.uploadTask(with: http, fromFile: $0) } ?? session.dataTask(with: http)
         return try await CancellationShield.run(deadline: deadline, onDeadline: { ReplyCollector.stop(task) }) { done in
-            collector.start(task, limit: limit) { reply in
+            collector.start(task, limit: limit, drainSeconds: deadline) { reply in
                 done(reply.map { ($0.response.statusCode, Self.headers(of: $0.response), $0.body) })
             }
         }

@@ -12,7 +12,7 @@ import Synchronization
 /// it, fails its caller at once (`ReplyTooLarge`) and the rest of it is dropped as it arrives,
 /// so a captive portal, a proxy or a hostile server cannot make the device hold hundreds of
 /// megabytes (URLSession's own `data(for:)` buffers whatever comes). The transfer itself runs
-/// on until it ends or the exchange's deadline stops it: on Linux, a `.cancel` disposition does
+/// on until it ends or its drain time (the exchange's deadline) is up: on Linux, a `.cancel` disposition does
 /// not stop a transfer at all, and `URLSessionTask.cancel()` on a transfer under way took
 /// effect only after URLSession had buffered what it had queued (233 MB resident after a
 /// cancel at 1 MB, against 37 MB for the same 300 MB reply drained and dropped).
@@ -46,22 +46,33 @@ package final class ReplyCollector: NSObject, URLSessionDataDelegate, Sendable {
 
     /// Starts `task` (created on this delegate's session, not yet resumed); `done` gets its
     /// reply, at most `limit` bytes of body, or its failure, exactly once, on the session's
-    /// delegate queue.
-    package func start(_ task: URLSessionTask, limit: Int, done: @escaping @Sendable (Result<Reply, any Error>) -> Void) {
-        exchanges.withLock { $0[task.taskIdentifier] = Exchange(limit: limit, done: done) }
+    /// delegate queue. A reply past `limit` is drained for at most `drainSeconds` after the
+    /// exchange started, then stopped.
+    package func start(
+        _ task: URLSessionTask, limit: Int, drainSeconds: Double, done: @escaping @Sendable (Result<Reply, any Error>) -> Void
+    ) {
+        let drain = drainSeconds.isFinite ? min(max(drainSeconds, 0), 86_400) : 60
+        let started = DispatchTime.now()
+        exchanges.withLock {
+            $0[task.taskIdentifier] = Exchange(limit: limit, done: { [task] result in
+                if case .failure(let error) = result, error is ReplyTooLarge {
+                    DispatchQueue.global().asyncAfter(deadline: started + .milliseconds(Int(drain * 1000))) { task.cancel() }
+                }
+                done(result)
+            })
+        }
         task.resume()
     }
 
     /// `start`, awaited.
-    package func run(_ task: URLSessionTask, limit: Int) async throws -> Reply {
+    package func run(_ task: URLSessionTask, limit: Int, drainSeconds: Double) async throws -> Reply {
         try await withCheckedThrowingContinuation { continuation in
-            start(task, limit: limit) { continuation.resume(with: $0) }
+            start(task, limit: limit, drainSeconds: drainSeconds) { continuation.resume(with: $0) }
         }
     }
 
-    /// Ends `task`'s exchange now (its caller gave up waiting): the request stops on the wire.
-    /// Runs on a dispatch queue, never inside a task's cancellation handler (see
-    /// `CancellationShield`).
+    /// Ends `task`'s exchange now (its deadline passed): the request stops on the wire. Runs on
+    /// a dispatch queue, never inside a task's cancellation handler (see `CancellationShield`).
     static func stop(_ task: URLSessionTask) {
         DispatchQueue.global().async { task.cancel() }
     }
