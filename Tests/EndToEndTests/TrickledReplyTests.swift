@@ -13,14 +13,16 @@ import Testing
 /// whole exchange ends the wait, so a flush, a pull or a probe cannot be held forever.
 struct TrickledReplyTests {
     /// Answers every request with a head that announces 100,000 bytes, then sends one byte
-    /// every 100 ms for up to a minute.
+    /// every 100 ms, `ticks` times (a minute by default), and closes the connection.
     final class TricklingServer: Sendable {
         private let server: RawSocket.Server
+        private let ticks: Int
         let served = Mutex(0)
-        /// Trickles that ended because the client closed the connection, before the minute.
+        /// Trickles that ended because the client closed the connection, before their end.
         let cutShort = Mutex(0)
 
-        init() throws {
+        init(ticks: Int = 600) throws {
+            self.ticks = ticks
             server = try RawSocket.Server()
             server.start { [self] in trickle($0) }
         }
@@ -31,7 +33,7 @@ struct TrickledReplyTests {
             guard RawSocket.readRequest(fd) != nil else { return }
             served.withLock { $0 += 1 }
             RawSocket.send(fd, Data("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{".utf8))
-            for _ in 0..<600 {
+            for _ in 0..<ticks {
                 usleep(100_000)
                 guard Glibc.send(fd, " ", 1, Int32(MSG_NOSIGNAL)) == 1 else {
                     cutShort.withLock { $0 += 1 }
@@ -61,6 +63,21 @@ struct TrickledReplyTests {
             if !closed { try await Task.sleep(for: .milliseconds(100)) }
         }
         #expect(closed)
+    }
+
+    /// The deadline is a dispatch timer, not a sleeping task: in a test run beside the torture
+    /// runs, every thread of Swift's cooperative pool was busy for about a minute, and a task's
+    /// deadline fired only after the trickle had ended with an error.
+    @Test func theDeadlinePassesOnTimeWhileEveryTaskThreadIsBusy() async throws {
+        let server = try TricklingServer(ticks: 70)
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 1) { "token" }
+        let sending = Task { await transport.send(CancelledRequestTests.submission("starved-1")) }
+        try await Task.sleep(for: .milliseconds(500))
+        // Every thread of the pool sleeps for 8 s: the trickle ends (7 s) before any task runs.
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<ProcessInfo.processInfo.activeProcessorCount { group.addTask { usleep(8_000_000) } }
+        }
+        #expect(await sending.value == .unreachable(reason: "no complete reply within 6 s"))
     }
 
     @Test func aTrickledFeedPageOrHealthCheckEndsAtItsDeadlineToo() async throws {

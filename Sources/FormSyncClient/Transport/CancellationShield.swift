@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// Runs an exchange that its caller's cancellation must not reach, while a cancelled caller
@@ -33,8 +34,7 @@ enum CancellationShield {
         let handoff = Handoff<T>()
         let bounded = min(max(seconds, 0.001), 86_400)
         // The deadline bounds the exchange itself, whether or not its caller still waits.
-        let timer = Task.detached {
-            try await Task.sleep(for: .milliseconds(Int64(bounded * 1000)))
+        let timer = DeadlineTimer(seconds: bounded) {
             handoff.finish(.failure(DeadlinePassed(seconds: bounded)))
             onDeadline()
         }
@@ -47,6 +47,23 @@ enum CancellationShield {
         } onCancel: {
             handoff.finish(.failure(CancellationError()))
         }
+    }
+
+    /// A one-shot timer on a dispatch queue, not a task: a deadline must pass on time even when
+    /// every thread of Swift's cooperative pool is busy (seen in a test run beside the torture
+    /// runs: a sleeping task's deadline came 60 s late, after the reply it was meant to cut).
+    /// Cancelling it releases its handler at once.
+    final class DeadlineTimer: @unchecked Sendable {
+        private let source: any DispatchSourceTimer
+
+        init(seconds: Double, fire: @escaping @Sendable () -> Void) {
+            source = DispatchSource.makeTimerSource(queue: .global())
+            source.setEventHandler(handler: fire)
+            source.schedule(deadline: .now() + .milliseconds(Int(seconds * 1000)))
+            source.resume()
+        }
+
+        func cancel() { source.cancel() }
     }
 
     /// The first result (the exchange's, the deadline's or the caller's cancellation) to the one
