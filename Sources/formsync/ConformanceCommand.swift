@@ -100,7 +100,7 @@ struct Conformance {
         request.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
         if authorized, let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        guard let (http, data) = try? await collector.run(session.dataTask(with: request), limit: 32 << 20, drainSeconds: max(timeout, 1) * 6) else {
+        guard let (http, data) = try? await collector.run(session.dataTask(with: request), limit: 32 << 20, deadline: max(timeout, 1) * 6) else {
             return Reply(status: 0, headers: [:], data: Data())
         }
         var lowered: [String: String] = [:]

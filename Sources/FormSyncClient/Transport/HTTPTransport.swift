@@ -153,18 +153,18 @@ public final class HTTPTransport: OutboxTransport {
 
     /// Every request goes through here: URLSession, or the injected network. A cancelled
     /// caller stops waiting at once, but its request is not cancelled on the wire: it ends by
-    /// its reply or its timeout (`CancellationShield` says why). The caller waits at most
-    /// `exchangeDeadline` for the whole exchange, and a request still going then is stopped. A
-    /// reply past `maxReplyBytes` fails its caller at once; the rest is drained and dropped
-    /// until the same deadline (`ReplyCollector`).
+    /// its reply, its timeout or its deadline (`CancellationShield` says why). A request still
+    /// going `exchangeDeadline` after it started is stopped and its caller answered. A reply
+    /// past `maxReplyBytes` fails its caller at once; the rest is drained and dropped until the
+    /// same deadline (`ReplyCollector`).
     func perform(_ http: URLRequest, uploading file: URL? = nil, bytes: Int64? = nil) async throws -> (status: Int, headers: [String: String], body: Data) {
         if let network { return try await network(http, file) }
         let collector = self.collector
         let limit = maxReplyBytes
         let deadline = Self.exchangeDeadline(timeout: http.timeoutInterval, uploading: bytes ?? Int64(http.httpBody?.count ?? 0))
         let task = file.map { session.uploadTask(with: http, fromFile: $0) } ?? session.dataTask(with: http)
-        return try await CancellationShield.run(deadline: deadline, onDeadline: { ReplyCollector.stop(task) }) { done in
-            collector.start(task, limit: limit, drainSeconds: deadline) { reply in
+        return try await CancellationShield.run { done in
+            collector.start(task, limit: limit, deadline: deadline) { reply in
                 done(reply.map { ($0.response.statusCode, Self.headers(of: $0.response), $0.body) })
             }
         }
@@ -414,7 +414,7 @@ public final class HTTPTransport: OutboxTransport {
 
     /// A network failure in words, classified by its structure (URLError code), never by text.
     static func describe(_ error: any Error) -> String {
-        if let error = error as? CancellationShield.DeadlinePassed { return "\(error)" }
+        if let error = error as? ReplyCollector.DeadlinePassed { return "\(error)" }
         if let error = error as? ReplyCollector.ReplyTooLarge { return "\(error)" }
         guard let error = error as? URLError else { return "network error: \(error)" }
         switch error.code {
