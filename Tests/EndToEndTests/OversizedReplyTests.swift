@@ -22,7 +22,7 @@ struct OversizedReplyTests {
         private let declared: Bool
         private let thenTrickle: Bool
         /// Trickles that ended because the client closed the connection, before their minute.
-        let cutShort = Mutex(0)
+        let cutShort = RawSocket.CutShortCount()
 
         /// - Parameters:
         ///   - declared: the head announces the whole length (otherwise none, and the body is
@@ -54,13 +54,7 @@ struct OversizedReplyTests {
                 sent += block.count
             }
             guard thenTrickle else { return }
-            for _ in 0..<600 {
-                usleep(100_000)
-                guard Glibc.send(fd, " ", 1, Int32(MSG_NOSIGNAL)) == 1 else {
-                    cutShort.withLock { $0 += 1 }
-                    return
-                }
-            }
+            RawSocket.trickle(fd, ticks: 600, cutShort: cutShort)
         }
     }
 
@@ -89,11 +83,7 @@ struct OversizedReplyTests {
         // A 1 s timeout gives a 6 s deadline; the reply trickles on for a minute past the bound.
         let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 1, maxReplyBytes: 1 << 20) { "token" }
         #expect(await transport.send(Self.submission("flood-4")) == .unreachable(reason: "the reply grew past the 1048576 bytes accepted; the rest was dropped"))
-        var stopped = false
-        for _ in 0..<150 where !stopped {
-            stopped = server.cutShort.withLock { $0 } == 1
-            if !stopped { try await Task.sleep(for: .milliseconds(100)) }
-        }
+        let stopped = try await server.cutShort.reaches(1, within: 15)
         #expect(stopped, "the drained reply was never stopped")
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -94,6 +95,31 @@ enum RawSocket {
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n <= 0 { return nil }
             request.append(contentsOf: buffer[0..<n])
+        }
+    }
+
+    /// Sends one byte every 100 ms, `ticks` times, counting in `cutShort` a peer that closed
+    /// the connection before the end.
+    static func trickle(_ fd: Int32, ticks: Int, cutShort: CutShortCount) {
+        for _ in 0..<ticks {
+            usleep(100_000)
+            guard Glibc.send(fd, " ", 1, Int32(MSG_NOSIGNAL)) == 1 else { return cutShort.add() }
+        }
+    }
+
+    /// How many trickles a client cut short by closing its connection.
+    final class CutShortCount: Sendable {
+        private let count = Mutex(0)
+
+        func add() { count.withLock { $0 += 1 } }
+
+        /// Whether the count reaches `n` within `seconds` (polled every 100 ms).
+        func reaches(_ n: Int, within seconds: Int) async throws -> Bool {
+            for _ in 0..<(seconds * 10) {
+                if count.withLock({ $0 }) >= n { return true }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return count.withLock { $0 } >= n
         }
     }
 

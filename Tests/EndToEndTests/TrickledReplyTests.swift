@@ -6,6 +6,9 @@ import Testing
 #if canImport(Glibc)
     import Glibc
 #endif
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// A server, or a proxy in front of it, that trickles its reply a byte at a time never trips
 /// URLSession's timeout on Linux (it counts only the time between bytes, and
@@ -19,7 +22,7 @@ struct TrickledReplyTests {
         private let ticks: Int
         let served = Mutex(0)
         /// Trickles that ended because the client closed the connection, before their end.
-        let cutShort = Mutex(0)
+        let cutShort = RawSocket.CutShortCount()
 
         init(ticks: Int = 600) throws {
             self.ticks = ticks
@@ -33,13 +36,7 @@ struct TrickledReplyTests {
             guard RawSocket.readRequest(fd) != nil else { return }
             served.withLock { $0 += 1 }
             RawSocket.send(fd, Data("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{".utf8))
-            for _ in 0..<ticks {
-                usleep(100_000)
-                guard Glibc.send(fd, " ", 1, Int32(MSG_NOSIGNAL)) == 1 else {
-                    cutShort.withLock { $0 += 1 }
-                    return
-                }
-            }
+            RawSocket.trickle(fd, ticks: ticks, cutShort: cutShort)
         }
     }
 
@@ -57,27 +54,39 @@ struct TrickledReplyTests {
         let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 1) { "token" }
         #expect(await transport.send(CancelledRequestTests.submission("trickled-2")) == .unreachable(reason: "no complete reply within 6 s"))
         // The client closed the connection (the trickle would otherwise run its whole minute).
-        var closed = false
-        for _ in 0..<100 where !closed {
-            closed = server.cutShort.withLock { $0 } == 1
-            if !closed { try await Task.sleep(for: .milliseconds(100)) }
-        }
+        let closed = try await server.cutShort.reaches(1, within: 10)
         #expect(closed)
     }
 
     /// The deadline is a dispatch timer, not a sleeping task: in a test run beside the torture
     /// runs, every thread of Swift's cooperative pool was busy for about a minute, and a task's
-    /// deadline fired only after the trickle had ended with an error.
+    /// deadline fired only after the trickle had ended with an error. (Tested on the collector
+    /// with a 1 s deadline, so that the pool is kept busy for 3 s, not the 8 s a transport's
+    /// shortest deadline would need: every other test in the process waits meanwhile.)
     @Test func theDeadlinePassesOnTimeWhileEveryTaskThreadIsBusy() async throws {
-        let server = try TricklingServer(ticks: 70)
-        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 1) { "token" }
-        let sending = Task { await transport.send(CancelledRequestTests.submission("starved-1")) }
-        try await Task.sleep(for: .milliseconds(500))
-        // Every thread of the pool sleeps for 8 s: the trickle ends (7 s) before any task runs.
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<ProcessInfo.processInfo.activeProcessorCount { group.addTask { usleep(8_000_000) } }
+        let server = try TricklingServer(ticks: 25)
+        let collector = ReplyCollector()
+        let session = URLSession(configuration: .ephemeral, delegate: collector, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let first = FirstAnswer()
+        collector.start(session.dataTask(with: server.url), limit: 1 << 20, deadline: 1) { result in
+            switch result {
+            case .success: first.record("a reply")
+            case .failure(let error): first.record("\(error)")
+            }
         }
-        #expect(await sending.value == .unreachable(reason: "no complete reply within 6 s"))
+        // Every thread of the pool sleeps for 3 s: the trickle ends (2.5 s) before any task runs.
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<ProcessInfo.processInfo.activeProcessorCount { group.addTask { usleep(3_000_000) } }
+        }
+        #expect(first.value == "no complete reply within 1 s")
+    }
+
+    /// The first answer an exchange gave, in words.
+    final class FirstAnswer: Sendable {
+        private let answer = Mutex<String?>(nil)
+        var value: String? { answer.withLock { $0 } }
+        func record(_ text: String) { answer.withLock { $0 = $0 ?? text } }
     }
 
     @Test func aTrickledFeedPageOrHealthCheckEndsAtItsDeadlineToo() async throws {
