@@ -59,7 +59,10 @@ package final class SQLiteConnection {
     package var commitCount: UInt64 { commits.published.load(ordering: .acquiring) }
 
     /// Opens `path`; with `create` false a missing file is an error instead of a new database.
-    package init(path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5000) throws {
+    /// With `backgroundCheckpointFrames`, the log is copied back into the database by a second
+    /// connection on a thread of its own once it holds that many frames (`WALCheckpointer`),
+    /// instead of inside the commit that fills it (SQLite's automatic checkpoint, at 1,000).
+    package init(path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5000, backgroundCheckpointFrames: Int? = nil) throws {
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -83,9 +86,22 @@ package final class SQLiteConnection {
         try execute("PRAGMA foreign_keys=ON")
         try execute("PRAGMA cache_size=-16384")
         try setDurability(.full)
+        if let frames = backgroundCheckpointFrames {
+            let checkpointer = WALCheckpointer(path: path, threshold: frames)
+            self.checkpointer = checkpointer
+            // Replaces SQLite's automatic checkpoint (itself a log hook) on this connection.
+            sqlite3_wal_hook(db, { context, writer, _, frames in
+                Unmanaged<WALCheckpointer>.fromOpaque(context!).takeUnretainedValue().committed(frames: frames, writer: writer!)
+                return SQLITE_OK
+            }, Unmanaged.passUnretained(checkpointer).toOpaque())
+        }
     }
 
+    /// The log's checkpointer, when checkpoints run in the background.
+    package private(set) var checkpointer: WALCheckpointer?
+
     deinit {
+        checkpointer?.close()
         for statement in statements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(handle)
     }

@@ -87,6 +87,8 @@ public actor Outbox {
     let store: OutboxStore
     /// Group commit of enqueues (see `writeDurably`).
     package nonisolated let walSync: WALSync
+    /// Copies the log back into the database off the actor (tests and benchmarks watch it).
+    package nonisolated let checkpointer: WALCheckpointer?
     /// How many `enqueue` calls are under way (queued on the actor or running).
     nonisolated let enqueueCallers = CallerCount()
     let stash: FileStash
@@ -178,6 +180,7 @@ public actor Outbox {
             try store.reindex(records)
             self.store = store
             walSync = WALSync(databasePath: path)
+            checkpointer = store.db.checkpointer
             counts = try store.counts()
             placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -(try store.mostNegativePlaceholder()))
             stash = try FileStash(directory: path + ".stash")

@@ -206,7 +206,7 @@ final class OutboxStore {
         guard info.st_size > 0 else { throw OutboxError.notAnOutbox(path: path, reason: "the file is empty") }
         for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
         do {
-            db = try SQLiteConnection(path: path, create: false)
+            db = try SQLiteConnection(path: path, create: false, backgroundCheckpointFrames: 1000)
             try Self.migrations.migrate(db, now: now) { [db] in try Self.checkIdentity(db, path: path) }
         } catch let error as SQLiteError {
             if error.message.contains("newer than this build") {

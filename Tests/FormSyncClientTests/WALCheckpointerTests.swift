@@ -1,0 +1,79 @@
+import Foundation
+import FormSyncClient
+import FormSyncSQLite
+import Testing
+
+/// Checkpoints off the writer's path: the log is copied back by a second connection, bounded
+/// when that connection cannot keep up, and a database removed meanwhile is never brought back.
+struct WALCheckpointerTests {
+    func folder() throws -> String {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("walcheckpoint-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder.path
+    }
+
+    func logFrames(_ path: String) -> Int {
+        let bytes = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+        return bytes / (4096 + 24)
+    }
+
+    /// Commits of a row a page each, at NORMAL (no fsync: only the log's growth matters here).
+    func commit(_ db: SQLiteConnection, _ count: Int) throws {
+        for _ in 0..<count { _ = try db.transaction(.normal) { try db.run("INSERT INTO t (body) VALUES (randomblob(3000))") } }
+    }
+
+    @Test func commitsThatFillTheLogAreCheckpointedByASecondConnectionAndTheLogIsReused() throws {
+        let path = try folder() + "/db.sqlite"
+        let db = try SQLiteConnection(path: path, backgroundCheckpointFrames: 200)
+        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
+        let checkpointer = try #require(db.checkpointer)
+        // Bursts of commits with pauses: each pause lets the checkpointer copy every frame
+        // (the last ones included), so the next burst starts the log over.
+        for _ in 0..<20 {
+            try commit(db, 200)
+            checkpointer.waitUntilIdle()
+        }
+        #expect(checkpointer.checkpoints > 0, "the second connection checkpointed")
+        #expect(checkpointer.writerCheckpoints == 0, "the writer never had to")
+        // 4,000 commits of a page each: without checkpoints the log would hold over 4,000 frames.
+        #expect(logFrames(path) < 800, "the log was reused from its start: \(logFrames(path)) frames")
+        #expect(try db.query("SELECT COUNT(*) FROM t") { $0.int(0) }.first == 4000)
+    }
+
+    @Test func aCheckpointerHeldBackLeavesTheWriterToCheckpointAtFourTimesItsThreshold() throws {
+        let path = try folder() + "/db.sqlite"
+        let db = try SQLiteConnection(path: path, backgroundCheckpointFrames: 100)
+        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
+        let checkpointer = try #require(db.checkpointer)
+        checkpointer.suspend()
+        try commit(db, 4000)
+        checkpointer.resume()
+        #expect(checkpointer.writerCheckpoints > 0)
+        // The writer checkpointed at 400 frames and then reused the log from its start.
+        #expect(logFrames(path) <= 420, "the log stayed bounded: \(logFrames(path)) frames")
+        #expect(try db.query("SELECT COUNT(*) FROM t") { $0.int(0) }.first == 4000)
+    }
+
+    @Test func theCheckpointerNeverRecreatesADatabaseRemovedUnderIt() throws {
+        let path = try folder() + "/db.sqlite"
+        var db: SQLiteConnection? = try SQLiteConnection(path: path, backgroundCheckpointFrames: 100)
+        try db!.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
+        for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+        try commit(db!, 300)
+        db = nil  // closing waits for a checkpoint under way
+        #expect(!FileManager.default.fileExists(atPath: path), "no empty database appeared in its place")
+    }
+
+    @Test func anOutboxLeavesItsCheckpointsToASecondConnection() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        let checkpointer = try #require(outbox.checkpointer)
+        var enqueued = 0
+        while checkpointer.checkpoints == 0 && enqueued < 3000 {
+            try await outbox.enqueue(order(Int64(enqueued % 50 + 1)))
+            enqueued += 1
+        }
+        #expect(checkpointer.checkpoints > 0, "after \(enqueued) enqueues")
+        #expect(checkpointer.writerCheckpoints == 0)
+    }
+}
