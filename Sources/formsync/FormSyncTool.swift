@@ -35,7 +35,7 @@ enum FormSyncTool {
     }
 
     /// This build's version (CHANGELOG.md).
-    static let version = "0.7.9"
+    static let version = "0.7.10"
     /// The wire protocol it speaks (docs/PROTOCOL.md).
     static let protocolVersion = 1
 
