@@ -29,6 +29,8 @@ package final class WALCheckpointer: @unchecked Sendable {
         var copiedThrough: Int32 = 0
         /// The log's frame count after the last commit.
         var latest: Int32 = 0
+        /// Run after each pass (tests make commits land after a pass with it).
+        var afterPass: (@Sendable () -> Void)?
     }
 
     private let path: String
@@ -150,13 +152,24 @@ package final class WALCheckpointer: @unchecked Sendable {
         var copied: Int32 = 0
         guard sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &copied) == SQLITE_OK else { return }
         runs.add(1, ordering: .relaxed)
-        if copied >= logFrames { state.withLock { $0.copiedThrough = logFrames } }
+        let afterPass = state.withLock { state in
+            if copied >= logFrames { state.copiedThrough = logFrames }
+            return state.afterPass
+        }
+        afterPass?()
+    }
+
+    /// Runs `body` on the checkpointer's queue after each pass (tests).
+    package func afterEachPass(_ body: (@Sendable () -> Void)?) {
+        state.withLock { $0.afterPass = body }
     }
 
     /// Holds the checkpointer back (tests of the writer's own checkpoint); `resume` before
     /// the connection closes.
     package func suspend() { queue.suspend() }
     package func resume() { queue.resume() }
+    /// Returns once the passes queued now have run, not those due later (tests).
+    package func waitForQueuedPasses() { queue.sync {} }
     /// Returns once no pass is under way or due (tests), or after 10 s.
     package func waitUntilIdle() {
         for _ in 0..<10_000 {

@@ -40,6 +40,55 @@ struct WALCheckpointerTests {
         #expect(try db.query("SELECT COUNT(*) FROM t") { $0.int(0) }.first == 4000)
     }
 
+    @Test func framesAPassCouldNotCopyAreCopiedSoonAfterSoTheLogStartsOver() throws {
+        let path = try folder() + "/db.sqlite"
+        let db = try SQLiteConnection(path: path, backgroundCheckpointFrames: 200)
+        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
+        let checkpointer = try #require(db.checkpointer)
+        checkpointer.suspend()
+        try commit(db, 50)
+        // A reader holds a snapshot: the pass cannot copy the frames committed after it.
+        let reader = try SQLiteConnection(path: path)
+        try reader.run("BEGIN")
+        _ = try reader.query("SELECT COUNT(*) FROM t") { $0.int(0) }
+        // Up to the threshold and no further: one commit asks for a pass, none for another.
+        while logFrames(path) < 200 { try commit(db, 1) }
+        // The test thread waits while the queue runs the pass, and then this hook, which ends
+        // the read: the frames left are too few to ask for a pass, and no commit follows.
+        let held = UncheckedBox(reader)
+        checkpointer.afterEachPass {
+            checkpointer.afterEachPass(nil)
+            _ = try? held.value.run("COMMIT")
+        }
+        checkpointer.resume()
+        checkpointer.waitUntilIdle()
+        try commit(db, 1)
+        let log = try db.query("PRAGMA wal_checkpoint(PASSIVE)") { $0.int(1) }.first ?? nil
+        #expect((log ?? 999) < 10, "the last commit went to the start of the log, not after \(log ?? -1) frames")
+        #expect(checkpointer.checkpoints == 2, "the pass, then the one for the frames it left")
+    }
+
+    @Test func enoughFramesCommittedDuringAPassAskForAnotherAtOnce() throws {
+        let path = try folder() + "/db.sqlite"
+        let db = try SQLiteConnection(path: path, backgroundCheckpointFrames: 200)
+        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
+        let checkpointer = try #require(db.checkpointer)
+        checkpointer.suspend()
+        try commit(db, 250)
+        // Sixty one-page commits while the run is under way: more than a quarter threshold.
+        let writer = UncheckedBox(db)
+        checkpointer.afterEachPass {
+            checkpointer.afterEachPass(nil)
+            for _ in 0..<60 {
+                _ = try? writer.value.transaction(.normal) { try writer.value.run("INSERT INTO t (body) VALUES (randomblob(3000))") }
+            }
+        }
+        checkpointer.resume()
+        checkpointer.waitForQueuedPasses()
+        #expect(checkpointer.checkpoints == 2, "the second pass ran in the same run, not 50 ms later")
+        checkpointer.waitUntilIdle()
+    }
+
     @Test func aCheckpointerHeldBackLeavesTheWriterToCheckpointAtFourTimesItsThreshold() throws {
         let path = try folder() + "/db.sqlite"
         let db = try SQLiteConnection(path: path, backgroundCheckpointFrames: 100)
@@ -76,4 +125,10 @@ struct WALCheckpointerTests {
         #expect(checkpointer.checkpoints > 0, "after \(enqueued) enqueues")
         #expect(checkpointer.writerCheckpoints == 0)
     }
+}
+
+/// Hands the writer's connection to the checkpointer's queue while the test thread waits.
+private struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }
