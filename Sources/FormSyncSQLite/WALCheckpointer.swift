@@ -31,6 +31,9 @@ package final class WALCheckpointer: @unchecked Sendable {
         var latest: Int32 = 0
         /// Run after each pass (tests make commits land after a pass with it).
         var afterPass: (@Sendable () -> Void)?
+
+        /// Whether the log holds frames past `threshold` that no pass has copied.
+        func leavesFrames(past threshold: Int32) -> Bool { latest >= threshold && latest > copiedThrough }
     }
 
     private let path: String
@@ -68,7 +71,7 @@ package final class WALCheckpointer: @unchecked Sendable {
             state.latest = frames
             // A log reused from its start has fewer frames than it had.
             if frames < state.copiedThrough { state.copiedThrough = 0 }
-            guard !state.closed, frames >= threshold, frames > state.copiedThrough else { return .stop }
+            guard !state.closed, state.leavesFrames(past: threshold) else { return .stop }
             // A pass per quarter threshold of new frames at most: each fsyncs twice.
             if frames - state.copiedThrough >= threshold / 4 {
                 if state.scheduled {
@@ -85,9 +88,13 @@ package final class WALCheckpointer: @unchecked Sendable {
         }
         switch start {
         case .pass: queue.async { self.run() }
-        case .tail: queue.asyncAfter(deadline: .now() + .milliseconds(50)) { self.tail() }
+        case .tail: copyLastFramesLater()
         case .stop: break
         }
+    }
+
+    private func copyLastFramesLater() {
+        queue.asyncAfter(deadline: .now() + .milliseconds(50)) { self.tail() }
     }
 
     private enum Next { case pass, tail, stop }
@@ -108,7 +115,7 @@ package final class WALCheckpointer: @unchecked Sendable {
                     return .pass
                 }
                 state.scheduled = false
-                guard state.latest >= threshold, state.latest > state.copiedThrough, !state.tailPending else { return .stop }
+                guard state.leavesFrames(past: threshold), !state.tailPending else { return .stop }
                 state.tailPending = true
                 return .tail
             }
@@ -116,7 +123,7 @@ package final class WALCheckpointer: @unchecked Sendable {
             case .pass: continue
             case .stop: return
             case .tail:
-                queue.asyncAfter(deadline: .now() + .milliseconds(50)) { self.tail() }
+                copyLastFramesLater()
                 return
             }
         }
@@ -125,7 +132,7 @@ package final class WALCheckpointer: @unchecked Sendable {
     private func tail() {
         let start = state.withLock { state -> Bool in
             state.tailPending = false
-            guard !state.closed, !state.scheduled, state.latest >= threshold, state.latest > state.copiedThrough else { return false }
+            guard !state.closed, !state.scheduled, state.leavesFrames(past: threshold) else { return false }
             state.scheduled = true
             return true
         }
