@@ -17,16 +17,31 @@ struct WALCheckpointerTests {
         return bytes / (4096 + 24)
     }
 
+    /// A database with one table, its log checkpointed in the background past `threshold` frames.
+    func database(threshold: Int) throws -> (db: SQLiteConnection, path: String, checkpointer: WALCheckpointer) {
+        let path = try folder() + "/db.sqlite"
+        let db = try SQLiteConnection(path: path, backgroundCheckpointFrames: threshold)
+        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
+        return (db, path, try #require(db.checkpointer))
+    }
+
+    /// Runs `body` with `value` on the checkpointer's queue after its next pass, once, while the
+    /// test thread waits for the queue.
+    func afterNextPass<Value>(_ checkpointer: WALCheckpointer, with value: Value, _ body: @escaping @Sendable (Value) -> Void) {
+        let box = UncheckedBox(value)
+        checkpointer.afterEachPass {
+            checkpointer.afterEachPass(nil)
+            body(box.value)
+        }
+    }
+
     /// Commits of a row a page each, at NORMAL (no fsync: only the log's growth matters here).
     func commit(_ db: SQLiteConnection, _ count: Int) throws {
         for _ in 0..<count { _ = try db.transaction(.normal) { try db.run("INSERT INTO t (body) VALUES (randomblob(3000))") } }
     }
 
     @Test func commitsThatFillTheLogAreCheckpointedByASecondConnectionAndTheLogIsReused() throws {
-        let path = try folder() + "/db.sqlite"
-        let db = try SQLiteConnection(path: path, backgroundCheckpointFrames: 200)
-        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
-        let checkpointer = try #require(db.checkpointer)
+        let (db, path, checkpointer) = try database(threshold: 200)
         // Bursts of commits with pauses: each pause lets the checkpointer copy every frame
         // (the last ones included), so the next burst starts the log over.
         for _ in 0..<20 {
@@ -41,10 +56,7 @@ struct WALCheckpointerTests {
     }
 
     @Test func framesAPassCouldNotCopyAreCopiedSoonAfterSoTheLogStartsOver() throws {
-        let path = try folder() + "/db.sqlite"
-        let db = try SQLiteConnection(path: path, backgroundCheckpointFrames: 200)
-        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
-        let checkpointer = try #require(db.checkpointer)
+        let (db, path, checkpointer) = try database(threshold: 200)
         checkpointer.suspend()
         try commit(db, 50)
         // A reader holds a snapshot: the pass cannot copy the frames committed after it.
@@ -55,11 +67,7 @@ struct WALCheckpointerTests {
         while logFrames(path) < 200 { try commit(db, 1) }
         // The test thread waits while the queue runs the pass, and then this hook, which ends
         // the read: the frames left are too few to ask for a pass, and no commit follows.
-        let held = UncheckedBox(reader)
-        checkpointer.afterEachPass {
-            checkpointer.afterEachPass(nil)
-            _ = try? held.value.run("COMMIT")
-        }
+        afterNextPass(checkpointer, with: reader) { reader in _ = try? reader.run("COMMIT") }
         checkpointer.resume()
         checkpointer.waitUntilIdle()
         try commit(db, 1)
@@ -69,19 +77,12 @@ struct WALCheckpointerTests {
     }
 
     @Test func enoughFramesCommittedDuringAPassAskForAnotherAtOnce() throws {
-        let path = try folder() + "/db.sqlite"
-        let db = try SQLiteConnection(path: path, backgroundCheckpointFrames: 200)
-        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
-        let checkpointer = try #require(db.checkpointer)
+        let (db, _, checkpointer) = try database(threshold: 200)
         checkpointer.suspend()
         try commit(db, 250)
         // Sixty one-page commits while the run is under way: more than a quarter threshold.
-        let writer = UncheckedBox(db)
-        checkpointer.afterEachPass {
-            checkpointer.afterEachPass(nil)
-            for _ in 0..<60 {
-                _ = try? writer.value.transaction(.normal) { try writer.value.run("INSERT INTO t (body) VALUES (randomblob(3000))") }
-            }
+        afterNextPass(checkpointer, with: db) { writer in
+            for _ in 0..<60 { _ = try? writer.transaction(.normal) { try writer.run("INSERT INTO t (body) VALUES (randomblob(3000))") } }
         }
         checkpointer.resume()
         checkpointer.waitForQueuedPasses()
@@ -90,10 +91,7 @@ struct WALCheckpointerTests {
     }
 
     @Test func aCheckpointerHeldBackLeavesTheWriterToCheckpointAtFourTimesItsThreshold() throws {
-        let path = try folder() + "/db.sqlite"
-        let db = try SQLiteConnection(path: path, backgroundCheckpointFrames: 100)
-        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
-        let checkpointer = try #require(db.checkpointer)
+        let (db, path, checkpointer) = try database(threshold: 100)
         checkpointer.suspend()
         try commit(db, 4000)
         checkpointer.resume()
