@@ -1,4 +1,5 @@
 import Foundation
+import FormSyncSQLite
 
 /// The `formsync` command-line tool. Exit status: 0 ok, 1 problems found, 2 a usage mistake.
 @main
@@ -56,6 +57,8 @@ enum FormSyncTool {
 
     static func main() async {
         exitWithParent()
+        // Before any SQLite use, the benchmarks' raw baselines included: one setting for all.
+        SQLiteConnection.configureProcess()
         let arguments = Array(CommandLine.arguments.dropFirst())
         guard let name = arguments.first else {
             printError(help)

@@ -3,8 +3,18 @@ import FormSyncSQLite
 import Testing
 
 /// The small SQLite layer under the outbox and the server: its statement cache never carries
-/// one run's values into the next.
+/// one run's values into the next, and it keeps SQLite's allocations off a process-wide lock.
 struct SQLiteConnectionTests {
+    @Test func sqliteKeepsNoMemoryStatisticsOnceAConnectionOpened() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let db = try SQLiteConnection(path: folder.appendingPathComponent("db.sqlite").path)
+        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT)")
+        try db.run("INSERT INTO t (id, a) VALUES (?, ?)", [.integer(1), .text(String(repeating: "x", count: 10_000))])
+        #expect(!SQLiteConnection.keepsMemoryStatistics)
+    }
+
     @Test func aCachedStatementRunWithFewerValuesBindsNullNotTheLastRunsValues() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
