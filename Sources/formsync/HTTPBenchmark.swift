@@ -19,8 +19,10 @@ enum HTTPBenchmark {
         print("http benchmark: \(items) SalesOrder submissions over loopback, concurrency \(concurrency), reference server, \(rounds) interleaved rounds")
         var raw: [Double] = []
         var flush: [Double] = []
+        var alone: [Double] = []
         var rawCPU: [Double] = []
         var flushCPU: [Double] = []
+        var aloneCPU: [Double] = []
         for round in 0..<rounds {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-http-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: folder) }
@@ -28,11 +30,15 @@ enum HTTPBenchmark {
             _ = try server.start()
             defer { server.stop() }
             let token = server.issueAccessToken()
-            for side in round % 2 == 0 ? ["raw", "outbox"] : ["outbox", "raw"] {
+            for side in round % 2 == 0 ? ["raw", "transport", "outbox"] : ["outbox", "transport", "raw"] {
                 if side == "raw" {
                     let run = try await rawPosts(items, server: server, token: token, concurrency: concurrency)
                     raw.append(run.seconds)
                     rawCPU.append(run.cpu / Double(items))
+                } else if side == "transport" {
+                    let run = try await transportPosts(items, server: server, token: token, concurrency: concurrency)
+                    alone.append(run.seconds)
+                    aloneCPU.append(run.cpu / Double(items))
                 } else {
                     let run = try await outboxFlush(items, server: server, token: token, concurrency: concurrency, folder: folder)
                     flush.append(run.seconds)
@@ -49,6 +55,8 @@ enum HTTPBenchmark {
         print("  outbox flush via HTTPTransport:             \(spread(flush))")
         print("  ratio outbox / raw throughput: \(String(format: "%.2f", BenchCommand.median(raw) / BenchCommand.median(flush))) (per round \(String(format: "%.2f", ratios.min()!))–\(String(format: "%.2f", ratios.max()!)))")
         print("  CPU per item, process (all threads, server included), µs: raw \(EnqueueBenchmark.spread(rawCPU)), outbox \(EnqueueBenchmark.spread(flushCPU))")
+        let aloneRatios = zip(raw, alone).map { $0 / $1 }
+        print("  where the gap is: the same prebuilt POSTs through HTTPTransport alone (no outbox): \(spread(alone)), ratio to raw \(String(format: "%.2f", BenchCommand.median(raw) / BenchCommand.median(alone))) (per round \(String(format: "%.2f", aloneRatios.min()!))–\(String(format: "%.2f", aloneRatios.max()!))), CPU per item \(EnqueueBenchmark.spread(aloneCPU)) µs")
         return 0
     }
 
@@ -70,6 +78,21 @@ enum HTTPBenchmark {
         let seconds = OutboxBenchmark.seconds(since: start)
         let used = EnqueueBenchmark.processCPU() - cpu
         guard created == items else { throw BenchmarkFailure(message: "baseline: only \(created) of \(items) created") }
+        return (seconds, used)
+    }
+
+    /// Seconds for the same requests as `rawPosts`, built up front, sent through
+    /// `HTTPTransport` (its reply bound, deadline and cancellation shield) without the outbox:
+    /// what the transport costs on its own, apart from what the outbox adds.
+    static func transportPosts(_ items: Int, server: SyncServer, token: String, concurrency: Int) async throws -> (seconds: Double, cpu: Double) {
+        let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 20, maxConnections: concurrency) { token }
+        let requests = try salesOrderRequests(items, server: server, token: token)
+        let cpu = EnqueueBenchmark.processCPU()
+        let start = DispatchTime.now().uptimeNanoseconds
+        let created = await send(requests, concurrency: concurrency) { (try? await transport.perform($0))?.status == 201 }
+        let seconds = OutboxBenchmark.seconds(since: start)
+        let used = EnqueueBenchmark.processCPU() - cpu
+        guard created == items else { throw BenchmarkFailure(message: "transport: only \(created) of \(items) created") }
         return (seconds, used)
     }
 
@@ -117,13 +140,18 @@ enum HTTPBenchmark {
 
     /// Sends `requests` keeping `concurrency` in flight; how many were answered 201.
     static func send(_ requests: [URLRequest], through session: URLSession, concurrency: Int) async -> Int {
+        await send(requests, concurrency: concurrency) { ((try? await session.data(for: $0))?.1 as? HTTPURLResponse)?.statusCode == 201 }
+    }
+
+    /// Sends `requests` with `post` keeping `concurrency` in flight; how many it says were created.
+    static func send(_ requests: [URLRequest], concurrency: Int, post: @escaping @Sendable (URLRequest) async -> Bool) async -> Int {
         await withTaskGroup(of: Int.self) { group -> Int in
             var next = 0
             var ok = 0
             func add() {
                 let request = requests[next]
                 next += 1
-                group.addTask { ((try? await session.data(for: request))?.1 as? HTTPURLResponse)?.statusCode == 201 ? 1 : 0 }
+                group.addTask { await post(request) ? 1 : 0 }
             }
             for _ in 0..<min(concurrency, requests.count) { add() }
             while let result = await group.next() {

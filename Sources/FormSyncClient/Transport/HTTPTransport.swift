@@ -157,7 +157,7 @@ public final class HTTPTransport: OutboxTransport {
     /// going `exchangeDeadline` after it started is stopped and its caller answered. A reply
     /// past `maxReplyBytes` fails its caller at once; the rest is drained and dropped until the
     /// same deadline (`ReplyCollector`).
-    func perform(_ http: URLRequest, uploading file: URL? = nil, bytes: Int64? = nil) async throws -> (status: Int, headers: [String: String], body: Data) {
+    package func perform(_ http: URLRequest, uploading file: URL? = nil, bytes: Int64? = nil) async throws -> (status: Int, headers: [String: String], body: Data) {
         if let network { return try await network(http, file) }
         let collector = self.collector
         let limit = maxReplyBytes
