@@ -82,6 +82,64 @@ struct TrickledReplyTests {
         #expect(first.value == "no complete reply within 1 s")
     }
 
+    /// Every exchange's deadline shares one timer, armed for the earliest: an exchange with a
+    /// shorter deadline, started while a longer one is waiting, is still cut at its own.
+    @Test func aShorterDeadlineStartedAfterALongerOneStillEndsItsExchangeOnTime() async throws {
+        let server = try TricklingServer(ticks: 25)
+        let collector = ReplyCollector()
+        let session = URLSession(configuration: .ephemeral, delegate: collector, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let long = FirstAnswer()
+        let short = FirstAnswer()
+        // The trickles end (the server closes after 2.5 s) long before the first deadline.
+        collector.start(session.dataTask(with: server.url), limit: 1 << 20, deadline: 60) { long.record(Self.words($0)) }
+        collector.start(session.dataTask(with: server.url), limit: 1 << 20, deadline: 1) { short.record(Self.words($0)) }
+        let ended = try await Self.poll(within: 20) { long.value != nil && short.value != nil }
+        #expect(ended)
+        #expect(short.value == "no complete reply within 1 s")
+        #expect(long.value != nil && long.value != "no complete reply within 60 s")
+    }
+
+    /// Exchanges with deadlines in every order: each short one is cut at its own deadline,
+    /// before the trickles end (3.5 s), and the long ones end with their trickles.
+    @Test func deadlinesInAnyOrderEachEndTheirOwnExchange() async throws {
+        let server = try TricklingServer(ticks: 35)
+        let collector = ReplyCollector()
+        let session = URLSession(configuration: .ephemeral, delegate: collector, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let deadlines: [Double] = [30, 1, 2, 1, 30, 2]
+        let answers = deadlines.map { _ in FirstAnswer() }
+        for (deadline, answer) in zip(deadlines, answers) {
+            collector.start(session.dataTask(with: server.url), limit: 1 << 20, deadline: deadline) { answer.record(Self.words($0)) }
+        }
+        let ended = try await Self.poll(within: 20) { answers.allSatisfy { $0.value != nil } }
+        #expect(ended)
+        for (deadline, answer) in zip(deadlines, answers) {
+            if deadline < 30 {
+                #expect(answer.value == "no complete reply within \(Int(deadline)) s")
+            } else {
+                #expect(answer.value != nil && answer.value != "no complete reply within 30 s")
+            }
+        }
+    }
+
+    static func words(_ result: Result<ReplyCollector.Reply, any Error>) -> String {
+        switch result {
+        case .success: "a reply"
+        case .failure(let error): "\(error)"
+        }
+    }
+
+    /// Whether `condition` holds within `seconds`, checked every 50 ms.
+    static func poll(within seconds: Double, _ condition: () -> Bool) async throws -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if condition() { return true }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        return condition()
+    }
+
     /// The first answer an exchange gave, in words.
     final class FirstAnswer: Sendable {
         private let answer = Mutex<String?>(nil)
