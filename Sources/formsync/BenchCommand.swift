@@ -36,7 +36,8 @@ enum BenchCommand {
               the 2 KB order).
           http        flush N submissions (default 2000) over loopback HTTP to the embedded
                       server, against the same POSTs sent straight with URLSession at the same
-                      concurrency (default 4), R rounds (default 5) interleaved, a fresh server each.
+                      concurrency (default 4), R rounds (default 5) interleaved, a fresh server each;
+                      a third leg sends them through HTTPTransport alone (where the gap is).
           server      N submissions (default 4000) to the embedded server from C keep-alive
                       socket clients (default 16): durable writes/s with the group commit against
                       the same server committing each write FULL alone, R rounds (default 5)
