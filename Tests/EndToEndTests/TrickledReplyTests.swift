@@ -65,16 +65,10 @@ struct TrickledReplyTests {
     /// shortest deadline would need: every other test in the process waits meanwhile.)
     @Test func theDeadlinePassesOnTimeWhileEveryTaskThreadIsBusy() async throws {
         let server = try TricklingServer(ticks: 25)
-        let collector = ReplyCollector()
-        let session = URLSession(configuration: .ephemeral, delegate: collector, delegateQueue: nil)
+        let (collector, session) = Self.collectorSession()
         defer { session.finishTasksAndInvalidate() }
         let first = FirstAnswer()
-        collector.start(session.dataTask(with: server.url), limit: 1 << 20, deadline: 1) { result in
-            switch result {
-            case .success: first.record("a reply")
-            case .failure(let error): first.record("\(error)")
-            }
-        }
+        collector.start(session.dataTask(with: server.url), limit: 1 << 20, deadline: 1) { first.record(Self.words($0)) }
         // Every thread of the pool sleeps for 3 s: the trickle ends (2.5 s) before any task runs.
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<ProcessInfo.processInfo.activeProcessorCount { group.addTask { usleep(3_000_000) } }
@@ -86,8 +80,7 @@ struct TrickledReplyTests {
     /// shorter deadline, started while a longer one is waiting, is still cut at its own.
     @Test func aShorterDeadlineStartedAfterALongerOneStillEndsItsExchangeOnTime() async throws {
         let server = try TricklingServer(ticks: 25)
-        let collector = ReplyCollector()
-        let session = URLSession(configuration: .ephemeral, delegate: collector, delegateQueue: nil)
+        let (collector, session) = Self.collectorSession()
         defer { session.finishTasksAndInvalidate() }
         let long = FirstAnswer()
         let short = FirstAnswer()
@@ -104,8 +97,7 @@ struct TrickledReplyTests {
     /// before the trickles end (3.5 s), and the long ones end with their trickles.
     @Test func deadlinesInAnyOrderEachEndTheirOwnExchange() async throws {
         let server = try TricklingServer(ticks: 35)
-        let collector = ReplyCollector()
-        let session = URLSession(configuration: .ephemeral, delegate: collector, delegateQueue: nil)
+        let (collector, session) = Self.collectorSession()
         defer { session.finishTasksAndInvalidate() }
         let deadlines: [Double] = [30, 1, 2, 1, 30, 2]
         let answers = deadlines.map { _ in FirstAnswer() }
@@ -123,6 +115,13 @@ struct TrickledReplyTests {
         }
     }
 
+    /// A collector and a session it is the delegate of (the caller invalidates the session).
+    static func collectorSession() -> (ReplyCollector, URLSession) {
+        let collector = ReplyCollector()
+        return (collector, URLSession(configuration: .ephemeral, delegate: collector, delegateQueue: nil))
+    }
+
+    /// A collector's answer in words: its error's description, or "a reply".
     static func words(_ result: Result<ReplyCollector.Reply, any Error>) -> String {
         switch result {
         case .success: "a reply"

@@ -5,29 +5,33 @@ import Testing
 /// The small SQLite layer under the outbox and the server: its statement cache never carries
 /// one run's values into the next, and it keeps SQLite's allocations off a process-wide lock.
 struct SQLiteConnectionTests {
-    @Test func sqliteKeepsNoMemoryStatisticsOnceAConnectionOpened() throws {
+    /// Runs `body` with a new database in a folder of its own, removed afterwards.
+    func withDatabase(_ body: (SQLiteConnection) throws -> Void) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let db = try SQLiteConnection(path: folder.appendingPathComponent("db.sqlite").path)
-        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT)")
-        try db.run("INSERT INTO t (id, a) VALUES (?, ?)", [.integer(1), .text(String(repeating: "x", count: 10_000))])
-        #expect(!SQLiteConnection.keepsMemoryStatistics)
+        try body(SQLiteConnection(path: folder.appendingPathComponent("db.sqlite").path))
+    }
+
+    @Test func sqliteKeepsNoMemoryStatisticsOnceAConnectionOpened() throws {
+        try withDatabase { db in
+            try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT)")
+            try db.run("INSERT INTO t (id, a) VALUES (?, ?)", [.integer(1), .text(String(repeating: "x", count: 10_000))])
+            #expect(!SQLiteConnection.keepsMemoryStatistics)
+        }
     }
 
     @Test func aCachedStatementRunWithFewerValuesBindsNullNotTheLastRunsValues() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let db = try SQLiteConnection(path: folder.appendingPathComponent("db.sqlite").path)
-        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b BLOB)")
-        let insert = "INSERT INTO t (id, a, b) VALUES (?, ?, ?)"
-        try db.run(insert, [.integer(1), .text("kept"), .blob(Data([1, 2]))])
-        try db.run(insert, [.integer(2)])
-        try db.run(insert, [.integer(3), .text("again"), .blob(Data([3]))])
-        let rows = try db.query("SELECT id, a, b FROM t ORDER BY id") { ($0.int(0), $0.text(1), $0.blob(2)) }
-        #expect(rows.map(\.0) == [1, 2, 3])
-        #expect(rows.map(\.1) == ["kept", nil, "again"])
-        #expect(rows.map(\.2) == [Data([1, 2]), nil, Data([3])])
+        try withDatabase { db in
+            try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b BLOB)")
+            let insert = "INSERT INTO t (id, a, b) VALUES (?, ?, ?)"
+            try db.run(insert, [.integer(1), .text("kept"), .blob(Data([1, 2]))])
+            try db.run(insert, [.integer(2)])
+            try db.run(insert, [.integer(3), .text("again"), .blob(Data([3]))])
+            let rows = try db.query("SELECT id, a, b FROM t ORDER BY id") { ($0.int(0), $0.text(1), $0.blob(2)) }
+            #expect(rows.map(\.0) == [1, 2, 3])
+            #expect(rows.map(\.1) == ["kept", nil, "again"])
+            #expect(rows.map(\.2) == [Data([1, 2]), nil, Data([3])])
+        }
     }
 }
