@@ -50,13 +50,16 @@ enum HTTPBenchmark {
             let rates = seconds.map { Double(items) / $0 }.sorted()
             return String(format: "%.0f/s (%.0f–%.0f)", rates[rates.count / 2], rates.first!, rates.last!)
         }
-        let ratios = zip(raw, flush).map { $0 / $1 }
+        /// Throughput against raw's: the ratio of the medians, and of each round's pair.
+        func ratio(to seconds: [Double]) -> String {
+            let ratios = zip(raw, seconds).map { $0 / $1 }
+            return String(format: "%.2f (per round %.2f–%.2f)", BenchCommand.median(raw) / BenchCommand.median(seconds), ratios.min()!, ratios.max()!)
+        }
         print("  baseline: URLSession POSTs, \(concurrency) in flight: \(spread(raw))")
         print("  outbox flush via HTTPTransport:             \(spread(flush))")
-        print("  ratio outbox / raw throughput: \(String(format: "%.2f", BenchCommand.median(raw) / BenchCommand.median(flush))) (per round \(String(format: "%.2f", ratios.min()!))–\(String(format: "%.2f", ratios.max()!)))")
+        print("  ratio outbox / raw throughput: \(ratio(to: flush))")
         print("  CPU per item, process (all threads, server included), µs: raw \(EnqueueBenchmark.spread(rawCPU)), outbox \(EnqueueBenchmark.spread(flushCPU))")
-        let aloneRatios = zip(raw, alone).map { $0 / $1 }
-        print("  where the gap is: the same prebuilt POSTs through HTTPTransport alone (no outbox): \(spread(alone)), ratio to raw \(String(format: "%.2f", BenchCommand.median(raw) / BenchCommand.median(alone))) (per round \(String(format: "%.2f", aloneRatios.min()!))–\(String(format: "%.2f", aloneRatios.max()!))), CPU per item \(EnqueueBenchmark.spread(aloneCPU)) µs")
+        print("  where the gap is: the same prebuilt POSTs through HTTPTransport alone (no outbox): \(spread(alone)), ratio to raw \(ratio(to: alone)), CPU per item \(EnqueueBenchmark.spread(aloneCPU)) µs")
         return 0
     }
 
@@ -71,14 +74,9 @@ enum HTTPBenchmark {
         configuration.urlCache = nil
         configuration.httpCookieStorage = nil
         let session = URLSession(configuration: configuration)
-        let requests = try salesOrderRequests(items, server: server, token: token)
-        let cpu = EnqueueBenchmark.processCPU()
-        let start = DispatchTime.now().uptimeNanoseconds
-        let created = await send(requests, through: session, concurrency: concurrency)
-        let seconds = OutboxBenchmark.seconds(since: start)
-        let used = EnqueueBenchmark.processCPU() - cpu
-        guard created == items else { throw BenchmarkFailure(message: "baseline: only \(created) of \(items) created") }
-        return (seconds, used)
+        return try await timedPosts(items, server: server, token: token, side: "baseline") { requests in
+            await send(requests, through: session, concurrency: concurrency)
+        }
     }
 
     /// Seconds for the same requests as `rawPosts`, built up front, sent through
@@ -86,13 +84,23 @@ enum HTTPBenchmark {
     /// what the transport costs on its own, apart from what the outbox adds.
     static func transportPosts(_ items: Int, server: SyncServer, token: String, concurrency: Int) async throws -> (seconds: Double, cpu: Double) {
         let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 20, maxConnections: concurrency) { token }
+        return try await timedPosts(items, server: server, token: token, side: "transport") { requests in
+            await send(requests, concurrency: concurrency) { (try? await transport.perform($0))?.status == 201 }
+        }
+    }
+
+    /// Seconds and CPU for `post` to send `items` prebuilt orders (built before the clock
+    /// starts); it returns how many were created, and fewer than `items` fails the run.
+    static func timedPosts(
+        _ items: Int, server: SyncServer, token: String, side: String, post: ([URLRequest]) async -> Int
+    ) async throws -> (seconds: Double, cpu: Double) {
         let requests = try salesOrderRequests(items, server: server, token: token)
         let cpu = EnqueueBenchmark.processCPU()
         let start = DispatchTime.now().uptimeNanoseconds
-        let created = await send(requests, concurrency: concurrency) { (try? await transport.perform($0))?.status == 201 }
+        let created = await post(requests)
         let seconds = OutboxBenchmark.seconds(since: start)
         let used = EnqueueBenchmark.processCPU() - cpu
-        guard created == items else { throw BenchmarkFailure(message: "transport: only \(created) of \(items) created") }
+        guard created == items else { throw BenchmarkFailure(message: "\(side): only \(created) of \(items) created") }
         return (seconds, used)
     }
 
