@@ -115,6 +115,30 @@ struct TrickledReplyTests {
         }
     }
 
+    /// A deadline handed to the collector itself is bounded, whatever it is: none traps (in
+    /// the conversion to nanoseconds or the addition to the clock), a negative or zero one ends
+    /// its exchange at once, and a huge or undefined one does not hold the shared timer from
+    /// the others (the trickles, 1 s, end those exchanges first).
+    @Test func anAbsurdDeadlineIsBoundedAndNeitherTrapsNorHoldsTheOthers() async throws {
+        let server = try TricklingServer(ticks: 10)
+        let (collector, session) = Self.collectorSession()
+        defer { session.finishTasksAndInvalidate() }
+        let deadlines: [Double] = [1e300, .nan, -5, .infinity, 0, -.infinity, .greatestFiniteMagnitude]
+        let answers = deadlines.map { _ in FirstAnswer() }
+        for (deadline, answer) in zip(deadlines, answers) {
+            collector.start(session.dataTask(with: server.url), limit: 1 << 20, deadline: deadline) { answer.record(Self.words($0)) }
+        }
+        let ended = try await Self.poll(within: 20) { answers.allSatisfy { $0.value != nil } }
+        #expect(ended)
+        for (deadline, answer) in zip(deadlines, answers) {
+            if deadline.isFinite && deadline <= 0 {
+                #expect(answer.value == "no complete reply within 0 s")
+            } else {
+                #expect(answer.value != nil && answer.value?.hasPrefix("no complete reply within") == false)
+            }
+        }
+    }
+
     /// A collector and a session it is the delegate of (the caller invalidates the session).
     static func collectorSession() -> (ReplyCollector, URLSession) {
         let collector = ReplyCollector()
