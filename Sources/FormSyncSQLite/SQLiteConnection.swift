@@ -45,6 +45,9 @@ package enum Durability: Sendable {
 package final class SQLiteConnection {
     private let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
+    /// Statements of `Statement`s, found by the object's identity instead of by hashing their
+    /// text (a flushed item runs about ten, some of 400 characters).
+    private var named: [ObjectIdentifier: (statement: Statement, prepared: OpaquePointer)] = [:]
     private var currentDurability: Durability?
     package let path: String
     /// Told the durability of every transaction that committed (tests watch the order of
@@ -121,6 +124,7 @@ package final class SQLiteConnection {
     deinit {
         checkpointer?.close()
         for statement in statements.values { sqlite3_finalize(statement) }
+        for entry in named.values { sqlite3_finalize(entry.prepared) }
         sqlite3_close_v2(handle)
     }
 
@@ -149,6 +153,24 @@ package final class SQLiteConnection {
         return statement
     }
 
+    /// A statement declared once (a `static let`) and run often: the connection prepares it on
+    /// first use and finds it again by identity. Its text must not depend on the values it is
+    /// run with; those are bound.
+    package final class Statement: Sendable {
+        package let sql: String
+        package init(_ sql: String) { self.sql = sql }
+    }
+
+    private func prepared(_ statement: Statement) throws -> OpaquePointer {
+        if let entry = named[ObjectIdentifier(statement)] { return entry.prepared }
+        var prepared: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, statement.sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+        guard rc == SQLITE_OK, let prepared else { throw error(rc, statement.sql) }
+        // The entry keeps the object alive, so its identity is never another statement's.
+        named[ObjectIdentifier(statement)] = (statement, prepared)
+        return prepared
+    }
+
     private func bind(_ values: [SQLValue], to statement: OpaquePointer, sql: String) throws {
         // A parameter given no value is NULL, not what an earlier run left in it.
         if values.count < sqlite3_bind_parameter_count(statement) { sqlite3_clear_bindings(statement) }
@@ -160,7 +182,7 @@ package final class SQLiteConnection {
             case .null: rc = sqlite3_bind_null(statement, index)
             case .integer(let v): rc = sqlite3_bind_int64(statement, index, v)
             case .real(let v): rc = sqlite3_bind_double(statement, index, v)
-            case .text(let v): rc = sqlite3_bind_text(statement, index, v, -1, transient)
+            case .text(let v): rc = v.withCString { sqlite3_bind_text(statement, index, $0, -1, transient) }
             case .blob(let v):
                 rc = v.withUnsafeBytes { raw in
                     sqlite3_bind_blob(statement, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), transient)
@@ -173,7 +195,16 @@ package final class SQLiteConnection {
     /// Runs one statement that returns no rows; returns the number of rows it changed.
     @discardableResult
     package func run(_ sql: String, _ values: [SQLValue] = []) throws -> Int {
-        let statement = try prepared(sql)
+        try run(prepared(sql), sql: sql, values)
+    }
+
+    /// `run` for a declared statement.
+    @discardableResult
+    package func run(_ statement: Statement, _ values: [SQLValue] = []) throws -> Int {
+        try run(prepared(statement), sql: statement.sql, values)
+    }
+
+    private func run(_ statement: OpaquePointer, sql: String, _ values: [SQLValue]) throws -> Int {
         defer {
             sqlite3_reset(statement)
             commits.publish()
@@ -186,7 +217,15 @@ package final class SQLiteConnection {
 
     /// Runs one statement and maps each row.
     package func query<T>(_ sql: String, _ values: [SQLValue] = [], _ map: (Row) throws -> T) throws -> [T] {
-        let statement = try prepared(sql)
+        try query(prepared(sql), sql: sql, values, map)
+    }
+
+    /// `query` for a declared statement.
+    package func query<T>(_ statement: Statement, _ values: [SQLValue] = [], _ map: (Row) throws -> T) throws -> [T] {
+        try query(prepared(statement), sql: statement.sql, values, map)
+    }
+
+    private func query<T>(_ statement: OpaquePointer, sql: String, _ values: [SQLValue], _ map: (Row) throws -> T) throws -> [T] {
         defer {
             sqlite3_reset(statement)
             commits.publish()
@@ -214,14 +253,17 @@ package final class SQLiteConnection {
         currentDurability = durability
     }
 
+    private static let begin = Statement("BEGIN IMMEDIATE")
+    private static let commit = Statement("COMMIT")
+
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction committed at `durability`; rolls back and
     /// rethrows when `body` or the commit throws.
     package func transaction<T>(_ durability: Durability, _ body: () throws -> T) throws -> T {
         try setDurability(durability)
-        try run("BEGIN IMMEDIATE")
+        try run(Self.begin)
         do {
             let result = try body()
-            try run("COMMIT")
+            try run(Self.commit)
             commitObserver?(durability)
             return result
         } catch {

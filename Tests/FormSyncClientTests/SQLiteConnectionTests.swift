@@ -34,4 +34,23 @@ struct SQLiteConnectionTests {
             #expect(rows.map(\.2) == [Data([1, 2]), nil, Data([3])])
         }
     }
+
+    @Test func declaredStatementsWithTheSameTextAreEachTheirOwnAndBindNullForOmittedValues() throws {
+        try withDatabase { db in
+            try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT)")
+            let insert = SQLiteConnection.Statement("INSERT INTO t (id, a) VALUES (?, ?)")
+            let twin = SQLiteConnection.Statement("INSERT INTO t (id, a) VALUES (?, ?)")
+            let read = SQLiteConnection.Statement("SELECT a FROM t WHERE id = ?")
+            try db.run(insert, [.integer(1), .text("first")])
+            try db.run(twin, [.integer(2), .text("twin")])
+            try db.run(insert, [.integer(3)])
+            #expect(try db.query(read, [.integer(1)]) { $0.text(0) } == ["first"])
+            #expect(try db.query(read, [.integer(2)]) { $0.text(0) } == ["twin"])
+            #expect(try db.query(read, [.integer(3)]) { $0.text(0) } == [nil])
+            // A failed run leaves the statement reset: the next run of it works.
+            #expect(throws: SQLiteError.self) { try db.run(insert, [.integer(1), .text("duplicate")]) }
+            try db.run(insert, [.integer(4), .text("after")])
+            #expect(try db.query(read, [.integer(4)]) { $0.text(0) } == ["after"])
+        }
+    }
 }

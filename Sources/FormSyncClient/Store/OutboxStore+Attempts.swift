@@ -22,7 +22,7 @@ extension OutboxStore {
     /// at most one record per send, so the oldest are trimmed only once it was sent more than
     /// `keptAttempts` times.
     func recordAttempt(item: Int64, sends: Int, _ record: AttemptRecord) throws {
-        try db.run("INSERT INTO attempts (item_id, at, outcome, status, reason, milliseconds) VALUES (?, ?, ?, ?, ?, ?)", [
+        try db.run(Self.recordAttemptStatement, [
             .integer(item), .integer(record.at), .text(record.outcome), record.status.map { .integer(Int64($0)) } ?? .null,
             record.reason.map { .text(String($0.prefix(1000))) } ?? .null, .integer(record.milliseconds),
         ])
@@ -31,6 +31,8 @@ extension OutboxStore {
             DELETE FROM attempts WHERE item_id = ? AND rowid NOT IN (SELECT rowid FROM attempts WHERE item_id = ? ORDER BY rowid DESC LIMIT ?)
             """, [.integer(item), .integer(item), .integer(Int64(Self.keptAttempts))])
     }
+
+    static let recordAttemptStatement = SQLiteConnection.Statement("INSERT INTO attempts (item_id, at, outcome, status, reason, milliseconds) VALUES (?, ?, ?, ?, ?, ?)")
 
     func attempts(of item: Int64) throws -> [AttemptRecord] {
         try db.query("SELECT at, outcome, status, reason, milliseconds FROM attempts WHERE item_id = ? ORDER BY rowid", [.integer(item)]) {

@@ -320,8 +320,10 @@ final class OutboxStore {
     }
 
     func item(_ id: Int64) throws -> Row? {
-        try db.query("SELECT \(Self.columns) FROM items WHERE id = ?", [.integer(id)], Self.row).first
+        try db.query(Self.itemQuery, [.integer(id)], Self.row).first
     }
+
+    static let itemQuery = SQLiteConnection.Statement("SELECT \(columns) FROM items WHERE id = ?")
 
     func items(workspace: String, states: [State]) throws -> [Row] {
         // Open items are in `items_open`, the rest in `items_state`: one query per index, each
@@ -344,14 +346,7 @@ final class OutboxStore {
     /// Inserts an item under the next id never given out: past the newest stored item and past
     /// every deleted one (`lastItemIDCounter`).
     func insert(_ row: Row, now: Int64) throws -> Int64 {
-        try db.run("""
-            INSERT INTO items (id, kind, workspace, lane, document_id, attempt_id, form, form_version, payload, base_payload,
-                base_version, produces, file_path, content_type, byte_count, sha256, state, next_attempt_at, created_at, updated_at,
-                endpoint, last_error)
-            VALUES (
-                MAX(COALESCE((SELECT MAX(id) FROM items), 0), COALESCE((SELECT value FROM outbox_counters WHERE name = '\(Self.lastItemIDCounter)'), 0)) + 1,
-                ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [
+        try db.run(Self.insertStatement, [
                 .text(row.kind.rawValue), .text(row.workspace), .text(row.lane), .text(row.documentID), .text(row.attemptID),
                 row.form.map(SQLValue.text) ?? .null, row.formVersion.map { .integer(Int64($0)) } ?? .null,
                 row.payload.map(SQLValue.blob) ?? .null, row.basePayload.map(SQLValue.blob) ?? .null,
@@ -363,6 +358,15 @@ final class OutboxStore {
             ])
         return db.lastInsertRowID
     }
+
+    static let insertStatement = SQLiteConnection.Statement("""
+        INSERT INTO items (id, kind, workspace, lane, document_id, attempt_id, form, form_version, payload, base_payload,
+            base_version, produces, file_path, content_type, byte_count, sha256, state, next_attempt_at, created_at, updated_at,
+            endpoint, last_error)
+        VALUES (
+            MAX(COALESCE((SELECT MAX(id) FROM items), 0), COALESCE((SELECT value FROM outbox_counters WHERE name = '\(lastItemIDCounter)'), 0)) + 1,
+            ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """)
 
     /// Writes back every mutable column of `row`.
     func update(_ row: Row, now: Int64) throws {
@@ -383,28 +387,33 @@ final class OutboxStore {
             ])
     }
 
+    static let markConfirmedStatement = SQLiteConnection.Statement("""
+        UPDATE items SET state = 'confirmed', attempts = ?, server_id = ?, server_version = ?, lease_expires_at = ?, last_error = ?, updated_at = ?
+        WHERE id = ?
+        """)
+
     /// Writes a confirmation: the columns an acknowledgement changes (`update` would also
     /// write the payloads back, unchanged).
     func markConfirmed(_ row: Row, now: Int64) throws {
-        try db.run("""
-            UPDATE items SET state = 'confirmed', attempts = ?, server_id = ?, server_version = ?, lease_expires_at = ?, last_error = ?, updated_at = ?
-            WHERE id = ?
-            """, [
+        try db.run(Self.markConfirmedStatement, [
                 .integer(Int64(row.attempts)), row.serverID.map(SQLValue.integer) ?? .null, row.serverVersion.map(SQLValue.text) ?? .null,
                 row.leaseExpiresAt.map(SQLValue.integer) ?? .null, row.lastError.map(SQLValue.text) ?? .null, .integer(now), .integer(row.id),
             ])
     }
 
+    static let markLeasedStatement = SQLiteConnection.Statement(
+        "UPDATE items SET state = 'leased', lease_expires_at = ?, sends = ?, updated_at = ? WHERE id = ?")
+
     /// Writes a lease: the item's state, lease expiry and send count (the rest is unchanged).
     func markLeased(_ id: Int64, until expiry: Int64, sends: Int, now: Int64) throws {
-        try db.run("UPDATE items SET state = 'leased', lease_expires_at = ?, sends = ?, updated_at = ? WHERE id = ?",
-                   [.integer(expiry), .integer(Int64(sends)), .integer(now), .integer(id)])
+        try db.run(Self.markLeasedStatement, [.integer(expiry), .integer(Int64(sends)), .integer(now), .integer(id)])
     }
+
+    static let setLaneDueStatement = SQLiteConnection.Statement("UPDATE lanes SET due_at = ? WHERE workspace = ? AND lane = ? AND head = ?")
 
     /// Sets when a lane whose head is `head` is due; false when the lane has another head.
     func setLaneDue(workspace: String, lane: String, head: Int64, due: Int64) throws -> Bool {
-        try db.run("UPDATE lanes SET due_at = ? WHERE workspace = ? AND lane = ? AND head = ?",
-                   [.integer(due), .text(workspace), .text(lane), .integer(head)]) == 1
+        try db.run(Self.setLaneDueStatement, [.integer(due), .text(workspace), .text(lane), .integer(head)]) == 1
     }
 
     func deleteConfirmed(workspace: String, before cutoff: Int64) throws -> Int {
@@ -478,9 +487,10 @@ final class OutboxStore {
 
     /// The item that holds this exact payload (by digest) of the document, even if purged since.
     func documentItem(workspace: String, documentID: String, digest: Data) throws -> Int64? {
-        try db.query("SELECT item_id FROM documents WHERE workspace = ? AND document_id = ? AND digest = ?",
-                     [.text(workspace), .text(documentID), .blob(digest)]) { $0.int(0) }.first
+        try db.query(Self.documentItemQuery, [.text(workspace), .text(documentID), .blob(digest)]) { $0.int(0) }.first
     }
+
+    static let documentItemQuery = SQLiteConnection.Statement("SELECT item_id FROM documents WHERE workspace = ? AND document_id = ? AND digest = ?")
 
     /// The document's most recent item, when it is still stored.
     func latestDocumentItem(workspace: String, documentID: String) throws -> Row? {
@@ -491,9 +501,10 @@ final class OutboxStore {
     }
 
     func recordDocument(workspace: String, documentID: String, digest: Data, item: Int64) throws {
-        try db.run("INSERT OR REPLACE INTO documents (workspace, document_id, digest, item_id) VALUES (?, ?, ?, ?)",
-                   [.text(workspace), .text(documentID), .blob(digest), .integer(item)])
+        try db.run(Self.recordDocumentStatement, [.text(workspace), .text(documentID), .blob(digest), .integer(item)])
     }
+
+    static let recordDocumentStatement = SQLiteConnection.Statement("INSERT OR REPLACE INTO documents (workspace, document_id, digest, item_id) VALUES (?, ?, ?, ?)")
 
     func forgetDocumentDigests(item: Int64, workspace: String, documentID: String) throws {
         try db.run("DELETE FROM documents WHERE workspace = ? AND document_id = ? AND item_id = ?",
@@ -521,12 +532,9 @@ final class OutboxStore {
     /// Recomputes a lane's head and when it is due: a leased head is due when its lease
     /// expires; a pending head waiting for dependencies is not due at all (NULL) until one lands.
     func refreshLane(workspace: String, lane: String) throws {
-        let head = try db.query("""
-            SELECT id, state, next_attempt_at, lease_expires_at FROM items
-            WHERE workspace = ? AND lane = ? AND \(Self.openCondition) ORDER BY id LIMIT 1
-            """, [.text(workspace), .text(lane)]) { ($0.int(0), $0.text(1) ?? "", $0.int(2), $0.optionalInt(3)) }.first
+        let head = try db.query(Self.laneHeadQuery, [.text(workspace), .text(lane)]) { ($0.int(0), $0.text(1) ?? "", $0.int(2), $0.optionalInt(3)) }.first
         guard let (id, state, nextAttemptAt, leaseExpiresAt) = head else {
-            try db.run("DELETE FROM lanes WHERE workspace = ? AND lane = ?", [.text(workspace), .text(lane)])
+            try db.run(Self.deleteLaneStatement, [.text(workspace), .text(lane)])
             return
         }
         var due: Int64?
@@ -540,23 +548,34 @@ final class OutboxStore {
         // An update where the lane has a row (REPLACE would delete and insert it, and its due
         // index entry, again).
         let values: [SQLValue] = [.integer(id), due.map(SQLValue.integer) ?? .null, .text(workspace), .text(lane)]
-        if try db.run("UPDATE lanes SET head = ?, due_at = ? WHERE workspace = ? AND lane = ?", values) == 0 {
-            try db.run("INSERT INTO lanes (head, due_at, workspace, lane) VALUES (?, ?, ?, ?)", values)
+        if try db.run(Self.updateLaneStatement, values) == 0 {
+            try db.run(Self.insertLaneStatement, values)
         }
     }
 
+    static let laneHeadQuery = SQLiteConnection.Statement("""
+        SELECT id, state, next_attempt_at, lease_expires_at FROM items
+        WHERE workspace = ? AND lane = ? AND \(openCondition) ORDER BY id LIMIT 1
+        """)
+    static let deleteLaneStatement = SQLiteConnection.Statement("DELETE FROM lanes WHERE workspace = ? AND lane = ?")
+    static let updateLaneStatement = SQLiteConnection.Statement("UPDATE lanes SET head = ?, due_at = ? WHERE workspace = ? AND lane = ?")
+    static let insertLaneStatement = SQLiteConnection.Statement("INSERT INTO lanes (head, due_at, workspace, lane) VALUES (?, ?, ?, ?)")
+
     func waitsForDependencies(_ item: Int64, workspace: String) throws -> Bool {
-        try !db.query("""
-            SELECT 1 FROM dependencies d WHERE d.item_id = ?
-            AND NOT EXISTS (SELECT 1 FROM resolved r WHERE r.workspace = ? AND r.placeholder = d.placeholder) LIMIT 1
-            """, [.integer(item), .text(workspace)]) { $0.int(0) }.isEmpty
+        try !db.query(Self.waitsForDependenciesQuery, [.integer(item), .text(workspace)]) { $0.int(0) }.isEmpty
     }
+
+    static let waitsForDependenciesQuery = SQLiteConnection.Statement("""
+        SELECT 1 FROM dependencies d WHERE d.item_id = ?
+        AND NOT EXISTS (SELECT 1 FROM resolved r WHERE r.workspace = ? AND r.placeholder = d.placeholder) LIMIT 1
+        """)
+
+    static let addToLaneStatement = SQLiteConnection.Statement("INSERT OR IGNORE INTO lanes (workspace, lane, head, due_at) VALUES (?, ?, ?, ?)")
 
     /// Adds a lane for a newly inserted open item when the lane has none; a lane that already
     /// has a head keeps it (the new item is behind it), so nothing is read or rewritten.
     func addToLane(workspace: String, lane: String, head: Int64, due: Int64?) throws {
-        try db.run("INSERT OR IGNORE INTO lanes (workspace, lane, head, due_at) VALUES (?, ?, ?, ?)",
-                   [.text(workspace), .text(lane), .integer(head), due.map(SQLValue.integer) ?? .null])
+        try db.run(Self.addToLaneStatement, [.text(workspace), .text(lane), .integer(head), due.map(SQLValue.integer) ?? .null])
     }
 
     /// Lane heads due by `now`, earliest first. A due time more than `horizon` ahead of `now`
@@ -571,23 +590,29 @@ final class OutboxStore {
             // File lanes by their key range (`+due_at` keeps the due index out of it): a scan of
             // the due index for the few file lanes read every due submission lane whenever the
             // submission pool was full (100,000 queued orders: 15× the per-item flush cost).
-            lanes = try db.query("""
-                SELECT lane, head FROM lanes WHERE workspace = ? AND lane >= 'file:' AND lane < 'file;' AND +due_at IS NOT NULL
-                AND (+due_at <= ? OR +due_at > ?) ORDER BY due_at, head LIMIT ?
-                """, [.text(workspace), .integer(now), .integer(now.addingClamped(horizon)), .integer(Int64(limit))]) { ($0.text(0) ?? "", $0.int(1)) }
+            lanes = try db.query(Self.dueFileLanesQuery, [.text(workspace), .integer(now), .integer(now.addingClamped(horizon)), .integer(Int64(limit))]) { ($0.text(0) ?? "", $0.int(1)) }
             return lanes
         }
-        let kind = files == false ? " AND lane NOT LIKE 'file:%'" : ""
-        lanes = try db.query("""
-            SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND due_at <= ?\(kind) ORDER BY due_at, head LIMIT ?
-            """, [.text(workspace), .integer(now), .integer(Int64(limit))]) { ($0.text(0) ?? "", $0.int(1)) }
+        let (dueNow, dueBeyond) = files == false ? (Self.dueSubmissionLanesQuery, Self.beyondSubmissionLanesQuery) : (Self.dueLanesQuery, Self.beyondLanesQuery)
+        lanes = try db.query(dueNow, [.text(workspace), .integer(now), .integer(Int64(limit))]) { ($0.text(0) ?? "", $0.int(1)) }
         if lanes.count < limit {
-            lanes += try db.query("""
-                SELECT lane, head FROM lanes WHERE workspace = ? AND due_at > ?\(kind) ORDER BY due_at, head LIMIT ?
-                """, [.text(workspace), .integer(now.addingClamped(horizon)), .integer(Int64(limit - lanes.count))]) { ($0.text(0) ?? "", $0.int(1)) }
+            lanes += try db.query(dueBeyond, [.text(workspace), .integer(now.addingClamped(horizon)), .integer(Int64(limit - lanes.count))]) { ($0.text(0) ?? "", $0.int(1)) }
         }
         return lanes
     }
+
+    static let dueFileLanesQuery = SQLiteConnection.Statement("""
+        SELECT lane, head FROM lanes WHERE workspace = ? AND lane >= 'file:' AND lane < 'file;' AND +due_at IS NOT NULL
+        AND (+due_at <= ? OR +due_at > ?) ORDER BY due_at, head LIMIT ?
+        """)
+    static let dueLanesQuery = SQLiteConnection.Statement(
+        "SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND due_at <= ? ORDER BY due_at, head LIMIT ?")
+    static let beyondLanesQuery = SQLiteConnection.Statement(
+        "SELECT lane, head FROM lanes WHERE workspace = ? AND due_at > ? ORDER BY due_at, head LIMIT ?")
+    static let dueSubmissionLanesQuery = SQLiteConnection.Statement(
+        "SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND due_at <= ? AND lane NOT LIKE 'file:%' ORDER BY due_at, head LIMIT ?")
+    static let beyondSubmissionLanesQuery = SQLiteConnection.Statement(
+        "SELECT lane, head FROM lanes WHERE workspace = ? AND due_at > ? AND lane NOT LIKE 'file:%' ORDER BY due_at, head LIMIT ?")
 
     /// The earliest due time of `workspace`'s lanes (nil when nothing is due at any time).
     func earliestDue(workspace: String) throws -> Int64? {
