@@ -255,6 +255,29 @@ package final class SQLiteConnection {
 
     private static let begin = Statement("BEGIN IMMEDIATE")
     private static let commit = Statement("COMMIT")
+    private static let savepointBegin = Statement("SAVEPOINT formsync_part")
+    private static let savepointRelease = Statement("RELEASE formsync_part")
+    private static let savepointRollback = Statement("ROLLBACK TO formsync_part")
+
+    /// Runs `body` in a savepoint of the open transaction, so that several writers' work can
+    /// share one commit. When `body` throws, its changes alone are undone, the transaction goes
+    /// on, and its error is returned. This throws only when the savepoint could not be set,
+    /// released or undone (SQLite may have ended the transaction itself, as after a full disk):
+    /// the transaction must then be abandoned.
+    package func savepoint<T>(_ body: () throws -> T) throws -> Result<T, any Error> {
+        try run(Self.savepointBegin)
+        let value: T
+        do {
+            value = try body()
+        } catch {
+            guard inTransaction else { throw error }
+            try run(Self.savepointRollback)
+            try run(Self.savepointRelease)
+            return .failure(error)
+        }
+        try run(Self.savepointRelease)
+        return .success(value)
+    }
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction committed at `durability`; rolls back and
     /// rethrows when `body` or the commit throws.

@@ -65,6 +65,19 @@ extension Outbox {
     ) async throws -> Int64 {
         let prepared = try prepared ?? Self.prepare(payload, base: base)
         guard registry[P.formName] != nil else { throw OutboxError.unknownForm(P.formName) }
+        return try await saveDurably { [self] copiesMade in
+            try saveInTransaction(payload, attachments: attachments, documentID: documentID, creates: creates, base: base, prepared: prepared, copiesMade: &copiesMade)
+        }
+    }
+
+    /// An enqueue's writes, inside the transaction `saveDurably` opened for it: what it reads
+    /// (an earlier submission of the document, known placeholders) includes every enqueue
+    /// committed or batched before it. Appends the stash copies it made to `copiesMade`, which are
+    /// removed if the transaction does not commit; removes them itself when it throws.
+    func saveInTransaction<P: FormPayload>(
+        _ payload: P, attachments: [Attachment], documentID: String?, creates: Int64?,
+        base: (payload: P, version: String)?, prepared: PreparedPayload, copiesMade: inout [String]
+    ) throws -> Int64 {
         var json = prepared.json
         let baseJSON = prepared.baseJSON
         let now = environment.now()
@@ -110,7 +123,7 @@ extension Outbox {
             }
             let endpoint = placeholders.isEmpty ? stored.endpoint : nil
             if !copies.isEmpty { CrashPoint.stashCopied.reach() }
-            return try await writeDurably(shared: enqueueCallers.value.load(ordering: .relaxed) > 1) {
+            let id = try { () throws -> Int64 in
                 for placeholder in placeholders {
                     guard let (attachment, copy) = copies[placeholder] else { continue }
                     var file = newRow(kind: .file, lane: "file:\(placeholder)", documentID: environment.newID(), now: now, produces: placeholder)
@@ -162,10 +175,80 @@ extension Outbox {
                 rescanRequested = true
                 signalWork()
                 return row.id
-            }
+            }()
+            copiesMade += copies.values.map(\.copy.path)
+            return id
         } catch {
             for (_, entry) in copies { stash.remove(entry.copy.path) }
             throw error
+        }
+    }
+
+    /// One enqueue waiting in a batch for the transaction its leader runs.
+    final class SaveRequest {
+        let body: (inout [String]) throws -> Int64
+        var stashed: [String] = []
+        var continuation: CheckedContinuation<Int64, any Error>?
+
+        init(body: @escaping (inout [String]) throws -> Int64) { self.body = body }
+    }
+
+    /// Runs an enqueue's writes (`saveInTransaction`) in a durable commit; returns once it is
+    /// on disk. Alone, it has a transaction of its own and fsyncs on this thread. With other
+    /// enqueues under way, it joins a batch: the first of them lets the ones queued behind it
+    /// on the actor join, then runs them all in one transaction, each in a savepoint of its own
+    /// (one that fails is undone alone and gets its own error), and every one of them returns
+    /// after the one fsync that covers the batch. The pages they share (the table's last page,
+    /// the index pages, the lane) then go to the log once per batch instead of once per enqueue.
+    func saveDurably(_ body: @escaping (inout [String]) throws -> Int64) async throws -> Int64 {
+        guard enqueueCallers.value.load(ordering: .relaxed) > 1 else {
+            var stashed: [String] = []
+            do {
+                return try await writeDurably(shared: false) { try body(&stashed) }
+            } catch {
+                for path in stashed { stash.remove(path) }
+                throw error
+            }
+        }
+        let request = SaveRequest(body: body)
+        saveBatch.append(request)
+        guard saveBatch.count == 1 else {
+            // The batch's first enqueue is letting the others join; it runs this one too.
+            return try await withCheckedThrowingContinuation { request.continuation = $0 }
+        }
+        await Task.yield()
+        let batch = saveBatch
+        saveBatch = []
+        let results = await commit(batch)
+        for (request, result) in zip(batch, results).dropFirst() { request.continuation?.resume(with: result) }
+        return try results[0].get()
+    }
+
+    /// Commits a batch of enqueues in one transaction and waits for the fsync that covers it:
+    /// each one's id, or its error (its own, or the batch's when the batch did not commit or
+    /// could not be made durable; their stash copies are then removed).
+    private func commit(_ batch: [SaveRequest]) async -> [Result<Int64, any Error>] {
+        var results: [Result<Int64, any Error>] = []
+        do {
+            try await writeDurably(shared: true) {
+                results = []
+                for request in batch {
+                    let marks = (changes: uncommitted.count, notices: recordNotices)
+                    let result = try store.db.savepoint { try request.body(&request.stashed) }
+                    if case .failure = result {
+                        uncommitted.removeSubrange(marks.changes...)
+                        recordNotices = marks.notices
+                    }
+                    results.append(result.mapError { error in (error as? SQLiteError).map(OutboxError.storage) ?? error })
+                }
+            }
+            return results
+        } catch {
+            for request in batch { for path in request.stashed { stash.remove(path) } }
+            return batch.indices.map { index in
+                if index < results.count, case .failure = results[index] { return results[index] }
+                return .failure(error)
+            }
         }
     }
 

@@ -114,6 +114,8 @@ public actor Outbox {
     var counts: [String: [State: Int]]
     var inFlight: Set<Int64> = []
     var uncommitted: [Change] = []
+    /// Enqueues gathering for one transaction (see `saveDurably`).
+    var saveBatch: [SaveRequest] = []
     /// The running flush pass, if any: which flush() calls it answers, and how many callers
     /// still wait for it (cancelled when none does).
     var pass: (id: Int, ticket: Int, task: Task<FlushReport, Never>)?
