@@ -304,7 +304,7 @@ package final class SQLiteConnection {
         package func optionalInt(_ i: Int32) -> Int64? { isNull(i) ? nil : int(i) }
         package func text(_ i: Int32) -> String? {
             guard let c = sqlite3_column_text(statement, i) else { return nil }
-            return String(cString: c)
+            return String(decoding: UnsafeBufferPointer(start: c, count: Int(sqlite3_column_bytes(statement, i))), as: UTF8.self)
         }
         package func blob(_ i: Int32) -> Data? {
             guard !isNull(i) else { return nil }

@@ -532,15 +532,17 @@ final class OutboxStore {
     /// Recomputes a lane's head and when it is due: a leased head is due when its lease
     /// expires; a pending head waiting for dependencies is not due at all (NULL) until one lands.
     func refreshLane(workspace: String, lane: String) throws {
-        let head = try db.query(Self.laneHeadQuery, [.text(workspace), .text(lane)]) { ($0.int(0), $0.text(1) ?? "", $0.int(2), $0.optionalInt(3)) }.first
-        guard let (id, state, nextAttemptAt, leaseExpiresAt) = head else {
+        let head = try db.query(Self.laneHeadQuery, [.text(workspace), .text(lane)]) {
+            ($0.int(0), $0.text(1) ?? "", $0.int(2), $0.optionalInt(3), $0.int(4) != 0)
+        }.first
+        guard let (id, state, nextAttemptAt, leaseExpiresAt, waits) = head else {
             try db.run(Self.deleteLaneStatement, [.text(workspace), .text(lane)])
             return
         }
         var due: Int64?
         if state == State.leased.rawValue {
             due = leaseExpiresAt ?? nextAttemptAt
-        } else if try waitsForDependencies(id, workspace: workspace) {
+        } else if waits {
             due = nil
         } else {
             due = nextAttemptAt
@@ -553,22 +555,16 @@ final class OutboxStore {
         }
     }
 
+    /// The lane's head, with whether it waits for a dependency that has not landed.
     static let laneHeadQuery = SQLiteConnection.Statement("""
-        SELECT id, state, next_attempt_at, lease_expires_at FROM items
-        WHERE workspace = ? AND lane = ? AND \(openCondition) ORDER BY id LIMIT 1
+        SELECT id, state, next_attempt_at, lease_expires_at, EXISTS (
+            SELECT 1 FROM dependencies d WHERE d.item_id = items.id
+            AND NOT EXISTS (SELECT 1 FROM resolved r WHERE r.workspace = ?1 AND r.placeholder = d.placeholder))
+        FROM items WHERE workspace = ?1 AND lane = ?2 AND \(openCondition) ORDER BY id LIMIT 1
         """)
     static let deleteLaneStatement = SQLiteConnection.Statement("DELETE FROM lanes WHERE workspace = ? AND lane = ?")
     static let updateLaneStatement = SQLiteConnection.Statement("UPDATE lanes SET head = ?, due_at = ? WHERE workspace = ? AND lane = ?")
     static let insertLaneStatement = SQLiteConnection.Statement("INSERT INTO lanes (head, due_at, workspace, lane) VALUES (?, ?, ?, ?)")
-
-    func waitsForDependencies(_ item: Int64, workspace: String) throws -> Bool {
-        try !db.query(Self.waitsForDependenciesQuery, [.integer(item), .text(workspace)]) { $0.int(0) }.isEmpty
-    }
-
-    static let waitsForDependenciesQuery = SQLiteConnection.Statement("""
-        SELECT 1 FROM dependencies d WHERE d.item_id = ?
-        AND NOT EXISTS (SELECT 1 FROM resolved r WHERE r.workspace = ? AND r.placeholder = d.placeholder) LIMIT 1
-        """)
 
     static let addToLaneStatement = SQLiteConnection.Statement("INSERT OR IGNORE INTO lanes (workspace, lane, head, due_at) VALUES (?, ?, ?, ?)")
 
