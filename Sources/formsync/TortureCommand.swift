@@ -9,6 +9,7 @@ enum TortureCommand {
     static let help = """
         usage: formsync torture crash [--kills N] [--seed S] [--keep DIR]
                formsync torture sim [--seeds N] [--first S] [--steps K] [--trace]
+               formsync torture enqueue [--kills N] [--seed S] [--tasks T] [--count C] [--keep DIR]
 
         crash: a device process captures customers with photos (some large enough for resumable
           uploads), orders and edits of pulled deliveries, and flushes and pulls against the
@@ -33,11 +34,17 @@ enum TortureCommand {
           reason, nothing exhausted, the device's records equal to the server's. A failing
           seed is shrunk to its smallest failing schedule and printed with its trace; --trace
           prints the trace of every seed.
+        enqueue: a process enqueues from T tasks at once (default 4; each C documents, default
+          250, every fifth a new customer with a photo), so that enqueues share transactions,
+          and is SIGKILLed N times (default 200) after seeded delays and restarted; each run
+          enqueues every document again. A last run finishes. Then the outbox must hold every
+          document exactly once, each one the process logged as saved under the id it was
+          given, one file item per photo, and in the stash exactly their copies.
         The same seed plans the same kills and captures.
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        guard let sub = raw.first else { throw UsageError("torture needs crash, sim or device") }
+        guard let sub = raw.first else { throw UsageError("torture needs crash, sim or enqueue") }
         let rest = Array(raw.dropFirst())
         switch sub {
         case "--help", "-h":
@@ -47,7 +54,9 @@ enum TortureCommand {
         case "sim": return try await sim(rest)
         case "device": return try await device(rest)
         case "disk-full": return try await diskFull(rest)
-        default: throw UsageError("unknown torture '\(sub)': crash or sim")
+        case "enqueue": return try await enqueue(rest)
+        case "enqueuer": return try await enqueuer(rest)
+        default: throw UsageError("unknown torture '\(sub)': crash, sim or enqueue")
         }
     }
 
@@ -69,6 +78,34 @@ enum TortureCommand {
         let result = try await torture.run()
         print(result.description)
         return result.failures.isEmpty ? 0 : 1
+    }
+
+    static func enqueue(_ raw: [String]) async throws -> Int32 {
+        let args = try Arguments(raw, options: ["--kills", "--seed", "--tasks", "--count", "--keep"], flags: ["--help"])
+        if args.flags.contains("--help") {
+            print(help)
+            return 0
+        }
+        let kills = try args.integer("--kills", default: 200, in: 1...1_000_000)
+        let seed = UInt64(try args.integer("--seed", default: 1, in: 0...Int.max))
+        let tasks = try args.integer("--tasks", default: 4, in: 1...64)
+        let count = try args.integer("--count", default: 250, in: 1...10_000)
+        let folder = args.values["--keep"].map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("formsync-enqueue-torture-\(UUID().uuidString)")
+        try? FileManager.default.removeItem(at: folder)
+        defer { if args.values["--keep"] == nil { try? FileManager.default.removeItem(at: folder) } }
+        guard let executable = Bundle.main.executablePath else { throw UsageError("cannot find the formsync executable to run the enqueuer") }
+        printError("torture enqueue: \(kills) kills, seed \(seed), \(tasks) tasks of \(count) documents, in \(folder.path)")
+        let result = try await EnqueueTorture(.init(kills: kills, seed: seed, tasks: tasks, count: count, executable: executable, folder: folder)).run()
+        print(result.description)
+        return result.failures.isEmpty ? 0 : 1
+    }
+
+    static func enqueuer(_ raw: [String]) async throws -> Int32 {
+        let args = try Arguments(raw, options: ["--db", "--log", "--tasks", "--count"], flags: [])
+        guard let database = args.values["--db"], let log = args.values["--log"] else { throw UsageError("torture enqueuer needs --db and --log") }
+        return try await EnqueueTorture.enqueuer(
+            database: database, log: log, tasks: try args.integer("--tasks", default: 4, in: 1...64), count: try args.integer("--count", default: 250, in: 1...10_000))
     }
 
     static func sim(_ raw: [String]) async throws -> Int32 {

@@ -227,7 +227,7 @@ public actor Outbox {
 
     /// Tells `observer` the durability of each commit, in order (for tests of what a power loss
     /// could undo).
-    func observeCommits(_ observer: @escaping @Sendable (Durability) -> Void) {
+    package func observeCommits(_ observer: @escaping @Sendable (Durability) -> Void) {
         store.db.commitObserver = observer
     }
 
