@@ -1,8 +1,9 @@
 import FieldForms
 import Foundation
-import FormSyncClient
+@testable import FormSyncClient
 import FormSyncModel
 import FormSyncTesting
+import Synchronization
 import Testing
 
 /// The same document enqueued again never reaches the server twice, and an edit made before the
@@ -21,6 +22,18 @@ struct OnceMeansOnceTests {
         #expect(try await outbox.enqueue(order(1, quantity: 3), documentID: "doc-1") == first)
         #expect(await outbox.flush().sent == 0)
         #expect(h.sentDocuments == ["doc-1"])
+    }
+
+    @Test func aDocumentEnqueuedAgainIsFoundWithoutATransactionOrAnFsync() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        let first = try await outbox.enqueue(order(1, quantity: 3), documentID: "doc-1")
+        let commits = Atomic<Int>(0)
+        await outbox.observeCommits { _ in commits.add(1, ordering: .relaxed) }
+        let fsyncs = outbox.walSync.fsyncCount
+        for _ in 0..<5 { #expect(try await outbox.enqueue(order(1, quantity: 3), documentID: "doc-1") == first) }
+        #expect(commits.load(ordering: .relaxed) == 0, "a re-enqueue of a stored document wrote nothing")
+        #expect(outbox.walSync.fsyncCount == fsyncs)
     }
 
     @Test func anEditEnqueuedTwiceIsAppliedOnce() async throws {

@@ -65,6 +65,17 @@ extension Outbox {
     ) async throws -> Int64 {
         let prepared = try prepared ?? Self.prepare(payload, base: base)
         guard registry[P.formName] != nil else { throw OutboxError.unknownForm(P.formName) }
+        // Once means once: a document already stored with these bytes is that item, found
+        // without a transaction. The save that stored it may still wait for its fsync: this
+        // one waits for it too, so that nothing is reported saved before it is on disk.
+        if let documentID, let existing = try storage({ try store.documentItem(workspace: workspace, documentID: documentID, digest: prepared.digest) }) {
+            do {
+                try await walSync.durable(through: lastSaveCommit)
+            } catch {
+                throw OutboxError.notDurable(reason: "\(error)")
+            }
+            return existing
+        }
         return try await saveDurably { [self] copiesMade in
             try saveInTransaction(payload, attachments: attachments, documentID: documentID, creates: creates, base: base, prepared: prepared, copiesMade: &copiesMade)
         }
@@ -85,7 +96,8 @@ extension Outbox {
         let known = documentID != nil
         let documentID = documentID ?? environment.newID()
         let digest = prepared.digest
-        // A document the app names may have been enqueued before; a freshly minted one cannot.
+        // A document the app names may have been enqueued before (in this transaction's batch, too);
+        // a freshly minted one cannot.
         if known, let existing = try storage({ try store.documentItem(workspace: workspace, documentID: documentID, digest: digest) }) {
             return existing
         }

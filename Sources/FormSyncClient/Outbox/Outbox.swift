@@ -116,6 +116,9 @@ public actor Outbox {
     var uncommitted: [Change] = []
     /// Enqueues gathering for one transaction (see `saveDurably`).
     var saveBatch: [SaveRequest] = []
+    /// The commit number of the latest save (`writeDurably`): an enqueue that finds its document
+    /// already stored waits until this one is durable before it returns.
+    var lastSaveCommit: UInt64 = 0
     /// The running flush pass, if any: which flush() calls it answers, and how many callers
     /// still wait for it (cancelled when none does).
     var pass: (id: Int, ticket: Int, task: Task<FlushReport, Never>)?
@@ -269,6 +272,7 @@ public actor Outbox {
     func writeDurably<T>(shared: Bool, _ body: () throws -> T) async throws -> T {
         let (result, announce) = try commit(.normal, body)
         let number = store.db.commitCount
+        lastSaveCommit = max(lastSaveCommit, number)
         do {
             if shared {
                 try await walSync.durable(through: number)
