@@ -81,6 +81,30 @@ package final class WALSync: @unchecked Sendable {
         }
     }
 
+    /// Makes everything now in the log durable, whoever wrote it. A database opened after its
+    /// last process was killed may hold commits that process made but had not yet fsynced; a
+    /// caller that would otherwise find them (an enqueue repeated after a restart) and report
+    /// them saved calls this first.
+    package func syncLog() throws {
+        condition.lock()
+        defer { condition.unlock() }
+        while syncing { condition.wait() }
+        if let failure { throw failure }
+        syncing = true
+        condition.unlock()
+        let start = DispatchTime.now().uptimeNanoseconds
+        let outcome = fsyncLog()
+        let elapsed = DispatchTime.now().uptimeNanoseconds &- start
+        condition.lock()
+        fsyncCount += 1
+        fsyncNanoseconds &+= elapsed
+        if case .failure(let error) = outcome { failure = error }
+        syncing = false
+        // Writers that reported a commit meanwhile are served by the usual rounds.
+        syncRounds()
+        if let failure { throw failure }
+    }
+
     /// Suspends until commit number `commit` is on disk. The fsync runs in a task of its own,
     /// so the caller's actor keeps serving, and committing, while it waits; writers that
     /// commit meanwhile share the next fsync.

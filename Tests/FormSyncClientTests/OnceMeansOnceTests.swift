@@ -36,6 +36,18 @@ struct OnceMeansOnceTests {
         #expect(outbox.walSync.fsyncCount == fsyncs)
     }
 
+    @Test func aReopenedOutboxMakesItsLogDurableBeforeARepeatedEnqueueIsReportedSaved() async throws {
+        // The last process may have been killed between a save's commit and its fsync: the
+        // save is in the log (the page cache outlives a killed process) but not yet on disk.
+        // A repeated enqueue finds it without a transaction, so the open itself syncs the log.
+        let h = try Harness()
+        let first = try await h.open().enqueue(order(1, quantity: 3), documentID: "doc-1")
+        let reopened = try h.open()
+        #expect(reopened.walSync.fsyncCount == 1, "the open fsynced what the last process left in the log")
+        #expect(try await reopened.enqueue(order(1, quantity: 3), documentID: "doc-1") == first)
+        #expect(reopened.walSync.fsyncCount == 1)
+    }
+
     @Test func anEditEnqueuedTwiceIsAppliedOnce() async throws {
         let h = try Harness()
         let outbox = try h.open()

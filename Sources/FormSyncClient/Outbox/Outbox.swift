@@ -185,6 +185,13 @@ public actor Outbox {
             try store.reindex(records)
             self.store = store
             walSync = WALSync(databasePath: path)
+            // What the last process committed but did not fsync (it was killed between the two)
+            // is durable before this one reports any of it: its snapshot, a repeated enqueue.
+            do {
+                try walSync.syncLog()
+            } catch {
+                throw OutboxError.notDurable(reason: "\(error)")
+            }
             checkpointer = store.db.checkpointer
             counts = try store.counts()
             placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -(try store.mostNegativePlaceholder()))
