@@ -68,6 +68,9 @@ final class ServerStore {
         // A key left "in flight" by a server that died never committed its work (the work and
         // its recorded reply commit together): forget it so the client's retry is processed.
         try db.run("DELETE FROM ledger WHERE status IS NULL")
+        // A server killed between a commit and its fsync left that commit in the log, not on
+        // disk; a retry would now find its recorded reply and be answered before any fsync.
+        try walSync.syncLog()
     }
 
     /// Commits at `synchronous=NORMAL`: the server answers a request only after `walSync` made

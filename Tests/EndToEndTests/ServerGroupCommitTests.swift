@@ -153,6 +153,23 @@ struct ServerGroupCommitTests {
         #expect(server.documents().count == 1)
     }
 
+    @Test func aRestartedServerMakesItsLogDurableBeforeAReplayIsAnswered() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("restart-sync-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let token = try { () throws -> String in
+            let first = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+            let token = first.issueAccessToken()
+            #expect(first.handle(try Self.order(1, token: token))?.status == 201)
+            return token
+        }()
+        // The replay is answered from the ledger with no commit of its own: the open must
+        // already have fsynced what the last process wrote.
+        let restarted = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        #expect(restarted.fsyncCount == 1, "the open fsynced the log")
+        let replay = restarted.handle(try Self.order(1, token: token))
+        #expect(replay?.status == 201 && replay?.headers.contains { $0 == ("Idempotent-Replayed", "true") } == true)
+    }
+
     @Test func aKnownTokenIsRefusedOnceTheServerExpiresItOrItsTimeRunsOut() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("token-cache-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
