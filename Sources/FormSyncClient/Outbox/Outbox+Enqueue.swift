@@ -243,7 +243,6 @@ extension Outbox {
         var results: [Result<Int64, any Error>] = []
         do {
             try await writeDurably(shared: true) {
-                results = []
                 for request in batch {
                     let marks = (changes: uncommitted.count, notices: recordNotices)
                     let result = try store.db.savepoint { try request.body(&request.stashed) }
