@@ -14,6 +14,8 @@ import FormSyncModel
 /// can be told apart from another live process's work and removed.
 struct FileStash: Sendable {
     let directory: String
+    /// `fsync` of a folder's descriptor; tests replace it with a disk that refuses.
+    let syncFolder: @Sendable (Int32) -> Int32
 
     /// A stashed copy: where it is, its size and SHA-256.
     struct Copy: Sendable {
@@ -22,13 +24,16 @@ struct FileStash: Sendable {
         var sha256: Data
     }
 
-    init(directory: String) throws {
+    init(directory: String, syncFolder: @escaping @Sendable (Int32) -> Int32 = { fsync($0) }) throws {
         self.directory = directory
+        self.syncFolder = syncFolder
+        let existed = FileManager.default.fileExists(atPath: directory)
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw OutboxError.stashFailed(path: directory, reason: "cannot create the stash folder: \(error.localizedDescription)")
         }
+        if !existed { try sync(folder: (directory as NSString).deletingLastPathComponent) }
     }
 
     /// A path in the stash folder an attachment transform may write to; named as a partial
@@ -48,7 +53,7 @@ struct FileStash: Sendable {
         if output < 0 && errno == ENOENT {
             // The folder was deleted under a running outbox (a cleaner, a person, the OS):
             // make it again; the items whose copies went with it are parked when they come up.
-            mkdir(directory, 0o700)
+            if mkdir(directory, 0o700) == 0 { try sync(folder: (directory as NSString).deletingLastPathComponent) }
             output = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         }
         guard output >= 0 else { throw failure(temporary, "cannot create the copy: \(errnoText())") }
@@ -58,11 +63,13 @@ struct FileStash: Sendable {
         do {
             while true {
                 let n = chunk.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
                 if n < 0 { throw failure(source.path, "cannot read the source: \(errnoText())") }
                 if n == 0 { break }
                 var written = 0
                 while written < n {
                     let w = chunk.withUnsafeBytes { write(output, $0.baseAddress! + written, n - written) }
+                    if w < 0 && errno == EINTR { continue }
                     if w < 0 { throw failure(temporary, "cannot write the copy: \(errnoText())") }
                     written += w
                 }
@@ -81,12 +88,23 @@ struct FileStash: Sendable {
             unlink(temporary)
             throw failure(final, "cannot move the copy into place: \(reason)")
         }
-        let folder = open(directory, O_RDONLY)
-        if folder >= 0 {
-            fsync(folder)
-            close(folder)
+        do {
+            try sync(folder: directory)
+        } catch {
+            unlink(final)
+            throw error
         }
         return Copy(path: final, byteCount: total, sha256: hasher.finalize())
+    }
+
+    /// Makes the names in `folder` durable: a copy whose name could vanish in a power loss is
+    /// not stored, whatever its bytes. A file system that cannot sync a folder (EINVAL) keeps
+    /// its names without one.
+    private func sync(folder: String) throws {
+        let descriptor = open(folder.isEmpty ? "." : folder, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw failure(folder, "cannot open the folder to sync it: \(errnoText())") }
+        defer { close(descriptor) }
+        guard syncFolder(descriptor) == 0 || errno == EINVAL else { throw failure(folder, "cannot sync the folder: \(errnoText())") }
     }
 
     /// Removes what a process that is gone left behind: every partial copy, and every complete
