@@ -74,7 +74,7 @@ extension ServerStore {
         if FileManager.default.fileExists(atPath: target) {
             try? FileManager.default.removeItem(atPath: path)
         } else {
-            try FileManager.default.moveItem(atPath: path, toPath: target)
+            try durableFiles.move(path, to: target)
         }
         try db.run("INSERT INTO files (document_id, workspace, digest, content_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                    [.text(documentID), .text(workspace), .blob(digest), contentType.map(SQLValue.text) ?? .null, .integer(byteCount), .integer(now)])

@@ -57,6 +57,8 @@ final class ServerStore {
 
     /// Makes commits durable in groups (see `transaction`).
     let walSync: WALSync
+    /// Writes stored files and their names durably (tests replace it with a disk that refuses).
+    var durableFiles = DurableFiles()
 
     init(directory: String, now: Int64) throws {
         filesDirectory = (directory as NSString).appendingPathComponent("files")
@@ -256,7 +258,7 @@ final class ServerStore {
         }
         let path = blobPath(digest)
         if !FileManager.default.fileExists(atPath: path) {
-            try bytes.write(to: URL(fileURLWithPath: path), options: .atomic)
+            try durableFiles.write(bytes, to: path)
         }
         try db.run("INSERT INTO files (document_id, workspace, digest, content_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                    [.text(documentID), .text(workspace), .blob(digest), contentType.map(SQLValue.text) ?? .null, .integer(Int64(bytes.count)), .integer(now)])

@@ -44,6 +44,8 @@ extension SyncServer {
                 guard FileManager.default.createFile(atPath: store.partPath(upload.uploadID), contents: nil) else {
                     return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
                 }
+                // The part's name is durable before the row that says its bytes are there.
+                try store.durableFiles.syncFolder(of: store.partPath(upload.uploadID))
                 try store.transaction { try store.createUpload(upload, at: now()) }
                 return uploadState(upload, status: 201)
             } catch {

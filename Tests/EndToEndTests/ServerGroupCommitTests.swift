@@ -213,3 +213,63 @@ struct ServerGroupCommitTests {
         #expect(second.documents().count == 1 && second.documents().first?.appliedWrites == 1)
     }
 }
+
+/// A file the server says it stored is on disk, name included, before the reply.
+struct ServerFileDurabilityTests {
+    static func file(_ bytes: Data, document: String, token: String) -> HTTPRequest {
+        HTTPRequest(
+            method: "POST", path: "/files", query: nil,
+            headers: [
+                "authorization": "Bearer \(token)", "idempotency-key": "k-\(document)", "formsync-document": document,
+                "content-type": "image/jpeg", "content-digest": "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):",
+            ],
+            body: bytes)
+    }
+
+    @Test func aFileWhoseBytesOrNameCannotBeSyncedIsRefusedAndNotRecorded() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("file-sync-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        let token = server.issueAccessToken()
+        let syncs = Atomic<Int>(0)
+        server.store.durableFiles = DurableFiles(sync: { _ in
+            syncs.add(1, ordering: .relaxed)
+            errno = EIO
+            return -1
+        })
+        let photo = Data(repeating: 9, count: 4000)
+        #expect(server.handle(Self.file(photo, document: "photo-1", token: token))?.status == 500)
+        #expect(syncs.load(ordering: .relaxed) == 1, "the file's own fsync was asked for and refused")
+        #expect(server.store.fileIDs().isEmpty)
+        let stored = try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("files").path).filter { !$0.hasPrefix("uploads") }
+        #expect(stored.isEmpty, "nothing left beside the database: \(stored)")
+
+        // A disk that syncs: the file and its folder are synced, and the same request is stored.
+        let counted = Atomic<Int>(0)
+        server.store.durableFiles = DurableFiles(sync: { descriptor in
+            counted.add(1, ordering: .relaxed)
+            return fsync(descriptor)
+        })
+        #expect(server.handle(Self.file(photo, document: "photo-1", token: token))?.status == 201)
+        #expect(counted.load(ordering: .relaxed) == 2)
+        #expect(server.store.fileIDs().count == 1)
+    }
+
+    @Test func aFinishedUploadMovedIntoPlaceIsPutBackWhenItsFolderCannotBeSynced() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("move-sync-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let part = folder.appendingPathComponent("u.part").path
+        let target = folder.appendingPathComponent("blob.bin").path
+        try Data(repeating: 1, count: 100).write(to: URL(fileURLWithPath: part))
+        let refusing = DurableFiles(sync: { _ in
+            errno = EIO
+            return -1
+        })
+        #expect(throws: DurableFiles.Failure.self) { try refusing.move(part, to: target) }
+        #expect(!FileManager.default.fileExists(atPath: target))
+        #expect(FileManager.default.fileExists(atPath: part), "the part is back where a retry finds it")
+        try DurableFiles().move(part, to: target)
+        #expect(FileManager.default.fileExists(atPath: target) && !FileManager.default.fileExists(atPath: part))
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The files the server keeps beside its database (stored files, uploads in progress), written
+/// so that a reply saying "stored" survives a power loss: the bytes and the name that finds them
+/// are both synced before the row that references them commits.
+struct DurableFiles: Sendable {
+    /// A file or folder that could not be made durable.
+    struct Failure: Error, CustomStringConvertible {
+        var path: String
+        var reason: String
+        var description: String { "\(path) could not be made durable: \(reason)" }
+    }
+
+    /// `fsync` of a descriptor; tests pass a disk that refuses.
+    var sync: @Sendable (Int32) -> Int32 = { fsync($0) }
+
+    /// Writes `bytes` to `path` through a temporary file beside it: synced, renamed into place,
+    /// its folder synced. On failure nothing is left at `path` or beside it.
+    func write(_ bytes: Data, to path: String) throws {
+        let temporary = path + ".partial-\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw failure(temporary, "open") }
+        do {
+            var written = 0
+            while written < bytes.count {
+                let n = bytes.withUnsafeBytes { writeBytes(descriptor, $0.baseAddress! + written, bytes.count - written) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw failure(temporary, "write") }
+                written += n
+            }
+            guard sync(descriptor) == 0 else { throw failure(temporary, "fsync") }
+            guard close(descriptor) == 0 else {
+                unlink(temporary)
+                throw failure(temporary, "close")
+            }
+        } catch {
+            close(descriptor)
+            unlink(temporary)
+            throw error
+        }
+        do {
+            try move(temporary, to: path)
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Renames a file whose bytes are already synced into place and syncs the folder, so the
+    /// new name is durable too. On failure nothing is left at `target` and the file is back at
+    /// `source`, so that a retry can finish the move.
+    func move(_ source: String, to target: String) throws {
+        guard rename(source, target) == 0 else { throw failure(target, "rename") }
+        do {
+            try syncFolder(of: target)
+        } catch {
+            if rename(target, source) != 0 { unlink(target) }
+            throw error
+        }
+    }
+
+    /// Syncs the folder holding `path`, which makes a name just created or moved there durable.
+    /// A file system that cannot sync a folder (EINVAL) keeps its names without one.
+    func syncFolder(of path: String) throws {
+        let folder = (path as NSString).deletingLastPathComponent
+        let descriptor = open(folder.isEmpty ? "." : folder, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw failure(folder, "open") }
+        defer { close(descriptor) }
+        guard sync(descriptor) == 0 || errno == EINVAL else { throw failure(folder, "fsync") }
+    }
+
+    private func failure(_ path: String, _ call: String) -> Failure {
+        Failure(path: path, reason: "\(call): \(String(cString: strerror(errno)))")
+    }
+}
+
+/// `write(2)`, under a name the type's own `write` does not hide.
+private func writeBytes(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, buffer, count)
+}
