@@ -75,6 +75,17 @@ struct DurableFiles: Sendable {
         guard sync(descriptor) == 0 || errno == EINVAL else { throw failure(folder, "fsync") }
     }
 
+    /// Removes the temporary files that processes killed mid-write left in `folder` (those of
+    /// live processes, another server on the same directory, are left alone).
+    static func sweepPartials(in folder: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        for name in names {
+            guard let marker = name.range(of: ".partial-", options: .backwards), let pid = pid_t(name[marker.upperBound...]), pid > 0 else { continue }
+            if kill(pid, 0) == 0 || errno == EPERM { continue }
+            unlink((folder as NSString).appendingPathComponent(name))
+        }
+    }
+
     private func failure(_ path: String, _ call: String) -> Failure {
         Failure(path: path, reason: "\(call): \(String(cString: strerror(errno)))")
     }

@@ -63,6 +63,7 @@ final class ServerStore {
     init(directory: String, now: Int64) throws {
         filesDirectory = (directory as NSString).appendingPathComponent("files")
         try FileManager.default.createDirectory(atPath: filesDirectory, withIntermediateDirectories: true)
+        DurableFiles.sweepPartials(in: filesDirectory)
         let path = (directory as NSString).appendingPathComponent("server.sqlite")
         db = try SQLiteConnection(path: path)
         walSync = WALSync(databasePath: path)

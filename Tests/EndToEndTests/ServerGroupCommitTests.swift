@@ -272,4 +272,20 @@ struct ServerFileDurabilityTests {
         try DurableFiles().move(part, to: target)
         #expect(FileManager.default.fileExists(atPath: target) && !FileManager.default.fileExists(atPath: part))
     }
+
+    @Test func aRestartedServerRemovesTheHalfWrittenFilesOfDeadProcessesOnly() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("partials-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let files = folder.appendingPathComponent("files")
+        try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+        // A pid no process has: the largest the kernel hands out, plus one.
+        let dead = files.appendingPathComponent("ab.bin.partial-4194305")
+        let live = files.appendingPathComponent("cd.bin.partial-\(getpid())")
+        let kept = files.appendingPathComponent("ef.bin")
+        for url in [dead, live, kept] { try Data([1, 2, 3]).write(to: url) }
+        _ = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        #expect(!FileManager.default.fileExists(atPath: dead.path))
+        #expect(FileManager.default.fileExists(atPath: live.path))
+        #expect(FileManager.default.fileExists(atPath: kept.path))
+    }
 }
