@@ -21,6 +21,8 @@ final class Harness: @unchecked Sendable {
         leaseMilliseconds: 30_000)
     var randomValue = 0.5
     var refresh: @Sendable () async -> Bool = { true }
+    /// Replaces the fsync of the outbox's log (a disk that can lose power, `PowerCutDisk`).
+    var syncLog: (@Sendable (Int32) -> Int32)?
 
     static let forms: [any FormPayload.Type] = [DeliveryConfirmation.self, SiteInspection.self, SalesOrder.self, NewCustomer.self]
 
@@ -41,10 +43,11 @@ final class Harness: @unchecked Sendable {
         let clock = self.clock
         let ids = self.ids
         let random = randomValue
+        var environment = OutboxEnvironment(now: { clock.now }, random: { random }, newID: { ids.next() })
+        if let syncLog { environment.syncLog = syncLog }
         return try Outbox(
             path: path, workspace: workspace, forms: Self.forms, transports: { [transports] in transports[$0] }, configuration: configuration,
-            environment: OutboxEnvironment(now: { clock.now }, random: { random }, newID: { ids.next() }),
-            refreshAuthentication: refresh)
+            environment: environment, refreshAuthentication: refresh)
     }
 
     /// A file on disk to attach, as the camera would leave it.

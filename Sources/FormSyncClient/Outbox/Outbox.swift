@@ -184,7 +184,7 @@ public actor Outbox {
             }
             try store.reindex(records)
             self.store = store
-            walSync = WALSync(databasePath: path)
+            walSync = WALSync(databasePath: path, sync: environment.syncLog)
             // What the last process committed but did not fsync (it was killed between the two)
             // is durable before this one reports any of it: its snapshot, a repeated enqueue.
             do {

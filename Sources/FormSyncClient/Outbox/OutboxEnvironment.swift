@@ -1,6 +1,7 @@
 import Foundation
-import Synchronization
 import FormSyncModel
+import FormSyncSQLite
+import Synchronization
 
 /// The outside world the outbox reads: the clock, randomness and fresh identities. Injected so
 /// that every test is deterministic.
@@ -11,6 +12,9 @@ public struct OutboxEnvironment: Sendable {
     public var random: @Sendable () -> Double
     /// A new unique identity (document and attempt identities).
     public var newID: @Sendable () -> String
+    /// The fsync of the outbox's write-ahead log (`fdatasync`): tests of a power cut take the
+    /// disk's durable state here.
+    package var syncLog: @Sendable (Int32) -> Int32 = WALSync.dataSync
 
     public init(now: @escaping @Sendable () -> Int64, random: @escaping @Sendable () -> Double, newID: @escaping @Sendable () -> String) {
         self.now = now

@@ -1,0 +1,159 @@
+import FieldForms
+import Foundation
+import FormSyncModel
+import FormSyncTesting
+import Synchronization
+import Testing
+
+@testable import FormSyncClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A disk that loses power. A SIGKILL keeps everything committed (the page cache outlives the
+/// process), so the crash harnesses cannot see a "saved" reported before its fsync; here what
+/// survives a cut is what the outbox's fsyncs of its log covered. Each fsync that succeeds
+/// copies the database and its log aside (the durable image); a cut takes that image and the
+/// list of what the app was told was saved at one instant.
+final class PowerCutDisk: Sendable {
+    private struct State {
+        var saved: [(document: String, id: Int64)] = []
+        var refuse = false
+        var images = 0
+        var cuts = 0
+    }
+
+    private let database: String
+    private let folder: URL
+    private let delayMicroseconds: UInt32
+    private let state = Mutex(State())
+
+    /// `delayMicroseconds` before each fsync widens the window in which a "saved" reported too
+    /// early would show.
+    init(database: String, folder: URL, delayMicroseconds: UInt32 = 0) throws {
+        self.database = database
+        self.folder = folder
+        self.delayMicroseconds = delayMicroseconds
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("image"), withIntermediateDirectories: true)
+    }
+
+    /// The outbox's fsync of its log. While refusing (a process about to die), it fails and the
+    /// image stays as it was.
+    func sync(_ descriptor: Int32) -> Int32 {
+        if delayMicroseconds > 0 { usleep(delayMicroseconds) }
+        if state.withLock({ $0.refuse }) {
+            errno = EIO
+            return -1
+        }
+        guard fdatasync(descriptor) == 0 else { return -1 }
+        let copied = state.withLock { state -> Bool in
+            state.images += 1
+            return (try? copy(from: database, to: folder.appendingPathComponent("image/outbox.sqlite").path)) != nil
+        }
+        return copied ? 0 : -1
+    }
+
+    func refuse(_ refusing: Bool) { state.withLock { $0.refuse = refusing } }
+    var images: Int { state.withLock { $0.images } }
+
+    /// The app was told `document` is saved as item `id`.
+    func saved(_ document: String, _ id: Int64) { state.withLock { $0.saved.append((document, id)) } }
+
+    /// The power goes now: a copy of the durable image, and everything reported saved by then.
+    func cut() throws -> (path: String, saved: [(document: String, id: Int64)]) {
+        try state.withLock { state in
+            state.cuts += 1
+            let target = folder.appendingPathComponent("cut-\(state.cuts)/outbox.sqlite").path
+            try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try copy(from: folder.appendingPathComponent("image/outbox.sqlite").path, to: target)
+            return (target, state.saved)
+        }
+    }
+
+    /// Copies a database and its log (the shared-memory index is rebuilt on open).
+    private func copy(from source: String, to target: String) throws {
+        for suffix in ["", "-wal"] {
+            try? FileManager.default.removeItem(atPath: target + suffix)
+            if FileManager.default.fileExists(atPath: source + suffix) {
+                try FileManager.default.copyItem(atPath: source + suffix, toPath: target + suffix)
+            }
+        }
+    }
+}
+
+/// How many enqueuing tasks finished.
+final class Countdown: Sendable {
+    let count = Atomic<Int>(0)
+}
+
+struct PowerCutTests {
+    /// The documents of `saved` missing from the outbox at `path` (or held under another id).
+    static func missing(_ saved: [(document: String, id: Int64)], at path: String) async throws -> [String] {
+        let outbox = try Outbox(
+            path: path, workspace: "acme", forms: Harness.forms, transports: { ScriptedTransport(workspace: $0) })
+        var missing: [String] = []
+        for (document, id) in saved where try await outbox.item(id)?.documentID != document { missing.append("\(document) (item \(id))") }
+        return missing
+    }
+
+    @Test func everyEnqueueReportedSavedIsInTheDurableImageWheneverThePowerGoes() async throws {
+        let h = try Harness()
+        let disk = try PowerCutDisk(database: h.path, folder: h.directory.appendingPathComponent("disk"), delayMicroseconds: 1500)
+        h.syncLog = { disk.sync($0) }
+        let outbox = try h.open()
+        let done = Countdown()
+        let cuts = try await withThrowingTaskGroup(of: [(path: String, saved: [(document: String, id: Int64)])].self) { group in
+            for task in 0..<4 {
+                group.addTask {
+                    defer { done.count.add(1, ordering: .relaxed) }
+                    for n in 0..<30 {
+                        let document = "t\(task)-\(n)"
+                        disk.saved(document, try await outbox.enqueue(order(Int64(task + 1), quantity: n + 1), documentID: document))
+                    }
+                    return []
+                }
+            }
+            group.addTask {
+                var cuts: [(path: String, saved: [(document: String, id: Int64)])] = []
+                while done.count.load(ordering: .relaxed) < 4 {
+                    if cuts.count < 40 { cuts.append(try disk.cut()) }
+                    try await Task.sleep(for: .milliseconds(4))
+                }
+                cuts.append(try disk.cut())
+                return cuts
+            }
+            var all: [(path: String, saved: [(document: String, id: Int64)])] = []
+            for try await result in group { all += result }
+            return all
+        }
+        #expect(cuts.contains { !$0.saved.isEmpty && $0.saved.count < 120 }, "a cut fell while enqueues were under way")
+        #expect(cuts.last?.saved.count == 120)
+        for cut in cuts {
+            let missing = try await Self.missing(cut.saved, at: cut.path)
+            #expect(missing.isEmpty, "reported saved before the cut, lost by it: \(missing.prefix(5)) of \(cut.saved.count)")
+        }
+    }
+
+    @Test func aCommitAKilledProcessLeftUnsyncedIsOnDiskBeforeARepeatedEnqueueReportsIt() async throws {
+        let h = try Harness()
+        let disk = try PowerCutDisk(database: h.path, folder: h.directory.appendingPathComponent("disk"))
+        h.syncLog = { disk.sync($0) }
+        let dying = try h.open()
+        let first = try await dying.enqueue(order(1), documentID: "doc-0")
+        disk.saved("doc-0", first)
+        // The process commits the next save and dies before its fsync: the commit is in the
+        // log (and the page cache), not on disk. Its caller was not told "saved".
+        disk.refuse(true)
+        await #expect(throws: OutboxError.self) { try await dying.enqueue(order(2), documentID: "doc-1") }
+        disk.refuse(false)
+        // The app restarts and enqueues the same document again: it is found, and reported saved.
+        let restarted = try h.open()
+        let again = try await restarted.enqueue(order(2), documentID: "doc-1")
+        disk.saved("doc-1", again)
+        let cut = try disk.cut()
+        let missing = try await Self.missing(cut.saved, at: cut.path)
+        #expect(missing.isEmpty, "reported saved, lost by a power cut: \(missing)")
+        withExtendedLifetime(dying) {}
+    }
+}
