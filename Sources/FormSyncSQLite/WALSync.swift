@@ -34,6 +34,8 @@ package final class WALSync: @unchecked Sendable {
     private var synced: UInt64 = 0
     private var syncing = false
     private var leadPending = false
+    /// `syncLog` asked for a round whatever the commit numbers say.
+    private var roundAsked = false
     private var failure: Failure?
     private var descriptor: Int32 = -1
     private var identity: (device: UInt64, inode: UInt64)?
@@ -90,17 +92,7 @@ package final class WALSync: @unchecked Sendable {
         defer { condition.unlock() }
         while syncing { condition.wait() }
         if let failure { throw failure }
-        syncing = true
-        condition.unlock()
-        let start = DispatchTime.now().uptimeNanoseconds
-        let outcome = fsyncLog()
-        let elapsed = DispatchTime.now().uptimeNanoseconds &- start
-        condition.lock()
-        fsyncCount += 1
-        fsyncNanoseconds &+= elapsed
-        if case .failure(let error) = outcome { failure = error }
-        syncing = false
-        // Writers that reported a commit meanwhile are served by the usual rounds.
+        roundAsked = true
         syncRounds()
         if let failure { throw failure }
     }
@@ -155,7 +147,8 @@ package final class WALSync: @unchecked Sendable {
     /// held and `syncing` false; drops the lock around each fsync.
     private func syncRounds() {
         syncing = true
-        while failure == nil && requested > synced {
+        while failure == nil && (requested > synced || roundAsked) {
+            roundAsked = false
             var goal = requested
             condition.unlock()
             if let beforeRound { goal = max(goal, beforeRound()) }
