@@ -82,9 +82,10 @@ final class PowerCutDisk: Sendable {
     }
 }
 
-/// How many enqueuing tasks finished.
-final class Countdown: Sendable {
-    let count = Atomic<Int>(0)
+/// How many enqueuing tasks finished, and the cuts taken so far.
+final class Progress: Sendable {
+    let done = Atomic<Int>(0)
+    let cuts = Mutex<[(path: String, saved: [(document: String, id: Int64)])]>([])
 }
 
 struct PowerCutTests {
@@ -102,31 +103,44 @@ struct PowerCutTests {
         let disk = try PowerCutDisk(database: h.path, folder: h.directory.appendingPathComponent("disk"), delayMicroseconds: 1500)
         h.syncLog = { disk.sync($0) }
         let outbox = try h.open()
-        let done = Countdown()
-        let cuts = try await withThrowingTaskGroup(of: [(path: String, saved: [(document: String, id: Int64)])].self) { group in
+        let progress = Progress()
+        // The cuts fall from a thread of their own, outside the task pool the enqueues (and the
+        // fsync's delay) keep busy, every 3 ms until the enqueuers are done.
+        let cutting = Task.detached {
+            await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async {
+                    while progress.done.load(ordering: .relaxed) < 4 {
+                        if progress.cuts.withLock({ $0.count }) < 40, let cut = try? disk.cut() {
+                            progress.cuts.withLock { $0.append(cut) }
+                        }
+                        usleep(3000)
+                    }
+                    if let cut = try? disk.cut() { progress.cuts.withLock { $0.append(cut) } }
+                    finished.resume()
+                }
+            }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
             for task in 0..<4 {
                 group.addTask {
-                    defer { done.count.add(1, ordering: .relaxed) }
+                    defer { progress.done.add(1, ordering: .relaxed) }
                     for n in 0..<30 {
+                        // Midway, each task waits for two more cuts, so that some fall with
+                        // its first half saved and its second half not, however the machine
+                        // schedules the cutting thread.
+                        if n == 15 {
+                            let target = progress.cuts.withLock { $0.count } + 2
+                            while progress.cuts.withLock({ $0.count }) < min(target, 40) { try await Task.sleep(for: .milliseconds(1)) }
+                        }
                         let document = "t\(task)-\(n)"
                         disk.saved(document, try await outbox.enqueue(order(Int64(task + 1), quantity: n + 1), documentID: document))
                     }
-                    return []
                 }
             }
-            group.addTask {
-                var cuts: [(path: String, saved: [(document: String, id: Int64)])] = []
-                while done.count.load(ordering: .relaxed) < 4 {
-                    if cuts.count < 40 { cuts.append(try disk.cut()) }
-                    try await Task.sleep(for: .milliseconds(4))
-                }
-                cuts.append(try disk.cut())
-                return cuts
-            }
-            var all: [(path: String, saved: [(document: String, id: Int64)])] = []
-            for try await result in group { all += result }
-            return all
+            try await group.waitForAll()
         }
+        await cutting.value
+        let cuts = progress.cuts.withLock { $0 }
         #expect(cuts.contains { !$0.saved.isEmpty && $0.saved.count < 120 }, "a cut fell while enqueues were under way")
         #expect(cuts.last?.saved.count == 120)
         for cut in cuts {
