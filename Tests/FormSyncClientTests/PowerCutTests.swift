@@ -20,9 +20,12 @@ final class PowerCutDisk: Sendable {
     private struct State {
         var saved: [(document: String, id: Int64)] = []
         var refuse = false
+        var holding = false
+        var held = 0
         var images = 0
         var cuts = 0
     }
+    private let gate = DispatchSemaphore(value: 0)
 
     private let database: String
     private let folder: URL
@@ -42,6 +45,12 @@ final class PowerCutDisk: Sendable {
     /// image stays as it was.
     func sync(_ descriptor: Int32) -> Int32 {
         if delayMicroseconds > 0 { usleep(delayMicroseconds) }
+        if state.withLock({ state in
+            if state.holding { state.held += 1 }
+            return state.holding
+        }) {
+            _ = gate.wait(timeout: .now() + 10)
+        }
         if state.withLock({ $0.refuse }) {
             errno = EIO
             return -1
@@ -55,6 +64,18 @@ final class PowerCutDisk: Sendable {
     }
 
     func refuse(_ refusing: Bool) { state.withLock { $0.refuse = refusing } }
+    /// Fsyncs wait (for 10 s at most) until `release`, as a slow disk's would.
+    func hold() { state.withLock { $0.holding = true } }
+    /// How many fsyncs are waiting.
+    var held: Int { state.withLock { $0.held } }
+    func release() {
+        let waiting = state.withLock { state -> Int in
+            state.holding = false
+            defer { state.held = 0 }
+            return state.held
+        }
+        for _ in 0..<waiting { gate.signal() }
+    }
     var images: Int { state.withLock { $0.images } }
 
     /// The app was told `document` is saved as item `id`.
@@ -110,7 +131,8 @@ struct PowerCutTests {
             await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
                 DispatchQueue.global().async {
                     while progress.done.load(ordering: .relaxed) < 4 {
-                        if progress.cuts.withLock({ $0.count }) < 40, let cut = try? disk.cut() {
+                        // Up to 40 cuts that fall after something was reported saved.
+                        if progress.cuts.withLock({ $0.count }) < 40, let cut = try? disk.cut(), !cut.saved.isEmpty {
                             progress.cuts.withLock { $0.append(cut) }
                         }
                         usleep(3000)
@@ -132,8 +154,9 @@ struct PowerCutTests {
                             let target = progress.cuts.withLock { $0.count } + 2
                             while progress.cuts.withLock({ $0.count }) < min(target, 40) { try await Task.sleep(for: .milliseconds(1)) }
                         }
-                        let document = "t\(task)-\(n)"
-                        disk.saved(document, try await outbox.enqueue(order(Int64(task + 1), quantity: n + 1), documentID: document))
+                        // Tasks 0 and 1 enqueue the same documents, as do 2 and 3.
+                        let document = "p\(task / 2)-\(n)"
+                        disk.saved(document, try await outbox.enqueue(order(Int64(task / 2 + 1), quantity: n + 1), documentID: document))
                     }
                 }
             }
@@ -169,5 +192,37 @@ struct PowerCutTests {
         let missing = try await Self.missing(cut.saved, at: cut.path)
         #expect(missing.isEmpty, "reported saved, lost by a power cut: \(missing)")
         withExtendedLifetime(dying) {}
+    }
+
+    @Test func aRepeatedEnqueueWaitsForTheFsyncOfTheSaveItFinds() async throws {
+        let h = try Harness()
+        let disk = try PowerCutDisk(database: h.path, folder: h.directory.appendingPathComponent("disk"))
+        h.syncLog = { disk.sync($0) }
+        let outbox = try h.open()
+        // Another enqueue under way, as far as the outbox can tell: the save goes the shared
+        // way, its fsync on a task of its own, the actor free meanwhile.
+        outbox.enqueueCallers.value.add(1, ordering: .relaxed)
+        defer { outbox.enqueueCallers.value.subtract(1, ordering: .relaxed) }
+        disk.hold()
+        let first = Task {
+            let id = try await outbox.enqueue(order(1), documentID: "doc-1")
+            disk.saved("doc-1", id)
+            return id
+        }
+        for _ in 0..<10_000 where disk.held == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(disk.held == 1, "the first save's fsync is held")
+        // The same document again: it finds the first save's item, committed, not yet on disk.
+        let again = Task {
+            let id = try await outbox.enqueue(order(1), documentID: "doc-1")
+            disk.saved("doc-1", id)
+            return id
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        let cut = try disk.cut()
+        disk.release()
+        let ids = try await (first.value, again.value)
+        #expect(ids.0 == ids.1)
+        let missing = try await Self.missing(cut.saved, at: cut.path)
+        #expect(missing.isEmpty, "reported saved while its save's fsync was still held, lost by a cut then: \(missing)")
     }
 }
