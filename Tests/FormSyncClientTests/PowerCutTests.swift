@@ -20,12 +20,14 @@ final class PowerCutDisk: Sendable {
     private struct State {
         var saved: [(document: String, id: Int64)] = []
         var refuse = false
-        var holding = false
-        var held = 0
+        /// The next fsync is this slow (ms), once.
+        var slowNext: UInt32 = 0
+        var slowStarted = false
+        var cutOnNextSave = false
+        var cutAtSave: (path: String, saved: [(document: String, id: Int64)])?
         var images = 0
         var cuts = 0
     }
-    private let gate = DispatchSemaphore(value: 0)
 
     private let database: String
     private let folder: URL
@@ -45,12 +47,12 @@ final class PowerCutDisk: Sendable {
     /// image stays as it was.
     func sync(_ descriptor: Int32) -> Int32 {
         if delayMicroseconds > 0 { usleep(delayMicroseconds) }
-        if state.withLock({ state in
-            if state.holding { state.held += 1 }
-            return state.holding
-        }) {
-            _ = gate.wait(timeout: .now() + 10)
+        let slow = state.withLock { state -> UInt32 in
+            defer { state.slowNext = 0 }
+            if state.slowNext > 0 { state.slowStarted = true }
+            return state.slowNext
         }
+        if slow > 0 { usleep(slow * 1000) }
         if state.withLock({ $0.refuse }) {
             errno = EIO
             return -1
@@ -64,32 +66,38 @@ final class PowerCutDisk: Sendable {
     }
 
     func refuse(_ refusing: Bool) { state.withLock { $0.refuse = refusing } }
-    /// Fsyncs wait (for 10 s at most) until `release`, as a slow disk's would.
-    func hold() { state.withLock { $0.holding = true } }
-    /// How many fsyncs are waiting.
-    var held: Int { state.withLock { $0.held } }
-    func release() {
-        let waiting = state.withLock { state -> Int in
-            state.holding = false
-            defer { state.held = 0 }
-            return state.held
-        }
-        for _ in 0..<waiting { gate.signal() }
-    }
+    /// The next fsync takes `milliseconds` before it starts, as a slow disk's would (it blocks
+    /// its thread no longer than that).
+    func slowNextSync(milliseconds: UInt32) { state.withLock { $0.slowNext = milliseconds } }
+    /// Whether the slow fsync has begun.
+    var slowSyncStarted: Bool { state.withLock { $0.slowStarted } }
+    /// The power goes at the next report of a save, at that very instant.
+    func cutAtNextSave() { state.withLock { $0.cutOnNextSave = true } }
+    var cutAtSave: (path: String, saved: [(document: String, id: Int64)])? { state.withLock { $0.cutAtSave } }
     var images: Int { state.withLock { $0.images } }
 
     /// The app was told `document` is saved as item `id`.
-    func saved(_ document: String, _ id: Int64) { state.withLock { $0.saved.append((document, id)) } }
+    func saved(_ document: String, _ id: Int64) {
+        state.withLock { state in
+            state.saved.append((document, id))
+            if state.cutOnNextSave {
+                state.cutOnNextSave = false
+                state.cutAtSave = try? cut(&state)
+            }
+        }
+    }
 
     /// The power goes now: a copy of the durable image, and everything reported saved by then.
     func cut() throws -> (path: String, saved: [(document: String, id: Int64)]) {
-        try state.withLock { state in
-            state.cuts += 1
-            let target = folder.appendingPathComponent("cut-\(state.cuts)/outbox.sqlite").path
-            try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try copy(from: folder.appendingPathComponent("image/outbox.sqlite").path, to: target)
-            return (target, state.saved)
-        }
+        try state.withLock { try cut(&$0) }
+    }
+
+    private func cut(_ state: inout State) throws -> (path: String, saved: [(document: String, id: Int64)]) {
+        state.cuts += 1
+        let target = folder.appendingPathComponent("cut-\(state.cuts)/outbox.sqlite").path
+        try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try copy(from: folder.appendingPathComponent("image/outbox.sqlite").path, to: target)
+        return (target, state.saved)
     }
 
     /// Copies a database and its log (the shared-memory index is rebuilt on open).
@@ -109,7 +117,7 @@ final class Progress: Sendable {
     let cuts = Mutex<[(path: String, saved: [(document: String, id: Int64)])]>([])
 }
 
-struct PowerCutTests {
+@Suite(.serialized) struct PowerCutTests {
     /// The documents of `saved` missing from the outbox at `path` (or held under another id).
     static func missing(_ saved: [(document: String, id: Int64)], at path: String) async throws -> [String] {
         let outbox = try Outbox(
@@ -203,26 +211,26 @@ struct PowerCutTests {
         // way, its fsync on a task of its own, the actor free meanwhile.
         outbox.enqueueCallers.value.add(1, ordering: .relaxed)
         defer { outbox.enqueueCallers.value.subtract(1, ordering: .relaxed) }
-        disk.hold()
+        // The first save's fsync is slow; the power goes the moment anything is reported saved.
+        disk.slowNextSync(milliseconds: 150)
+        disk.cutAtNextSave()
         let first = Task {
             let id = try await outbox.enqueue(order(1), documentID: "doc-1")
             disk.saved("doc-1", id)
             return id
         }
-        for _ in 0..<10_000 where disk.held == 0 { try await Task.sleep(for: .milliseconds(1)) }
-        #expect(disk.held == 1, "the first save's fsync is held")
+        for _ in 0..<2_000 where !disk.slowSyncStarted { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(disk.slowSyncStarted)
         // The same document again: it finds the first save's item, committed, not yet on disk.
         let again = Task {
             let id = try await outbox.enqueue(order(1), documentID: "doc-1")
             disk.saved("doc-1", id)
             return id
         }
-        try await Task.sleep(for: .milliseconds(100))
-        let cut = try disk.cut()
-        disk.release()
         let ids = try await (first.value, again.value)
         #expect(ids.0 == ids.1)
+        let cut = try #require(disk.cutAtSave)
         let missing = try await Self.missing(cut.saved, at: cut.path)
-        #expect(missing.isEmpty, "reported saved while its save's fsync was still held, lost by a cut then: \(missing)")
+        #expect(missing.isEmpty, "reported saved while its save's fsync was still running, lost by a cut then: \(missing)")
     }
 }
