@@ -248,14 +248,12 @@ package final class WALSync: @unchecked Sendable {
             descriptor = open(walPath, O_RDWR | O_CLOEXEC)
             guard descriptor >= 0 else { return .failure(Failure(path: walPath, reason: "open: \(String(cString: strerror(errno)))")) }
             identity = now
-            let folder = (walPath as NSString).deletingLastPathComponent
-            let directory = open(folder.isEmpty ? "." : folder, O_RDONLY | O_CLOEXEC)
-            if directory >= 0 {
-                let rc = fsync(directory)
-                let code = errno
-                close(directory)
-                if rc != 0 && code != EINVAL { return .failure(Failure(path: walPath, reason: "fsync of its directory: \(String(cString: strerror(code)))")) }
-            }
+            // A directory that cannot be opened is left as it was; one that refuses its fsync is a failure.
+            do {
+                try FolderSync.sync((walPath as NSString).deletingLastPathComponent)
+            } catch where error.call == "fsync" {
+                return .failure(Failure(path: walPath, reason: "fsync of its directory: \(error.reason)"))
+            } catch {}
         }
         guard sync(descriptor) == 0 else { return .failure(Failure(path: walPath, reason: "fsync: \(String(cString: strerror(errno)))")) }
         return .success(())

@@ -1,4 +1,5 @@
 import Foundation
+import FormSyncSQLite
 
 #if canImport(Glibc)
     import Glibc
@@ -26,25 +27,18 @@ struct DurableFiles: Sendable {
         let temporary = path + ".partial-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw failure(temporary, "open") }
-        do {
-            var written = 0
-            while written < bytes.count {
-                let n = bytes.withUnsafeBytes { writeBytes(descriptor, $0.baseAddress! + written, bytes.count - written) }
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw failure(temporary, "write") }
-                written += n
-            }
-            guard sync(descriptor) == 0 else { throw failure(temporary, "fsync") }
-            guard close(descriptor) == 0 else {
-                unlink(temporary)
-                throw failure(temporary, "close")
-            }
-        } catch {
-            close(descriptor)
-            unlink(temporary)
-            throw error
+        var problem: Failure?
+        var written = 0
+        while problem == nil && written < bytes.count {
+            let n = bytes.withUnsafeBytes { writeBytes(descriptor, $0.baseAddress! + written, bytes.count - written) }
+            if n < 0 && errno == EINTR { continue }
+            if n > 0 { written += n } else { problem = failure(temporary, "write") }
         }
+        if problem == nil && sync(descriptor) != 0 { problem = failure(temporary, "fsync") }
+        // Closed once, whatever happened before.
+        if close(descriptor) != 0 && problem == nil { problem = failure(temporary, "close") }
         do {
+            if let problem { throw problem }
             try move(temporary, to: path)
         } catch {
             unlink(temporary)
@@ -69,10 +63,11 @@ struct DurableFiles: Sendable {
     /// A file system that cannot sync a folder (EINVAL) keeps its names without one.
     func syncFolder(of path: String) throws {
         let folder = (path as NSString).deletingLastPathComponent
-        let descriptor = open(folder.isEmpty ? "." : folder, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw failure(folder, "open") }
-        defer { close(descriptor) }
-        guard sync(descriptor) == 0 || errno == EINVAL else { throw failure(folder, "fsync") }
+        do {
+            try FolderSync.sync(folder, with: sync)
+        } catch {
+            throw Failure(path: folder, reason: error.description)
+        }
     }
 
     /// Removes the temporary files that processes killed mid-write left in `folder` (those of

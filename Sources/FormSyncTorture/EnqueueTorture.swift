@@ -147,7 +147,7 @@ package struct EnqueueTorture {
         }
         // Photos: one file item each, and the stash holds exactly their copies.
         let files = items.filter { $0.kind == .file }
-        let photos = (0..<options.tasks).reduce(0) { sum, _ in sum + (0..<options.count).filter { Self.isCustomer($0) }.count }
+        let photos = options.tasks * (0..<options.count).filter(Self.isCustomer).count
         result.files = files.count
         if files.count != photos { result.failures.append("\(files.count) file items for \(photos) photos") }
         let stashed = (try? FileManager.default.contentsOfDirectory(atPath: database + ".stash")) ?? []

@@ -68,11 +68,9 @@ enum TortureCommand {
         }
         let kills = try args.integer("--kills", default: 2000, in: 1...1_000_000)
         let seed = UInt64(try args.integer("--seed", default: 1, in: 0...Int.max))
-        let folder = args.values["--keep"].map { URL(fileURLWithPath: $0) }
-            ?? FileManager.default.temporaryDirectory.appendingPathComponent("formsync-torture-\(UUID().uuidString)")
-        try? FileManager.default.removeItem(at: folder)
-        defer { if args.values["--keep"] == nil { try? FileManager.default.removeItem(at: folder) } }
-        guard let executable = Bundle.main.executablePath else { throw UsageError("cannot find the formsync executable to run the device") }
+        let (folder, removeFolder) = workFolder(args, name: "formsync-torture")
+        defer { removeFolder() }
+        let executable = try ownExecutable(toRun: "the device")
         printError("torture crash: \(kills) kills, seed \(seed), in \(folder.path)")
         let torture = CrashTorture(.init(kills: kills, seed: seed, executable: executable, folder: folder, progress: { printError("  \($0)") }))
         let result = try await torture.run()
@@ -88,13 +86,11 @@ enum TortureCommand {
         }
         let kills = try args.integer("--kills", default: 200, in: 1...1_000_000)
         let seed = UInt64(try args.integer("--seed", default: 1, in: 0...Int.max))
-        let tasks = try args.integer("--tasks", default: 4, in: 1...64)
-        let count = try args.integer("--count", default: 250, in: 1...10_000)
-        let folder = args.values["--keep"].map { URL(fileURLWithPath: $0) }
-            ?? FileManager.default.temporaryDirectory.appendingPathComponent("formsync-enqueue-torture-\(UUID().uuidString)")
-        try? FileManager.default.removeItem(at: folder)
-        defer { if args.values["--keep"] == nil { try? FileManager.default.removeItem(at: folder) } }
-        guard let executable = Bundle.main.executablePath else { throw UsageError("cannot find the formsync executable to run the enqueuer") }
+        let tasks = try args.integer("--tasks", default: 4, in: enqueuerTasks)
+        let count = try args.integer("--count", default: 250, in: enqueuerDocuments)
+        let (folder, removeFolder) = workFolder(args, name: "formsync-enqueue-torture")
+        defer { removeFolder() }
+        let executable = try ownExecutable(toRun: "the enqueuer")
         printError("torture enqueue: \(kills) kills, seed \(seed), \(tasks) tasks of \(count) documents, in \(folder.path)")
         let result = try await EnqueueTorture(.init(kills: kills, seed: seed, tasks: tasks, count: count, executable: executable, folder: folder)).run()
         print(result.description)
@@ -105,7 +101,27 @@ enum TortureCommand {
         let args = try Arguments(raw, options: ["--db", "--log", "--tasks", "--count"], flags: [])
         guard let database = args.values["--db"], let log = args.values["--log"] else { throw UsageError("torture enqueuer needs --db and --log") }
         return try await EnqueueTorture.enqueuer(
-            database: database, log: log, tasks: try args.integer("--tasks", default: 4, in: 1...64), count: try args.integer("--count", default: 250, in: 1...10_000))
+            database: database, log: log, tasks: try args.integer("--tasks", default: 4, in: enqueuerTasks),
+            count: try args.integer("--count", default: 250, in: enqueuerDocuments))
+    }
+
+    /// How many tasks enqueue at once, and how many documents each, in `torture enqueue`.
+    static let enqueuerTasks = 1...64
+    static let enqueuerDocuments = 1...10_000
+
+    /// The run's folder: `--keep DIR` (emptied first, kept afterwards) or a fresh temporary one,
+    /// which the returned closure removes.
+    static func workFolder(_ args: Arguments, name: String) -> (URL, () -> Void) {
+        let kept = args.values["--keep"].map { URL(fileURLWithPath: $0) }
+        let folder = kept ?? FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")
+        try? FileManager.default.removeItem(at: folder)
+        return (folder, { if kept == nil { try? FileManager.default.removeItem(at: folder) } })
+    }
+
+    /// This formsync executable, which a harness starts again as its child (`role`).
+    static func ownExecutable(toRun role: String) throws -> String {
+        guard let executable = Bundle.main.executablePath else { throw UsageError("cannot find the formsync executable to run \(role)") }
+        return executable
     }
 
     static func sim(_ raw: [String]) async throws -> Int32 {

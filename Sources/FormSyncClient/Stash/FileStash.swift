@@ -1,5 +1,6 @@
 import Foundation
 import FormSyncModel
+import FormSyncSQLite
 
 #if canImport(Glibc)
     import Glibc
@@ -101,10 +102,11 @@ struct FileStash: Sendable {
     /// not stored, whatever its bytes. A file system that cannot sync a folder (EINVAL) keeps
     /// its names without one.
     private func sync(folder: String) throws {
-        let descriptor = open(folder.isEmpty ? "." : folder, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw failure(folder, "cannot open the folder to sync it: \(errnoText())") }
-        defer { close(descriptor) }
-        guard syncFolder(descriptor) == 0 || errno == EINVAL else { throw failure(folder, "cannot sync the folder: \(errnoText())") }
+        do {
+            try FolderSync.sync(folder, with: syncFolder)
+        } catch {
+            throw failure(folder, error.call == "open" ? "cannot open the folder to sync it: \(error.reason)" : "cannot sync the folder: \(error.reason)")
+        }
     }
 
     /// Removes what a process that is gone left behind: every partial copy, and every complete
