@@ -24,8 +24,10 @@ let package = Package(
 
         .target(name: "FormSpec", dependencies: ["CYAML"]),
         .target(name: "FormSyncCodegen", dependencies: ["FormSpec"]),
+        // SHA-256's compression function, in C for the CPU's SHA extensions.
+        .target(name: "CSHA256"),
         // What generated code needs and nothing else: no SQLite, no networking.
-        .target(name: "FormSyncModel"),
+        .target(name: "FormSyncModel", dependencies: ["CSHA256"]),
         // The small SQLite layer the device and the reference server share.
         .target(name: "FormSyncSQLite", dependencies: ["CSQLite"]),
         // The device side: Store/, Outbox/, Engine/, Transport/, Stash/.
@@ -83,7 +85,7 @@ let package = Package(
             ]),
         .testTarget(name: "FormSpecTests", dependencies: ["FormSpec"], exclude: ["BrokenSpecs", "EvolutionPairs"]),
         .testTarget(name: "FormSyncCodegenTests", dependencies: ["FormSpec", "FormSyncCodegen"]),
-        .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel", "FormSyncTesting"]),
+        .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel", "FormSyncTesting", "CSHA256"]),
         .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncTesting"]),
         .testTarget(name: "FormSyncClientTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FormSyncTesting"]),
         .testTarget(

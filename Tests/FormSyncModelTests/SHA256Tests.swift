@@ -1,3 +1,4 @@
+import CSHA256
 import FormSyncModel
 import Foundation
 import Testing
@@ -33,5 +34,25 @@ struct SHA256Tests {
         let data = Data((0..<3_000_001).map { UInt8(truncatingIfNeeded: $0) })
         try data.write(to: url)
         #expect(try SHA256.hash(fileAt: url.path) == SHA256.hash(data))
+    }
+
+    /// The SHA extensions' code (used where the CPU has them) against the portable code, on
+    /// messages of 1 to 40 blocks and every state they lead through. Where the CPU lacks the
+    /// extensions both calls run the portable code, and the test says so.
+    @Test func theCPUsSHAExtensionsAgreeWithThePortableCode() {
+        var random = SystemRandomNumberGenerator()
+        for blocks in 1...40 {
+            let bytes = (0..<(64 * blocks)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            var fast: [UInt32] = (0..<8).map { _ in UInt32.random(in: 0...UInt32.max, using: &random) }
+            var portable = fast
+            bytes.withUnsafeBufferPointer { input in
+                formsync_sha256_blocks(&fast, input.baseAddress!, blocks)
+                formsync_sha256_blocks_portable(&portable, input.baseAddress!, blocks)
+            }
+            #expect(fast == portable, "\(blocks) blocks")
+        }
+        #if arch(x86_64)
+            if formsync_sha256_accelerated() == 0 { print("SHA256Tests: this CPU has no SHA extensions; only the portable code ran") }
+        #endif
     }
 }
