@@ -16,6 +16,7 @@ struct OutboxEnvironmentTests {
             let id = OutboxEnvironment.live.newID()
             #expect(id.count == 36)
             #expect(id == id.lowercased())
+            #expect(UUID(uuidString: id)?.uuidString.lowercased() == id, "\(id) is written as Foundation writes a UUID")
             let bytes = Self.bytes(id)
             #expect(bytes.count == 16, "\(id) is a UUID")
             guard bytes.count == 16 else { continue }
