@@ -34,22 +34,23 @@ public struct SHA256: Sendable {
     /// Feeds more bytes.
     public mutating func update(_ data: Data) {
         length &+= UInt64(data.count)
-        var data = data[...]
-        if !buffer.isEmpty {
-            let take = min(64 - buffer.count, data.count)
-            buffer.append(contentsOf: data.prefix(take))
-            data = data.dropFirst(take)
-            if buffer.count == 64 {
-                let block = buffer
-                block.withUnsafeBytes { compress(blocks: $0) }
-                buffer.removeAll(keepingCapacity: true)
+        data.withUnsafeBytes { bytes in
+            guard var next = bytes.baseAddress else { return }
+            var count = bytes.count
+            if !buffer.isEmpty {
+                let take = min(64 - buffer.count, count)
+                buffer.append(contentsOf: UnsafeRawBufferPointer(start: next, count: take))
+                next += take
+                count -= take
+                if buffer.count == 64 {
+                    buffer.withUnsafeBytes { Self.compress(&state, blocks: $0) }
+                    buffer.removeAll(keepingCapacity: true)
+                }
             }
+            let whole = count - count % 64
+            Self.compress(&state, blocks: UnsafeRawBufferPointer(start: next, count: whole))
+            buffer.append(contentsOf: UnsafeRawBufferPointer(start: next + whole, count: count - whole))
         }
-        let whole = data.count - data.count % 64
-        if whole > 0 {
-            data.prefix(whole).withUnsafeBytes { compress(blocks: $0) }
-        }
-        buffer.append(contentsOf: data.dropFirst(whole))
     }
 
     /// The 32-byte digest of everything fed so far.
@@ -59,7 +60,7 @@ public struct SHA256: Sendable {
         tail.append(0x80)
         while tail.count % 64 != 56 { tail.append(0) }
         for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-        tail.withUnsafeBytes { compress(blocks: $0) }
+        tail.withUnsafeBytes { Self.compress(&state, blocks: $0) }
         var out = Data(capacity: 32)
         for word in state {
             out.append(contentsOf: [UInt8(word >> 24), UInt8((word >> 16) & 0xff), UInt8((word >> 8) & 0xff), UInt8(word & 0xff)])
@@ -69,7 +70,7 @@ public struct SHA256: Sendable {
 
     /// Compresses every whole 64-byte block of `bytes` (in C: with the CPU's SHA extensions a
     /// 2 KB payload's digest takes about a microsecond instead of twenty).
-    private mutating func compress(blocks bytes: UnsafeRawBufferPointer) {
+    private static func compress(_ state: inout [UInt32], blocks bytes: UnsafeRawBufferPointer) {
         let count = bytes.count / 64
         guard count > 0, let base = bytes.baseAddress else { return }
         state.withUnsafeMutableBufferPointer { words in
