@@ -459,9 +459,10 @@ public final class SyncServer: @unchecked Sendable {
         let document = request.header("formsync-document")!
         // Keys are scoped to (workspace, principal): another device's key is another key.
         let key = "\(request.header("formsync-workspace") ?? "")\u{1F}\(principal)\u{1F}\(request.header("idempotency-key")!)"
-        var fingerprint = Data("\(request.method) \(request.path)\n\(request.header("formsync-form") ?? "")\n\(request.header("if-match") ?? "")\n\(document)\n".utf8)
-        fingerprint.append(request.body)
-        let hash = SHA256.hash(fingerprint)
+        var fingerprint = SHA256()
+        fingerprint.update(Data("\(request.method) \(request.path)\n\(request.header("formsync-form") ?? "")\n\(request.header("if-match") ?? "")\n\(document)\n".utf8))
+        fingerprint.update(request.body)
+        let hash = fingerprint.finalize()
         // A delayed request is marked in flight first and then held, so that a retry arriving
         // meanwhile meets 409; any other goes through the ledger and its work in one turn of
         // the lock, its request-only work done before it.
