@@ -116,17 +116,28 @@ package struct JSONScanner {
 
     /// Moves past one string (the index at its opening quote); false when it never closes.
     package mutating func skipString() -> Bool {
-        index += 1
-        while index < bytes.count {
-            switch bytes[index] {
-            case 0x5C: index += 2
-            case 0x22:
-                index += 1
-                return true
-            default: index += 1
+        let end: Int? = bytes.withUnsafeBufferPointer { buffer in
+            var at = index + 1
+            while at < buffer.count {
+                switch buffer[at] {
+                case 0x5C: at += 2
+                case 0x22: return at + 1
+                default: at += 1
+                }
             }
+            return nil
         }
-        return false
+        index = end ?? bytes.count
+        return end != nil
+    }
+
+    /// Whether `byte` ends a number or a literal (`true`, `false`, `null`).
+    @inline(__always)
+    static func endsScalar(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0x2C, 0x3A, 0x5D, 0x7D, 0x22, 0x7B, 0x5B, 0x20, 0x0A, 0x0D, 0x09: true
+        default: false
+        }
     }
 
     /// Moves over one object (the scanner at its opening brace), calling `member` with each
@@ -171,7 +182,7 @@ package struct JSONScanner {
                 index += 1
             default:
                 let start = index
-                while let next = peek, !",:]}\"{[ \n\r\t".utf8.contains(next) { index += 1 }
+                while index < bytes.count, !Self.endsScalar(bytes[index]) { index += 1 }
                 if index == start { return false }
             }
             if depth > 0 { skipSpace() }
