@@ -51,39 +51,29 @@ void formsync_sha256_blocks_portable(uint32_t state[8], const uint8_t *data, siz
 
 #define FORMSYNC_SHA_TARGET __attribute__((target("sha,sse4.1,ssse3")))
 
-// Four rounds that also extend the message schedule (Intel's SHA extensions guide, rounds
-// 12 to 51): m0 holds this quarter's words, m1 gets finished, m3 gets started.
-#define QUARTER(m0, m1, m3, i)                                      \
+// Four rounds on words already scheduled (m0 holds this quarter's words).
+#define PLAIN_QUARTER(m0, i)                                          \
     msg = _mm_add_epi32(m0, _mm_loadu_si128((const __m128i *)&K[i])); \
-    state1 = _mm_sha256rnds2_epu32(state1, state0, msg);           \
-    tmp = _mm_alignr_epi8(m0, m3, 4);                               \
-    m1 = _mm_add_epi32(m1, tmp);                                    \
-    m1 = _mm_sha256msg2_epu32(m1, m0);                              \
-    msg = _mm_shuffle_epi32(msg, 0x0E);                             \
-    state0 = _mm_sha256rnds2_epu32(state0, state1, msg);           \
+    state1 = _mm_sha256rnds2_epu32(state1, state0, msg);             \
+    msg = _mm_shuffle_epi32(msg, 0x0E);                               \
+    state0 = _mm_sha256rnds2_epu32(state0, state1, msg);
+
+// Four rounds that also finish a later quarter's words, m1 (rounds 12 to 59).
+#define FINISHING_QUARTER(m0, m1, m3, i)  \
+    PLAIN_QUARTER(m0, i)                  \
+    tmp = _mm_alignr_epi8(m0, m3, 4);     \
+    m1 = _mm_add_epi32(m1, tmp);          \
+    m1 = _mm_sha256msg2_epu32(m1, m0);
+
+// Four rounds that finish m1 and start m3 (rounds 12 to 51; Intel's SHA extensions guide).
+#define QUARTER(m0, m1, m3, i)          \
+    FINISHING_QUARTER(m0, m1, m3, i)    \
     m3 = _mm_sha256msg1_epu32(m3, m0);
-
-// The same without starting a later quarter (rounds 52 to 59).
-#define LAST_QUARTER(m0, m1, m3, i)                                 \
-    msg = _mm_add_epi32(m0, _mm_loadu_si128((const __m128i *)&K[i])); \
-    state1 = _mm_sha256rnds2_epu32(state1, state0, msg);           \
-    tmp = _mm_alignr_epi8(m0, m3, 4);                               \
-    m1 = _mm_add_epi32(m1, tmp);                                    \
-    m1 = _mm_sha256msg2_epu32(m1, m0);                              \
-    msg = _mm_shuffle_epi32(msg, 0x0E);                             \
-    state0 = _mm_sha256rnds2_epu32(state0, state1, msg);
-
-// Four rounds on words already scheduled (rounds 0 to 11, and 60 to 63).
-#define PLAIN_QUARTER(m0, i)                                        \
-    msg = _mm_add_epi32(m0, _mm_loadu_si128((const __m128i *)&K[i])); \
-    state1 = _mm_sha256rnds2_epu32(state1, state0, msg);           \
-    msg = _mm_shuffle_epi32(msg, 0x0E);                             \
-    state0 = _mm_sha256rnds2_epu32(state0, state1, msg);
 
 FORMSYNC_SHA_TARGET
 static void sha256_blocks_shani(uint32_t state[8], const uint8_t *data, size_t blocks) {
     const __m128i byteSwap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
-    __m128i msg, tmp, m0, m1, m2, m3;
+    __m128i msg, tmp;
 
     // The instructions want the state as ABEF and CDGH.
     tmp = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&state[0]), 0xB1);
@@ -94,29 +84,20 @@ static void sha256_blocks_shani(uint32_t state[8], const uint8_t *data, size_t b
     while (blocks--) {
         const __m128i abefSaved = state0, cdghSaved = state1;
 
-        m0 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 0)), byteSwap);
-        PLAIN_QUARTER(m0, 0)
-        m1 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 16)), byteSwap);
-        PLAIN_QUARTER(m1, 4)
-        m0 = _mm_sha256msg1_epu32(m0, m1);
-        m2 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 32)), byteSwap);
-        PLAIN_QUARTER(m2, 8)
-        m1 = _mm_sha256msg1_epu32(m1, m2);
-        m3 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 48)), byteSwap);
-
-        QUARTER(m3, m0, m2, 12)
-        QUARTER(m0, m1, m3, 16)
-        QUARTER(m1, m2, m0, 20)
-        QUARTER(m2, m3, m1, 24)
-        QUARTER(m3, m0, m2, 28)
-        QUARTER(m0, m1, m3, 32)
-        QUARTER(m1, m2, m0, 36)
-        QUARTER(m2, m3, m1, 40)
-        QUARTER(m3, m0, m2, 44)
-        QUARTER(m0, m1, m3, 48)
-        LAST_QUARTER(m1, m2, m0, 52)
-        LAST_QUARTER(m2, m3, m1, 56)
-        PLAIN_QUARTER(m3, 60)
+        // The message schedule's four registers, m[q % 4] holding quarter q's words.
+        __m128i m[4];
+        for (int q = 0; q < 4; q++) m[q] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 16 * q)), byteSwap);
+        PLAIN_QUARTER(m[0], 0)
+        PLAIN_QUARTER(m[1], 4)
+        m[0] = _mm_sha256msg1_epu32(m[0], m[1]);
+        PLAIN_QUARTER(m[2], 8)
+        m[1] = _mm_sha256msg1_epu32(m[1], m[2]);
+        for (int q = 3; q < 13; q++) {
+            QUARTER(m[q % 4], m[(q + 1) % 4], m[(q + 3) % 4], 4 * q)
+        }
+        FINISHING_QUARTER(m[1], m[2], m[0], 52)
+        FINISHING_QUARTER(m[2], m[3], m[1], 56)
+        PLAIN_QUARTER(m[3], 60)
 
         state0 = _mm_add_epi32(state0, abefSaved);
         state1 = _mm_add_epi32(state1, cdghSaved);
