@@ -29,7 +29,7 @@ cat > "$work/seed.json" <<'JSON'
 [{"type":"Trap","workspace":"pest","record":{"technician":"tech-1","site":"LIS-001","status":"active","bait_level":80}},
  {"type":"Trap","workspace":"pest","record":{"technician":"tech-2","site":"LIS-002","status":"active"}}]
 JSON
-"$formsync" serve --port 0 --db "$work/db" --specs "$app/Specs" --records "$work/seed.json" --principal tech-1 > "$work/serve.log" 2>&1 &
+"$formsync" serve --port 0 --db "$work/db" --workspace pest --specs "$app/Specs" --records "$work/seed.json" --principal tech-1 > "$work/serve.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 300); do
   grep -q "access token:" "$work/serve.log" 2>/dev/null && break

@@ -6,7 +6,7 @@ import Synchronization
 /// read without it. Bounded: when full it starts over.
 final class AccessTokenCache: Sendable {
     struct Entry {
-        var principal: String
+        var grant: SyncServer.Grant
         var expiresAt: Int64
     }
 

@@ -103,15 +103,21 @@ extension ServerStore {
             [.text(workspace), .text(type), .integer(id), .text(scope), .integer(deleted ? 1 : 0)])
     }
 
-    /// Up to `limit` feed entries after `cursor` for a device of `principal`: unscoped records
-    /// and those scoped to it, in commit order.
-    func feed(workspace: String, principal: String, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
-        try db.query("""
+    /// Up to `limit` feed entries after `cursor` for a device of `principal` (unscoped records
+    /// and those scoped to it), or for the back office (`principal` nil: every record of the
+    /// workspace, and the removal of a record only once it is gone from every scope), in
+    /// commit order.
+    func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
+        let visible = principal == nil
+            ? "(c.deleted = 0 OR NOT EXISTS (SELECT 1 FROM records g WHERE g.workspace = c.workspace AND g.type = c.type AND g.id = c.id))"
+            : "(c.scope = '' OR c.scope = ?)"
+        let values: [SQLValue] = [.integer(cursor), .text(workspace)] + (principal.map { [.text($0)] } ?? []) + [.integer(Int64(limit))]
+        return try db.query("""
             SELECT c.seq, c.type, c.id, c.deleted, r.version, r.payload
             FROM changes c LEFT JOIN records r ON r.workspace = c.workspace AND r.type = c.type AND r.id = c.id AND c.deleted = 0
-            WHERE c.seq > ? AND c.workspace = ? AND (c.scope = '' OR c.scope = ?)
+            WHERE c.seq > ? AND c.workspace = ? AND \(visible)
             ORDER BY c.seq LIMIT ?
-            """, [.integer(cursor), .text(workspace), .text(principal), .integer(Int64(limit))]
+            """, values
         ) { row in
             FeedEntry(seq: row.int(0), type: row.text(1) ?? "", id: row.int(2), deleted: row.int(3) != 0, version: Int(row.optionalInt(4) ?? 0), payload: row.blob(5))
         }

@@ -30,13 +30,15 @@ extension ServerStore {
         var digest: Data
         var contentType: String?
         var fileID: Int64?
+        /// Who created it; nil for an upload stored before owners were recorded.
+        var principal: String?
     }
 
-    private static let uploadColumns = "upload_id, document_id, workspace, length, offset, digest, content_type, file_id"
+    private static let uploadColumns = "upload_id, document_id, workspace, length, offset, digest, content_type, file_id, principal"
 
     private static func upload(_ row: SQLiteConnection.Row) -> Upload {
         Upload(uploadID: row.text(0) ?? "", documentID: row.text(1) ?? "", workspace: row.text(2) ?? "", length: row.int(3), offset: row.int(4),
-               digest: row.blob(5) ?? Data(), contentType: row.text(6), fileID: row.optionalInt(7))
+               digest: row.blob(5) ?? Data(), contentType: row.text(6), fileID: row.optionalInt(7), principal: row.text(8))
     }
 
     func upload(id: String) throws -> Upload? {
@@ -49,9 +51,9 @@ extension ServerStore {
 
     func createUpload(_ upload: Upload, at now: Int64) throws {
         try db.run("""
-            INSERT INTO uploads (upload_id, document_id, workspace, length, offset, digest, content_type, created_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?)
-            """, [.text(upload.uploadID), .text(upload.documentID), .text(upload.workspace), .integer(upload.length), .blob(upload.digest),
-                  upload.contentType.map(SQLValue.text) ?? .null, .integer(now)])
+            INSERT INTO uploads (upload_id, document_id, workspace, principal, length, offset, digest, content_type, created_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)
+            """, [.text(upload.uploadID), .text(upload.documentID), .text(upload.workspace), upload.principal.map(SQLValue.text) ?? .null, .integer(upload.length),
+                  .blob(upload.digest), upload.contentType.map(SQLValue.text) ?? .null, .integer(now)])
     }
 
     func setUploadOffset(_ id: String, _ offset: Int64) throws {
@@ -69,15 +71,13 @@ extension ServerStore {
     }
 
     /// Makes the finished upload's bytes a stored file of `documentID` (moved, not copied).
-    func adoptFile(_ documentID: String, workspace: String, from path: String, digest: Data, byteCount: Int64, contentType: String?, at now: Int64) throws -> Int64 {
+    func adoptFile(_ documentID: String, workspace: String, principal: String, from path: String, digest: Data, byteCount: Int64, contentType: String?, at now: Int64) throws -> Int64 {
         let target = blobPath(digest)
         if FileManager.default.fileExists(atPath: target) {
             try? FileManager.default.removeItem(atPath: path)
         } else {
             try durableFiles.move(path, to: target)
         }
-        try db.run("INSERT INTO files (document_id, workspace, digest, content_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                   [.text(documentID), .text(workspace), .blob(digest), contentType.map(SQLValue.text) ?? .null, .integer(byteCount), .integer(now)])
-        return db.lastInsertRowID
+        return try insertFile(documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, byteCount: byteCount, at: now)
     }
 }

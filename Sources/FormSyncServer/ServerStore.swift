@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 /// The reference server's tables: the idempotency ledger (unique key), documents (unique
-/// document identity), files (by digest) and tokens. Used only under the server's lock.
+/// document identity), files (by digest) and token grants (`ServerStore+Grants`). Used only under the server's lock.
 final class ServerStore {
     let db: SQLiteConnection
     let filesDirectory: String
@@ -53,6 +53,7 @@ final class ServerStore {
             """),
         recordsMigration,
         uploadsMigration,
+        grantsMigration,
     ])
 
     /// Makes commits durable in groups (see `transaction`).
@@ -231,11 +232,14 @@ final class ServerStore {
         (try? db.query("SELECT \(Self.documentColumns) FROM documents ORDER BY id", [], Self.document)) ?? []
     }
 
-    func createDocument(_ documentID: String, form: String, formVersion: Int, workspace: String, payload: Data, at now: Int64) throws -> SyncServer.Document {
+    func createDocument(
+        _ documentID: String, form: String, formVersion: Int, workspace: String, principal: String, payload: Data, at now: Int64
+    ) throws -> SyncServer.Document {
         try db.run("""
-            INSERT INTO documents (id, document_id, form, form_version, workspace, version, payload, applied_writes, created_at, updated_at)
-            VALUES (?, ?, ?, ?, ?, 1, ?, 1, ?, ?)
-            """, [.integer(try nextEntityID()), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace), .blob(payload), .integer(now), .integer(now)])
+            INSERT INTO documents (id, document_id, form, form_version, workspace, principal, version, payload, applied_writes, created_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, 1, ?, 1, ?, ?)
+            """, [.integer(try nextEntityID()), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace), .text(principal), .blob(payload),
+                  .integer(now), .integer(now)])
         return document(documentID)!
     }
 
@@ -251,7 +255,7 @@ final class ServerStore {
 
     /// Stores the bytes once per digest; the same file document is never stored twice. For a
     /// file document already held, `sameBytes` says whether these bytes are the ones it holds.
-    func storeFile(_ documentID: String, workspace: String, bytes: Data, digest: Data, contentType: String?, at now: Int64) throws
+    func storeFile(_ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, at now: Int64) throws
         -> (id: Int64, created: Bool, sameBytes: Bool)
     {
         if let (existing, stored) = try db.query("SELECT id, digest FROM files WHERE document_id = ?", [.text(documentID)], { ($0.int(0), $0.blob(1)) }).first {
@@ -261,9 +265,19 @@ final class ServerStore {
         if !FileManager.default.fileExists(atPath: path) {
             try durableFiles.write(bytes, to: path)
         }
-        try db.run("INSERT INTO files (document_id, workspace, digest, content_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                   [.text(documentID), .text(workspace), .blob(digest), contentType.map(SQLValue.text) ?? .null, .integer(Int64(bytes.count)), .integer(now)])
-        return (db.lastInsertRowID, true, true)
+        return (try insertFile(documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, byteCount: Int64(bytes.count), at: now), true, true)
+    }
+
+    func insertFile(_ documentID: String, workspace: String, principal: String, digest: Data, contentType: String?, byteCount: Int64, at now: Int64) throws -> Int64 {
+        try db.run("INSERT INTO files (document_id, workspace, principal, digest, content_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)", [
+            .text(documentID), .text(workspace), .text(principal), .blob(digest), contentType.map(SQLValue.text) ?? .null, .integer(byteCount), .integer(now),
+        ])
+        return db.lastInsertRowID
+    }
+
+    /// A stored file's id, digest and size, by its document id.
+    func file(document documentID: String) throws -> (id: Int64, digest: Data, byteCount: Int64)? {
+        try db.query("SELECT id, digest, byte_count FROM files WHERE document_id = ?", [.text(documentID)], { ($0.int(0), $0.blob(1) ?? Data(), $0.int(2)) }).first
     }
 
     func fileIDs() -> [Int64] {
@@ -277,41 +291,5 @@ final class ServerStore {
 
     func blobPath(_ digest: Data) -> String {
         (filesDirectory as NSString).appendingPathComponent(digest.map { String(format: "%02x", $0) }.joined() + ".bin")
-    }
-
-    // MARK: Tokens
-
-    func addToken(_ token: String, kind: String, principal: String, expiresAt: Int64) -> String {
-        _ = try? db.run("INSERT INTO tokens (token, kind, principal, expires_at) VALUES (?, ?, ?, ?)",
-                        [.text(token), .text(kind), .text(principal), .integer(expiresAt)])
-        return token
-    }
-
-    /// The principal a valid token of `kind` belongs to, or nil.
-    func principal(ofToken token: String, kind: String, at now: Int64) -> String? {
-        self.token(token, kind: kind).flatMap { $0.expiresAt > now ? $0.principal : nil }
-    }
-
-    /// Who a token of `kind` belongs to and when it expires, valid or not.
-    func token(_ token: String, kind: String) -> (principal: String, expiresAt: Int64)? {
-        (try? db.query("SELECT principal, expires_at FROM tokens WHERE token = ? AND kind = ?", [.text(token), .text(kind)]) {
-            ($0.text(0) ?? "", $0.int(1))
-        })?.first
-    }
-
-    /// Which form and workspace a document id belongs to, if the server holds it as a document
-    /// or a file (`form` is nil for a file).
-    func owner(of documentID: String) -> (form: String?, workspace: String)? {
-        if let row = (try? db.query("SELECT form, workspace FROM documents WHERE document_id = ?", [.text(documentID)], { ($0.text(0), $0.text(1) ?? "") }))?.first {
-            return row
-        }
-        if let workspace = (try? db.query("SELECT workspace FROM files WHERE document_id = ?", [.text(documentID)], { $0.text(0) ?? "" }))?.first {
-            return (nil, workspace)
-        }
-        return nil
-    }
-
-    func expireAccessTokens(at now: Int64) {
-        _ = try? db.run("UPDATE tokens SET expires_at = ? WHERE kind = 'access' AND expires_at > ?", [.integer(now), .integer(now)])
     }
 }

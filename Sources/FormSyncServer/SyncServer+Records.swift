@@ -171,9 +171,10 @@ extension SyncServer {
     /// Applies an edit form's submission to the record its key names, under `If-Match`. Runs
     /// inside the ledger's transaction.
     func submitEdit(
-        _ request: HTTPRequest, entry: FormRegistry.Entry, action: RecordAction, payload: Data, workspace: String,
+        _ request: HTTPRequest, entry: FormRegistry.Entry, action: RecordAction, payload: Data, caller: Caller,
         ifMatch: (any: Bool, strong: [String])?
     ) throws -> HTTPResponse {
+        let workspace = caller.workspace
         let documentID = request.header("formsync-document")!
         guard let id = RecordProjection.editedID(form: payload, action: action), id > 0 else {
             return .problem(422, "Unprocessable Content", detail: "an edit names the record it changes in \(action.keyField ?? "its key")", code: "invalid-payload",
@@ -182,8 +183,7 @@ extension SyncServer {
         // A record in another principal's scope does not exist for this one (as for
         // GET /records): an edit of a delivery reassigned meanwhile is refused with 404, and
         // no reply carries another courier's record.
-        let principal = principalLocked(of: request)  // (in the ledger's transaction, under the lock)
-        let current = try store.record(workspace: workspace, type: action.recordType, id: id).flatMap { $0.scope.isEmpty || $0.scope == principal ? $0 : nil }
+        let current = try store.record(workspace: workspace, type: action.recordType, id: id).flatMap { caller.sees(scope: $0.scope) ? $0 : nil }
         if let existing = store.document(documentID) {
             // The edit was applied before: the same edit again is a repeat, another is refused.
             let stored = try entry.remap(existing.payload, [:]).payload
@@ -217,7 +217,8 @@ extension SyncServer {
         case .failure(let refusal): return refusal.response
         }
         let version = try store.putRecord(workspace: workspace, type: action.recordType, id: id, scope: updated.scope, payload: updated.payload, at: now())
-        _ = try store.createDocument(documentID, form: entry.name, formVersion: entry.version, workspace: workspace, payload: merged.merged, at: now())
+        _ = try store.createDocument(
+            documentID, form: entry.name, formVersion: entry.version, workspace: workspace, principal: caller.principal, payload: merged.merged, at: now())
         let record = ServerStore.StoredRecord(type: action.recordType, id: id, version: version, scope: updated.scope, payload: updated.payload)
         return try editReply(200, documentID: documentID, entry: entry, action: action, record: record)
     }
@@ -246,7 +247,11 @@ extension SyncServer {
 
     /// `GET /changes?cursor=…&limit=…`: the changes in the principal's scope after the cursor.
     func changes(_ request: HTTPRequest) -> HTTPResponse {
-        guard let principal = principal(of: request) else { return unauthorized() }
+        let caller: Caller
+        switch self.caller(of: request) {
+        case .allowed(let found): caller = found
+        case .refused(let refusal): return refusal
+        }
         var parameters: [String: String] = [:]
         for pair in (request.query ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
@@ -269,17 +274,16 @@ extension SyncServer {
             }
             after = seq
         }
-        let workspace = request.header("formsync-workspace") ?? ""
         let (response, hook, pages): (HTTPResponse, (@Sendable (Int) -> Void)?, Int) = locked {
             feedPages += 1
-            return (page(workspace: workspace, principal: principal, after: after, limit: limit), feedHook, feedPages)
+            return (page(workspace: caller.workspace, principal: caller.feedPrincipal, after: after, limit: limit), feedHook, feedPages)
         }
         hook?(pages)
         return response
     }
 
     /// One page of the feed; runs under the lock.
-    private func page(workspace: String, principal: String, after: Int64, limit: Int) -> HTTPResponse {
+    private func page(workspace: String, principal: String?, after: Int64, limit: Int) -> HTTPResponse {
         do {
             guard after <= (try store.lastChange()) else {
                 return .problem(410, "Gone", detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start", code: "cursor-expired")
@@ -313,15 +317,18 @@ extension SyncServer {
 
     /// `GET /records/{type}/{id}`: one record in the principal's scope, with its ETag.
     func recordRoute(_ request: HTTPRequest) -> HTTPResponse {
-        guard let principal = principal(of: request) else { return unauthorized() }
+        let caller: Caller
+        switch self.caller(of: request) {
+        case .allowed(let found): caller = found
+        case .refused(let refusal): return refusal
+        }
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 4, let id = Int64(parts[3]), id > 0 else {
             return .problem(404, "Not Found", detail: "use /records/{type}/{id}", code: "no-route")
         }
         let type = String(parts[2])
-        let workspace = request.header("formsync-workspace") ?? ""
         return locked {
-            guard let record = (try? store.record(workspace: workspace, type: type, id: id)) ?? nil, record.scope.isEmpty || record.scope == principal else {
+            guard let record = (try? store.record(workspace: caller.workspace, type: type, id: id)) ?? nil, caller.sees(scope: record.scope) else {
                 return .problem(404, "Not Found", detail: "no \(type) \(id) here", code: "no-such-record")
             }
             return .json(200, Self.entityObject(type: record.type, id: record.id, version: record.version, payload: record.payload),

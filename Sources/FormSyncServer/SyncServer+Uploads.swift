@@ -13,7 +13,11 @@ extension SyncServer {
     /// `POST /uploads`: `FormSync-Document`, `Upload-Length`, `Repr-Digest`. The same document
     /// again finds its upload (201 with its offset), or, when finished, its file (200).
     func createUpload(_ request: HTTPRequest) -> HTTPResponse {
-        guard principal(of: request) != nil else { return unauthorized() }
+        let caller: Caller
+        switch self.caller(of: request) {
+        case .allowed(let found): caller = found
+        case .refused(let refusal): return refusal
+        }
         guard let documentID = request.header("formsync-document"), Self.isIdentifier(documentID) else {
             return .problem(400, "Bad Request", detail: "FormSync-Document is required", code: "bad-document-id")
         }
@@ -26,10 +30,17 @@ extension SyncServer {
         guard let digestHeader = request.header("repr-digest"), let digest = Self.parseDigest(digestHeader), digest.count == 32 else {
             return .problem(400, "Bad Request", detail: "Repr-Digest: sha-256=:…: of the whole file is required", code: "digest-missing")
         }
-        let workspace = request.header("formsync-workspace") ?? ""
         return locked {
             do {
-                if let refusal = boundElsewhere(documentID, form: nil, workspace: workspace) { return refusal }
+                if let refusal = boundElsewhere(documentID, form: nil, caller: caller) { return refusal }
+                // A file stored whole (POST /files) under this document: the same file is done,
+                // another one is refused, and no second upload is ever begun for it.
+                if let stored = try store.file(document: documentID) {
+                    guard stored.byteCount == length, stored.digest == digest else {
+                        return .problem(409, "Conflict", detail: "file document \(documentID) already holds other bytes", code: "document-exists", extra: ["id": stored.id])
+                    }
+                    return .json(200, ["document_id": documentID, "id": stored.id, "byte_count": length, "digest": "sha-256=:\(digest.base64EncodedString()):"])
+                }
                 if let existing = try store.upload(document: documentID) {
                     guard existing.length == length, existing.digest == digest else {
                         return .problem(409, "Conflict", detail: "file document \(documentID) is being uploaded with other bytes", code: "document-exists")
@@ -38,8 +49,8 @@ extension SyncServer {
                     return uploadState(existing, status: 201)
                 }
                 let upload = ServerStore.Upload(
-                    uploadID: UUID().uuidString.lowercased(), documentID: documentID, workspace: workspace, length: length, offset: 0,
-                    digest: digest, contentType: request.header("content-type"), fileID: nil)
+                    uploadID: UUID().uuidString.lowercased(), documentID: documentID, workspace: caller.workspace, length: length, offset: 0,
+                    digest: digest, contentType: request.header("content-type"), fileID: nil, principal: caller.principal)
                 try FileManager.default.createDirectory(atPath: store.uploadsDirectory, withIntermediateDirectories: true)
                 guard FileManager.default.createFile(atPath: store.partPath(upload.uploadID), contents: nil) else {
                     return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
@@ -56,9 +67,13 @@ extension SyncServer {
 
     /// `HEAD /uploads/{id}`: the offset the server holds.
     func uploadOffset(_ request: HTTPRequest) -> HTTPResponse {
-        guard principal(of: request) != nil else { return unauthorized() }
+        let caller: Caller
+        switch self.caller(of: request) {
+        case .allowed(let found): caller = found
+        case .refused(let refusal): return refusal
+        }
         return locked {
-            guard let upload = try? owned(request) else { return .problem(404, "Not Found", detail: "no such upload", code: "no-such-upload") }
+            guard let upload = try? owned(request, by: caller) else { return .problem(404, "Not Found", detail: "no such upload", code: "no-such-upload") }
             var response = uploadState(upload, status: 204)
             response.headers.append(("Cache-Control", "no-store"))
             return response
@@ -68,14 +83,18 @@ extension SyncServer {
     /// `PATCH /uploads/{id}`: appends the body at `Upload-Offset`; with `Upload-Complete: ?1`
     /// the file must then be whole, and its digest must match.
     func appendUpload(_ request: HTTPRequest) -> HTTPResponse {
-        guard principal(of: request) != nil else { return unauthorized() }
+        let caller: Caller
+        switch self.caller(of: request) {
+        case .allowed(let found): caller = found
+        case .refused(let refusal): return refusal
+        }
         guard let offsetText = request.header("upload-offset"), offsetText.utf8.count <= 19, let offset = Int64(offsetText), offset >= 0 else {
             return .problem(400, "Bad Request", detail: "Upload-Offset is required", code: "bad-upload-offset")
         }
         let complete = request.header("upload-complete") == "?1"
         return locked {
             do {
-                guard let upload = try owned(request) else { return .problem(404, "Not Found", detail: "no such upload", code: "no-such-upload") }
+                guard let upload = try owned(request, by: caller) else { return .problem(404, "Not Found", detail: "no such upload", code: "no-such-upload") }
                 if let fileID = upload.fileID { return uploadDone(upload, fileID: fileID, status: 200) }
                 guard offset == upload.offset else {
                     var response = HTTPResponse.problem(409, "Conflict", detail: "the server holds \(upload.offset) bytes of this upload, not \(offset)", code: "mismatching-upload-offset")
@@ -110,7 +129,7 @@ extension SyncServer {
                     return .problem(400, "Bad Request", detail: "the uploaded bytes do not match Repr-Digest; the upload starts over", code: "digest-mismatch")
                 }
                 let fileID = try store.transaction {
-                    let id = try store.adoptFile(upload.documentID, workspace: upload.workspace, from: store.partPath(upload.uploadID), digest: digest,
+                    let id = try store.adoptFile(upload.documentID, workspace: upload.workspace, principal: upload.principal ?? caller.principal, from: store.partPath(upload.uploadID), digest: digest,
                                                  byteCount: upload.length, contentType: upload.contentType, at: now())
                     try store.finishUpload(upload.uploadID, fileID: id)
                     return id
@@ -123,10 +142,11 @@ extension SyncServer {
         }
     }
 
-    /// The upload a request's path names, in the requester's workspace.
-    private func owned(_ request: HTTPRequest) throws -> ServerStore.Upload? {
+    /// The upload a request's path names, when it is the caller's: in its workspace, begun by
+    /// its principal (an upload is its device's own, even for the back office).
+    private func owned(_ request: HTTPRequest, by caller: Caller) throws -> ServerStore.Upload? {
         let id = String(request.path.dropFirst("/uploads/".count))
-        guard Self.isIdentifier(id), let upload = try store.upload(id: id), upload.workspace == (request.header("formsync-workspace") ?? "") else { return nil }
+        guard Self.isIdentifier(id), let upload = try store.upload(id: id), upload.workspace == caller.workspace, upload.principal == caller.principal else { return nil }
         return upload
     }
 

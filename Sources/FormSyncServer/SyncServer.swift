@@ -58,8 +58,8 @@ public final class SyncServer: @unchecked Sendable {
     let registry: FormRegistry
     let recordTypes: RecordRegistry
     let now: @Sendable () -> Int64
-    private let tokenLifetimeMilliseconds: Int64
-    private let workspace: String?
+    let tokenLifetimeMilliseconds: Int64
+    let workspace: String?
     private let lock = NSLock()
     private let log = Mutex<[LoggedRequest]>([])
     let accessTokens = AccessTokenCache()
@@ -148,21 +148,6 @@ public final class SyncServer: @unchecked Sendable {
     public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     // MARK: Tokens
-
-    /// A refresh token a device trades for access tokens at `/auth/refresh`. `principal` is who
-    /// the device acts for: idempotency keys are scoped to it.
-    public func issueRefreshToken(principal: String = "default") -> String {
-        locked { store.addToken("r-" + UUID().uuidString.lowercased(), kind: "refresh", principal: principal, expiresAt: Int64.max) }
-    }
-
-    /// An access token valid for the configured lifetime.
-    public func issueAccessToken(principal: String = "default") -> String {
-        locked { issueAccessTokenLocked(principal: principal) }
-    }
-
-    private func issueAccessTokenLocked(principal: String) -> String {
-        store.addToken("a-" + UUID().uuidString.lowercased(), kind: "access", principal: principal, expiresAt: now().addingReportingOverflow(tokenLifetimeMilliseconds).partialValue)
-    }
 
     /// Expires every access token now, as if they had all aged out.
     public func expireAccessTokens() {
@@ -287,12 +272,9 @@ public final class SyncServer: @unchecked Sendable {
         case ("GET", let path) where path.hasPrefix("/records/"):
             return recordRoute(request)
         case ("GET", let path) where path.hasPrefix("/documents/"):
-            guard authorized(request) else { return unauthorized() }
-            let id = String(path.dropFirst("/documents/".count))
-            guard let document = document(id) else { return .problem(404, "Not Found", detail: "no document \(id)", code: "no-such-document") }
-            return recordResponse(document, status: 200)
+            return documentRoute(request)
         case ("POST", "/files"):
-            return write(request, fault: fault) { try self.storeFile(request) }
+            return write(request, fault: fault) { try self.storeFile(request, caller: $0) }
         case ("POST", "/uploads"):
             return createUpload(request)
         case ("HEAD", let path) where path.hasPrefix("/uploads/"):
@@ -300,45 +282,12 @@ public final class SyncServer: @unchecked Sendable {
         case ("PATCH", let path) where path.hasPrefix("/uploads/"):
             return appendUpload(request)
         case ("POST", _):
-            return write(request, fault: fault, prepare: { checkSubmission(request) }) { try self.submit(request, $0) }
+            return write(request, fault: fault, prepare: { checkSubmission(request) }) { try self.submit(request, $0, caller: $1) }
         case (_, "/health"), (_, "/files"):
             return .problem(405, "Method Not Allowed", code: "malformed")
         default:
             return .problem(404, "Not Found", detail: "no route for \(request.method) \(request.path)", code: "no-route")
         }
-    }
-
-    func authorized(_ request: HTTPRequest) -> Bool { principal(of: request) != nil }
-
-    /// Who the request's bearer token acts for, when it is valid.
-    func principal(of request: HTTPRequest) -> String? {
-        guard let token = Self.bearerToken(request) else { return nil }
-        return principal(accessTokens.entry(token) ?? locked { accessToken(token) })
-    }
-
-    /// `principal(of:)` for code that already holds the lock.
-    func principalLocked(of request: HTTPRequest) -> String? {
-        guard let token = Self.bearerToken(request) else { return nil }
-        return principal(accessTokens.entry(token) ?? accessToken(token))
-    }
-
-    /// An access token as the tokens table holds it, cached once found (under the lock).
-    private func accessToken(_ token: String) -> AccessTokenCache.Entry? {
-        guard let found = store.token(token, kind: "access") else { return nil }
-        let entry = AccessTokenCache.Entry(principal: found.principal, expiresAt: found.expiresAt)
-        accessTokens.insert(token, entry)
-        return entry
-    }
-
-    /// The principal of a known token that has not expired by the server's clock.
-    private func principal(_ known: AccessTokenCache.Entry?) -> String? {
-        guard let known, known.expiresAt > now() else { return nil }
-        return known.principal
-    }
-
-    static func bearerToken(_ request: HTTPRequest) -> String? {
-        guard let header = request.header("authorization"), header.hasPrefix("Bearer "), header.utf8.count <= 512 else { return nil }
-        return String(header.dropFirst("Bearer ".count))
     }
 
     // MARK: Before the body
@@ -362,21 +311,15 @@ public final class SyncServer: @unchecked Sendable {
         case ("POST", _): limit = Self.maxSubmissionBytes
         default: limit = 0
         }
-        if head.method == "PATCH", faults.isEmpty, !faults.isOutage, let refusal = misdirected(head) ?? (authorized(head) ? nil : unauthorized()) {
+        if head.method == "PATCH", faults.isEmpty, !faults.isOutage, case .refused(let refusal) = caller(of: head) {
             return .refuse(refusal)
         }
         guard head.method == "POST", head.path != "/auth/refresh", head.path != "/uploads", faults.isEmpty, !faults.isOutage else {
             return .read(maxBodyBytes: limit)
         }
-        if let refusal = misdirected(head) ?? (authorized(head) ? nil : unauthorized()) ?? badProtocolHeaders(head) {
-            return .refuse(refusal)
-        }
+        if case .refused(let refusal) = caller(of: head) { return .refuse(refusal) }
+        if let refusal = badProtocolHeaders(head) { return .refuse(refusal) }
         return .read(maxBodyBytes: limit)
-    }
-
-    func misdirected(_ request: HTTPRequest) -> HTTPResponse? {
-        guard let workspace, let named = request.header("formsync-workspace"), named != workspace, request.path != "/health" else { return nil }
-        return .problem(421, "Misdirected Request", detail: "this server hosts workspace \(workspace), not \(named)", code: "wrong-workspace")
     }
 
     /// The syntax of `Idempotency-Key`, `FormSync-Document` and `FormSync-Workspace`
@@ -425,19 +368,17 @@ public final class SyncServer: @unchecked Sendable {
         return (false, strong)
     }
 
-    func unauthorized() -> HTTPResponse {
-        .problem(401, "Unauthorized", detail: "a valid bearer token is required", code: "bad-token", headers: [("WWW-Authenticate", "Bearer")])
-    }
-
     private func refresh(_ request: HTTPRequest) -> HTTPResponse {
         guard let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
             let refreshToken = object["refresh_token"] as? String
         else { return .problem(400, "Bad Request", detail: "send {\"refresh_token\": \"…\"}", code: "malformed") }
         return locked {
-            guard let principal = store.principal(ofToken: refreshToken, kind: "refresh", at: now()) else {
+            guard refreshToken.utf8.count <= 512, let found = store.grant(ofToken: refreshToken, kind: "refresh"), found.expiresAt > now() else {
                 return .problem(401, "Unauthorized", detail: "unknown refresh token", code: "bad-token")
             }
-            let token = issueAccessTokenLocked(principal: principal)
+            guard let token = try? issueAccessTokenLocked(found.grant) else {
+                return .problem(500, "Internal Server Error", detail: "the server could not store the token", code: "internal")
+            }
             return .json(200, ["access_token": token, "token_type": "Bearer", "expires_in": tokenLifetimeMilliseconds / 1000])
         }
     }
@@ -445,20 +386,23 @@ public final class SyncServer: @unchecked Sendable {
     /// The ledger around a write: a replay returns the recorded reply, the same key with
     /// another payload is 422, a key still in flight is 409; the write and its recorded reply
     /// commit together.
-    private func write(_ request: HTTPRequest, fault: FaultPlan.Fault?, _ process: @escaping () throws -> HTTPResponse) -> HTTPResponse? {
-        write(request, fault: fault, prepare: {}, process)
+    private func write(_ request: HTTPRequest, fault: FaultPlan.Fault?, _ process: @escaping (Caller) throws -> HTTPResponse) -> HTTPResponse? {
+        write(request, fault: fault, prepare: {}, { try process($1) })
     }
 
     /// `write` with a `prepare` step that runs outside the lock and the transaction: the work
     /// that depends on the request alone (decoding, validating), so that concurrent writers
     /// hold the lock only for what touches the store. (A replay's is wasted, and it is rare.)
-    private func write<P>(_ request: HTTPRequest, fault: FaultPlan.Fault?, prepare: () -> P, _ process: @escaping (P) throws -> HTTPResponse) -> HTTPResponse? {
-        if let refusal = misdirected(request) { return refusal }
-        guard let principal = principal(of: request) else { return unauthorized() }
+    private func write<P>(_ request: HTTPRequest, fault: FaultPlan.Fault?, prepare: () -> P, _ process: @escaping (P, Caller) throws -> HTTPResponse) -> HTTPResponse? {
+        let caller: Caller
+        switch self.caller(of: request) {
+        case .allowed(let found): caller = found
+        case .refused(let refusal): return refusal
+        }
         if let refusal = badProtocolHeaders(request) { return refusal }
         let document = request.header("formsync-document")!
         // Keys are scoped to (workspace, principal): another device's key is another key.
-        let key = "\(request.header("formsync-workspace") ?? "")\u{1F}\(principal)\u{1F}\(request.header("idempotency-key")!)"
+        let key = "\(caller.workspace)\u{1F}\(caller.principal)\u{1F}\(request.header("idempotency-key")!)"
         var fingerprint = SHA256()
         fingerprint.update(Data("\(request.method) \(request.path)\n\(request.header("formsync-form") ?? "")\n\(request.header("if-match") ?? "")\n\(document)\n".utf8))
         fingerprint.update(request.body)
@@ -480,7 +424,7 @@ public final class SyncServer: @unchecked Sendable {
             if delay == nil, let answer = ledgerAnswer(key, hash: hash) { return (answer, nil, 0) }
             do {
                 let response = try store.batchedTransaction {
-                    let response = try process(prepared)
+                    let response = try process(prepared, caller)
                     try store.finishLedger(key, hash: hash, with: response, at: now())
                     return response
                 }
@@ -565,7 +509,7 @@ public final class SyncServer: @unchecked Sendable {
     }
 
     /// Creates or edits a document. Runs inside the ledger's transaction.
-    private func submit(_ request: HTTPRequest, _ checked: CheckedSubmission) throws -> HTTPResponse {
+    private func submit(_ request: HTTPRequest, _ checked: CheckedSubmission, caller: Caller) throws -> HTTPResponse {
         let documentID = request.header("formsync-document")!
         let (name, entry, canonical): (String, FormRegistry.Entry, (payload: Data, endpoint: String))
         switch checked {
@@ -573,11 +517,11 @@ public final class SyncServer: @unchecked Sendable {
         case .failed(let error): throw error
         case .accepted(let n, let e, let c): (name, entry, canonical) = (n, e, c)
         }
-        let workspace = request.header("formsync-workspace") ?? ""
-        if let refusal = boundElsewhere(documentID, form: name, workspace: workspace) { return refusal }
+        let workspace = caller.workspace
+        if let refusal = boundElsewhere(documentID, form: name, caller: caller) { return refusal }
         let ifMatch = request.header("if-match").flatMap(Self.entityTags)
         if let action = entry.recordAction, action.kind == .edits {
-            return try submitEdit(request, entry: entry, action: action, payload: canonical.payload, workspace: workspace, ifMatch: ifMatch)
+            return try submitEdit(request, entry: entry, action: action, payload: canonical.payload, caller: caller, ifMatch: ifMatch)
         }
         var createdRecord: (type: String, payload: Data, scope: String)?
         if let action = entry.recordAction, action.kind == .creates {
@@ -620,7 +564,8 @@ public final class SyncServer: @unchecked Sendable {
         if ifMatch != nil {
             return .problem(404, "Not Found", detail: "document \(documentID) does not exist; it cannot be edited", code: "no-such-document")
         }
-        let created = try store.createDocument(documentID, form: name, formVersion: entry.version, workspace: workspace, payload: canonical.payload, at: now())
+        let created = try store.createDocument(
+            documentID, form: name, formVersion: entry.version, workspace: workspace, principal: caller.principal, payload: canonical.payload, at: now())
         var entity: [String: Any]?
         if let createdRecord {
             let version = try store.putRecord(workspace: workspace, type: createdRecord.type, id: created.id, scope: createdRecord.scope, payload: createdRecord.payload, at: now())
@@ -629,17 +574,19 @@ public final class SyncServer: @unchecked Sendable {
         return recordResponse(created, status: 201, entity: entity)
     }
 
-    func storeFile(_ request: HTTPRequest) throws -> HTTPResponse {
+    func storeFile(_ request: HTTPRequest, caller: Caller) throws -> HTTPResponse {
         let documentID = request.header("formsync-document")!
         let digest = SHA256.hash(request.body)
         guard let header = request.header("content-digest"), let claimed = Self.parseDigest(header) else {
             return .problem(400, "Bad Request", detail: "Content-Digest: sha-256=:…: is required", code: "digest-missing")
         }
         guard claimed == digest else { return .problem(400, "Bad Request", detail: "Content-Digest does not match the bytes received", code: "digest-mismatch") }
-        let workspace = request.header("formsync-workspace") ?? ""
-        if let refusal = boundElsewhere(documentID, form: nil, workspace: workspace) { return refusal }
+        if let refusal = boundElsewhere(documentID, form: nil, caller: caller) { return refusal }
+        if try store.upload(document: documentID) != nil {
+            return .problem(409, "Conflict", detail: "file document \(documentID) is a resumable upload; finish it at /uploads", code: "document-exists")
+        }
         let (id, created, sameBytes) = try store.storeFile(
-            documentID, workspace: workspace, bytes: request.body, digest: digest, contentType: request.header("content-type"), at: now())
+            documentID, workspace: caller.workspace, principal: caller.principal, bytes: request.body, digest: digest, contentType: request.header("content-type"), at: now())
         guard sameBytes else {
             return .problem(409, "Conflict", detail: "file document \(documentID) already holds other bytes", code: "document-exists", extra: ["id": id])
         }
@@ -647,18 +594,39 @@ public final class SyncServer: @unchecked Sendable {
                                          "digest": "sha-256=:\(digest.base64EncodedString()):"])
     }
 
-    /// A refusal when `documentID` already belongs to another form (a file when `form` is nil)
-    /// or another workspace: a document id is bound to both for good.
-    func boundElsewhere(_ documentID: String, form: String?, workspace: String) -> HTTPResponse? {
+    /// A refusal when `documentID` already belongs to another workspace, another principal
+    /// (unless the caller is the back office) or another form (a file when `form` is nil): a
+    /// document id is bound to all three for good. The workspace is checked first and the form
+    /// last, so that nobody learns anything of a document that is not theirs.
+    func boundElsewhere(_ documentID: String, form: String?, caller: Caller) -> HTTPResponse? {
         guard let owner = store.owner(of: documentID) else { return nil }
+        if owner.workspace != caller.workspace {
+            return .problem(409, "Conflict", detail: "document \(documentID) belongs to another workspace", code: "document-workspace-mismatch")
+        }
+        if !caller.owns(owner.principal) {
+            return .problem(409, "Conflict", detail: "document \(documentID) belongs to another principal", code: "document-principal-mismatch")
+        }
         if owner.form != form {
             return .problem(409, "Conflict", detail: "document \(documentID) belongs to \(owner.form ?? "a file upload"), not \(form ?? "a file upload")",
                             code: "document-form-mismatch")
         }
-        if owner.workspace != workspace {
-            return .problem(409, "Conflict", detail: "document \(documentID) belongs to another workspace", code: "document-workspace-mismatch")
-        }
         return nil
+    }
+
+    /// `GET /documents/{id}`: a document of the caller's workspace that the caller may read.
+    private func documentRoute(_ request: HTTPRequest) -> HTTPResponse {
+        let caller: Caller
+        switch self.caller(of: request) {
+        case .allowed(let found): caller = found
+        case .refused(let refusal): return refusal
+        }
+        let id = String(request.path.dropFirst("/documents/".count))
+        return locked {
+            guard Self.isIdentifier(id), let owner = store.owner(of: id), owner.form != nil, owner.workspace == caller.workspace, caller.owns(owner.principal),
+                let document = store.document(id)
+            else { return .problem(404, "Not Found", detail: "no document \(id) here", code: "no-such-document") }
+            return recordResponse(document, status: 200)
+        }
     }
 
     func recordResponse(_ document: Document, status: Int, code: String? = nil, detail: String? = nil, entity: [String: Any]? = nil) -> HTTPResponse {

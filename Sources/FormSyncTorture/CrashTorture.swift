@@ -92,7 +92,7 @@ package struct CrashTorture {
             let courier = n % 3 == 2 ? "bob" : TortureDevice.courier
             _ = try server.putRecord(Delivery(courierId: courier, status: .assigned, stopOrder: n % 2 == 0 ? n + 1 : 1000 + n, address: "Rua \(n)"), workspace: workspace)
         }
-        let refreshToken = server.issueRefreshToken(principal: TortureDevice.courier)
+        let refreshToken = try server.issueRefreshToken(principal: TortureDevice.courier, workspaces: [workspace])
         let database = folder.appendingPathComponent("device.sqlite").path
         let log = folder.appendingPathComponent("device.log").path
         let output = folder.appendingPathComponent("device.out")

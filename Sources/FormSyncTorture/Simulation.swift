@@ -155,7 +155,7 @@ package struct Simulation {
             }
         }
         let network = SimulatedNetwork(seed: seed, server: server, trace: trace, sabotage: sabotage)
-        let refreshToken = server.issueRefreshToken(principal: "ada")
+        let refreshToken = try server.issueRefreshToken(principal: "ada", workspaces: workspaces)
         // Both workspaces' transports carry the one token the device holds.
         let tokens = Mutex<String?>(nil)
         var transports: [String: HTTPTransport] = [:]

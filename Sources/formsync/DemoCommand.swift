@@ -106,7 +106,7 @@ struct FieldDay {
         try seedBackOffice(server)
         var refreshTokens: [Int: String] = [:]
         for worker in 1...workers {
-            refreshTokens[worker] = server.issueRefreshToken(principal: courier(worker))
+            refreshTokens[worker] = try server.issueRefreshToken(principal: courier(worker), workspaces: ["demo"])
             let pulled = try await morningPull(worker: worker, server: server, refreshToken: refreshTokens[worker]!)
             note("device \(worker) pulled its round: \(pulled) records (its deliveries and the shared customers)")
         }

@@ -29,7 +29,7 @@ enum HTTPBenchmark {
             let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms)
             _ = try server.start()
             defer { server.stop() }
-            let token = server.issueAccessToken()
+            let token = try server.issueAccessToken(workspaces: ["bench"])
             for side in round % 2 == 0 ? ["raw", "transport", "outbox"] : ["outbox", "transport", "raw"] {
                 if side == "raw" {
                     let run = try await rawPosts(items, server: server, token: token, concurrency: concurrency)

@@ -21,7 +21,7 @@ enum LoadBenchmark {
         let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms)
         let port = try server.start()
         defer { server.stop() }
-        let token = server.issueAccessToken()
+        let token = try server.issueAccessToken(workspaces: ["bench"])
         print("load benchmark: \(items) SalesOrder submissions per round at concurrency \(concurrency), \(rounds) rounds each,")
         print("  alternating a quiet server with one held by \(slow) slow connections (a byte of a head every 500 ms)")
         var quiet: [Double] = []

@@ -38,7 +38,7 @@ enum PullBenchmark {
             }
         }
         let sample = payloads.first ?? Data()
-        let refreshToken = server.issueRefreshToken(principal: "ada")
+        let refreshToken = try server.issueRefreshToken(principal: "ada", workspaces: ["big", "small"])
         print("pull benchmark: \(records) Delivery records (\(sample.count) bytes of JSON each) for one courier, \(rounds) rounds interleaved")
 
         // 1. Initial pull in a device process, against raw inserts of the same rows.
@@ -68,7 +68,7 @@ enum PullBenchmark {
         print("  device process peak RSS (largest of the \(rounds) pulls): \(String(format: "%.1f", peakMiB)) MiB")
 
         // 2. Deltas: D changes on the N-record store against D changes on the S-record store.
-        let token = Mutex<String?>(server.issueAccessToken(principal: "ada"))
+        let token = Mutex<String?>(try server.issueAccessToken(principal: "ada", workspaces: ["big", "small"]))
         func outbox(_ path: String, workspace: String) throws -> Outbox {
             let transport = HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: 30) { token.withLock { $0 } }
             return try Outbox(path: path, forms: FormCatalog.forms, records: FormCatalog.records, transport: transport)

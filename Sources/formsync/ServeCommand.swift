@@ -13,8 +13,10 @@ enum ServeCommand {
 
         Serves the FormSync protocol (docs/PROTOCOL.md) on 127.0.0.1:N (default 8080; 0 picks a
         free port) with its state in DIR (default ./formsync-server), and prints a refresh token
-        and an access token to use. With --workspace, a request whose FormSync-Workspace names
-        another workspace is refused with 421. --specs serves the forms and records of a folder of
+        and an access token to use (and a back-office token, which reads every principal's
+        documents and records). With --workspace, a request whose FormSync-Workspace names
+        another workspace is refused with 421; the tokens are issued for workspace W (without
+        --workspace, for workspace "default"), and a request must name it. --specs serves the forms and records of a folder of
         specs (an app's own) without compiling them, every older version of a form brought up
         by its upgraders; without it, the FormSpecs/ examples built into this binary. --records seeds (or replaces) records as the back
         office would, from a JSON array of {"type": "Delivery", "id": 7, "record": {...}} (id
@@ -75,8 +77,13 @@ enum ServeCommand {
         printNow("FormSync reference server on http://127.0.0.1:\(actual)")
         printNow("forms: \(server.acceptedForms.map { "\($0.name) v\($0.version)" }.joined(separator: ", "))")
         printNow("records: \(server.recordTypeNames.joined(separator: ", "))")
-        printNow("refresh token: \(server.issueRefreshToken(principal: principal))")
-        printNow("access token:  \(server.issueAccessToken(principal: principal))")
+        // Tokens are issued for one workspace: the one hosted, or "default" on a server that
+        // hosts any (docs/PROTOCOL.md, "Access rules").
+        let grant = SyncServer.Grant(principal: principal, workspaces: [args.values["--workspace"] ?? "default"])
+        printNow("workspace: \(grant.workspaces[0])")
+        printNow("refresh token: \(try server.issueRefreshToken(grant))")
+        printNow("back-office token: \(try server.issueAccessToken(SyncServer.Grant(principal: "back-office", workspaces: grant.workspaces, role: .backOffice)))")
+        printNow("access token:  \(try server.issueAccessToken(grant))")
         while true { try await Task.sleep(for: .seconds(3600)) }
     }
 

@@ -75,7 +75,7 @@ enum ServerBenchmark {
         server.workers = workers
         let port = try server.start()
         defer { server.stop() }
-        let token = server.issueAccessToken()
+        let token = try server.issueAccessToken(workspaces: ["bench"])
         let live = OutboxEnvironment.live
         let identity: () -> String
         switch identities {

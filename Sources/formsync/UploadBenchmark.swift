@@ -15,7 +15,7 @@ enum UploadBenchmark {
         let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms)
         _ = try server.start()
         defer { server.stop() }
-        let token = server.issueAccessToken()
+        let token = try server.issueAccessToken(workspaces: ["bench"])
         let size = megabytes * 1_000_000
         var data = Data(count: size)
         var generator = SystemRandomNumberGenerator()

@@ -84,7 +84,7 @@ struct BadEnvironmentTests {
         let db = world.directory.appendingPathComponent("full.sqlite").path
         let run = try await ProcessRunner.run(binary, [
             "torture", "disk-full", "--db", db, "--server", world.server.baseURL.absoluteString,
-            "--refresh-token", world.server.issueRefreshToken(principal: "ada"), "--headroom", String(256 << 10),
+            "--refresh-token", try world.server.issueRefreshToken(principal: "ada", workspaces: ["acme"]), "--headroom", String(256 << 10),
         ])
         #expect(run.status == 0, "\(run.output)\n\(run.errors)")
         let failure = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("pull failed: ") }, "\(run.output)")

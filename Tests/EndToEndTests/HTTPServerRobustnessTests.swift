@@ -17,8 +17,8 @@ struct HTTPServerRobustnessTests {
         #expect(exchange(port, Data("GARBAGE\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
         #expect(exchange(port, Data("GET /health HTTP/1.1\r\nNo colon here\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
         #expect(exchange(port, Data("POST /files HTTP/1.1\r\nContent-Length: banana\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
-        let token = world.server.issueAccessToken()
-        let writeHeaders = "Authorization: Bearer \(token)\r\nIdempotency-Key: k1\r\nFormSync-Document: d1\r\n"
+        let token = try world.server.issueAccessToken(workspaces: ["acme"])
+        let writeHeaders = "Authorization: Bearer \(token)\r\nFormSync-Workspace: acme\r\nIdempotency-Key: k1\r\nFormSync-Document: d1\r\n"
         #expect(exchange(port, Data("POST /files HTTP/1.1\r\n\(writeHeaders)Content-Length: 99999999999\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 413 "))
         // Fewer bytes than Content-Length, then the peer stops sending: refused, never processed.
         #expect(exchange(port, Data("POST /files HTTP/1.1\r\n\(writeHeaders)Content-Length: 10\r\n\r\nshort".utf8)).hasPrefix("HTTP/1.1 400 "))
@@ -42,8 +42,8 @@ struct HTTPServerRobustnessTests {
         let body = #"{"name":"Ana","segment":"retail"}"#
         let noToken = exchange(port, Data("POST /customers HTTP/1.1\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8))
         #expect(noToken.hasPrefix("HTTP/1.1 401 "))
-        let token = world.server.issueAccessToken()
-        let noKey = exchange(port, Data("POST /customers HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8))
+        let token = try world.server.issueAccessToken(workspaces: ["acme"])
+        let noKey = exchange(port, Data("POST /customers HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nFormSync-Workspace: acme\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8))
         #expect(noKey.hasPrefix("HTTP/1.1 400 "))
         #expect(noKey.contains("Idempotency-Key"))
         #expect(world.server.documents().isEmpty)

@@ -111,7 +111,7 @@ struct HostileHTTPTests {
         let globexServer = try SyncServer(directory: acme.directory.appendingPathComponent("globex").path, forms: FormCatalog.forms, workspace: "globex")
         _ = try globexServer.start()
         defer { globexServer.stop() }
-        let globexToken = globexServer.issueAccessToken()
+        let globexToken = try globexServer.issueAccessToken(workspaces: ["globex"])
         let acmeTransport = acme.transport(workspace: "acme")
         let globexTransport = HTTPTransport(workspace: "globex", baseURL: globexServer.baseURL, timeout: 5) { globexToken }
         let outbox = try Outbox(

@@ -11,7 +11,7 @@ import Testing
 struct OutboxInspectTests {
     @Test func inspectShowsItemsHistoryAndABundleWithNoTokenAndNoFileBytes() async throws {
         let world = try World()
-        let token = world.server.issueAccessToken()
+        let token = try world.server.issueAccessToken(workspaces: ["acme"])
         let transport = HTTPTransport(workspace: "acme", baseURL: world.server.baseURL, timeout: 5) { token }
         let path = world.directory.appendingPathComponent("support.sqlite").path
         let outbox = try Outbox(path: path, forms: FormCatalog.forms, transport: transport)

@@ -103,7 +103,7 @@ struct OversizedReplyTests {
     @Test func aLimitBelowSixtyFourKibibytesIsReadAsSixtyFourAndRepliesUnderItPass() async throws {
         // A server's ordinary answers are small; the smallest bound still takes them.
         let world = try World()
-        let token = world.server.issueAccessToken()
+        let token = try world.server.issueAccessToken(workspaces: ["acme"])
         let transport = HTTPTransport(workspace: "acme", baseURL: world.server.baseURL, timeout: 10, maxReplyBytes: -5) { token }
         #expect(await transport.probe())
         guard case .page = await transport.fetchChanges(cursor: nil, limit: 10) else {

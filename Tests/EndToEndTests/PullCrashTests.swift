@@ -32,7 +32,7 @@ struct PullCrashTests {
         }
         for n in 0..<200 { _ = try world.server.putRecord(Customer(name: "Shop \(n)", segment: .retail), workspace: "acme") }
 
-        let refreshToken = world.server.issueRefreshToken(principal: "ada")
+        let refreshToken = try world.server.issueRefreshToken(principal: "ada", workspaces: ["acme"])
         let db = world.directory.appendingPathComponent("pulling.sqlite").path
         var logs: [URL] = []
         func device() throws -> ChildProcess {

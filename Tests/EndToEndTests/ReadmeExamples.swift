@@ -38,7 +38,7 @@ struct AppContext {
         world = try World()
         serverURL = world.server.baseURL
         databasePath = world.directory.appendingPathComponent("app.sqlite").path
-        storedRefreshToken = world.server.issueRefreshToken(principal: "courier-7")
+        storedRefreshToken = try world.server.issueRefreshToken(principal: "courier-7", workspaces: ["acme"])
         cameraURL = world.directory.appendingPathComponent("photo.jpg")
         signatureURL = world.directory.appendingPathComponent("signature.png")
         try Data(repeating: 0xD8, count: 30_000).write(to: cameraURL)

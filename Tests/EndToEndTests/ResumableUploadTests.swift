@@ -123,12 +123,13 @@ struct ResumableUploadTests {
 
     @Test func theServerRefusesAbsurdLengthsDigestsAndOffsets() async throws {
         let world = try World()
-        let token = world.server.issueAccessToken()
+        let token = try world.server.issueAccessToken(workspaces: ["acme"])
         func call(_ method: String, _ path: String, _ headers: [String: String], body: Data? = nil) async throws -> (Int, [String: String]) {
             var request = URLRequest(url: URL(string: world.server.baseURL.absoluteString + path)!)
             request.httpMethod = method
             request.httpBody = body
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            request.setValue("acme", forHTTPHeaderField: "FormSync-Workspace")
             for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
             let (_, response) = try await URLSession.shared.data(for: request)
             let http = response as! HTTPURLResponse

@@ -33,7 +33,7 @@ struct ServerGroupCommitTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("group-commit-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
-        let token = server.issueAccessToken()
+        let token = try server.issueAccessToken(workspaces: ["acme"])
         let count = 64
         let statuses = Mutex<[Int?]>([])
         await Self.onSixteenThreads(count) { n in
@@ -51,7 +51,7 @@ struct ServerGroupCommitTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("write-batches-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
-        let token = server.issueAccessToken()
+        let token = try server.issueAccessToken(workspaces: ["acme"])
         let commitsBefore = server.store.db.commitCount
         let count = 96
         let path = folder.appendingPathComponent("server.sqlite").path
@@ -81,7 +81,7 @@ struct ServerGroupCommitTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = try ServerStore(directory: folder.path, now: 0)
         let floor = store.committedNumber + 1
-        _ = try store.batchedTransaction { try store.createDocument("a", form: "SalesOrder", formVersion: 1, workspace: "", payload: Data("{}".utf8), at: 0) }
+        _ = try store.batchedTransaction { try store.createDocument("a", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0) }
         let gate = store.durabilityGate
         #expect(gate == floor, "the first write opened the batch it waits for")
         struct Abandoned: Error {}
@@ -89,7 +89,7 @@ struct ServerGroupCommitTests {
         #expect(throws: Abandoned.self) { try store.batchedTransaction { try store.db.run("ROLLBACK"); throw Abandoned() } }
         #expect(store.lostBatch(in: floor...gate) != nil, "the first write's reply must not say it was saved")
         #expect(store.document("a") == nil)
-        _ = try store.batchedTransaction { try store.createDocument("b", form: "SalesOrder", formVersion: 1, workspace: "", payload: Data("{}".utf8), at: 0) }
+        _ = try store.batchedTransaction { try store.createDocument("b", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0) }
         let next = store.durabilityGate
         #expect(next > gate, "a new batch never reuses a lost one's number")
         #expect(store.lostBatch(in: next...next) == nil)
@@ -97,9 +97,9 @@ struct ServerGroupCommitTests {
         #expect(store.committedNumber == next)
         #expect(store.document("b") != nil)
         // A write that fails on its own rolls back only its savepoint.
-        _ = try store.batchedTransaction { try store.createDocument("c", form: "SalesOrder", formVersion: 1, workspace: "", payload: Data("{}".utf8), at: 0) }
+        _ = try store.batchedTransaction { try store.createDocument("c", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0) }
         #expect(throws: (any Error).self) {
-            try store.batchedTransaction { try store.createDocument("c", form: "SalesOrder", formVersion: 1, workspace: "", payload: Data("{}".utf8), at: 0) }
+            try store.batchedTransaction { try store.createDocument("c", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0) }
         }
         store.commitBatch()
         #expect(store.document("c") != nil)
@@ -133,7 +133,7 @@ struct ServerGroupCommitTests {
         return HTTPRequest(
             method: "POST", path: order.endpoint, query: nil,
             headers: [
-                "authorization": "Bearer \(token)", "idempotency-key": "k-\(n)", "formsync-document": "d-\(n)",
+                "authorization": "Bearer \(token)", "idempotency-key": "k-\(n)", "formsync-document": "d-\(n)", "formsync-workspace": "acme",
                 "formsync-form": "SalesOrder; version=\(SalesOrder.formVersion)", "content-type": "application/json",
             ],
             body: try FormRegistry.encode(order))
@@ -143,7 +143,7 @@ struct ServerGroupCommitTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("one-commit-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
-        let token = server.issueAccessToken()
+        let token = try server.issueAccessToken(workspaces: ["acme"])
         let before = server.store.db.commitCount
         #expect(server.handle(try Self.order(1, token: token))?.status == 201)
         #expect(server.store.db.commitCount == before + 1, "the key is held in flight in memory, not committed on its own")
@@ -158,7 +158,7 @@ struct ServerGroupCommitTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let token = try { () throws -> String in
             let first = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
-            let token = first.issueAccessToken()
+            let token = try first.issueAccessToken(workspaces: ["acme"])
             #expect(first.handle(try Self.order(1, token: token))?.status == 201)
             return token
         }()
@@ -175,11 +175,11 @@ struct ServerGroupCommitTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let clock = Atomic<Int64>(1_000_000)
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms, tokenLifetimeSeconds: 60, now: { clock.load(ordering: .relaxed) })
-        let expired = server.issueAccessToken()
+        let expired = try server.issueAccessToken(workspaces: ["acme"])
         #expect(server.handle(try Self.order(1, token: expired))?.status == 201)
         server.expireAccessTokens()
         #expect(server.handle(try Self.order(2, token: expired))?.status == 401, "expired by the server after it was checked once")
-        let aging = server.issueAccessToken()
+        let aging = try server.issueAccessToken(workspaces: ["acme"])
         #expect(server.handle(try Self.order(3, token: aging))?.status == 201)
         clock.store(1_000_000 + 60_000, ordering: .relaxed)
         #expect(server.handle(try Self.order(4, token: aging))?.status == 401, "its lifetime ran out after it was checked once")
@@ -193,7 +193,7 @@ struct ServerGroupCommitTests {
         // marks its keys in flight in its own memory only.
         let first = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
         let second = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
-        let token = first.issueAccessToken()
+        let token = try first.issueAccessToken(workspaces: ["acme"])
         first.faults.add(.delay(milliseconds: 300))
         let held = Mutex<HTTPResponse?>(nil)
         let done = DispatchSemaphore(value: 0)
@@ -220,7 +220,7 @@ struct ServerFileDurabilityTests {
         HTTPRequest(
             method: "POST", path: "/files", query: nil,
             headers: [
-                "authorization": "Bearer \(token)", "idempotency-key": "k-\(document)", "formsync-document": document,
+                "authorization": "Bearer \(token)", "idempotency-key": "k-\(document)", "formsync-document": document, "formsync-workspace": "acme",
                 "content-type": "image/jpeg", "content-digest": "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):",
             ],
             body: bytes)
@@ -230,7 +230,7 @@ struct ServerFileDurabilityTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("file-sync-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
-        let token = server.issueAccessToken()
+        let token = try server.issueAccessToken(workspaces: ["acme"])
         let syncs = Atomic<Int>(0)
         server.store.durableFiles = DurableFiles(sync: { _ in
             syncs.add(1, ordering: .relaxed)

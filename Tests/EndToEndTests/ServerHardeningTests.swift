@@ -51,8 +51,8 @@ struct ServerHardeningTests {
         let huge = "GET /health HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 40_000))\r\n\r\n"
         #expect(raw.exchange(port, Data(huge.utf8)).hasPrefix("HTTP/1.1 431 "))
         #expect(raw.exchange(port, Data("POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
-        let token = world.server.issueAccessToken()
-        let badKey = raw.exchange(port, Data("POST /customers HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nIdempotency-Key: has space\r\nFormSync-Document: d\r\nContent-Length: 2\r\n\r\n{}".utf8))
+        let token = try world.server.issueAccessToken(workspaces: ["acme"])
+        let badKey = raw.exchange(port, Data("POST /customers HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nFormSync-Workspace: acme\r\nIdempotency-Key: has space\r\nFormSync-Document: d\r\nContent-Length: 2\r\n\r\n{}".utf8))
         #expect(badKey.hasPrefix("HTTP/1.1 400 "))
         #expect(badKey.contains("bad-idempotency-key"))
     }

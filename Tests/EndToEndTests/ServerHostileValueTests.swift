@@ -10,14 +10,14 @@ import Testing
 struct ServerHostileValueTests {
     @Test func theTokenCacheStaysBoundedAndHoldsOnlyTokensTheTableKnows() throws {
         let cache = AccessTokenCache()
-        for n in 0...AccessTokenCache.capacity { cache.insert("t-\(n)", .init(principal: "p", expiresAt: 1)) }
+        for n in 0...AccessTokenCache.capacity { cache.insert("t-\(n)", .init(grant: .init(principal: "p", workspaces: ["acme"]), expiresAt: 1)) }
         #expect(cache.count <= AccessTokenCache.capacity)
         #expect(cache.entry("t-\(AccessTokenCache.capacity)") != nil, "the newest entry survives a start-over")
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-tokens-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
-        let token = server.issueAccessToken()
+        let token = try server.issueAccessToken(workspaces: ["acme"])
         var order = try ServerGroupCommitTests.order(1, token: token)
         for forged in ["a-unknown", "", "Bearer", String(repeating: "x", count: 600), "a-\u{0}", "' OR 1=1 --"] + (0..<500).map({ "a-\($0)" }) {
             order.headers["authorization"] = "Bearer \(forged)"

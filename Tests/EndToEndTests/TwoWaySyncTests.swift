@@ -212,7 +212,7 @@ struct TwoWaySyncTests {
     @Test func theReferenceServerRefusesBadFeedQueriesAndHidesOtherScopes() async throws {
         let world = try World()
         let bobs = try world.server.putRecord(Delivery(courierId: "bob", status: .assigned, address: "Avenida 1"), workspace: "acme")
-        let token = world.server.issueAccessToken(principal: "ada")
+        let token = try world.server.issueAccessToken(principal: "ada", workspaces: ["acme"])
         func get(_ path: String) async throws -> (Int, [String: Any]) {
             var request = URLRequest(url: URL(string: world.server.baseURL.absoluteString + path)!)
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")

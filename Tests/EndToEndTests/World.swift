@@ -21,14 +21,16 @@ final class World: @unchecked Sendable {
     var timeout: TimeInterval = 5
     var concurrency = 4
     private let watch = TestRunWatchdog.enter(Test.current?.name ?? "?")
+    /// The workspaces the world's tokens are issued for (devices, the demo device, conformance).
+    static let workspaces = ["acme", "demo", "conformance"]
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         server = try SyncServer(directory: directory.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
         _ = try server.start()
-        refreshToken = server.issueRefreshToken()
-        token = Mutex(server.issueAccessToken())
+        refreshToken = try server.issueRefreshToken(workspaces: Self.workspaces)
+        token = Mutex(try server.issueAccessToken(workspaces: Self.workspaces))
     }
 
     deinit {
@@ -44,7 +46,8 @@ final class World: @unchecked Sendable {
         if let principal {
             let token = principalTokens.withLock { tokens in
                 if let token = tokens[principal] { return token }
-                let token = server.issueAccessToken(principal: principal)
+                // A token the server could not store is no token: every request says 401.
+                let token = (try? server.issueAccessToken(principal: principal, workspaces: Self.workspaces)) ?? "unissued"
                 tokens[principal] = token
                 return token
             }

@@ -28,7 +28,7 @@ struct SpecEvolutionEndToEndTests {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             server = try SyncServer(directory: directory.appendingPathComponent("server").path, forms: forms)
             _ = try server.start()
-            token = server.issueAccessToken()
+            token = try server.issueAccessToken(workspaces: ["field"])
         }
 
         deinit {
@@ -167,7 +167,7 @@ struct SpecEvolutionEndToEndTests {
             var request = URLRequest(url: URL(string: url + path)!)
             request.httpMethod = "POST"
             request.httpBody = Data(body.utf8)
-            for (name, value) in ["Authorization": "Bearer \(token)", "Idempotency-Key": key, "FormSync-Document": key, "FormSync-Form": "PestControlVisit; version=\(version)", "Content-Type": "application/json"] {
+            for (name, value) in ["Authorization": "Bearer \(token)", "FormSync-Workspace": "default", "Idempotency-Key": key, "FormSync-Document": key, "FormSync-Form": "PestControlVisit; version=\(version)", "Content-Type": "application/json"] {
                 request.setValue(value, forHTTPHeaderField: name)
             }
             let (data, response) = try await URLSession.shared.data(for: request)

@@ -1,0 +1,70 @@
+import FormSyncModel
+import FormSyncSQLite
+import Foundation
+
+/// Tokens and who owns what. A token is stored only as its SHA-256 (a stolen database holds no
+/// usable token), with the grant it carries: its principal, its role and the workspaces it may
+/// name. Documents, files and uploads remember the principal that created them, so that the
+/// access rules (docs/PROTOCOL.md, "Access rules") can tell one principal's data from another's.
+extension ServerStore {
+    static let grantsMigration = SQLiteMigrator.Migration(version: 5, name: "token digests, grants and owners", sql: """
+        CREATE TABLE grants (
+            digest BLOB PRIMARY KEY,
+            kind TEXT NOT NULL,
+            principal TEXT NOT NULL,
+            role TEXT NOT NULL,
+            workspaces TEXT NOT NULL,
+            expires_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        DROP TABLE tokens;
+        ALTER TABLE documents ADD COLUMN principal TEXT;
+        ALTER TABLE files ADD COLUMN principal TEXT;
+        ALTER TABLE uploads ADD COLUMN principal TEXT;
+        """)
+
+    /// A stored token's grant, valid or not.
+    struct StoredGrant {
+        var grant: SyncServer.Grant
+        var expiresAt: Int64
+    }
+
+    static func tokenDigest(_ token: String) -> Data { SHA256.hash(Data(token.utf8)) }
+
+    func addToken(_ token: String, kind: String, grant: SyncServer.Grant, expiresAt: Int64) throws {
+        try db.run("INSERT INTO grants (digest, kind, principal, role, workspaces, expires_at) VALUES (?, ?, ?, ?, ?, ?)", [
+            .blob(Self.tokenDigest(token)), .text(kind), .text(grant.principal), .text(grant.role.rawValue),
+            .text(grant.workspaces.joined(separator: "\n")), .integer(expiresAt),
+        ])
+    }
+
+    /// The grant of a token of `kind`, valid or not; nil for a token the server never issued.
+    func grant(ofToken token: String, kind: String) -> StoredGrant? {
+        (try? db.query("SELECT principal, role, workspaces, expires_at FROM grants WHERE digest = ? AND kind = ?", [.blob(Self.tokenDigest(token)), .text(kind)]) {
+            row -> StoredGrant? in
+            guard let role = SyncServer.Role(rawValue: row.text(1) ?? "") else { return nil }
+            let workspaces = (row.text(2) ?? "").split(separator: "\n").map(String.init)
+            return StoredGrant(grant: SyncServer.Grant(principal: row.text(0) ?? "", workspaces: workspaces, role: role), expiresAt: row.int(3))
+        })?.first ?? nil
+    }
+
+    func expireAccessTokens(at now: Int64) {
+        _ = try? db.run("UPDATE grants SET expires_at = ? WHERE kind = 'access' AND expires_at > ?", [.integer(now), .integer(now)])
+    }
+
+    /// Which form, workspace and principal a document id belongs to, if the server holds it as
+    /// a document, a file or a resumable upload (`form` is nil for a file or an upload). The
+    /// principal is nil for what was stored before owners were recorded.
+    func owner(of documentID: String) -> (form: String?, workspace: String, principal: String?)? {
+        if let row = (try? db.query("SELECT form, workspace, principal FROM documents WHERE document_id = ?", [.text(documentID)], {
+            ($0.text(0), $0.text(1) ?? "", $0.text(2))
+        }))?.first {
+            return row
+        }
+        for table in ["files", "uploads"] {
+            if let row = (try? db.query("SELECT workspace, principal FROM \(table) WHERE document_id = ?", [.text(documentID)], { ($0.text(0) ?? "", $0.text(1)) }))?.first {
+                return (nil, row.0, row.1)
+            }
+        }
+        return nil
+    }
+}
