@@ -143,10 +143,10 @@ extension SyncServer {
     }
 
     /// The upload a request's path names, when it is the caller's: in its workspace, begun by
-    /// its principal (an upload is its device's own, even for the back office).
+    /// its principal (or any, for the back office).
     private func owned(_ request: HTTPRequest, by caller: Caller) throws -> ServerStore.Upload? {
         let id = String(request.path.dropFirst("/uploads/".count))
-        guard Self.isIdentifier(id), let upload = try store.upload(id: id), upload.workspace == caller.workspace, upload.principal == caller.principal else { return nil }
+        guard Self.isIdentifier(id), let upload = try store.upload(id: id), upload.workspace == caller.workspace, caller.owns(upload.principal) else { return nil }
         return upload
     }
 
