@@ -56,6 +56,9 @@ final class ServerStore {
         grantsMigration,
     ])
 
+    /// The mode of every folder the server creates: its owner's alone.
+    static var ownerOnlyFolder: [FileAttributeKey: Any] { [.posixPermissions: 0o700] }
+
     /// Makes commits durable in groups (see `transaction`).
     let walSync: WALSync
     /// Writes stored files and their names durably (tests replace it with a disk that refuses).
@@ -63,10 +66,15 @@ final class ServerStore {
 
     init(directory: String, now: Int64) throws {
         filesDirectory = (directory as NSString).appendingPathComponent("files")
-        try FileManager.default.createDirectory(atPath: filesDirectory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: filesDirectory, withIntermediateDirectories: true, attributes: Self.ownerOnlyFolder)
         DurableFiles.sweepPartials(in: filesDirectory)
         let path = (directory as NSString).appendingPathComponent("server.sqlite")
         db = try SQLiteConnection(path: path)
+        // Owner-only, whatever the umask: the database holds every workspace's documents. SQLite
+        // gives a log or shared-memory file it creates later the database file's mode.
+        for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
+        }
         walSync = WALSync(databasePath: path)
         try Self.migrations.migrate(db, now: now)
         // A key left "in flight" by a server that died never committed its work (the work and

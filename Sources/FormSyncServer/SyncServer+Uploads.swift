@@ -51,8 +51,8 @@ extension SyncServer {
                 let upload = ServerStore.Upload(
                     uploadID: UUID().uuidString.lowercased(), documentID: documentID, workspace: caller.workspace, length: length, offset: 0,
                     digest: digest, contentType: request.header("content-type"), fileID: nil, principal: caller.principal)
-                try FileManager.default.createDirectory(atPath: store.uploadsDirectory, withIntermediateDirectories: true)
-                guard FileManager.default.createFile(atPath: store.partPath(upload.uploadID), contents: nil) else {
+                try FileManager.default.createDirectory(atPath: store.uploadsDirectory, withIntermediateDirectories: true, attributes: ServerStore.ownerOnlyFolder)
+                guard FileManager.default.createFile(atPath: store.partPath(upload.uploadID), contents: nil, attributes: [.posixPermissions: 0o600]) else {
                     return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
                 }
                 // The part's name is durable before the row that says its bytes are there.

@@ -106,7 +106,7 @@ public final class SyncServer: @unchecked Sendable {
     ) throws {
         self.workspace = workspace
         recordTypes = records
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: ServerStore.ownerOnlyFolder)
         store = try ServerStore(directory: directory, now: now())
         self.registry = registry
         self.now = now

@@ -213,3 +213,31 @@ struct WallMatrixTests {
         }
     }
 }
+
+/// Issue 31, 15: every file the server creates is its owner's alone, whatever the umask.
+struct ServerFileModeTests {
+    @Test func theServersDatabaseFilesAndFoldersAreOwnerOnly() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("modes-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms)
+        let token = try server.issueAccessToken(workspaces: ["acme"])
+        #expect(server.handle(ServerFileDurabilityTests.file(Data("bytes".utf8), document: "f1", token: token))?.status == 201)
+        var upload = ServerFileDurabilityTests.file(Data(), document: "u1", token: token)
+        upload.path = "/uploads"
+        upload.headers["upload-length"] = "10"
+        upload.headers["repr-digest"] = upload.headers["content-digest"]
+        #expect(server.handle(upload)?.status == 201)
+        server.stop()
+        var checked = 0
+        let root = folder.appendingPathComponent("server").path
+        for relative in [""] + (FileManager.default.subpaths(atPath: root) ?? []) {
+            let path = (root as NSString).appendingPathComponent(relative)
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            let mode = (attributes[.posixPermissions] as? Int ?? 0o777) & 0o777
+            let isFolder = attributes[.type] as? FileAttributeType == .typeDirectory
+            #expect(mode == (isFolder ? 0o700 : 0o600), "\(relative.isEmpty ? "the server's folder" : relative) has mode \(String(mode, radix: 8))")
+            checked += 1
+        }
+        #expect(checked >= 6, "the folder, server.sqlite and its log, files/, a stored file, uploads/ and a part")
+    }
+}
