@@ -396,7 +396,25 @@ struct SpecChecker {
         }
         if !literal.isEmpty { segments.append(.literal(literal)) }
         checkPathSegments(value, at: column)
+        checkNotAProtocolRoute(value, at: column)
         return segments
+    }
+
+    /// The first segments of the protocol's own routes (docs/PROTOCOL.md, §2): a form posted
+    /// there would reach the route, not the form, and every submission would be refused.
+    static let protocolRoutes = ["auth", "files", "uploads", "changes", "records", "documents", "health"]
+
+    /// A form's endpoint must not begin with a protocol route, nor with a placeholder (whose
+    /// value could spell one).
+    mutating func checkNotAProtocolRoute(_ value: String, at column: (String.Index) -> SourceLocation) {
+        guard value.hasPrefix("/") else { return }
+        let start = value.index(after: value.startIndex)
+        let first = value[start...].prefix { $0 != "/" }
+        if first.hasPrefix("{") {
+            error(column(start), "endpoint must begin with literal text, not a placeholder: a value such as 'files' would send the form to a protocol route")
+        } else if Self.protocolRoutes.contains(first.lowercased()) {
+            error(column(start), "endpoint /\(first) is a route of the protocol itself (\(Self.protocolRoutes.map { "/" + $0 }.joined(separator: ", "))); choose another path")
+        }
     }
 
     /// Each `/`-separated segment must be non-empty, neither `.` nor `..` (a client's URL stack

@@ -207,6 +207,10 @@ public final class HTTPServer: @unchecked Sendable {
     /// Hands a reply to the event loop. One wake-up serves every reply handed over before the
     /// loop collects them: it drains its pipe before it takes the list.
     private func finish(_ job: Job, _ response: HTTPResponse?) {
+        var response = response
+        // A reply to HEAD never has content (RFC 9110 §9.3.2): bytes after its head would be
+        // read as the next reply on a keep-alive connection.
+        if job.request.method == "HEAD" { response?.body = Data() }
         lock.withLock {
             finished.append((job.fd, response, job.keepAlive))
             if finished.count == 1 && wake.write >= 0 { _ = Self.poke(wake.write) }

@@ -2,7 +2,8 @@ import FormSyncModel
 import FormSyncSQLite
 import Foundation
 
-/// Tokens and who owns what. A token is stored only as its SHA-256 (a stolen database holds no
+/// Tokens and who owns what (and, in the same migration, the id sequence of
+/// `ServerStore+Records`). A token is stored only as its SHA-256 (a stolen database holds no
 /// usable token), with the grant it carries: its principal, its role and the workspaces it may
 /// name. Documents, files and uploads remember the principal that created them, so that the
 /// access rules (docs/PROTOCOL.md, "Access rules") can tell one principal's data from another's.
@@ -20,6 +21,9 @@ extension ServerStore {
         ALTER TABLE documents ADD COLUMN principal TEXT;
         ALTER TABLE files ADD COLUMN principal TEXT;
         ALTER TABLE uploads ADD COLUMN principal TEXT;
+        CREATE TABLE id_sequence (next INTEGER NOT NULL);
+        INSERT INTO id_sequence SELECT CASE WHEN m >= 9007199254740991 THEN 1 ELSE m + 1 END
+            FROM (SELECT MAX(COALESCE((SELECT MAX(id) FROM documents), 0), COALESCE((SELECT MAX(id) FROM records), 0)) AS m);
         """)
 
     /// A stored token's grant, valid or not.

@@ -53,12 +53,24 @@ extension ServerStore {
 
     /// The next id for a document or a record: one sequence for both, since a record created
     /// by a document takes the document's id, and back-office records must not collide with it.
+    /// The sequence steps over ids the back office chose itself, so that a seed with a large id
+    /// (2^53 − 1 included) never exhausts it.
     func nextEntityID() throws -> Int64 {
-        let documents = try db.query("SELECT COALESCE(MAX(id), 0) FROM documents", [], { $0.int(0) }).first ?? 0
-        let records = try db.query("SELECT COALESCE(MAX(id), 0) FROM records", [], { $0.int(0) }).first ?? 0
-        let (next, overflow) = max(documents, records).addingReportingOverflow(1)
-        guard !overflow, next <= 9_007_199_254_740_991 else { throw ServerStoreError.idsExhausted }
-        return next
+        var candidate = try db.query("SELECT next FROM id_sequence", [], { $0.int(0) }).first ?? 1
+        while try holder(ofID: candidate) != nil {
+            guard candidate < SyncServer.maxEntityID else { throw ServerStoreError.idsExhausted }
+            candidate += 1
+        }
+        guard candidate >= 1, candidate <= SyncServer.maxEntityID else { throw ServerStoreError.idsExhausted }
+        try db.run("UPDATE id_sequence SET next = ?", [.integer(candidate < SyncServer.maxEntityID ? candidate + 1 : candidate)])
+        return candidate
+    }
+
+    /// What holds `id`: a record's type, "" for a document that created no record under it, or
+    /// nil when the id is free.
+    func holder(ofID id: Int64) throws -> String? {
+        if let type = try db.query("SELECT type FROM records WHERE id = ? LIMIT 1", [.integer(id)], { $0.text(0) ?? "" }).first { return type }
+        return try db.query("SELECT 1 FROM documents WHERE id = ?", [.integer(id)], { _ in "" }).first
     }
 
     func record(workspace: String, type: String, id: Int64) throws -> StoredRecord? {

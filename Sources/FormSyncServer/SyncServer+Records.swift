@@ -37,20 +37,8 @@ extension SyncServer {
     /// Creates (`id` nil: a new id from the server's sequence) or replaces a record, as the back
     /// office does, and puts the change in the feed. Returns the record as stored.
     @discardableResult
-    public func putRecord(_ type: String, id: Int64? = nil, fields: Data, workspace: String = "") throws -> Record {
-        try locked {
-            try store.transaction {
-                let prepared: (payload: Data, scope: String)
-                switch prepareRecord(type, payload: fields) {
-                case .success(let value): prepared = value
-                case .failure(let refusal): throw refusal.error
-                }
-                let id = try id ?? store.nextEntityID()
-                guard id >= 1 && id <= 9_007_199_254_740_991 else { throw RecordError.malformed("a record id is a whole number from 1 to 2^53 - 1") }
-                let version = try store.putRecord(workspace: workspace, type: type, id: id, scope: prepared.scope, payload: prepared.payload, at: now())
-                return Record(type: type, id: id, version: version, scope: prepared.scope, fields: prepared.payload)
-            }
-        }
+    public func putRecord(_ type: String, id: Int64? = nil, fields: Data, workspace: String) throws -> Record {
+        try locked { try store.transaction { try seedRecord(RecordSeed(type: type, id: id, fields: fields, workspace: workspace)) } }
     }
 
     /// One record for `putRecords`.
@@ -60,7 +48,7 @@ extension SyncServer {
         public var fields: Data
         public var workspace: String
 
-        public init(type: String, id: Int64? = nil, fields: Data, workspace: String = "") {
+        public init(type: String, id: Int64? = nil, fields: Data, workspace: String) {
             self.type = type
             self.id = id
             self.fields = fields
@@ -74,20 +62,50 @@ extension SyncServer {
         try locked {
             try store.transaction {
                 for (index, seed) in seeds.enumerated() {
-                    let prepared: (payload: Data, scope: String)
-                    switch prepareRecord(seed.type, payload: seed.fields) {
-                    case .success(let value): prepared = value
-                    case .failure(let refusal): throw RecordSeedError(index: index, type: seed.type, error: refusal.error)
+                    do {
+                        try seedRecord(seed)
+                    } catch let error as RecordError {
+                        throw RecordSeedError(index: index, type: seed.type, error: error)
                     }
-                    let id = try seed.id ?? store.nextEntityID()
-                    guard id >= 1 && id <= 9_007_199_254_740_991 else {
-                        throw RecordSeedError(index: index, type: seed.type, error: .malformed("a record id is a whole number from 1 to 2^53 - 1"))
-                    }
-                    _ = try store.putRecord(workspace: seed.workspace, type: seed.type, id: id, scope: prepared.scope, payload: prepared.payload, at: now())
                 }
             }
         }
     }
+
+    /// The back office's write of one record (under the lock, in a transaction). Refused: a
+    /// workspace no token could name, a type the server has no record spec for (a device could
+    /// not store it, and would stop at it on every pull), fields that break the type's rules, an
+    /// id outside 1 to 2^53 − 1, and an id that another type or a document already holds (ids
+    /// are unique across the server).
+    private func seedRecord(_ seed: RecordSeed) throws -> Record {
+        guard Self.isIdentifier(seed.workspace) else {
+            throw RecordError.malformed("a record's workspace is 1 to 128 characters from A-Z a-z 0-9 - . _ ~ : (not \"\(seed.workspace.prefix(40))\")")
+        }
+        guard recordTypes[seed.type] != nil else {
+            throw RecordError.malformed("this server has no record spec for type \"\(seed.type.prefix(140))\" (it holds \(recordTypes.names.joined(separator: ", ")))")
+        }
+        let prepared: (payload: Data, scope: String)
+        switch prepareRecord(seed.type, payload: seed.fields) {
+        case .success(let value): prepared = value
+        case .failure(let refusal): throw refusal.error
+        }
+        let id: Int64
+        if let given = seed.id {
+            guard given >= 1 && given <= Self.maxEntityID else { throw RecordError.malformed("a record id is a whole number from 1 to 2^53 - 1") }
+            if let holder = try store.holder(ofID: given), holder != seed.type {
+                throw RecordError.malformed("id \(given) already belongs to \(holder == "" ? "a document" : "a \(holder) record"); ids are unique across the server")
+            }
+            id = given
+        } else {
+            id = try store.nextEntityID()
+        }
+        let version = try store.putRecord(workspace: seed.workspace, type: seed.type, id: id, scope: prepared.scope, payload: prepared.payload, at: now())
+        return Record(type: seed.type, id: id, version: version, scope: prepared.scope, fields: prepared.payload)
+    }
+
+    /// The largest id of a document or a record: 2^53 − 1, the largest integer every JSON reader
+    /// holds exactly.
+    static let maxEntityID: Int64 = 9_007_199_254_740_991
 
     /// Which record of a `putRecords` batch was refused, and why; nothing of the batch was written.
     public struct RecordSeedError: Error, CustomStringConvertible {
@@ -95,29 +113,29 @@ extension SyncServer {
         public var type: String
         public var error: RecordError
 
-        public var description: String { "record \(index) (\(type)): \(error)" }
+        public var description: String { "record \(index) (\(type.prefix(140))): \(error)" }
     }
 
     /// Writes a typed record (a new one when its id is 0).
     @discardableResult
-    public func putRecord<R: SyncRecord>(_ record: R, workspace: String = "") throws -> R {
+    public func putRecord<R: SyncRecord>(_ record: R, workspace: String) throws -> R {
         let stored = try putRecord(R.recordType, id: record.id > 0 ? record.id : nil, fields: try FormRegistry.encode(record), workspace: workspace)
         return try RecordProjection.decode(R.self, fields: stored.fields, id: stored.id, version: stored.version)
     }
 
     /// Deletes a record; devices that hold it receive the deletion. False when there was none.
     @discardableResult
-    public func deleteRecord(_ type: String, id: Int64, workspace: String = "") throws -> Bool {
+    public func deleteRecord(_ type: String, id: Int64, workspace: String) throws -> Bool {
         try locked { try store.transaction { try store.deleteRecord(workspace: workspace, type: type, id: id) } }
     }
 
     /// One record, if the server holds it.
-    public func record(_ type: String, id: Int64, workspace: String = "") -> Record? {
+    public func record(_ type: String, id: Int64, workspace: String) -> Record? {
         locked { (try? store.record(workspace: workspace, type: type, id: id)).flatMap { $0 }.map(Self.publicRecord) }
     }
 
     /// Every record of a workspace, by type and id.
-    public func records(workspace: String = "") -> [Record] {
+    public func records(workspace: String) -> [Record] {
         locked { ((try? store.records(workspace: workspace)) ?? []).map(Self.publicRecord) }
     }
 
@@ -262,9 +280,11 @@ extension SyncServer {
         }
         var limit = 500
         if let text = parameters["limit"] {
-            guard text.utf8.count <= 6, let value = Int(text), value >= 1 else {
-                return .problem(400, "Bad Request", detail: "limit is a whole number from 1 to \(Self.maxChangesPerPage)", code: "bad-limit")
+            // Digits only; a number past Int's range is as far above 1,000 as any other.
+            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }), (Int(text) ?? Int.max) >= 1 else {
+                return .problem(400, "Bad Request", detail: "limit is a whole number from 1 (above \(Self.maxChangesPerPage) it is served as \(Self.maxChangesPerPage))", code: "bad-limit")
             }
+            let value = Int(text) ?? Int.max
             limit = min(value, Self.maxChangesPerPage)
         }
         var after: Int64 = 0

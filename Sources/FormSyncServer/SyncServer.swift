@@ -61,7 +61,7 @@ public final class SyncServer: @unchecked Sendable {
     let tokenLifetimeMilliseconds: Int64
     let workspace: String?
     private let lock = NSLock()
-    private let log = Mutex<[LoggedRequest]>([])
+    private let log = Mutex(RequestLog())
     let accessTokens = AccessTokenCache()
     private var http: HTTPServer?
     /// Handler threads (set before `start`): writes waiting for the same fsync share it, so
@@ -167,17 +167,57 @@ public final class SyncServer: @unchecked Sendable {
     public func fileIDs() -> [Int64] { locked { store.fileIDs() } }
     /// A stored file's bytes.
     public func fileBytes(_ id: Int64) -> Data? { locked { store.fileBytes(id) } }
-    /// The requests it saw, in arrival order: the last `requestLogCapacity` of them.
-    public func requestLog() -> [LoggedRequest] { log.withLock { $0 } }
+    /// The requests it saw, in arrival order: the last `requestLogCapacity` of them, and no
+    /// more than `requestLogByteBudget` bytes of their text.
+    public func requestLog() -> [LoggedRequest] { log.withLock { Array($0.entries[$0.head...]) } }
 
     /// How many requests the log keeps (a ring: the oldest go first).
     public static let requestLogCapacity = 10_000
+    /// How many bytes of text (paths, keys, document ids, workspaces) the log keeps at most.
+    public static let requestLogByteBudget = 2 << 20
+    /// The most bytes of each text a logged request keeps (a longer one is cut, marked by `…`).
+    static let requestLogFieldBytes = 160
+
+    /// Bytes of text the log holds now.
+    package var requestLogBytes: Int { log.withLock { $0.bytes } }
+
+    struct RequestLog {
+        var entries: [LoggedRequest] = []
+        /// Entries before it are dropped (compacted in batches).
+        var head = 0
+        var bytes = 0
+    }
 
     private func record(_ entry: LoggedRequest) {
+        var entry = entry
+        entry.method = Self.clipped(entry.method)!
+        entry.path = Self.clipped(entry.path)!
+        entry.idempotencyKey = Self.clipped(entry.idempotencyKey)
+        entry.documentID = Self.clipped(entry.documentID)
+        entry.workspace = Self.clipped(entry.workspace)
+        let size = Self.textBytes(entry)
         log.withLock { log in
-            if log.count >= Self.requestLogCapacity { log.removeFirst(log.count - Self.requestLogCapacity + 1) }
-            log.append(entry)
+            log.entries.append(entry)
+            log.bytes += size
+            while log.entries.count - log.head > Self.requestLogCapacity || log.bytes > Self.requestLogByteBudget {
+                log.bytes -= Self.textBytes(log.entries[log.head])
+                log.head += 1
+            }
+            if log.head >= 1024 && log.head * 2 >= log.entries.count {
+                log.entries.removeFirst(log.head)
+                log.head = 0
+            }
         }
+    }
+
+    private static func clipped(_ text: String?) -> String? {
+        guard let text, text.utf8.count > requestLogFieldBytes else { return text }
+        return String(decoding: text.utf8.prefix(requestLogFieldBytes - 3), as: UTF8.self) + "…"
+    }
+
+    private static func textBytes(_ entry: LoggedRequest) -> Int {
+        entry.method.utf8.count + entry.path.utf8.count + (entry.idempotencyKey?.utf8.count ?? 0) + (entry.documentID?.utf8.count ?? 0)
+            + (entry.workspace?.utf8.count ?? 0)
     }
 
     func locked<T>(_ body: () throws -> T) rethrows -> T {

@@ -20,7 +20,7 @@ enum ServeCommand {
         specs (an app's own) without compiling them, every older version of a form brought up
         by its upgraders; without it, the FormSpecs/ examples built into this binary. --records seeds (or replaces) records as the back
         office would, from a JSON array of {"type": "Delivery", "id": 7, "record": {...}} (id
-        optional: a new one is assigned; "workspace" optional: --workspace or ""); each record
+        optional: a new one is assigned; "workspace" optional: --workspace, or "default"); each record
         is checked against its record spec. The printed tokens act for principal P (default
         "default"), the value a record's scope field must hold to reach that device. Faults apply to the next COUNT requests (default 1):
           drop          commit, then drop the connection without replying
@@ -69,7 +69,7 @@ enum ServeCommand {
             server.faults.add(kind, count: count)
         }
         if let file = args.values["--records"] {
-            let count = try seed(server, from: file, workspace: args.values["--workspace"] ?? "")
+            let count = try seed(server, from: file, workspace: args.values["--workspace"] ?? "default", hosted: args.values["--workspace"])
             printNow("seeded \(count) records from \(file)")
         }
         let principal = args.values["--principal"] ?? "default"
@@ -91,7 +91,7 @@ enum ServeCommand {
     static let maxSeedBytes = 256 << 20
 
     /// Seeds records from a JSON array; every problem names the entry it is in.
-    static func seed(_ server: SyncServer, from path: String, workspace: String) throws -> Int {
+    static func seed(_ server: SyncServer, from path: String, workspace: String, hosted: String?) throws -> Int {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path), let size = attributes[.size] as? Int else {
             throw UsageError("--records \(path): \(String(cString: strerror(errno)))")
         }
@@ -111,7 +111,11 @@ enum ServeCommand {
                 }
                 id = exact
             }
-            seeds.append(SyncServer.RecordSeed(type: type, id: id, fields: fields, workspace: entry["workspace"] as? String ?? workspace))
+            let named = entry["workspace"] as? String ?? workspace
+            if let hosted, named != hosted {
+                throw UsageError("--records \(path): entry \(index) is for workspace \"\(named.prefix(40))\", and this server hosts only \(hosted)")
+            }
+            seeds.append(SyncServer.RecordSeed(type: type, id: id, fields: fields, workspace: named))
         }
         do {
             try server.putRecords(seeds)

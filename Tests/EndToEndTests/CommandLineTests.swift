@@ -43,7 +43,7 @@ struct CommandLineTests {
         #expect(refused.errors.contains("nothing was seeded: record 1 (Delivery)"))
         #expect(refused.errors.contains("#/status"))
         let server = try SyncServer(directory: db, forms: FormCatalog.forms, records: FormCatalog.records)
-        #expect(server.records().isEmpty)
+        #expect(server.records(workspace: "default").isEmpty)
     }
 
     @Test func generateCheckRefusesAReleasedShapeEditedInPlaceAndDiffExitsByWhatItFinds() async throws {
