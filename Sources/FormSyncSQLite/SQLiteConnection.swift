@@ -65,10 +65,20 @@ package final class SQLiteConnection {
     /// With `backgroundCheckpointFrames`, the log is copied back into the database by a second
     /// connection on a thread of its own once it holds that many frames (`WALCheckpointer`),
     /// instead of inside the commit that fills it (SQLite's automatic checkpoint, at 1,000).
-    package init(path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5000, backgroundCheckpointFrames: Int? = nil) throws {
+    package convenience init(path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5000, backgroundCheckpointFrames: Int? = nil) throws {
+        try self.init(path: path, readOnly: false, create: create, busyTimeoutMilliseconds: busyTimeoutMilliseconds, backgroundCheckpointFrames: backgroundCheckpointFrames)
+    }
+
+    /// Opens `path` for reading only (`SQLITE_OPEN_READONLY`, `query_only`): no journal-mode
+    /// change, no checkpoint, nothing written to the database file.
+    package convenience init(readingOnly path: String) throws {
+        try self.init(path: path, readOnly: true, create: false, busyTimeoutMilliseconds: 5000, backgroundCheckpointFrames: nil)
+    }
+
+    private init(path: String, readOnly: Bool, create: Bool, busyTimeoutMilliseconds: Int32, backgroundCheckpointFrames: Int?) throws {
         Self.configureProcess()
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
@@ -83,6 +93,10 @@ package final class SQLiteConnection {
             return 0
         }, Unmanaged.passUnretained(commits).toOpaque())
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+        if readOnly {
+            try execute("PRAGMA query_only=1")
+            return
+        }
         let mode = try query("PRAGMA journal_mode=WAL") { $0.text(0) }.first ?? nil
         guard mode?.lowercased() == "wal" else {
             throw SQLiteError(code: SQLITE_ERROR, message: "WAL mode could not be enabled (journal_mode is \(mode ?? "unknown"))", sql: "PRAGMA journal_mode=WAL")

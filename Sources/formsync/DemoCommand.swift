@@ -516,7 +516,7 @@ final class SeededIDs: Sendable {
     }
 }
 
-/// The transport of a device with no signal at all (also what `outbox inspect` opens with, so
+/// The transport of a device with no signal at all (also what `outbox create` opens with, so
 /// that looking never sends).
 struct OfflineTransport: OutboxTransport {
     var workspace = "demo"

@@ -3,40 +3,58 @@ import FormSyncClient
 import FormSyncModel
 import Foundation
 
-/// `formsync outbox inspect PATH`: opens an outbox database (never sending anything) and shows
-/// what a support engineer needs: counts, items by state, one item with its attempt history,
-/// payload and field errors, or a support bundle of all of it. Tokens are never stored in an
-/// outbox, and file contents are left out (only their size, type and digest are shown). A file
-/// that is not an outbox is refused with the reason, and left untouched.
+/// `formsync outbox inspect PATH`: reads an outbox database (never sending anything, never
+/// changing it) and shows what a support engineer needs: counts, items by state, one item with
+/// its attempt history, payload and field errors, or a support bundle of all of it. Tokens are
+/// never stored in an outbox, and file contents are left out (only their size, type and digest
+/// are shown). A file that is not an outbox is refused with the reason. `formsync outbox create
+/// PATH` makes an empty outbox, as an app's first launch does.
 enum OutboxCommand {
     static let help = """
-        usage: formsync outbox inspect PATH [--workspace W] [--state S] [--item ID] [--bundle FILE] [--create]
+        usage: formsync outbox inspect PATH [--workspace W] [--state S] [--item ID] [--bundle FILE]
+               formsync outbox create PATH
 
-        Opens the outbox database at PATH without sending anything and prints JSON on standard
-        output:
-          (default)     {"workspace", "counts": {state: n}, "needs_attention": [...], "items": [...]}
-                        every item, newest first (at most 500), with its state and last error
-          --state S     only the items in state S (saved_on_device, waiting_for_network,
-                        sending, sent, confirmed, rejected, conflict, exhausted, blocked)
+        inspect reads the outbox database at PATH and prints JSON on standard output. It changes
+        nothing it reads, not even a mode or a timestamp: it reads a private copy of the database
+        and its log, so it is safe on an outbox its app has open.
+          (default)     {"workspaces", "counts": {state: n}, "needs_attention": [...], "items": [...]}
+                        every item, newest first (at most 500), with its workspace, state and
+                        last error
+          --workspace W only workspace W's items and counts (default: every workspace)
+          --state S     only the items in state S (saved_on_device, sending, confirmed,
+                        rejected, conflict, exhausted, blocked; a file has no network state, so
+                        queued items show as saved_on_device and leased ones as sending)
           --item ID     one item: its payload, base and server versions, field errors, conflicts
                         and attempt history
-          --bundle FILE writes a support bundle (every item with its history, the record and
-                        pull counts) to FILE instead; file contents and tokens are never included
-        --workspace   the workspace to look at (default: default)
-        --create      create an empty outbox when PATH does not exist (otherwise that is an error)
-        Exit status: 0 printed, 1 the file cannot be opened as an outbox or has no such item,
+          --bundle FILE writes a support bundle (every item with its history, the record count)
+                        to FILE instead; file contents and tokens are never included
+        create makes an empty outbox at PATH when there is none (an existing outbox is left as
+        it is; a file that is not an outbox is refused).
+        Exit status: 0 printed, 1 the file cannot be read as an outbox or has no such item,
         2 a usage mistake.
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--workspace", "--state", "--item", "--bundle"], flags: ["--help", "-h", "--create"])
+        let args = try Arguments(raw, options: ["--workspace", "--state", "--item", "--bundle"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
         }
-        guard args.positionals.first == "inspect", args.positionals.count == 2 else { throw UsageError("expected: outbox inspect PATH") }
+        guard args.positionals.count == 2, ["inspect", "create"].contains(args.positionals[0]) else {
+            throw UsageError("expected: outbox inspect PATH, or outbox create PATH")
+        }
         let path = args.positionals[1]
-        let workspace = args.values["--workspace"] ?? "default"
+        if args.positionals[0] == "create" {
+            do {
+                _ = try Outbox(path: path, forms: FormCatalog.forms, records: FormCatalog.records, transport: OfflineTransport(workspace: "default"))
+            } catch {
+                printError("formsync outbox: \(error)")
+                return 1
+            }
+            print(try render(["outbox": path, "created_or_found": true]))
+            return 0
+        }
+        let workspace = args.values["--workspace"]
         var state: SyncState?
         if let name = args.values["--state"] {
             guard let parsed = SyncState(rawValue: name) else {
@@ -44,57 +62,53 @@ enum OutboxCommand {
             }
             state = parsed
         }
-        if !args.flags.contains("--create") && !FileManager.default.fileExists(atPath: path) {
-            throw UsageError("\(path): \(String(cString: strerror(ENOENT)))")
-        }
-        let outbox: Outbox
+        let outbox: OutboxInspector
         do {
-            outbox = try Outbox(path: path, forms: FormCatalog.forms, records: FormCatalog.records, transport: OfflineTransport(workspace: workspace))
-        } catch {
+            outbox = try OutboxInspector(path: path)
+            if let text = args.values["--item"] {
+                guard let id = Int64(text) else { throw UsageError("--item takes an item id, not '\(text)'") }
+                guard let item = try outbox.item(id), workspace == nil || item.workspace == workspace else {
+                    printError("formsync outbox: no item \(id)\(workspace.map { " in workspace \($0)" } ?? "")")
+                    return 1
+                }
+                print(try render(try detail(item, outbox)))
+                return 0
+            }
+            let all = try outbox.items(workspace: workspace, in: Set(state.map { [$0] } ?? SyncState.allCases)).sorted { $0.id > $1.id }
+            let counts = Dictionary(uniqueKeysWithValues: try outbox.stateCounts(workspace: workspace).map { ($0.key.rawValue, $0.value) })
+            let workspaces = try workspace.map { [$0] } ?? outbox.workspaces()
+            if let bundle = args.values["--bundle"] {
+                let object: [String: Any] = [
+                    "formsync_bundle": 1, "workspaces": workspaces, "created_at": ISO8601DateFormatter().string(from: Date()),
+                    "counts": counts, "records_held": try outbox.recordCount(workspace: workspace), "items": try all.map { try detail($0, outbox) },
+                    "note": "no file contents and no tokens: an outbox never stores tokens, and files are described, not copied",
+                ]
+                try Data(try render(object).utf8).write(to: URL(fileURLWithPath: bundle), options: .atomic)
+                printError("support bundle with \(all.count) items written to \(bundle)")
+                return 0
+            }
+            let parked: Set<SyncState> = [.rejected, .conflict, .exhausted, .blocked]
+            let object: [String: Any] = [
+                "workspaces": workspaces, "counts": counts,
+                "needs_attention": all.filter { parked.contains($0.state) }.sorted { $0.id < $1.id }.map(summary),
+                "items": Array(all.prefix(500)).map(summary),
+            ]
+            print(try render(object))
+            return 0
+        } catch let error as OutboxError {
             printError("formsync outbox: \(error)")
             return 1
         }
-        if let text = args.values["--item"] {
-            guard let id = Int64(text) else { throw UsageError("--item takes an item id, not '\(text)'") }
-            guard let item = try await outbox.item(id) else {
-                printError("formsync outbox: no item \(id) in workspace \(workspace)")
-                return 1
-            }
-            print(try render(try await detail(item, outbox)))
-            return 0
-        }
-        let all = try await outbox.items(in: Set(state.map { [$0] } ?? SyncState.allCases)).sorted { $0.id > $1.id }
-        if let bundle = args.values["--bundle"] {
-            var items: [[String: Any]] = []
-            for item in all { items.append(try await detail(item, outbox)) }
-            let object: [String: Any] = [
-                "formsync_bundle": 1, "workspace": workspace, "created_at": ISO8601DateFormatter().string(from: Date()),
-                "counts": Dictionary(uniqueKeysWithValues: await outbox.stateCounts().map { ($0.key.rawValue, $0.value) }),
-                "records_held": (try? await outbox.storedRecordCount()) ?? 0, "items": items,
-                "note": "no file contents and no tokens: an outbox never stores tokens, and files are described, not copied",
-            ]
-            try Data(try render(object).utf8).write(to: URL(fileURLWithPath: bundle), options: .atomic)
-            printError("support bundle with \(items.count) items written to \(bundle)")
-            return 0
-        }
-        let object: [String: Any] = [
-            "workspace": workspace,
-            "counts": Dictionary(uniqueKeysWithValues: await outbox.stateCounts().map { ($0.key.rawValue, $0.value) }),
-            "needs_attention": try await outbox.parkedItems().map(summary),
-            "items": Array(all.prefix(500)).map(summary),
-        ]
-        print(try render(object))
-        return 0
     }
 
     static func summary(_ item: OutboxItem) -> [String: Any] {
-        ["id": item.id, "kind": item.kind.rawValue, "form": item.form ?? "file", "state": item.state.rawValue, "attempts": item.attempts,
+        ["id": item.id, "workspace": item.workspace, "kind": item.kind.rawValue, "form": item.form ?? "file", "state": item.state.rawValue, "attempts": item.attempts,
          "last_error": item.lastError ?? "", "document_id": item.documentID, "lane": item.lane]
     }
 
     /// One item in full, for a person: payload and versions as JSON, field errors, conflicts,
     /// attempt history.
-    static func detail(_ item: OutboxItem, _ outbox: Outbox) async throws -> [String: Any] {
+    static func detail(_ item: OutboxItem, _ outbox: OutboxInspector) throws -> [String: Any] {
         var object = summary(item)
         object["attempt_id"] = item.attemptID
         object["next_attempt_at"] = item.nextAttemptAt
@@ -107,7 +121,7 @@ enum OutboxCommand {
         }
         object["field_errors"] = item.fieldErrors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] }
         object["conflicts"] = item.conflicts.map { ["pointer": $0.pointer, "reason": $0.reason] }
-        object["history"] = try await outbox.history(of: item.id).map { record -> [String: Any] in
+        object["history"] = try outbox.history(of: item.id).map { record -> [String: Any] in
             var entry: [String: Any] = ["at": record.at, "outcome": record.outcome, "milliseconds": record.milliseconds]
             if let status = record.status { entry["status"] = status }
             if let reason = record.reason { entry["reason"] = reason }

@@ -81,15 +81,7 @@ extension Outbox {
     }
 
     func publicItem(_ row: OutboxStore.Row) -> OutboxItem {
-        let decoder = JSONDecoder()
-        return OutboxItem(
-            id: row.id, kind: row.kind, state: publicState(row), documentID: row.documentID, attemptID: row.attemptID,
-            form: row.form, formVersion: row.formVersion, lane: row.lane, workspace: row.workspace, payload: row.payload,
-            attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, lastError: row.lastError,
-            fieldErrors: row.fieldErrors.flatMap { try? decoder.decode([FieldError].self, from: $0) } ?? [],
-            basePayload: row.basePayload, serverPayload: row.serverPayload, serverVersion: row.serverVersion,
-            conflicts: row.conflicts.flatMap { try? decoder.decode([FieldConflict].self, from: $0) } ?? [],
-            producesPlaceholder: row.produces, serverID: row.serverID)
+        OutboxItem(row, state: publicState(row))
     }
 
     /// A signal each time work may have become due without a flush noticing: an enqueue, a
@@ -110,5 +102,20 @@ extension Outbox {
 
     func signalWork() {
         for continuation in workListeners.values { continuation.yield() }
+    }
+}
+
+extension OutboxItem {
+    /// A stored row as apps see it, in `state`.
+    init(_ row: OutboxStore.Row, state: SyncState) {
+        let decoder = JSONDecoder()
+        self.init(
+            id: row.id, kind: row.kind, state: state, documentID: row.documentID, attemptID: row.attemptID,
+            form: row.form, formVersion: row.formVersion, lane: row.lane, workspace: row.workspace, payload: row.payload,
+            attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, lastError: row.lastError,
+            fieldErrors: row.fieldErrors.flatMap { try? decoder.decode([FieldError].self, from: $0) } ?? [],
+            basePayload: row.basePayload, serverPayload: row.serverPayload, serverVersion: row.serverVersion,
+            conflicts: row.conflicts.flatMap { try? decoder.decode([FieldConflict].self, from: $0) } ?? [],
+            producesPlaceholder: row.produces, serverID: row.serverID)
     }
 }

@@ -220,6 +220,11 @@ final class OutboxStore {
         }
     }
 
+    /// A store over a connection already open (the read-only copy `OutboxInspector` reads).
+    init(reading db: SQLiteConnection) {
+        self.db = db
+    }
+
     /// Accepts a file stamped as an outbox, or one made by the first FormSync build (no stamp,
     /// but its `migrations` table records the outbox schema), which it stamps.
     private static func checkIdentity(_ db: SQLiteConnection, path: String) throws {

@@ -1,0 +1,144 @@
+import Foundation
+import FormSyncModel
+import FormSyncSQLite
+
+/// A read-only look at an outbox database, for support tools (`formsync outbox inspect`): items
+/// by workspace and state, one item's attempt history, counts. It changes nothing it is pointed
+/// at, not a byte, a mode or a timestamp: it never opens the file with SQLite at all. It checks
+/// the file's header, copies the database and its log into a private folder, and reads the copy
+/// through a read-only connection (an outbox of an older schema is migrated in the copy), so
+/// no lock, shared-memory write, lease reclaim, stash sweep or checkpoint can touch the
+/// original, even while its app has it open. A file that is not an outbox is refused with the
+/// reason, before anything is copied.
+public final class OutboxInspector {
+    private let folder: String
+    private let store: OutboxStore
+    /// The file it was pointed at (errors name it, not the copy).
+    public let path: String
+
+    /// Opens a private copy of the outbox at `path`. Throws `OutboxError.notAnOutbox` with the
+    /// reason for a missing file, a folder, an empty or damaged file, another program's
+    /// database, or one written by a newer FormSync.
+    public init(path: String) throws {
+        self.path = path
+        try Self.checkHeader(path)
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-inspect-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        do {
+            let copy = (folder as NSString).appendingPathComponent("outbox.sqlite")
+            try FileManager.default.copyItem(atPath: path, toPath: copy)
+            if FileManager.default.fileExists(atPath: path + "-wal") {
+                try FileManager.default.copyItem(atPath: path + "-wal", toPath: copy + "-wal")
+            }
+            store = try Self.open(copy, original: path)
+        } catch {
+            try? FileManager.default.removeItem(atPath: folder)
+            if let error = error as? OutboxError { throw error }
+            if let error = error as? SQLiteError { throw OutboxError.notAnOutbox(path: path, reason: "it cannot be read (\(error.message))") }
+            throw OutboxError.notAnOutbox(path: path, reason: "it cannot be copied for reading (\(error.localizedDescription))")
+        }
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// The workspaces that hold items or records, sorted.
+    public func workspaces() throws -> [String] {
+        try read { Set(try store.counts().keys).union(try store.db.query("SELECT DISTINCT workspace FROM records", [], { $0.text(0) ?? "" })).sorted() }
+    }
+
+    /// Items of `workspace` (every workspace when nil) in `states`, in enqueue order. Leased
+    /// items show as `sending`, pending ones as `savedOnDevice`: a file has no network state.
+    public func items(workspace: String?, in states: Set<SyncState> = Set(SyncState.allCases)) throws -> [OutboxItem] {
+        let rows = try read {
+            try (workspace.map { [$0] } ?? workspaces()).flatMap { try store.items(workspace: $0, states: [.pending, .leased, .confirmed, .rejected, .conflict, .exhausted, .blocked]) }
+        }
+        return rows.sorted { $0.id < $1.id }.map { OutboxItem($0, state: Self.state($0.state)) }.filter { states.contains($0.state) }
+    }
+
+    /// One item by id, whatever its workspace.
+    public func item(_ id: Int64) throws -> OutboxItem? {
+        try read { try store.item(id) }.map { OutboxItem($0, state: Self.state($0.state)) }
+    }
+
+    /// What became of an item's attempts, oldest first.
+    public func history(of id: Int64) throws -> [AttemptRecord] {
+        try read { try store.attempts(of: id) }
+    }
+
+    /// Counts per state of `workspace` (every workspace when nil).
+    public func stateCounts(workspace: String?) throws -> [SyncState: Int] {
+        var result: [SyncState: Int] = [:]
+        for (name, counts) in try read({ try store.counts() }) where workspace == nil || name == workspace {
+            for (state, count) in counts where count > 0 { result[Self.state(state), default: 0] += count }
+        }
+        return result
+    }
+
+    /// How many records the device holds for `workspace` (every workspace when nil).
+    public func recordCount(workspace: String?) throws -> Int {
+        try read { try (workspace.map { [$0] } ?? workspaces()).reduce(0) { $0 + (try store.recordCount(workspace: $1)) } }
+    }
+
+    private func read<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SQLiteError {
+            throw OutboxError.notAnOutbox(path: path, reason: "it cannot be read (\(error.message))")
+        }
+    }
+
+    private static func state(_ stored: OutboxStore.State) -> SyncState {
+        switch stored {
+        case .pending: return .savedOnDevice
+        case .leased: return .sending
+        case .confirmed: return .confirmed
+        case .rejected: return .rejected
+        case .conflict: return .conflict
+        case .exhausted: return .exhausted
+        case .blocked: return .blocked
+        }
+    }
+
+    /// The first 100 bytes of an SQLite file say what it is: its magic, and (at offset 68,
+    /// big-endian) the application id FormSync stamps on every outbox.
+    private static func checkHeader(_ path: String) throws {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
+            throw OutboxError.notAnOutbox(path: path, reason: "there is no such file")
+        }
+        guard !isFolder.boolValue else { throw OutboxError.notAnOutbox(path: path, reason: "it is a folder") }
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw OutboxError.notAnOutbox(path: path, reason: "it cannot be read") }
+        defer { try? handle.close() }
+        let header = (try? handle.read(upToCount: 100)) ?? Data()
+        guard !header.isEmpty else { throw OutboxError.notAnOutbox(path: path, reason: "the file is empty") }
+        guard header.count == 100, header.prefix(16) == Data("SQLite format 3\0".utf8) else {
+            throw OutboxError.notAnOutbox(path: path, reason: "it is not an SQLite database")
+        }
+        let id = header[68..<72].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        guard id == OutboxStore.applicationID || id == 0 else {
+            throw OutboxError.notAnOutbox(path: path, reason: "its application id is \(id), not FormSync's")
+        }
+    }
+
+    /// Opens the copy read-only; a copy of an older schema is first brought to this build's
+    /// (in the copy), and anything that is not an outbox is refused.
+    private static func open(_ copy: String, original: String) throws -> OutboxStore {
+        var db = try SQLiteConnection(readingOnly: copy)
+        let stamped = try db.query("PRAGMA application_id") { $0.int(0) }.first == OutboxStore.applicationID
+        let hasMigrations = try db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'") { _ in true }.first ?? false
+        let schema = hasMigrations ? (try db.query("SELECT MAX(version) FROM migrations") { $0.optionalInt(0) }.first ?? nil) ?? 0 : 0
+        let first = hasMigrations ? (try db.query("SELECT name FROM migrations WHERE version = 1") { $0.text(0) }.first ?? nil) : nil
+        let legacy = first == "outbox"
+        guard stamped || legacy else { throw OutboxError.notAnOutbox(path: original, reason: "it is another program's SQLite database") }
+        let latest = Int64(OutboxStore.migrations.latestVersion)
+        guard schema <= latest else {
+            throw OutboxError.notAnOutbox(path: original, reason: "it was written by a newer FormSync (schema \(schema), this build knows \(latest))")
+        }
+        if schema < latest || !stamped {
+            db = try OutboxStore(path: copy, now: 0).db
+        }
+        return OutboxStore(reading: db)
+    }
+}
