@@ -10,11 +10,16 @@ extension Outbox {
     /// is ignored). Concurrent calls share one pull. Sending is never held up: the outbox
     /// keeps flushing while a pull waits on the network.
     ///
+    /// A pull is bounded (`limits`): a server that keeps saying "more" stops it after so many
+    /// pages, bytes or seconds, with what was committed kept and the reason in the report; the
+    /// next pull goes on from there.
+    ///
     /// Returns what was pulled; `stoppedBecause` says why it ended before catching up (no
-    /// network, an expired token, a server error). Throws only when the database refuses.
-    public func pull(pageSize: Int = 500) async throws -> PullReport {
+    /// network, an expired token, a server error, a bound). Throws only when the database
+    /// refuses.
+    public func pull(pageSize: Int = 500, limits: PullLimits = PullLimits()) async throws -> PullReport {
         if let running = pulling { return try await running.value }
-        let task = Task { try await self.runPull(pageSize: max(1, min(pageSize, 1000))) }
+        let task = Task { try await self.runPull(pageSize: max(1, min(pageSize, 1000)), limits: limits) }
         pulling = task
         defer { pulling = nil }
         let report = try await task.value
@@ -22,8 +27,11 @@ extension Outbox {
         return report
     }
 
-    private func runPull(pageSize: Int) async throws -> PullReport {
+    private func runPull(pageSize: Int, limits: PullLimits) async throws -> PullReport {
         var report = PullReport()
+        let clock = ContinuousClock()
+        let started = clock.now
+        var bytes = 0
         let workspace = self.workspace
         let transport = self.transport
         let recordTypes = self.recordTypes
@@ -84,8 +92,14 @@ extension Outbox {
                 fromScratch = false
                 cursor = page.cursor
                 report.pages += 1
+                bytes = page.changes.reduce(bytes) { $0.addingReportingOverflow(($1.fields?.count ?? 0) + $1.type.utf8.count + 32).partialValue }
                 if !page.more {
                     report.caughtUp = true
+                    return report
+                }
+                if let bound = limits.reached(pages: report.pages, bytes: bytes, elapsed: started.duration(to: clock.now)) {
+                    ahead?.task.cancel()
+                    report.stoppedBecause = .failed(reason: "the pull stopped at its bound of \(bound); the next pull goes on from here", retryAfterMilliseconds: nil)
                     return report
                 }
             case .authExpired:
@@ -148,5 +162,30 @@ extension Outbox {
             }
         }
         return fetched
+    }
+}
+
+/// How far one `Outbox.pull()` may go before it stops (and the next one goes on): a feed that
+/// never ends, by mistake or by malice, costs the device a bounded amount of work.
+public struct PullLimits: Sendable, Equatable {
+    /// Pages at most (10,000: five million records at the largest page).
+    public var maxPages: Int
+    /// Bytes of records at most (1 GiB).
+    public var maxBytes: Int
+    /// Time at most, measured on a monotonic clock (10 minutes).
+    public var maxDuration: Duration
+
+    public init(maxPages: Int = 10_000, maxBytes: Int = 1 << 30, maxDuration: Duration = .seconds(600)) {
+        self.maxPages = max(1, maxPages)
+        self.maxBytes = max(1, maxBytes)
+        self.maxDuration = maxDuration
+    }
+
+    /// The bound reached, in words, or nil.
+    func reached(pages: Int, bytes: Int, elapsed: Duration) -> String? {
+        if pages >= maxPages { return "\(maxPages) pages" }
+        if bytes >= maxBytes { return "\(maxBytes) bytes" }
+        if elapsed >= maxDuration { return "\(maxDuration)" }
+        return nil
     }
 }
