@@ -15,7 +15,8 @@ import Foundation
 /// the example forms (NewCustomer, SalesOrder). Every check prints pass or FAIL and why.
 enum ConformanceCommand {
     static let help = """
-        usage: formsync conformance URL (--token T | --refresh-token R) [--workspace W] [--timeout SECONDS]
+        usage: formsync conformance URL (--token T | --refresh-token R) [--workspace W] [--timeout SECONDS] [--max-time SECONDS]
+                                        [--other-token T] [--back-office-token T]
 
         Checks the FormSync server at URL against docs/PROTOCOL.md: health, tokens, header
         syntax, idempotent replay, a key reused with another body, a document bound to its form,
@@ -24,13 +25,20 @@ enum ConformanceCommand {
         a path that does not match the payload; records: the change feed carries a created
         record, GET /records answers it with its ETag, an edit form applies under If-Match (412
         when stale, 428 without), the feed resumes exactly after its cursor, bad cursors and
-        limits are 400. The server must accept the example forms and records (FormSpecs/).
-        Each run uses fresh document ids and keys.
+        limits are 400; the access rules' wall: no FormSync-Workspace is 400, a workspace the
+        token is not issued for is 403 (or 421), and with --other-token (another principal of
+        the same workspace) and --back-office-token, the other principal's documents, files and
+        uploads are out of reach and the back office's are not. The server must accept the
+        example forms and records (FormSpecs/). Each run uses fresh document ids and keys.
+        Bounds against a server that misbehaves: each exchange ends after --timeout seconds
+        (default 10) and 32 MiB of reply, the whole run after --max-time seconds (default 300),
+        and a server that does not answer GET /health stops the run at once.
         Exit status: 0 every check passed, 1 a check failed, 2 a usage mistake.
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--token", "--refresh-token", "--workspace", "--timeout"], flags: ["--help", "-h"])
+        let args = try Arguments(
+            raw, options: ["--token", "--refresh-token", "--workspace", "--timeout", "--max-time", "--other-token", "--back-office-token"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -41,7 +49,10 @@ enum ConformanceCommand {
         guard args.values["--token"] != nil || args.values["--refresh-token"] != nil else { throw UsageError("give --token or --refresh-token") }
         var suite = Conformance(
             base: url, token: args.values["--token"], refreshToken: args.values["--refresh-token"],
-            workspace: args.values["--workspace"] ?? "conformance", timeout: TimeInterval(try args.integer("--timeout", default: 10, in: 1...120)))
+            workspace: args.values["--workspace"] ?? "conformance", timeout: TimeInterval(try args.integer("--timeout", default: 10, in: 1...120)),
+            maxTime: TimeInterval(try args.integer("--max-time", default: 300, in: 1...86_400)))
+        suite.otherToken = args.values["--other-token"]
+        suite.backOfficeToken = args.values["--back-office-token"]
         await suite.runAll()
         print("\n\(suite.passed) passed, \(suite.failed) failed")
         return suite.failed == 0 ? 0 : 1
@@ -63,13 +74,19 @@ struct Conformance {
     let refreshToken: String?
     let workspace: String
     let timeout: TimeInterval
+    /// When the whole run must end (uptime, seconds): every exchange after it is not sent.
+    let runDeadline: TimeInterval
+    /// A token of another principal of the same workspace, and one of the back office.
+    var otherToken: String?
+    var backOfficeToken: String?
     let session: URLSession
     let collector = ReplyCollector()
     let run = UUID().uuidString.lowercased().prefix(8)
     var passed = 0
     var failed = 0
 
-    init(base: URL, token: String?, refreshToken: String?, workspace: String, timeout: TimeInterval) {
+    init(base: URL, token: String?, refreshToken: String?, workspace: String, timeout: TimeInterval, maxTime: TimeInterval = 300) {
+        runDeadline = ProcessInfo.processInfo.systemUptime + maxTime
         self.base = base
         self.token = token
         self.refreshToken = refreshToken
@@ -92,15 +109,33 @@ struct Conformance {
 
     func id(_ what: String) -> String { "cf-\(run)-\(what)" }
 
-    func send(_ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil, authorized: Bool = true) async -> Reply {
+    /// Which `FormSync-Workspace` a request names.
+    enum WorkspaceHeader {
+        case suite
+        case none
+        case named(String)
+    }
+
+    /// One exchange, bounded: `timeout` seconds and 32 MiB of reply at most, and nothing once
+    /// the run's own deadline has passed. Status 0: no reply.
+    func send(
+        _ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil, authorized: Bool = true, as bearer: String? = nil,
+        workspace named: WorkspaceHeader = .suite
+    ) async -> Reply {
+        let left = runDeadline - ProcessInfo.processInfo.systemUptime
+        guard left > 0 else { return Reply(status: 0, headers: [:], data: Data()) }
         var request = URLRequest(url: URL(string: base.absoluteString.trimmingCharacters(in: ["/"]) + path) ?? base)
         request.httpMethod = method
         request.httpBody = body
         request.timeoutInterval = timeout
-        request.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
-        if authorized, let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        switch named {
+        case .suite: request.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
+        case .named(let other): request.setValue(other, forHTTPHeaderField: "FormSync-Workspace")
+        case .none: break
+        }
+        if authorized, let token = bearer ?? token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        guard let (http, data) = try? await collector.run(session.dataTask(with: request), limit: 32 << 20, deadline: max(timeout, 1) * 6) else {
+        guard let (http, data) = try? await collector.run(session.dataTask(with: request), limit: 32 << 20, deadline: max(1, min(timeout, left))) else {
             return Reply(status: 0, headers: [:], data: Data())
         }
         var lowered: [String: String] = [:]
@@ -130,6 +165,10 @@ struct Conformance {
         let health = await send("GET", "/health", authorized: false)
         check("GET /health answers {service: formsync, status: ok}", health.status == 200 && health.json?["service"] as? String == "formsync"
             && health.json?["status"] as? String == "ok", "HTTP \(health.status) \(String(decoding: health.data.prefix(200), as: UTF8.self))")
+        guard health.status != 0 else {
+            print("stop  nothing answered at \(base.absoluteString) within \(Int(timeout)) s: no further check is run")
+            return
+        }
 
         if let refreshToken {
             let refreshed = await send("POST", "/auth/refresh", headers: ["Content-Type": "application/json"],
@@ -215,7 +254,8 @@ struct Conformance {
         check("an upload without Content-Digest is 400", missing.status == 400, "HTTP \(missing.status)")
 
         await records(customerID: customerID, name: customer.name ?? "")
-        await resumableUpload()
+        let unfinished = await resumableUpload()
+        await wall(document: document, fileDocument: fileDocument, bytes: bytes, digest: digest, upload: unfinished, customerID: customerID)
 
         if base.scheme == "http", let host = base.host {
             let status = Self.shortBody(host: host, port: UInt16(base.port ?? 80), token: token ?? "", workspace: workspace, document: id("short"), key: id("k12"))
@@ -230,7 +270,8 @@ struct Conformance {
 
     /// Resumable uploads: create, append in two parts, a wrong offset, the offset query, the
     /// completion with the digest checked, the same document found again, a digest that lies.
-    mutating func resumableUpload() async {
+    /// Returns the upload it leaves unfinished (the lying one, started over at 0).
+    mutating func resumableUpload() async -> (document: String, location: String) {
         let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
         let digest = "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):"
         let document = id("resumable")
@@ -273,6 +314,67 @@ struct Conformance {
         let lyingLocation = lying.headers["location"] ?? ""
         let whole = await send("PATCH", lyingLocation, headers: ["Upload-Offset": "0", "Upload-Complete": "?1", "Content-Type": "application/partial-upload"], body: bytes)
         check("bytes that do not match Repr-Digest are refused at completion", whole.status == 400 && whole.code == "digest-mismatch", "HTTP \(whole.status) \(whole.code ?? "")")
+        return (liar, lyingLocation)
+    }
+
+    /// The access rules (docs/PROTOCOL.md, "Access rules"), route by route: without
+    /// `FormSync-Workspace`, naming a workspace the token is not for, as another principal, as
+    /// the back office. Each request would succeed for the suite's own token.
+    mutating func wall(document: String, fileDocument: String, bytes: Data, digest: String, upload: (document: String, location: String), customerID: Int64) async {
+        struct Route {
+            var name: String
+            var method: String
+            var path: String
+            var headers: [String: String]
+            var body: Data?
+            /// What another principal gets, and the back office.
+            var other: Int
+            var office: Int
+        }
+        let customer = try? FormRegistry.encode(NewCustomer(name: "Conformance \(run)", tradeName: "Wall \(run)", segment: .retail))
+        var routes = [
+            Route(name: "an edit of a document (If-Match: *)", method: "POST", path: "/customers", headers: [
+                "FormSync-Document": document, "FormSync-Form": "NewCustomer; version=\(NewCustomer.formVersion)", "Content-Type": "application/json", "If-Match": "*",
+            ], body: customer, other: 409, office: 200),
+            Route(name: "GET /documents/{id}", method: "GET", path: "/documents/\(document)", headers: [:], other: 404, office: 200),
+            Route(name: "POST /files", method: "POST", path: "/files", headers: [
+                "FormSync-Document": fileDocument, "Content-Type": "text/plain", "Content-Digest": digest,
+            ], body: bytes, other: 409, office: 200),
+            Route(name: "HEAD /uploads/{id}", method: "HEAD", path: upload.location, headers: [:], other: 404, office: 204),
+            Route(name: "PATCH /uploads/{id}", method: "PATCH", path: upload.location, headers: [
+                "Upload-Offset": "0", "Upload-Complete": "?0", "Content-Type": "application/partial-upload",
+            ], body: Data(), other: 404, office: 204),
+            Route(name: "GET /changes", method: "GET", path: "/changes", headers: [:], other: 200, office: 200),
+            Route(name: "GET /records/{type}/{id}", method: "GET", path: "/records/Customer/\(customerID)", headers: [:], other: 200, office: 200),
+        ]
+        for index in routes.indices where routes[index].method == "POST" { routes[index].headers["Idempotency-Key"] = id("wall-\(index)") }
+        var foreign = "conformance-not-yours-\(run)"
+        foreign = String(foreign.prefix(128))
+        for (index, route) in routes.enumerated() {
+            var headers = route.headers
+            if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-none-\(index)") }
+            let none = await send(route.method, route.path, headers: headers, body: route.body, workspace: .none)
+            check("access: \(route.name) without FormSync-Workspace is 400 bad-workspace", none.status == 400, "HTTP \(none.status)")
+            if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-foreign-\(index)") }
+            let elsewhere = await send(route.method, route.path, headers: headers, body: route.body, workspace: .named(foreign))
+            check("access: \(route.name) naming a workspace the token is not issued for is 403 (421 on a one-workspace server)",
+                  elsewhere.status == 403 || elsewhere.status == 421, "HTTP \(elsewhere.status)")
+        }
+        guard let otherToken, let backOfficeToken else {
+            print("not checked  access: another principal's and the back office's reach (give --other-token and --back-office-token)")
+            return
+        }
+        for (index, route) in routes.enumerated() {
+            var headers = route.headers
+            if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-other-\(index)") }
+            let other = await send(route.method, route.path, headers: headers, body: route.body, as: otherToken)
+            check("access: \(route.name) by another principal is \(route.other)", other.status == route.other, "HTTP \(other.status)")
+            check("access: … and its reply carries nothing of the document", route.other == 200 || !String(decoding: other.data, as: UTF8.self).contains("Conformance \(run)"),
+                  "the reply holds the other principal's data")
+            if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-office-\(index)") }
+            let office = await send(route.method, route.path, headers: headers, body: route.body, as: backOfficeToken)
+            check("access: \(route.name) by the back office is \(route.office)", office.status == route.office, "HTTP \(office.status)")
+        }
     }
 
     /// Follows the change feed from `cursor` to its end (at most 500 pages); the changes seen
@@ -352,9 +454,16 @@ struct Conformance {
             + "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"name\":\"Short\""
         _ = Data(head.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         shutdown(fd, Int32(SHUT_WR))
+        // Bounded: the status line is all that is read (16 KiB and 10 s at most, however the
+        // peer trickles or floods).
         var reply = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
+        let deadline = ProcessInfo.processInfo.systemUptime + 10
+        while reply.count < 16 << 10, !reply.contains(0x0A) {
+            let left = deadline - ProcessInfo.processInfo.systemUptime
+            guard left > 0 else { break }
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, Int32(min(left, 10) * 1000) + 1) > 0 else { break }
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n <= 0 { break }
             reply.append(contentsOf: buffer[0..<n])

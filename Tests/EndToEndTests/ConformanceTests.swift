@@ -7,11 +7,57 @@ import Testing
 struct ConformanceTests {
     @Test func theReferenceServerPassesEveryCheck() async throws {
         let world = try World()
+        let other = try world.server.issueAccessToken(principal: "someone-else", workspaces: World.workspaces)
+        let office = try world.server.issueAccessToken(principal: "office", workspaces: World.workspaces, role: .backOffice)
         let result = try await ProcessRunner.run(
-            DemoProcessTests.formsync, ["conformance", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken])
+            DemoProcessTests.formsync,
+            ["conformance", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken, "--other-token", other, "--back-office-token", office])
         #expect(result.status == 0, "\(result.output)\(result.errors)")
         #expect(result.output.contains("0 failed"))
         #expect(!result.output.contains("FAIL"))
+        // The wall, route by route (issue 31): 7 routes × no header, a foreign workspace,
+        // another principal (and what its reply carries), the back office.
+        let wall = result.output.split(separator: "\n").filter { $0.hasPrefix("pass  access: ") }
+        #expect(wall.count == 7 * 5, "\(wall.count) access checks passed")
+        #expect(result.output.contains("pass  access: GET /documents/{id} by another principal is 404"))
+        #expect(!result.output.contains("not checked"))
+    }
+
+    @Test func withoutTheOtherTokensTheWallBetweenPrincipalsIsListedAsNotChecked() async throws {
+        let world = try World()
+        let result = try await ProcessRunner.run(DemoProcessTests.formsync, ["conformance", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("not checked  access: another principal's and the back office's reach"))
+    }
+
+    @Test func aServerThatTricklesEveryReplyEndsTheRunAtItsBoundsAndNothingAnsweringStopsItAtOnce() async throws {
+        // Health answers at once; every other reply trickles a byte every 100 ms for a minute.
+        let health = Data("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 49\r\n\r\n{\"service\":\"formsync\",\"status\":\"ok\",\"protocol\":1}".utf8)
+        let server = try RawSocket.Server()
+        server.start { fd in
+            guard let request = RawSocket.readRequest(fd) else { return }
+            if String(decoding: request.prefix(12), as: UTF8.self).hasPrefix("GET /health ") {
+                RawSocket.send(fd, health)
+                return
+            }
+            RawSocket.send(fd, Data("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n{".utf8))
+            RawSocket.trickle(fd, ticks: 600, cutShort: RawSocket.CutShortCount())
+        }
+        let started = ContinuousClock.now
+        let bounded = try await ProcessRunner.run(
+            DemoProcessTests.formsync, ["conformance", server.url.absoluteString, "--token", "t", "--timeout", "1", "--max-time", "4"])
+        #expect(bounded.status == 1)
+        #expect(bounded.output.contains("pass  GET /health"))
+        // Without the bounds each of its ~80 exchanges would wait a minute; the run ends.
+        #expect(started.duration(to: .now) < .seconds(60), "the run did not end near its bound")
+
+        // A port where a socket accepts and never answers: one line, and the run stops.
+        let silent = try RawSocket.Server()
+        silent.start { fd in _ = RawSocket.readRequest(fd); Thread.sleep(forTimeInterval: 30) }
+        let stopped = try await ProcessRunner.run(DemoProcessTests.formsync, ["conformance", silent.url.absoluteString, "--token", "t", "--timeout", "1"])
+        #expect(stopped.status == 1)
+        #expect(stopped.output.contains("stop  nothing answered"))
+        #expect(stopped.output.contains("1 failed"))
     }
 
     @Test func aServerThatAcknowledgesAnythingFails() async throws {
