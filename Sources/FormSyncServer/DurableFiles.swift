@@ -46,6 +46,25 @@ struct DurableFiles: Sendable {
         }
     }
 
+    /// Writes `bytes` into the existing file at `path` from `offset` (what lay past it is cut
+    /// first) and syncs them: an upload's append.
+    func append(_ bytes: Data, to path: String, at offset: Int64) throws {
+        let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw failure(path, "open") }
+        var problem: Failure?
+        if ftruncate(descriptor, off_t(offset)) != 0 { problem = failure(path, "ftruncate") }
+        if problem == nil && lseek(descriptor, off_t(offset), SEEK_SET) < 0 { problem = failure(path, "lseek") }
+        var written = 0
+        while problem == nil && written < bytes.count {
+            let n = bytes.withUnsafeBytes { writeBytes(descriptor, $0.baseAddress! + written, bytes.count - written) }
+            if n < 0 && errno == EINTR { continue }
+            if n > 0 { written += n } else { problem = failure(path, "write") }
+        }
+        if problem == nil && sync(descriptor) != 0 { problem = failure(path, "fsync") }
+        if close(descriptor) != 0 && problem == nil { problem = failure(path, "close") }
+        if let problem { throw problem }
+    }
+
     /// Renames a file whose bytes are already synced into place and syncs the folder, so the
     /// new name is durable too. On failure nothing is left at `target` and the file is back at
     /// `source`, so that a retry can finish the move.

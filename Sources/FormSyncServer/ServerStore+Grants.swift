@@ -21,6 +21,9 @@ extension ServerStore {
         ALTER TABLE documents ADD COLUMN principal TEXT;
         ALTER TABLE files ADD COLUMN principal TEXT;
         ALTER TABLE uploads ADD COLUMN principal TEXT;
+        ALTER TABLE uploads ADD COLUMN touched_at INTEGER NOT NULL DEFAULT 0;
+        UPDATE uploads SET touched_at = created_at;
+        CREATE INDEX uploads_unfinished ON uploads(touched_at) WHERE file_id IS NULL;
         CREATE TABLE id_sequence (next INTEGER NOT NULL);
         INSERT INTO id_sequence SELECT CASE WHEN m >= 9007199254740991 THEN 1 ELSE m + 1 END
             FROM (SELECT MAX(COALESCE((SELECT MAX(id) FROM documents), 0), COALESCE((SELECT MAX(id) FROM records), 0)) AS m);

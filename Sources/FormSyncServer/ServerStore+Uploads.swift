@@ -51,13 +51,37 @@ extension ServerStore {
 
     func createUpload(_ upload: Upload, at now: Int64) throws {
         try db.run("""
-            INSERT INTO uploads (upload_id, document_id, workspace, principal, length, offset, digest, content_type, created_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)
+            INSERT INTO uploads (upload_id, document_id, workspace, principal, length, offset, digest, content_type, created_at, touched_at)
+            VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
             """, [.text(upload.uploadID), .text(upload.documentID), .text(upload.workspace), upload.principal.map(SQLValue.text) ?? .null, .integer(upload.length),
-                  .blob(upload.digest), upload.contentType.map(SQLValue.text) ?? .null, .integer(now)])
+                  .blob(upload.digest), upload.contentType.map(SQLValue.text) ?? .null, .integer(now), .integer(now)])
     }
 
-    func setUploadOffset(_ id: String, _ offset: Int64) throws {
-        try db.run("UPDATE uploads SET offset = ? WHERE upload_id = ?", [.integer(offset), .text(id)])
+    func setUploadOffset(_ id: String, _ offset: Int64, at now: Int64) throws {
+        try db.run("UPDATE uploads SET offset = ?, touched_at = ? WHERE upload_id = ?", [.integer(offset), .integer(now), .text(id)])
+    }
+
+    /// Unfinished uploads and the bytes they announced, of one principal and of one workspace.
+    func unfinishedUploads(principal: String, workspace: String) throws -> (count: Int64, bytes: Int64, workspaceBytes: Int64) {
+        let mine = try db.query(
+            "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM uploads WHERE file_id IS NULL AND workspace = ? AND principal = ?",
+            [.text(workspace), .text(principal)], { ($0.int(0), $0.int(1)) }).first ?? (0, 0)
+        let all = try db.query("SELECT COALESCE(SUM(length), 0) FROM uploads WHERE file_id IS NULL AND workspace = ?", [.text(workspace)], { $0.int(0) }).first ?? 0
+        return (mine.0, mine.1, all)
+    }
+
+    /// Removes up to `limit` unfinished uploads not appended to since `cutoff`, row and bytes;
+    /// returns how many went.
+    @discardableResult
+    func expireUploads(before cutoff: Int64, limit: Int = 100) throws -> Int {
+        let stale = try db.query(
+            "SELECT upload_id FROM uploads WHERE file_id IS NULL AND touched_at < ? ORDER BY touched_at LIMIT ?", [.integer(cutoff), .integer(Int64(limit))],
+            { $0.text(0) ?? "" })
+        for id in stale {
+            try transaction { try db.run("DELETE FROM uploads WHERE upload_id = ?", [.text(id)]) }
+            try? FileManager.default.removeItem(atPath: partPath(id))
+        }
+        return stale.count
     }
 
     func finishUpload(_ id: String, fileID: Int64) throws {

@@ -10,6 +10,19 @@ extension SyncServer {
     /// The largest file a resumable upload may announce.
     public static let maxUploadBytes: Int64 = 4 << 30
 
+    /// Bounds on resumable uploads (docs/PROTOCOL.md, "Resumable uploads"): how many unfinished
+    /// uploads, and how many bytes they announce, one principal and one workspace may hold, and
+    /// how long an upload nobody appends to is kept.
+    public struct UploadLimits: Sendable {
+        public var maxUnfinishedPerPrincipal = 16
+        public var maxUnfinishedBytesPerPrincipal: Int64 = 16 << 30
+        public var maxUnfinishedBytesPerWorkspace: Int64 = 256 << 30
+        /// An unfinished upload with no append for this long is deleted (24 hours).
+        public var expiryMilliseconds: Int64 = 86_400_000
+
+        public init() {}
+    }
+
     /// `POST /uploads`: `FormSync-Document`, `Upload-Length`, `Repr-Digest`. The same document
     /// again finds its upload (201 with its offset), or, when finished, its file (200).
     func createUpload(_ request: HTTPRequest) -> HTTPResponse {
@@ -48,6 +61,15 @@ extension SyncServer {
                     if let fileID = existing.fileID { return uploadDone(existing, fileID: fileID, status: 200) }
                     return uploadState(existing, status: 201)
                 }
+                // Abandoned uploads go first, then the quotas of what is left.
+                try store.expireUploads(before: now().addingReportingOverflow(-uploadLimits.expiryMilliseconds).partialValue)
+                let held = try store.unfinishedUploads(principal: caller.principal, workspace: caller.workspace)
+                if held.count >= Int64(uploadLimits.maxUnfinishedPerPrincipal) || held.bytes.addingReportingOverflow(length).partialValue > uploadLimits.maxUnfinishedBytesPerPrincipal
+                    || held.workspaceBytes.addingReportingOverflow(length).partialValue > uploadLimits.maxUnfinishedBytesPerWorkspace
+                {
+                    return .problem(429, "Too Many Requests", detail: "too many unfinished uploads (\(held.count), \(held.bytes) bytes announced); finish or let them expire first",
+                                    code: "upload-quota", headers: [("Retry-After", "60")])
+                }
                 let upload = ServerStore.Upload(
                     uploadID: UUID().uuidString.lowercased(), documentID: documentID, workspace: caller.workspace, length: length, offset: 0,
                     digest: digest, contentType: request.header("content-type"), fileID: nil, principal: caller.principal)
@@ -81,7 +103,9 @@ extension SyncServer {
     }
 
     /// `PATCH /uploads/{id}`: appends the body at `Upload-Offset`; with `Upload-Complete: ?1`
-    /// the file must then be whole, and its digest must match.
+    /// the file must then be whole, and its digest must match. The bytes are written, synced and
+    /// hashed outside the server's lock, so that a large append or a long completion never holds
+    /// up other requests; one append at a time per upload (another meanwhile is 409, transient).
     func appendUpload(_ request: HTTPRequest) -> HTTPResponse {
         let caller: Caller
         switch self.caller(of: request) {
@@ -92,53 +116,68 @@ extension SyncServer {
             return .problem(400, "Bad Request", detail: "Upload-Offset is required", code: "bad-upload-offset")
         }
         let complete = request.header("upload-complete") == "?1"
-        return locked {
+        // 1. Under the lock: the upload, its offset and length, and the mark that it is busy.
+        let claimed: Either<ServerStore.Upload, HTTPResponse> = locked {
             do {
-                guard let upload = try owned(request, by: caller) else { return .problem(404, "Not Found", detail: "no such upload", code: "no-such-upload") }
-                if let fileID = upload.fileID { return uploadDone(upload, fileID: fileID, status: 200) }
+                guard let upload = try owned(request, by: caller) else { return .second(.problem(404, "Not Found", detail: "no such upload", code: "no-such-upload")) }
+                if let fileID = upload.fileID { return .second(uploadDone(upload, fileID: fileID, status: 200)) }
+                guard !appendsInProgress.contains(upload.uploadID) else {
+                    return .second(.problem(409, "Conflict", detail: "another append to this upload is in progress", code: "upload-busy", headers: [("Retry-After", "1")]))
+                }
                 guard offset == upload.offset else {
                     var response = HTTPResponse.problem(409, "Conflict", detail: "the server holds \(upload.offset) bytes of this upload, not \(offset)", code: "mismatching-upload-offset")
                     response.headers.append(("Upload-Offset", String(upload.offset)))
-                    return response
+                    return .second(response)
                 }
-                let end = offset + Int64(request.body.count)
-                guard end <= upload.length else {
-                    return .problem(400, "Bad Request", detail: "the append ends at \(end), past the announced Upload-Length \(upload.length)", code: "upload-too-long")
+                let (end, overflow) = offset.addingReportingOverflow(Int64(request.body.count))
+                guard !overflow, end <= upload.length else {
+                    return .second(.problem(400, "Bad Request", detail: "the append ends past the announced Upload-Length \(upload.length)", code: "upload-too-long"))
                 }
-                if !request.body.isEmpty {
-                    guard let handle = FileHandle(forWritingAtPath: store.partPath(upload.uploadID)) else {
-                        return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
-                    }
-                    try handle.truncate(atOffset: UInt64(offset))
-                    try handle.seek(toOffset: UInt64(offset))
-                    try handle.write(contentsOf: request.body)
-                    try handle.synchronize()
-                    try handle.close()
-                    try store.transaction { try store.setUploadOffset(upload.uploadID, end) }
+                if complete && end != upload.length {
+                    return .second(.problem(400, "Bad Request", detail: "Upload-Complete with \(end) of \(upload.length) bytes", code: "upload-incomplete"))
                 }
-                var updated = upload
-                updated.offset = end
-                guard complete else { return uploadState(updated, status: 204) }
-                guard end == upload.length else {
-                    return .problem(400, "Bad Request", detail: "Upload-Complete with \(end) of \(upload.length) bytes", code: "upload-incomplete")
-                }
-                let digest = try SHA256.hash(fileAt: store.partPath(upload.uploadID))
+                appendsInProgress.insert(upload.uploadID)
+                return .first(upload)
+            } catch {
+                return .second(.problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal"))
+            }
+        }
+        let upload: ServerStore.Upload
+        switch claimed {
+        case .first(let found): upload = found
+        case .second(let response): return response
+        }
+        defer { locked { _ = appendsInProgress.remove(upload.uploadID) } }
+        let end = offset + Int64(request.body.count)
+        let part = store.partPath(upload.uploadID)
+        do {
+            // 2. Outside the lock: the bytes on disk, and at completion the whole file's digest.
+            if !request.body.isEmpty {
+                try store.durableFiles.append(request.body, to: part, at: offset)
+                try locked { try store.transaction { try store.setUploadOffset(upload.uploadID, end, at: now()) } }
+            }
+            var updated = upload
+            updated.offset = end
+            guard complete else { return uploadState(updated, status: 204) }
+            let digest = try SHA256.hash(fileAt: part)
+            // 3. Under the lock again: the stored file, or a start over.
+            return try locked {
                 guard digest == upload.digest else {
                     // The bytes are not the file announced: start over rather than keep them.
-                    try store.transaction { try store.setUploadOffset(upload.uploadID, 0) }
+                    try store.transaction { try store.setUploadOffset(upload.uploadID, 0, at: now()) }
                     return .problem(400, "Bad Request", detail: "the uploaded bytes do not match Repr-Digest; the upload starts over", code: "digest-mismatch")
                 }
                 let fileID = try store.transaction {
-                    let id = try store.adoptFile(upload.documentID, workspace: upload.workspace, principal: upload.principal ?? caller.principal, from: store.partPath(upload.uploadID), digest: digest,
+                    let id = try store.adoptFile(upload.documentID, workspace: upload.workspace, principal: upload.principal ?? caller.principal, from: part, digest: digest,
                                                  byteCount: upload.length, contentType: upload.contentType, at: now())
                     try store.finishUpload(upload.uploadID, fileID: id)
                     return id
                 }
                 return uploadDone(updated, fileID: fileID, status: 201)
-            } catch {
-                FileHandle.standardError.write(Data("formsync server: upload error: \(error)\n".utf8))
-                return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
             }
+        } catch {
+            FileHandle.standardError.write(Data("formsync server: upload error: \(error)\n".utf8))
+            return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
         }
     }
 
@@ -161,4 +200,10 @@ extension SyncServer {
         .json(status, ["document_id": upload.documentID, "id": fileID, "byte_count": upload.length, "digest": "sha-256=:\(upload.digest.base64EncodedString()):"],
               headers: [("Location", "/uploads/\(upload.uploadID)"), ("Upload-Offset", String(upload.length)), ("Upload-Complete", "?1")])
     }
+}
+
+/// One of two values (`Result` without its `Error` constraint).
+enum Either<First, Second> {
+    case first(First)
+    case second(Second)
 }

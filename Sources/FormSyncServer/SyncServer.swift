@@ -63,6 +63,10 @@ public final class SyncServer: @unchecked Sendable {
     private let lock = NSLock()
     private let log = Mutex(RequestLog())
     let accessTokens = AccessTokenCache()
+    /// Uploads being appended to now (under the lock): one append at a time per upload.
+    var appendsInProgress: Set<String> = []
+    /// Bounds on resumable uploads; set before `start`.
+    public var uploadLimits = UploadLimits()
     private var http: HTTPServer?
     /// Handler threads (set before `start`): writes waiting for the same fsync share it, so
     /// up to this many concurrent writes group-commit.
@@ -108,6 +112,8 @@ public final class SyncServer: @unchecked Sendable {
         recordTypes = records
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: ServerStore.ownerOnlyFolder)
         store = try ServerStore(directory: directory, now: now())
+        // Uploads abandoned while the server was down expire now, not at the next create.
+        try store.expireUploads(before: now().addingReportingOverflow(-UploadLimits().expiryMilliseconds).partialValue, limit: 10_000)
         self.registry = registry
         self.now = now
         tokenLifetimeMilliseconds = Int64(tokenLifetimeSeconds) * 1000

@@ -1,6 +1,8 @@
 import FieldForms
 import Foundation
+import FormSyncClient
 import FormSyncModel
+import Synchronization
 import Testing
 
 @testable import FormSyncServer
@@ -127,4 +129,152 @@ struct ServerWallRegressionTests {
         #expect(log.allSatisfy { $0.path.utf8.count <= SyncServer.requestLogFieldBytes && ($0.idempotencyKey?.utf8.count ?? 0) <= SyncServer.requestLogFieldBytes })
         #expect(log.last?.path.hasSuffix("…") == true, "the newest entry is kept, cut")
     }
+}
+
+/// Issue 31, 7–9: resumable uploads have quotas and expire, append and hash outside the
+/// server's lock, and are bound to their document like a submission.
+struct UploadWallRegressionTests {
+    final class Fixture: @unchecked Sendable {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("uploads-\(UUID().uuidString)")
+        let clock = ManualClock(1_800_000_000_000)
+        var server: SyncServer
+        var token = ""
+
+        init() throws {
+            server = try Self.open(folder, clock)
+            token = try server.issueAccessToken(principal: "ada", workspaces: ["acme"])
+        }
+
+        static func open(_ folder: URL, _ clock: ManualClock) throws -> SyncServer {
+            try SyncServer(directory: folder.path, forms: FormCatalog.forms, records: FormCatalog.records, tokenLifetimeSeconds: 10 * 86_400, now: { clock.now })
+        }
+
+        func reopen() throws {
+            server.stop()
+            server = try Self.open(folder, clock)
+        }
+
+        deinit {
+            server.stop()
+            try? FileManager.default.removeItem(at: folder)
+        }
+
+        func create(_ document: String, length: Int64, digest: Data = SHA256.hash(Data("x".utf8))) -> HTTPResponse? {
+            server.handle(HTTPRequest(method: "POST", path: "/uploads", query: nil, headers: [
+                "authorization": "Bearer \(token)", "formsync-workspace": "acme", "idempotency-key": "k-\(document)", "formsync-document": document,
+                "upload-length": String(length), "repr-digest": "sha-256=:\(digest.base64EncodedString()):", "upload-complete": "?0",
+            ], body: Data()))
+        }
+
+        func append(_ location: String, _ bytes: Data, at offset: Int, complete: Bool) -> HTTPResponse? {
+            server.handle(HTTPRequest(method: "PATCH", path: location, query: nil, headers: [
+                "authorization": "Bearer \(token)", "formsync-workspace": "acme", "upload-offset": String(offset), "upload-complete": complete ? "?1" : "?0",
+            ], body: bytes))
+        }
+
+        func head(_ location: String) -> HTTPResponse? {
+            server.handle(HTTPRequest(method: "HEAD", path: location, query: nil, headers: ["authorization": "Bearer \(token)", "formsync-workspace": "acme"], body: Data()))
+        }
+    }
+
+    @Test func uploadsAnnouncingHugeFilesMeetAQuotaPerPrincipal() throws {
+        let fixture = try Fixture()
+        var accepted = 0
+        for n in 0..<200 {
+            if fixture.create("big-\(n)", length: 4 << 30)?.status == 201 { accepted += 1 }
+        }
+        #expect(accepted == 4, "16 GiB of announced bytes per principal")
+        let refused = try #require(fixture.create("big-last", length: 4 << 30))
+        #expect(refused.status == 429 && String(decoding: refused.body, as: UTF8.self).contains("upload-quota"))
+        #expect(refused.headers.contains { $0.0 == "Retry-After" })
+        // Another principal has a quota of its own; the count bounds small uploads too.
+        fixture.token = try fixture.server.issueAccessToken(principal: "bob", workspaces: ["acme"])
+        var small = 0
+        for n in 0..<100 where fixture.create("small-\(n)", length: 10)?.status == 201 { small += 1 }
+        #expect(small == UploadLimitsProbe.count)
+    }
+
+    @Test func anAbandonedUploadExpiresEvenAcrossARestartAndItsBytesGo() throws {
+        let fixture = try Fixture()
+        let created = try #require(fixture.create("abandoned", length: 100))
+        let location = try #require(created.headers.first { $0.0 == "Location" }?.1)
+        #expect(fixture.append(location, Data(repeating: 1, count: 40), at: 0, complete: false)?.status == 204)
+        let parts = fixture.folder.appendingPathComponent("files/uploads")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parts.path).count == 1)
+        fixture.clock.advance(by: 23 * 3_600_000)
+        #expect(fixture.head(location)?.status == 204, "kept while it is younger than a day")
+        fixture.clock.advance(by: 2 * 3_600_000)
+        try fixture.reopen()
+        fixture.token = try fixture.server.issueAccessToken(principal: "ada", workspaces: ["acme"])
+        #expect(fixture.head(location)?.status == 404, "expired at the server's start")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parts.path).isEmpty, "its bytes are gone")
+        #expect(fixture.create("abandoned", length: 100)?.headers.first { $0.0 == "Upload-Offset" }?.1 == "0", "created anew, from 0")
+    }
+
+    @Test func anAppendHeldInItsFsyncDoesNotHoldUpASubmission() throws {
+        let fixture = try Fixture()
+        let bytes = Data(repeating: 7, count: 1 << 20)
+        let created = try #require(fixture.create("held", length: Int64(bytes.count), digest: SHA256.hash(bytes)))
+        let location = try #require(created.headers.first { $0.0 == "Location" }?.1)
+        let inSync = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let first = Atomic(true)
+        fixture.server.store.durableFiles.sync = { fd in
+            // The append's fsync is held; later ones (the completion's folder sync) are not.
+            if first.exchange(false, ordering: .relaxed) {
+                inSync.signal()
+                _ = release.wait(timeout: .now() + 60)
+            }
+            return fsync(fd)
+        }
+        let appended = DispatchSemaphore(value: 0)
+        let server = fixture.server
+        let token = fixture.token
+        Thread.detachNewThread {
+            _ = server.handle(HTTPRequest(method: "PATCH", path: location, query: nil, headers: [
+                "authorization": "Bearer \(token)", "formsync-workspace": "acme", "upload-offset": "0", "upload-complete": "?1",
+            ], body: bytes))
+            appended.signal()
+        }
+        #expect(inSync.wait(timeout: .now() + 30) == .success, "the append reached its fsync")
+        // The append holds its fsync; a submission and a second append to it are answered meanwhile.
+        let answered = DispatchSemaphore(value: 0)
+        let status = Mutex<[Int]>([])
+        Thread.detachNewThread {
+            let order = try! ServerGroupCommitTests.order(1, token: token)
+            status.withLock { $0.append(server.handle(order)?.status ?? 0) }
+            status.withLock { $0.append(server.handle(HTTPRequest(method: "PATCH", path: location, query: nil, headers: [
+                "authorization": "Bearer \(token)", "formsync-workspace": "acme", "upload-offset": "0", "upload-complete": "?0",
+            ], body: Data([1])))?.status ?? 0) }
+            answered.signal()
+        }
+        let meanwhile = answered.wait(timeout: .now() + 30)
+        release.signal()
+        #expect(meanwhile == .success, "a submission waited for another request's file fsync")
+        #expect(status.withLock { $0 } == [201, 409])
+        #expect(appended.wait(timeout: .now() + 30) == .success)
+        #expect(fixture.server.fileIDs().count == 1)
+    }
+
+    @Test func anUploadIsBoundToItsDocumentLikeASubmission() throws {
+        let fixture = try Fixture()
+        let bytes = Data("the stored file".utf8)
+        let stored = fixture.server.handle(ServerFileDurabilityTests.file(bytes, document: "stored", token: fixture.token))
+        #expect(stored?.status == 201)
+        // The stored file's id with other bytes: refused at once, never a 500 on every retry.
+        for _ in 0..<3 {
+            #expect(fixture.create("stored", length: 5, digest: SHA256.hash(Data("other".utf8)))?.status == 409)
+        }
+        #expect(fixture.create("stored", length: Int64(bytes.count), digest: SHA256.hash(bytes))?.status == 200, "the same file is done")
+        // An unfinished upload's id is not a file for POST /files, nor a form document.
+        #expect(fixture.create("pending", length: 10)?.status == 201)
+        #expect(fixture.server.handle(ServerFileDurabilityTests.file(Data("0123456789".utf8), document: "pending", token: fixture.token))?.status == 409)
+        var order = try ServerGroupCommitTests.order(9, token: fixture.token)
+        order.headers["formsync-document"] = "pending"
+        #expect(fixture.server.handle(order)?.status == 409)
+    }
+}
+
+enum UploadLimitsProbe {
+    static let count = SyncServer.UploadLimits().maxUnfinishedPerPrincipal
 }
