@@ -63,7 +63,7 @@ extension SyncServer {
             try store.transaction {
                 for (index, seed) in seeds.enumerated() {
                     do {
-                        try seedRecord(seed)
+                        _ = try seedRecord(seed)
                     } catch let error as RecordError {
                         throw RecordSeedError(index: index, type: seed.type, error: error)
                     }

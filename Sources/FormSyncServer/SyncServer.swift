@@ -320,7 +320,7 @@ public final class SyncServer: @unchecked Sendable {
         case ("GET", let path) where path.hasPrefix("/documents/"):
             return documentRoute(request)
         case ("POST", "/files"):
-            return write(request, fault: fault) { try self.storeFile(request, caller: $0) }
+            return write(request, fault: fault, prepare: { SHA256.hash(request.body) }) { try self.storeFile(request, digest: $0, caller: $1) }
         case ("POST", "/uploads"):
             return createUpload(request)
         case ("HEAD", let path) where path.hasPrefix("/uploads/"):
@@ -431,13 +431,8 @@ public final class SyncServer: @unchecked Sendable {
 
     /// The ledger around a write: a replay returns the recorded reply, the same key with
     /// another payload is 422, a key still in flight is 409; the write and its recorded reply
-    /// commit together.
-    private func write(_ request: HTTPRequest, fault: FaultPlan.Fault?, _ process: @escaping (Caller) throws -> HTTPResponse) -> HTTPResponse? {
-        write(request, fault: fault, prepare: {}, { try process($1) })
-    }
-
-    /// `write` with a `prepare` step that runs outside the lock and the transaction: the work
-    /// that depends on the request alone (decoding, validating), so that concurrent writers
+    /// commit together. `prepare` runs outside the lock and the transaction: the work
+    /// that depends on the request alone (decoding, validating, hashing), so that concurrent writers
     /// hold the lock only for what touches the store. (A replay's is wasted, and it is rare.)
     private func write<P>(_ request: HTTPRequest, fault: FaultPlan.Fault?, prepare: () -> P, _ process: @escaping (P, Caller) throws -> HTTPResponse) -> HTTPResponse? {
         let caller: Caller
@@ -620,9 +615,9 @@ public final class SyncServer: @unchecked Sendable {
         return recordResponse(created, status: 201, entity: entity)
     }
 
-    func storeFile(_ request: HTTPRequest, caller: Caller) throws -> HTTPResponse {
+    /// Stores a file whose `digest` was computed outside the lock. Runs inside the ledger's transaction.
+    func storeFile(_ request: HTTPRequest, digest: Data, caller: Caller) throws -> HTTPResponse {
         let documentID = request.header("formsync-document")!
-        let digest = SHA256.hash(request.body)
         guard let header = request.header("content-digest"), let claimed = Self.parseDigest(header) else {
             return .problem(400, "Bad Request", detail: "Content-Digest: sha-256=:…: is required", code: "digest-missing")
         }
