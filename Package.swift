@@ -22,12 +22,14 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
-        .target(name: "FormSpec", dependencies: ["CYAML"]),
+        // The one pattern engine: the checker accepts what it compiles; validators match with it.
+        .target(name: "FormSyncPattern"),
+        .target(name: "FormSpec", dependencies: ["CYAML", "FormSyncPattern"]),
         .target(name: "FormSyncCodegen", dependencies: ["FormSpec"]),
         // SHA-256's compression function, in C for the CPU's SHA extensions.
         .target(name: "CSHA256"),
         // What generated code needs and nothing else: no SQLite, no networking.
-        .target(name: "FormSyncModel", dependencies: ["CSHA256"]),
+        .target(name: "FormSyncModel", dependencies: ["CSHA256", "FormSyncPattern"]),
         // The small SQLite layer the device and the reference server share.
         .target(name: "FormSyncSQLite", dependencies: ["CSQLite"]),
         // The device side: Store/, Outbox/, Engine/, Transport/, Stash/.
@@ -83,7 +85,8 @@ let package = Package(
                 "FieldForms", "CorpusForms", "EvolutionV1", "EvolutionV2", "EvolutionV3", "EvolutionV4", "FormSpec", "FormSyncCodegen", "FormSyncModel",
                 "FormSyncInterpreter", "FormSyncClient", "FormSyncServer", "FormSyncTesting",
             ]),
-        .testTarget(name: "FormSpecTests", dependencies: ["FormSpec"], exclude: ["BrokenSpecs", "EvolutionPairs"]),
+        .testTarget(name: "FormSpecTests", dependencies: ["FormSpec", "FormSyncPattern"], exclude: ["BrokenSpecs", "EvolutionPairs"]),
+        .testTarget(name: "FormSyncPatternTests", dependencies: ["FormSyncPattern"]),
         .testTarget(name: "FormSyncCodegenTests", dependencies: ["FormSpec", "FormSyncCodegen"]),
         .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel", "FormSyncTesting", "CSHA256"]),
         .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncTesting"]),

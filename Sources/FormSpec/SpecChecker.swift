@@ -1,4 +1,5 @@
 import Foundation
+import FormSyncPattern
 
 /// Turns a YAML tree into a `FormDefinition`, collecting every problem instead of stopping at the
 /// first. Each check reports at the key or value it is about.
@@ -575,12 +576,11 @@ struct SpecChecker {
             orderCheck(minLength, maxLength, keys["max_length"], "max_length", "min_length")
             var pattern: String?
             if let node = keys["pattern"]?.value, let value = text(node, "pattern") {
-                if (try? NSRegularExpression(pattern: value)) == nil {
-                    error(node.location, "pattern '\(value)' is not a valid regular expression")
-                } else {
-                    let problems = PortablePattern.problems(value)
-                    for problem in problems { error(node.location, "pattern '\(value)': \(problem)") }
-                    if problems.isEmpty { pattern = value }
+                do {
+                    // Kept without a leading ^ or trailing $, which mean nothing more.
+                    pattern = try Pattern(value).body
+                } catch {
+                    for problem in error.reasons { self.error(node.location, "pattern '\(value)': \(problem)") }
                 }
             }
             kind = .text(minLength: minLength, maxLength: maxLength, pattern: pattern)

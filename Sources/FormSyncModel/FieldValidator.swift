@@ -1,4 +1,5 @@
 import Foundation
+import FormSyncPattern
 import Synchronization
 
 /// The validation rules of the spec language, applied one field at a time and collecting every
@@ -48,27 +49,14 @@ public struct FieldValidator: Sendable {
         if let max, bytes > max, count() > max { fail(pointer(), "max_length", "Must be at most \(max) characters long.") }
     }
 
-    /// The whole text must match the regular expression.
+    /// The whole text must match the pattern (FormSync's pattern language, `Pattern`).
     public mutating func pattern(_ value: String?, _ pattern: String, at pointer: @autoclosure () -> String) {
         guard let value, !value.isEmpty else { return }
-        let matches: Bool
-        switch Self.compiled(pattern) {
-        case .matcher(let matcher, let regex):
-            matches = matcher.matchesWhole(value) ?? Self.regexMatchesWhole(regex, value)
-        case .regex(let regex):
-            matches = Self.regexMatchesWhole(regex, value)
-        case .invalid:
-            fail(pointer(), "pattern", "The pattern of this field is not a valid regular expression.")
+        guard let compiled = Self.compiled(pattern) else {
+            fail(pointer(), "pattern", "The pattern of this field is not one FormSync accepts.")
             return
         }
-        if !matches { fail(pointer(), "pattern", "Does not have the expected format.") }
-    }
-
-    /// Whether `NSRegularExpression`'s first match from the start covers the whole value (the
-    /// reference `PatternMatcher` is held to).
-    static func regexMatchesWhole(_ regex: NSRegularExpression, _ value: String) -> Bool {
-        let range = NSRange(value.startIndex..., in: value)
-        return regex.firstMatch(in: value, options: [.anchored, .withoutAnchoringBounds], range: range)?.range == range
+        if !compiled.matches(value) { fail(pointer(), "pattern", "Does not have the expected format.") }
     }
 
     /// A number within bounds.
@@ -139,29 +127,17 @@ public struct FieldValidator: Sendable {
         return type == accepted
     }
 
-    /// A pattern ready to match: by `PatternMatcher` when it can, else by `NSRegularExpression`.
-    enum CompiledPattern: @unchecked Sendable {
-        /// The matcher, and the expression for the values it leaves to it.
-        case matcher(PatternMatcher, NSRegularExpression)
-        case regex(NSRegularExpression)
-        case invalid
-    }
-
-    private static let cache = Mutex<[String: CompiledPattern]>([:])
+    /// Compiled patterns; nil for one the engine refuses (a spec checker would have).
+    private static let cache = Mutex<[String: Pattern?]>([:])
 
     /// Patterns come from generated code (a few per form), so the cache stays small; one that
     /// grew past 1,000 entries (an app passing patterns of its own) starts again.
-    static func compiled(_ pattern: String) -> CompiledPattern {
+    static func compiled(_ pattern: String) -> Pattern? {
         if let cached = cache.withLock({ $0[pattern] }) { return cached }
-        let compiled: CompiledPattern
-        if let regex = try? NSRegularExpression(pattern: pattern) {
-            compiled = PatternMatcher(pattern).map { .matcher($0, regex) } ?? .regex(regex)
-        } else {
-            compiled = .invalid
-        }
+        let compiled = try? Pattern(pattern)
         cache.withLock {
             if $0.count >= 1000 { $0.removeAll() }
-            $0[pattern] = compiled
+            $0[pattern] = .some(compiled)
         }
         return compiled
     }
