@@ -945,6 +945,14 @@ struct SpecChecker {
             error(node.location, "\(what) '\(value)' has more than 38 significant digits, more than the generated Decimal holds exactly")
             return nil
         }
+        // Decimal's exponent stops at -128: a bound with more digits after the point would be
+        // read as 0 by the generated code, as no bound by the interpreter, and as itself by the
+        // JSON Schema.
+        let fractionDigits = value.split(separator: ".", omittingEmptySubsequences: false).dropFirst().first?.count ?? 0
+        guard fractionDigits <= 128, Decimal(string: value, locale: Locale(identifier: "en_US_POSIX")) != nil else {
+            error(node.location, "\(what) '\(value.prefix(40))…' has \(fractionDigits) digits after the point; a decimal bound holds at most 128, so that every check reads it exactly")
+            return nil
+        }
         return value
     }
 

@@ -132,7 +132,8 @@ public enum SpecInterpreter {
                 if min != nil || max != nil, case .integer(let number)? = value { validator.range(number, min: min, max: max, at: p) }
             case .decimal(let min, let max):
                 if min != nil || max != nil, case .decimal(let number)? = value {
-                    validator.range(number, min: min.flatMap { Decimal(string: $0) }, max: max.flatMap { Decimal(string: $0) }, at: p)
+                    let posix = Locale(identifier: "en_US_POSIX")
+                    validator.range(number, min: min.flatMap { Decimal(string: $0, locale: posix) }, max: max.flatMap { Decimal(string: $0, locale: posix) }, at: p)
                 }
             case .money(let min, let max, let currency):
                 if case .money(let money)? = value { validator.money(money, min: min, max: max, currency: currency, at: p) }

@@ -24,6 +24,8 @@ struct DecimalLiteralTests {
         let bounds = [
             "0", "30", "-40.0", "60.5", "0.001", "-0.5", "+7", "100000000000000000", "123456789012345678", "1234567890123456789",
             "99999999999999999999.5", "0.000000000000000000001", "-0", "007.250", "1e5", "12.", ".5",
+            // The smallest the checker lets through (128 digits after the point): still exact.
+            "0." + String(repeating: "0", count: 127) + "1", "-0." + String(repeating: "0", count: 120) + "25",
         ]
         for bound in bounds {
             let literal = SwiftGenerator.decimalLiteral(bound)
