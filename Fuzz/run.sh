@@ -3,11 +3,12 @@
 #   Fuzz/run.sh http 600     # the reference server's HTTP request parser
 #   Fuzz/run.sh spec 600     # the spec compiler's YAML reader and checker
 #   Fuzz/run.sh json 600     # the device's JSON slicer (change-feed pages), against Foundation
+#   Fuzz/run.sh pattern 600  # the pattern engine, against a second reading of the same tree
 # Crashes are written to .build/fuzz/<target>/ as crash-*; the corpus grows in
 # .build/fuzz/<target>/corpus (seeded from Fuzz/seeds/<target> or FormSpecs/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${1:?usage: Fuzz/run.sh http|spec|json SECONDS}
+target=${1:?usage: Fuzz/run.sh http|spec|json|pattern SECONDS}
 seconds=${2:-60}
 work=.build/fuzz/$target
 mkdir -p "$work/corpus"
@@ -18,8 +19,12 @@ case "$target" in
     cp -n Fuzz/seeds/http/* "$work/corpus/" 2>/dev/null || true
     ;;
   spec)
+    # The pattern engine is a module of its own that FormSpec imports: built first, instrumented.
+    mkdir -p "$work/modules"
+    swiftc -sanitize=fuzzer,address -parse-as-library -module-name FormSyncPattern -package-name FormSync -O -g -wmo \
+      -emit-module -emit-module-path "$work/modules/FormSyncPattern.swiftmodule" -c Sources/FormSyncPattern/*.swift -o "$work/modules/FormSyncPattern.o"
     sources=(Sources/FormSpec/*.swift Fuzz/spec/Entry.swift)
-    flags=(-I Sources/CYAML $(pkg-config --libs yaml-0.1))
+    flags=(-I Sources/CYAML -I "$work/modules" "$work/modules/FormSyncPattern.o" $(pkg-config --libs yaml-0.1))
     cp -n FormSpecs/*.yaml Tests/FormSpecTests/BrokenSpecs/*.yaml "$work/corpus/" 2>/dev/null || true
     ;;
   json)
@@ -27,10 +32,16 @@ case "$target" in
     flags=()
     cp -n Fuzz/seeds/json/* "$work/corpus/" 2>/dev/null || true
     ;;
-  *) echo "unknown target '$target' (http, spec or json)" >&2; exit 2 ;;
+  pattern)
+    sources=(Sources/FormSyncPattern/*.swift Fuzz/pattern/Entry.swift)
+    flags=()
+    cp -n Fuzz/seeds/pattern/* "$work/corpus/" 2>/dev/null || true
+    ;;
+  *) echo "unknown target '$target' (http, spec, json or pattern)" >&2; exit 2 ;;
 esac
 swiftc -sanitize=fuzzer,address -parse-as-library -module-name FuzzTarget -package-name FormSync -O -g "${sources[@]}" "${flags[@]}" -o "$work/fuzzer"
 cd "$work"
 # detect_leaks=0: NSRegularExpression leaks its buffer when a pattern fails to compile
 # (swift-corelibs-foundation), which would stop every run on the first invalid pattern.
-ASAN_OPTIONS=detect_leaks=0 SWIFT_BACKTRACE=enable=no ./fuzzer -max_total_time="$seconds" -detect_leaks=0 -print_final_stats=1 -artifact_prefix=./ corpus
+# -timeout=10: an input that takes ten seconds is a finding (the engines are linear).
+ASAN_OPTIONS=detect_leaks=0 SWIFT_BACKTRACE=enable=no ./fuzzer -max_total_time="$seconds" -timeout=10 -detect_leaks=0 -print_final_stats=1 -artifact_prefix=./ corpus
