@@ -27,13 +27,7 @@ struct DurableFiles: Sendable {
         let temporary = path + ".partial-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw failure(temporary, "open") }
-        var problem: Failure?
-        var written = 0
-        while problem == nil && written < bytes.count {
-            let n = bytes.withUnsafeBytes { writeBytes(descriptor, $0.baseAddress! + written, bytes.count - written) }
-            if n < 0 && errno == EINTR { continue }
-            if n > 0 { written += n } else { problem = failure(temporary, "write") }
-        }
+        var problem = writeAll(bytes, to: descriptor, path: temporary)
         if problem == nil && sync(descriptor) != 0 { problem = failure(temporary, "fsync") }
         // Closed once, whatever happened before.
         if close(descriptor) != 0 && problem == nil { problem = failure(temporary, "close") }
@@ -54,12 +48,7 @@ struct DurableFiles: Sendable {
         var problem: Failure?
         if ftruncate(descriptor, off_t(offset)) != 0 { problem = failure(path, "ftruncate") }
         if problem == nil && lseek(descriptor, off_t(offset), SEEK_SET) < 0 { problem = failure(path, "lseek") }
-        var written = 0
-        while problem == nil && written < bytes.count {
-            let n = bytes.withUnsafeBytes { writeBytes(descriptor, $0.baseAddress! + written, bytes.count - written) }
-            if n < 0 && errno == EINTR { continue }
-            if n > 0 { written += n } else { problem = failure(path, "write") }
-        }
+        if problem == nil { problem = writeAll(bytes, to: descriptor, path: path) }
         if problem == nil && sync(descriptor) != 0 { problem = failure(path, "fsync") }
         if close(descriptor) != 0 && problem == nil { problem = failure(path, "close") }
         if let problem { throw problem }
@@ -98,6 +87,18 @@ struct DurableFiles: Sendable {
             if kill(pid, 0) == 0 || errno == EPERM { continue }
             unlink((folder as NSString).appendingPathComponent(name))
         }
+    }
+
+    /// Writes every byte (a write cut short by a signal goes on); the failure, if any.
+    private func writeAll(_ bytes: Data, to descriptor: Int32, path: String) -> Failure? {
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { writeBytes(descriptor, $0.baseAddress! + written, bytes.count - written) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return failure(path, "write") }
+            written += n
+        }
+        return nil
     }
 
     private func failure(_ path: String, _ call: String) -> Failure {

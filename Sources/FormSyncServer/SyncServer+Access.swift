@@ -60,11 +60,6 @@ extension SyncServer {
         caller(of: request, grant: grant(of: request))
     }
 
-    /// `caller(of:)` for code that already holds the lock.
-    func callerLocked(of request: HTTPRequest) -> CallerCheck {
-        caller(of: request, grant: Self.bearerToken(request).flatMap { accessTokens.entry($0) ?? accessGrant($0) }.flatMap(valid))
-    }
-
     private func caller(of request: HTTPRequest, grant: Grant?) -> CallerCheck {
         if let refusal = misdirected(request) { return .refused(refusal) }
         guard let grant else { return .refused(unauthorized()) }

@@ -51,6 +51,23 @@ struct ConformanceTests {
         // Without the bounds each of its ~80 exchanges would wait a minute; the run ends.
         #expect(started.duration(to: .now) < .seconds(60), "the run did not end near its bound")
 
+        // A server that floods every reply but health with bytes that never end: each exchange
+        // stops at its byte bound, and the run ends.
+        let flood = try RawSocket.Server()
+        flood.start { fd in
+            guard let request = RawSocket.readRequest(fd) else { return }
+            if String(decoding: request.prefix(12), as: UTF8.self).hasPrefix("GET /health ") {
+                RawSocket.send(fd, health)
+                return
+            }
+            RawSocket.send(fd, Data("HTTP/1.1 200 OK\r\nX-Pad: 1\r\n".utf8))
+            let chunk = Data(repeating: 0x61, count: 1 << 16)
+            for _ in 0..<4096 { RawSocket.send(fd, chunk) }  // once the peer is gone, each send fails at once
+        }
+        let flooded = try await ProcessRunner.run(DemoProcessTests.formsync, ["conformance", flood.url.absoluteString, "--token", "t", "--timeout", "2", "--max-time", "20"])
+        #expect(flooded.status == 1)
+        #expect(flooded.output.contains("pass  GET /health"))
+
         // A port where a socket accepts and never answers: one line, and the run stops.
         let silent = try RawSocket.Server()
         silent.start { fd in _ = RawSocket.readRequest(fd); Thread.sleep(forTimeInterval: 30) }

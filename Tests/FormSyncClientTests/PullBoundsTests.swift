@@ -10,20 +10,14 @@ import Testing
 /// longer keeps a pull going for ever: the pull stops at its bound of pages, bytes or time,
 /// keeps what it committed, and the next pull goes on from there.
 struct PullBoundsTests {
-    let harness: Harness
+    let records: RecordStoreTests
+    var harness: Harness { records.harness }
 
     init() throws {
-        harness = try Harness()
+        records = try RecordStoreTests()
     }
 
-    func open() throws -> Outbox {
-        let clock = harness.clock
-        let ids = harness.ids
-        return try Outbox(
-            path: harness.path, workspace: "acme", forms: FormCatalog.forms, records: FormCatalog.records,
-            transports: { [transports = harness.transports] in transports[$0] }, configuration: harness.configuration,
-            environment: OutboxEnvironment(now: { clock.now }, random: { 0.5 }, newID: { ids.next() }))
-    }
+    func open() throws -> Outbox { try records.open() }
 
     func scriptEndlessFeed(pages: Int, recordBytes: Int = 0) {
         for n in 1...pages {
