@@ -78,7 +78,7 @@ extension ServerStore {
             "SELECT upload_id FROM uploads WHERE file_id IS NULL AND touched_at < ? ORDER BY touched_at LIMIT ?", [.integer(cutoff), .integer(Int64(limit))],
             { $0.text(0) ?? "" })
         for id in stale {
-            try transaction { try db.run("DELETE FROM uploads WHERE upload_id = ?", [.text(id)]) }
+            _ = try transaction { try db.run("DELETE FROM uploads WHERE upload_id = ?", [.text(id)]) }
             try? FileManager.default.removeItem(atPath: partPath(id))
         }
         return stale.count
