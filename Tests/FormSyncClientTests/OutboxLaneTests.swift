@@ -94,3 +94,49 @@ struct OutboxLaneTests {
         #expect(globex.requests.map(\.workspace) == ["globex"])
     }
 }
+
+/// Issue 32, 4: one lane per entity, whatever id it is known by.
+struct EntityLaneTests {
+    @Test func anOrderNamingALandedCustomerByItsServerIDWaitsBehindOneNamingItsPlaceholder() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        let customer = outbox.placeholderIDs.next()
+        try await outbox.enqueue(NewCustomer(name: "Café Lima", segment: .horeca), documentID: "create", creates: customer)
+        try await outbox.enqueue(order(customer, sku: "A-0001"), documentID: "A")
+        // The customer lands as 501; order A (sent as customer 501) meets a 503 and waits.
+        h.transport.script(.done(ServerAcknowledgement(serverID: 501, version: "\"1\"")), when: { $0.documentID == "create" })
+        h.transport.script(.transient(reason: "503", retryAfterMilliseconds: nil), when: { $0.documentID == "A" })
+        _ = await outbox.flush()
+        #expect(try await outbox.serverID(forPlaceholder: customer) == 501)
+        #expect(h.sentDocuments == ["create", "A"])
+
+        // The app now knows the customer as 501: an order for it must not overtake order A.
+        try await outbox.enqueue(order(501, sku: "B-0001"), documentID: "B")
+        _ = await outbox.flush()
+        #expect(h.sentDocuments == ["create", "A"], "B overtook A, which waits to retry in the same customer's lane")
+        h.clock.advance(by: 120_000)
+        _ = await outbox.flush()
+        #expect(h.sentDocuments == ["create", "A", "A", "B"])
+        // Both went out as customer 501, in capture order.
+        #expect(h.transport.requests.suffix(2).map(\.endpoint) == ["/customers/501/orders", "/customers/501/orders"])
+    }
+
+    @Test func anOrderNamingThePlaceholderAfterItLandedJoinsTheServerIDsLane() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        let customer = outbox.placeholderIDs.next()
+        try await outbox.enqueue(NewCustomer(name: "Ana", segment: .retail), documentID: "create", creates: customer)
+        h.transport.script(.done(ServerAcknowledgement(serverID: 77, version: "\"1\"")), when: { $0.documentID == "create" })
+        _ = await outbox.flush()
+        try await outbox.enqueue(order(77, sku: "A-0001"), documentID: "A")
+        h.transport.script(.transient(reason: "503", retryAfterMilliseconds: nil), when: { $0.documentID == "A" })
+        _ = await outbox.flush()
+        // A screen still holding the placeholder captures another order for the same customer.
+        try await outbox.enqueue(order(customer, sku: "B-0001"), documentID: "B")
+        _ = await outbox.flush()
+        #expect(h.sentDocuments == ["create", "A"])
+        h.clock.advance(by: 120_000)
+        _ = await outbox.flush()
+        #expect(h.sentDocuments == ["create", "A", "A", "B"])
+    }
+}

@@ -162,7 +162,7 @@ extension Outbox {
                     noteRecord(of: replaced)
                     return replaced.id
                 }
-                let lane = earlier.flatMap { $0.state == .pending || $0.state == .leased ? $0.lane : nil } ?? payload.lane ?? "document:\(documentID)"
+                let lane = try earlier.flatMap { $0.state == .pending || $0.state == .leased ? $0.lane : nil } ?? payload.lane.map(entityLane) ?? "document:\(documentID)"
                 var row = newRow(kind: .submission, lane: lane, documentID: documentID, now: now, produces: creates)
                 row.form = P.formName
                 row.formVersion = P.formVersion
@@ -309,6 +309,20 @@ extension Outbox {
 
     func resumeWaiters(_ id: Int64, with result: SubmitResult?) {
         for waiter in waiters.removeValue(forKey: id) ?? [] { waiter.resume(returning: result) }
+    }
+
+    /// The lane of an entity, whatever id the payload knows it by. A record created offline is
+    /// `Type:-9` until it lands as `Type:501`: the two are one entity, so an item naming either
+    /// joins the one of the two lanes that still holds open items (at most one does), and is
+    /// sent in capture order behind them.
+    func entityLane(_ lane: String) throws -> String {
+        guard let colon = lane.lastIndex(of: ":"), !lane.hasPrefix("file:"), !lane.hasPrefix("document:"),
+            let id = Int64(lane[lane.index(after: colon)...]), id != 0
+        else { return lane }
+        let other = id < 0 ? try store.resolvedID(id, workspace: workspace) : try store.placeholder(resolvedTo: id, workspace: workspace)
+        guard let other else { return lane }
+        let alias = "\(lane[..<colon]):\(other)"
+        return try store.hasOpenItems(workspace: workspace, lane: alias) ? alias : lane
     }
 
     func newRow(kind: OutboxItem.Kind, lane: String, documentID: String, now: Int64, produces: Int64?) -> OutboxStore.Row {

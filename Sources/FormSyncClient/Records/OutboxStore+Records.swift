@@ -164,6 +164,18 @@ extension OutboxStore {
     }
 
     /// The server id a placeholder landed as, in `workspace`.
+    /// The placeholder of this device that landed as `serverID`, if one did.
+    func placeholder(resolvedTo serverID: Int64, workspace: String) throws -> Int64? {
+        try db.query("SELECT placeholder FROM resolved WHERE workspace = ? AND server_id = ?", [.text(workspace), .integer(serverID)]) { $0.int(0) }.first
+    }
+
+    /// Whether `lane` holds an open item (pending, waiting for a dependency, or on the wire).
+    func hasOpenItems(workspace: String, lane: String) throws -> Bool {
+        try !db.query(
+            "SELECT 1 FROM items WHERE workspace = ? AND lane = ? AND \(Self.openCondition) LIMIT 1", [.text(workspace), .text(lane)]
+        ) { $0.int(0) }.isEmpty
+    }
+
     func resolvedID(_ placeholder: Int64, workspace: String) throws -> Int64? {
         try db.query("SELECT server_id FROM resolved WHERE workspace = ? AND placeholder = ?", [.text(workspace), .integer(placeholder)]) { $0.int(0) }.first
     }

@@ -189,6 +189,8 @@ final class OutboxStore {
         tombstonesMigration,
         leasedIndexMigration,
         leanItemsMigration,
+        // A landed record's placeholder, found by its server id (one lane per entity).
+        .init(version: 8, name: "resolved by server id", sql: "CREATE INDEX resolved_server ON resolved(workspace, server_id);"),
     ])
 
     /// `PRAGMA application_id` of every outbox file ("FSOX"): a file without it is not ours.
