@@ -62,16 +62,14 @@ extension ServerStore {
     /// a document, a file or a resumable upload (`form` is nil for a file or an upload). The
     /// principal is nil for what was stored before owners were recorded.
     func owner(of documentID: String) -> (form: String?, workspace: String, principal: String?)? {
-        if let row = (try? db.query("SELECT form, workspace, principal FROM documents WHERE document_id = ?", [.text(documentID)], {
-            ($0.text(0), $0.text(1) ?? "", $0.text(2))
-        }))?.first {
-            return row
-        }
-        for table in ["files", "uploads"] {
-            if let row = (try? db.query("SELECT workspace, principal FROM \(table) WHERE document_id = ?", [.text(documentID)], { ($0.text(0) ?? "", $0.text(1)) }))?.first {
-                return (nil, row.0, row.1)
-            }
-        }
-        return nil
+        (try? db.query(Self.ownerQuery, [.text(documentID)]) { ($0.text(0), $0.text(1) ?? "", $0.text(2)) })?.first
     }
+
+    /// One statement for the three tables a document id can live in (a write asks it each time).
+    static let ownerQuery = SQLiteConnection.Statement("""
+        SELECT form, workspace, principal FROM documents WHERE document_id = ?1
+        UNION ALL SELECT NULL, workspace, principal FROM files WHERE document_id = ?1
+        UNION ALL SELECT NULL, workspace, principal FROM uploads WHERE document_id = ?1
+        LIMIT 1
+        """)
 }

@@ -56,22 +56,32 @@ extension ServerStore {
     /// The sequence steps over ids the back office chose itself, so that a seed with a large id
     /// (2^53 − 1 included) never exhausts it.
     func nextEntityID() throws -> Int64 {
-        var candidate = try db.query("SELECT next FROM id_sequence", [], { $0.int(0) }).first ?? 1
+        // The common case is one statement: take the next number and move the sequence on.
+        let first = try db.query(Self.takeNextID, [.integer(SyncServer.maxEntityID)], { $0.int(0) }).first ?? SyncServer.maxEntityID
+        var candidate = first
+        // Ids the back office chose itself are stepped over.
         while try holder(ofID: candidate) != nil {
             guard candidate < SyncServer.maxEntityID else { throw ServerStoreError.idsExhausted }
             candidate += 1
         }
-        guard candidate >= 1, candidate <= SyncServer.maxEntityID else { throw ServerStoreError.idsExhausted }
-        try db.run("UPDATE id_sequence SET next = ?", [.integer(candidate < SyncServer.maxEntityID ? candidate + 1 : candidate)])
+        guard candidate >= 1 else { throw ServerStoreError.idsExhausted }
+        if candidate != first { try db.run("UPDATE id_sequence SET next = ?", [.integer(min(candidate + 1, SyncServer.maxEntityID))]) }
         return candidate
     }
 
     /// What holds `id`: a record's type, "" for a document that created no record under it, or
     /// nil when the id is free.
     func holder(ofID id: Int64) throws -> String? {
-        if let type = try db.query("SELECT type FROM records WHERE id = ? LIMIT 1", [.integer(id)], { $0.text(0) ?? "" }).first { return type }
-        return try db.query("SELECT 1 FROM documents WHERE id = ?", [.integer(id)], { _ in "" }).first
+        try db.query(Self.holderQuery, [.integer(id)]) { row -> String? in
+            if let type = row.text(0) { return type }
+            return row.int(1) != 0 ? "" : nil
+        }.first ?? nil
     }
+
+    static let takeNextID = SQLiteConnection.Statement("UPDATE id_sequence SET next = next + 1 WHERE next < ? RETURNING next - 1")
+
+    static let holderQuery = SQLiteConnection.Statement(
+        "SELECT (SELECT type FROM records WHERE id = ?1 LIMIT 1), EXISTS (SELECT 1 FROM documents WHERE id = ?1)")
 
     func record(workspace: String, type: String, id: Int64) throws -> StoredRecord? {
         try db.query(
