@@ -120,7 +120,8 @@ package struct Simulation {
         var item: Int64
         var documentID: String
         var form: String
-        /// For orders: the customer (placeholder or server id) whose lane it is in.
+        /// For orders: the customer whose lane it is in (its placeholder for one created
+        /// offline, whichever id the order named).
         var customer: Int64?
         var sequence: Int
     }
@@ -219,8 +220,12 @@ package struct Simulation {
                 case .captureOrder(let slot):
                     let list = customers[workspace] ?? []
                     let customer = list[slot % list.count]
+                    // Half the orders for a customer created offline that has landed name it by
+                    // its server id, as a screen that reloaded it would: one entity, one lane.
+                    var reference = customer
+                    if customer < 0, slot % 2 == 1, let landed = try await outbox.serverID(forPlaceholder: customer) { reference = landed }
                     let order = SalesOrder(
-                        customerId: EntityRef(customer), orderDate: LocalDate("2026-11-30"), customerReference: "s\(sequence)",
+                        customerId: EntityRef(reference), orderDate: LocalDate("2026-11-30"), customerReference: "s\(sequence)",
                         lines: [.init(sku: "SKU-\(1000 + slot)", quantity: 1 + slot, unitPrice: Money(minorUnits: 250, currency: "EUR"))])
                     let id = try await outbox.enqueue(order)
                     guard let item = try await outbox.item(id) else { throw TortureError("item \(id) vanished after enqueue") }
