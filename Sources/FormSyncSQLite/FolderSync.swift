@@ -19,10 +19,10 @@ package enum FolderSync {
         package var description: String { "\(call): \(reason)" }
     }
 
-    /// Syncs `folder` (the current folder when empty) with `sync`, which is `fsync` unless a
-    /// test passes a disk that refuses. A file system that cannot sync a folder at all answers
+    /// Syncs `folder` (the current folder when empty) with `sync`, which is `DurableSync.full`
+    /// (`F_FULLFSYNC` on Apple platforms) unless a test passes a disk that refuses. A file system that cannot sync a folder at all answers
     /// EINVAL: it keeps its names without one, and that counts as synced.
-    package static func sync(_ folder: String, with sync: (Int32) -> Int32 = { fsync($0) }) throws(Failure) {
+    package static func sync(_ folder: String, with sync: (Int32) -> Int32 = { DurableSync.full($0) }) throws(Failure) {
         let descriptor = open(folder.isEmpty ? "." : folder, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw Failure(call: "open", code: errno) }
         defer { close(descriptor) }

@@ -65,20 +65,25 @@ package final class SQLiteConnection {
     /// With `backgroundCheckpointFrames`, the log is copied back into the database by a second
     /// connection on a thread of its own once it holds that many frames (`WALCheckpointer`),
     /// instead of inside the commit that fills it (SQLite's automatic checkpoint, at 1,000).
-    package convenience init(path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5000, backgroundCheckpointFrames: Int? = nil) throws {
-        try self.init(path: path, readOnly: false, create: create, busyTimeoutMilliseconds: busyTimeoutMilliseconds, backgroundCheckpointFrames: backgroundCheckpointFrames)
+    /// `extraOpenFlags` are passed to `sqlite3_open_v2` as well (Apple's data-protection flags).
+    package convenience init(
+        path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5000, backgroundCheckpointFrames: Int? = nil, extraOpenFlags: Int32 = 0
+    ) throws {
+        try self.init(
+            path: path, readOnly: false, create: create, busyTimeoutMilliseconds: busyTimeoutMilliseconds, backgroundCheckpointFrames: backgroundCheckpointFrames,
+            extraOpenFlags: extraOpenFlags)
     }
 
     /// Opens `path` for reading only (`SQLITE_OPEN_READONLY`, `query_only`): no journal-mode
     /// change, no checkpoint, nothing written to the database file.
     package convenience init(readingOnly path: String) throws {
-        try self.init(path: path, readOnly: true, create: false, busyTimeoutMilliseconds: 5000, backgroundCheckpointFrames: nil)
+        try self.init(path: path, readOnly: true, create: false, busyTimeoutMilliseconds: 5000, backgroundCheckpointFrames: nil, extraOpenFlags: 0)
     }
 
-    private init(path: String, readOnly: Bool, create: Bool, busyTimeoutMilliseconds: Int32, backgroundCheckpointFrames: Int?) throws {
+    private init(path: String, readOnly: Bool, create: Bool, busyTimeoutMilliseconds: Int32, backgroundCheckpointFrames: Int?, extraOpenFlags: Int32) throws {
         Self.configureProcess()
         var db: OpaquePointer?
-        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) | SQLITE_OPEN_NOMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) | SQLITE_OPEN_NOMUTEX | extraOpenFlags
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
@@ -101,6 +106,11 @@ package final class SQLiteConnection {
         guard mode?.lowercased() == "wal" else {
             throw SQLiteError(code: SQLITE_ERROR, message: "WAL mode could not be enabled (journal_mode is \(mode ?? "unknown"))", sql: "PRAGMA journal_mode=WAL")
         }
+        #if canImport(Darwin)
+            // SQLite's own syncs (commits at FULL, checkpoints) through the drive's cache too.
+            try execute("PRAGMA fullfsync=ON")
+            try execute("PRAGMA checkpoint_fullfsync=ON")
+        #endif
         try execute("PRAGMA foreign_keys=ON")
         try execute("PRAGMA cache_size=-16384")
         try setDurability(.full)

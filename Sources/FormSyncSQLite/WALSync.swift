@@ -197,14 +197,10 @@ package final class WALSync: @unchecked Sendable {
         waiters = remaining
     }
 
-    /// What SQLite itself calls for a commit: `fdatasync` on Linux (the log's data and size,
-    /// not its timestamps), `fsync` elsewhere.
+    /// A commit's sync of the log: `fdatasync` on Linux (the log's data and size, not its
+    /// timestamps), `F_FULLFSYNC` on Apple platforms (`DurableSync.data`).
     package static func dataSync(_ descriptor: Int32) -> Int32 {
-        #if os(Linux)
-            fdatasync(descriptor)
-        #else
-            fsync(descriptor)
-        #endif
+        DurableSync.data(descriptor)
     }
 
     /// The device and inode of `path`. On Linux this asks `statx` for the inode alone: a

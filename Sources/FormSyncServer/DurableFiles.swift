@@ -19,7 +19,7 @@ struct DurableFiles: Sendable {
     }
 
     /// `fsync` of a descriptor; tests pass a disk that refuses.
-    var sync: @Sendable (Int32) -> Int32 = { fsync($0) }
+    var sync: @Sendable (Int32) -> Int32 = { DurableSync.full($0) }
 
     /// Writes `bytes` to `path` through a temporary file beside it: synced, renamed into place,
     /// its folder synced. On failure nothing is left at `path` or beside it.

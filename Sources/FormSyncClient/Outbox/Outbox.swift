@@ -26,6 +26,9 @@ public actor Outbox {
         /// Runs on each attachment before it is stashed (to downscale or re-encode a photo,
         /// say); the stash measures and digests what it returns. Nil stashes files as they are.
         public var attachmentTransform: AttachmentTransform?
+        /// The data-protection class of the database, its log and the stash on iOS (see
+        /// `FileProtection`); no effect on macOS and Linux.
+        public var fileProtection: FileProtection
 
         /// How far ahead of the clock a due time or lease may lie before it is taken for the
         /// mark of a clock that jumped back and is treated as due (or expired).
@@ -35,8 +38,10 @@ public actor Outbox {
 
         public init(
             concurrency: Int = 4, retry: RetryPolicy = RetryPolicy(), leaseMilliseconds: Int64 = 60_000, maxAuthRefreshesPerFlush: Int = 3,
-            uploadConcurrency: Int = 2, attachmentTransform: AttachmentTransform? = nil
+            uploadConcurrency: Int = 2, attachmentTransform: AttachmentTransform? = nil,
+            fileProtection: FileProtection = .completeUntilFirstUserAuthentication
         ) {
+            self.fileProtection = fileProtection
             self.concurrency = max(1, concurrency)
             self.uploadConcurrency = max(1, uploadConcurrency)
             self.attachmentTransform = attachmentTransform
@@ -175,7 +180,7 @@ public actor Outbox {
     ) throws {
         guard let transport = transports(workspace), transport.workspace == workspace else { throw OutboxError.noTransport(workspace: workspace) }
         let now = environment.now()
-        let store = try OutboxStore(path: path, now: now)
+        let store = try OutboxStore(path: path, now: now, openFlags: configuration.fileProtection.sqliteOpenFlag)
         do {
             try store.db.transaction(.normal) {
                 for (workspace, lane) in try store.reclaimExpiredLeases(now: now, horizon: configuration.leaseMilliseconds) {
@@ -197,6 +202,11 @@ public actor Outbox {
             placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -(try store.mostNegativePlaceholder()))
             stash = try FileStash(directory: path + ".stash")
             try stash.sweep { try store.referencesFile($0) }
+            do {
+                try configuration.fileProtection.apply(to: [path, path + "-wal", path + "-shm", path + ".stash"])
+            } catch {
+                throw OutboxError.notDurable(reason: "cannot set the files' protection: \(error.localizedDescription)")
+            }
         } catch let error as SQLiteError {
             throw OutboxError.storage(error)
         }

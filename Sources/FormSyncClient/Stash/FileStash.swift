@@ -25,7 +25,7 @@ struct FileStash: Sendable {
         var sha256: Data
     }
 
-    init(directory: String, syncFolder: @escaping @Sendable (Int32) -> Int32 = { fsync($0) }) throws {
+    init(directory: String, syncFolder: @escaping @Sendable (Int32) -> Int32 = { DurableSync.full($0) }) throws {
         self.directory = directory
         self.syncFolder = syncFolder
         let existed = FileManager.default.fileExists(atPath: directory)
@@ -77,7 +77,7 @@ struct FileStash: Sendable {
                 hasher.update(Data(chunk[0..<n]))
                 total += Int64(n)
             }
-            guard fsync(output) == 0 else { throw failure(temporary, "cannot sync the copy: \(errnoText())") }
+            guard DurableSync.full(output) == 0 else { throw failure(temporary, "cannot sync the copy: \(errnoText())") }
             guard close(output) == 0 else { throw failure(temporary, "cannot close the copy: \(errnoText())") }
         } catch {
             close(output)

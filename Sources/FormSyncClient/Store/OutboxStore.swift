@@ -201,14 +201,14 @@ final class OutboxStore {
     /// and concurrent first opens all succeed. An existing file must carry the outbox's
     /// application id and a schema this build knows; anything else (empty, truncated, another
     /// program's database, a newer schema) is refused and left untouched.
-    init(path: String, now: Int64) throws {
+    init(path: String, now: Int64, openFlags: Int32 = 0) throws {
         if access(path, F_OK) != 0 { try Self.create(path: path, now: now) }
         var info = stat()
         guard stat(path, &info) == 0 else { throw OutboxError.notAnOutbox(path: path, reason: "it cannot be read: \(String(cString: strerror(errno)))") }
         guard info.st_size > 0 else { throw OutboxError.notAnOutbox(path: path, reason: "the file is empty") }
         for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
         do {
-            db = try SQLiteConnection(path: path, create: false, backgroundCheckpointFrames: 1000)
+            db = try SQLiteConnection(path: path, create: false, backgroundCheckpointFrames: 1000, extraOpenFlags: openFlags)
             try Self.migrations.migrate(db, now: now) { [db] in try Self.checkIdentity(db, path: path) }
         } catch let error as SQLiteError {
             if error.message.contains("newer than this build") {
@@ -264,7 +264,7 @@ final class OutboxStore {
         let linked = link(temporary, path)
         let reason = errno
         if folder >= 0 {
-            fsync(folder)
+            _ = DurableSync.full(folder)
             close(folder)
         }
         guard linked == 0 || reason == EEXIST else {
