@@ -91,7 +91,7 @@ struct ReadmeExamples {
         let counts = await outbox.stateCounts()
         for item in try await outbox.parkedItems() { print(item.id, item.state, item.lastError ?? "", item.fieldErrors) }
         engine.stop()
-        let report = await engine.runOnce(deadline: Int64(Date().timeIntervalSince1970 * 1000) + 10_000)
+        let report = await engine.sync(for: .seconds(10))   // an iOS background task: both ways, bounded
         events.cancel()
         _ = (counts, report, sync)
 

@@ -170,7 +170,7 @@ struct SyncEngineTests {
         #expect(h.transport.requests.map(\.attemptID) == [key, key])
     }
 
-    @Test func aBoundedBackgroundRunReturnsBeforeItsDeadline() async throws {
+    @Test func aBudgetedSyncReturnsBeforeItsDeadlineAndGivesUpWhatIsStillOnTheWire() async throws {
         let h = try Harness()
         let outbox = try h.open()
         try await outbox.enqueue(order(1), documentID: "quick")
@@ -186,9 +186,10 @@ struct SyncEngineTests {
                 clock.advance(by: milliseconds)
             })
         let deadline = h.clock.now + 30_000
-        let report = await engine.runOnce(deadline: deadline)
+        let report = await engine.sync(for: .seconds(30))
         #expect(h.clock.now < deadline)
-        #expect(report.sent == 1)
+        #expect(report.pushed.sent == 1)
+        #expect(!report.finished && report.remaining == 1 && report.stoppedBecause == "the deadline came")
         let left = try await outbox.items(in: [.savedOnDevice])
         #expect(left.map(\.documentID) == ["slow"])
         #expect(left.first?.attempts == 0)

@@ -279,22 +279,92 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    /// One bounded pass for background work (for example an iOS background task): flushes and
-    /// returns its report before `deadline` (ms since 1970), no longer waiting for what is still
-    /// on the wire by then; those items go back to pending with the same key.
-    public func runOnce(deadline: Int64) async -> FlushReport {
-        let window = max(0, deadline - now())
-        let margin = min(1000, window / 4)
-        let outbox = self.outbox
-        let flush = Task { await outbox.flush() }
-        let timer = Task { [sleep] in
-            await sleep(window - margin)
-            flush.cancel()
+    /// Syncs both ways within `budget` (an iOS background task has about 30 seconds): sends
+    /// what is due, retrying what comes back transient and probing through an outage, then
+    /// pulls; it stops as soon as everything is delivered and the pull caught up, or when the
+    /// budget is spent, and reports what is left. Requests still on the wire at the end are
+    /// given up waiting for; their items return to pending with the same key. Not meant to run
+    /// beside `run()`.
+    public func sync(for budget: Duration) async -> SyncReport {
+        let milliseconds = budget.components.seconds.multipliedReportingOverflow(by: 1000)
+        let total = milliseconds.overflow ? Int64.max : milliseconds.partialValue.addingClamped(budget.components.attoseconds / 1_000_000_000_000_000)
+        return await sync(deadline: now().addingClamped(max(0, total)))
+    }
+
+    /// `sync(for:)` until `date` (by the engine's clock).
+    public func sync(until date: Date) async -> SyncReport {
+        let seconds = date.timeIntervalSince1970
+        guard seconds.isFinite else { return await sync(deadline: seconds > 0 ? Int64.max : 0) }
+        return await sync(deadline: Int64(max(-9e15, min(9e15, seconds * 1000))))
+    }
+
+    private func sync(deadline: Int64) async -> SyncReport {
+        var report = SyncReport()
+        // Nothing is started that could not end before the deadline.
+        let margin = min(1000, max(0, deadline.subtractingClamped(now())) / 4)
+        var networkSteps = 0
+        push: while !Task.isCancelled, now() < deadline.subtractingClamped(margin) {
+            if await outbox.isWaitingForNetwork {
+                networkSteps += 1
+                let delay = configuration.networkBackoff.delay(afterAttempts: networkSteps, random: random(), retryAfterMilliseconds: nil)
+                let left = deadline.subtractingClamped(margin).subtractingClamped(now())
+                guard left > 0 else { break }
+                await sleep(min(delay, left))
+                guard await outbox.probe() else { continue }
+            }
+            let pass = await bounded(by: deadline.subtractingClamped(margin)) { outbox in await outbox.flush() }
+            guard let pass else { break }
+            report.add(pass)
+            shared.withLock { $0.lastReport = pass }
+            if pass.offline { continue }
+            if pass.authenticationRequired {
+                report.stoppedBecause = "the token could not be refreshed"
+                break
+            }
+            networkSteps = 0
+            guard await outbox.hasWorkToSend() else { break push }
+            // What is left waits for its retry: wait for it if it falls before the deadline.
+            guard now() < deadline.subtractingClamped(margin) else { break }
+            guard let due = await outbox.nextDueTime() else {
+                report.stoppedBecause = "what is left waits for something a person must settle"
+                break
+            }
+            guard due < deadline.subtractingClamped(margin) else {
+                report.stoppedBecause = "what is left is due after the deadline"
+                break
+            }
+            let wait = due.subtractingClamped(now())
+            if wait > 0 { await sleep(wait) }
         }
-        let report = await withTaskCancellationHandler { await flush.value } onCancel: { flush.cancel() }
-        timer.cancel()
-        shared.withLock { $0.lastReport = report }
+        let delivered = await !outbox.hasWorkToSend()
+        if configuration.pullIntervalMilliseconds != nil, now() < deadline.subtractingClamped(margin), !Task.isCancelled {
+            report.pulled = await bounded(by: deadline.subtractingClamped(margin)) { outbox in try? await outbox.pull() } ?? nil
+            shared.withLock { $0.lastPull = report.pulled }
+        }
+        let counts = await outbox.stateCounts()
+        report.remaining = [.savedOnDevice, .waitingForNetwork, .sending, .sent].reduce(0) { $0 + (counts[$1] ?? 0) }
+        report.needsAttention = [.rejected, .conflict, .exhausted, .blocked].reduce(0) { $0 + (counts[$1] ?? 0) }
+        report.finished = delivered && report.remaining == 0 && (configuration.pullIntervalMilliseconds == nil || report.pulled?.caughtUp == true)
+        if !report.finished && report.stoppedBecause == nil {
+            report.stoppedBecause = Task.isCancelled ? "cancelled" : now() >= deadline.subtractingClamped(margin) ? "the deadline came" : nil
+        }
         return report
+    }
+
+    /// Runs `work` on the outbox and gives up waiting for it at `deadline` (its task is then
+    /// cancelled: requests on the wire are abandoned and their items return to pending).
+    private func bounded<T: Sendable>(by deadline: Int64, _ work: @escaping @Sendable (Outbox) async -> T) async -> T? {
+        let window = deadline.subtractingClamped(now())
+        guard window > 0 else { return nil }
+        let outbox = self.outbox
+        let task = Task { await work(outbox) }
+        let timer = Task { [sleep] in
+            await sleep(window)
+            task.cancel()
+        }
+        let result = await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+        timer.cancel()
+        return result
     }
 
     private func flushOnce() async -> FlushReport {

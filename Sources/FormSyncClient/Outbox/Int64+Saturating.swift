@@ -7,3 +7,12 @@ extension Int64 {
         return other > 0 ? .max : .min
     }
 }
+
+extension Int64 {
+    /// `self - other`, pinned instead of trapping.
+    package func subtractingClamped(_ other: Int64) -> Int64 {
+        let (difference, overflow) = subtractingReportingOverflow(other)
+        guard overflow else { return difference }
+        return other > 0 ? .min : .max
+    }
+}

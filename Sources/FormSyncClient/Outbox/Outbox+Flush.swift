@@ -145,6 +145,13 @@ extension Outbox {
         return due <= now || due > now.addingClamped(configuration.horizonMilliseconds) ? now : due
     }
 
+    /// Whether items of the current workspace are still to go out without a person acting
+    /// (queued, retrying later, or on the wire).
+    public func hasWorkToSend() -> Bool {
+        let stored = counts[workspace] ?? [:]
+        return (stored[.pending] ?? 0) + (stored[.leased] ?? 0) > 0
+    }
+
     /// Whether the last attempt found no server (pending items show as waiting for network).
     public var isWaitingForNetwork: Bool { networkDown }
 
