@@ -31,8 +31,8 @@ final class SimulatedEngine {
         let engine = SyncEngine(
             outbox: outbox,
             configuration: SyncEngine.Configuration(
-                networkBackoff: RetryPolicy(baseDelayMilliseconds: 1000, maxDelayMilliseconds: 120_000), tokenRetryMilliseconds: 60_000,
-                pullIntervalMilliseconds: nil),
+                networkBackoff: RetryPolicy(baseDelay: .milliseconds(1000), maxDelay: .milliseconds(120_000)), tokenRetry: .milliseconds(60_000),
+                pullInterval: nil),
             environment: environment, sleep: { await timers.sleep($0) })
         self.engine = engine
         task = Task { await engine.run() }

@@ -178,8 +178,8 @@ package struct Simulation {
                 path: path, workspace: workspace, registry: registry, records: RecordRegistry(FormCatalog.records), transports: transportFor,
                 configuration: Outbox.Configuration(
                     concurrency: 3,
-                    retry: RetryPolicy(baseDelayMilliseconds: 500, maxDelayMilliseconds: 60_000, maxAttempts: 12, maxRetryAfterMilliseconds: 3_600_000),
-                    leaseMilliseconds: 30_000, uploadConcurrency: 2),
+                    retry: RetryPolicy(baseDelay: .milliseconds(500), maxDelay: .milliseconds(60_000), maxAttempts: 12, maxRetryAfter: .milliseconds(3_600_000)),
+                    lease: .milliseconds(30_000), uploadConcurrency: 2),
                 environment: environment,
                 refreshAuthentication: { [transports] in
                     guard let fresh = await transports["acme"]!.refreshAccessToken(refreshToken: refreshToken) else { return false }

@@ -50,8 +50,8 @@ package struct TortureDevice {
             transports: { $0 == workspace ? transport : nil },
             configuration: Outbox.Configuration(
                 concurrency: 3,
-                retry: RetryPolicy(baseDelayMilliseconds: 20, maxDelayMilliseconds: 300, maxAttempts: 100_000, maxRetryAfterMilliseconds: 1000),
-                leaseMilliseconds: 1500, uploadConcurrency: 2),
+                retry: RetryPolicy(baseDelay: .milliseconds(20), maxDelay: .milliseconds(300), maxAttempts: 100_000, maxRetryAfter: .milliseconds(1000)),
+                lease: .milliseconds(1500), uploadConcurrency: 2),
             refreshAuthentication: {
                 guard let fresh = await transport.refreshAccessToken(refreshToken: refreshToken) else { return false }
                 token.withLock { $0 = fresh }

@@ -36,8 +36,8 @@ enum DemoDeviceCommand {
             transports: { $0 == workspace ? transport : nil },
             configuration: Outbox.Configuration(
                 concurrency: 3,
-                retry: RetryPolicy(baseDelayMilliseconds: 200, maxDelayMilliseconds: 2000, maxAttempts: 60, maxRetryAfterMilliseconds: 5000),
-                leaseMilliseconds: Int64(lease)),
+                retry: RetryPolicy(baseDelay: .milliseconds(200), maxDelay: .milliseconds(2000), maxAttempts: 60, maxRetryAfter: .milliseconds(5000)),
+                lease: .milliseconds(lease)),
             environment: environment,
             refreshAuthentication: {
                 guard let fresh = await transport.refreshAccessToken(refreshToken: refreshToken) else { return false }
@@ -58,7 +58,7 @@ enum DemoDeviceCommand {
             return 1
         }
         let engine = SyncEngine(
-            outbox: outbox, configuration: SyncEngine.Configuration(networkBackoff: RetryPolicy(baseDelayMilliseconds: 250, maxDelayMilliseconds: 1000)),
+            outbox: outbox, configuration: SyncEngine.Configuration(networkBackoff: RetryPolicy(baseDelay: .milliseconds(250), maxDelay: .milliseconds(1000))),
             environment: environment)
         let running = Task { await engine.run() }
         let states = Task {

@@ -79,7 +79,7 @@ struct HostileHTTPTests {
         let item = try #require(try await outbox.item(id))
         #expect(item.state == .savedOnDevice)
         #expect(item.nextAttemptAt > world.clock.now)
-        #expect(item.nextAttemptAt <= world.clock.now + RetryPolicy().maxRetryAfterMilliseconds)
+        #expect(item.nextAttemptAt <= world.clock.now + RetryPolicy().maxRetryAfter.components.seconds * 1000)
     }
 
     @Test func aDotSegmentValueReachesTheServerEncodedAndCannotReaddressTheRequest() async throws {

@@ -48,7 +48,7 @@ struct OutboxInspectReadOnlyTests {
         let live = folder.appendingPathComponent("live.sqlite").path
         let hold = HoldingTransport()
         let open = try Outbox(
-            path: live, forms: FormCatalog.forms, transport: hold, configuration: Outbox.Configuration(leaseMilliseconds: 1000), environment: environment)
+            path: live, forms: FormCatalog.forms, transport: hold, configuration: Outbox.Configuration(lease: .milliseconds(1000)), environment: environment)
         let photoURL = folder.appendingPathComponent("photo.jpg")
         try Data(repeating: 9, count: 4000).write(to: photoURL)
         let photo = open.placeholderIDs.next()

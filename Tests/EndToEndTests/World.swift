@@ -65,7 +65,7 @@ final class World: @unchecked Sendable {
         return try Outbox(
             path: directory.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms, records: FormCatalog.records,
             transport: transport,
-            configuration: Outbox.Configuration(concurrency: concurrency, retry: RetryPolicy(baseDelayMilliseconds: 1000, maxDelayMilliseconds: 30_000, maxAttempts: 8), leaseMilliseconds: 60_000),
+            configuration: Outbox.Configuration(concurrency: concurrency, retry: RetryPolicy(baseDelay: .milliseconds(1000), maxDelay: .milliseconds(30_000), maxAttempts: 8), lease: .milliseconds(60_000)),
             environment: OutboxEnvironment(now: { clock.now }, random: { 0.5 }, newID: OutboxEnvironment.live.newID),
             refreshAuthentication: { [self] in
                 refreshes.withLock { $0 += 1 }

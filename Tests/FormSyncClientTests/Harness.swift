@@ -17,8 +17,8 @@ final class Harness: @unchecked Sendable {
     let transports = ["acme": ScriptedTransport(workspace: "acme"), "globex": ScriptedTransport(workspace: "globex")]
     var transport: ScriptedTransport { transports["acme"]! }
     var configuration = Outbox.Configuration(
-        concurrency: 4, retry: RetryPolicy(baseDelayMilliseconds: 1000, maxDelayMilliseconds: 60_000, maxAttempts: 5),
-        leaseMilliseconds: 30_000)
+        concurrency: 4, retry: RetryPolicy(baseDelay: .milliseconds(1000), maxDelay: .milliseconds(60_000), maxAttempts: 5),
+        lease: .milliseconds(30_000))
     var randomValue = 0.5
     var refresh: @Sendable () async -> Bool = { true }
     /// Replaces the fsync of the outbox's log (a disk that can lose power, `PowerCutDisk`).

@@ -1,6 +1,6 @@
 import FieldForms
 import Foundation
-import FormSyncClient
+@testable import FormSyncClient
 import FormSyncModel
 import FormSyncTesting
 import Synchronization

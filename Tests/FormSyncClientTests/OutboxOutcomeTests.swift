@@ -1,13 +1,13 @@
 import FieldForms
 import Foundation
-import FormSyncClient
+@testable import FormSyncClient
 import FormSyncModel
 import FormSyncTesting
 import Testing
 
 struct OutboxOutcomeTests {
     @Test func backoffIsExponentialWithJitterAboveAFloorOfHalfTheStepCappedAndDrawnPerItem() {
-        let policy = RetryPolicy(baseDelayMilliseconds: 1000, maxDelayMilliseconds: 60_000, maxAttempts: 10)
+        let policy = RetryPolicy(baseDelay: .milliseconds(1000), maxDelay: .milliseconds(60_000), maxAttempts: 10)
         #expect(policy.delay(afterAttempts: 1, random: 0.5, retryAfterMilliseconds: nil) == 750)  // 500 + 0.5 × 500
         #expect(policy.delay(afterAttempts: 2, random: 0.5, retryAfterMilliseconds: nil) == 1500)
         #expect(policy.delay(afterAttempts: 4, random: 0.25, retryAfterMilliseconds: nil) == 5000)  // 4000 + 0.25 × 4000

@@ -56,7 +56,7 @@ struct SyncEngineTests {
         let outbox = try h.open()
         let start = h.clock.now
         let engine = SyncEngine(
-            outbox: outbox, configuration: SyncEngine.Configuration(pullIntervalMilliseconds: 60_000), environment: environment(h),
+            outbox: outbox, configuration: SyncEngine.Configuration(pullInterval: .milliseconds(60_000)), environment: environment(h),
             sleep: virtualSleep(h))
         let running = Task { await engine.run() }
         await eventually("three pulls") { h.transport.feedCursors.count >= 3 }
@@ -135,7 +135,7 @@ struct SyncEngineTests {
         // Real sleeps, and a first backoff of a minute: only the hint can end the wait in time.
         let engine = SyncEngine(
             outbox: outbox,
-            configuration: SyncEngine.Configuration(networkBackoff: RetryPolicy(baseDelayMilliseconds: 60_000, maxDelayMilliseconds: 60_000)),
+            configuration: SyncEngine.Configuration(networkBackoff: RetryPolicy(baseDelay: .milliseconds(60_000), maxDelay: .milliseconds(60_000))),
             environment: environment(h))
         let states = engine.states()
         let running = Task { await engine.run(connectivity: hints) }
@@ -205,7 +205,7 @@ struct SyncEngineTests {
         h.transport.script(.authExpired)
         let start = h.clock.now
         let engine = SyncEngine(
-            outbox: outbox, configuration: SyncEngine.Configuration(pullIntervalMilliseconds: nil), environment: environment(h), sleep: virtualSleep(h))
+            outbox: outbox, configuration: SyncEngine.Configuration(pullInterval: nil), environment: environment(h), sleep: virtualSleep(h))
         let running = Task { await engine.run() }
         await eventually("the delivery") { await outbox.stateCounts() == [.confirmed: 1] }
         running.cancel()

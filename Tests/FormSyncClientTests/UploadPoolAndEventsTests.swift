@@ -109,7 +109,7 @@ struct UploadPoolAndEventsTests {
 
     @Test func theHistoryKeepsTheNewestTwentyAttempts() async throws {
         let h = try Harness()
-        h.configuration = Outbox.Configuration(retry: RetryPolicy(baseDelayMilliseconds: 1000, maxDelayMilliseconds: 1000, maxAttempts: 100))
+        h.configuration = Outbox.Configuration(retry: RetryPolicy(baseDelay: .milliseconds(1000), maxDelay: .milliseconds(1000), maxAttempts: 100))
         let outbox = try h.open()
         let id = try await outbox.enqueue(order(1))
         for n in 0..<25 {

@@ -35,22 +35,27 @@ public final class SyncEngine: Sendable {
         /// The longest wait before trying again after a token refresh failed; the waits start at
         /// a second and double up to it (a refresh can fail for a passing reason, such as a
         /// captive portal answering `/auth/refresh`).
-        public var tokenRetryMilliseconds: Int64
+        public var tokenRetry: Duration { .milliseconds(tokenRetryMilliseconds) }
         /// The least time between two passes that made no progress, so a lane that cannot be
         /// leased never spins the engine.
-        public var idleFloorMilliseconds: Int64
-        /// How often the records are pulled when nothing else happens; nil never pulls. A pull
-        /// also follows every pass that delivered something, and the first pass of a run.
-        public var pullIntervalMilliseconds: Int64?
+        public var idleFloor: Duration { .milliseconds(idleFloorMilliseconds) }
+        /// How often the records are pulled when nothing else happens (1 second to a day); nil
+        /// never pulls. A pull also follows every pass that delivered something, and the first
+        /// pass of a run.
+        public var pullInterval: Duration? { pullIntervalMilliseconds.map { .milliseconds($0) } }
+
+        var tokenRetryMilliseconds: Int64
+        var idleFloorMilliseconds: Int64
+        var pullIntervalMilliseconds: Int64?
 
         public init(
-            networkBackoff: RetryPolicy = RetryPolicy(baseDelayMilliseconds: 1000, maxDelayMilliseconds: 120_000),
-            tokenRetryMilliseconds: Int64 = 60_000, idleFloorMilliseconds: Int64 = 250, pullIntervalMilliseconds: Int64? = 300_000
+            networkBackoff: RetryPolicy = RetryPolicy(baseDelay: .seconds(1), maxDelay: .seconds(120)),
+            tokenRetry: Duration = .seconds(60), idleFloor: Duration = .milliseconds(250), pullInterval: Duration? = .seconds(300)
         ) {
             self.networkBackoff = networkBackoff
-            self.tokenRetryMilliseconds = max(1, tokenRetryMilliseconds)
-            self.idleFloorMilliseconds = max(1, idleFloorMilliseconds)
-            self.pullIntervalMilliseconds = pullIntervalMilliseconds.map { min(max(1000, $0), 86_400_000) }
+            self.tokenRetryMilliseconds = max(1, tokenRetry.clampedMilliseconds)
+            self.idleFloorMilliseconds = max(1, idleFloor.clampedMilliseconds)
+            self.pullIntervalMilliseconds = pullInterval.map { min(max(1000, $0.clampedMilliseconds), 86_400_000) }
         }
     }
 
@@ -209,7 +214,7 @@ public final class SyncEngine: Sendable {
         }
 
         let tokenBackoff = RetryPolicy(
-            baseDelayMilliseconds: min(1000, configuration.tokenRetryMilliseconds), maxDelayMilliseconds: configuration.tokenRetryMilliseconds)
+            baseDelay: .milliseconds(min(1000, configuration.tokenRetryMilliseconds)), maxDelay: .milliseconds(configuration.tokenRetryMilliseconds))
 
         /// Waits `milliseconds` (forever when nil) or for a wake-up; false when the engine must end.
         func wait(_ milliseconds: Int64?, wakeOnWork: Bool) async -> Bool {

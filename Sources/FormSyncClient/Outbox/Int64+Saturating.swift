@@ -16,3 +16,13 @@ extension Int64 {
         return other > 0 ? .min : .max
     }
 }
+
+extension Duration {
+    /// Whole milliseconds, pinned to `Int64`'s range instead of trapping (a negative span is 0
+    /// where a caller clamps it).
+    var clampedMilliseconds: Int64 {
+        let (whole, overflow) = components.seconds.multipliedReportingOverflow(by: 1000)
+        guard !overflow else { return components.seconds > 0 ? .max : .min }
+        return whole.addingClamped(components.attoseconds / 1_000_000_000_000_000)
+    }
+}

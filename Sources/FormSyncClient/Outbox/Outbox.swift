@@ -15,9 +15,11 @@ public actor Outbox {
         public var concurrency: Int
         /// Backoff and the attempt limit after which an item is parked as exhausted.
         public var retry: RetryPolicy
-        /// How long a lease lasts; must exceed the transport's request timeout, since an
-        /// expired lease is presumed dead and its item is sent again (same attempt identity).
-        public var leaseMilliseconds: Int64
+        /// How long a lease lasts (1 second to a day); must exceed the transport's request
+        /// timeout, since an expired lease is presumed dead and its item is sent again (same
+        /// attempt identity).
+        public var lease: Duration { .milliseconds(leaseMilliseconds) }
+        var leaseMilliseconds: Int64
         /// How many times one flush refreshes the token before it gives up and reports it.
         public var maxAuthRefreshesPerFlush: Int
         /// How many file uploads may be on the wire at once, beside (not within) the
@@ -37,7 +39,7 @@ public actor Outbox {
         }
 
         public init(
-            concurrency: Int = 4, retry: RetryPolicy = RetryPolicy(), leaseMilliseconds: Int64 = 60_000, maxAuthRefreshesPerFlush: Int = 3,
+            concurrency: Int = 4, retry: RetryPolicy = RetryPolicy(), lease: Duration = .seconds(60), maxAuthRefreshesPerFlush: Int = 3,
             uploadConcurrency: Int = 2, attachmentTransform: AttachmentTransform? = nil,
             fileProtection: FileProtection = .completeUntilFirstUserAuthentication
         ) {
@@ -46,7 +48,7 @@ public actor Outbox {
             self.uploadConcurrency = max(1, uploadConcurrency)
             self.attachmentTransform = attachmentTransform
             self.retry = retry
-            self.leaseMilliseconds = min(max(1000, leaseMilliseconds), 86_400_000)
+            self.leaseMilliseconds = min(max(1000, lease.clampedMilliseconds), 86_400_000)
             self.maxAuthRefreshesPerFlush = maxAuthRefreshesPerFlush
         }
     }
