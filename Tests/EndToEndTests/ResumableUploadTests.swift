@@ -74,7 +74,7 @@ struct ResumableUploadTests {
 
         // The progress the app saw went up to the whole file before the upload was done.
         let reading = await StreamReading.read(events) { event in
-            if case .attemptFinished(_, "done", _, _, _, _) = event { return true } else { return false }
+            if case .attemptFinished(_, .done, _, _, _, _) = event { return true } else { return false }
         }
         #expect(reading.reached)
         let last = reading.elements.compactMap { event -> (Int64, Int64)? in
@@ -94,7 +94,7 @@ struct ResumableUploadTests {
         #expect(await outbox.stateCounts() == [.confirmed: 2])
         #expect(world.server.requestLog().filter { $0.method == "POST" && $0.path == "/uploads" }.last?.status == 200)
         let reading = await StreamReading.read(events) { event in
-            if case .attemptFinished(_, "done", _, _, _, _) = event { return true } else { return false }
+            if case .attemptFinished(_, .done, _, _, _, _) = event { return true } else { return false }
         }
         #expect(reading.reached)
         guard case .uploadProgress(_, let sent, let total) = reading.elements.dropLast().last else {

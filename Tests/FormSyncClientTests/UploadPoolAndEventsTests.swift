@@ -91,14 +91,14 @@ struct UploadPoolAndEventsTests {
         let seen = await StreamReading.read(events) { $0 == .online }.elements
         #expect(seen.count == 10)
         #expect(seen[0] == .attemptStarted(item: id, kind: .submission, form: "SalesOrder", attempt: 1))
-        guard case .attemptFinished(id, "transient", _, _, _, _) = seen[1] else { Issue.record("\(seen[1])"); return }
+        guard case .attemptFinished(id, .transient, _, _, _, _) = seen[1] else { Issue.record("\(seen[1])"); return }
         guard case .backoffScheduled(id, let until, "HTTP 503") = seen[2] else { Issue.record("\(seen[2])"); return }
         #expect(until >= h.clock.now - 60_000 + 5000)
         #expect(seen[3] == .attemptStarted(item: id, kind: .submission, form: "SalesOrder", attempt: 2))
-        guard case .attemptFinished(id, "rejected", _, _, _, _) = seen[4] else { Issue.record("\(seen[4])"); return }
+        guard case .attemptFinished(id, .rejected, _, _, _, _) = seen[4] else { Issue.record("\(seen[4])"); return }
         guard case .parked(id, .rejected, "HTTP 422") = seen[5] else { Issue.record("\(seen[5])"); return }
         guard case .attemptStarted(id, .submission, "SalesOrder", _) = seen[6] else { Issue.record("\(seen[6])"); return }
-        guard case .attemptFinished(id, "unreachable", _, _, _, _) = seen[7] else { Issue.record("\(seen[7])"); return }
+        guard case .attemptFinished(id, .unreachable, _, _, _, _) = seen[7] else { Issue.record("\(seen[7])"); return }
         #expect(seen[8] == .offline(reason: "no signal"))
         #expect(seen[9] == .online)
 

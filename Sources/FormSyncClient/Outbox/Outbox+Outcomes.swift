@@ -27,7 +27,7 @@ extension Outbox {
         for arrival in arrivals {
             inFlight.remove(arrival.lease.itemID)
             eventHub.emit(.attemptFinished(
-                item: arrival.lease.itemID, outcome: Self.outcomeName(arrival.outcome), status: arrival.details.status,
+                item: arrival.lease.itemID, outcome: arrival.outcome, status: arrival.details.status,
                 milliseconds: arrival.milliseconds, bytesSent: arrival.details.bytesSent, bytesReceived: arrival.details.bytesReceived))
             retryingThisFlush.remove(arrival.lease.itemID)
             switch arrival.outcome {
@@ -74,7 +74,7 @@ extension Outbox {
         guard var row = try store.item(lease.itemID), row.state == .leased, row.attemptID == lease.attemptID else { return (nil, nil) }
         row.leaseExpiresAt = nil
         try store.recordAttempt(item: row.id, sends: row.sends, AttemptRecord(
-            at: now, outcome: Self.outcomeName(outcome), status: details.status, reason: Self.outcomeReason(outcome), milliseconds: milliseconds))
+            at: now, outcome: outcome.name, status: details.status, reason: Self.outcomeReason(outcome), milliseconds: milliseconds))
         switch outcome {
         case .done(let ack):
             if row.produces != nil && ack.serverID == nil {
@@ -119,17 +119,6 @@ extension Outbox {
         try store.refreshLane(workspace: row.workspace, lane: row.lane)
         if submitResult == nil { submitResult = .queued(id: row.id, state: publicState(row)) }
         return (removedFile, submitResult)
-    }
-
-    static func outcomeName(_ outcome: DeliveryOutcome) -> String {
-        switch outcome {
-        case .done: return "done"
-        case .transient: return "transient"
-        case .unreachable: return "unreachable"
-        case .authExpired: return "authExpired"
-        case .conflict: return "conflict"
-        case .rejected: return "rejected"
-        }
     }
 
     static func outcomeReason(_ outcome: DeliveryOutcome) -> String? {

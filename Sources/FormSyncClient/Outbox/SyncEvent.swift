@@ -7,9 +7,9 @@ import Synchronization
 public enum SyncEvent: Sendable, Equatable {
     /// An attempt went on the wire. `attempt` counts from 1.
     case attemptStarted(item: Int64, kind: OutboxItem.Kind, form: String?, attempt: Int)
-    /// What came of it: `outcome` is `done`, `transient`, `unreachable`, `authExpired`,
-    /// `conflict` or `rejected`; `status` the HTTP status when a server answered.
-    case attemptFinished(item: Int64, outcome: String, status: Int?, milliseconds: Int64, bytesSent: Int64, bytesReceived: Int64)
+    /// What came of it, as the transport classified the reply (`outcome.name` is its name for a
+    /// log line); `status` the HTTP status when a server answered.
+    case attemptFinished(item: Int64, outcome: DeliveryOutcome, status: Int?, milliseconds: Int64, bytesSent: Int64, bytesReceived: Int64)
     /// A file upload's progress: bytes the server holds of `total`.
     case uploadProgress(item: Int64, sent: Int64, total: Int64)
     /// The item waits until `until` (ms since 1970) before its next attempt.

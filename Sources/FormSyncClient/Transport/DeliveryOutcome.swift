@@ -39,3 +39,18 @@ public struct ServerAcknowledgement: Sendable, Equatable, Codable {
     }
 }
 
+
+extension DeliveryOutcome {
+    /// The outcome's name for a log line or an attempt's history: `done`, `transient`,
+    /// `unreachable`, `authExpired`, `conflict` or `rejected`.
+    public var name: String {
+        switch self {
+        case .done: return "done"
+        case .transient: return "transient"
+        case .unreachable: return "unreachable"
+        case .authExpired: return "authExpired"
+        case .conflict: return "conflict"
+        case .rejected: return "rejected"
+        }
+    }
+}
