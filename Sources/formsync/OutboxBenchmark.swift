@@ -8,7 +8,7 @@ import Foundation
 /// `formsync bench outbox`: enqueue and flush figures with the in-process transport, against a
 /// raw SQLite insert at the same durability measured in the same run.
 enum OutboxBenchmark {
-    static func run(items: Int, lanes: Int, small: Int, concurrency: Int, rounds: Int = 3, lines: Int = 1) async throws -> Int32 {
+    static func run(items: Int, lanes: Int, small: Int, concurrencies: [Int], rounds: Int = 3, lines: Int = 1) async throws -> Int32 {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -16,7 +16,7 @@ enum OutboxBenchmark {
 
         let rawCount = min(items, 5000)
         let raw = try rawInserts(path: folder.appendingPathComponent("raw.sqlite").path, count: rawCount, payload: sample)
-        print("outbox benchmark: \(items) items over \(lanes) lanes, \(lines)-line order (\(sample.count) bytes of JSON); in-process transport, concurrency \(concurrency)")
+        print("outbox benchmark: \(items) items over \(lanes) lanes, \(lines)-line order (\(sample.count) bytes of JSON); in-process transport, concurrency \(concurrencies.map(String.init).joined(separator: " and ")) (\(Outbox.Configuration().concurrency) is what an app gets by default)")
         print("  baseline: raw SQLite insert, own transaction, WAL + synchronous=FULL: \(micro(raw / Double(rawCount))) µs/item (\(rawCount) rows)")
 
         // Both queues are built once; every round flushes fresh copies of them.
@@ -28,32 +28,35 @@ enum OutboxBenchmark {
         let enqueuePerItem = bigEnqueue / Double(items)
         print("  enqueue (validate, commit, group fdatasync), measured once: \(micro(enqueuePerItem)) µs/item, \(rate(items, bigEnqueue)) items/s; ratio to raw insert: \(ratio(enqueuePerItem, raw / Double(rawCount)))x")
 
-        var smallPerItem: [Double] = []
-        var bigPerItem: [Double] = []
-        var ratios: [Double] = []
-        for round in 0..<rounds {
-            var pair = (small: 0.0, big: 0.0)
-            if round % 2 == 0 {
-                pair.small = try await flush(copyOf: smallPath, round: round, items: small, concurrency: concurrency) / Double(small)
-                pair.big = try await flush(copyOf: bigPath, round: round, items: items, concurrency: concurrency) / Double(items)
-            } else {
-                pair.big = try await flush(copyOf: bigPath, round: round, items: items, concurrency: concurrency) / Double(items)
-                pair.small = try await flush(copyOf: smallPath, round: round, items: small, concurrency: concurrency) / Double(small)
-            }
-            smallPerItem.append(pair.small)
-            bigPerItem.append(pair.big)
-            ratios.append(pair.big / pair.small)
-        }
         func spread(_ values: [Double]) -> String {
             "\(micro(BenchCommand.median(values))) (\(micro(values.min()!))–\(micro(values.max()!)))"
         }
         func rates(_ values: [Double]) -> String {
             String(format: "%.0f (%.0f–%.0f)", 1 / BenchCommand.median(values), 1 / values.max()!, 1 / values.min()!)
         }
-        print("  flush, µs per item and items/s, median (min–max) of \(rounds) interleaved rounds:")
-        print("    \(small) items / \(smallLanes) lanes: \(spread(smallPerItem)) µs; \(rates(smallPerItem)) items/s")
-        print("    \(items) items / \(lanes) lanes: \(spread(bigPerItem)) µs; \(rates(bigPerItem)) items/s")
-        print("  per-item flush cost, \(items) vs \(small): \(String(format: "%.2f", BenchCommand.median(bigPerItem) / BenchCommand.median(smallPerItem)))x (rounds \(String(format: "%.2f", ratios.min()!))–\(String(format: "%.2f", ratios.max()!)))")
+        // Every configuration in every round, in an order that turns each round.
+        var smallPerItem: [Int: [Double]] = [:]
+        var bigPerItem: [Int: [Double]] = [:]
+        for round in 0..<rounds {
+            for concurrency in round % 2 == 0 ? concurrencies : concurrencies.reversed() {
+                if round % 2 == 0 {
+                    smallPerItem[concurrency, default: []].append(try await flush(copyOf: smallPath, round: round, items: small, concurrency: concurrency) / Double(small))
+                    bigPerItem[concurrency, default: []].append(try await flush(copyOf: bigPath, round: round, items: items, concurrency: concurrency) / Double(items))
+                } else {
+                    bigPerItem[concurrency, default: []].append(try await flush(copyOf: bigPath, round: round, items: items, concurrency: concurrency) / Double(items))
+                    smallPerItem[concurrency, default: []].append(try await flush(copyOf: smallPath, round: round, items: small, concurrency: concurrency) / Double(small))
+                }
+            }
+        }
+        for concurrency in concurrencies {
+            let smallRuns = smallPerItem[concurrency] ?? [], bigRuns = bigPerItem[concurrency] ?? []
+            let ratios = zip(bigRuns, smallRuns).map { $0 / $1 }
+            let label = concurrency == Outbox.Configuration().concurrency ? " (the default)" : ""
+            print("  flush at concurrency \(concurrency)\(label), µs per item and items/s, median (min–max) of \(rounds) interleaved rounds:")
+            print("    \(small) items / \(smallLanes) lanes: \(spread(smallRuns)) µs; \(rates(smallRuns)) items/s")
+            print("    \(items) items / \(lanes) lanes: \(spread(bigRuns)) µs; \(rates(bigRuns)) items/s")
+            print("    per-item flush cost, \(items) vs \(small): \(String(format: "%.2f", BenchCommand.median(bigRuns) / BenchCommand.median(smallRuns)))x (rounds \(String(format: "%.2f", ratios.min()!))–\(String(format: "%.2f", ratios.max()!)))")
+        }
         return 0
     }
 
