@@ -168,9 +168,14 @@ enum BenchCommand {
             try Data(text.utf8).write(to: URL(fileURLWithPath: path))
             specs.append(path)
         }
-        func run(_ arguments: [String]) throws {
+        // The plugin runs the formsync-gen of the build it is part of: a plain `swift build` runs
+        // the debug one, which is timed too when it is there (beside this build's folder).
+        let buildFolder = (generator as NSString).deletingLastPathComponent
+        let debugGenerator = (((buildFolder as NSString).deletingLastPathComponent as NSString).appendingPathComponent("debug") as NSString).appendingPathComponent("formsync-gen")
+        let debugTool = debugGenerator != generator && FileManager.default.isExecutableFile(atPath: debugGenerator) ? debugGenerator : nil
+        func run(_ arguments: [String], tool: String = generator) throws {
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: generator)
+            process.executableURL = URL(fileURLWithPath: tool)
             process.arguments = arguments
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -179,8 +184,10 @@ enum BenchCommand {
         }
         var perSpec: [Double] = []
         var perTarget: [Double] = []
+        var perTargetDebug: [Double] = []
+        let modes = ["spec", "target"] + (debugTool == nil ? [] : ["debug"])
         for round in 0..<rounds {
-            for mode in round % 2 == 0 ? ["spec", "target"] : ["target", "spec"] {
+            for mode in round % 2 == 0 ? modes : modes.reversed() {
                 let out = folder.appendingPathComponent("out-\(mode)-\(round)")
                 try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
                 let start = DispatchTime.now().uptimeNanoseconds
@@ -190,6 +197,9 @@ enum BenchCommand {
                         try run([spec, "--swift", out.appendingPathComponent((spec as NSString).lastPathComponent + ".swift").path])
                     }
                     perSpec.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+                } else if mode == "debug", let debugTool {
+                    try run(["--target", out.path] + specs, tool: debugTool)
+                    perTargetDebug.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
                 } else {
                     try run(["--target", out.path] + specs)
                     perTarget.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
@@ -201,6 +211,13 @@ enum BenchCommand {
         print("    one formsync-gen per spec + catalog (before): \(format(median(perSpec) * 1000)) ms  \(format(count / median(perSpec))) specs/s")
         print("    one formsync-gen per target (the plugin now):  \(format(median(perTarget) * 1000)) ms  \(format(count / median(perTarget))) specs/s")
         print("    speed-up: \(format(median(perSpec) / median(perTarget)))x")
+        if debugTool != nil {
+            print("    one formsync-gen per target, the debug build (what a plain `swift build` runs): \(format(median(perTargetDebug) * 1000)) ms  \(format(count / median(perTargetDebug))) specs/s")
+        } else if debugGenerator == generator {
+            print("    (this is the debug build: the line above is what a plain `swift build` runs)")
+        } else {
+            print("    the debug formsync-gen (what a plain `swift build` runs) was not found beside this build: swift build --product formsync-gen")
+        }
     }
 
     static func measure(_ body: () -> Void) -> Double {
