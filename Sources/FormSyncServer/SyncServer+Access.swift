@@ -133,7 +133,20 @@ extension SyncServer {
         try issueToken(kind: "access", grant: grant, expiresAt: now().addingReportingOverflow(tokenLifetimeMilliseconds).partialValue)
     }
 
+    /// A grant that could never be used, refused when a token is issued for it.
+    public struct GrantError: Error, CustomStringConvertible, Equatable {
+        public var reason: String
+        public var description: String { "cannot issue a token: \(reason)" }
+    }
+
     private func issueToken(kind: String, grant: Grant, expiresAt: Int64) throws -> String {
+        guard !grant.workspaces.isEmpty else { throw GrantError(reason: "it names no workspace") }
+        for workspace in grant.workspaces where !Self.isIdentifier(workspace) {
+            throw GrantError(reason: "workspace \"\(workspace.prefix(40))\" is not 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :")
+        }
+        guard (1...128).contains(grant.principal.utf8.count), !grant.principal.contains("\n") else {
+            throw GrantError(reason: "a principal is 1 to 128 bytes on one line")
+        }
         let token = (kind == "access" ? "a-" : "r-") + UUID().uuidString.lowercased() + "-" + UUID().uuidString.lowercased()
         try store.addToken(token, kind: kind, grant: grant, expiresAt: expiresAt)
         return token

@@ -241,3 +241,17 @@ struct ServerFileModeTests {
         #expect(checked >= 6, "the folder, server.sqlite and its log, files/, a stored file, uploads/ and a part")
     }
 }
+
+/// A token that could never be used is refused when it is issued, not found out at the first request.
+struct GrantValidationTests {
+    @Test func aTokenForNoWorkspaceOrAMalformedOneIsRefused() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("grants-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        #expect(throws: SyncServer.GrantError.self) { try server.issueAccessToken(workspaces: []) }
+        #expect(throws: SyncServer.GrantError.self) { try server.issueRefreshToken(workspaces: ["acme", "has space"]) }
+        #expect(throws: SyncServer.GrantError.self) { try server.issueAccessToken(principal: "", workspaces: ["acme"]) }
+        #expect(throws: SyncServer.GrantError.self) { try server.issueAccessToken(principal: "a\nb", workspaces: ["acme"]) }
+        #expect(try server.issueAccessToken(principal: "ada", workspaces: ["acme", "globex"]).hasPrefix("a-"))
+    }
+}
