@@ -30,8 +30,9 @@ struct ConformanceTests {
         #expect(result.output.contains("not checked  access: another principal's and the back office's reach"))
     }
 
-    @Test func aServerThatTricklesEveryReplyEndsTheRunAtItsBoundsAndNothingAnsweringStopsItAtOnce() async throws {
-        // Health answers at once; every other reply trickles a byte every 100 ms for a minute.
+    /// A server whose `/health` answers as FormSync's does and whose every other reply is
+    /// `misbehave`'s.
+    static func hostile(_ misbehave: @escaping @Sendable (Int32) -> Void) throws -> RawSocket.Server {
         let health = Data("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 49\r\n\r\n{\"service\":\"formsync\",\"status\":\"ok\",\"protocol\":1}".utf8)
         let server = try RawSocket.Server()
         server.start { fd in
@@ -40,6 +41,14 @@ struct ConformanceTests {
                 RawSocket.send(fd, health)
                 return
             }
+            misbehave(fd)
+        }
+        return server
+    }
+
+    @Test func aServerThatTricklesEveryReplyEndsTheRunAtItsBoundsAndNothingAnsweringStopsItAtOnce() async throws {
+        // Every reply but health trickles a byte every 100 ms for a minute.
+        let server = try Self.hostile { fd in
             RawSocket.send(fd, Data("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n{".utf8))
             RawSocket.trickle(fd, ticks: 600, cutShort: RawSocket.CutShortCount())
         }
@@ -53,13 +62,7 @@ struct ConformanceTests {
 
         // A server that floods every reply but health with bytes that never end: each exchange
         // stops at its byte bound, and the run ends.
-        let flood = try RawSocket.Server()
-        flood.start { fd in
-            guard let request = RawSocket.readRequest(fd) else { return }
-            if String(decoding: request.prefix(12), as: UTF8.self).hasPrefix("GET /health ") {
-                RawSocket.send(fd, health)
-                return
-            }
+        let flood = try Self.hostile { fd in
             RawSocket.send(fd, Data("HTTP/1.1 200 OK\r\nX-Pad: 1\r\n".utf8))
             let chunk = Data(repeating: 0x61, count: 1 << 16)
             for _ in 0..<4096 { RawSocket.send(fd, chunk) }  // once the peer is gone, each send fails at once
