@@ -250,7 +250,7 @@ extension Outbox {
                         uncommitted.removeSubrange(marks.changes...)
                         recordNotices = marks.notices
                     }
-                    results.append(result.mapError { error in (error as? SQLiteError).map(OutboxError.storage) ?? error })
+                    results.append(result.mapError { error in (error as? SQLiteError).map { OutboxError.storage(StorageFailure($0)) } ?? error })
                 }
             }
             return results

@@ -210,7 +210,7 @@ public actor Outbox {
                 throw OutboxError.notDurable(reason: "cannot set the files' protection: \(error.localizedDescription)")
             }
         } catch let error as SQLiteError {
-            throw OutboxError.storage(error)
+            throw OutboxError.storage(StorageFailure(error))
         }
         self.registry = registry
         recordTypes = records
@@ -331,7 +331,7 @@ public actor Outbox {
         } catch let error as SQLiteError {
             uncommitted = []
             recordNotices = [:]
-            throw OutboxError.storage(error)
+            throw OutboxError.storage(StorageFailure(error))
         } catch {
             uncommitted = []
             recordNotices = [:]
@@ -343,7 +343,7 @@ public actor Outbox {
         do {
             return try body()
         } catch let error as SQLiteError {
-            throw OutboxError.storage(error)
+            throw OutboxError.storage(StorageFailure(error))
         }
     }
 }

@@ -1,5 +1,4 @@
 import FormSyncModel
-import FormSyncSQLite
 /// Why an outbox call did not do what was asked. Nothing is half-stored when one is thrown.
 public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The payload breaks its form's rules; nothing was queued.
@@ -10,8 +9,8 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     case unknownPlaceholder(Int64)
     /// An attachment could not be copied into the stash (missing source, disk full, …).
     case stashFailed(path: String, reason: String)
-    /// The database refused the write.
-    case storage(SQLiteError)
+    /// The database refused the read or the write.
+    case storage(StorageFailure)
     /// The write reached the database but the disk refused to make it durable (a failed
     /// fsync): it may not survive a power loss, and every later save fails the same way until
     /// the outbox is reopened (SQLite then recovers what really reached the disk). The one

@@ -218,7 +218,7 @@ final class OutboxStore {
             if primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT {
                 throw OutboxError.notAnOutbox(path: path, reason: "it is not a readable SQLite database (\(error.message))")
             }
-            throw OutboxError.storage(error)
+            throw OutboxError.storage(StorageFailure(error))
         }
     }
 
@@ -258,7 +258,7 @@ final class OutboxStore {
         do {
             try build()
         } catch let error as SQLiteError {
-            throw OutboxError.storage(error)
+            throw OutboxError.storage(StorageFailure(error))
         }
         let folder = open((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent, O_RDONLY)
         let linked = link(temporary, path)
