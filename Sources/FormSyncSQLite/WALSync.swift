@@ -48,6 +48,9 @@ package final class WALSync: @unchecked Sendable {
 
     private let sync: @Sendable (Int32) -> Int32
     private var beforeRound: (@Sendable () -> UInt64)?
+    /// Where an awaited fsync runs: a thread of its own, never one of Swift's cooperative pool,
+    /// whose few threads the app's other async work needs while the disk is slow.
+    private let queue = DispatchQueue(label: "formsync.wal-sync", qos: .userInitiated)
 
     /// A syncer for the database at `databasePath` (its log is `databasePath-wal`); `sync`
     /// replaces `fdatasync` in tests of a disk that refuses.
@@ -97,9 +100,9 @@ package final class WALSync: @unchecked Sendable {
         if let failure { throw failure }
     }
 
-    /// Suspends until commit number `commit` is on disk. The fsync runs in a task of its own,
-    /// so the caller's actor keeps serving, and committing, while it waits; writers that
-    /// commit meanwhile share the next fsync.
+    /// Suspends until commit number `commit` is on disk. The fsync runs on this syncer's own
+    /// queue (not on the cooperative pool), so the caller's actor keeps serving, and
+    /// committing, while it waits; writers that commit meanwhile share the next fsync.
     package func durable(through commit: UInt64) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
             condition.lock()
@@ -112,7 +115,7 @@ package final class WALSync: @unchecked Sendable {
             // its way runs one. Otherwise start one.
             guard !syncing && !leadPending else { return }
             leadPending = true
-            Task.detached { self.lead() }
+            queue.async { self.lead() }
         }
     }
 

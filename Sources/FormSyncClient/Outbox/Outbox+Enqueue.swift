@@ -206,7 +206,7 @@ extension Outbox {
     }
 
     /// Runs an enqueue's writes (`saveInTransaction`) in a durable commit; returns once it is
-    /// on disk. Alone, it has a transaction of its own and fsyncs on this thread. With other
+    /// on disk. Alone, it has a transaction of its own and awaits its fsync. With other
     /// enqueues under way, it joins a batch: the first of them lets the ones queued behind it
     /// on the actor join, then runs them all in one transaction, each in a savepoint of its own
     /// (one that fails is undone alone and gets its own error), and every one of them returns
@@ -216,7 +216,7 @@ extension Outbox {
         guard enqueueCallers.value.load(ordering: .relaxed) > 1 else {
             var stashed: [String] = []
             do {
-                return try await writeDurably(shared: false) { try body(&stashed) }
+                return try await writeDurably { try body(&stashed) }
             } catch {
                 for path in stashed { stash.remove(path) }
                 throw error
@@ -242,7 +242,7 @@ extension Outbox {
     private func commit(_ batch: [SaveRequest]) async -> [Result<Int64, any Error>] {
         var results: [Result<Int64, any Error>] = []
         do {
-            try await writeDurably(shared: true) {
+            try await writeDurably {
                 for request in batch {
                     let marks = (changes: uncommitted.count, notices: recordNotices)
                     let result = try store.db.savepoint { try request.body(&request.stashed) }

@@ -286,18 +286,15 @@ public actor Outbox {
     /// committed meanwhile (concurrent enqueues), made it durable. Its changes are announced
     /// only then, so no snapshot shows "saved" before it is.
     ///
-    /// `shared`: other enqueues are queued on the actor, so the fsync runs off it and they
-    /// commit meanwhile and share the next one; alone, it runs here, as a FULL commit would.
-    func writeDurably<T>(shared: Bool, _ body: () throws -> T) async throws -> T {
+    /// The fsync runs on the syncer's own queue and the actor suspends meanwhile: no thread
+    /// of the cooperative pool waits for the disk, and enqueues that arrive meanwhile commit
+    /// and share the next fsync.
+    func writeDurably<T>(_ body: () throws -> T) async throws -> T {
         let (result, announce) = try commit(.normal, body)
         let number = store.db.commitCount
         lastSaveCommit = max(lastSaveCommit, number)
         do {
-            if shared {
-                try await walSync.durable(through: number)
-            } else {
-                try walSync.waitDurable(through: number)
-            }
+            try await walSync.durable(through: number)
         } catch {
             throw OutboxError.notDurable(reason: "\(error)")
         }

@@ -1,0 +1,64 @@
+import FieldForms
+import Foundation
+import FormSyncModel
+import FormSyncTesting
+import Synchronization
+import Testing
+
+@testable import FormSyncClient
+
+/// Issue 32: no thread of Swift's cooperative pool waits for the disk. More outboxes than the
+/// pool has threads each wait for an fsync that is held; unrelated async work must still run.
+/// Before, a lone enqueue ran its fsync on the actor's thread and a shared one in a detached
+/// task, both threads of the pool: with the disk slow, the app's other async work stalled.
+struct CooperativePoolTests {
+    final class Flags: Sendable {
+        let armed = Atomic<Bool>(false)
+        let entered = Atomic<Int>(0)
+        let ran = Atomic<Bool>(false)
+    }
+
+    @Test func asyncWorkRunsWhileEveryOutboxWaitsForAHeldFsync() async throws {
+        let count = ProcessInfo.processInfo.activeProcessorCount + 2
+        let held = DispatchSemaphore(value: 0)
+        let flags = Flags()
+        var harnesses: [Harness] = []
+        var outboxes: [Outbox] = []
+        for _ in 0..<count {
+            let h = try Harness()
+            // The fsync of each log blocks once armed, until released.
+            h.syncLog = { descriptor in
+                if flags.armed.load(ordering: .relaxed) {
+                    flags.entered.add(1, ordering: .relaxed)
+                    _ = held.wait(timeout: .now() + 20)
+                }
+                return fdatasync(descriptor)
+            }
+            harnesses.append(h)
+            outboxes.append(try h.open())
+        }
+        flags.armed.store(true, ordering: .relaxed)
+        let enqueues = outboxes.enumerated().map { index, outbox in
+            Task { try await outbox.enqueue(order(Int64(index + 1)), documentID: "held-\(index)") }
+        }
+        // Watched from a thread outside the pool, so that the watching needs no pool thread:
+        // every outbox reaches its (held) fsync, then a task started now must run.
+        let (reached, observed) = await withCheckedContinuation { (continuation: CheckedContinuation<(Int, Bool), Never>) in
+            Thread.detachNewThread {
+                var until = Date().addingTimeInterval(5)
+                while flags.entered.load(ordering: .relaxed) < count && Date() < until { usleep(1000) }
+                let reached = flags.entered.load(ordering: .relaxed)
+                Task.detached { flags.ran.store(true, ordering: .relaxed) }
+                until = Date().addingTimeInterval(5)
+                while !flags.ran.load(ordering: .relaxed) && Date() < until { usleep(1000) }
+                continuation.resume(returning: (reached, flags.ran.load(ordering: .relaxed)))
+            }
+        }
+        #expect(reached == count, "only \(reached) of \(count) outboxes reached their fsync: the others found no pool thread")
+        for _ in 0..<count { held.signal() }
+        #expect(observed, "a task could not run while \(count) outboxes waited for their fsync: the pool was blocked")
+        for task in enqueues { _ = try await task.value }
+        for outbox in outboxes { #expect(await outbox.stateCounts()[.savedOnDevice] == 1) }
+        _ = harnesses
+    }
+}
