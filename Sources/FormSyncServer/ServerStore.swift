@@ -266,8 +266,8 @@ final class ServerStore {
     func storeFile(_ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, at now: Int64) throws
         -> (id: Int64, created: Bool, sameBytes: Bool)
     {
-        if let (existing, stored) = try db.query("SELECT id, digest FROM files WHERE document_id = ?", [.text(documentID)], { ($0.int(0), $0.blob(1)) }).first {
-            return (existing, false, stored == digest)
+        if let existing = try file(document: documentID) {
+            return (existing.id, false, existing.digest == digest)
         }
         let path = blobPath(digest)
         if !FileManager.default.fileExists(atPath: path) {
