@@ -91,11 +91,14 @@ final class SimulatedEngine {
         setTrueTime(max(trueNow(), end))
     }
 
-    /// Polls `condition` between yields, then short sleeps, for at most about 60 s.
+    /// Polls `condition` between yields for the first 5 ms (the outbox works on its own
+    /// thread meanwhile), then between 1 ms sleeps, for at most about 60 s.
     private func poll(_ condition: () -> Bool) async -> Bool {
-        for attempt in 0..<60_000 {
+        let clock = ContinuousClock()
+        let start = clock.now
+        while start.duration(to: clock.now) < .seconds(60) {
             if condition() { return true }
-            if attempt < 500 {
+            if start.duration(to: clock.now) < .milliseconds(5) {
                 await Task.yield()
             } else {
                 try? await Task.sleep(for: .milliseconds(1))

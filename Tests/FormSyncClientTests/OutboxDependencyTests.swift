@@ -56,11 +56,19 @@ struct OutboxDependencyTests {
             location: GeoPoint(latitude: 38.7, longitude: -9.1), hazards: [.gas],
             findings: [.init(title: "Rust", severity: .low), .init(title: "Crack", severity: .high, photos: [FileRef(id: a), FileRef(id: b)])])
         try await outbox.enqueue(inspection, attachments: [
-            .init(placeholder: a, source: try h.cameraFile("a.jpg")), .init(placeholder: b, source: try h.cameraFile("b.jpg")),
+            .init(placeholder: a, source: try h.cameraFile("a.jpg", bytes: 100)), .init(placeholder: b, source: try h.cameraFile("b.jpg", bytes: 200)),
         ])
         _ = await outbox.flush()
+        // The two uploads run side by side: each photo takes the server id of its own upload,
+        // in whatever order they arrived.
+        let uploads = h.transport.requests.prefix(2).map { request -> Int64 in
+            guard case .file(_, _, let bytes, _) = request.body else { return -1 }
+            return bytes
+        }
+        let idOfA: Int64 = uploads.firstIndex(of: 100) == 0 ? 1001 : 1002
         let sent = try JSONDecoder().decode(SiteInspection.self, from: #require(h.transport.requests.last?.payload))
-        #expect(sent.findings[1].photos.map(\.id) == [1001, 1002])
+        #expect(Set(uploads) == [100, 200])
+        #expect(sent.findings[1].photos.map(\.id) == [idOfA, 2003 - idOfA])
         #expect(sent.inspectorId == EntityRef(7))
     }
 

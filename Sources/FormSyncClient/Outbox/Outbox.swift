@@ -92,6 +92,8 @@ public actor Outbox {
     }
 
     let store: OutboxStore
+    /// The thread every SQLite call and fsync of this outbox runs on (see `DatabaseExecutor`).
+    nonisolated let executor: DatabaseExecutor
     /// Group commit of enqueues (see `writeDurably`).
     package nonisolated let walSync: WALSync
     /// Copies the log back into the database off the actor (tests and benchmarks watch it).
@@ -212,6 +214,7 @@ public actor Outbox {
         } catch let error as SQLiteError {
             throw OutboxError.storage(StorageFailure(error))
         }
+        executor = DatabaseExecutor(name: "formsync.outbox")
         self.registry = registry
         recordTypes = records
         self.transports = transports
@@ -220,6 +223,16 @@ public actor Outbox {
         self.configuration = configuration
         self.refreshAuthentication = refreshAuthentication
         self.workspace = workspace
+    }
+
+    /// The outbox runs on its database's own thread, never on the cooperative pool: its
+    /// statements and fsyncs block that thread alone.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        executor.asUnownedSerialExecutor()
+    }
+
+    deinit {
+        executor.shutdown()
     }
 
     /// An outbox for one workspace: the transport's own.
@@ -286,15 +299,22 @@ public actor Outbox {
     /// committed meanwhile (concurrent enqueues), made it durable. Its changes are announced
     /// only then, so no snapshot shows "saved" before it is.
     ///
-    /// The fsync runs on the syncer's own queue and the actor suspends meanwhile: no thread
-    /// of the cooperative pool waits for the disk, and enqueues that arrive meanwhile commit
-    /// and share the next fsync.
+    /// No thread of the cooperative pool waits for the disk: the fsync runs on the outbox's
+    /// own thread when nothing waits for it, otherwise on the syncer's queue while enqueues
+    /// that arrive meanwhile commit and share the next fsync.
     func writeDurably<T>(_ body: () throws -> T) async throws -> T {
         let (result, announce) = try commit(.normal, body)
         let number = store.db.commitCount
         lastSaveCommit = max(lastSaveCommit, number)
         do {
-            try await walSync.durable(through: number)
+            // Alone, the fsync runs on this thread: it is the outbox's own, and nobody waits
+            // for it. With callers queued behind, it runs elsewhere while they commit, and
+            // they share the next one.
+            if executor.waitingJobs == 0 && enqueueCallers.value.load(ordering: .relaxed) <= 1 {
+                try walSync.waitDurable(through: number)
+            } else {
+                try await walSync.durable(through: number)
+            }
         } catch {
             throw OutboxError.notDurable(reason: "\(error)")
         }

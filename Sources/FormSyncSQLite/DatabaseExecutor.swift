@@ -1,0 +1,94 @@
+import Foundation
+import Synchronization
+
+/// The serial executor of one database's owner: a thread of its own that runs the owner's jobs
+/// one at a time. Every SQLite call and every fsync the owner makes runs there, never on Swift's
+/// cooperative pool, whose few threads the app's other async work needs while the disk is slow.
+///
+/// Actors that share the owner's connection (the outbox, the record store) return this
+/// executor as their `unownedExecutor`, so calls between them switch no thread, and a
+/// connection is only ever used by the one thread.
+///
+/// The thread ends once `shutdown()` was called and its queue is empty (the owner calls it from
+/// its `deinit`, after which no actor holds the executor any more).
+package final class DatabaseExecutor: SerialExecutor, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var head = 0
+    private var stopping = false
+    /// Jobs queued and not yet taken, read without the lock by the thread's short spin.
+    private let queued = Atomic<Int>(0)
+
+    /// A new executor whose thread is named `name` (debuggers and `perf` show it).
+    package init(name: String) {
+        let thread = Thread { [self] in run() }
+        thread.name = name
+        thread.qualityOfService = .userInitiated
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    package func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        queued.add(1, ordering: .releasing)
+        condition.signal()
+        condition.unlock()
+    }
+
+    package func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    /// How many jobs wait behind the running one: an owner that finds none may block its thread
+    /// on a short fsync instead of handing it to another thread, since nobody waits for it.
+    package var waitingJobs: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return jobs.count - head
+    }
+
+    /// Ends the thread once it has run every job already queued.
+    package func shutdown() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// How long the idle thread looks for a new job before it sleeps.
+    static let spinNanoseconds: UInt64 = 50_000
+
+    private func run() {
+        condition.lock()
+        while true {
+            if head == jobs.count && !stopping {
+                // A job often follows within microseconds (the reply to a call this thread
+                // just made): a short spin saves the sleep and wake-up of a thread.
+                condition.unlock()
+                let start = DispatchTime.now().uptimeNanoseconds
+                while queued.load(ordering: .acquiring) == 0 && DispatchTime.now().uptimeNanoseconds &- start < Self.spinNanoseconds {}
+                condition.lock()
+            }
+            while head == jobs.count && !stopping { condition.wait() }
+            if head == jobs.count {
+                condition.unlock()
+                return
+            }
+            let job = jobs[head]
+            head += 1
+            queued.subtract(1, ordering: .relaxed)
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 1024 && head * 2 >= jobs.count {
+                jobs.removeFirst(head)
+                head = 0
+            }
+            condition.unlock()
+            job.runSynchronously(on: asUnownedSerialExecutor())
+            condition.lock()
+        }
+    }
+}
