@@ -41,9 +41,54 @@ struct CooperativePoolTests {
         let enqueues = outboxes.enumerated().map { index, outbox in
             Task { try await outbox.enqueue(order(Int64(index + 1)), documentID: "held-\(index)") }
         }
-        // Watched from a thread outside the pool, so that the watching needs no pool thread:
-        // every outbox reaches its (held) fsync, then a task started now must run.
-        let (reached, observed) = await withCheckedContinuation { (continuation: CheckedContinuation<(Int, Bool), Never>) in
+        let (reached, observed) = await watch(flags, until: count)
+        #expect(reached == count, "only \(reached) of \(count) outboxes reached their fsync: the others found no pool thread")
+        for _ in 0..<count { held.signal() }
+        #expect(observed, "a task could not run while \(count) outboxes waited for their fsync: the pool was blocked")
+        for task in enqueues { _ = try await task.value }
+        for outbox in outboxes { #expect(await outbox.stateCounts()[.savedOnDevice] == 1) }
+        _ = harnesses
+    }
+
+    /// Before, every statement ran on the actor's thread, one of the pool's: an outbox held
+    /// inside a commit (a slow disk, a lock) held a pool thread with it. Now each outbox's
+    /// statements run on its database's own thread.
+    @Test func asyncWorkRunsWhileEveryOutboxIsHeldInsideACommit() async throws {
+        let count = ProcessInfo.processInfo.activeProcessorCount + 2
+        let held = DispatchSemaphore(value: 0)
+        let flags = Flags()
+        var harnesses: [Harness] = []
+        var outboxes: [Outbox] = []
+        for _ in 0..<count {
+            let h = try Harness()
+            let outbox = try h.open()
+            // Called inside each commit, on the thread that runs the outbox's statements.
+            await outbox.observeCommits { _ in
+                if flags.armed.load(ordering: .relaxed) {
+                    flags.entered.add(1, ordering: .relaxed)
+                    _ = held.wait(timeout: .now() + 400)
+                }
+            }
+            harnesses.append(h)
+            outboxes.append(outbox)
+        }
+        flags.armed.store(true, ordering: .relaxed)
+        let enqueues = outboxes.enumerated().map { index, outbox in
+            Task { try await outbox.enqueue(order(Int64(index + 1)), documentID: "held-\(index)") }
+        }
+        let (reached, observed) = await watch(flags, until: count)
+        #expect(reached == count, "only \(reached) of \(count) outboxes reached their commit: the others found no thread")
+        for _ in 0..<count { held.signal() }
+        #expect(observed, "a task could not run while \(count) outboxes were held in a commit: the pool was blocked")
+        for task in enqueues { _ = try await task.value }
+        for outbox in outboxes { #expect(await outbox.stateCounts()[.savedOnDevice] == 1) }
+        _ = harnesses
+    }
+
+    /// Watched from a thread outside the pool, so that the watching needs no pool thread:
+    /// waits until `count` outboxes are held, then starts a task and reports whether it ran.
+    private func watch(_ flags: Flags, until count: Int) async -> (reached: Int, ran: Bool) {
+        await withCheckedContinuation { (continuation: CheckedContinuation<(Int, Bool), Never>) in
             Thread.detachNewThread {
                 // Generous windows: beside the rest of the suite (a simulation can hold a pool
                 // thread for a minute), the pool can be busy for a while.
@@ -56,11 +101,5 @@ struct CooperativePoolTests {
                 continuation.resume(returning: (reached, flags.ran.load(ordering: .relaxed)))
             }
         }
-        #expect(reached == count, "only \(reached) of \(count) outboxes reached their fsync: the others found no pool thread")
-        for _ in 0..<count { held.signal() }
-        #expect(observed, "a task could not run while \(count) outboxes waited for their fsync: the pool was blocked")
-        for task in enqueues { _ = try await task.value }
-        for outbox in outboxes { #expect(await outbox.stateCounts()[.savedOnDevice] == 1) }
-        _ = harnesses
     }
 }
