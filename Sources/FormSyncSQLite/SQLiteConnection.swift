@@ -12,6 +12,9 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable, Equatable {
     public var sql: String
 
     public var description: String { "SQLite error \(code): \(message) (in: \(sql))" }
+
+    /// Whether the file is not a SQLite database, or a damaged one.
+    package var isNotADatabase: Bool { code & 0xff == SQLITE_NOTADB || code & 0xff == SQLITE_CORRUPT }
 }
 
 /// A value bound to or read from a statement.

@@ -13,7 +13,7 @@ import Testing
     static func version6Outbox(at path: String) throws {
         let db = try SQLiteConnection(path: path)
         try db.execute("PRAGMA application_id = \(OutboxStore.applicationID)")
-        try SQLiteMigrator(migrations: Array(OutboxStore.migrations.migrations.filter { $0.version <= 6 })).migrate(db, now: 0)
+        try SQLiteMigrator(migrations: Array(OutboxMigrations.all.migrations.filter { $0.version <= 6 })).migrate(db, now: 0)
         let payload = try FormRegistry.encode(order(1))
         func insert(_ state: String, lane: String, produces: Int64? = nil) throws -> Int64 {
             try db.run("""

@@ -80,7 +80,7 @@ struct OutboxFileSafetyTests {
         do {  // the first build's file: schema version 1, no application id
             let db = try SQLiteConnection(path: h.path)
             try db.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
-            try db.execute(OutboxStore.migrations.migrations[0].sql)
+            try db.execute(OutboxMigrations.all.migrations[0].sql)
             try db.execute("INSERT INTO migrations VALUES (1, 'outbox', 0)")
             try db.run("""
                 INSERT INTO items (kind, workspace, lane, document_id, attempt_id, form, form_version, payload, state, next_attempt_at, created_at, updated_at)
@@ -93,7 +93,7 @@ struct OutboxFileSafetyTests {
         #expect(h.transport.requests.map(\.attemptID) == ["old-key"])
         let db = try SQLiteConnection(path: h.path)
         #expect(try db.query("PRAGMA application_id") { $0.int(0) } == [OutboxStore.applicationID])
-        #expect(try db.query("SELECT MAX(version) FROM migrations") { $0.int(0) } == [Int64(OutboxStore.migrations.latestVersion)])
+        #expect(try db.query("SELECT MAX(version) FROM migrations") { $0.int(0) } == [Int64(OutboxMigrations.all.latestVersion)])
     }
 
     @Test func partialAndUncommittedCopiesOfADeadProcessAreRemovedOnOpen() async throws {
@@ -167,7 +167,7 @@ struct OutboxFileSafetyTests {
         let outbox = try h.open()
         try await enqueueRefusedDeliveryWithAPhoto(h, outbox)
         let stash = h.path + ".stash"
-        let commits = Mutex<[(Durability, Bool)]>([])
+        let commits = Mutex<[(OutboxDatabase.Durability, Bool)]>([])
         await outbox.observeCommits { durability in
             let present = ((try? FileManager.default.contentsOfDirectory(atPath: stash)) ?? []).isEmpty == false
             commits.withLock { $0.append((durability, present)) }

@@ -1,6 +1,5 @@
 import Foundation
 import FormSyncModel
-import FormSyncSQLite
 
 extension Outbox {
     // MARK: Enqueue
@@ -69,11 +68,7 @@ extension Outbox {
         // without a transaction. The save that stored it may still wait for its fsync: this
         // one waits for it too, so that nothing is reported saved before it is on disk.
         if let documentID, let existing = try storage({ try store.documentItem(workspace: workspace, documentID: documentID, digest: prepared.digest) }) {
-            do {
-                try await walSync.durable(through: lastSaveCommit)
-            } catch {
-                throw OutboxError.notDurable(reason: "\(error)")
-            }
+            try await database.durable(through: lastSaveCommit, alone: false)
             return existing
         }
         return try await saveDurably { [self] copiesMade in
@@ -245,12 +240,12 @@ extension Outbox {
             try await writeDurably {
                 for request in batch {
                     let marks = (changes: uncommitted.count, notices: recordNotices)
-                    let result = try store.db.savepoint { try request.body(&request.stashed) }
+                    let result = try database.savepoint { try request.body(&request.stashed) }
                     if case .failure = result {
                         uncommitted.removeSubrange(marks.changes...)
                         recordNotices = marks.notices
                     }
-                    results.append(result.mapError { error in (error as? SQLiteError).map { OutboxError.storage(StorageFailure($0)) } ?? error })
+                    results.append(result)
                 }
             }
             return results

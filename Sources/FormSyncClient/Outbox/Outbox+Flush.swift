@@ -1,6 +1,5 @@
 import Foundation
 import FormSyncModel
-import FormSyncSQLite
 
 extension Outbox {
     // MARK: Flush
@@ -257,16 +256,16 @@ extension Outbox {
                 guard try upgrade(&row, entry: entry, from: stored, now: now) else { return nil }
             }
             guard let payload = row.payload else { return nil }
+            // A storage error reaches the caller; only a payload that no longer decodes parks.
+            let resolved = row.endpoint == nil ? try store.resolvedDependencies(of: row.id, workspace: row.workspace) : [:]
             do {
                 let version = row.formVersion ?? entry.version
                 if let endpoint = row.endpoint {
                     body = .submission(form: name, version: version, endpoint: endpoint, payload: payload, baseVersion: row.baseVersion)
                 } else {
-                    let remapped = try entry.remap(payload, try store.resolvedDependencies(of: row.id, workspace: row.workspace))
+                    let remapped = try entry.remap(payload, resolved)
                     body = .submission(form: name, version: version, endpoint: remapped.endpoint, payload: remapped.payload, baseVersion: row.baseVersion)
                 }
-            } catch let error as SQLiteError {
-                throw error
             } catch {
                 try park(&row, as: .rejected, reason: "the stored payload no longer decodes as \(name): \(error)", fieldErrors: [], now: now)
                 return nil

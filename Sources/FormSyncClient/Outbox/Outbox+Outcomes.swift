@@ -1,6 +1,5 @@
 import Foundation
 import FormSyncModel
-import FormSyncSQLite
 
 extension Outbox {
     /// One attempt's answer, as it came back from the transport.
@@ -37,7 +36,7 @@ extension Outbox {
         }
         // A stash copy is deleted only after its confirmation is on disk (FULL): a power loss
         // that undid a NORMAL commit would bring back an upload whose file is gone.
-        let durability: Durability = arrivals.contains { arrival in
+        let durability: OutboxDatabase.Durability = arrivals.contains { arrival in
             if case .done = arrival.outcome { return arrival.lease.request.isFileUpload }
             return false
         } ? .full : .normal

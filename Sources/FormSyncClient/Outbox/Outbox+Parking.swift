@@ -1,6 +1,5 @@
 import Foundation
 import FormSyncModel
-import FormSyncSQLite
 
 extension Outbox {
     // MARK: Parked items

@@ -1,6 +1,5 @@
 import Foundation
 import FormSyncModel
-import FormSyncSQLite
 
 /// The durable outbox: every submission is committed to SQLite before anything else happens,
 /// goes out in order within its lane and in parallel across lanes, is classified on every
@@ -91,13 +90,10 @@ public actor Outbox {
         var to: State?
     }
 
+    /// The file's owner: the writer, its thread, the group commit, the readers.
+    nonisolated let database: OutboxDatabase
+    /// The tables (`database.store`), used on the database's thread only.
     let store: OutboxStore
-    /// The thread every SQLite call and fsync of this outbox runs on (see `DatabaseExecutor`).
-    nonisolated let executor: DatabaseExecutor
-    /// Group commit of enqueues (see `writeDurably`).
-    package nonisolated let walSync: WALSync
-    /// Copies the log back into the database off the actor (tests and benchmarks watch it).
-    package nonisolated let checkpointer: WALCheckpointer?
     /// How many `enqueue` calls are under way (queued on the actor or running).
     nonisolated let enqueueCallers = CallerCount()
     let stash: FileStash
@@ -184,37 +180,29 @@ public actor Outbox {
     ) throws {
         guard let transport = transports(workspace), transport.workspace == workspace else { throw OutboxError.noTransport(workspace: workspace) }
         let now = environment.now()
-        let store = try OutboxStore(path: path, now: now, openFlags: configuration.fileProtection.sqliteOpenFlag)
-        do {
-            try store.db.transaction(.normal) {
-                for (workspace, lane) in try store.reclaimExpiredLeases(now: now, horizon: configuration.leaseMilliseconds) {
-                    try store.refreshLane(workspace: workspace, lane: lane)
-                }
+        let database = try OutboxDatabase(path: path, now: now, openFlags: configuration.fileProtection.sqliteOpenFlag, syncLog: environment.syncLog)
+        let store = database.store
+        try database.transaction(.normal) {
+            for (workspace, lane) in try store.reclaimExpiredLeases(now: now, horizon: configuration.leaseMilliseconds) {
+                try store.refreshLane(workspace: workspace, lane: lane)
             }
-            try store.reindex(records)
-            self.store = store
-            walSync = WALSync(databasePath: path, sync: environment.syncLog)
-            // What the last process committed but did not fsync (it was killed between the two)
-            // is durable before this one reports any of it: its snapshot, a repeated enqueue.
-            do {
-                try walSync.syncLog()
-            } catch {
-                throw OutboxError.notDurable(reason: "\(error)")
-            }
-            checkpointer = store.db.checkpointer
-            counts = try store.counts()
-            placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -(try store.mostNegativePlaceholder()))
-            stash = try FileStash(directory: path + ".stash")
-            try stash.sweep { try store.referencesFile($0) }
-            do {
-                try configuration.fileProtection.apply(to: [path, path + "-wal", path + "-shm", path + ".stash"])
-            } catch {
-                throw OutboxError.notDurable(reason: "cannot set the files' protection: \(error.localizedDescription)")
-            }
-        } catch let error as SQLiteError {
-            throw OutboxError.storage(StorageFailure(error))
         }
-        executor = DatabaseExecutor(name: "formsync.outbox")
+        try OutboxDatabase.mapping { try store.reindex(records) }
+        self.database = database
+        self.store = store
+        // What the last process committed but did not fsync (it was killed between the two)
+        // is durable before this one reports any of it: its snapshot, a repeated enqueue.
+        try database.syncLog()
+        counts = try OutboxDatabase.mapping { try store.counts() }
+        placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -(try OutboxDatabase.mapping { try store.mostNegativePlaceholder() }))
+        let stash = try FileStash(directory: path + ".stash")
+        try OutboxDatabase.mapping { try stash.sweep { try store.referencesFile($0) } }
+        self.stash = stash
+        do {
+            try configuration.fileProtection.apply(to: [path, path + "-wal", path + "-shm", path + ".stash"])
+        } catch {
+            throw OutboxError.notDurable(reason: "cannot set the files' protection: \(error.localizedDescription)")
+        }
         self.registry = registry
         recordTypes = records
         self.transports = transports
@@ -228,11 +216,7 @@ public actor Outbox {
     /// The outbox runs on its database's own thread, never on the cooperative pool: its
     /// statements and fsyncs block that thread alone.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
-        executor.asUnownedSerialExecutor()
-    }
-
-    deinit {
-        executor.shutdown()
+        database.unownedExecutor
     }
 
     /// An outbox for one workspace: the transport's own.
@@ -260,12 +244,6 @@ public actor Outbox {
         signalWork()
     }
 
-    /// Tells `observer` the durability of each commit, in order (for tests of what a power loss
-    /// could undo).
-    package func observeCommits(_ observer: @escaping @Sendable (Durability) -> Void) {
-        store.db.commitObserver = observer
-    }
-
     /// The row of `id`, refused when it belongs to another workspace than the current one.
     func existing(_ id: Int64) throws -> OutboxStore.Row {
         guard let row = try store.item(id) else { throw OutboxError.noSuchItem(id) }
@@ -288,7 +266,7 @@ public actor Outbox {
 
     /// Runs `body` in one transaction; on commit the in-memory counts follow and snapshots go
     /// out, on failure nothing changes and the error (typed) reaches the caller.
-    func write<T>(_ durability: Durability, _ body: () throws -> T) throws -> T {
+    func write<T>(_ durability: OutboxDatabase.Durability, _ body: () throws -> T) throws -> T {
         let (result, announce) = try commit(durability, body)
         announce()
         return result
@@ -304,31 +282,23 @@ public actor Outbox {
     /// that arrive meanwhile commit and share the next fsync.
     func writeDurably<T>(_ body: () throws -> T) async throws -> T {
         let (result, announce) = try commit(.normal, body)
-        let number = store.db.commitCount
+        let number = database.commitCount
         lastSaveCommit = max(lastSaveCommit, number)
-        do {
-            // Alone, the fsync runs on this thread: it is the outbox's own, and nobody waits
-            // for it. With callers queued behind, it runs elsewhere while they commit, and
-            // they share the next one.
-            if executor.waitingJobs == 0 && enqueueCallers.value.load(ordering: .relaxed) <= 1 {
-                try walSync.waitDurable(through: number)
-            } else {
-                try await walSync.durable(through: number)
-            }
-        } catch {
-            throw OutboxError.notDurable(reason: "\(error)")
-        }
+        // Alone, the fsync runs on this thread: it is the outbox's own, and nobody waits for
+        // it. With callers queued behind, it runs elsewhere while they commit, and they share
+        // the next one.
+        try await database.durable(through: number, alone: enqueueCallers.value.load(ordering: .relaxed) <= 1)
         announce()
         return result
     }
 
     /// Commits `body`; the counts follow at once, snapshots and record notices when the
     /// returned closure runs.
-    private func commit<T>(_ durability: Durability, _ body: () throws -> T) throws -> (T, () -> Void) {
+    private func commit<T>(_ durability: OutboxDatabase.Durability, _ body: () throws -> T) throws -> (T, () -> Void) {
         uncommitted = []
         recordNotices = [:]
         do {
-            let result = try store.db.transaction(durability, body)
+            let result = try database.transaction(durability, body)
             let changes = uncommitted
             uncommitted = []
             let notices = recordNotices
@@ -345,10 +315,6 @@ public actor Outbox {
                     }
                 }
             })
-        } catch let error as SQLiteError {
-            uncommitted = []
-            recordNotices = [:]
-            throw OutboxError.storage(StorageFailure(error))
         } catch {
             uncommitted = []
             recordNotices = [:]
@@ -356,11 +322,8 @@ public actor Outbox {
         }
     }
 
+    /// Runs `body` (store reads and writes), its storage errors typed for callers.
     func storage<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as SQLiteError {
-            throw OutboxError.storage(StorageFailure(error))
-        }
+        try OutboxDatabase.mapping(body)
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import FormSyncModel
-import FormSyncSQLite
 import Synchronization
 
 /// The outside world the outbox reads: the clock, randomness and fresh identities. Injected so
@@ -14,7 +13,7 @@ public struct OutboxEnvironment: Sendable {
     public var newID: @Sendable () -> String
     /// The fsync of the outbox's write-ahead log (`fdatasync`): tests of a power cut take the
     /// disk's durable state here.
-    package var syncLog: @Sendable (Int32) -> Int32 = WALSync.dataSync
+    package var syncLog: @Sendable (Int32) -> Int32 = OutboxDatabase.defaultLogSync
 
     public init(now: @escaping @Sendable () -> Int64, random: @escaping @Sendable () -> Double, newID: @escaping @Sendable () -> String) {
         self.now = now

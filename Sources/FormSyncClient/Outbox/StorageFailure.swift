@@ -1,5 +1,3 @@
-import FormSyncSQLite
-
 /// The outbox's database refused a read or a write: what a person needs to act on it (a full
 /// disk, a damaged file), without the storage engine's own types in the API.
 public struct StorageFailure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -15,9 +13,9 @@ public struct StorageFailure: Error, Sendable, Equatable, CustomStringConvertibl
 
     public var description: String { "storage error \(code): \(message) (in: \(sql))" }
 
-    init(_ error: SQLiteError) {
-        code = error.code
-        message = error.message
-        sql = error.sql
+    init(code: Int32, message: String, sql: String) {
+        self.code = code
+        self.message = message
+        self.sql = sql
     }
 }

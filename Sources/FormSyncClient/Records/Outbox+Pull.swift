@@ -1,6 +1,5 @@
 import Foundation
 import FormSyncModel
-import FormSyncSQLite
 
 extension Outbox {
     /// Fetches the change feed page by page until the device has caught up, for the current

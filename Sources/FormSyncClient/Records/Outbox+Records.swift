@@ -1,6 +1,5 @@
 import Foundation
 import FormSyncModel
-import FormSyncSQLite
 
 /// Which records changed on the device, by type: pulled, created or edited here, landed
 /// (a record created offline is re-keyed from its placeholder id to its server id: both ids

@@ -3,17 +3,6 @@ import FormSyncSQLite
 
 /// The attempt history: what became of each attempt of an item, the newest `kept` of them.
 extension OutboxStore {
-    static let attemptsMigration = SQLiteMigrator.Migration(version: 4, name: "attempt history", sql: """
-        CREATE TABLE attempts (
-            item_id INTEGER NOT NULL,
-            at INTEGER NOT NULL,
-            outcome TEXT NOT NULL,
-            status INTEGER,
-            reason TEXT,
-            milliseconds INTEGER NOT NULL
-        );
-        CREATE INDEX attempts_item ON attempts(item_id);
-        """)
 
     /// How many attempts of one item are remembered.
     static let keptAttempts = 20

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import FormSyncModel
 import FormSyncSQLite
@@ -23,175 +22,11 @@ final class OutboxStore {
         var isOpen: Bool { self == .pending || self == .leased }
     }
 
-    /// Leased items, found without reading the table: the lease reclaim at open used to scan
-    /// every row (100,000 queued 2 KB items: 400 MB) to learn that nothing was leased.
-    static let leasedIndexMigration = SQLiteMigrator.Migration(version: 6, name: "leased items index", sql: """
-        CREATE INDEX items_leased ON items(lease_expires_at) WHERE state = 'leased';
-        """)
-
-    /// A lean `items` table: what an enqueue writes besides its own row was most of its cost.
-    /// Each commit goes to the log page by page, and one 2 KB order touched about nine pages
-    /// against a bare row's two. Gone: `AUTOINCREMENT` (a `sqlite_sequence` page per insert;
-    /// ids still never come back, see `lastItemIDCounter`), the index entry every item without
-    /// a placeholder made in `produces`' unique index (now partial), and the `items_state` entry
-    /// of open items, which `items_open` already lists (and now covers with `state`, so counting
-    /// them reads no payload). Large columns go last, so that reading an item's state never walks
-    /// a payload's overflow pages. `dependencies` is rebuilt beside it: with foreign keys on,
-    /// dropping the old `items` would otherwise cascade into it.
-    static let leanItemsMigration = SQLiteMigrator.Migration(version: 7, name: "lean items", sql: """
-        CREATE TABLE outbox_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-        INSERT INTO outbox_counters (name, value) SELECT 'items', seq FROM sqlite_sequence WHERE name = 'items';
-        CREATE TABLE items_lean (
-            id INTEGER PRIMARY KEY,
-            kind TEXT NOT NULL,
-            workspace TEXT NOT NULL,
-            lane TEXT NOT NULL,
-            state TEXT NOT NULL,
-            document_id TEXT NOT NULL,
-            attempt_id TEXT NOT NULL,
-            form TEXT,
-            form_version INTEGER,
-            endpoint TEXT,
-            base_version TEXT,
-            produces INTEGER,
-            server_id INTEGER,
-            server_version TEXT,
-            file_path TEXT,
-            content_type TEXT,
-            byte_count INTEGER,
-            sha256 BLOB,
-            attempts INTEGER NOT NULL DEFAULT 0,
-            sends INTEGER NOT NULL DEFAULT 0,
-            next_attempt_at INTEGER NOT NULL,
-            lease_expires_at INTEGER,
-            last_error TEXT,
-            created_at INTEGER NOT NULL,
-            updated_at INTEGER NOT NULL,
-            field_errors BLOB,
-            conflicts BLOB,
-            base_payload BLOB,
-            server_payload BLOB,
-            payload BLOB
-        );
-        INSERT INTO items_lean (
-            id, kind, workspace, lane, state, document_id, attempt_id, form, form_version, endpoint, base_version, produces,
-            server_id, server_version, file_path, content_type, byte_count, sha256, attempts, sends, next_attempt_at,
-            lease_expires_at, last_error, created_at, updated_at, field_errors, conflicts, base_payload, server_payload, payload)
-        SELECT
-            id, kind, workspace, lane, state, document_id, attempt_id, form, form_version, endpoint, base_version, produces,
-            server_id, server_version, file_path, content_type, byte_count, sha256, attempts, sends, next_attempt_at,
-            lease_expires_at, last_error, created_at, updated_at, field_errors, conflicts, base_payload, server_payload, payload
-        FROM items ORDER BY id;
-        CREATE TEMP TABLE dependencies_kept AS SELECT item_id, placeholder FROM dependencies;
-        DROP TABLE dependencies;
-        DROP TABLE items;
-        ALTER TABLE items_lean RENAME TO items;
-        CREATE TABLE dependencies (
-            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
-            placeholder INTEGER NOT NULL,
-            PRIMARY KEY (item_id, placeholder)
-        ) WITHOUT ROWID;
-        INSERT INTO dependencies (item_id, placeholder) SELECT item_id, placeholder FROM temp.dependencies_kept;
-        DROP TABLE temp.dependencies_kept;
-        CREATE INDEX dependencies_placeholder ON dependencies(placeholder);
-        CREATE INDEX items_open ON items(workspace, lane, id, state) WHERE state IN ('pending', 'leased');
-        CREATE INDEX items_state ON items(workspace, state, id) WHERE state NOT IN ('pending', 'leased');
-        CREATE UNIQUE INDEX items_produces ON items(produces) WHERE produces IS NOT NULL;
-        CREATE INDEX items_file ON items(file_path) WHERE file_path IS NOT NULL;
-        CREATE INDEX items_leased ON items(lease_expires_at) WHERE state = 'leased';
-        """)
-
     /// The `outbox_counters` row that holds the largest item id ever given out, written only
     /// when items are deleted: without `AUTOINCREMENT`, SQLite would hand the id of a deleted
     /// newest item out again, and an app (or the `documents` ledger) still holding it would
     /// then name another item.
     static let lastItemIDCounter = "items"
-
-    static let migrations = SQLiteMigrator(migrations: [
-        .init(version: 1, name: "outbox", sql: """
-            CREATE TABLE items (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                kind TEXT NOT NULL,
-                workspace TEXT NOT NULL,
-                lane TEXT NOT NULL,
-                document_id TEXT NOT NULL,
-                attempt_id TEXT NOT NULL,
-                form TEXT,
-                form_version INTEGER,
-                payload BLOB,
-                endpoint TEXT,
-                base_payload BLOB,
-                base_version TEXT,
-                produces INTEGER UNIQUE,
-                server_id INTEGER,
-                server_version TEXT,
-                file_path TEXT,
-                content_type TEXT,
-                byte_count INTEGER,
-                sha256 BLOB,
-                state TEXT NOT NULL,
-                attempts INTEGER NOT NULL DEFAULT 0,
-                next_attempt_at INTEGER NOT NULL,
-                lease_expires_at INTEGER,
-                last_error TEXT,
-                field_errors BLOB,
-                server_payload BLOB,
-                conflicts BLOB,
-                created_at INTEGER NOT NULL,
-                updated_at INTEGER NOT NULL
-            );
-            CREATE UNIQUE INDEX items_attempt ON items(attempt_id);
-            CREATE INDEX items_open ON items(workspace, lane, id) WHERE state IN ('pending', 'leased');
-            CREATE INDEX items_state ON items(workspace, state, id);
-            CREATE TABLE dependencies (
-                item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
-                placeholder INTEGER NOT NULL,
-                PRIMARY KEY (item_id, placeholder)
-            ) WITHOUT ROWID;
-            CREATE INDEX dependencies_placeholder ON dependencies(placeholder);
-            CREATE TABLE resolved (placeholder INTEGER PRIMARY KEY, server_id INTEGER NOT NULL);
-            CREATE TABLE lanes (
-                workspace TEXT NOT NULL,
-                lane TEXT NOT NULL,
-                head INTEGER NOT NULL,
-                due_at INTEGER,
-                PRIMARY KEY (workspace, lane)
-            ) WITHOUT ROWID;
-            CREATE INDEX lanes_due ON lanes(workspace, due_at) WHERE due_at IS NOT NULL;
-            """),
-        .init(version: 2, name: "workspace walls, sends, documents", sql: """
-            CREATE TABLE resolved_by_workspace (
-                workspace TEXT NOT NULL,
-                placeholder INTEGER NOT NULL,
-                server_id INTEGER NOT NULL,
-                PRIMARY KEY (workspace, placeholder)
-            ) WITHOUT ROWID;
-            INSERT INTO resolved_by_workspace (workspace, placeholder, server_id)
-                SELECT COALESCE((SELECT workspace FROM items WHERE produces = r.placeholder), ''), r.placeholder, r.server_id
-                FROM resolved r;
-            DROP TABLE resolved;
-            ALTER TABLE resolved_by_workspace RENAME TO resolved;
-            ALTER TABLE items ADD COLUMN sends INTEGER NOT NULL DEFAULT 0;
-            CREATE TABLE documents (
-                workspace TEXT NOT NULL,
-                document_id TEXT NOT NULL,
-                digest BLOB NOT NULL,
-                item_id INTEGER NOT NULL,
-                PRIMARY KEY (workspace, document_id, digest)
-            ) WITHOUT ROWID;
-            INSERT OR IGNORE INTO documents (workspace, document_id, digest, item_id)
-                SELECT workspace, document_id, randomblob(32), id FROM items WHERE kind = 'submission';
-            CREATE INDEX items_file ON items(file_path) WHERE file_path IS NOT NULL;
-            DROP INDEX items_attempt;
-            """),
-        recordsMigration,
-        attemptsMigration,
-        tombstonesMigration,
-        leasedIndexMigration,
-        leanItemsMigration,
-        // A landed record's placeholder, found by its server id (one lane per entity).
-        .init(version: 8, name: "resolved by server id", sql: "CREATE INDEX resolved_server ON resolved(workspace, server_id);"),
-    ])
 
     /// `PRAGMA application_id` of every outbox file ("FSOX"): a file without it is not ours.
     static let applicationID: Int64 = 0x4653_4F58
@@ -209,16 +44,15 @@ final class OutboxStore {
         for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
         do {
             db = try SQLiteConnection(path: path, create: false, backgroundCheckpointFrames: 1000, extraOpenFlags: openFlags)
-            try Self.migrations.migrate(db, now: now) { [db] in try Self.checkIdentity(db, path: path) }
+            try OutboxMigrations.all.migrate(db, now: now) { [db] in try Self.checkIdentity(db, path: path) }
         } catch let error as SQLiteError {
             if error.message.contains("newer than this build") {
                 throw OutboxError.notAnOutbox(path: path, reason: "it was written by a newer FormSync (\(error.message)); this build will not touch it")
             }
-            let primary = error.code & 0xff
-            if primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT {
+            if error.isNotADatabase {
                 throw OutboxError.notAnOutbox(path: path, reason: "it is not a readable SQLite database (\(error.message))")
             }
-            throw OutboxError.storage(StorageFailure(error))
+            throw OutboxDatabase.mapped(error)
         }
     }
 
@@ -252,13 +86,13 @@ final class OutboxStore {
         func build() throws {
             let db = try SQLiteConnection(path: temporary, create: false)
             try db.execute("PRAGMA application_id = \(applicationID)")
-            try migrations.migrate(db, now: now)
+            try OutboxMigrations.all.migrate(db, now: now)
             try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         }
         do {
             try build()
         } catch let error as SQLiteError {
-            throw OutboxError.storage(StorageFailure(error))
+            throw OutboxDatabase.mapped(error)
         }
         let folder = open((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent, O_RDONLY)
         let linked = link(temporary, path)

@@ -132,7 +132,7 @@ public final class OutboxInspector {
         let first = hasMigrations ? (try db.query("SELECT name FROM migrations WHERE version = 1") { $0.text(0) }.first ?? nil) : nil
         let legacy = first == "outbox"
         guard stamped || legacy else { throw OutboxError.notAnOutbox(path: original, reason: "it is another program's SQLite database") }
-        let latest = Int64(OutboxStore.migrations.latestVersion)
+        let latest = Int64(OutboxMigrations.all.latestVersion)
         guard schema <= latest else {
             throw OutboxError.notAnOutbox(path: original, reason: "it was written by a newer FormSync (schema \(schema), this build knows \(latest))")
         }

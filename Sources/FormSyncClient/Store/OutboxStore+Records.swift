@@ -7,39 +7,6 @@ import FormSyncSQLite
 /// fields for local queries, `pull_cursors` where the feed resumes. A page of the feed and its
 /// cursor commit in one transaction.
 extension OutboxStore {
-    static let recordsMigration = SQLiteMigrator.Migration(version: 3, name: "records", sql: """
-        CREATE TABLE records (
-            workspace TEXT NOT NULL,
-            type TEXT NOT NULL,
-            id INTEGER NOT NULL,
-            version INTEGER NOT NULL,
-            payload BLOB NOT NULL,
-            PRIMARY KEY (workspace, type, id)
-        ) WITHOUT ROWID;
-        CREATE TABLE record_index (
-            workspace TEXT NOT NULL,
-            type TEXT NOT NULL,
-            field TEXT NOT NULL,
-            value TEXT NOT NULL,
-            id INTEGER NOT NULL,
-            PRIMARY KEY (workspace, type, field, value, id)
-        ) WITHOUT ROWID;
-        CREATE TABLE pull_cursors (workspace TEXT PRIMARY KEY, cursor TEXT NOT NULL, pulled_at INTEGER NOT NULL) WITHOUT ROWID;
-        CREATE TABLE record_index_fields (type TEXT PRIMARY KEY, fields TEXT NOT NULL) WITHOUT ROWID;
-        """)
-
-    /// Records the feed said are gone from this device's view (deleted, or moved to another
-    /// scope): an acknowledgement replayed later (a reply lost after commit, answered again by
-    /// the server's ledger) carries the record as it was then and must not bring it back. Only
-    /// the feed, which is in commit order, puts such a record back.
-    static let tombstonesMigration = SQLiteMigrator.Migration(version: 5, name: "record tombstones", sql: """
-        CREATE TABLE record_tombstones (
-            workspace TEXT NOT NULL,
-            type TEXT NOT NULL,
-            id INTEGER NOT NULL,
-            PRIMARY KEY (workspace, type, id)
-        ) WITHOUT ROWID;
-        """)
 
     func addTombstone(workspace: String, type: String, id: Int64) throws {
         try db.run("INSERT OR IGNORE INTO record_tombstones (workspace, type, id) VALUES (?, ?, ?)", [.text(workspace), .text(type), .integer(id)])

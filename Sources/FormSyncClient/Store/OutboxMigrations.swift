@@ -1,0 +1,221 @@
+import FormSyncSQLite
+
+/// Every version of the outbox's schema, oldest first. A file is migrated in one transaction per
+/// version at open; a file of a newer version than `all` knows is refused, never touched.
+enum OutboxMigrations {
+    static let all = SQLiteMigrator(migrations: [
+        outbox,
+        workspaceWalls,
+        records,
+        attempts,
+        tombstones,
+        leasedIndex,
+        leanItems,
+        resolvedByServerID,
+    ])
+
+    static let outbox = SQLiteMigrator.Migration(version: 1, name: "outbox", sql: """
+            CREATE TABLE items (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                kind TEXT NOT NULL,
+                workspace TEXT NOT NULL,
+                lane TEXT NOT NULL,
+                document_id TEXT NOT NULL,
+                attempt_id TEXT NOT NULL,
+                form TEXT,
+                form_version INTEGER,
+                payload BLOB,
+                endpoint TEXT,
+                base_payload BLOB,
+                base_version TEXT,
+                produces INTEGER UNIQUE,
+                server_id INTEGER,
+                server_version TEXT,
+                file_path TEXT,
+                content_type TEXT,
+                byte_count INTEGER,
+                sha256 BLOB,
+                state TEXT NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                next_attempt_at INTEGER NOT NULL,
+                lease_expires_at INTEGER,
+                last_error TEXT,
+                field_errors BLOB,
+                server_payload BLOB,
+                conflicts BLOB,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL
+            );
+            CREATE UNIQUE INDEX items_attempt ON items(attempt_id);
+            CREATE INDEX items_open ON items(workspace, lane, id) WHERE state IN ('pending', 'leased');
+            CREATE INDEX items_state ON items(workspace, state, id);
+            CREATE TABLE dependencies (
+                item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+                placeholder INTEGER NOT NULL,
+                PRIMARY KEY (item_id, placeholder)
+            ) WITHOUT ROWID;
+            CREATE INDEX dependencies_placeholder ON dependencies(placeholder);
+            CREATE TABLE resolved (placeholder INTEGER PRIMARY KEY, server_id INTEGER NOT NULL);
+            CREATE TABLE lanes (
+                workspace TEXT NOT NULL,
+                lane TEXT NOT NULL,
+                head INTEGER NOT NULL,
+                due_at INTEGER,
+                PRIMARY KEY (workspace, lane)
+            ) WITHOUT ROWID;
+            CREATE INDEX lanes_due ON lanes(workspace, due_at) WHERE due_at IS NOT NULL;
+            """)
+
+    static let workspaceWalls = SQLiteMigrator.Migration(version: 2, name: "workspace walls, sends, documents", sql: """
+            CREATE TABLE resolved_by_workspace (
+                workspace TEXT NOT NULL,
+                placeholder INTEGER NOT NULL,
+                server_id INTEGER NOT NULL,
+                PRIMARY KEY (workspace, placeholder)
+            ) WITHOUT ROWID;
+            INSERT INTO resolved_by_workspace (workspace, placeholder, server_id)
+                SELECT COALESCE((SELECT workspace FROM items WHERE produces = r.placeholder), ''), r.placeholder, r.server_id
+                FROM resolved r;
+            DROP TABLE resolved;
+            ALTER TABLE resolved_by_workspace RENAME TO resolved;
+            ALTER TABLE items ADD COLUMN sends INTEGER NOT NULL DEFAULT 0;
+            CREATE TABLE documents (
+                workspace TEXT NOT NULL,
+                document_id TEXT NOT NULL,
+                digest BLOB NOT NULL,
+                item_id INTEGER NOT NULL,
+                PRIMARY KEY (workspace, document_id, digest)
+            ) WITHOUT ROWID;
+            INSERT OR IGNORE INTO documents (workspace, document_id, digest, item_id)
+                SELECT workspace, document_id, randomblob(32), id FROM items WHERE kind = 'submission';
+            CREATE INDEX items_file ON items(file_path) WHERE file_path IS NOT NULL;
+            DROP INDEX items_attempt;
+            """)
+
+    static let records = SQLiteMigrator.Migration(version: 3, name: "records", sql: """
+        CREATE TABLE records (
+            workspace TEXT NOT NULL,
+            type TEXT NOT NULL,
+            id INTEGER NOT NULL,
+            version INTEGER NOT NULL,
+            payload BLOB NOT NULL,
+            PRIMARY KEY (workspace, type, id)
+        ) WITHOUT ROWID;
+        CREATE TABLE record_index (
+            workspace TEXT NOT NULL,
+            type TEXT NOT NULL,
+            field TEXT NOT NULL,
+            value TEXT NOT NULL,
+            id INTEGER NOT NULL,
+            PRIMARY KEY (workspace, type, field, value, id)
+        ) WITHOUT ROWID;
+        CREATE TABLE pull_cursors (workspace TEXT PRIMARY KEY, cursor TEXT NOT NULL, pulled_at INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE record_index_fields (type TEXT PRIMARY KEY, fields TEXT NOT NULL) WITHOUT ROWID;
+        """)
+
+    static let attempts = SQLiteMigrator.Migration(version: 4, name: "attempt history", sql: """
+        CREATE TABLE attempts (
+            item_id INTEGER NOT NULL,
+            at INTEGER NOT NULL,
+            outcome TEXT NOT NULL,
+            status INTEGER,
+            reason TEXT,
+            milliseconds INTEGER NOT NULL
+        );
+        CREATE INDEX attempts_item ON attempts(item_id);
+        """)
+
+    /// Records the feed said are gone from this device's view (deleted, or moved to another
+    /// scope): an acknowledgement replayed later (a reply lost after commit, answered again by
+    /// the server's ledger) carries the record as it was then and must not bring it back. Only
+    /// the feed, which is in commit order, puts such a record back.
+    static let tombstones = SQLiteMigrator.Migration(version: 5, name: "record tombstones", sql: """
+        CREATE TABLE record_tombstones (
+            workspace TEXT NOT NULL,
+            type TEXT NOT NULL,
+            id INTEGER NOT NULL,
+            PRIMARY KEY (workspace, type, id)
+        ) WITHOUT ROWID;
+        """)
+
+    /// Leased items, found without reading the table: the lease reclaim at open used to scan
+    /// every row (100,000 queued 2 KB items: 400 MB) to learn that nothing was leased.
+    static let leasedIndex = SQLiteMigrator.Migration(version: 6, name: "leased items index", sql: """
+        CREATE INDEX items_leased ON items(lease_expires_at) WHERE state = 'leased';
+        """)
+
+    /// A lean `items` table: what an enqueue writes besides its own row was most of its cost.
+    /// Each commit goes to the log page by page, and one 2 KB order touched about nine pages
+    /// against a bare row's two. Gone: `AUTOINCREMENT` (a `sqlite_sequence` page per insert;
+    /// ids still never come back, see `lastItemIDCounter`), the index entry every item without
+    /// a placeholder made in `produces`' unique index (now partial), and the `items_state` entry
+    /// of open items, which `items_open` already lists (and now covers with `state`, so counting
+    /// them reads no payload). Large columns go last, so that reading an item's state never walks
+    /// a payload's overflow pages. `dependencies` is rebuilt beside it: with foreign keys on,
+    /// dropping the old `items` would otherwise cascade into it.
+    static let leanItems = SQLiteMigrator.Migration(version: 7, name: "lean items", sql: """
+        CREATE TABLE outbox_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+        INSERT INTO outbox_counters (name, value) SELECT 'items', seq FROM sqlite_sequence WHERE name = 'items';
+        CREATE TABLE items_lean (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            lane TEXT NOT NULL,
+            state TEXT NOT NULL,
+            document_id TEXT NOT NULL,
+            attempt_id TEXT NOT NULL,
+            form TEXT,
+            form_version INTEGER,
+            endpoint TEXT,
+            base_version TEXT,
+            produces INTEGER,
+            server_id INTEGER,
+            server_version TEXT,
+            file_path TEXT,
+            content_type TEXT,
+            byte_count INTEGER,
+            sha256 BLOB,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            sends INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL,
+            lease_expires_at INTEGER,
+            last_error TEXT,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            field_errors BLOB,
+            conflicts BLOB,
+            base_payload BLOB,
+            server_payload BLOB,
+            payload BLOB
+        );
+        INSERT INTO items_lean (
+            id, kind, workspace, lane, state, document_id, attempt_id, form, form_version, endpoint, base_version, produces,
+            server_id, server_version, file_path, content_type, byte_count, sha256, attempts, sends, next_attempt_at,
+            lease_expires_at, last_error, created_at, updated_at, field_errors, conflicts, base_payload, server_payload, payload)
+        SELECT
+            id, kind, workspace, lane, state, document_id, attempt_id, form, form_version, endpoint, base_version, produces,
+            server_id, server_version, file_path, content_type, byte_count, sha256, attempts, sends, next_attempt_at,
+            lease_expires_at, last_error, created_at, updated_at, field_errors, conflicts, base_payload, server_payload, payload
+        FROM items ORDER BY id;
+        CREATE TEMP TABLE dependencies_kept AS SELECT item_id, placeholder FROM dependencies;
+        DROP TABLE dependencies;
+        DROP TABLE items;
+        ALTER TABLE items_lean RENAME TO items;
+        CREATE TABLE dependencies (
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            placeholder INTEGER NOT NULL,
+            PRIMARY KEY (item_id, placeholder)
+        ) WITHOUT ROWID;
+        INSERT INTO dependencies (item_id, placeholder) SELECT item_id, placeholder FROM temp.dependencies_kept;
+        DROP TABLE temp.dependencies_kept;
+        CREATE INDEX dependencies_placeholder ON dependencies(placeholder);
+        CREATE INDEX items_open ON items(workspace, lane, id, state) WHERE state IN ('pending', 'leased');
+        CREATE INDEX items_state ON items(workspace, state, id) WHERE state NOT IN ('pending', 'leased');
+        CREATE UNIQUE INDEX items_produces ON items(produces) WHERE produces IS NOT NULL;
+        CREATE INDEX items_file ON items(file_path) WHERE file_path IS NOT NULL;
+        CREATE INDEX items_leased ON items(lease_expires_at) WHERE state = 'leased';
+        """)
+
+    /// A landed record's placeholder, found by its server id (one lane per entity).
+    static let resolvedByServerID = SQLiteMigrator.Migration(version: 8, name: "resolved by server id", sql: "CREATE INDEX resolved_server ON resolved(workspace, server_id);")
+}
