@@ -154,7 +154,7 @@ extension Outbox {
                     try replaceDependencies(of: replaced.id, with: placeholders)
                     try store.recordDocument(workspace: workspace, documentID: documentID, digest: digest, item: replaced.id)
                     try reopen(&replaced, now: now)
-                    noteRecord(of: replaced)
+                    withRecords { $0.noteRecord(of: replaced) }
                     return replaced.id
                 }
                 let lane = try earlier.flatMap { $0.state == .pending || $0.state == .leased ? $0.lane : nil } ?? payload.lane.map(entityLane) ?? "document:\(documentID)"
@@ -171,7 +171,7 @@ extension Outbox {
                 }
                 row.id = try store.insert(row, now: now)
                 record(row.id, workspace, from: nil, to: row.state)
-                noteRecord(of: row)
+                withRecords { $0.noteRecord(of: row) }
                 for placeholder in placeholders { try store.addDependency(item: row.id, placeholder: placeholder) }
                 try store.recordDocument(workspace: workspace, documentID: documentID, digest: digest, item: row.id)
                 if placeholders.isEmpty {
@@ -239,11 +239,11 @@ extension Outbox {
         do {
             try await writeDurably {
                 for request in batch {
-                    let marks = (changes: uncommitted.count, notices: recordNotices)
+                    let marks = (changes: uncommitted.count, notices: withRecords { $0.notices })
                     let result = try database.savepoint { try request.body(&request.stashed) }
                     if case .failure = result {
                         uncommitted.removeSubrange(marks.changes...)
-                        recordNotices = marks.notices
+                        withRecords { $0.notices = marks.notices }
                     }
                     results.append(result)
                 }

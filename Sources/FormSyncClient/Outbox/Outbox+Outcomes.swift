@@ -90,7 +90,7 @@ extension Outbox {
             if let placeholder = row.produces, let serverID = ack.serverID {
                 try store.resolve(placeholder: placeholder, serverID: serverID, workspace: row.workspace)
             }
-            try storeAcknowledgedRecord(row, ack, now: now)
+            try withRecords { try $0.storeAcknowledgedRecord(row, ack, now: now) }
             if let placeholder = row.produces, ack.serverID != nil {
                 try releaseDependents(of: placeholder, workspace: row.workspace, now: now)
             }

@@ -113,6 +113,10 @@ public actor Outbox {
     /// Where events go (`events()`), from any thread.
     nonisolated let eventHub = SyncEventHub()
 
+    /// The device's records, as the app reads them (pulled, with unsent work on top); it
+    /// shares this outbox's file and thread.
+    public nonisolated let recordStore: RecordStore
+
     /// The workspace (server + tenant) items are captured in and sent to.
     public private(set) var workspace: String
 
@@ -140,9 +144,6 @@ public actor Outbox {
     var workListeners: [UUID: AsyncStream<Void>.Continuation] = [:]
     var subscribers: [UUID: AsyncStream<OutboxSnapshot>.Continuation] = [:]
     var waiters: [Int64: [CheckedContinuation<SubmitResult?, Never>]] = [:]
-    var recordListeners: [UUID: AsyncStream<RecordsChanged>.Continuation] = [:]
-    /// Records shown differently by the running transaction, announced when it commits.
-    var recordNotices: [String: Set<Int64>] = [:]
     /// The running pull, which concurrent `pull()` calls share.
     var pulling: Task<PullReport, any Error>?
 
@@ -205,6 +206,7 @@ public actor Outbox {
         }
         self.registry = registry
         recordTypes = records
+        recordStore = RecordStore(database: database, registry: registry, recordTypes: records, workspace: workspace)
         self.transports = transports
         self.transport = transport
         self.environment = environment
@@ -239,6 +241,7 @@ public actor Outbox {
         guard let transport = transports(workspace), transport.workspace == workspace else { throw OutboxError.noTransport(workspace: workspace) }
         self.workspace = workspace
         self.transport = transport
+        withRecords { $0.workspace = workspace }
         networkDown = false
         emitSnapshot(changed: nil)
         signalWork()
@@ -255,7 +258,7 @@ public actor Outbox {
 
     /// Records a state move, applied to the counts only once its transaction commits.
     func move(_ row: inout OutboxStore.Row, to state: State?) throws {
-        noteRecord(of: row)
+        withRecords { $0.noteRecord(of: row) }
         record(row.id, row.workspace, from: row.state, to: state)
         if let state { row.state = state }
     }
@@ -296,19 +299,18 @@ public actor Outbox {
     /// returned closure runs.
     private func commit<T>(_ durability: OutboxDatabase.Durability, _ body: () throws -> T) throws -> (T, () -> Void) {
         uncommitted = []
-        recordNotices = [:]
+        _ = withRecords { $0.takeNotices() }
         do {
             let result = try database.transaction(durability, body)
             let changes = uncommitted
             uncommitted = []
-            let notices = recordNotices
-            recordNotices = [:]
+            let notices = withRecords { $0.takeNotices() }
             for change in changes {
                 if let from = change.from { counts[change.workspace, default: [:]][from, default: 0] -= 1 }
                 if let to = change.to { counts[change.workspace, default: [:]][to, default: 0] += 1 }
             }
             return (result, { [self] in
-                emitRecordNotices(notices)
+                withRecords { $0.announce(notices) }
                 if !subscribers.isEmpty {
                     for change in changes where change.workspace == workspace {
                         emitSnapshot(changed: change.to.map { OutboxItemChange(id: change.id, state: publicState(id: change.id, $0)) })
@@ -317,9 +319,15 @@ public actor Outbox {
             })
         } catch {
             uncommitted = []
-            recordNotices = [:]
+            _ = withRecords { $0.takeNotices() }
             throw error
         }
+    }
+
+    /// Runs `body` on the record store, which shares this outbox's thread: its notes and
+    /// writes join the outbox's running transaction.
+    func withRecords<T: Sendable>(_ body: (isolated RecordStore) throws -> T) rethrows -> T {
+        try recordStore.assumeIsolated(body)
     }
 
     /// Runs `body` (store reads and writes), its storage errors typed for callers.

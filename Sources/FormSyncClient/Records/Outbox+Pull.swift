@@ -75,12 +75,12 @@ extension Outbox {
                     for (change, index) in zip(page.changes, fetched.indexes) {
                         if let fields = change.fields {
                             if tombstones { try store.removeTombstone(workspace: workspace, type: change.type, id: change.id) }
-                            try applyChange(change, fields: fields, workspace: workspace, index: index)
+                            try withRecords { try $0.applyChange(change, fields: fields, workspace: workspace, index: index) }
                             report.upserted += 1
                         } else {
                             let entry = recordTypes[change.type]
                             if try store.deleteRecord(workspace: workspace, type: change.type, id: change.id, oldIndex: { old in entry.flatMap { try? $0.indexEntries(old) } ?? [] }) {
-                                noteRecord(change.type, change.id)
+                                withRecords { $0.noteRecord(change.type, change.id) }
                             }
                             try store.addTombstone(workspace: workspace, type: change.type, id: change.id)
                             report.deleted += 1

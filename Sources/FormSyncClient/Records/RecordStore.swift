@@ -9,17 +9,47 @@ public struct RecordsChanged: Sendable, Equatable {
     public var changes: [String: Set<Int64>]
 }
 
-extension Outbox {
+/// The device's copy of the records in its scope, as the app reads them: what it pulled, with
+/// every submission not yet confirmed applied on top. It shares the outbox's file and thread
+/// (`Outbox.recordStore`), and its queries run on reader connections, so a long query never
+/// waits behind a write. Edits go through the outbox (`Outbox.edit`), pulls too (`Outbox.pull`):
+/// they are traffic; this type is the store and its notices.
+public actor RecordStore {
+    let database: OutboxDatabase
+    let store: OutboxStore
+    let registry: FormRegistry
+    let recordTypes: RecordRegistry
+    /// The workspace read and written: the outbox's current one.
+    var workspace: String
+    var listeners: [UUID: AsyncStream<RecordsChanged>.Continuation] = [:]
+    /// Records shown differently by the running transaction, announced when it commits.
+    var notices: [String: Set<Int64>] = [:]
+
+    init(database: OutboxDatabase, registry: FormRegistry, recordTypes: RecordRegistry, workspace: String) {
+        self.database = database
+        store = database.store
+        self.registry = registry
+        self.recordTypes = recordTypes
+        self.workspace = workspace
+    }
+
+    /// The record store runs on its outbox's database thread: the outbox writes records in
+    /// its own transactions (an acknowledgement, a page of the feed) without a hop.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        database.unownedExecutor
+    }
+
     // MARK: Reading
 
     /// The records of `R` the query selects, as the device shows them: what it pulled, with
     /// every submission not yet confirmed applied on top (an unsent edit shows at once; a record
     /// created offline is there under its placeholder id). Never waits on the network.
-    public func records<R: SyncRecord>(_ query: RecordQuery<R>) throws -> [R] {
+    public func records<R: SyncRecord>(_ query: RecordQuery<R>) async throws -> [R] {
         let workspace = self.workspace
-        let type = R.recordType
-        return try storage {
-            let shown = try overlay(type: type, workspace: workspace)
+        let registry = self.registry
+        return try await database.read { store in
+            let type = R.recordType
+            let shown = try Self.overlay(store, registry: registry, type: type, workspace: workspace)
             var wanted = query
             let stored: [OutboxStore.StoredRecord]
             switch query.filter {
@@ -48,20 +78,20 @@ extension Outbox {
 
     /// One record as the device shows it (see `records(_:)`); a placeholder id finds the
     /// record created offline, before and after its create lands.
-    public func record<R: SyncRecord>(_ type: R.Type, id: Int64) throws -> R? {
-        try records(RecordQuery<R>.id(id)).first
+    public func record<R: SyncRecord>(_ type: R.Type, id: Int64) async throws -> R? {
+        try await records(RecordQuery<R>.id(id)).first
     }
 
     /// The server id a placeholder landed as, once its creating submission is confirmed.
-    public func serverID(forPlaceholder placeholder: Int64) throws -> Int64? {
+    public func serverID(forPlaceholder placeholder: Int64) async throws -> Int64? {
         let workspace = self.workspace
-        return try storage { try store.resolvedID(placeholder, workspace: workspace) }
+        return try await database.read { try $0.resolvedID(placeholder, workspace: workspace) }
     }
 
     /// How many records the device holds for the current workspace (pulled or acknowledged).
-    public func storedRecordCount() throws -> Int {
+    public func storedRecordCount() async throws -> Int {
         let workspace = self.workspace
-        return try storage { try store.recordCount(workspace: workspace) }
+        return try await database.read { try $0.recordCount(workspace: workspace) }
     }
 
     /// Forgets every pulled record and the feed's cursor of the current workspace, so the next
@@ -69,33 +99,35 @@ extension Outbox {
     /// principal, another scope). Unsent work is kept and still shows on top.
     public func forgetPulledRecords() throws {
         let workspace = self.workspace
-        try write(.full) { try store.clearRecords(workspace: workspace) }
+        try database.transaction(.full) { try store.clearRecords(workspace: workspace) }
     }
+
+    // MARK: Notices
 
     /// Notices of which records changed, for a UI to refresh what it shows. A slow reader
     /// only misses notices, never the records themselves (read them again).
     public func recordChanges() -> AsyncStream<RecordsChanged> {
         let id = UUID()
         let (stream, continuation) = AsyncStream.makeStream(of: RecordsChanged.self, bufferingPolicy: .bufferingNewest(64))
-        recordListeners[id] = continuation
-        continuation.onTermination = { _ in Task { await self.removeRecordListener(id) } }
+        listeners[id] = continuation
+        continuation.onTermination = { [weak self] _ in Task { await self?.removeListener(id) } }
         return stream
     }
 
-    private func removeRecordListener(_ id: UUID) {
-        recordListeners[id] = nil
+    private func removeListener(_ id: UUID) {
+        listeners[id] = nil
     }
 
     /// Notes that a record is shown differently once the running transaction commits.
     func noteRecord(_ type: String, _ ids: Int64...) {
-        guard !recordListeners.isEmpty else { return }
-        recordNotices[type, default: []].formUnion(ids)
+        guard !listeners.isEmpty else { return }
+        notices[type, default: []].formUnion(ids)
     }
 
     /// Notes the record an item of a bound form shows on (its placeholder, or the record it edits).
     func noteRecord(of row: OutboxStore.Row) {
         // Every state move passes here: with nobody listening, reading the payload is waste.
-        guard !recordListeners.isEmpty, row.kind == .submission, let form = row.form, let action = registry[form]?.recordAction else { return }
+        guard !listeners.isEmpty, row.kind == .submission, let form = row.form, let action = registry[form]?.recordAction else { return }
         if action.kind == .creates, let placeholder = row.produces {
             noteRecord(action.recordType, placeholder)
         } else if let payload = row.payload, let id = RecordProjection.editedID(form: payload, action: action) {
@@ -103,14 +135,23 @@ extension Outbox {
         }
     }
 
-    func emitRecordNotices(_ notices: [String: Set<Int64>]) {
-        guard !notices.isEmpty, !recordListeners.isEmpty else { return }
-        for listener in recordListeners.values { listener.yield(RecordsChanged(changes: notices)) }
+    /// The notices of the transaction that just ended (to announce once it is durable), and
+    /// none pending after.
+    func takeNotices() -> [String: Set<Int64>] {
+        defer { notices = [:] }
+        return notices
     }
+
+    func announce(_ changes: [String: Set<Int64>]) {
+        guard !changes.isEmpty, !listeners.isEmpty else { return }
+        for listener in listeners.values { listener.yield(RecordsChanged(changes: changes)) }
+    }
+
+    // MARK: Overlay
 
     /// The records of `type` that unconfirmed submissions change, by id, with those changes
     /// applied in the order they were captured.
-    func overlay(type: String, workspace: String) throws -> [Int64: (version: Int, payload: Data)] {
+    static func overlay(_ store: OutboxStore, registry: FormRegistry, type: String, workspace: String) throws -> [Int64: (version: Int, payload: Data)] {
         let forms = registry.names.filter { registry[$0]?.recordAction?.recordType == type }
         var shown: [Int64: (version: Int, payload: Data)] = [:]
         for row in try store.unconfirmedSubmissions(workspace: workspace, forms: forms) {
@@ -132,64 +173,7 @@ extension Outbox {
         return shown
     }
 
-    // MARK: Editing
-
-    /// Edits the record `id` through the edit form `F` (`edits:` in its spec): the form starts
-    /// from the record as the device shows it (unsent edits included), `change` changes it, and
-    /// it is queued with the record as last pulled as its base and that version as `If-Match`.
-    /// A pulled change to the record never loses either side: a stale base is merged at send
-    /// time by the form's conflict policies, and money the server owns keeps the server's
-    /// value and parks the item as a conflict when the edit differed. An unsent edit of the
-    /// same record is replaced (one write, against the earliest base). Editing a record
-    /// created offline waits for its create to land and is based on the version it landed with.
-    ///
-    /// - Returns: the outbox item's id.
-    @discardableResult
-    public func edit<F: FormPayload>(_ form: F.Type, id: Int64, attachments: [Attachment] = [], _ change: (inout F) throws -> Void) async throws -> Int64 {
-        guard let action = F.recordAction, action.kind == .edits else { throw OutboxError.notAnEditForm(F.formName) }
-        let workspace = self.workspace
-        let (key, base, shown, earlier) = try storage { () throws -> (Int64, OutboxStore.StoredRecord?, (version: Int, payload: Data)?, OutboxStore.Row?) in
-            let key = id < 0 ? (try store.resolvedID(id, workspace: workspace) ?? id) : id
-            let base = key > 0 ? try store.storedRecord(workspace: workspace, type: action.recordType, id: key) : nil
-            let shown = try overlay(type: action.recordType, workspace: workspace)[key] ?? base.map { ($0.version, $0.payload) }
-            let earlier = try store.unconfirmedSubmissions(workspace: workspace, forms: [F.formName]).last { row in
-                guard let payload = row.payload, let edited = RecordProjection.editedID(form: payload, action: action) else { return false }
-                let resolved = edited < 0 ? ((try? store.resolvedID(edited, workspace: workspace)) ?? nil) ?? edited : edited
-                return resolved == key
-            }
-            return (key, base, shown, earlier)
-        }
-        guard let shown else { throw OutboxError.noSuchRecord(type: action.recordType, id: id) }
-        var payload: F
-        let basePayload: F?
-        do {
-            payload = try JSONDecoder().decode(F.self, from: try RecordProjection.editPayload(record: shown.payload, id: key, action: action))
-            basePayload = try base.map { try JSONDecoder().decode(F.self, from: try RecordProjection.editPayload(record: $0.payload, id: key, action: action)) }
-        } catch {
-            throw OutboxError.invalidPayload([FieldError(pointer: JSONPointer.root, code: "invalid", detail: "the stored \(action.recordType) \(id) cannot be read as \(F.formName): \(error)")])
-        }
-        try change(&payload)
-        // An unsent edit of this record is replaced; one already sent (or parked) stands, and
-        // this edit is a new document behind it. Its base is then the record as shown, with
-        // that earlier edit applied: the server will hold the earlier edit by the time this
-        // one arrives, and it is not a change made by someone else (merging against the
-        // pulled record would take the device's own earlier edit for a concurrent one).
-        let replaceable = earlier.flatMap { row in (row.state == .pending || row.state == .blocked) && row.sends == 0 && !inFlight.contains(row.id) ? row : nil }
-        if let earlier, replaceable == nil, base != nil, earlier.state == .pending || earlier.state == .leased {
-            let shownBase: F
-            do {
-                shownBase = try JSONDecoder().decode(F.self, from: try RecordProjection.editPayload(record: shown.payload, id: key, action: action))
-            } catch {
-                throw OutboxError.invalidPayload([FieldError(pointer: JSONPointer.root, code: "invalid", detail: "the shown \(action.recordType) \(id) cannot be read as \(F.formName): \(error)")])
-            }
-            return try await save(payload, attachments: attachments, documentID: environment.newID(), base: (shownBase, "\"\(base!.version)\""))
-        }
-        return try await save(
-            payload, attachments: attachments, documentID: replaceable?.documentID ?? environment.newID(),
-            base: basePayload.map { ($0, "\"\(base!.version)\"") })
-    }
-
-    // MARK: Acknowledgements
+    // MARK: Acknowledgements and pulled changes
 
     /// After a submission of a bound form is confirmed: the record the server now holds goes
     /// into the store (unless a newer one is there), and edits waiting on a record created
