@@ -154,7 +154,7 @@ public final class SyncEngine: Sendable {
             return true
         }
         guard started else { return }
-        let signals = await outbox.workSignals()
+        let signals = outbox.workSignals()
         let forwarders = [
             Task { for await _ in signals { continuation.yield(.work) } },
             Task {

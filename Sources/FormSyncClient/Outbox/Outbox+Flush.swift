@@ -65,7 +65,7 @@ extension Outbox {
         var paused = false
         var refreshes = 0
         let transport = self.transport
-        let hub = eventHub
+        let hub = observers
         let clock = environment.now
         // Answers land in the inbox as they come; the loop takes all that arrived at once and
         // records them in one transaction.
@@ -166,7 +166,7 @@ extension Outbox {
     func setNetworkDown(_ down: Bool, reason: String = "no server answered") {
         guard networkDown != down else { return }
         networkDown = down
-        eventHub.emit(down ? .offline(reason: reason) : .online)
+        observers.emit(down ? .offline(reason: reason) : .online)
         emitSnapshot(changed: nil)
     }
 

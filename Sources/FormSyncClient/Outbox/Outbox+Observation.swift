@@ -8,7 +8,7 @@ extension Outbox {
     /// coming back, as it happens (see `SyncEvent`). Listening costs nothing when nobody does;
     /// a slow listener misses old events, never slows the outbox.
     public nonisolated func events() -> AsyncStream<SyncEvent> {
-        eventHub.stream()
+        observers.eventStream()
     }
 
     /// What became of an item's attempts, oldest first (the newest 20 are kept).
@@ -39,18 +39,7 @@ extension Outbox {
     /// consumer only ever misses intermediate snapshots (the newest is kept): it never blocks
     /// or fails the outbox.
     public func snapshots() -> AsyncStream<OutboxSnapshot> {
-        let id = UUID()
-        let (stream, continuation) = AsyncStream.makeStream(of: OutboxSnapshot.self, bufferingPolicy: .bufferingNewest(1))
-        subscribers[id] = continuation
-        continuation.yield(OutboxSnapshot(workspace: workspace, counts: stateCounts(), changed: nil))
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.unsubscribe(id) }
-        }
-        return stream
-    }
-
-    func unsubscribe(_ id: UUID) {
-        subscribers[id] = nil
+        observers.snapshotStream(starting: OutboxSnapshot(workspace: workspace, counts: stateCounts(), changed: nil))
     }
 
     func emit(_ change: OutboxItemChange) {
@@ -58,9 +47,8 @@ extension Outbox {
     }
 
     func emitSnapshot(changed: OutboxItemChange?) {
-        guard !subscribers.isEmpty else { return }
-        let snapshot = OutboxSnapshot(workspace: workspace, counts: stateCounts(), changed: changed)
-        for continuation in subscribers.values { continuation.yield(snapshot) }
+        guard observers.hasSnapshotListeners else { return }
+        observers.publish(OutboxSnapshot(workspace: workspace, counts: stateCounts(), changed: changed))
     }
 
     func publicState(_ row: OutboxStore.Row) -> SyncState {
@@ -85,22 +73,12 @@ extension Outbox {
 
     /// A signal each time work may have become due without a flush noticing: an enqueue, a
     /// retry, a fix, a workspace switch. The sync engine wakes on it.
-    public func workSignals() -> AsyncStream<Void> {
-        let id = UUID()
-        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        workListeners[id] = continuation
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.removeWorkListener(id) }
-        }
-        return stream
-    }
-
-    private func removeWorkListener(_ id: UUID) {
-        workListeners[id] = nil
+    public nonisolated func workSignals() -> AsyncStream<Void> {
+        observers.workStream()
     }
 
     func signalWork() {
-        for continuation in workListeners.values { continuation.yield() }
+        observers.signalWork()
     }
 }
 

@@ -25,7 +25,7 @@ extension Outbox {
         let now = environment.now()
         for arrival in arrivals {
             inFlight.remove(arrival.lease.itemID)
-            eventHub.emit(.attemptFinished(
+            observers.emit(.attemptFinished(
                 item: arrival.lease.itemID, outcome: arrival.outcome, status: arrival.details.status,
                 milliseconds: arrival.milliseconds, bytesSent: arrival.details.bytesSent, bytesReceived: arrival.details.bytesReceived))
             retryingThisFlush.remove(arrival.lease.itemID)
@@ -141,7 +141,7 @@ extension Outbox {
         try move(&row, to: .pending)
         try store.update(row, now: now)
         retryingThisFlush.insert(row.id)
-        eventHub.emit(.backoffScheduled(item: row.id, until: row.nextAttemptAt, reason: reason))
+        observers.emit(.backoffScheduled(item: row.id, until: row.nextAttemptAt, reason: reason))
     }
 
     func merge(_ row: inout OutboxStore.Row, current: Data, version: String, now: Int64) throws {
@@ -184,7 +184,7 @@ extension Outbox {
 
     /// Parks an item for a person, and blocks everything that depends on it.
     func park(_ row: inout OutboxStore.Row, as state: State, reason: String, fieldErrors: [FieldError], now: Int64) throws {
-        eventHub.emit(.parked(item: row.id, state: publicState(id: row.id, state), reason: reason))
+        observers.emit(.parked(item: row.id, state: publicState(id: row.id, state), reason: reason))
         row.lastError = reason
         row.fieldErrors = fieldErrors.isEmpty ? nil : try FormRegistry.encode(fieldErrors)
         row.leaseExpiresAt = nil

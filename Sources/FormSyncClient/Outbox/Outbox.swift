@@ -110,8 +110,8 @@ public actor Outbox {
     /// Mints placeholder ids for files and offline-created records, never repeating one this
     /// outbox has stored, even across restarts.
     public nonisolated let placeholderIDs: PlaceholderIDSource
-    /// Where events go (`events()`), from any thread.
-    nonisolated let eventHub = SyncEventHub()
+    /// Who watches: events, snapshots and work signals, from any thread.
+    nonisolated let observers = ObservationHub()
 
     /// The device's records, as the app reads them (pulled, with unsent work on top); it
     /// shares this outbox's file and thread.
@@ -141,8 +141,6 @@ public actor Outbox {
     /// No server answered the last attempt: pending items are "waiting for network" until a
     /// server answers again (a reply or a successful probe).
     var networkDown = false
-    var workListeners: [UUID: AsyncStream<Void>.Continuation] = [:]
-    var subscribers: [UUID: AsyncStream<OutboxSnapshot>.Continuation] = [:]
     var waiters: [Int64: [CheckedContinuation<SubmitResult?, Never>]] = [:]
     /// The running pull, which concurrent `pull()` calls share.
     var pulling: Task<PullReport, any Error>?
@@ -311,7 +309,7 @@ public actor Outbox {
             }
             return (result, { [self] in
                 withRecords { $0.announce(notices) }
-                if !subscribers.isEmpty {
+                if observers.hasSnapshotListeners {
                     for change in changes where change.workspace == workspace {
                         emitSnapshot(changed: change.to.map { OutboxItemChange(id: change.id, state: publicState(id: change.id, $0)) })
                     }

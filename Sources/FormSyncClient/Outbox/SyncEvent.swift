@@ -24,27 +24,6 @@ public enum SyncEvent: Sendable, Equatable {
     case online
 }
 
-/// Hands events to every listener from any thread, without waiting: a slow listener misses
-/// the oldest of what it has not read (it keeps the newest 1,000), never blocks the outbox.
-final class SyncEventHub: Sendable {
-    private let listeners = Mutex<[UUID: AsyncStream<SyncEvent>.Continuation]>([:])
-
-    func stream() -> AsyncStream<SyncEvent> {
-        let id = UUID()
-        let (stream, continuation) = AsyncStream.makeStream(of: SyncEvent.self, bufferingPolicy: .bufferingNewest(1000))
-        listeners.withLock { $0[id] = continuation }
-        continuation.onTermination = { [weak self] _ in _ = self?.listeners.withLock { $0.removeValue(forKey: id) } }
-        return stream
-    }
-
-    func emit(_ event: SyncEvent) {
-        let targets = listeners.withLock { Array($0.values) }
-        for continuation in targets { continuation.yield(event) }
-    }
-
-    var isObserved: Bool { listeners.withLock { !$0.isEmpty } }
-}
-
 /// One attempt as the outbox remembers it (the newest 20 per item are kept).
 public struct AttemptRecord: Sendable, Equatable, Codable {
     /// When it finished (ms since 1970).

@@ -22,7 +22,7 @@ extension Outbox {
         pulling = task
         defer { pulling = nil }
         let report = try await task.value
-        eventHub.emit(.pulled(upserted: report.upserted, deleted: report.deleted, caughtUp: report.caughtUp))
+        observers.emit(.pulled(upserted: report.upserted, deleted: report.deleted, caughtUp: report.caughtUp))
         return report
     }
 
