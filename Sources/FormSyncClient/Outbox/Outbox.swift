@@ -142,8 +142,6 @@ public actor Outbox {
     /// server answers again (a reply or a successful probe).
     var networkDown = false
     var waiters: [Int64: [CheckedContinuation<SubmitResult?, Never>]] = [:]
-    /// The running pull, which concurrent `pull()` calls share.
-    var pulling: Task<PullReport, any Error>?
 
     /// Opens (or creates) the outbox database at `path`; its stash folder is `path + ".stash"`.
     /// Expired leases of a previous run return to pending here, keeping their attempt identity;

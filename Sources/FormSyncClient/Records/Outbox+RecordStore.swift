@@ -1,7 +1,8 @@
 import FormSyncModel
 
-/// The record store's reads, from the outbox: the same calls as on `recordStore`, for apps
-/// that hold only the outbox.
+/// The record store's reads, from the outbox (the same calls as on `recordStore`, for apps
+/// that hold only the outbox), and the pull, which is traffic: it goes through the outbox's
+/// transport and network state and writes through the record store.
 extension Outbox {
     /// The records of `R` the query selects, as the device shows them (`RecordStore.records`).
     public nonisolated func records<R: SyncRecord>(_ query: RecordQuery<R>) async throws -> [R] {
@@ -31,5 +32,27 @@ extension Outbox {
     /// Notices of which records changed (`RecordStore.recordChanges`).
     public nonisolated func recordChanges() async -> AsyncStream<RecordsChanged> {
         await recordStore.recordChanges()
+    }
+
+    /// Fetches the change feed page by page until the device has caught up, for the current
+    /// workspace. Each page and the cursor after it commit in one transaction, so a process
+    /// killed mid-pull resumes where the last committed page ended: no change is skipped or
+    /// applied twice, and applying one again is harmless (a record older than the stored one
+    /// is ignored). Concurrent calls share one pull. Sending is never held up: the outbox
+    /// keeps flushing while a pull waits on the network.
+    ///
+    /// A pull is bounded (`limits`): a server that keeps saying "more" stops it after so many
+    /// pages, bytes or seconds, with what was committed kept and the reason in the report; the
+    /// next pull goes on from there.
+    ///
+    /// Returns what was pulled; `stoppedBecause` says why it ended before catching up (no
+    /// network, an expired token, a server error, a bound). Throws only when the database
+    /// refuses.
+    public func pull(pageSize: Int = 500, limits: PullLimits = PullLimits()) async throws -> PullReport {
+        let context = PullContext(
+            transport: transport, refreshAuthentication: refreshAuthentication, maxAuthRefreshes: configuration.maxAuthRefreshesPerFlush,
+            now: environment.now, observers: observers,
+            networkDown: { [weak self] reason in await self?.setNetworkDown(true, reason: reason) })
+        return try await recordStore.pull(pageSize: max(1, min(pageSize, 1000)), limits: limits, context: context)
     }
 }

@@ -24,6 +24,8 @@ public actor RecordStore {
     var listeners: [UUID: AsyncStream<RecordsChanged>.Continuation] = [:]
     /// Records shown differently by the running transaction, announced when it commits.
     var notices: [String: Set<Int64>] = [:]
+    /// The running pull, which concurrent `pull()` calls share.
+    var pulling: Task<PullReport, any Error>?
 
     init(database: OutboxDatabase, registry: FormRegistry, recordTypes: RecordRegistry, workspace: String) {
         self.database = database

@@ -1,40 +1,38 @@
 import Foundation
 import FormSyncModel
 
-extension Outbox {
-    /// Fetches the change feed page by page until the device has caught up, for the current
-    /// workspace. Each page and the cursor after it commit in one transaction, so a process
-    /// killed mid-pull resumes where the last committed page ended: no change is skipped or
-    /// applied twice, and applying one again is harmless (a record older than the stored one
-    /// is ignored). Concurrent calls share one pull. Sending is never held up: the outbox
-    /// keeps flushing while a pull waits on the network.
-    ///
-    /// A pull is bounded (`limits`): a server that keeps saying "more" stops it after so many
-    /// pages, bytes or seconds, with what was committed kept and the reason in the report; the
-    /// next pull goes on from there.
-    ///
-    /// Returns what was pulled; `stoppedBecause` says why it ended before catching up (no
-    /// network, an expired token, a server error, a bound). Throws only when the database
-    /// refuses.
-    public func pull(pageSize: Int = 500, limits: PullLimits = PullLimits()) async throws -> PullReport {
+/// What a pull needs of the outbox it runs for: the current workspace's transport and the
+/// outbox's hooks (token refresh, network state, events).
+struct PullContext: Sendable {
+    var transport: any OutboxTransport
+    var refreshAuthentication: @Sendable () async -> Bool
+    var maxAuthRefreshes: Int
+    var now: @Sendable () -> Int64
+    var observers: ObservationHub
+    var networkDown: @Sendable (String) async -> Void
+}
+
+extension RecordStore {
+    /// Pulls for the current workspace (see `Outbox.pull`); concurrent calls share one pull.
+    func pull(pageSize: Int, limits: PullLimits, context: PullContext) async throws -> PullReport {
         if let running = pulling { return try await running.value }
-        let task = Task { try await self.runPull(pageSize: max(1, min(pageSize, 1000)), limits: limits) }
+        let task = Task { try await self.runPull(pageSize: pageSize, limits: limits, context: context) }
         pulling = task
         defer { pulling = nil }
         let report = try await task.value
-        observers.emit(.pulled(upserted: report.upserted, deleted: report.deleted, caughtUp: report.caughtUp))
+        context.observers.emit(.pulled(upserted: report.upserted, deleted: report.deleted, caughtUp: report.caughtUp))
         return report
     }
 
-    private func runPull(pageSize: Int, limits: PullLimits) async throws -> PullReport {
+    private func runPull(pageSize: Int, limits: PullLimits, context: PullContext) async throws -> PullReport {
         var report = PullReport()
         let clock = ContinuousClock()
         let started = clock.now
         var bytes = 0
         let workspace = self.workspace
-        let transport = self.transport
+        let transport = context.transport
         let recordTypes = self.recordTypes
-        var cursor = try storage { try store.pullCursor(workspace: workspace) }
+        var cursor = try OutboxDatabase.mapping { try store.pullCursor(workspace: workspace) }
         var fromScratch = false
         var refreshed = 0
         // The next page is fetched and read while this one commits; nothing of it is stored
@@ -69,24 +67,24 @@ extension Outbox {
                     ahead = (next, Task { await Self.fetchPage(transport: transport, cursor: next, limit: pageSize, recordTypes: recordTypes) })
                 }
                 CrashPoint.pullPage.reach()
-                try write(.normal) {
+                try writeAnnouncing {
                     if fromScratch { try store.clearRecords(workspace: workspace) }
                     let tombstones = try store.hasTombstones(workspace: workspace)
                     for (change, index) in zip(page.changes, fetched.indexes) {
                         if let fields = change.fields {
                             if tombstones { try store.removeTombstone(workspace: workspace, type: change.type, id: change.id) }
-                            try withRecords { try $0.applyChange(change, fields: fields, workspace: workspace, index: index) }
+                            try applyChange(change, fields: fields, workspace: workspace, index: index)
                             report.upserted += 1
                         } else {
                             let entry = recordTypes[change.type]
                             if try store.deleteRecord(workspace: workspace, type: change.type, id: change.id, oldIndex: { old in entry.flatMap { try? $0.indexEntries(old) } ?? [] }) {
-                                withRecords { $0.noteRecord(change.type, change.id) }
+                                noteRecord(change.type, change.id)
                             }
                             try store.addTombstone(workspace: workspace, type: change.type, id: change.id)
                             report.deleted += 1
                         }
                     }
-                    try store.setPullCursor(page.cursor, workspace: workspace, at: environment.now())
+                    try store.setPullCursor(page.cursor, workspace: workspace, at: context.now())
                 }
                 fromScratch = false
                 cursor = page.cursor
@@ -103,7 +101,7 @@ extension Outbox {
                 }
             case .authExpired:
                 refreshed += 1
-                guard refreshed <= configuration.maxAuthRefreshesPerFlush, await refreshAuthentication() else {
+                guard refreshed <= context.maxAuthRefreshes, await context.refreshAuthentication() else {
                     report.stoppedBecause = fetched.outcome
                     return report
                 }
@@ -117,7 +115,7 @@ extension Outbox {
                 cursor = nil
                 fromScratch = true
             case .unreachable(let reason):
-                setNetworkDown(true, reason: reason)
+                await context.networkDown(reason)
                 report.stoppedBecause = fetched.outcome
                 return report
             case .failed:
@@ -128,7 +126,19 @@ extension Outbox {
         return report
     }
 
-    /// One page of the feed as fetched, each record read by its type off the outbox's actor.
+    /// Runs `body` in one transaction and announces the records it changed once it commits.
+    private func writeAnnouncing(_ body: () throws -> Void) throws {
+        _ = takeNotices()
+        do {
+            try database.transaction(.normal, body)
+        } catch {
+            _ = takeNotices()
+            throw error
+        }
+        announce(takeNotices())
+    }
+
+    /// One page of the feed as fetched, each record read by its type off the database's thread.
     struct FetchedPage: Sendable {
         var outcome: PullOutcome
         /// Each change's index entries, in the page's order (none for a deletion).
