@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The serial executor of one database's owner: a thread of its own that runs the owner's jobs
 /// one at a time. Every SQLite call and every fsync the owner makes runs there, never on Swift's
@@ -11,13 +10,11 @@ import Synchronization
 ///
 /// The thread ends once `shutdown()` was called and its queue is empty (the owner calls it from
 /// its `deinit`, after which no actor holds the executor any more).
-package final class DatabaseExecutor: SerialExecutor, @unchecked Sendable {
+package final class DatabaseExecutor: SerialExecutor, TaskExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
     private var head = 0
     private var stopping = false
-    /// Jobs queued and not yet taken, read without the lock by the thread's short spin.
-    private let queued = Atomic<Int>(0)
 
     /// A new executor whose thread is named `name` (debuggers and `perf` show it).
     package init(name: String) {
@@ -32,13 +29,16 @@ package final class DatabaseExecutor: SerialExecutor, @unchecked Sendable {
         let job = UnownedJob(job)
         condition.lock()
         jobs.append(job)
-        queued.add(1, ordering: .releasing)
         condition.signal()
         condition.unlock()
     }
 
     package func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
+    }
+
+    package func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
     }
 
     /// How many jobs wait behind the running one: an owner that finds none may block its thread
@@ -57,20 +57,9 @@ package final class DatabaseExecutor: SerialExecutor, @unchecked Sendable {
         condition.unlock()
     }
 
-    /// How long the idle thread looks for a new job before it sleeps.
-    static let spinNanoseconds: UInt64 = 50_000
-
     private func run() {
         condition.lock()
         while true {
-            if head == jobs.count && !stopping {
-                // A job often follows within microseconds (the reply to a call this thread
-                // just made): a short spin saves the sleep and wake-up of a thread.
-                condition.unlock()
-                let start = DispatchTime.now().uptimeNanoseconds
-                while queued.load(ordering: .acquiring) == 0 && DispatchTime.now().uptimeNanoseconds &- start < Self.spinNanoseconds {}
-                condition.lock()
-            }
             while head == jobs.count && !stopping { condition.wait() }
             if head == jobs.count {
                 condition.unlock()
@@ -78,7 +67,6 @@ package final class DatabaseExecutor: SerialExecutor, @unchecked Sendable {
             }
             let job = jobs[head]
             head += 1
-            queued.subtract(1, ordering: .relaxed)
             if head == jobs.count {
                 jobs.removeAll(keepingCapacity: true)
                 head = 0

@@ -70,6 +70,7 @@ extension Outbox {
         // Answers land in the inbox as they come; the loop takes all that arrived at once and
         // records them in one transaction.
         let inbox = FlushInbox()
+        let executor = database.taskExecutor
         await withDiscardingTaskGroup { group in
             var running = 0
             var uploads = 0
@@ -79,7 +80,7 @@ extension Outbox {
                     running += 1
                     if lease.request.isFileUpload { uploads += 1 }
                     hub.emit(.attemptStarted(item: lease.itemID, kind: lease.request.isFileUpload ? .file : .submission, form: lease.request.form, attempt: lease.attempt))
-                    group.addTask {
+                    group.addTask(executorPreference: executor) {
                         CrashPoint.leased.reach()
                         let started = clock()
                         let item = lease.itemID

@@ -33,6 +33,10 @@ package final class OutboxDatabase: @unchecked Sendable {
     /// The executor of the thread that owns the writer: the outbox and the record store run on it.
     var unownedExecutor: UnownedSerialExecutor { owner.executor.asUnownedSerialExecutor() }
 
+    /// The same thread as a task executor: work a flush starts for its answers (the
+    /// transport's call) runs there too, so an answer does not wake two threads.
+    var taskExecutor: any TaskExecutor { owner.executor }
+
     /// Group commit of the log (tests and benchmarks count its fsyncs).
     var walSync: WALSync { owner.walSync }
     /// The log's checkpointer (tests and benchmarks watch it).
