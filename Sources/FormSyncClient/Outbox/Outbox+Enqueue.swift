@@ -35,7 +35,18 @@ extension Outbox {
         // Validating, encoding and digesting need nothing of the actor's: done here, they run
         // beside other enqueues' commits instead of in the actor's queue.
         let prepared = try Self.prepare(payload, base: base)
-        return try await save(payload, attachments: attachments, documentID: documentID, creates: creates, base: base, prepared: prepared)
+        let saved = try await saveCommitted(payload, attachments: attachments, documentID: documentID, creates: creates, base: base, prepared: prepared)
+        // Waited for here, off the outbox's thread: the answer comes back to the caller's
+        // thread without passing through the outbox's.
+        if saved.pending > 0 { try await database.durable(through: saved.pending, alone: false) }
+        return saved.id
+    }
+
+    /// A committed enqueue: its item, and the commit its caller must see durable before it
+    /// reports the item saved (0 when it already is).
+    struct Saved: Sendable {
+        var id: Int64
+        var pending: UInt64
     }
 
     /// A payload checked and encoded, before the actor is needed.
@@ -60,16 +71,25 @@ extension Outbox {
     /// the hop when there is one.
     func save<P: FormPayload>(
         _ payload: P, attachments: [Attachment] = [], documentID: String? = nil, creates: Int64? = nil,
-        base: (payload: P, version: String)? = nil, prepared: PreparedPayload? = nil
+        base: (payload: P, version: String)? = nil
     ) async throws -> Int64 {
+        let saved = try await saveCommitted(payload, attachments: attachments, documentID: documentID, creates: creates, base: base)
+        if saved.pending > 0 { try await database.durable(through: saved.pending, alone: false) }
+        return saved.id
+    }
+
+    /// `save` up to its commit: the fsync it needs, if any, is the caller's to wait for.
+    func saveCommitted<P: FormPayload>(
+        _ payload: P, attachments: [Attachment] = [], documentID: String? = nil, creates: Int64? = nil,
+        base: (payload: P, version: String)? = nil, prepared: PreparedPayload? = nil
+    ) async throws -> Saved {
         let prepared = try prepared ?? Self.prepare(payload, base: base)
         guard registry[P.formName] != nil else { throw OutboxError.unknownForm(P.formName) }
         // Once means once: a document already stored with these bytes is that item, found
         // without a transaction. The save that stored it may still wait for its fsync: this
         // one waits for it too, so that nothing is reported saved before it is on disk.
         if let documentID, let existing = try storage({ try store.documentItem(workspace: workspace, documentID: documentID, digest: prepared.digest) }) {
-            try await database.durable(through: lastSaveCommit, alone: false)
-            return existing
+            return Saved(id: existing, pending: lastSaveCommit)
         }
         return try await saveDurably { [self] copiesMade in
             try saveInTransaction(payload, attachments: attachments, documentID: documentID, creates: creates, base: base, prepared: prepared, copiesMade: &copiesMade)
@@ -195,23 +215,23 @@ extension Outbox {
     final class SaveRequest {
         let body: (inout [String]) throws -> Int64
         var stashed: [String] = []
-        var continuation: CheckedContinuation<Int64, any Error>?
+        var continuation: CheckedContinuation<Saved, any Error>?
 
         init(body: @escaping (inout [String]) throws -> Int64) { self.body = body }
     }
 
-    /// Runs an enqueue's writes (`saveInTransaction`) in a durable commit; returns once it is
-    /// on disk. Alone, it has a transaction of its own and awaits its fsync. With other
+    /// Runs an enqueue's writes (`saveInTransaction`) in a durable commit. Alone, it has a
+    /// transaction of its own and returns once its fsync (run right here) is done. With other
     /// enqueues under way, it joins a batch: the first of them lets the ones queued behind it
     /// on the actor join, then runs them all in one transaction, each in a savepoint of its own
-    /// (one that fails is undone alone and gets its own error), and every one of them returns
-    /// after the one fsync that covers the batch. The pages they share (the table's last page,
+    /// (one that fails is undone alone and gets its own error); each caller then waits for the
+    /// one fsync that covers the batch (`Saved.pending`), off the outbox's thread. The pages they share (the table's last page,
     /// the index pages, the lane) then go to the log once per batch instead of once per enqueue.
-    func saveDurably(_ body: @escaping (inout [String]) throws -> Int64) async throws -> Int64 {
+    func saveDurably(_ body: @escaping (inout [String]) throws -> Int64) async throws -> Saved {
         guard enqueueCallers.value.load(ordering: .relaxed) > 1 else {
             var stashed: [String] = []
             do {
-                return try await writeDurably { try body(&stashed) }
+                return Saved(id: try await writeDurably { try body(&stashed) }, pending: 0)
             } catch {
                 for path in stashed { stash.remove(path) }
                 throw error
@@ -231,13 +251,13 @@ extension Outbox {
         return try results[0].get()
     }
 
-    /// Commits a batch of enqueues in one transaction and waits for the fsync that covers it:
-    /// each one's id, or its error (its own, or the batch's when the batch did not commit or
-    /// could not be made durable; their stash copies are then removed).
-    private func commit(_ batch: [SaveRequest]) async -> [Result<Int64, any Error>] {
+    /// Commits a batch of enqueues in one transaction: each one's item and the commit to wait
+    /// for, or its error (its own, or the batch's when the batch did not commit; their stash
+    /// copies are then removed).
+    private func commit(_ batch: [SaveRequest]) async -> [Result<Saved, any Error>] {
         var results: [Result<Int64, any Error>] = []
         do {
-            try await writeDurably {
+            let (_, pending) = try await writeDeferringSync {
                 for request in batch {
                     let marks = (changes: uncommitted.count, notices: withRecords { $0.notices })
                     let result = try database.savepoint { try request.body(&request.stashed) }
@@ -248,11 +268,11 @@ extension Outbox {
                     results.append(result)
                 }
             }
-            return results
+            return results.map { $0.map { Saved(id: $0, pending: pending) } }
         } catch {
             for request in batch { for path in request.stashed { stash.remove(path) } }
             return batch.indices.map { index in
-                if index < results.count, case .failure = results[index] { return results[index] }
+                if index < results.count, case .failure(let own) = results[index] { return .failure(own) }
                 return .failure(error)
             }
         }

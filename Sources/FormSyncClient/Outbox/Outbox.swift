@@ -291,6 +291,21 @@ public actor Outbox {
         return result
     }
 
+    /// `writeDurably` for a caller that waits for the fsync itself, off this thread (an
+    /// enqueue among others, whose fsync is shared): commits, and returns the commit number
+    /// the caller must see durable before it reports anything saved (0: already durable).
+    /// When someone watches snapshots or records, it waits here instead, since its changes are
+    /// announced only once they are durable.
+    func writeDeferringSync<T>(_ body: () throws -> T) async throws -> (T, pending: UInt64) {
+        let (result, announce) = try commit(.normal, body)
+        let number = database.commitCount
+        lastSaveCommit = max(lastSaveCommit, number)
+        guard observers.hasSnapshotListeners || withRecords({ !$0.listeners.isEmpty }) else { return (result, number) }
+        try await database.durable(through: number, alone: false)
+        announce()
+        return (result, 0)
+    }
+
     /// Commits `body`; the counts follow at once, snapshots and record notices when the
     /// returned closure runs.
     private func commit<T>(_ durability: OutboxDatabase.Durability, _ body: () throws -> T) throws -> (T, () -> Void) {
