@@ -99,9 +99,10 @@ struct ReadmeExamples {
         let pulled = try await outbox.pull()              // pages until caught up: .upserted, .deleted, .caughtUp, .stoppedBecause
 
         // Read without the network. Unsent work shows on top of what was pulled.
-        let todo = try await outbox.records(Delivery.byStatus(.assigned))
-        let stop = try await outbox.record(Delivery.self, id: deliveryID)
-        let notices = Task { for await changed in await outbox.recordChanges() { print(changed.changes["Delivery"] ?? []) } }
+        let records = outbox.recordStore                  // the device's records (the outbox forwards these calls too)
+        let todo = try await records.records(Delivery.byStatus(.assigned))
+        let stop = try await records.record(Delivery.self, id: deliveryID)
+        let notices = Task { for await changed in await records.recordChanges() { print(changed.changes["Delivery"] ?? []) } }
 
         // Edit a record: the form starts from the record as the device shows it; the record as last
         // pulled is the base and its version goes out as If-Match.
