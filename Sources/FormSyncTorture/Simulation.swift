@@ -311,7 +311,7 @@ package struct Simulation {
                     break
                 }
                 let now = environment.now()
-                let due = await outbox.nextDueTime() ?? now
+                let due = await outbox.nextDueMilliseconds() ?? now
                 time.withLock { $0 += max(1000, min(due - now, 3_600_000)) }
             }
             if !drained { outcome.failures.append("workspace \(current) did not drain: \(await outbox.stateCounts())") }

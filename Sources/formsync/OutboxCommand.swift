@@ -111,7 +111,7 @@ enum OutboxCommand {
     static func detail(_ item: OutboxItem, _ outbox: OutboxInspector) throws -> [String: Any] {
         var object = summary(item)
         object["attempt_id"] = item.attemptID
-        object["next_attempt_at"] = item.nextAttemptAt
+        object["next_attempt_at"] = item.nextAttemptAt.millisecondsSince1970
         if let version = item.formVersion { object["form_version"] = version }
         if let placeholder = item.producesPlaceholder { object["produces_placeholder"] = placeholder }
         if let id = item.serverID { object["server_id"] = id }
@@ -122,7 +122,7 @@ enum OutboxCommand {
         object["field_errors"] = item.fieldErrors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] }
         object["conflicts"] = item.conflicts.map { ["pointer": $0.pointer, "reason": $0.reason] }
         object["history"] = try outbox.history(of: item.id).map { record -> [String: Any] in
-            var entry: [String: Any] = ["at": record.at, "outcome": record.outcome, "milliseconds": record.milliseconds]
+            var entry: [String: Any] = ["at": record.at.millisecondsSince1970, "outcome": record.outcome, "milliseconds": record.duration.clampedMilliseconds]
             if let status = record.status { entry["status"] = status }
             if let reason = record.reason { entry["reason"] = reason }
             return entry

@@ -78,8 +78,8 @@ struct HostileHTTPTests {
         #expect(report.retrying == 1)
         let item = try #require(try await outbox.item(id))
         #expect(item.state == .savedOnDevice)
-        #expect(item.nextAttemptAt > world.clock.now)
-        #expect(item.nextAttemptAt <= world.clock.now + RetryPolicy().maxRetryAfter.components.seconds * 1000)
+        #expect(item.nextAttemptAt.millisecondsSince1970 > world.clock.now)
+        #expect(item.nextAttemptAt.millisecondsSince1970 <= world.clock.now + RetryPolicy().maxRetryAfter.components.seconds * 1000)
     }
 
     @Test func aDotSegmentValueReachesTheServerEncodedAndCannotReaddressTheRequest() async throws {

@@ -83,8 +83,8 @@ struct ReadmeExamples {
 
         let events = Task {
             for await event in outbox.events() {
-                if case .attemptFinished(let item, let outcome, let status, let milliseconds, _, _) = event {
-                    print("item \(item): \(outcome.name) \(status.map(String.init) ?? "-") in \(milliseconds) ms")
+                if case .attemptFinished(let item, let outcome, let status, let duration, _, _) = event {
+                    print("item \(item): \(outcome.name) \(status.map(String.init) ?? "-") in \(duration)")
                 }
             }
         }

@@ -16,12 +16,12 @@ struct ChangeFeedReaderTests {
             let cursorBytes = page["cursor"], let cursor = try? JSONDecoder().decode(String.self, from: cursorBytes)
         else { return .unreachable(reason: "HTTP 200 that is not a change feed (a captive portal or proxy?)") }
         guard !cursor.isEmpty, cursor.utf8.count <= 256, cursor.utf8.allSatisfy({ (0x21...0x7E).contains($0) }), items.count <= HTTPTransport.maxChangesPerPage else {
-            return .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfterMilliseconds: nil)
+            return .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfter: nil)
         }
         var changes: [RecordChange] = []
         for item in items {
             guard let object = JSONObjectSlices(item), let change = change(object) else {
-                return .failed(reason: "the change feed holds a malformed change", retryAfterMilliseconds: nil)
+                return .failed(reason: "the change feed holds a malformed change", retryAfter: nil)
             }
             changes.append(change)
         }
@@ -73,7 +73,7 @@ struct ChangeFeedReaderTests {
         let one = #"{"type":"A","id":1,"deleted":true}"#
         let text = #"{"cursor":"c1","changes":["# + Array(repeating: one, count: HTTPTransport.maxChangesPerPage + 1).joined(separator: ",") + "]}"
         #expect(ChangeFeedReader.read(Data(text.utf8), limit: HTTPTransport.maxChangesPerPage)?.changes.count == HTTPTransport.maxChangesPerPage)
-        #expect(Self.read(text) == .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfterMilliseconds: nil))
+        #expect(Self.read(text) == .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfter: nil))
     }
 
     @Test(arguments: 0..<4)

@@ -77,7 +77,7 @@ struct HTTPTransportClassificationTests {
         #expect(classify(401) == .authExpired)
         #expect(classify(412, json.merging(["etag": "\"7\""]) { a, _ in a }, #"{"record":{"b":1,"a":2}}"#)
             == .conflict(current: Data(#"{"a":2,"b":1}"#.utf8), version: "\"7\""))
-        #expect(classify(503, ["retry-after": "120"]) == .transient(reason: "HTTP 503", retryAfterMilliseconds: 120_000))
+        #expect(classify(503, ["retry-after": "120"]) == .transient(reason: "HTTP 503", retryAfter: .milliseconds(120_000)))
         for status in [408, 409, 425, 429, 500, 502] {
             guard case .transient = classify(status) else {
                 Issue.record("\(status) is not transient")

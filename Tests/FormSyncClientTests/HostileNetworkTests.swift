@@ -78,7 +78,7 @@ struct HostileNetworkTests {
             path: h.path, forms: Harness.forms, transport: h.transport, configuration: h.configuration,
             environment: OutboxEnvironment(now: { clock.withLock { $0 += 10_000; return $0 } }, random: { 0 }, newID: { h.ids.next() }))
         try await outbox.enqueue(order(1))
-        for _ in 0..<6 { h.transport.script(.transient(reason: "503", retryAfterMilliseconds: 0)) }
+        for _ in 0..<6 { h.transport.script(.transient(reason: "503", retryAfter: .milliseconds(0))) }
         let report = await outbox.flush()
         #expect(h.transport.requests.count == 1)
         #expect(report.retrying == 1)
@@ -90,10 +90,10 @@ struct HostileNetworkTests {
         let h = try Harness()
         let outbox = try h.open()
         try await outbox.enqueue(order(1))
-        h.transport.script(.transient(reason: "503", retryAfterMilliseconds: .max))
+        h.transport.script(.transient(reason: "503", retryAfter: .milliseconds(Int64.max)))
         _ = await outbox.flush()
         let item = try #require(try await outbox.item(1))
-        #expect(item.nextAttemptAt == h.clock.now + h.configuration.retry.maxRetryAfterMilliseconds)
+        #expect(item.nextAttemptAt.millisecondsSince1970 == h.clock.now + h.configuration.retry.maxRetryAfterMilliseconds)
         #expect(RetryPolicy().delay(afterAttempts: .max, random: 1, retryAfterMilliseconds: .max) == 3_600_000)
         #expect(RetryPolicy().delay(afterAttempts: 3, random: 0.5, retryAfterMilliseconds: .min) > 0)
         h.clock.advance(by: 3_600_000)

@@ -67,7 +67,7 @@ import Testing
         let second = try await outbox.enqueue(order(2))
         #expect(await outbox.flush().sent == 2)
         h.clock.advance(by: 10_000)
-        #expect(try await outbox.purgeConfirmed(acknowledgedBefore: h.clock.now) == 2)
+        #expect(try await outbox.purgeConfirmed(acknowledgedBefore: Date(millisecondsSince1970: h.clock.now)) == 2)
         outbox = try h.open()
         let third = try await outbox.enqueue(order(3))
         #expect(third > second && second > first)

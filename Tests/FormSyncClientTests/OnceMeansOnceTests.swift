@@ -17,7 +17,7 @@ struct OnceMeansOnceTests {
         #expect(again == first)
         #expect(await outbox.flush().sent == 1)
         // After it was confirmed and even purged, the same enqueue still changes nothing.
-        let purged = try await outbox.purgeConfirmed(acknowledgedBefore: h.clock.now + 1)
+        let purged = try await outbox.purgeConfirmed(acknowledgedBefore: Date(millisecondsSince1970: h.clock.now + 1))
         #expect(purged == 1)
         #expect(try await outbox.enqueue(order(1, quantity: 3), documentID: "doc-1") == first)
         #expect(await outbox.flush().sent == 0)

@@ -78,7 +78,7 @@ struct OutboxDependencyTests {
         let customer = outbox.placeholderIDs.next()
         let created = try await outbox.enqueue(NewCustomer(name: "Café Lima", segment: .horeca), creates: customer)
         let orderID = try await outbox.enqueue(order(customer), documentID: "order")
-        h.transport.script(.transient(reason: "offline", retryAfterMilliseconds: nil), when: { $0.form == "NewCustomer" })
+        h.transport.script(.transient(reason: "offline", retryAfter: nil), when: { $0.form == "NewCustomer" })
         _ = await outbox.flush()
         #expect(h.sentDocuments.count == 1)  // the order waits for its customer
         #expect(try await outbox.item(orderID)?.state == .savedOnDevice)

@@ -13,7 +13,7 @@ struct OutboxLaneTests {
         try await outbox.enqueue(order(1, sku: "B-0001"), documentID: "B")
         try await outbox.enqueue(order(2), documentID: "D")
         try await outbox.enqueue(order(1, sku: "C-0001"), documentID: "C")
-        h.transport.script(.transient(reason: "timeout", retryAfterMilliseconds: nil), when: { $0.documentID == "A" })
+        h.transport.script(.transient(reason: "timeout", retryAfter: nil), when: { $0.documentID == "A" })
 
         let first = await outbox.flush()
         #expect(h.sentDocuments.sorted() == ["A", "D"])
@@ -105,7 +105,7 @@ struct EntityLaneTests {
         try await outbox.enqueue(order(customer, sku: "A-0001"), documentID: "A")
         // The customer lands as 501; order A (sent as customer 501) meets a 503 and waits.
         h.transport.script(.done(ServerAcknowledgement(serverID: 501, version: "\"1\"")), when: { $0.documentID == "create" })
-        h.transport.script(.transient(reason: "503", retryAfterMilliseconds: nil), when: { $0.documentID == "A" })
+        h.transport.script(.transient(reason: "503", retryAfter: nil), when: { $0.documentID == "A" })
         _ = await outbox.flush()
         #expect(try await outbox.serverID(forPlaceholder: customer) == 501)
         #expect(h.sentDocuments == ["create", "A"])
@@ -129,7 +129,7 @@ struct EntityLaneTests {
         h.transport.script(.done(ServerAcknowledgement(serverID: 77, version: "\"1\"")), when: { $0.documentID == "create" })
         _ = await outbox.flush()
         try await outbox.enqueue(order(77, sku: "A-0001"), documentID: "A")
-        h.transport.script(.transient(reason: "503", retryAfterMilliseconds: nil), when: { $0.documentID == "A" })
+        h.transport.script(.transient(reason: "503", retryAfter: nil), when: { $0.documentID == "A" })
         _ = await outbox.flush()
         // A screen still holding the placeholder captures another order for the same customer.
         try await outbox.enqueue(order(customer, sku: "B-0001"), documentID: "B")

@@ -23,28 +23,28 @@ struct OutboxOutcomeTests {
         h.randomValue = 0.25
         var outbox = try h.open()
         let id = try await outbox.enqueue(order(1))
-        h.transport.script(.transient(reason: "503", retryAfterMilliseconds: nil))
-        h.transport.script(.transient(reason: "503", retryAfterMilliseconds: nil))
+        h.transport.script(.transient(reason: "503", retryAfter: nil))
+        h.transport.script(.transient(reason: "503", retryAfter: nil))
         _ = await outbox.flush()
         var item = try #require(try await outbox.item(id))
         #expect(item.attempts == 1)
-        #expect(item.nextAttemptAt == h.clock.now + 625)  // 500 + 500 × 0.25
+        #expect(item.nextAttemptAt.millisecondsSince1970 == h.clock.now + 625)  // 500 + 500 × 0.25
         #expect(item.lastError == "503")
         h.clock.advance(by: 625)
         outbox = try h.open()
         _ = await outbox.flush()
         item = try #require(try await outbox.item(id))
         #expect(item.attempts == 2)
-        #expect(item.nextAttemptAt == h.clock.now + 1250)  // 1000 + 1000 × 0.25
+        #expect(item.nextAttemptAt.millisecondsSince1970 == h.clock.now + 1250)  // 1000 + 1000 × 0.25
     }
 
     @Test func retryAfterIsHonouredAsAFloor() async throws {
         let h = try Harness()
         let outbox = try h.open()
         let id = try await outbox.enqueue(order(1))
-        h.transport.script(.transient(reason: "429", retryAfterMilliseconds: 120_000))
+        h.transport.script(.transient(reason: "429", retryAfter: .milliseconds(120_000)))
         _ = await outbox.flush()
-        #expect(try await outbox.item(id)?.nextAttemptAt == h.clock.now + 120_000)
+        #expect(try await outbox.item(id)?.nextAttemptAt.millisecondsSince1970 == h.clock.now + 120_000)
         h.clock.advance(by: 119_999)
         #expect(await outbox.flush().sent == 0)
         h.clock.advance(by: 1)
@@ -57,7 +57,7 @@ struct OutboxOutcomeTests {
         var outbox = try h.open()
         let id = try await outbox.enqueue(order(1), documentID: "X")
         try await outbox.enqueue(order(1), documentID: "Y")
-        for _ in 0..<3 { h.transport.script(.transient(reason: "offline", retryAfterMilliseconds: nil), when: { $0.documentID == "X" }) }
+        for _ in 0..<3 { h.transport.script(.transient(reason: "offline", retryAfter: nil), when: { $0.documentID == "X" }) }
         var exhausted = 0
         for _ in 0..<3 {
             exhausted += await outbox.flush().exhausted

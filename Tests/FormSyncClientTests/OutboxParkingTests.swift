@@ -97,7 +97,7 @@ struct OutboxParkingTests {
         #expect(keys.count == 2)
         #expect(keys[0] == keys[1])
         // The dead process's late reply changes nothing.
-        h.transport.release(.transient(reason: "late", retryAfterMilliseconds: nil))
+        h.transport.release(.transient(reason: "late", retryAfter: nil))
         _ = await crashed.value
         #expect(try await second.item(id)?.state == .confirmed)
     }
@@ -118,7 +118,7 @@ struct OutboxParkingTests {
         h.clock.advance(by: 20_001)
         #expect(await second.flush().sent == 1)
         #expect(Set(h.transport.requests.map(\.attemptID)).count == 1)
-        h.transport.release(.transient(reason: "late", retryAfterMilliseconds: nil))
+        h.transport.release(.transient(reason: "late", retryAfter: nil))
         _ = await crashed.value
     }
 
@@ -132,7 +132,7 @@ struct OutboxParkingTests {
         _ = await outbox.flush()
         let pending = try await outbox.enqueue(order(9))
         h.clock.advance(by: 1000)
-        #expect(try await outbox.purgeConfirmed(acknowledgedBefore: h.clock.now) == 2)
+        #expect(try await outbox.purgeConfirmed(acknowledgedBefore: Date(millisecondsSince1970: h.clock.now)) == 2)
         #expect(await outbox.stateCounts() == [.savedOnDevice: 1])
         #expect(try await outbox.item(pending)?.state == .savedOnDevice)  // only confirmed items go
         outbox = try h.open()

@@ -63,8 +63,8 @@ struct OutboxStateTests {
         h.transport.script(.hang)
         let result = try await outbox.submit(order(1), timeout: .milliseconds(50))
         #expect(result == .queued(id: 1, state: .sent))
-        h.transport.release(.transient(reason: "offline", retryAfterMilliseconds: nil))
-        h.transport.script(.transient(reason: "offline", retryAfterMilliseconds: nil))
+        h.transport.release(.transient(reason: "offline", retryAfter: nil))
+        h.transport.script(.transient(reason: "offline", retryAfter: nil))
         let offline = try await outbox.submit(order(2), timeout: .seconds(60))
         #expect(offline == .queued(id: 2, state: .savedOnDevice))
     }

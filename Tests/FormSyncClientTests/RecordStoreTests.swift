@@ -54,11 +54,11 @@ struct RecordStoreTests {
     @Test func eachPageCommitsWithItsCursorSoAPullThatStopsResumesAfterTheLastCommittedPage() async throws {
         var outbox = try open()
         harness.transport.scriptFeed(Self.page([Self.delivery(1, stop: 1), Self.delivery(2, stop: 2)], "c2", more: true))
-        harness.transport.scriptFeed(.outcome(.failed(reason: "HTTP 503", retryAfterMilliseconds: 1000)))
+        harness.transport.scriptFeed(.outcome(.failed(reason: "HTTP 503", retryAfter: .milliseconds(1000))))
         let first = try await outbox.pull()
         #expect(first.pages == 1)
         #expect(!first.caughtUp)
-        #expect(first.stoppedBecause == .failed(reason: "HTTP 503", retryAfterMilliseconds: 1000))
+        #expect(first.stoppedBecause == .failed(reason: "HTTP 503", retryAfter: .milliseconds(1000)))
         #expect(try await outbox.records(Delivery.all).map(\.id) == [1, 2])
 
         outbox = try open()  // a restarted app resumes from the committed cursor

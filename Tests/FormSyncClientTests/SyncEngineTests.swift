@@ -85,7 +85,7 @@ struct SyncEngineTests {
         let h = try Harness()
         let outbox = try h.open()
         try await outbox.enqueue(order(1))
-        h.transport.script(.transient(reason: "503", retryAfterMilliseconds: 30_000))
+        h.transport.script(.transient(reason: "503", retryAfter: .milliseconds(30_000)))
         let start = h.clock.now
         let engine = SyncEngine(outbox: outbox, environment: environment(h), sleep: virtualSleep(h))
         let running = Task { await engine.run() }

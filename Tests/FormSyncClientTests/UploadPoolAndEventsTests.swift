@@ -77,7 +77,7 @@ struct UploadPoolAndEventsTests {
         let outbox = try h.open()
         let events = outbox.events()
         let id = try await outbox.enqueue(order(1), documentID: "d1")
-        h.transport.script(.transient(reason: "HTTP 503", retryAfterMilliseconds: 5000))
+        h.transport.script(.transient(reason: "HTTP 503", retryAfter: .milliseconds(5000)))
         h.transport.script(.rejected(reason: "HTTP 422", fieldErrors: [FieldError(pointer: "#/lines", code: "required", detail: "")]))
         _ = await outbox.flush()
         h.clock.advance(by: 60_000)
@@ -93,7 +93,7 @@ struct UploadPoolAndEventsTests {
         #expect(seen[0] == .attemptStarted(item: id, kind: .submission, form: "SalesOrder", attempt: 1))
         guard case .attemptFinished(id, .transient, _, _, _, _) = seen[1] else { Issue.record("\(seen[1])"); return }
         guard case .backoffScheduled(id, let until, "HTTP 503") = seen[2] else { Issue.record("\(seen[2])"); return }
-        #expect(until >= h.clock.now - 60_000 + 5000)
+        #expect(until.millisecondsSince1970 >= h.clock.now - 60_000 + 5000)
         #expect(seen[3] == .attemptStarted(item: id, kind: .submission, form: "SalesOrder", attempt: 2))
         guard case .attemptFinished(id, .rejected, _, _, _, _) = seen[4] else { Issue.record("\(seen[4])"); return }
         guard case .parked(id, .rejected, "HTTP 422") = seen[5] else { Issue.record("\(seen[5])"); return }
@@ -113,7 +113,7 @@ struct UploadPoolAndEventsTests {
         let outbox = try h.open()
         let id = try await outbox.enqueue(order(1))
         for n in 0..<25 {
-            h.transport.script(.transient(reason: "HTTP 503 #\(n)", retryAfterMilliseconds: nil))
+            h.transport.script(.transient(reason: "HTTP 503 #\(n)", retryAfter: nil))
             _ = await outbox.flush()
             h.clock.advance(by: 2000)
         }

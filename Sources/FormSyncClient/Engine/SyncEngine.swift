@@ -16,12 +16,12 @@ import Synchronization
 public final class SyncEngine: Sendable {
     /// What the engine is doing, for a status line.
     public enum State: Sendable, Equatable {
-        /// Nothing to send now; `nextDue` is when something is (ms since 1970), nil for nothing.
-        case idle(nextDue: Int64?)
+        /// Nothing to send now; `nextDue` is when something is, nil for nothing.
+        case idle(nextDue: Date?)
         /// A pass is sending.
         case syncing
-        /// No server answered; the next probe is at `until` (ms since 1970).
-        case waitingForNetwork(until: Int64)
+        /// No server answered; the next probe is at `until`.
+        case waitingForNetwork(until: Date)
         /// The token could not be refreshed; waiting for the app (or the next try).
         case waitingForToken
         /// Not running: never started, stopped or cancelled.
@@ -243,7 +243,7 @@ public final class SyncEngine: Sendable {
             if waitingForNetwork {
                 networkSteps += 1
                 let delay = configuration.networkBackoff.delay(afterAttempts: networkSteps, random: random(), retryAfterMilliseconds: nil)
-                set(.waitingForNetwork(until: now().addingClamped(delay)))
+                set(.waitingForNetwork(until: Date(millisecondsSince1970: now().addingClamped(delay))))
                 guard await wait(delay, wakeOnWork: false) else { break }
                 guard await outbox.probe() else { continue }
                 waitingForNetwork = false
@@ -268,8 +268,8 @@ public final class SyncEngine: Sendable {
             if let interval = configuration.pullIntervalMilliseconds, let last = lastPullAt, now() >= last.addingClamped(interval) || now() < last {
                 startPull()
             }
-            let due = await outbox.nextDueTime()
-            set(.idle(nextDue: due))
+            let due = await outbox.nextDueMilliseconds()
+            set(.idle(nextDue: due.map { Date(millisecondsSince1970: $0) }))
             let nextPull = configuration.pullIntervalMilliseconds.flatMap { interval in lastPullAt.map { max(0, $0.addingClamped(interval) - now()) } }
             guard var delay = [due.map({ max(0, $0 - now()) }), nextPull].compactMap({ $0 }).min() else {
                 guard await wait(nil, wakeOnWork: true) else { break }
@@ -330,7 +330,7 @@ public final class SyncEngine: Sendable {
             guard await outbox.hasWorkToSend() else { break push }
             // What is left waits for its retry: wait for it if it falls before the deadline.
             guard now() < deadline.subtractingClamped(margin) else { break }
-            guard let due = await outbox.nextDueTime() else {
+            guard let due = await outbox.nextDueMilliseconds() else {
                 report.stoppedBecause = "what is left waits for something a person must settle"
                 break
             }

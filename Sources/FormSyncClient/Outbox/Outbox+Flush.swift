@@ -137,9 +137,14 @@ extension Outbox {
     }
 
 
-    /// The earliest time (ms since 1970) anything of the current workspace is due, nil when
+    /// When anything of the current workspace is next due, by the outbox's clock, nil when
     /// nothing is; a due time the clock has passed, or one absurdly far ahead, is now.
-    public func nextDueTime() -> Int64? {
+    public func nextDueTime() -> Date? {
+        nextDueMilliseconds().map { Date(millisecondsSince1970: $0) }
+    }
+
+    /// `nextDueTime` in milliseconds since 1970 (the engine's and the simulation's unit).
+    package func nextDueMilliseconds() -> Int64? {
         guard let due = try? store.earliestDue(workspace: workspace) else { return nil }
         let now = environment.now()
         return due <= now || due > now.addingClamped(configuration.horizonMilliseconds) ? now : due

@@ -89,7 +89,7 @@ extension OutboxItem {
         self.init(
             id: row.id, kind: row.kind, state: state, documentID: row.documentID, attemptID: row.attemptID,
             form: row.form, formVersion: row.formVersion, lane: row.lane, workspace: row.workspace, payload: row.payload,
-            attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, lastError: row.lastError,
+            attempts: row.attempts, nextAttemptAt: Date(millisecondsSince1970: row.nextAttemptAt), lastError: row.lastError,
             fieldErrors: row.fieldErrors.flatMap { try? decoder.decode([FieldError].self, from: $0) } ?? [],
             basePayload: row.basePayload, serverPayload: row.serverPayload, serverVersion: row.serverVersion,
             conflicts: row.conflicts.flatMap { try? decoder.decode([FieldConflict].self, from: $0) } ?? [],

@@ -27,7 +27,7 @@ extension Outbox {
             inFlight.remove(arrival.lease.itemID)
             observers.emit(.attemptFinished(
                 item: arrival.lease.itemID, outcome: arrival.outcome, status: arrival.details.status,
-                milliseconds: arrival.milliseconds, bytesSent: arrival.details.bytesSent, bytesReceived: arrival.details.bytesReceived))
+                duration: .milliseconds(arrival.milliseconds), bytesSent: arrival.details.bytesSent, bytesReceived: arrival.details.bytesReceived))
             retryingThisFlush.remove(arrival.lease.itemID)
             switch arrival.outcome {
             case .unreachable(let reason): if !cancelled { setNetworkDown(true, reason: reason) }
@@ -73,7 +73,8 @@ extension Outbox {
         guard var row = try store.item(lease.itemID), row.state == .leased, row.attemptID == lease.attemptID else { return (nil, nil) }
         row.leaseExpiresAt = nil
         try store.recordAttempt(item: row.id, sends: row.sends, AttemptRecord(
-            at: now, outcome: outcome.name, status: details.status, reason: Self.outcomeReason(outcome), milliseconds: milliseconds))
+            at: Date(millisecondsSince1970: now), outcome: outcome.name, status: details.status, reason: Self.outcomeReason(outcome),
+            duration: .milliseconds(milliseconds)))
         switch outcome {
         case .done(let ack):
             if row.produces != nil && ack.serverID == nil {
@@ -97,7 +98,7 @@ extension Outbox {
             if row.kind == .file { removedFile = row.filePath }
             submitResult = .confirmed(id: row.id, ack)
         case .transient(let reason, let retryAfter):
-            try retryLater(&row, reason: reason, retryAfter: retryAfter, now: now)
+            try retryLater(&row, reason: reason, retryAfter: retryAfter.map(\.clampedMilliseconds), now: now)
         case .unreachable(let reason):
             try move(&row, to: .pending)
             row.lastError = cancelled ? "stopped before a reply; will be sent again" : "waiting for network: \(reason)"
@@ -141,7 +142,7 @@ extension Outbox {
         try move(&row, to: .pending)
         try store.update(row, now: now)
         retryingThisFlush.insert(row.id)
-        observers.emit(.backoffScheduled(item: row.id, until: row.nextAttemptAt, reason: reason))
+        observers.emit(.backoffScheduled(item: row.id, until: Date(millisecondsSince1970: row.nextAttemptAt), reason: reason))
     }
 
     func merge(_ row: inout OutboxStore.Row, current: Data, version: String, now: Int64) throws {

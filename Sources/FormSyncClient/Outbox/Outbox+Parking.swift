@@ -117,13 +117,14 @@ extension Outbox {
         if let path { stash.remove(path) }
     }
 
-    /// Forgets confirmed items of the current workspace acknowledged before `cutoff` (ms since
-    /// 1970): the server holds them, so only their local record goes, and the database stops
+    /// Forgets confirmed items of the current workspace acknowledged before `cutoff` (by the
+    /// outbox's clock): the server holds them, so only their local record goes, and the database stops
     /// growing. Server ids of landed placeholders stay recorded, so later submissions that
     /// reference them still resolve. Returns how many items were removed.
     @discardableResult
-    public func purgeConfirmed(acknowledgedBefore cutoff: Int64) throws -> Int {
+    public func purgeConfirmed(acknowledgedBefore cutoff: Date) throws -> Int {
         let workspace = self.workspace
+        let cutoff = cutoff.millisecondsSince1970
         let removed = try write(.normal) { try store.deleteConfirmed(workspace: workspace, before: cutoff) }
         counts[workspace, default: [:]][.confirmed, default: 0] -= removed
         emitSnapshot(changed: nil)

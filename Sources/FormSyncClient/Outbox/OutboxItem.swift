@@ -25,8 +25,8 @@ public struct OutboxItem: Sendable, Equatable, Identifiable {
     public var payload: Data?
     /// Counted attempts (auth pauses and lease reclaims are not attempts).
     public var attempts: Int
-    /// When the next attempt may start (ms since 1970).
-    public var nextAttemptAt: Int64
+    /// When the next attempt may start, by the outbox's clock.
+    public var nextAttemptAt: Date
     /// Why the last attempt did not land, or why the item is parked.
     public var lastError: String?
     /// The server's field errors, for a rejected submission.

@@ -9,11 +9,11 @@ public enum SyncEvent: Sendable, Equatable {
     case attemptStarted(item: Int64, kind: OutboxItem.Kind, form: String?, attempt: Int)
     /// What came of it, as the transport classified the reply (`outcome.name` is its name for a
     /// log line); `status` the HTTP status when a server answered.
-    case attemptFinished(item: Int64, outcome: DeliveryOutcome, status: Int?, milliseconds: Int64, bytesSent: Int64, bytesReceived: Int64)
+    case attemptFinished(item: Int64, outcome: DeliveryOutcome, status: Int?, duration: Duration, bytesSent: Int64, bytesReceived: Int64)
     /// A file upload's progress: bytes the server holds of `total`.
     case uploadProgress(item: Int64, sent: Int64, total: Int64)
-    /// The item waits until `until` (ms since 1970) before its next attempt.
-    case backoffScheduled(item: Int64, until: Int64, reason: String)
+    /// The item waits until `until` before its next attempt.
+    case backoffScheduled(item: Int64, until: Date, reason: String)
     /// The item needs a person.
     case parked(item: Int64, state: SyncState, reason: String)
     /// A pull ended.
@@ -26,13 +26,14 @@ public enum SyncEvent: Sendable, Equatable {
 
 /// One attempt as the outbox remembers it (the newest 20 per item are kept).
 public struct AttemptRecord: Sendable, Equatable, Codable {
-    /// When it finished (ms since 1970).
-    public var at: Int64
+    /// When it finished, by the outbox's clock.
+    public var at: Date
     /// `done`, `transient`, `unreachable`, `authExpired`, `conflict` or `rejected`.
     public var outcome: String
     /// The HTTP status, when a server answered.
     public var status: Int?
     /// The reason given, when it did not land.
     public var reason: String?
-    public var milliseconds: Int64
+    /// How long it took, from the request's start to its classified reply.
+    public var duration: Duration
 }

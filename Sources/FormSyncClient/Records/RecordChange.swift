@@ -45,8 +45,8 @@ public enum PullOutcome: Sendable, Equatable {
     case authExpired
     /// The server no longer knows the cursor (410): the device must pull again from the start.
     case cursorExpired
-    /// The server refused or failed; `retryAfterMilliseconds` when it said when to come back.
-    case failed(reason: String, retryAfterMilliseconds: Int64?)
+    /// The server refused or failed; `retryAfter` when it said when to come back.
+    case failed(reason: String, retryAfter: Duration?)
 }
 
 /// What one `Outbox.pull()` did.

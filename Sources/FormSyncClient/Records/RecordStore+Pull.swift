@@ -53,13 +53,13 @@ extension RecordStore {
                 // A server that says "more" must move: a page with nothing in it, or a cursor
                 // that does not change, would otherwise keep the device pulling forever.
                 if page.more && (page.changes.isEmpty || page.cursor == cursor) {
-                    report.stoppedBecause = .failed(reason: "the feed says there is more but does not advance past \(cursor ?? "the start")", retryAfterMilliseconds: nil)
+                    report.stoppedBecause = .failed(reason: "the feed says there is more but does not advance past \(cursor ?? "the start")", retryAfter: nil)
                     return report
                 }
                 // Every record is read by its type before anything is stored: a page holding one
                 // this build cannot read is not committed, and the cursor stays where it was.
                 if let unreadable = fetched.unreadable {
-                    report.stoppedBecause = .failed(reason: unreadable, retryAfterMilliseconds: nil)
+                    report.stoppedBecause = .failed(reason: unreadable, retryAfter: nil)
                     return report
                 }
                 if page.more {
@@ -96,7 +96,7 @@ extension RecordStore {
                 }
                 if let bound = limits.reached(pages: report.pages, bytes: bytes, elapsed: started.duration(to: clock.now)) {
                     ahead?.task.cancel()
-                    report.stoppedBecause = .failed(reason: "the pull stopped at its bound of \(bound); the next pull goes on from here", retryAfterMilliseconds: nil)
+                    report.stoppedBecause = .failed(reason: "the pull stopped at its bound of \(bound); the next pull goes on from here", retryAfter: nil)
                     return report
                 }
             case .authExpired:

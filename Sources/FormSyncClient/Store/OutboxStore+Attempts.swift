@@ -12,8 +12,8 @@ extension OutboxStore {
     /// `keptAttempts` times.
     func recordAttempt(item: Int64, sends: Int, _ record: AttemptRecord) throws {
         try db.run(Self.recordAttemptStatement, [
-            .integer(item), .integer(record.at), .text(record.outcome), record.status.map { .integer(Int64($0)) } ?? .null,
-            record.reason.map { .text(String($0.prefix(1000))) } ?? .null, .integer(record.milliseconds),
+            .integer(item), .integer(record.at.millisecondsSince1970), .text(record.outcome), record.status.map { .integer(Int64($0)) } ?? .null,
+            record.reason.map { .text(String($0.prefix(1000))) } ?? .null, .integer(record.duration.clampedMilliseconds),
         ])
         guard sends > Self.keptAttempts else { return }
         try db.run("""
@@ -25,7 +25,9 @@ extension OutboxStore {
 
     func attempts(of item: Int64) throws -> [AttemptRecord] {
         try db.query("SELECT at, outcome, status, reason, milliseconds FROM attempts WHERE item_id = ? ORDER BY rowid", [.integer(item)]) {
-            AttemptRecord(at: $0.int(0), outcome: $0.text(1) ?? "", status: $0.optionalInt(2).map(Int.init), reason: $0.text(3), milliseconds: $0.int(4))
+            AttemptRecord(
+                at: Date(millisecondsSince1970: $0.int(0)), outcome: $0.text(1) ?? "", status: $0.optionalInt(2).map(Int.init), reason: $0.text(3),
+                duration: .milliseconds($0.int(4)))
         }
     }
 

@@ -7,8 +7,8 @@ public enum DeliveryOutcome: Sendable, Equatable {
     /// Acknowledged: the server holds the document (or file).
     case done(ServerAcknowledgement)
     /// The server answered and asked us to come back (408, 409 in flight, 425, 429, 5xx). Counts
-    /// as an attempt. `retryAfterMilliseconds` is the server's Retry-After, when it sent one.
-    case transient(reason: String, retryAfterMilliseconds: Int64?)
+    /// as an attempt. `retryAfter` is the server's Retry-After, when it sent one.
+    case transient(reason: String, retryAfter: Duration?)
     /// No server answered: DNS failure, refused, reset, timeout, TLS failure, any redirect, a
     /// captive portal's page, a cancelled request. The network's fault, not the item's: it is
     /// not counted as an attempt, keeps its attempt identity, and stops the drain until the

@@ -242,7 +242,7 @@ public final class HTTPTransport: OutboxTransport {
             return .authExpired
         case 412:
             guard let (current, version) = currentRecord(json, headers) else {
-                return .transient(reason: "HTTP 412 without the current record", retryAfterMilliseconds: nil)
+                return .transient(reason: "HTTP 412 without the current record", retryAfter: nil)
             }
             return .conflict(current: current, version: version)
         case 409 where ["document-exists", "authority-conflict"].contains(json?["code"] as? String ?? ""):
@@ -254,7 +254,7 @@ public final class HTTPTransport: OutboxTransport {
         case 409 where ["document-form-mismatch", "document-workspace-mismatch"].contains(json?["code"] as? String ?? ""):
             return .rejected(reason: "HTTP 409\(problemText(json))", fieldErrors: [])
         case 408, 409, 425, 429, 500..<600:
-            return .transient(reason: "HTTP \(status)\(problemText(json))", retryAfterMilliseconds: retryAfter(headers["retry-after"]))
+            return .transient(reason: "HTTP \(status)\(problemText(json))", retryAfter: retryAfter(headers["retry-after"]).map { .milliseconds($0) })
         case 422:
             let errors = (json?["errors"] as? [[String: Any]] ?? []).compactMap { e -> FieldError? in
                 guard let pointer = e["pointer"] as? String else { return nil }
@@ -319,9 +319,9 @@ public final class HTTPTransport: OutboxTransport {
             }
             let cursor = feed.cursor
             guard !cursor.isEmpty, cursor.utf8.count <= 256, cursor.utf8.allSatisfy({ (0x21...0x7E).contains($0) }), feed.count <= maxChangesPerPage else {
-                return .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfterMilliseconds: nil)
+                return .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfter: nil)
             }
-            guard !feed.malformed else { return .failed(reason: "the change feed holds a malformed change", retryAfterMilliseconds: nil) }
+            guard !feed.malformed else { return .failed(reason: "the change feed holds a malformed change", retryAfter: nil) }
             return .page(ChangePage(changes: feed.changes, cursor: cursor, more: feed.more))
         case 300..<400:
             return .unreachable(reason: "HTTP \(status) redirect refused (a captive portal?); nothing was followed")
@@ -331,7 +331,7 @@ public final class HTTPTransport: OutboxTransport {
             return .cursorExpired
         case 100..<600:
             let json = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
-            return .failed(reason: "HTTP \(status)\(problemText(json))", retryAfterMilliseconds: retryAfter(headers["retry-after"]))
+            return .failed(reason: "HTTP \(status)\(problemText(json))", retryAfter: retryAfter(headers["retry-after"]).map { .milliseconds($0) })
         default:
             return .unreachable(reason: "HTTP \(status) is not a FormSync reply")
         }

@@ -80,7 +80,7 @@ extension OutboxTransport {
 
     /// A transport that only pushes: pulling is refused, and nothing is lost.
     public func fetchChanges(cursor: String?, limit: Int) async -> PullOutcome {
-        .failed(reason: "this transport does not pull records", retryAfterMilliseconds: nil)
+        .failed(reason: "this transport does not pull records", retryAfter: nil)
     }
 }
 

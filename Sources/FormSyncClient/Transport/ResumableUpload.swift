@@ -80,13 +80,13 @@ struct ResumableUpload {
                 return (classify(reply), details)
             case 204:
                 guard let next = Self.offset(reply.headers["upload-offset"]), next > offset, next <= length else {
-                    return (.transient(reason: "the upload's offset did not move", retryAfterMilliseconds: nil), details)
+                    return (.transient(reason: "the upload's offset did not move", retryAfter: nil), details)
                 }
                 offset = next
                 progress(offset, length)
                 CrashPoint.uploadChunk.reach()
                 if last && offset == length {
-                    return (.transient(reason: "the server took every byte but did not finish the upload", retryAfterMilliseconds: nil), details)
+                    return (.transient(reason: "the server took every byte but did not finish the upload", retryAfter: nil), details)
                 }
             case 409:
                 // The server holds another offset (an append whose reply was lost): go on from it.
