@@ -142,7 +142,7 @@ package struct EnqueueTorture {
             logged[document] = id
         }
         result.logged = logged.count
-        for (document, id) in logged.sorted(by: { $0.key < $1.key }) where byDocument[document]?.first?.id != id {
+        for (document, id) in logged.sorted(by: { $0.key < $1.key }) where byDocument[document]?.first?.id != ItemID(id) {
             result.failures.append("document \(document) was logged as saved under id \(id) and is \(byDocument[document].map { "held under \($0.map(\.id))" } ?? "gone")")
         }
         // Photos: one file item each, and the stash holds exactly their copies.
@@ -179,7 +179,7 @@ package struct EnqueueTorture {
                 group.addTask {
                     for index in 0..<count {
                         let document = documentID(task: task, index: index)
-                        let id: Int64
+                        let id: ItemID
                         if isCustomer(index) {
                             let (customer, photo) = (-Int64(1_000_000 + task * 10_000 + index), -Int64(2_000_000 + task * 10_000 + index))
                             let source = scratch.appendingPathComponent("\(document).jpg")

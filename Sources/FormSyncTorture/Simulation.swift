@@ -117,7 +117,7 @@ package struct Simulation {
     /// A captured submission, as the device was told it was saved.
     private struct Captured {
         var workspace: String
-        var item: Int64
+        var item: ItemID
         var documentID: String
         var form: String
         /// For orders: the customer whose lane it is in (its placeholder for one created

@@ -253,7 +253,7 @@ struct FieldDay {
             environment: OutboxEnvironment(now: { clock.advance(by: 1); return clock.now }, random: { 0.5 }, newID: { ids.next() }))
         let round = try await outbox.records(Delivery.all)
         let customers = try await outbox.records(Customer.all)
-        func record(_ id: Int64, _ form: String, _ marker: String) async throws {
+        func record(_ id: ItemID, _ form: String, _ marker: String) async throws {
             guard let item = try await outbox.item(id) else { return }
             captured.append((worker, item.documentID, form, marker))
             fingerprint.update(Data(item.documentID.utf8))

@@ -67,7 +67,7 @@ enum OutboxCommand {
             outbox = try OutboxInspector(path: path)
             if let text = args.values["--item"] {
                 guard let id = Int64(text) else { throw UsageError("--item takes an item id, not '\(text)'") }
-                guard let item = try outbox.item(id), workspace == nil || item.workspace == workspace else {
+                guard let item = try outbox.item(ItemID(id)), workspace == nil || item.workspace == workspace else {
                     printError("formsync outbox: no item \(id)\(workspace.map { " in workspace \($0)" } ?? "")")
                     return 1
                 }
@@ -102,7 +102,7 @@ enum OutboxCommand {
     }
 
     static func summary(_ item: OutboxItem) -> [String: Any] {
-        ["id": item.id, "workspace": item.workspace, "kind": item.kind.rawValue, "form": item.form ?? "file", "state": item.state.rawValue, "attempts": item.attempts,
+        ["id": item.id.rawValue, "workspace": item.workspace, "kind": item.kind.rawValue, "form": item.form ?? "file", "state": item.state.rawValue, "attempts": item.attempts,
          "last_error": item.lastError ?? "", "document_id": item.documentID, "lane": item.lane]
     }
 

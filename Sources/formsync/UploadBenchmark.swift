@@ -33,7 +33,7 @@ enum UploadBenchmark {
         for round in 0..<rounds {
             for (name, transport) in [("single", single), ("resumable", resumable)] {
                 let request = OutboundRequest(
-                    itemID: Int64(round), documentID: "bench-\(name)-\(round)-\(UUID().uuidString)", attemptID: UUID().uuidString, workspace: "bench",
+                    itemID: ItemID(Int64(round)), documentID: "bench-\(name)-\(round)-\(UUID().uuidString)", attemptID: UUID().uuidString, workspace: "bench",
                     body: .file(path: file.path, contentType: "video/mp4", byteCount: Int64(size), sha256: digest))
                 let start = DispatchTime.now().uptimeNanoseconds
                 let (outcome, _) = await transport.deliver(request) { _, _ in }

@@ -35,7 +35,7 @@ struct OutboxInspectTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(overview.output.utf8)) as? [String: Any])
         let items = try #require(object["items"] as? [[String: Any]])
         #expect(items.count == 3)
-        let one = try await inspect("--item", String(order))
+        let one = try await inspect("--item", "\(order)")
         let detail = try #require(try JSONSerialization.jsonObject(with: Data(one.output.utf8)) as? [String: Any])
         #expect((detail["payload"] as? [String: Any])?["customer_reference"] as? String == "PO-77")
         let history = try #require(detail["history"] as? [[String: Any]])

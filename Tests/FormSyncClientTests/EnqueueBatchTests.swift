@@ -21,9 +21,9 @@ import FormSyncSQLite
     /// its tests one at a time: two holds at once would take both threads of a two-core machine,
     /// and nothing would be left to release them.
     func concurrently(
-        _ h: Harness, tasks: Int, each: Int, _ make: @escaping @Sendable (Outbox, Int, Int) async throws -> Int64,
+        _ h: Harness, tasks: Int, each: Int, _ make: @escaping @Sendable (Outbox, Int, Int) async throws -> ItemID,
         before: (String) throws -> Void = { _ in }
-    ) async throws -> (outbox: Outbox, results: [Result<Int64, any Error>], commits: Int) {
+    ) async throws -> (outbox: Outbox, results: [Result<ItemID, any Error>], commits: Int) {
         let holding = Atomic<Bool>(false)
         let release = DispatchSemaphore(value: 0)
         let first = Atomic<Bool>(true)
@@ -48,10 +48,10 @@ import FormSyncSQLite
         }
         await eventually("the delivery holds the actor") { holding.load(ordering: .acquiring) }
         let work = Task {
-            await withTaskGroup(of: [Result<Int64, any Error>].self) { group in
+            await withTaskGroup(of: [Result<ItemID, any Error>].self) { group in
                 for task in 0..<tasks {
                     group.addTask {
-                        var results: [Result<Int64, any Error>] = []
+                        var results: [Result<ItemID, any Error>] = []
                         for n in 0..<each {
                             do { results.append(.success(try await make(outbox, task, n))) } catch { results.append(.failure(error)) }
                         }
@@ -64,7 +64,7 @@ import FormSyncSQLite
         await eventually("every task enqueues") { outbox.enqueueCallers.value.load(ordering: .relaxed) >= tasks + 1 }
         try await Task.sleep(for: .milliseconds(50))
         release.signal()
-        let heldResult: Result<Int64, any Error> = await held.result
+        let heldResult: Result<ItemID, any Error> = await held.result
         return (outbox, [heldResult] + (await work.value), commits.load(ordering: .relaxed))
     }
 

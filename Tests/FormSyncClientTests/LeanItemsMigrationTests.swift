@@ -76,7 +76,7 @@ import Testing
         #expect(try await outbox.item(third)?.state == .rejected)
         try await outbox.discard(third)
         outbox = try h.open()
-        #expect(try await outbox.enqueue(order(4)) == third + 1)
+        #expect(try await outbox.enqueue(order(4)) == ItemID(third.rawValue + 1))
     }
 
     @Test func countsAtOpenComeFromTheStateIndexesInTheirOrderNotFromTheRows() throws {

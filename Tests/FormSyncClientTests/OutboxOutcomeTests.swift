@@ -83,7 +83,7 @@ struct OutboxOutcomeTests {
         #expect(refreshes.value == 1)
         #expect(report.sent == 3)
         #expect(!report.authenticationRequired)
-        for id in Int64(1)...3 {
+        for id in (Int64(1)...3).map({ ItemID($0) }) {
             let item = try #require(try await outbox.item(id))
             #expect(item.attempts == 1)  // the delivery counts; the 401 before it does not
             #expect(item.state == .confirmed)

@@ -20,13 +20,13 @@ import Testing
 /// the tests check (they stay under the checkpointer's threshold).
 final class PowerCutDisk: Sendable {
     private struct State {
-        var saved: [(document: String, id: Int64)] = []
+        var saved: [(document: String, id: ItemID)] = []
         var refuse = false
         /// The next fsync is this slow (ms), once.
         var slowNext: UInt32 = 0
         var slowStarted = false
         var cutOnNextSave = false
-        var cutAtSave: (path: String, saved: [(document: String, id: Int64)])?
+        var cutAtSave: (path: String, saved: [(document: String, id: ItemID)])?
         var images = 0
         var cuts = 0
         /// How much of the log the last fsync that succeeded covered.
@@ -80,11 +80,11 @@ final class PowerCutDisk: Sendable {
     var slowSyncStarted: Bool { state.withLock { $0.slowStarted } }
     /// The power goes at the next report of a save, at that very instant.
     func cutAtNextSave() { state.withLock { $0.cutOnNextSave = true } }
-    var cutAtSave: (path: String, saved: [(document: String, id: Int64)])? { state.withLock { $0.cutAtSave } }
+    var cutAtSave: (path: String, saved: [(document: String, id: ItemID)])? { state.withLock { $0.cutAtSave } }
     var images: Int { state.withLock { $0.images } }
 
     /// The app was told `document` is saved as item `id`.
-    func saved(_ document: String, _ id: Int64) {
+    func saved(_ document: String, _ id: ItemID) {
         state.withLock { state in
             state.saved.append((document, id))
             if state.cutOnNextSave {
@@ -95,11 +95,11 @@ final class PowerCutDisk: Sendable {
     }
 
     /// The power goes now: a copy of the durable image, and everything reported saved by then.
-    func cut() throws -> (path: String, saved: [(document: String, id: Int64)]) {
+    func cut() throws -> (path: String, saved: [(document: String, id: ItemID)]) {
         try state.withLock { try cut(&$0) }
     }
 
-    private func cut(_ state: inout State) throws -> (path: String, saved: [(document: String, id: Int64)]) {
+    private func cut(_ state: inout State) throws -> (path: String, saved: [(document: String, id: ItemID)]) {
         state.cuts += 1
         let target = folder.appendingPathComponent("cut-\(state.cuts)/outbox.sqlite").path
         try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
@@ -117,12 +117,12 @@ final class PowerCutDisk: Sendable {
 /// How many enqueuing tasks finished, and the cuts taken so far.
 final class Progress: Sendable {
     let done = Atomic<Int>(0)
-    let cuts = Mutex<[(path: String, saved: [(document: String, id: Int64)])]>([])
+    let cuts = Mutex<[(path: String, saved: [(document: String, id: ItemID)])]>([])
 }
 
 @Suite(.serialized) struct PowerCutTests {
     /// The documents of `saved` missing from the outbox at `path` (or held under another id).
-    static func missing(_ saved: [(document: String, id: Int64)], at path: String) async throws -> [String] {
+    static func missing(_ saved: [(document: String, id: ItemID)], at path: String) async throws -> [String] {
         let outbox = try Outbox(
             path: path, workspace: "acme", forms: Harness.forms, transports: { ScriptedTransport(workspace: $0) })
         var missing: [String] = []

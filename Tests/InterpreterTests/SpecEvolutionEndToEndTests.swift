@@ -47,7 +47,7 @@ struct SpecEvolutionEndToEndTests {
     @Test func itemsOfVersionsOneToThreeAreSentByBuildFourUpgradedOrParkedForTheOneFieldAPersonMustFill() async throws {
         let fixture = try Fixture(forms: [EvolutionV4.Visit.self])
         // Build 1 queues two visits; build 2 one; build 3 two. None is sent: no signal all week.
-        var queued: [String: Int64] = [:]
+        var queued: [String: ItemID] = [:]
         do {
             let outbox = try Outbox(path: fixture.directory.appendingPathComponent("device.sqlite").path, forms: [EvolutionV1.Visit.self], transport: Unreachable())
             queued["v1-done"] = try await outbox.enqueue(EvolutionV1.Visit(site: "LIS-1", outcome: .partial, note: "gate stuck", fax: "+351 21", amount: Money(minorUnits: 900, currency: "EUR")))

@@ -27,7 +27,7 @@ extension Outbox {
     public nonisolated func enqueue<P: FormPayload>(
         _ payload: P, attachments: [Attachment] = [], documentID: String? = nil, creates: Int64? = nil,
         base: (payload: P, version: String)? = nil
-    ) async throws -> Int64 {
+    ) async throws -> ItemID {
         // Callers are counted before they queue on the actor: an enqueue that finds others
         // waiting shares their fsync; one alone fsyncs at once (no hop to another thread).
         enqueueCallers.value.add(1, ordering: .relaxed)
@@ -39,7 +39,7 @@ extension Outbox {
         // Waited for here, off the outbox's thread: the answer comes back to the caller's
         // thread without passing through the outbox's.
         if saved.pending > 0 { try await database.durable(through: saved.pending, alone: false) }
-        return saved.id
+        return ItemID(saved.id)
     }
 
     /// A committed enqueue: its item, and the commit its caller must see durable before it
@@ -319,7 +319,7 @@ extension Outbox {
             }
         }
         if let result { return result }
-        return .queued(id: id, state: (try? item(id)?.state) ?? .savedOnDevice)
+        return .queued(id: ItemID(id), state: (try? item(ItemID(id))?.state) ?? .savedOnDevice)
     }
 
     func resumeWaiters(_ id: Int64, with result: SubmitResult?) {

@@ -79,11 +79,11 @@ extension Outbox {
                 for lease in leases {
                     running += 1
                     if lease.request.isFileUpload { uploads += 1 }
-                    hub.emit(.attemptStarted(item: lease.itemID, kind: lease.request.isFileUpload ? .file : .submission, form: lease.request.form, attempt: lease.attempt))
+                    hub.emit(.attemptStarted(item: ItemID(lease.itemID), kind: lease.request.isFileUpload ? .file : .submission, form: lease.request.form, attempt: lease.attempt))
                     group.addTask(executorPreference: executor) {
                         CrashPoint.leased.reach()
                         let started = clock()
-                        let item = lease.itemID
+                        let item = ItemID(lease.itemID)
                         let (outcome, details) = await transport.deliver(lease.request) { sent, total in
                             hub.emit(.uploadProgress(item: item, sent: sent, total: total))
                         }
@@ -232,7 +232,7 @@ extension Outbox {
     func markSent(_ leases: [Lease]) {
         for lease in leases {
             inFlight.insert(lease.itemID)
-            emit(OutboxItemChange(id: lease.itemID, state: .sent))
+            emit(OutboxItemChange(id: ItemID(lease.itemID), state: .sent))
         }
     }
 
@@ -288,7 +288,7 @@ extension Outbox {
         }
         return Lease(
             itemID: row.id, attemptID: row.attemptID, attempt: row.attempts + 1,
-            request: OutboundRequest(itemID: row.id, documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace, body: body))
+            request: OutboundRequest(itemID: ItemID(row.id), documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace, body: body))
     }
 
     /// Brings an item queued under an older version of its form to the version this build

@@ -12,9 +12,9 @@ extension Outbox {
     }
 
     /// What became of an item's attempts, oldest first (the newest 20 are kept).
-    public func history(of id: Int64) throws -> [AttemptRecord] {
+    public func history(of id: ItemID) throws -> [AttemptRecord] {
         _ = try existing(id)
-        return try storage { try store.attempts(of: id) }
+        return try storage { try store.attempts(of: id.rawValue) }
     }
 
     // MARK: State and snapshots
@@ -87,7 +87,7 @@ extension OutboxItem {
     init(_ row: OutboxStore.Row, state: SyncState) {
         let decoder = JSONDecoder()
         self.init(
-            id: row.id, kind: row.kind, state: state, documentID: row.documentID, attemptID: row.attemptID,
+            id: ItemID(row.id), kind: row.kind, state: state, documentID: row.documentID, attemptID: row.attemptID,
             form: row.form, formVersion: row.formVersion, lane: row.lane, workspace: row.workspace, payload: row.payload,
             attempts: row.attempts, nextAttemptAt: Date(millisecondsSince1970: row.nextAttemptAt), lastError: row.lastError,
             fieldErrors: row.fieldErrors.flatMap { try? decoder.decode([FieldError].self, from: $0) } ?? [],

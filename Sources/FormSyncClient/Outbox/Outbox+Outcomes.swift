@@ -26,7 +26,7 @@ extension Outbox {
         for arrival in arrivals {
             inFlight.remove(arrival.lease.itemID)
             observers.emit(.attemptFinished(
-                item: arrival.lease.itemID, outcome: arrival.outcome, status: arrival.details.status,
+                item: ItemID(arrival.lease.itemID), outcome: arrival.outcome, status: arrival.details.status,
                 duration: .milliseconds(arrival.milliseconds), bytesSent: arrival.details.bytesSent, bytesReceived: arrival.details.bytesReceived))
             retryingThisFlush.remove(arrival.lease.itemID)
             switch arrival.outcome {
@@ -55,7 +55,7 @@ extension Outbox {
         } catch {
             // The transitions did not commit: the items stay leased, their leases expire, and
             // the same attempts are sent again; the server's ledger answers with the recorded results.
-            for arrival in arrivals { emit(OutboxItemChange(id: arrival.lease.itemID, state: .sending)) }
+            for arrival in arrivals { emit(OutboxItemChange(id: ItemID(arrival.lease.itemID), state: .sending)) }
         }
         for result in results {
             if let removedFile = result.removedFile { stash.remove(removedFile) }
@@ -96,7 +96,7 @@ extension Outbox {
                 try releaseDependents(of: placeholder, workspace: row.workspace, now: now)
             }
             if row.kind == .file { removedFile = row.filePath }
-            submitResult = .confirmed(id: row.id, ack)
+            submitResult = .confirmed(id: ItemID(row.id), ack)
         case .transient(let reason, let retryAfter):
             try retryLater(&row, reason: reason, retryAfter: retryAfter.map(\.clampedMilliseconds), now: now)
         case .unreachable(let reason):
@@ -114,10 +114,10 @@ extension Outbox {
         case .rejected(let reason, let fieldErrors):
             row.attempts += 1
             try park(&row, as: .rejected, reason: reason, fieldErrors: fieldErrors, now: now)
-            submitResult = .rejected(id: row.id, reason: reason, fieldErrors: fieldErrors)
+            submitResult = .rejected(id: ItemID(row.id), reason: reason, fieldErrors: fieldErrors)
         }
         try store.refreshLane(workspace: row.workspace, lane: row.lane)
-        if submitResult == nil { submitResult = .queued(id: row.id, state: publicState(row)) }
+        if submitResult == nil { submitResult = .queued(id: ItemID(row.id), state: publicState(row)) }
         return (removedFile, submitResult)
     }
 
@@ -142,7 +142,7 @@ extension Outbox {
         try move(&row, to: .pending)
         try store.update(row, now: now)
         retryingThisFlush.insert(row.id)
-        observers.emit(.backoffScheduled(item: row.id, until: Date(millisecondsSince1970: row.nextAttemptAt), reason: reason))
+        observers.emit(.backoffScheduled(item: ItemID(row.id), until: Date(millisecondsSince1970: row.nextAttemptAt), reason: reason))
     }
 
     func merge(_ row: inout OutboxStore.Row, current: Data, version: String, now: Int64) throws {
@@ -185,7 +185,7 @@ extension Outbox {
 
     /// Parks an item for a person, and blocks everything that depends on it.
     func park(_ row: inout OutboxStore.Row, as state: State, reason: String, fieldErrors: [FieldError], now: Int64) throws {
-        observers.emit(.parked(item: row.id, state: publicState(id: row.id, state), reason: reason))
+        observers.emit(.parked(item: ItemID(row.id), state: publicState(id: row.id, state), reason: reason))
         row.lastError = reason
         row.fieldErrors = fieldErrors.isEmpty ? nil : try FormRegistry.encode(fieldErrors)
         row.leaseExpiresAt = nil

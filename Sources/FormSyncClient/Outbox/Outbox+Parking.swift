@@ -29,7 +29,7 @@ extension Outbox {
 
     /// One item of the current workspace by id; nil when there is none, `otherWorkspace` when
     /// it belongs to another workspace.
-    public func item(_ id: Int64) throws -> OutboxItem? {
+    public func item(_ id: ItemID) throws -> OutboxItem? {
         do {
             return publicItem(try storage { try existing(id) })
         } catch OutboxError.noSuchItem {
@@ -38,7 +38,7 @@ extension Outbox {
     }
 
     /// Sends a parked item again as it is (same attempt identity), with a fresh attempt budget.
-    public func retry(_ id: Int64) throws {
+    public func retry(_ id: ItemID) throws {
         let now = environment.now()
         try write(.full) {
             var row = try existing(id)
@@ -51,7 +51,7 @@ extension Outbox {
 
     /// Replaces a parked submission's payload with a fixed one: same document identity, new
     /// attempt identity. The fixed payload is validated first.
-    public func resubmit<P: FormPayload>(_ id: Int64, with fixed: P) throws {
+    public func resubmit<P: FormPayload>(_ id: ItemID, with fixed: P) throws {
         let errors = fixed.validate()
         guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
         let json = try Self.encode(fixed)
@@ -75,7 +75,7 @@ extension Outbox {
 
     /// Settles a conflict with the payload a person chose: it is sent as an edit of the server's
     /// current record (its version becomes the base), under a new attempt identity.
-    public func resolveConflict<P: FormPayload>(_ id: Int64, with merged: P) throws {
+    public func resolveConflict<P: FormPayload>(_ id: ItemID, with merged: P) throws {
         let errors = merged.validate()
         guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
         let json = try Self.encode(merged)
@@ -100,7 +100,7 @@ extension Outbox {
 
     /// Removes a parked or blocked item for good. Anything that depends on it stays blocked
     /// until it is discarded too. Pending and in-flight items cannot be discarded.
-    public func discard(_ id: Int64) throws {
+    public func discard(_ id: ItemID) throws {
         let now = environment.now()
         let path = try write(.full) { () throws -> String? in
             var row = try existing(id)

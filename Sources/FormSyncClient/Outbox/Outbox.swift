@@ -244,8 +244,8 @@ public actor Outbox {
     }
 
     /// The row of `id`, refused when it belongs to another workspace than the current one.
-    func existing(_ id: Int64) throws -> OutboxStore.Row {
-        guard let row = try store.item(id) else { throw OutboxError.noSuchItem(id) }
+    func existing(_ id: ItemID) throws -> OutboxStore.Row {
+        guard let row = try store.item(id.rawValue) else { throw OutboxError.noSuchItem(id) }
         guard row.workspace == workspace else { throw OutboxError.otherWorkspace(id: id, itemWorkspace: row.workspace, current: workspace) }
         return row
     }
@@ -324,7 +324,7 @@ public actor Outbox {
                 withRecords { $0.announce(notices) }
                 if observers.hasSnapshotListeners {
                     for change in changes where change.workspace == workspace {
-                        emitSnapshot(changed: change.to.map { OutboxItemChange(id: change.id, state: publicState(id: change.id, $0)) })
+                        emitSnapshot(changed: change.to.map { OutboxItemChange(id: ItemID(change.id), state: publicState(id: change.id, $0)) })
                     }
                 }
             })

@@ -18,13 +18,13 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     /// same document id (once means once) rather than as a new one.
     case notDurable(reason: String)
     /// No item with this id.
-    case noSuchItem(Int64)
+    case noSuchItem(ItemID)
     /// The action does not fit the item's state (for example discarding a pending item).
-    case notAllowed(id: Int64, state: SyncState, action: String)
+    case notAllowed(id: ItemID, state: SyncState, action: String)
     /// The fixed payload is for another form than the item.
     case formMismatch(expected: String, got: String)
     /// The item belongs to another workspace than the outbox's current one; it is left alone.
-    case otherWorkspace(id: Int64, itemWorkspace: String, current: String)
+    case otherWorkspace(id: ItemID, itemWorkspace: String, current: String)
     /// No transport serves this workspace (or the one given serves another): nothing can be sent.
     case noTransport(workspace: String)
     /// The file at `path` is not an outbox this build can use; it was not touched.

@@ -10,7 +10,7 @@ public struct OutboxItem: Sendable, Equatable, Identifiable {
     }
 
     /// The outbox's id, also its enqueue sequence.
-    public var id: Int64
+    public var id: ItemID
     public var kind: Kind
     public var state: SyncState
     public var documentID: String

@@ -20,6 +20,6 @@ public struct OutboxSnapshot: Sendable, Equatable {
 
 /// One item's move to a new state.
 public struct OutboxItemChange: Sendable, Equatable {
-    public var id: Int64
+    public var id: ItemID
     public var state: SyncState
 }

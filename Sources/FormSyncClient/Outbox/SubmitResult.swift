@@ -4,9 +4,9 @@ import FormSyncModel
 /// durably in every case.
 public enum SubmitResult: Sendable, Equatable {
     /// The server acknowledged it.
-    case confirmed(id: Int64, ServerAcknowledgement)
+    case confirmed(id: ItemID, ServerAcknowledgement)
     /// The server refused it: its field errors, to show inline. It is parked in the outbox.
-    case rejected(id: Int64, reason: String, fieldErrors: [FieldError])
+    case rejected(id: ItemID, reason: String, fieldErrors: [FieldError])
     /// Not settled within the time given (offline, retrying, waiting on files); it stays queued.
-    case queued(id: Int64, state: SyncState)
+    case queued(id: ItemID, state: SyncState)
 }

@@ -6,16 +6,16 @@ import Synchronization
 /// items, file upload progress, pulls, and the network going away and coming back.
 public enum SyncEvent: Sendable, Equatable {
     /// An attempt went on the wire. `attempt` counts from 1.
-    case attemptStarted(item: Int64, kind: OutboxItem.Kind, form: String?, attempt: Int)
+    case attemptStarted(item: ItemID, kind: OutboxItem.Kind, form: String?, attempt: Int)
     /// What came of it, as the transport classified the reply (`outcome.name` is its name for a
     /// log line); `status` the HTTP status when a server answered.
-    case attemptFinished(item: Int64, outcome: DeliveryOutcome, status: Int?, duration: Duration, bytesSent: Int64, bytesReceived: Int64)
+    case attemptFinished(item: ItemID, outcome: DeliveryOutcome, status: Int?, duration: Duration, bytesSent: Int64, bytesReceived: Int64)
     /// A file upload's progress: bytes the server holds of `total`.
-    case uploadProgress(item: Int64, sent: Int64, total: Int64)
+    case uploadProgress(item: ItemID, sent: Int64, total: Int64)
     /// The item waits until `until` before its next attempt.
-    case backoffScheduled(item: Int64, until: Date, reason: String)
+    case backoffScheduled(item: ItemID, until: Date, reason: String)
     /// The item needs a person.
-    case parked(item: Int64, state: SyncState, reason: String)
+    case parked(item: ItemID, state: SyncState, reason: String)
     /// A pull ended.
     case pulled(upserted: Int, deleted: Int, caughtUp: Bool)
     /// No server answers; the engine waits and probes.

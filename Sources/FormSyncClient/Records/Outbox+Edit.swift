@@ -15,7 +15,7 @@ extension Outbox {
     ///
     /// - Returns: the outbox item's id.
     @discardableResult
-    public func edit<F: FormPayload>(_ form: F.Type, id: Int64, attachments: [Attachment] = [], _ change: (inout F) throws -> Void) async throws -> Int64 {
+    public func edit<F: FormPayload>(_ form: F.Type, id: Int64, attachments: [Attachment] = [], _ change: (inout F) throws -> Void) async throws -> ItemID {
         guard let action = F.recordAction, action.kind == .edits else { throw OutboxError.notAnEditForm(F.formName) }
         let workspace = self.workspace
         let (key, base, shown, earlier) = try storage { () throws -> (Int64, OutboxStore.StoredRecord?, (version: Int, payload: Data)?, OutboxStore.Row?) in
@@ -52,10 +52,10 @@ extension Outbox {
             } catch {
                 throw OutboxError.invalidPayload([FieldError(pointer: JSONPointer.root, code: "invalid", detail: "the shown \(action.recordType) \(id) cannot be read as \(F.formName): \(error)")])
             }
-            return try await save(payload, attachments: attachments, documentID: environment.newID(), base: (shownBase, "\"\(base!.version)\""))
+            return ItemID(try await save(payload, attachments: attachments, documentID: environment.newID(), base: (shownBase, "\"\(base!.version)\"")))
         }
-        return try await save(
+        return ItemID(try await save(
             payload, attachments: attachments, documentID: replaceable?.documentID ?? environment.newID(),
-            base: basePayload.map { ($0, "\"\(base!.version)\"") })
+            base: basePayload.map { ($0, "\"\(base!.version)\"") }))
     }
 }

@@ -58,13 +58,13 @@ public final class OutboxInspector {
     }
 
     /// One item by id, whatever its workspace.
-    public func item(_ id: Int64) throws -> OutboxItem? {
-        try read { try store.item(id) }.map { OutboxItem($0, state: Self.state($0.state)) }
+    public func item(_ id: ItemID) throws -> OutboxItem? {
+        try read { try store.item(id.rawValue) }.map { OutboxItem($0, state: Self.state($0.state)) }
     }
 
     /// What became of an item's attempts, oldest first.
-    public func history(of id: Int64) throws -> [AttemptRecord] {
-        try read { try store.attempts(of: id) }
+    public func history(of id: ItemID) throws -> [AttemptRecord] {
+        try read { try store.attempts(of: id.rawValue) }
     }
 
     /// Counts per state of `workspace` (every workspace when nil).

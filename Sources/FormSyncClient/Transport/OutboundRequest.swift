@@ -14,7 +14,7 @@ public struct OutboundRequest: Sendable, Equatable {
     }
 
     /// The outbox's id for the item.
-    public var itemID: Int64
+    public var itemID: ItemID
     /// Stable for the logical document: the server never creates it twice.
     public var documentID: String
     /// One per exact payload: the `Idempotency-Key`.
@@ -29,7 +29,7 @@ public struct OutboundRequest: Sendable, Equatable {
         return false
     }
 
-    public init(itemID: Int64, documentID: String, attemptID: String, workspace: String, body: Body) {
+    public init(itemID: ItemID, documentID: String, attemptID: String, workspace: String, body: Body) {
         self.itemID = itemID
         self.documentID = documentID
         self.attemptID = attemptID
