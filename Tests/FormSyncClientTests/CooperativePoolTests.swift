@@ -102,4 +102,20 @@ struct CooperativePoolTests {
             }
         }
     }
+
+    /// `Outbox.open` reads, migrates and fsyncs the database on a queue of its own: the open's
+    /// fsync of the log (the injected `syncLog`) runs there, not on the awaiting task's thread.
+    @Test func openingFromAsyncCodeRunsTheOpenOffThePool() async throws {
+        let h = try Harness()
+        let onOpenQueue = Mutex<[Bool]>([])
+        var environment = OutboxEnvironment(now: { 1_796_025_600_000 }, random: { 0.5 }, newID: { UUID().uuidString })
+        environment.syncLog = { descriptor in
+            onOpenQueue.withLock { $0.append(DispatchQueue.getSpecific(key: Outbox.openQueueKey) == true) }
+            return fdatasync(descriptor)
+        }
+        let outbox = try await Outbox.open(path: h.path, forms: Harness.forms, transport: h.transport, configuration: h.configuration, environment: environment)
+        #expect(onOpenQueue.withLock { $0 } == [true], "the open's fsync ran off the open queue")
+        try await outbox.enqueue(order(1), documentID: "after-open")
+        #expect(await outbox.stateCounts()[.savedOnDevice] == 1)
+    }
 }
