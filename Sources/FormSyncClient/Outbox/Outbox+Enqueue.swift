@@ -34,7 +34,7 @@ extension Outbox {
         defer { enqueueCallers.value.subtract(1, ordering: .relaxed) }
         // Validating, encoding and digesting need nothing of the actor's: done here, they run
         // beside other enqueues' commits instead of in the actor's queue.
-        let prepared = try Self.prepare(payload, base: base)
+        let prepared = try PreparedPayload(payload, base: base)
         let saved = try await saveCommitted(payload, attachments: attachments, documentID: documentID, creates: creates, base: base, prepared: prepared)
         // Waited for here, off the outbox's thread: the answer comes back to the caller's
         // thread without passing through the outbox's.
@@ -47,24 +47,6 @@ extension Outbox {
     struct Saved: Sendable {
         var id: Int64
         var pending: UInt64
-    }
-
-    /// A payload checked and encoded, before the actor is needed.
-    struct PreparedPayload: Sendable {
-        var json: Data
-        var baseJSON: Data?
-        var digest: Data
-    }
-
-    /// Validates `payload` (field errors before anything is queued), encodes it and its base,
-    /// and digests what identifies this exact submission.
-    nonisolated static func prepare<P: FormPayload>(_ payload: P, base: (payload: P, version: String)?) throws -> PreparedPayload {
-        let errors = payload.validate()
-        guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
-        let json = try encode(payload)
-        let baseJSON = try base.map { try encode($0.payload) }
-        let digest = digest(form: P.formName, version: P.formVersion, baseVersion: base?.version, payload: json)
-        return PreparedPayload(json: json, baseJSON: baseJSON, digest: digest)
     }
 
     /// `enqueue` on the actor (what `edit` and `submit` call), from a payload prepared before
@@ -83,7 +65,7 @@ extension Outbox {
         _ payload: P, attachments: [Attachment] = [], documentID: String? = nil, creates: Int64? = nil,
         base: (payload: P, version: String)? = nil, prepared: PreparedPayload? = nil
     ) async throws -> Saved {
-        let prepared = try prepared ?? Self.prepare(payload, base: base)
+        let prepared = try prepared ?? PreparedPayload(payload, base: base)
         guard registry[P.formName] != nil else { throw OutboxError.unknownForm(P.formName) }
         // Once means once: a document already stored with these bytes is that item, found
         // without a transaction. The save that stored it may still wait for its fsync: this
@@ -146,7 +128,7 @@ extension Outbox {
                 }
                 let measured = stored.validate()
                 guard measured.isEmpty else { throw OutboxError.invalidPayload(measured) }
-                json = try Self.encode(stored)
+                json = try PreparedPayload.encode(stored)
             }
             let endpoint = placeholders.isEmpty ? stored.endpoint : nil
             if !copies.isEmpty { CrashPoint.stashCopied.reach() }
@@ -295,14 +277,6 @@ extension Outbox {
         return (transformed, try stash.store(transformed.source, name: environment.newID()))
     }
 
-    /// What identifies an exact submission of a document: its form, version, base and bytes.
-    static func digest(form: String, version: Int, baseVersion: String?, payload: Data) -> Data {
-        var hasher = SHA256()
-        hasher.update(Data("\(form)\n\(version)\n\(baseVersion ?? "")\n".utf8))
-        hasher.update(payload)
-        return hasher.finalize()
-    }
-
     /// Enqueues, then waits up to `timeout` for the item's first attempt, so that the server's
     /// field errors reach the form while the person is still on it. Durable first in every case.
     public func submit<P: FormPayload>(
@@ -347,13 +321,5 @@ extension Outbox {
             serverVersion: nil, filePath: nil, contentType: nil, byteCount: nil, sha256: nil, state: .pending, attempts: 0,
             nextAttemptAt: now, leaseExpiresAt: nil, lastError: nil, fieldErrors: nil, serverPayload: nil, conflicts: nil,
             endpoint: nil, sends: 0)
-    }
-
-    nonisolated static func encode<T: Encodable>(_ value: T) throws -> Data {
-        do {
-            return try FormRegistry.encode(value)
-        } catch {
-            throw OutboxError.invalidPayload([FieldError(pointer: JSONPointer.root, code: "invalid", detail: "The payload cannot be encoded: \(error)")])
-        }
     }
 }

@@ -81,18 +81,3 @@ extension Outbox {
         observers.signalWork()
     }
 }
-
-extension OutboxItem {
-    /// A stored row as apps see it, in `state`.
-    init(_ row: OutboxStore.Row, state: SyncState) {
-        let decoder = JSONDecoder()
-        self.init(
-            id: ItemID(row.id), kind: row.kind, state: state, documentID: row.documentID, attemptID: row.attemptID,
-            form: row.form, formVersion: row.formVersion, lane: row.lane, workspace: row.workspace, payload: row.payload,
-            attempts: row.attempts, nextAttemptAt: Date(millisecondsSince1970: row.nextAttemptAt), lastError: row.lastError,
-            fieldErrors: row.fieldErrors.flatMap { try? decoder.decode([FieldError].self, from: $0) } ?? [],
-            basePayload: row.basePayload, serverPayload: row.serverPayload, serverVersion: row.serverVersion,
-            conflicts: row.conflicts.flatMap { try? decoder.decode([FieldConflict].self, from: $0) } ?? [],
-            producesPlaceholder: row.produces, serverID: row.serverID)
-    }
-}

@@ -54,7 +54,7 @@ extension Outbox {
     public func resubmit<P: FormPayload>(_ id: ItemID, with fixed: P) throws {
         let errors = fixed.validate()
         guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
-        let json = try Self.encode(fixed)
+        let json = try PreparedPayload.encode(fixed)
         let now = environment.now()
         try write(.full) {
             var row = try existing(id)
@@ -63,7 +63,7 @@ extension Outbox {
             }
             guard row.form == P.formName else { throw OutboxError.formMismatch(expected: row.form ?? "file", got: P.formName) }
             try replaceDependencies(of: row.id, with: fixed.placeholders)
-            let digest = Self.digest(form: P.formName, version: P.formVersion, baseVersion: row.baseVersion, payload: json)
+            let digest = PreparedPayload.digest(form: P.formName, version: P.formVersion, baseVersion: row.baseVersion, payload: json)
             try store.recordDocument(workspace: row.workspace, documentID: row.documentID, digest: digest, item: row.id)
             row.payload = json
             row.formVersion = P.formVersion
@@ -78,7 +78,7 @@ extension Outbox {
     public func resolveConflict<P: FormPayload>(_ id: ItemID, with merged: P) throws {
         let errors = merged.validate()
         guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
-        let json = try Self.encode(merged)
+        let json = try PreparedPayload.encode(merged)
         let now = environment.now()
         try write(.full) {
             var row = try existing(id)

@@ -1,0 +1,47 @@
+import Foundation
+
+extension Outbox {
+    /// Tunables of the outbox.
+    public struct Configuration: Sendable {
+        /// How many lanes may be on the wire at once.
+        public var concurrency: Int
+        /// Backoff and the attempt limit after which an item is parked as exhausted.
+        public var retry: RetryPolicy
+        /// How long a lease lasts (1 second to a day); must exceed the transport's request
+        /// timeout, since an expired lease is presumed dead and its item is sent again (same
+        /// attempt identity).
+        public var lease: Duration { .milliseconds(leaseMilliseconds) }
+        var leaseMilliseconds: Int64
+        /// How many times one flush refreshes the token before it gives up and reports it.
+        public var maxAuthRefreshesPerFlush: Int
+        /// How many file uploads may be on the wire at once, beside (not within) the
+        /// `concurrency` lanes of submissions: a form never waits behind another item's video.
+        public var uploadConcurrency: Int
+        /// Runs on each attachment before it is stashed (to downscale or re-encode a photo,
+        /// say); the stash measures and digests what it returns. Nil stashes files as they are.
+        public var attachmentTransform: AttachmentTransform?
+        /// The data-protection class of the database, its log and the stash on iOS (see
+        /// `FileProtection`); no effect on macOS and Linux.
+        public var fileProtection: FileProtection
+
+        /// How far ahead of the clock a due time or lease may lie before it is taken for the
+        /// mark of a clock that jumped back and is treated as due (or expired).
+        var horizonMilliseconds: Int64 {
+            max(retry.maxDelayMilliseconds, retry.maxRetryAfterMilliseconds, leaseMilliseconds, 1000)
+        }
+
+        public init(
+            concurrency: Int = 4, retry: RetryPolicy = RetryPolicy(), lease: Duration = .seconds(60), maxAuthRefreshesPerFlush: Int = 3,
+            uploadConcurrency: Int = 2, attachmentTransform: AttachmentTransform? = nil,
+            fileProtection: FileProtection = .completeUntilFirstUserAuthentication
+        ) {
+            self.fileProtection = fileProtection
+            self.concurrency = max(1, concurrency)
+            self.uploadConcurrency = max(1, uploadConcurrency)
+            self.attachmentTransform = attachmentTransform
+            self.retry = retry
+            self.leaseMilliseconds = min(max(1000, lease.clampedMilliseconds), 86_400_000)
+            self.maxAuthRefreshesPerFlush = maxAuthRefreshesPerFlush
+        }
+    }
+}
