@@ -118,4 +118,21 @@ struct CooperativePoolTests {
         try await outbox.enqueue(order(1), documentID: "after-open")
         #expect(await outbox.stateCounts()[.savedOnDevice] == 1)
     }
+
+    /// Each outbox has a thread of its own: it must end with the outbox, or an app that opens
+    /// outboxes (one per signed-in account, say) would keep a thread per outbox it ever opened.
+    /// The executor is held by its thread until the thread ends.
+    @Test func anOutboxsThreadEndsWhenTheOutboxIsReleased() async throws {
+        let h = try Harness()
+        weak var executor: AnyObject?
+        do {
+            let outbox = try h.open()
+            try await outbox.enqueue(order(1), documentID: "one")
+            _ = await outbox.flush()
+            executor = outbox.executorObject
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while executor != nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(executor == nil, "the outbox's thread outlived it")
+    }
 }

@@ -39,6 +39,8 @@ package final class OutboxDatabase: @unchecked Sendable {
 
     /// Group commit of the log (tests and benchmarks count its fsyncs).
     var walSync: WALSync { owner.walSync }
+    /// The executor's object (its thread holds it until the thread ends: tests watch it go).
+    var executorObject: AnyObject { owner.executor }
     /// The log's checkpointer (tests and benchmarks watch it).
     var checkpointer: WALCheckpointer? { owner.checkpointer }
 
@@ -110,6 +112,8 @@ extension Outbox {
     /// Copies the log back into the database off the outbox's thread (tests and benchmarks
     /// watch it).
     package nonisolated var checkpointer: WALCheckpointer? { database.checkpointer }
+    /// The outbox's thread's executor, which lives as long as the thread (tests watch it end).
+    package nonisolated var executorObject: AnyObject { database.executorObject }
 
     /// Tells `observer` the durability of each commit, in order (for tests of what a power loss
     /// could undo).
