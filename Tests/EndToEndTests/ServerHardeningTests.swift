@@ -150,11 +150,19 @@ struct ServerHardeningTests {
         }
         try await Task.sleep(for: .milliseconds(500))
         for fd in crowd { close(fd) }
-        try await Task.sleep(for: .milliseconds(300))
-        let fd = Self.connectTo(port)
-        defer { close(fd) }
-        Self.send(fd, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
-        #expect(Self.receive(fd).contains("\"service\":\"formsync\""))
+        // Once the descriptors are back, the server answers again: asked until it does, for at
+        // most 20 s (a loaded machine may take a while to let it retire the crowd).
+        var answered = false
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !answered && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(300))
+            let fd = Self.connectTo(port)
+            guard fd >= 0 else { continue }
+            Self.send(fd, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+            answered = Self.receive(fd).contains("\"service\":\"formsync\"")
+            close(fd)
+        }
+        #expect(answered, "the server did not answer /health within 20 s of the descriptors coming back")
         let threads = try String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8)
             .split(separator: "\n").first { $0.hasPrefix("Threads:") }
         #expect(Int(threads?.split(separator: "\t").last ?? "") ?? 999 < 30, "\(threads ?? "")")
