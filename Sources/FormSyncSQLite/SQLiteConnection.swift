@@ -4,14 +4,14 @@ import Synchronization
 
 /// A failed SQLite call: the extended result code, SQLite's message and the statement that
 /// failed. Bound values are never included, so a payload cannot leak into a log.
-public struct SQLiteError: Error, CustomStringConvertible, Sendable, Equatable {
+package struct SQLiteError: Error, CustomStringConvertible, Sendable, Equatable {
     /// SQLite's extended result code (for example 1555, SQLITE_CONSTRAINT_PRIMARYKEY).
-    public var code: Int32
-    public var message: String
+    package var code: Int32
+    package var message: String
     /// The SQL text that failed, without its bound values.
-    public var sql: String
+    package var sql: String
 
-    public var description: String { "SQLite error \(code): \(message) (in: \(sql))" }
+    package var description: String { "SQLite error \(code): \(message) (in: \(sql))" }
 
     /// Whether the file is not a SQLite database, or a damaged one.
     package var isNotADatabase: Bool { code & 0xff == SQLITE_NOTADB || code & 0xff == SQLITE_CORRUPT }
