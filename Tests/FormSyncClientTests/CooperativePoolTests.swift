@@ -19,67 +19,57 @@ struct CooperativePoolTests {
     }
 
     @Test func asyncWorkRunsWhileEveryOutboxWaitsForAHeldFsync() async throws {
-        let count = ProcessInfo.processInfo.activeProcessorCount + 2
-        let held = DispatchSemaphore(value: 0)
-        let flags = Flags()
-        var harnesses: [Harness] = []
-        var outboxes: [Outbox] = []
-        for _ in 0..<count {
-            let h = try Harness()
-            // The fsync of each log blocks once armed, until released.
+        // The fsync of each log blocks once armed, until released.
+        try await expectThePoolFree(heldIn: "their fsync") { h, hold in
             h.syncLog = { descriptor in
-                if flags.armed.load(ordering: .relaxed) {
-                    flags.entered.add(1, ordering: .relaxed)
-                    _ = held.wait(timeout: .now() + 400)  // past the watch below, however loaded the machine
-                }
+                hold()
                 return fdatasync(descriptor)
             }
-            harnesses.append(h)
-            outboxes.append(try h.open())
+            return try h.open()
         }
-        flags.armed.store(true, ordering: .relaxed)
-        let enqueues = outboxes.enumerated().map { index, outbox in
-            Task { try await outbox.enqueue(order(Int64(index + 1)), documentID: "held-\(index)") }
-        }
-        let (reached, observed) = await watch(flags, until: count)
-        #expect(reached == count, "only \(reached) of \(count) outboxes reached their fsync: the others found no pool thread")
-        for _ in 0..<count { held.signal() }
-        #expect(observed, "a task could not run while \(count) outboxes waited for their fsync: the pool was blocked")
-        for task in enqueues { _ = try await task.value }
-        for outbox in outboxes { #expect(await outbox.stateCounts()[.savedOnDevice] == 1) }
-        _ = harnesses
     }
 
     /// Before, every statement ran on the actor's thread, one of the pool's: an outbox held
     /// inside a commit (a slow disk, a lock) held a pool thread with it. Now each outbox's
     /// statements run on its database's own thread.
     @Test func asyncWorkRunsWhileEveryOutboxIsHeldInsideACommit() async throws {
+        // Called inside each commit, on the thread that runs the outbox's statements.
+        try await expectThePoolFree(heldIn: "a commit") { h, hold in
+            let outbox = try h.open()
+            await outbox.observeCommits { _ in hold() }
+            return outbox
+        }
+    }
+
+    /// Opens more outboxes than the pool has threads, each through `open`, which installs
+    /// `hold` where the outbox should block (it blocks once armed, until released); then every
+    /// outbox enqueues, and a task started while all of them are held must run.
+    private func expectThePoolFree(
+        heldIn place: String, open: (Harness, @escaping @Sendable () -> Void) async throws -> Outbox
+    ) async throws {
         let count = ProcessInfo.processInfo.activeProcessorCount + 2
         let held = DispatchSemaphore(value: 0)
         let flags = Flags()
+        let hold: @Sendable () -> Void = {
+            guard flags.armed.load(ordering: .relaxed) else { return }
+            flags.entered.add(1, ordering: .relaxed)
+            _ = held.wait(timeout: .now() + 400)  // past the watch below, however loaded the machine
+        }
         var harnesses: [Harness] = []
         var outboxes: [Outbox] = []
         for _ in 0..<count {
             let h = try Harness()
-            let outbox = try h.open()
-            // Called inside each commit, on the thread that runs the outbox's statements.
-            await outbox.observeCommits { _ in
-                if flags.armed.load(ordering: .relaxed) {
-                    flags.entered.add(1, ordering: .relaxed)
-                    _ = held.wait(timeout: .now() + 400)
-                }
-            }
+            outboxes.append(try await open(h, hold))
             harnesses.append(h)
-            outboxes.append(outbox)
         }
         flags.armed.store(true, ordering: .relaxed)
         let enqueues = outboxes.enumerated().map { index, outbox in
             Task { try await outbox.enqueue(order(Int64(index + 1)), documentID: "held-\(index)") }
         }
         let (reached, observed) = await watch(flags, until: count)
-        #expect(reached == count, "only \(reached) of \(count) outboxes reached their commit: the others found no thread")
+        #expect(reached == count, "only \(reached) of \(count) outboxes reached \(place): the others found no thread")
         for _ in 0..<count { held.signal() }
-        #expect(observed, "a task could not run while \(count) outboxes were held in a commit: the pool was blocked")
+        #expect(observed, "a task could not run while \(count) outboxes were held in \(place): the pool was blocked")
         for task in enqueues { _ = try await task.value }
         for outbox in outboxes { #expect(await outbox.stateCounts()[.savedOnDevice] == 1) }
         _ = harnesses
