@@ -21,7 +21,9 @@ package final class DatabaseExecutor: SerialExecutor, TaskExecutor, @unchecked S
         let thread = Thread { [self] in run() }
         thread.name = name
         thread.qualityOfService = .userInitiated
-        thread.stackSize = 1 << 20
+        // As large as a default thread's: a flush's deliveries, and the parsing of their
+        // replies, run here too (address space only; pages are used as touched).
+        thread.stackSize = 8 << 20
         thread.start()
     }
 
