@@ -5,22 +5,27 @@ public struct ItemID: RawRepresentable, Hashable, Comparable, Sendable, Codable,
     /// The number the outbox's database knows the item by.
     public let rawValue: Int64
 
+    /// The item the database knows as `rawValue`.
     public init(rawValue: Int64) {
         self.rawValue = rawValue
     }
 
+    /// The item the database knows as `rawValue` (a number read from a log or a command line).
     public init(_ rawValue: Int64) {
         self.rawValue = rawValue
     }
 
+    /// An item id written as a literal (tests, examples).
     public init(integerLiteral value: Int64) {
         rawValue = value
     }
 
+    /// Decodes the plain integer `encode(to:)` writes.
     public init(from decoder: any Decoder) throws {
         rawValue = try decoder.singleValueContainer().decode(Int64.self)
     }
 
+    /// Encodes as a plain integer, as ids were written before `ItemID`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(rawValue)
