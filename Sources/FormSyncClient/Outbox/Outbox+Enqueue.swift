@@ -135,7 +135,7 @@ extension Outbox {
             let id = try { () throws -> Int64 in
                 for placeholder in placeholders {
                     guard let (attachment, copy) = copies[placeholder] else { continue }
-                    var file = newRow(kind: .file, lane: "file:\(placeholder)", documentID: environment.newID(), now: now, produces: placeholder)
+                    var file = OutboxStore.Row.new(kind: .file, workspace: workspace, lane: "file:\(placeholder)", documentID: environment.newID(), attemptID: environment.newID(), now: now, produces: placeholder)
                     file.filePath = copy.path
                     file.contentType = declaredTypes[placeholder] ?? attachment.contentType
                     file.byteCount = copy.byteCount
@@ -159,8 +159,8 @@ extension Outbox {
                     withRecords { $0.noteRecord(of: replaced) }
                     return replaced.id
                 }
-                let lane = try earlier.flatMap { $0.state == .pending || $0.state == .leased ? $0.lane : nil } ?? payload.lane.map(entityLane) ?? "document:\(documentID)"
-                var row = newRow(kind: .submission, lane: lane, documentID: documentID, now: now, produces: creates)
+                let lane = try earlier.flatMap { $0.state == .pending || $0.state == .leased ? $0.lane : nil } ?? payload.lane.map { try store.entityLane($0, workspace: workspace) } ?? "document:\(documentID)"
+                var row = OutboxStore.Row.new(kind: .submission, workspace: workspace, lane: lane, documentID: documentID, attemptID: environment.newID(), now: now, produces: creates)
                 row.form = P.formName
                 row.formVersion = P.formVersion
                 row.payload = json
@@ -298,28 +298,5 @@ extension Outbox {
 
     func resumeWaiters(_ id: Int64, with result: SubmitResult?) {
         for waiter in waiters.removeValue(forKey: id) ?? [] { waiter.resume(returning: result) }
-    }
-
-    /// The lane of an entity, whatever id the payload knows it by. A record created offline is
-    /// `Type:-9` until it lands as `Type:501`: the two are one entity, so an item naming either
-    /// joins the one of the two lanes that still holds open items (at most one does), and is
-    /// sent in capture order behind them.
-    func entityLane(_ lane: String) throws -> String {
-        guard let colon = lane.lastIndex(of: ":"), !lane.hasPrefix("file:"), !lane.hasPrefix("document:"),
-            let id = Int64(lane[lane.index(after: colon)...]), id != 0
-        else { return lane }
-        let other = id < 0 ? try store.resolvedID(id, workspace: workspace) : try store.placeholder(resolvedTo: id, workspace: workspace)
-        guard let other else { return lane }
-        let alias = "\(lane[..<colon]):\(other)"
-        return try store.hasOpenItems(workspace: workspace, lane: alias) ? alias : lane
-    }
-
-    func newRow(kind: OutboxItem.Kind, lane: String, documentID: String, now: Int64, produces: Int64?) -> OutboxStore.Row {
-        OutboxStore.Row(
-            id: 0, kind: kind, workspace: workspace, lane: lane, documentID: documentID, attemptID: environment.newID(),
-            form: nil, formVersion: nil, payload: nil, basePayload: nil, baseVersion: nil, produces: produces, serverID: nil,
-            serverVersion: nil, filePath: nil, contentType: nil, byteCount: nil, sha256: nil, state: .pending, attempts: 0,
-            nextAttemptAt: now, leaseExpiresAt: nil, lastError: nil, fieldErrors: nil, serverPayload: nil, conflicts: nil,
-            endpoint: nil, sends: 0)
     }
 }

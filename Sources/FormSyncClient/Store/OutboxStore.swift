@@ -140,6 +140,16 @@ final class OutboxStore {
         var endpoint: String?
         /// How many times the item went on the wire, whatever came back (0: never left the device).
         var sends: Int
+
+        /// A new pending item, due `now`, not yet inserted (`id` 0).
+        static func new(kind: OutboxItem.Kind, workspace: String, lane: String, documentID: String, attemptID: String, now: Int64, produces: Int64?) -> Row {
+            Row(
+                id: 0, kind: kind, workspace: workspace, lane: lane, documentID: documentID, attemptID: attemptID,
+                form: nil, formVersion: nil, payload: nil, basePayload: nil, baseVersion: nil, produces: produces, serverID: nil,
+                serverVersion: nil, filePath: nil, contentType: nil, byteCount: nil, sha256: nil, state: .pending, attempts: 0,
+                nextAttemptAt: now, leaseExpiresAt: nil, lastError: nil, fieldErrors: nil, serverPayload: nil, conflicts: nil,
+                endpoint: nil, sends: 0)
+        }
     }
 
     static let columns = """
@@ -369,6 +379,20 @@ final class OutboxStore {
     }
 
     // MARK: Lanes
+
+    /// The lane of an entity, whatever id the payload knows it by. A record created offline is
+    /// `Type:-9` until it lands as `Type:501`: the two are one entity, so an item naming either
+    /// joins the one of the two lanes that still holds open items (at most one does), and is
+    /// sent in capture order behind them.
+    func entityLane(_ lane: String, workspace: String) throws -> String {
+        guard let colon = lane.lastIndex(of: ":"), !lane.hasPrefix("file:"), !lane.hasPrefix("document:"),
+            let id = Int64(lane[lane.index(after: colon)...]), id != 0
+        else { return lane }
+        let other = id < 0 ? try resolvedID(id, workspace: workspace) : try placeholder(resolvedTo: id, workspace: workspace)
+        guard let other else { return lane }
+        let alias = "\(lane[..<colon]):\(other)"
+        return try hasOpenItems(workspace: workspace, lane: alias) ? alias : lane
+    }
 
     /// Recomputes a lane's head and when it is due: a leased head is due when its lease
     /// expires; a pending head waiting for dependencies is not due at all (NULL) until one lands.
