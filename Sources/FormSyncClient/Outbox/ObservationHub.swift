@@ -15,9 +15,6 @@ final class ObservationHub: Sendable {
 
     func emit(_ event: SyncEvent) { events.yield(event) }
 
-    /// Whether anyone listens to events (skips building events nobody reads).
-    var hasEventListeners: Bool { events.isObserved }
-
     /// Snapshots from now on, starting with `current`.
     func snapshotStream(starting current: OutboxSnapshot) -> AsyncStream<OutboxSnapshot> {
         snapshots.stream(first: current)

@@ -121,16 +121,19 @@ public actor Outbox {
             }
         }
         try OutboxDatabase.mapping { try store.reindex(records) }
-        self.database = database
-        self.store = store
         // What the last process committed but did not fsync (it was killed between the two)
         // is durable before this one reports any of it: its snapshot, a repeated enqueue.
         try database.syncLog()
-        counts = try OutboxDatabase.mapping { try store.counts() }
-        placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -(try OutboxDatabase.mapping { try store.mostNegativePlaceholder() }))
         let stash = try FileStash(directory: path + ".stash")
-        try OutboxDatabase.mapping { try stash.sweep { try store.referencesFile($0) } }
+        let (counts, lowestPlaceholder) = try OutboxDatabase.mapping {
+            try stash.sweep { try store.referencesFile($0) }
+            return (try store.counts(), try store.mostNegativePlaceholder())
+        }
+        self.database = database
+        self.store = store
         self.stash = stash
+        self.counts = counts
+        placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -lowestPlaceholder)
         do {
             try configuration.fileProtection.apply(to: [path, path + "-wal", path + "-shm", path + ".stash"])
         } catch {
