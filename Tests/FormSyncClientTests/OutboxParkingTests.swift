@@ -122,6 +122,22 @@ struct OutboxParkingTests {
         _ = await crashed.value
     }
 
+    /// The cutoff is the app's `Date`: one before 1970, beyond `Int64` milliseconds, infinite
+    /// or NaN is pinned, never traps, and purges what it says (nothing before the epoch,
+    /// everything confirmed at the far end).
+    @Test func anAbsurdPurgeCutoffIsPinnedAndNeverTraps() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        try await outbox.enqueue(order(1))
+        _ = await outbox.flush()
+        for cutoff in [Date(timeIntervalSince1970: -1e300), Date(timeIntervalSince1970: -.infinity), Date(timeIntervalSince1970: .nan)] {
+            #expect(try await outbox.purgeConfirmed(acknowledgedBefore: cutoff) == 0)
+        }
+        #expect(Date(timeIntervalSince1970: 1e300).millisecondsSince1970 == .max)
+        #expect(Date(timeIntervalSince1970: .infinity).millisecondsSince1970 == .max)
+        #expect(try await outbox.purgeConfirmed(acknowledgedBefore: Date(timeIntervalSince1970: .infinity)) == 1)
+    }
+
     @Test func purgingConfirmedItemsKeepsLandedIDsResolvable() async throws {
         let h = try Harness()
         var outbox = try h.open()
