@@ -3,15 +3,23 @@ import Synchronization
 /// Where a flush pass's requests leave their answers. The pass takes everything that came
 /// back at once and records it in one transaction; when nothing has, it waits for the next.
 final class FlushInbox: Sendable {
+    /// One attempt's answer, as it came back from the transport.
+    struct Arrival: Sendable {
+        var lease: ItemLifecycle.Lease
+        var outcome: DeliveryOutcome
+        var details: DeliveryDetails
+        var milliseconds: Int64
+    }
+
     private struct State {
-        var arrivals: [Outbox.Arrival] = []
+        var arrivals: [Arrival] = []
         var waiter: CheckedContinuation<Void, Never>?
     }
 
     private let state = Mutex(State())
 
     /// Leaves an answer and wakes the pass if it waits.
-    func put(_ arrival: Outbox.Arrival) {
+    func put(_ arrival: Arrival) {
         state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.arrivals.append(arrival)
             defer { state.waiter = nil }
@@ -22,7 +30,7 @@ final class FlushInbox: Sendable {
     /// Every answer that came back since the last call, waiting for one when there is none.
     /// Not cancellable on purpose: a cancelled pass still waits for its requests (which its
     /// cancellation ends) to hand their items back.
-    func takeAll() async -> [Outbox.Arrival] {
+    func takeAll() async -> [Arrival] {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state -> Bool in
                 if state.arrivals.isEmpty { state.waiter = continuation }

@@ -11,7 +11,7 @@ extension Outbox {
 
     /// Items of the current workspace in the given states, in enqueue order.
     public func items(in states: Set<SyncState>) throws -> [OutboxItem] {
-        var stored: Set<State> = []
+        var stored: Set<OutboxStore.State> = []
         for state in states {
             switch state {
             case .savedOnDevice, .waitingForNetwork: stored.insert(.pending)
@@ -24,14 +24,14 @@ extension Outbox {
             }
         }
         let rows = try storage { try store.items(workspace: workspace, states: stored.sorted { $0.rawValue < $1.rawValue }) }
-        return rows.map(publicItem).filter { states.contains($0.state) }
+        return rows.map(lifecycle.publicItem).filter { states.contains($0.state) }
     }
 
     /// One item of the current workspace by id; nil when there is none, `otherWorkspace` when
     /// it belongs to another workspace.
     public func item(_ id: ItemID) throws -> OutboxItem? {
         do {
-            return publicItem(try storage { try existing(id) })
+            return lifecycle.publicItem(try storage { try lifecycle.existing(id) })
         } catch OutboxError.noSuchItem {
             return nil
         }
@@ -41,11 +41,11 @@ extension Outbox {
     public func retry(_ id: ItemID) throws {
         let now = environment.now()
         try write(.full) {
-            var row = try existing(id)
+            var row = try lifecycle.existing(id)
             guard [.rejected, .conflict, .exhausted].contains(row.state) else {
-                throw OutboxError.notAllowed(id: id, state: publicState(row), action: "retry")
+                throw OutboxError.notAllowed(id: id, state: lifecycle.publicState(row), action: "retry")
             }
-            try reopen(&row, now: now)
+            try lifecycle.reopen(&row, now: now)
         }
     }
 
@@ -57,19 +57,19 @@ extension Outbox {
         let json = try PreparedPayload.encode(fixed)
         let now = environment.now()
         try write(.full) {
-            var row = try existing(id)
+            var row = try lifecycle.existing(id)
             guard row.kind == .submission, [.rejected, .conflict, .exhausted].contains(row.state) else {
-                throw OutboxError.notAllowed(id: id, state: publicState(row), action: "resubmit")
+                throw OutboxError.notAllowed(id: id, state: lifecycle.publicState(row), action: "resubmit")
             }
             guard row.form == P.formName else { throw OutboxError.formMismatch(expected: row.form ?? "file", got: P.formName) }
-            try replaceDependencies(of: row.id, with: fixed.placeholders)
+            try lifecycle.replaceDependencies(of: row.id, with: fixed.placeholders)
             let digest = PreparedPayload.digest(form: P.formName, version: P.formVersion, baseVersion: row.baseVersion, payload: json)
             try store.recordDocument(workspace: row.workspace, documentID: row.documentID, digest: digest, item: row.id)
             row.payload = json
             row.formVersion = P.formVersion
             row.endpoint = fixed.placeholders.isEmpty ? fixed.endpoint : nil
             row.attemptID = environment.newID()
-            try reopen(&row, now: now)
+            try lifecycle.reopen(&row, now: now)
         }
     }
 
@@ -81,10 +81,10 @@ extension Outbox {
         let json = try PreparedPayload.encode(merged)
         let now = environment.now()
         try write(.full) {
-            var row = try existing(id)
-            guard row.state == .conflict else { throw OutboxError.notAllowed(id: id, state: publicState(row), action: "resolve a conflict of") }
+            var row = try lifecycle.existing(id)
+            guard row.state == .conflict else { throw OutboxError.notAllowed(id: id, state: lifecycle.publicState(row), action: "resolve a conflict of") }
             guard row.form == P.formName else { throw OutboxError.formMismatch(expected: row.form ?? "file", got: P.formName) }
-            try replaceDependencies(of: row.id, with: merged.placeholders)
+            try lifecycle.replaceDependencies(of: row.id, with: merged.placeholders)
             row.payload = json
             row.endpoint = merged.placeholders.isEmpty ? merged.endpoint : nil
             if let server = row.serverPayload {
@@ -94,7 +94,7 @@ extension Outbox {
             row.serverPayload = nil
             row.conflicts = nil
             row.attemptID = environment.newID()
-            try reopen(&row, now: now)
+            try lifecycle.reopen(&row, now: now)
         }
     }
 
@@ -102,18 +102,7 @@ extension Outbox {
     /// until it is discarded too. Pending and in-flight items cannot be discarded.
     public func discard(_ id: ItemID) throws {
         let now = environment.now()
-        let path = try write(.full) { () throws -> String? in
-            var row = try existing(id)
-            guard Self.isStuck(row.state) else { throw OutboxError.notAllowed(id: id, state: publicState(row), action: "discard") }
-            if let placeholder = row.produces { try blockDependents(of: placeholder, workspace: row.workspace, now: now) }
-            try store.forgetDocumentDigests(item: row.id, workspace: row.workspace, documentID: row.documentID)
-            let path = row.filePath
-            let workspace = row.workspace
-            try move(&row, to: nil)
-            try store.delete(row.id)
-            try store.refreshLane(workspace: workspace, lane: row.lane)
-            return path
-        }
+        let path = try write(.full) { try lifecycle.discard(id, now: now) }
         if let path { stash.remove(path) }
     }
 
@@ -126,22 +115,8 @@ extension Outbox {
         let workspace = self.workspace
         let cutoff = cutoff.millisecondsSince1970
         let removed = try write(.normal) { try store.deleteConfirmed(workspace: workspace, before: cutoff) }
-        counts[workspace, default: [:]][.confirmed, default: 0] -= removed
+        lifecycle.forgetConfirmed(removed, workspace: workspace)
         emitSnapshot(changed: nil)
         return removed
-    }
-
-    /// Back to pending with a fresh attempt budget; blocked if a dependency still needs attention.
-    func reopen(_ row: inout OutboxStore.Row, now: Int64) throws {
-        row.attempts = 0
-        row.nextAttemptAt = now
-        row.lastError = nil
-        row.fieldErrors = nil
-        try move(&row, to: try dependencyProblem(row.id, workspace: row.workspace) ? .blocked : .pending)
-        try store.update(row, now: now)
-        try store.refreshLane(workspace: row.workspace, lane: row.lane)
-        if let placeholder = row.produces, row.state == .pending { try releaseDependents(of: placeholder, workspace: row.workspace, now: now) }
-        rescanRequested = true
-        signalWork()
     }
 }

@@ -44,7 +44,7 @@ extension Outbox {
         // that earlier edit applied: the server will hold the earlier edit by the time this
         // one arrives, and it is not a change made by someone else (merging against the
         // pulled record would take the device's own earlier edit for a concurrent one).
-        let replaceable = earlier.flatMap { row in (row.state == .pending || row.state == .blocked) && row.sends == 0 && !inFlight.contains(row.id) ? row : nil }
+        let replaceable = earlier.flatMap { row in (row.state == .pending || row.state == .blocked) && row.sends == 0 && !lifecycle.inFlight.contains(row.id) ? row : nil }
         if let earlier, replaceable == nil, base != nil, earlier.state == .pending || earlier.state == .leased {
             let shownBase: F
             do {

@@ -1,7 +1,8 @@
 import Foundation
 import FormSyncModel
 
-extension Outbox {
+extension ItemLifecycle {
+    /// Whether an item in `state` waits for a person (parked or blocked).
     static func isStuck(_ state: State) -> Bool {
         state == .rejected || state == .conflict || state == .exhausted || state == .blocked
     }
@@ -9,13 +10,14 @@ extension Outbox {
     /// Why a blocked item waits, as every list shows it.
     static let blockedReason = "waiting for an item it depends on, which needs attention"
 
+    /// Blocks everything that depends on `placeholder`, and what depends on those.
     func blockDependents(of placeholder: Int64, workspace: String, now: Int64) throws {
         var queue = [placeholder]
         while let next = queue.popLast() {
             for id in try store.dependents(of: next) {
                 guard var row = try store.item(id), row.workspace == workspace, row.state == .pending else { continue }
                 row.lastError = Self.blockedReason
-                try move(&row, to: .blocked)
+                move(&row, to: .blocked)
                 try store.update(row, now: now)
                 try store.refreshLane(workspace: row.workspace, lane: row.lane)
                 report.blocked += 1
@@ -34,7 +36,7 @@ extension Outbox {
                 if row.state == .blocked, try !dependencyProblem(row.id, workspace: workspace) {
                     row.lastError = nil
                     row.nextAttemptAt = now
-                    try move(&row, to: .pending)
+                    move(&row, to: .pending)
                     try store.update(row, now: now)
                     if let produced = row.produces { queue.append(produced) }
                 }
@@ -69,6 +71,7 @@ extension Outbox {
         try store.isResolved(placeholder, workspace: workspace) || store.producer(of: placeholder, workspace: workspace) != nil
     }
 
+    /// Makes `placeholders` the dependencies of item `id` (each checked as `checkDependencies` does).
     func replaceDependencies(of id: Int64, with placeholders: [Int64]) throws {
         _ = try checkDependencies(placeholders)
         try store.removeDependencies(item: id)

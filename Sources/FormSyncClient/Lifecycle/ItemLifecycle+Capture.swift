@@ -1,0 +1,136 @@
+import Foundation
+import FormSyncModel
+
+extension ItemLifecycle {
+    /// An enqueue's writes, inside the transaction the outbox opened for it: what it reads
+    /// (an earlier submission of the document, known placeholders) includes every enqueue
+    /// committed or batched before it. Appends the stash copies it made to `copiesMade`, which are
+    /// removed if the transaction does not commit; removes them itself when it throws.
+    func capture<P: FormPayload>(
+        _ payload: P, attachments: [Outbox.Attachment], documentID: String?, creates: Int64?,
+        base: (payload: P, version: String)?, prepared: PreparedPayload, copiesMade: inout [String]
+    ) throws -> Int64 {
+        var json = prepared.json
+        let baseJSON = prepared.baseJSON
+        let now = environment.now()
+        let workspace = self.workspace
+        let known = documentID != nil
+        let documentID = documentID ?? environment.newID()
+        let digest = prepared.digest
+        // A document the app names may have been enqueued before (in this transaction's batch, too);
+        // a freshly minted one cannot.
+        if known, let existing = try store.documentItem(workspace: workspace, documentID: documentID, digest: digest) {
+            return existing
+        }
+        let earlier = known ? try store.latestDocumentItem(workspace: workspace, documentID: documentID) : nil
+        // A form that creates a record always stands for it under a placeholder id, so the
+        // record shows on the device (and can be referenced and edited) before it lands.
+        // (A later write to a document already sent is an edit of it, and creates nothing.)
+        let creates = creates ?? { () -> Int64? in
+            guard P.recordAction?.kind == .creates, base == nil else { return nil }
+            guard let earlier else { return placeholderIDs.next() }
+            return (earlier.state == .pending || earlier.state == .blocked) && earlier.sends == 0 ? earlier.produces : nil
+        }()
+        let attached = Dictionary(attachments.map { ($0.placeholder, $0) }, uniquingKeysWith: { a, _ in a })
+        let placeholders = payload.placeholders
+        let fresh = try attached.keys.filter { try placeholders.contains($0) && !isKnown($0) }
+        let blocked = try checkDependencies(placeholders.filter { !fresh.contains($0) })
+
+        var copies: [Int64: (attachment: Outbox.Attachment, copy: FileStash.Copy)] = [:]
+        do {
+            for attachment in attachments where fresh.contains(attachment.placeholder) && copies[attachment.placeholder] == nil {
+                copies[attachment.placeholder] = try stashed(attachment)
+            }
+            var stored = payload
+            var declaredTypes: [Int64: String] = [:]
+            if !copies.isEmpty {
+                stored = payload.mappingFiles { ref in
+                    guard let (attachment, copy) = copies[ref.id] else { return ref }
+                    let type = attachment.contentType ?? ref.contentType
+                    declaredTypes[ref.id] = type
+                    return FileRef(id: ref.id, byteCount: copy.byteCount, contentType: type)
+                }
+                let measured = stored.validate()
+                guard measured.isEmpty else { throw OutboxError.invalidPayload(measured) }
+                json = try PreparedPayload.encode(stored)
+            }
+            let endpoint = placeholders.isEmpty ? stored.endpoint : nil
+            if !copies.isEmpty { CrashPoint.stashCopied.reach() }
+            let id = try { () throws -> Int64 in
+                for placeholder in placeholders {
+                    guard let (attachment, copy) = copies[placeholder] else { continue }
+                    var file = OutboxStore.Row.new(kind: .file, workspace: workspace, lane: "file:\(placeholder)", documentID: environment.newID(), attemptID: environment.newID(), now: now, produces: placeholder)
+                    file.filePath = copy.path
+                    file.contentType = declaredTypes[placeholder] ?? attachment.contentType
+                    file.byteCount = copy.byteCount
+                    file.sha256 = copy.sha256
+                    file.id = try store.insert(file, now: now)
+                    created(file)
+                    try store.addToLane(workspace: workspace, lane: file.lane, head: file.id, due: now)
+                }
+                if var replaced = earlier, replaced.kind == .submission, replaced.form == P.formName,
+                    replaced.state == .pending || replaced.state == .blocked, replaced.sends == 0, !inFlight.contains(replaced.id),
+                    creates == nil || creates == replaced.produces
+                {
+                    try store.forgetDocumentDigests(item: replaced.id, workspace: workspace, documentID: documentID)
+                    replaced.payload = json
+                    replaced.formVersion = P.formVersion
+                    replaced.endpoint = endpoint
+                    replaced.attemptID = environment.newID()
+                    try replaceDependencies(of: replaced.id, with: placeholders)
+                    try store.recordDocument(workspace: workspace, documentID: documentID, digest: digest, item: replaced.id)
+                    try reopen(&replaced, now: now)
+                    withRecords { $0.noteRecord(of: replaced) }
+                    return replaced.id
+                }
+                let lane = try earlier.flatMap { $0.state == .pending || $0.state == .leased ? $0.lane : nil } ?? payload.lane.map { try store.entityLane($0, workspace: workspace) } ?? "document:\(documentID)"
+                var row = OutboxStore.Row.new(kind: .submission, workspace: workspace, lane: lane, documentID: documentID, attemptID: environment.newID(), now: now, produces: creates)
+                row.form = P.formName
+                row.formVersion = P.formVersion
+                row.payload = json
+                row.endpoint = endpoint
+                row.basePayload = baseJSON
+                row.baseVersion = base?.version
+                if blocked {
+                    row.state = .blocked
+                    row.lastError = Self.blockedReason
+                }
+                row.id = try store.insert(row, now: now)
+                created(row)
+                withRecords { $0.noteRecord(of: row) }
+                for placeholder in placeholders { try store.addDependency(item: row.id, placeholder: placeholder) }
+                try store.recordDocument(workspace: workspace, documentID: documentID, digest: digest, item: row.id)
+                if placeholders.isEmpty {
+                    if !blocked { try store.addToLane(workspace: workspace, lane: lane, head: row.id, due: now) }
+                } else {
+                    try store.refreshLane(workspace: workspace, lane: lane)
+                }
+                rescanRequested = true
+                observers.signalWork()
+                return row.id
+            }()
+            copiesMade += copies.values.map(\.copy.path)
+            return id
+        } catch {
+            for (_, entry) in copies { stash.remove(entry.copy.path) }
+            throw error
+        }
+    }
+
+    /// Copies an attachment into the stash, through the attachment transform when there is one:
+    /// what is measured, digested and uploaded is what the transform made.
+    func stashed(_ attachment: Outbox.Attachment) throws -> (attachment: Outbox.Attachment, copy: FileStash.Copy) {
+        guard let transform = configuration.attachmentTransform else { return (attachment, try stash.store(attachment.source, name: environment.newID())) }
+        let scratch = stash.scratchPath()
+        defer { stash.remove(scratch) }
+        var transformed = attachment
+        do {
+            let (file, contentType) = try transform(attachment.source, attachment.contentType, URL(fileURLWithPath: scratch))
+            transformed.source = file
+            transformed.contentType = contentType
+        } catch {
+            throw OutboxError.stashFailed(path: attachment.source.path, reason: "the attachment transform failed: \(error)")
+        }
+        return (transformed, try stash.store(transformed.source, name: environment.newID()))
+    }
+}

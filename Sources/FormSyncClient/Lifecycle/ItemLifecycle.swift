@@ -1,0 +1,181 @@
+import Foundation
+import FormSyncModel
+
+/// The life of an outbox's items in its store: every move from one state to another (captured,
+/// leased, confirmed, retrying, parked, reopened, blocked, released), written inside the
+/// caller's transaction and counted only once that transaction commits, and the states and
+/// counts the app is shown.
+///
+/// The outbox is the public face and the concurrency (group commit, flush passes, waiters);
+/// this is the state machine underneath. It lives on its outbox's database thread and is used
+/// by that outbox alone, so it needs no lock of its own.
+final class ItemLifecycle {
+    typealias State = OutboxStore.State
+
+    /// One state move of the running transaction (nil: the item did not exist, or is gone).
+    struct Change {
+        var id: Int64
+        var workspace: String
+        var from: State?
+        var to: State?
+    }
+
+    let database: OutboxDatabase
+    let store: OutboxStore
+    let stash: FileStash
+    let registry: FormRegistry
+    let configuration: Outbox.Configuration
+    let environment: OutboxEnvironment
+    let observers: ObservationHub
+    let recordStore: RecordStore
+    let placeholderIDs: PlaceholderIDSource
+
+    /// The workspace items are captured in and sent to.
+    var workspace: String
+    /// Committed items per workspace and state.
+    private(set) var counts: [String: [State: Int]]
+    /// The moves of the running transaction; they reach `counts` when it commits.
+    var changes: [Change] = []
+    /// Items this process leased whose request is on the wire.
+    var inFlight: Set<Int64> = []
+    /// Items that went back to waiting during the running flush pass: not attempted again in it.
+    var retrying: Set<Int64> = []
+    /// What the running flush pass's transitions did.
+    var report = FlushReport()
+    /// Work became due that the running flush pass has not looked for (an enqueue, a reopen).
+    var rescanRequested = false
+    /// No server answered the last attempt: pending items are "waiting for network".
+    var networkDown = false
+
+    init(
+        database: OutboxDatabase, stash: FileStash, registry: FormRegistry, configuration: Outbox.Configuration, environment: OutboxEnvironment,
+        observers: ObservationHub, recordStore: RecordStore, placeholderIDs: PlaceholderIDSource, workspace: String, counts: [String: [State: Int]]
+    ) {
+        self.database = database
+        store = database.store
+        self.stash = stash
+        self.registry = registry
+        self.configuration = configuration
+        self.environment = environment
+        self.observers = observers
+        self.recordStore = recordStore
+        self.placeholderIDs = placeholderIDs
+        self.workspace = workspace
+        self.counts = counts
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` in one transaction. On commit the counts follow at once; the returned
+    /// closure announces the changes (snapshots, record notices) when the caller may (a save
+    /// announces only once its fsync is done). On failure nothing changes and the error (typed)
+    /// is thrown.
+    func commit<T>(_ durability: OutboxDatabase.Durability, _ body: () throws -> T) throws -> (T, announce: () -> Void) {
+        changes = []
+        _ = withRecords { $0.takeNotices() }
+        do {
+            let result = try database.transaction(durability, body)
+            let committed = changes
+            changes = []
+            let notices = withRecords { $0.takeNotices() }
+            for change in committed {
+                if let from = change.from { counts[change.workspace, default: [:]][from, default: 0] -= 1 }
+                if let to = change.to { counts[change.workspace, default: [:]][to, default: 0] += 1 }
+            }
+            return (result, { [self] in
+                withRecords { $0.announce(notices) }
+                guard observers.hasSnapshotListeners else { return }
+                for change in committed where change.workspace == workspace {
+                    emitSnapshot(changed: change.to.map { OutboxItemChange(id: ItemID(change.id), state: publicState(id: change.id, $0)) })
+                }
+            })
+        } catch {
+            changes = []
+            _ = withRecords { $0.takeNotices() }
+            throw error
+        }
+    }
+
+    /// Confirmed items that a purge deleted outside any move.
+    func forgetConfirmed(_ removed: Int, workspace: String) {
+        counts[workspace, default: [:]][.confirmed, default: 0] -= removed
+    }
+
+    /// Records a state move, applied to the counts only once its transaction commits.
+    func move(_ row: inout OutboxStore.Row, to state: State?) {
+        withRecords { $0.noteRecord(of: row) }
+        changes.append(Change(id: row.id, workspace: row.workspace, from: row.state, to: state))
+        if let state { row.state = state }
+    }
+
+    /// Records a new item's first state.
+    func created(_ row: OutboxStore.Row) {
+        changes.append(Change(id: row.id, workspace: row.workspace, from: nil, to: row.state))
+    }
+
+    /// Runs `body` on the record store, which shares this thread: its notes and writes join
+    /// the running transaction.
+    func withRecords<T: Sendable>(_ body: (isolated RecordStore) throws -> T) rethrows -> T {
+        try recordStore.assumeIsolated(body)
+    }
+
+    /// The row of `id`, refused when it belongs to another workspace than the current one.
+    func existing(_ id: ItemID) throws -> OutboxStore.Row {
+        guard let row = try store.item(id.rawValue) else { throw OutboxError.noSuchItem(id) }
+        guard row.workspace == workspace else { throw OutboxError.otherWorkspace(id: id, itemWorkspace: row.workspace, current: workspace) }
+        return row
+    }
+
+    // MARK: What the app is shown
+
+    /// Counts per state for the current workspace.
+    func stateCounts() -> [SyncState: Int] {
+        let stored = counts[workspace] ?? [:]
+        let sent = inFlight.count
+        return [
+            networkDown ? .waitingForNetwork : .savedOnDevice: stored[.pending] ?? 0,
+            .sending: max(0, (stored[.leased] ?? 0) - sent),
+            .sent: sent,
+            .confirmed: stored[.confirmed] ?? 0,
+            .rejected: stored[.rejected] ?? 0,
+            .conflict: stored[.conflict] ?? 0,
+            .exhausted: stored[.exhausted] ?? 0,
+            .blocked: stored[.blocked] ?? 0,
+        ].filter { $0.value > 0 }
+    }
+
+    /// Items of the current workspace that can still go out without a person acting.
+    func remainingCount() -> Int {
+        let open = counts[workspace] ?? [:]
+        return (open[.pending] ?? 0) + (open[.leased] ?? 0)
+    }
+
+    func snapshot(changed: OutboxItemChange?) -> OutboxSnapshot {
+        OutboxSnapshot(workspace: workspace, counts: stateCounts(), changed: changed)
+    }
+
+    func emitSnapshot(changed: OutboxItemChange?) {
+        guard observers.hasSnapshotListeners else { return }
+        observers.publish(snapshot(changed: changed))
+    }
+
+    func publicState(_ row: OutboxStore.Row) -> SyncState {
+        publicState(id: row.id, row.state)
+    }
+
+    func publicState(id: Int64, _ state: State) -> SyncState {
+        switch state {
+        case .pending: return networkDown ? .waitingForNetwork : .savedOnDevice
+        case .leased: return inFlight.contains(id) ? .sent : .sending
+        case .confirmed: return .confirmed
+        case .rejected: return .rejected
+        case .conflict: return .conflict
+        case .exhausted: return .exhausted
+        case .blocked: return .blocked
+        }
+    }
+
+    func publicItem(_ row: OutboxStore.Row) -> OutboxItem {
+        OutboxItem(row, state: publicState(row))
+    }
+}
