@@ -47,19 +47,38 @@ final class ItemLifecycle {
     /// No server answered the last attempt: pending items are "waiting for network".
     var networkDown = false
 
+    /// Opens the items of `database` for `workspace`: leases a previous run left expired go
+    /// back to pending (same attempt identity), the record index follows `recordTypes`, what
+    /// the last process committed without an fsync (it was killed between the two) is made
+    /// durable before anything of it is reported, the stash's partial copies are removed, and
+    /// the counts are read.
     init(
-        database: OutboxDatabase, stash: FileStash, registry: FormRegistry, configuration: Outbox.Configuration, environment: OutboxEnvironment,
-        observers: ObservationHub, recordStore: RecordStore, placeholderIDs: PlaceholderIDSource, workspace: String, counts: [String: [State: Int]]
-    ) {
+        database: OutboxDatabase, stashDirectory: String, registry: FormRegistry, recordTypes: RecordRegistry, configuration: Outbox.Configuration,
+        environment: OutboxEnvironment, observers: ObservationHub, recordStore: RecordStore, workspace: String
+    ) throws {
+        let store = database.store
+        let now = environment.now()
+        try database.transaction(.normal) {
+            for (workspace, lane) in try store.reclaimExpiredLeases(now: now, horizon: configuration.leaseMilliseconds) {
+                try store.refreshLane(workspace: workspace, lane: lane)
+            }
+        }
+        try OutboxDatabase.mapping { try store.reindex(recordTypes) }
+        try database.syncLog()
+        let stash = try FileStash(directory: stashDirectory)
+        let (counts, lowestPlaceholder) = try OutboxDatabase.mapping {
+            try stash.sweep { try store.referencesFile($0) }
+            return (try store.counts(), try store.mostNegativePlaceholder())
+        }
         self.database = database
-        store = database.store
+        self.store = store
         self.stash = stash
         self.registry = registry
         self.configuration = configuration
         self.environment = environment
         self.observers = observers
         self.recordStore = recordStore
-        self.placeholderIDs = placeholderIDs
+        placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -lowestPlaceholder)
         self.workspace = workspace
         self.counts = counts
     }

@@ -11,19 +11,7 @@ extension Outbox {
 
     /// Items of the current workspace in the given states, in enqueue order.
     public func items(in states: Set<SyncState>) throws -> [OutboxItem] {
-        var stored: Set<OutboxStore.State> = []
-        for state in states {
-            switch state {
-            case .savedOnDevice, .waitingForNetwork: stored.insert(.pending)
-            case .sending, .sent: stored.insert(.leased)
-            case .confirmed: stored.insert(.confirmed)
-            case .rejected: stored.insert(.rejected)
-            case .conflict: stored.insert(.conflict)
-            case .exhausted: stored.insert(.exhausted)
-            case .blocked: stored.insert(.blocked)
-            }
-        }
-        let rows = try storage { try store.items(workspace: workspace, states: stored.sorted { $0.rawValue < $1.rawValue }) }
+        let rows = try storage { try store.items(workspace: workspace, states: ItemLifecycle.storedStates(showing: states)) }
         return rows.map(lifecycle.publicItem).filter { states.contains($0.state) }
     }
 
@@ -39,63 +27,24 @@ extension Outbox {
 
     /// Sends a parked item again as it is (same attempt identity), with a fresh attempt budget.
     public func retry(_ id: ItemID) throws {
-        let now = environment.now()
-        try write(.full) {
-            var row = try lifecycle.existing(id)
-            guard [.rejected, .conflict, .exhausted].contains(row.state) else {
-                throw OutboxError.notAllowed(id: id, state: lifecycle.publicState(row), action: "retry")
-            }
-            try lifecycle.reopen(&row, now: now)
-        }
+        try apply(.retry, to: id)
     }
 
     /// Replaces a parked submission's payload with a fixed one: same document identity, new
     /// attempt identity. The fixed payload is validated first.
     public func resubmit<P: FormPayload>(_ id: ItemID, with fixed: P) throws {
-        let errors = fixed.validate()
-        guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
-        let json = try PreparedPayload.encode(fixed)
-        let now = environment.now()
-        try write(.full) {
-            var row = try lifecycle.existing(id)
-            guard row.kind == .submission, [.rejected, .conflict, .exhausted].contains(row.state) else {
-                throw OutboxError.notAllowed(id: id, state: lifecycle.publicState(row), action: "resubmit")
-            }
-            guard row.form == P.formName else { throw OutboxError.formMismatch(expected: row.form ?? "file", got: P.formName) }
-            try lifecycle.replaceDependencies(of: row.id, with: fixed.placeholders)
-            let digest = PreparedPayload.digest(form: P.formName, version: P.formVersion, baseVersion: row.baseVersion, payload: json)
-            try store.recordDocument(workspace: row.workspace, documentID: row.documentID, digest: digest, item: row.id)
-            row.payload = json
-            row.formVersion = P.formVersion
-            row.endpoint = fixed.placeholders.isEmpty ? fixed.endpoint : nil
-            row.attemptID = environment.newID()
-            try lifecycle.reopen(&row, now: now)
-        }
+        try apply(.resubmit(ItemLifecycle.PreparedFix(fixed)), to: id)
     }
 
     /// Settles a conflict with the payload a person chose: it is sent as an edit of the server's
     /// current record (its version becomes the base), under a new attempt identity.
     public func resolveConflict<P: FormPayload>(_ id: ItemID, with merged: P) throws {
-        let errors = merged.validate()
-        guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
-        let json = try PreparedPayload.encode(merged)
+        try apply(.resolveConflict(ItemLifecycle.PreparedFix(merged)), to: id)
+    }
+
+    private func apply(_ fix: ItemLifecycle.Fix, to id: ItemID) throws {
         let now = environment.now()
-        try write(.full) {
-            var row = try lifecycle.existing(id)
-            guard row.state == .conflict else { throw OutboxError.notAllowed(id: id, state: lifecycle.publicState(row), action: "resolve a conflict of") }
-            guard row.form == P.formName else { throw OutboxError.formMismatch(expected: row.form ?? "file", got: P.formName) }
-            try lifecycle.replaceDependencies(of: row.id, with: merged.placeholders)
-            row.payload = json
-            row.endpoint = merged.placeholders.isEmpty ? merged.endpoint : nil
-            if let server = row.serverPayload {
-                row.basePayload = server
-                row.baseVersion = row.serverVersion
-            }
-            row.serverPayload = nil
-            row.conflicts = nil
-            row.attemptID = environment.newID()
-            try lifecycle.reopen(&row, now: now)
-        }
+        try write(.full) { try lifecycle.apply(fix, to: id, now: now) }
     }
 
     /// Removes a parked or blocked item for good. Anything that depends on it stays blocked

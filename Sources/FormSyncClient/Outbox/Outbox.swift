@@ -5,8 +5,8 @@ import FormSyncModel
 /// goes out in order within its lane and in parallel across lanes, is classified on every
 /// reply, and leaves only when the server acknowledged it or a person discarded it.
 ///
-/// One actor owns the database connection, so every state transition is serialised and
-/// committed before it is acted on. See README, "The outbox and the sync engine".
+/// It runs on its database's own thread, so every state transition (`ItemLifecycle`) is
+/// serialised and committed before it is acted on. See README, "The outbox and the sync engine".
 public actor Outbox {
     /// The file's owner: the writer, its thread, the group commit, the readers.
     nonisolated let database: OutboxDatabase
@@ -14,8 +14,6 @@ public actor Outbox {
     var store: OutboxStore { lifecycle.store }
     var stash: FileStash { lifecycle.stash }
     let registry: FormRegistry
-    /// The record types this device stores and queries.
-    let recordTypes: RecordRegistry
     let transports: @Sendable (String) -> (any OutboxTransport)?
     /// The current workspace's transport, checked to serve that workspace.
     var transport: any OutboxTransport
@@ -85,42 +83,24 @@ public actor Outbox {
         refreshAuthentication: @escaping @Sendable () async -> Bool = { false }
     ) throws {
         guard let transport = transports(workspace), transport.workspace == workspace else { throw OutboxError.noTransport(workspace: workspace) }
-        let now = environment.now()
-        let database = try OutboxDatabase(path: path, now: now, openFlags: configuration.fileProtection.sqliteOpenFlag, syncLog: environment.syncLog)
-        let store = database.store
-        try database.transaction(.normal) {
-            for (workspace, lane) in try store.reclaimExpiredLeases(now: now, horizon: configuration.leaseMilliseconds) {
-                try store.refreshLane(workspace: workspace, lane: lane)
-            }
-        }
-        try OutboxDatabase.mapping { try store.reindex(records) }
-        // What the last process committed but did not fsync (it was killed between the two)
-        // is durable before this one reports any of it: its snapshot, a repeated enqueue.
-        try database.syncLog()
-        let stash = try FileStash(directory: path + ".stash")
-        let (counts, lowestPlaceholder) = try OutboxDatabase.mapping {
-            try stash.sweep { try store.referencesFile($0) }
-            return (try store.counts(), try store.mostNegativePlaceholder())
-        }
-        self.database = database
-        let placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -lowestPlaceholder)
-        self.placeholderIDs = placeholderIDs
+        let database = try OutboxDatabase(path: path, now: environment.now(), openFlags: configuration.fileProtection.sqliteOpenFlag, syncLog: environment.syncLog)
+        let observers = ObservationHub()
+        let recordStore = RecordStore(database: database, registry: registry, recordTypes: records, workspace: workspace)
+        lifecycle = try ItemLifecycle(
+            database: database, stashDirectory: path + ".stash", registry: registry, recordTypes: records, configuration: configuration,
+            environment: environment, observers: observers, recordStore: recordStore, workspace: workspace)
         do {
             try configuration.fileProtection.apply(to: [path, path + "-wal", path + "-shm", path + ".stash"])
         } catch {
             throw OutboxError.notDurable(reason: "cannot set the files' protection: \(error.localizedDescription)")
         }
-        self.registry = registry
-        recordTypes = records
-        let observers = ObservationHub()
+        self.database = database
         self.observers = observers
-        let recordStore = RecordStore(database: database, registry: registry, recordTypes: records, workspace: workspace)
         self.recordStore = recordStore
-        lifecycle = ItemLifecycle(
-            database: database, stash: stash, registry: registry, configuration: configuration, environment: environment,
-            observers: observers, recordStore: recordStore, placeholderIDs: placeholderIDs, workspace: workspace, counts: counts)
+        placeholderIDs = lifecycle.placeholderIDs
         groupCommit = GroupCommit(lifecycle: lifecycle)
         enqueueCallers = groupCommit.callers
+        self.registry = registry
         self.transports = transports
         self.transport = transport
         self.environment = environment
