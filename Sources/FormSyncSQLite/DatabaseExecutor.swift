@@ -1,4 +1,11 @@
 import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The serial executor of one database's owner: a thread of its own that runs the owner's jobs
 /// one at a time. Every SQLite call and every fsync the owner makes runs there, never on Swift's
@@ -18,7 +25,10 @@ package final class DatabaseExecutor: SerialExecutor, TaskExecutor, @unchecked S
 
     /// A new executor whose thread is named `name` (debuggers and `perf` show it).
     package init(name: String) {
-        let thread = Thread { [self] in run() }
+        let thread = Thread { [self] in
+            Self.nameCurrentThread(name)
+            run()
+        }
         thread.name = name
         thread.qualityOfService = .userInitiated
         // As large as a default thread's: a flush's deliveries, and the parsing of their
@@ -57,6 +67,23 @@ package final class DatabaseExecutor: SerialExecutor, TaskExecutor, @unchecked S
         stopping = true
         condition.signal()
         condition.unlock()
+    }
+
+    /// Names the calling thread as the system sees it (`perf`, `top -H`, crash reports):
+    /// Foundation's `Thread.name` does not reach the kernel on Linux, where a thread otherwise
+    /// keeps the name of the one that started it. Linux takes at most 15 bytes, written to
+    /// `/proc/thread-self/comm` (`pthread_setname_np` is not in Swift's Glibc module); a
+    /// system without it leaves the name as it was.
+    private static func nameCurrentThread(_ name: String) {
+        #if canImport(Darwin)
+        _ = pthread_setname_np(name)
+        #elseif canImport(Glibc) || canImport(Musl)
+        let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+        #endif
     }
 
     private func run() {

@@ -125,4 +125,25 @@ struct CooperativePoolTests {
         while executor != nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(executor == nil, "the outbox's thread outlived it")
     }
+
+    #if os(Linux)
+    /// The outbox's thread carries its name where the system shows threads (`perf`, `top -H`,
+    /// `/proc`): Foundation's `Thread.name` alone leaves it named after the pool thread that
+    /// opened the outbox, and a profile then cannot tell the database's work from the pool's.
+    @Test func anOutboxsThreadIsNamedForTheSystem() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        try await outbox.enqueue(order(1), documentID: "one")
+        func names() -> [String] {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+            return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !names().contains(where: { $0.hasPrefix("formsync.outbox") }) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(names().contains { $0.hasPrefix("formsync.outbox") }, "threads: \(Set(names()).sorted())")
+        _ = outbox
+    }
+    #endif
 }
