@@ -29,8 +29,10 @@ final class FlushInbox: Sendable {
 
     /// Every answer that came back since the last call, waiting for one when there is none.
     /// Not cancellable on purpose: a cancelled pass still waits for its requests (which its
-    /// cancellation ends) to hand their items back.
-    func takeAll() async -> [Arrival] {
+    /// cancellation ends) to hand their items back. It runs in the caller's isolation (the
+    /// outbox's thread): a plain `async` method of a class would hop to the global pool and
+    /// back on every turn of the pass.
+    func takeAll(isolation: isolated (any Actor)? = #isolation) async -> [Arrival] {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state -> Bool in
                 if state.arrivals.isEmpty { state.waiter = continuation }
