@@ -33,6 +33,9 @@ struct SpecChecker {
     typealias Pair = (key: YAMLNode, value: YAMLNode)
 
     static let topLevelKeys = ["form", "version", "description", "endpoint", "entity", "creates", "edits", "choices", "fields", "upgrades"]
+    /// How many fields a record may index: the device stores one key column per indexed field.
+    static let maxIndexedFields = 8
+
     static let recordKeys = ["record", "version", "description", "scope", "index", "choices", "fields"]
     static let commonFieldKeys = ["type", "description", "label", "required", "required_if", "conflict"]
     static let ruleKeys: [String: [String]] = [
@@ -166,6 +169,8 @@ struct SpecChecker {
                     error(item.location, "index '\(item.value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; local queries look up text, integer, boolean, date, choice and reference fields")
                 } else if indexes.contains(item.value) {
                     error(item.location, "index '\(item.value)' is listed twice")
+                } else if indexes.count == Self.maxIndexedFields {
+                    error(item.location, "index '\(item.value)' is one too many: a record indexes at most \(Self.maxIndexedFields) fields (the device keeps one indexed column per field); query the others by reading the records")
                 } else {
                     indexes.append(item.value)
                 }

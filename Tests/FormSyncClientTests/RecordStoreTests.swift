@@ -184,12 +184,65 @@ struct RecordStoreTests {
         outbox = nil
         // As if an older build, which indexed only `status`, had pulled these records.
         let db = try SQLiteConnection(path: harness.path, create: false)
-        _ = try db.run("DELETE FROM record_index WHERE field = 'stop_order'")
+        _ = try db.run("UPDATE records SET key2 = NULL WHERE type = 'Delivery'")
         _ = try db.run("UPDATE record_index_fields SET fields = 'status' WHERE type = 'Delivery'")
         let reopened = try open()
         #expect(try await reopened.records(Delivery.byStopOrder(2)).map(\.id) == [2])
         #expect(try await reopened.records(Delivery.byStatus(.assigned)).count == 2)
         #expect(try db.query("SELECT fields FROM record_index_fields WHERE type = 'Delivery'") { $0.text(0) } == ["status,stop_order"])
+    }
+
+    /// The key indexes a pull into an empty store leaves out while it inserts.
+    static func keyIndexes(_ path: String) throws -> [String] {
+        let db = try SQLiteConnection(path: path, create: false)
+        return try db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'records_key%' ORDER BY name") { $0.text(0) ?? "" }
+    }
+
+    /// A pull into an empty store inserts its records without the indexes of the keys its
+    /// types use and builds them when it ends: during its second page they are gone, after it
+    /// every one is back and a query by field finds what it found before.
+    @Test func aPullIntoAnEmptyStoreBuildsTheKeyIndexesAtItsEnd() async throws {
+        let outbox = try open()
+        let all = (1...8).map { "records_key\($0)" }
+        #expect(try Self.keyIndexes(harness.path) == all)
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, stop: 1), Self.delivery(2, stop: 2)], "c1", more: true))
+        harness.transport.scriptFeed(.hang)
+        let pulling = Task { try await outbox.pull() }
+        // The second page hangs; the first has committed (without the indexes of the two keys
+        // Delivery uses; the other six, which cost its records nothing, stay) once they are gone.
+        let unused = (3...8).map { "records_key\($0)" }
+        var during = try Self.keyIndexes(harness.path)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !(during == unused && harness.transport.hangingFeedCount == 1) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+            during = try Self.keyIndexes(harness.path)
+        }
+        #expect(during == unused, "the key indexes stayed while the first page went in")
+        harness.transport.releaseFeed(.page(ChangePage(changes: [Self.delivery(3, stop: 2)], cursor: "c2", more: false)))
+        let report = try await pulling.value
+        #expect(report.upserted == 3 && report.caughtUp)
+        #expect(try Self.keyIndexes(harness.path) == all)
+        #expect(try await outbox.records(Delivery.byStopOrder(2)).map(\.id) == [2, 3])
+    }
+
+    /// A process killed during such a pull leaves the store without its key indexes: the next
+    /// open creates them again, and queries by field use them.
+    @Test func aStoreLeftWithoutItsKeyIndexesGetsThemBackAtOpen() async throws {
+        var outbox: Outbox? = try open()
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, stop: 1), Self.delivery(2, stop: 2)], "c1"))
+        _ = try await outbox!.pull()
+        outbox = nil
+        let db = try SQLiteConnection(path: harness.path, create: false)
+        for slot in 1...8 { _ = try db.run("DROP INDEX records_key\(slot)") }
+        let reopened = try open()
+        #expect(try Self.keyIndexes(harness.path).count == 8)
+        let fresh = try SQLiteConnection(path: harness.path, create: false)
+        let plan = try fresh.query("""
+            EXPLAIN QUERY PLAN SELECT id, version, payload FROM records WHERE workspace = ?1 AND type = ?2
+            AND id IN (SELECT id FROM records WHERE workspace = ?1 AND type = ?2 AND key2 = ?3) ORDER BY id
+            """, [.text("acme"), .text("Delivery"), .text("2")]) { $0.text(3) ?? "" }
+        #expect(plan.contains { $0.contains("records_key2") }, "\(plan)")
+        #expect(try await reopened.records(Delivery.byStopOrder(2)).map(\.id) == [2])
     }
 
     @Test func recordChangesAnnounceWhatAPullWrote() async throws {

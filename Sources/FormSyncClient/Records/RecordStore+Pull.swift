@@ -35,6 +35,15 @@ extension RecordStore {
         var cursor = try OutboxDatabase.mapping { try store.pullCursor(workspace: workspace) }
         var fromScratch = false
         var refreshed = 0
+        // A pull into an empty store (a new device) inserts its records without the key
+        // indexes, and builds each of them once, sorted, when it ends however it ends: a
+        // record is then one B-tree insert instead of one per indexed field. A process killed
+        // meanwhile gets them back at the next open (`reindex`).
+        var keysDropped = false
+        let keySlots = recordTypes.names.compactMap { recordTypes[$0]?.indexedFields.count }.max() ?? 0
+        defer {
+            if keysDropped { try? database.transaction(.normal) { try store.ensureRecordKeyIndexes() } }
+        }
         // The next page is fetched and read while this one commits; nothing of it is stored
         // before this one's transaction has committed, and a pull that ends drops it, leaving
         // its request to end by its reply or its timeout (`CancellationShield`).
@@ -69,6 +78,10 @@ extension RecordStore {
                 CrashPoint.pullPage.reach()
                 try writeAnnouncing {
                     if fromScratch { try store.clearRecords(workspace: workspace) }
+                    if cursor == nil, !keysDropped, page.more, keySlots > 0, try !store.hasRecords() {
+                        try store.dropRecordKeyIndexes(slots: keySlots)
+                        keysDropped = true
+                    }
                     let tombstones = try store.hasTombstones(workspace: workspace)
                     for (change, index) in zip(page.changes, fetched.indexes) {
                         if let fields = change.fields {
@@ -76,8 +89,7 @@ extension RecordStore {
                             try applyChange(change, fields: fields, workspace: workspace, index: index)
                             report.upserted += 1
                         } else {
-                            let entry = recordTypes[change.type]
-                            if try store.deleteRecord(workspace: workspace, type: change.type, id: change.id, oldIndex: { old in entry.flatMap { try? $0.indexEntries(old) } ?? [] }) {
+                            if try store.deleteRecord(workspace: workspace, type: change.type, id: change.id) {
                                 noteRecord(change.type, change.id)
                             }
                             try store.addTombstone(workspace: workspace, type: change.type, id: change.id)

@@ -63,11 +63,19 @@ public actor RecordStore {
                 wanted = .id(effective)
                 stored = try store.storedRecord(workspace: workspace, type: type, id: effective).map { [$0] } ?? []
             case .field(let field, let value):
-                stored = try store.storedRecords(workspace: workspace, type: type, field: field, value: value)
+                // A field past the last key column (a registry built by hand: the spec checker
+                // allows no more) is found by reading every record of the type.
+                if let slot = R.indexedFields.firstIndex(of: field), slot < OutboxStore.recordKeySlots {
+                    stored = try store.storedRecords(workspace: workspace, type: type, slot: slot, value: value)
+                } else {
+                    stored = try store.storedRecords(workspace: workspace, type: type)
+                }
             }
             var result: [R] = []
             for record in stored where shown[record.id] == nil {
-                if let typed = try? RecordProjection.decode(R.self, fields: record.payload, id: record.id, version: record.version) { result.append(typed) }
+                if let typed = try? RecordProjection.decode(R.self, fields: record.payload, id: record.id, version: record.version), wanted.matches(typed) {
+                    result.append(typed)
+                }
             }
             for (id, record) in shown {
                 if let typed = try? RecordProjection.decode(R.self, fields: record.payload, id: id, version: record.version), wanted.matches(typed) {
@@ -201,13 +209,13 @@ public actor RecordStore {
         }
     }
 
-    /// Writes one pulled or acknowledged record into the store, index included.
+    /// Writes one pulled or acknowledged record into the store, its keys included.
     func applyChange(_ change: RecordChange, fields: Data, workspace: String, index: [RecordIndexEntry]? = nil) throws {
         let entry = recordTypes[change.type]
         let index = index ?? entry.flatMap { try? $0.indexEntries(fields) } ?? []
-        let written = try store.upsertRecord(
-            workspace: workspace, type: change.type, id: change.id, version: change.version, payload: fields, index: index,
-            oldIndex: { old in entry.flatMap { try? $0.indexEntries(old) } ?? [] })
-        if written { noteRecord(change.type, change.id) }
+        let keys = OutboxStore.recordKeys(index, fields: entry?.indexedFields ?? [])
+        if try store.upsertRecord(workspace: workspace, type: change.type, id: change.id, version: change.version, payload: fields, keys: keys) {
+            noteRecord(change.type, change.id)
+        }
     }
 }

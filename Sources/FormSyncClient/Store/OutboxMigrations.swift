@@ -12,6 +12,7 @@ enum OutboxMigrations {
         leasedIndex,
         leanItems,
         resolvedByServerID,
+        recordKeys,
     ])
 
     static let outbox = SQLiteMigrator.Migration(version: 1, name: "outbox", sql: """
@@ -218,4 +219,30 @@ enum OutboxMigrations {
 
     /// A landed record's placeholder, found by its server id (one lane per entity).
     static let resolvedByServerID = SQLiteMigrator.Migration(version: 8, name: "resolved by server id", sql: "CREATE INDEX resolved_server ON resolved(workspace, server_id);")
+
+    /// A record's indexed values become columns of its row (`key1` … `key8`, the type's
+    /// indexed fields in spec order) with SQLite's own partial indexes, instead of rows of
+    /// `record_index`: a pulled record is one insert, and an initial pull can build the indexes
+    /// once at its end. The keys are filled from the stored records at the next open (the
+    /// emptied `record_index_fields` makes every type's index look changed).
+    static let recordKeys = SQLiteMigrator.Migration(version: 9, name: "record keys", sql: """
+        ALTER TABLE records ADD COLUMN key1 TEXT;
+        ALTER TABLE records ADD COLUMN key2 TEXT;
+        ALTER TABLE records ADD COLUMN key3 TEXT;
+        ALTER TABLE records ADD COLUMN key4 TEXT;
+        ALTER TABLE records ADD COLUMN key5 TEXT;
+        ALTER TABLE records ADD COLUMN key6 TEXT;
+        ALTER TABLE records ADD COLUMN key7 TEXT;
+        ALTER TABLE records ADD COLUMN key8 TEXT;
+        DROP TABLE record_index;
+        DELETE FROM record_index_fields;
+        CREATE INDEX records_key1 ON records(workspace, type, key1) WHERE key1 IS NOT NULL;
+        CREATE INDEX records_key2 ON records(workspace, type, key2) WHERE key2 IS NOT NULL;
+        CREATE INDEX records_key3 ON records(workspace, type, key3) WHERE key3 IS NOT NULL;
+        CREATE INDEX records_key4 ON records(workspace, type, key4) WHERE key4 IS NOT NULL;
+        CREATE INDEX records_key5 ON records(workspace, type, key5) WHERE key5 IS NOT NULL;
+        CREATE INDEX records_key6 ON records(workspace, type, key6) WHERE key6 IS NOT NULL;
+        CREATE INDEX records_key7 ON records(workspace, type, key7) WHERE key7 IS NOT NULL;
+        CREATE INDEX records_key8 ON records(workspace, type, key8) WHERE key8 IS NOT NULL;
+        """)
 }

@@ -3,10 +3,45 @@ import FormSyncModel
 import FormSyncSQLite
 
 /// The device's copy of the records in its scope, in the outbox's own database (one writer):
-/// `records` holds each record's fields and version, `record_index` the values of its indexed
-/// fields for local queries, `pull_cursors` where the feed resumes. A page of the feed and its
-/// cursor commit in one transaction.
+/// `records` holds each record's fields and version, and the values of its indexed fields in
+/// columns `key1` … `key8` (the type's indexed fields in spec order) under SQLite's own partial
+/// indexes; `pull_cursors` says where the feed resumes. A page of the feed and its cursor
+/// commit in one transaction.
 extension OutboxStore {
+    /// How many fields of one record type the device indexes (the spec checker's limit too).
+    static let recordKeySlots = 8
+
+    /// A record's key columns: the values of `entries` in the order of `fields` (nil where the
+    /// record has no value, and for fields past the last slot).
+    static func recordKeys(_ entries: [RecordIndexEntry], fields: [String]) -> [String?] {
+        var keys = [String?](repeating: nil, count: recordKeySlots)
+        for entry in entries {
+            if let slot = fields.firstIndex(of: entry.field), slot < recordKeySlots { keys[slot] = entry.value }
+        }
+        return keys
+    }
+
+    /// Drops the indexes of the first `slots` keys (those the device's record types use), for a
+    /// pull into an empty store: its records are then one B-tree insert each, and
+    /// `ensureRecordKeyIndexes` builds each index once, sorted, at its end (the unused slots'
+    /// indexes stay: a record with no value there costs them nothing, and building one means
+    /// reading every record). Queries stay correct meanwhile (they scan).
+    func dropRecordKeyIndexes(slots: Int) throws {
+        for slot in stride(from: 1, through: min(slots, Self.recordKeySlots), by: 1) { try db.run("DROP INDEX IF EXISTS records_key\(slot)") }
+    }
+
+    /// Creates any key index that is missing (after a pull that dropped them, or at open after
+    /// a process was killed during one).
+    func ensureRecordKeyIndexes() throws {
+        for slot in 1...Self.recordKeySlots {
+            try db.run("CREATE INDEX IF NOT EXISTS records_key\(slot) ON records(workspace, type, key\(slot)) WHERE key\(slot) IS NOT NULL")
+        }
+    }
+
+    /// Whether any workspace holds a record.
+    func hasRecords() throws -> Bool {
+        try !db.query("SELECT 1 FROM records LIMIT 1") { $0.int(0) }.isEmpty
+    }
 
     func addTombstone(workspace: String, type: String, id: Int64) throws {
         try db.run("INSERT OR IGNORE INTO record_tombstones (workspace, type, id) VALUES (?, ?, ?)", [.text(workspace), .text(type), .integer(id)])
@@ -26,28 +61,32 @@ extension OutboxStore {
         try !db.query("SELECT 1 FROM record_tombstones WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)]) { $0.int(0) }.isEmpty
     }
 
-    /// Makes each registered type's index match the fields its spec indexes now: an app update
-    /// that indexes another field (or stops indexing one) gets its index rebuilt from the stored
+    /// Makes each registered type's keys match the fields its spec indexes now: an app update
+    /// that indexes another field (or stops indexing one) gets its keys rebuilt from the stored
     /// records, once, when the outbox opens.
     func reindex(_ types: RecordRegistry) throws {
+        try ensureRecordKeyIndexes()
         for name in types.names {
             guard let entry = types[name] else { continue }
             let fields = entry.indexedFields.joined(separator: ",")
             let stored = try db.query("SELECT fields FROM record_index_fields WHERE type = ?", [.text(name)]) { $0.text(0) }.first ?? nil
             if stored == fields { continue }
             try db.transaction(.normal) {
-                try db.run("DELETE FROM record_index WHERE workspace IN (SELECT DISTINCT workspace FROM records) AND type = ?", [.text(name)])
                 let rows = try db.query("SELECT workspace, id, payload FROM records WHERE type = ?", [.text(name)]) { ($0.text(0) ?? "", $0.int(1), $0.blob(2) ?? Data()) }
                 for (workspace, id, payload) in rows {
-                    for index in (try? entry.indexEntries(payload)) ?? [] {
-                        try db.run("INSERT OR IGNORE INTO record_index (workspace, type, field, value, id) VALUES (?, ?, ?, ?, ?)",
-                                   [.text(workspace), .text(name), .text(index.field), .text(index.value), .integer(id)])
-                    }
+                    let keys = Self.recordKeys((try? entry.indexEntries(payload)) ?? [], fields: entry.indexedFields)
+                    try db.run("UPDATE records SET \(Self.keyAssignments) WHERE workspace = ? AND type = ? AND id = ?",
+                               keys.map { $0.map(SQLValue.text) ?? .null } + [.text(workspace), .text(name), .integer(id)])
                 }
                 try db.run("INSERT OR REPLACE INTO record_index_fields (type, fields) VALUES (?, ?)", [.text(name), .text(fields)])
             }
         }
     }
+
+    private static let keyColumns = (1...recordKeySlots).map { "key\($0)" }.joined(separator: ", ")
+    private static let keyPlaceholders = Array(repeating: "?", count: recordKeySlots).joined(separator: ", ")
+    private static let keyAssignments = (1...recordKeySlots).map { "key\($0) = ?" }.joined(separator: ", ")
+    private static let keyUpdates = (1...recordKeySlots).map { "key\($0) = excluded.key\($0)" }.joined(separator: ", ")
 
     /// A stored record: its fields' JSON and version.
     struct StoredRecord {
@@ -66,57 +105,39 @@ extension OutboxStore {
                      [.text(workspace), .text(type)]) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }
     }
 
-    func storedRecords(workspace: String, type: String, field: String, value: String) throws -> [StoredRecord] {
+    /// The records of a type whose key in `slot` (0-based: the type's indexed fields in spec
+    /// order) is `value`, by id. The ids come from the key's index alone (a covering search),
+    /// then each row by its primary key: asked for the rows directly, SQLite's planner would
+    /// rather walk every record of the type in id order.
+    func storedRecords(workspace: String, type: String, slot: Int, value: String) throws -> [StoredRecord] {
         try db.query("""
-            SELECT r.id, r.version, r.payload FROM record_index i
-            JOIN records r ON r.workspace = i.workspace AND r.type = i.type AND r.id = i.id
-            WHERE i.workspace = ? AND i.type = ? AND i.field = ? AND i.value = ? ORDER BY i.id
-            """, [.text(workspace), .text(type), .text(field), .text(value)]) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }
+            SELECT id, version, payload FROM records WHERE workspace = ?1 AND type = ?2
+            AND id IN (SELECT id FROM records WHERE workspace = ?1 AND type = ?2 AND key\(slot + 1) = ?3) ORDER BY id
+            """, [.text(workspace), .text(type), .text(value)]) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }
     }
 
     func recordCount(workspace: String) throws -> Int {
         Int(try db.query("SELECT COUNT(*) FROM records WHERE workspace = ?", [.text(workspace)]) { $0.int(0) }.first ?? 0)
     }
 
-    /// Writes a record's state unless the store already holds a newer version of it; the index
-    /// follows. False when the change was older than what is stored.
-    func upsertRecord(workspace: String, type: String, id: Int64, version: Int, payload: Data, index: [RecordIndexEntry], oldIndex: (Data) -> [RecordIndexEntry]) throws -> Bool {
-        // A record new to the device, as every record of a first pull is, takes one insert.
-        let inserted = try db.run(
-            "INSERT INTO records (workspace, type, id, version, payload) VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace, type, id) DO NOTHING",
-            [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)]) == 1
-        if !inserted {
-            if let old = try db.query("SELECT version, payload FROM records WHERE workspace = ? AND type = ? AND id = ?",
-                                      [.text(workspace), .text(type), .integer(id)], { (Int($0.int(0)), $0.blob(1) ?? Data()) }).first {
-                guard old.0 <= version else { return false }
-                for entry in oldIndex(old.1) {
-                    try db.run("DELETE FROM record_index WHERE workspace = ? AND type = ? AND field = ? AND value = ? AND id = ?",
-                               [.text(workspace), .text(type), .text(entry.field), .text(entry.value), .integer(id)])
-                }
-            }
-            try db.run("INSERT OR REPLACE INTO records (workspace, type, id, version, payload) VALUES (?, ?, ?, ?, ?)",
-                       [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)])
-        }
-        for entry in index {
-            try db.run("INSERT OR IGNORE INTO record_index (workspace, type, field, value, id) VALUES (?, ?, ?, ?, ?)",
-                       [.text(workspace), .text(type), .text(entry.field), .text(entry.value), .integer(id)])
-        }
-        return true
+    /// Writes a record's state and keys unless the store already holds a newer version of it:
+    /// one statement, which SQLite's indexes follow. False when the change was older than what
+    /// is stored.
+    func upsertRecord(workspace: String, type: String, id: Int64, version: Int, payload: Data, keys: [String?]) throws -> Bool {
+        try db.run("""
+            INSERT INTO records (workspace, type, id, version, payload, \(Self.keyColumns)) VALUES (?, ?, ?, ?, ?, \(Self.keyPlaceholders))
+            ON CONFLICT (workspace, type, id) DO UPDATE SET version = excluded.version, payload = excluded.payload, \(Self.keyUpdates)
+            WHERE excluded.version >= records.version
+            """, [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)] + keys.map { $0.map(SQLValue.text) ?? .null }) == 1
     }
 
-    /// Removes a record and its index entries; false when there was none.
-    func deleteRecord(workspace: String, type: String, id: Int64, oldIndex: (Data) -> [RecordIndexEntry]) throws -> Bool {
-        guard let old = try storedRecord(workspace: workspace, type: type, id: id) else { return false }
-        for entry in oldIndex(old.payload) {
-            try db.run("DELETE FROM record_index WHERE workspace = ? AND type = ? AND field = ? AND value = ? AND id = ?",
-                       [.text(workspace), .text(type), .text(entry.field), .text(entry.value), .integer(id)])
-        }
-        return try db.run("DELETE FROM records WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)]) > 0
+    /// Removes a record; false when there was none.
+    func deleteRecord(workspace: String, type: String, id: Int64) throws -> Bool {
+        try db.run("DELETE FROM records WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)]) > 0
     }
 
     /// Forgets every record and the cursor of a workspace (before a pull from the start).
     func clearRecords(workspace: String) throws {
-        try db.run("DELETE FROM record_index WHERE workspace = ?", [.text(workspace)])
         try db.run("DELETE FROM records WHERE workspace = ?", [.text(workspace)])
         try db.run("DELETE FROM record_tombstones WHERE workspace = ?", [.text(workspace)])
         try db.run("DELETE FROM pull_cursors WHERE workspace = ?", [.text(workspace)])
