@@ -124,12 +124,16 @@ extension OutboxStore {
     /// one statement, which SQLite's indexes follow. False when the change was older than what
     /// is stored.
     func upsertRecord(workspace: String, type: String, id: Int64, version: Int, payload: Data, keys: [String?]) throws -> Bool {
-        try db.run("""
-            INSERT INTO records (workspace, type, id, version, payload, \(Self.keyColumns)) VALUES (?, ?, ?, ?, ?, \(Self.keyPlaceholders))
-            ON CONFLICT (workspace, type, id) DO UPDATE SET version = excluded.version, payload = excluded.payload, \(Self.keyUpdates)
-            WHERE excluded.version >= records.version
-            """, [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)] + keys.map { $0.map(SQLValue.text) ?? .null }) == 1
+        try db.run(Self.upsertRecordStatement, [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)] + keys.map { $0.map(SQLValue.text) ?? .null }) == 1
     }
+
+    /// Declared once: a pull runs it for every record, and a statement found by its text would
+    /// hash these 300 characters each time.
+    private static let upsertRecordStatement = SQLiteConnection.Statement("""
+        INSERT INTO records (workspace, type, id, version, payload, \(keyColumns)) VALUES (?, ?, ?, ?, ?, \(keyPlaceholders))
+        ON CONFLICT (workspace, type, id) DO UPDATE SET version = excluded.version, payload = excluded.payload, \(keyUpdates)
+        WHERE excluded.version >= records.version
+        """)
 
     /// Removes a record; false when there was none.
     func deleteRecord(workspace: String, type: String, id: Int64) throws -> Bool {
