@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "FormSyncCodegen", targets: ["FormSyncCodegen"]),
         .library(name: "FormSyncModel", targets: ["FormSyncModel"]),
         .library(name: "FormSyncClient", targets: ["FormSyncClient"]),
+        .library(name: "FormSyncHTTP", targets: ["FormSyncHTTP"]),
         .library(name: "FormSyncServer", targets: ["FormSyncServer"]),
         .library(name: "FormSyncInterpreter", targets: ["FormSyncInterpreter"]),
         .executable(name: "formsync", targets: ["formsync"]),
@@ -34,7 +35,10 @@ let package = Package(
         .target(name: "FormSyncSQLite", dependencies: ["CSQLite"]),
         // The device side: Store/, Outbox/, Engine/, Transport/, Stash/.
         .target(name: "FormSyncClient", dependencies: ["FormSyncModel", "FormSyncSQLite"]),
-        .target(name: "FormSyncServer", dependencies: ["FormSyncModel", "FormSyncSQLite"]),
+        // A small HTTP/1.1 server (parser, limits, workers): it knows nothing of the protocol.
+        .target(name: "FormSyncHTTP"),
+        // The reference server: the protocol's logic and its stores, served through FormSyncHTTP.
+        .target(name: "FormSyncServer", dependencies: ["FormSyncHTTP", "FormSyncModel", "FormSyncSQLite"]),
         // Runs checked specs without compiling them (serve --specs, a device on a newer spec).
         .target(name: "FormSyncInterpreter", dependencies: ["FormSpec", "FormSyncModel"]),
         .executableTarget(name: "formsync-gen", dependencies: ["FormSpec", "FormSyncCodegen"]),
@@ -60,7 +64,8 @@ let package = Package(
         .target(
             name: "FormSyncTorture",
             dependencies: [
-                "FieldForms", "FormSpec", "FormSyncModel", "FormSyncClient", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting", "FormSyncInterpreter",
+                "FieldForms", "FormSpec", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting",
+                "FormSyncInterpreter",
             ]),
 
         // The example forms: every *.yaml in FormSpecs/ is compiled by the plugin.
@@ -91,9 +96,10 @@ let package = Package(
         .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel", "FormSyncTesting", "CSHA256"]),
         .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncTesting"]),
         .testTarget(name: "FormSyncClientTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FormSyncTesting"]),
+        .testTarget(name: "FormSyncHTTPTests", dependencies: ["FormSyncHTTP", "FormSyncTesting"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting", "FormSyncTorture"]),
+            dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting", "FormSyncTorture"]),
     ],
     swiftLanguageModes: [.v6]
 )

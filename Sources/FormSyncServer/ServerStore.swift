@@ -1,3 +1,4 @@
+import FormSyncHTTP
 import FormSyncModel
 import FormSyncSQLite
 import Foundation

@@ -1,3 +1,4 @@
+import FormSyncHTTP
 import FormSyncServer
 import FormSyncTesting
 import Foundation

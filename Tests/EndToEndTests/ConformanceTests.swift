@@ -1,4 +1,5 @@
 import Foundation
+import FormSyncHTTP
 import FormSyncServer
 import Testing
 

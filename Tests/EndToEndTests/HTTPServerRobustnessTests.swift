@@ -1,5 +1,6 @@
 import FieldForms
 import Foundation
+import FormSyncHTTP
 import FormSyncServer
 import Testing
 

@@ -1,5 +1,6 @@
 import FieldForms
 import Foundation
+import FormSyncHTTP
 import FormSyncModel
 import FormSyncSQLite
 import Synchronization

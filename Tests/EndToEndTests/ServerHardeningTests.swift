@@ -5,6 +5,7 @@ import FormSyncClient
 import FormSyncModel
 import Testing
 
+@testable import FormSyncHTTP
 @testable import FormSyncServer
 
 #if canImport(Glibc)

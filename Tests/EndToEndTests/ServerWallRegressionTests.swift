@@ -1,6 +1,7 @@
 import FieldForms
 import Foundation
 import FormSyncClient
+import FormSyncHTTP
 import FormSyncModel
 import Synchronization
 import Testing

@@ -27,7 +27,7 @@ public struct HTTPRequest: Sendable {
 extension StringProtocol {
     /// Without the spaces and tabs HTTP allows around values and list items (OWS, RFC 9110
     /// §5.6.3); Unicode spaces are not HTTP's and stay.
-    var trimmingOWS: SubSequence {
+    package var trimmingOWS: SubSequence {
         var lower = startIndex
         var upper = endIndex
         while lower < upper, self[lower] == " " || self[lower] == "\t" { lower = index(after: lower) }
@@ -68,7 +68,8 @@ public struct HTTPResponse: Sendable {
         return HTTPResponse(status: status, headers: [("Content-Type", "application/problem+json")] + headers, body: data)
     }
 
-    static func reason(_ status: Int) -> String {
+    /// The reason phrase HTTP gives `status` (a problem's title when it has no other).
+    package static func reason(_ status: Int) -> String {
         switch status {
         case 200: return "OK"
         case 201: return "Created"

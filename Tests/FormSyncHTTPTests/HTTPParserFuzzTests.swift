@@ -2,7 +2,7 @@ import Foundation
 import FormSyncTesting
 import Testing
 
-@testable import FormSyncServer
+@testable import FormSyncHTTP
 
 /// Seeded mutations of well-formed requests, cut into random reads: the parser never traps,
 /// never accepts a body over its limit, and every request it returns is one it was given room for.
