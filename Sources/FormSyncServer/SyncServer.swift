@@ -584,9 +584,16 @@ public final class SyncServer: @unchecked Sendable {
             guard ifMatch.any || ifMatch.strong.contains(Self.etag(existing.version)) else {
                 return recordResponse(existing, status: 412, code: "stale-version")
             }
-            // An edit: the server's own value stands for every field it is the authority of.
+            // An edit: the server's own value stands for every field it is the authority of, and
+            // an edit that tried to change one is a conflict for a person (as for a record's
+            // edit), never a 200 that keeps the server's value while the device shows its own.
             let stored = existing.payload
-            let merged = try entry.merge(stored, canonical.payload, stored).merged
+            let merge = try entry.merge(stored, canonical.payload, stored)
+            if !merge.conflicts.isEmpty {
+                return recordResponse(existing, status: 409, code: "authority-conflict",
+                                      detail: "the edit changes \(merge.conflicts.map(\.pointer).joined(separator: ", ")), which the server owns")
+            }
+            let merged = merge.merged
             // A document that created a record edits the record too.
             var entity: [String: Any]?
             if let action = entry.recordAction, action.kind == .creates,
