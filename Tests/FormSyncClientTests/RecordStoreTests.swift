@@ -211,13 +211,17 @@ struct RecordStoreTests {
         // The second page hangs; the first has committed (without the indexes of the two keys
         // Delivery uses; the other six, which cost its records nothing, stay) once they are gone.
         let unused = (3...8).map { "records_key\($0)" }
+        // Bounded generously (a loaded two-core machine runs the whole suite beside this), and
+        // the second page is released only once it is asked for, so the pull always ends.
+        let deadline = ContinuousClock.now + .seconds(120)
+        while harness.transport.hangingFeedCount == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         var during = try Self.keyIndexes(harness.path)
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !(during == unused && harness.transport.hangingFeedCount == 1) && ContinuousClock.now < deadline {
+        while during != unused && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
             during = try Self.keyIndexes(harness.path)
         }
         #expect(during == unused, "the key indexes stayed while the first page went in")
+        try #require(harness.transport.hangingFeedCount == 1, "the pull never asked for its second page")
         harness.transport.releaseFeed(.page(ChangePage(changes: [Self.delivery(3, stop: 2)], cursor: "c2", more: false)))
         let report = try await pulling.value
         #expect(report.upserted == 3 && report.caughtUp)
