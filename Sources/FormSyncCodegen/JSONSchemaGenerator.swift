@@ -19,7 +19,23 @@ public enum JSONSchemaGenerator {
         if let entity = form.entity { meta.append(("entity", .string(entity))) }
         if let binding = form.binding { meta.append((binding.action.rawValue, .string(binding.record))) }
         root.append(("x-formsync", .object(meta)))
+        if !form.upgrades.isEmpty { root.append(("x-formsync-upgrades", .array(form.upgrades.sorted { $0.from < $1.from }.map(upgradeStep)))) }
         return .object(root)
+    }
+
+    /// One step of the form's `upgrades:` as a server that is not written in Swift applies it
+    /// (docs/PROTOCOL.md, "Older form versions"): a payload of version `from` becomes one of
+    /// version `to` by its renames, then its value maps, then its drops, then its defaults (a
+    /// default fills only a field the payload does not hold).
+    static func upgradeStep(_ step: UpgradeStep) -> JSONValue {
+        var pairs: [(String, JSONValue)] = [("from", .integer(Int64(step.from))), ("to", .integer(Int64(step.from) + 1))]
+        if !step.renames.isEmpty { pairs.append(("rename", .object(step.renames.map { ($0.old, .string($0.new)) }))) }
+        if !step.maps.isEmpty {
+            pairs.append(("map", .object(step.maps.map { map in (map.field, .object(map.values.map { ($0.old, .string($0.new)) })) })))
+        }
+        if !step.drops.isEmpty { pairs.append(("drop", .array(step.drops.map { .string($0) }))) }
+        if !step.defaults.isEmpty { pairs.append(("default", .object(step.defaults.map { ($0.field, .json($0.json)) }))) }
+        return .object(pairs)
     }
 
     /// The schema of `record`'s fields, as the change feed and `/records/{type}/{id}` carry them.

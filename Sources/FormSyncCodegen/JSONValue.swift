@@ -9,6 +9,9 @@ public indirect enum JSONValue: Sendable, Equatable {
     case number(String)
     case bool(Bool)
     case null
+    /// A value that is already JSON text (a spec's default, checked and kept as JSON), written
+    /// as it is.
+    case json(String)
 
     public static func == (a: JSONValue, b: JSONValue) -> Bool {
         a.rendered() == b.rendered()
@@ -64,12 +67,14 @@ public indirect enum JSONValue: Sendable, Equatable {
         case .number(let n): out += n
         case .bool(let b): out += b ? "true" : "false"
         case .null: out += "null"
+        case .json(let text): out += text
         }
     }
 
     private var isScalar: Bool {
         switch self {
         case .object, .array: return false
+        case .json(let text): return !(text.hasPrefix("{") || text.hasPrefix("["))
         default: return true
         }
     }
