@@ -20,11 +20,11 @@ enum ConformanceCommand {
 
         Checks the FormSync server at URL against docs/PROTOCOL.md: health, tokens, header
         syntax, idempotent replay, a key reused with another body, a document bound to its form,
-        a create with other content, 412 with the current record, 422 pointers, refresh after
-        401, uploads with right, wrong and missing Content-Digest, a body shorter than announced,
-        a path that does not match the payload; records: the change feed carries a created
-        record, GET /records answers it with its ETag, an edit form applies under If-Match (412
-        when stale, 428 without), the feed resumes exactly after its cursor, bad cursors and
+        a create with other content, 412 with the current record, 409 for an edit of a field
+        the server owns, 422 pointers, refresh after 401, uploads with right, wrong and missing
+        Content-Digest, a body shorter than announced, a path that does not match the payload;
+        records: the change feed carries a created record, GET /records answers it with its
+        ETag, an edit form applies under If-Match (412 when stale, 428 without), the feed resumes exactly after its cursor, bad cursors and
         limits are 400; the access rules' wall: no FormSync-Workspace is 400, a workspace the
         token is not issued for is 403 (or 421), and with --other-token (another principal of
         the same workspace) and --back-office-token, the other principal's documents, files and
@@ -229,6 +229,18 @@ struct Conformance {
         check("an edit with a stale If-Match is 412 with the current record and ETag",
               stale.status == 412 && stale.json?["record"] != nil && stale.headers["etag"] == edit.headers["etag"],
               "HTTP \(stale.status) ETag \(stale.headers["etag"] ?? "missing")")
+
+        var owned = order
+        owned.creditLimit = Money(minorUnits: 50_000, currency: "EUR")
+        let ownedDocument = id("owned")
+        let placed = await submit(owned, document: ownedDocument, key: id("k6a"))
+        acknowledges("a sales order is acknowledged", placed, document: ownedDocument)
+        var raised = owned
+        raised.creditLimit = Money(minorUnits: 900_000, currency: "EUR")
+        let raise = await submit(raised, document: ownedDocument, key: id("k6b"), ifMatch: placed.headers["etag"])
+        check("a document edit that changes a server-owned field (authority: server) is 409 authority-conflict with the record and ETag, not applied",
+              raise.status == 409 && raise.code == "authority-conflict" && raise.json?["record"] != nil && raise.headers["etag"] == placed.headers["etag"],
+              "HTTP \(raise.status) code \(raise.code ?? "none") ETag \(raise.headers["etag"] ?? "missing")")
 
         var invalid = order
         invalid.lines[0].quantity = 0
