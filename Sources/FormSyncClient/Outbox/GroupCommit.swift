@@ -26,16 +26,17 @@ final class GroupCommit {
 
     private let lifecycle: ItemLifecycle
     private var database: OutboxDatabase { lifecycle.database }
-    /// How many `enqueue` calls are under way (queued on the outbox or running), counted
-    /// before they queue: an enqueue that finds others waiting shares their fsync.
-    let callers = CallerCount()
+    /// How many `enqueue` calls are under way (queued on the outbox or running), counted by the
+    /// outbox before they queue: an enqueue that finds others waiting shares their fsync.
+    private let callers: CallerCount
     private var batch: [Request] = []
     /// The commit number of the latest save: an enqueue that finds its document already
     /// stored waits until this one is durable before it returns.
     private(set) var lastSaveCommit: UInt64 = 0
 
-    init(lifecycle: ItemLifecycle) {
+    init(lifecycle: ItemLifecycle, callers: CallerCount) {
         self.lifecycle = lifecycle
+        self.callers = callers
     }
 
     private var alone: Bool { callers.value.load(ordering: .relaxed) <= 1 }

@@ -39,8 +39,9 @@ public actor Outbox {
 
     /// How enqueues become durable, alone or together.
     let groupCommit: GroupCommit
-    /// How many `enqueue` calls are under way (`groupCommit.callers`), readable before the hop.
-    nonisolated let enqueueCallers: CallerCount
+    /// How many `enqueue` calls are under way, counted before they queue on the actor (so an
+    /// enqueue can tell whether others wait to share its fsync).
+    nonisolated let enqueueCallers = CallerCount()
     /// The running flush pass, if any: which flush() calls it answers, and how many callers
     /// still wait for it (cancelled when none does).
     var pass: (id: Int, ticket: Int, task: Task<FlushReport, Never>)?
@@ -98,8 +99,7 @@ public actor Outbox {
         self.observers = observers
         self.recordStore = recordStore
         placeholderIDs = lifecycle.placeholderIDs
-        groupCommit = GroupCommit(lifecycle: lifecycle)
-        enqueueCallers = groupCommit.callers
+        groupCommit = GroupCommit(lifecycle: lifecycle, callers: enqueueCallers)
         self.registry = registry
         self.transports = transports
         self.transport = transport
