@@ -129,7 +129,7 @@ struct ServerHardeningTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let process = try ChildProcess(
             "/bin/sh", ["-c", "ulimit -n 64 && exec \"$0\" serve --port 0 --db \"$1\"", DemoProcessTests.formsync.path, folder.path],
-            standardOutput: .pipe, standardError: .discard)
+            standardOutput: .pipe, standardError: .file(folder.appendingPathComponent("stderr.log").path))
         defer {
             process.signal()
             process.waitUntilExit()
@@ -156,16 +156,26 @@ struct ServerHardeningTests {
         // server first accepts and closes the crowd left in its listen backlog, and a connect
         // behind a full backlog waits out the kernel's SYN retries (1, 3, 7 s …).
         var answered = false
+        var attempts: [String] = []
         let deadline = ContinuousClock.now + .seconds(60)
         while !answered && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(300))
             let fd = Self.connectTo(port)
-            guard fd >= 0 else { continue }
+            guard fd >= 0 else {
+                attempts.append("connect: \(String(cString: strerror(errno)))")
+                continue
+            }
             Self.send(fd, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
-            answered = Self.receive(fd).contains("\"service\":\"formsync\"")
+            let reply = Self.receive(fd)
+            answered = reply.contains("\"service\":\"formsync\"")
+            attempts.append(reply.isEmpty ? "no reply" : String(reply.prefix(40)))
             close(fd)
         }
-        #expect(answered, "the server did not answer /health within 60 s of the descriptors coming back")
+        let log = (try? String(contentsOf: folder.appendingPathComponent("stderr.log"), encoding: .utf8)) ?? ""
+        #expect(answered, """
+            the server did not answer /health within 60 s of the descriptors coming back; \
+            attempts: \(attempts.suffix(8)); server's stderr (\(log.count) bytes) ends: \(log.suffix(600))
+            """)
         let threads = try String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8)
             .split(separator: "\n").first { $0.hasPrefix("Threads:") }
         #expect(Int(threads?.split(separator: "\t").last ?? "") ?? 999 < 30, "\(threads ?? "")")
