@@ -1,5 +1,12 @@
 import FieldForms
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
@@ -41,6 +48,41 @@ struct OutageTests {
         }
     }
 
+    /// A TCP port bound but not listening: connections to it are refused, and no other socket
+    /// can bind it until `release()`.
+    final class PortHold: Sendable {
+        private let fd: Mutex<Int32>
+
+        init(_ port: UInt16) throws {
+            #if canImport(Glibc)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            #else
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
+            #endif
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard fd >= 0, bound == 0 else {
+                if fd >= 0 { close(fd) }
+                throw POSIXError(.EADDRINUSE)
+            }
+            self.fd = Mutex(fd)
+        }
+
+        func release() {
+            fd.withLock {
+                if $0 >= 0 { close($0) }
+                $0 = -1
+            }
+        }
+
+        deinit { release() }
+    }
+
     @Test func aTenMinuteOutageLosesNothingExhaustsNothingAndSendsAProbePerBackoffStep() async throws {
         let world = try World()
         let port = world.server.port
@@ -56,7 +98,10 @@ struct OutageTests {
             let id = try await outbox.enqueue(salesOrder(customer: Int64(n % 10 + 1), lines: 1 + n % 5, marker: "o\(n)"))
             documents.append(try #require(try await outbox.item(id)).documentID)
         }
-        world.server.stop()  // no server at all: every connection is refused
+        // No server at all: every connection is refused. The port stays bound (not listening)
+        // through the outage, so no other test's server can take it and answer in its place.
+        world.server.stop()
+        let hold = try PortHold(port)
         let start = clock.now
         let end = start + 10 * 60_000
         let server = world.server
@@ -65,7 +110,8 @@ struct OutageTests {
             sleep: { milliseconds in
                 clock.advance(by: milliseconds)
                 if clock.now >= end, down.withLock({ $0 }) {
-                    _ = try? server.start(port: port)
+                    hold.release()
+                    do { _ = try server.start(port: port) } catch { Issue.record("the server did not come back on port \(port): \(error)") }
                     down.withLock { $0 = false }
                 }
                 await Task.yield()
