@@ -22,6 +22,7 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // The one pattern engine: the checker accepts what it compiles; validators match with it.
         .target(name: "FormSyncPattern"),
@@ -39,6 +40,8 @@ let package = Package(
         .target(name: "FormSyncHTTP"),
         // The reference server: the protocol's logic and its stores, served through FormSyncHTTP.
         .target(name: "FormSyncServer", dependencies: ["FormSyncHTTP", "FormSyncModel", "FormSyncSQLite"]),
+        // The server's PostgreSQL store, through libpq: for more than one server node.
+        .target(name: "FormSyncPostgres", dependencies: ["CLibPQ", "FormSyncHTTP", "FormSyncModel", "FormSyncServer"]),
         // Runs checked specs without compiling them (serve --specs, a device on a newer spec).
         .target(name: "FormSyncInterpreter", dependencies: ["FormSpec", "FormSyncModel"]),
         .executableTarget(name: "formsync-gen", dependencies: ["FormSpec", "FormSyncCodegen"]),
@@ -46,7 +49,7 @@ let package = Package(
             name: "formsync",
             dependencies: [
                 "FormSpec", "FormSyncCodegen", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FieldForms", "FormSyncTesting",
-                "FormSyncServer", "CSQLite", "FormSyncInterpreter", "FormSyncTorture",
+                "FormSyncServer", "CSQLite", "FormSyncInterpreter", "FormSyncTorture", "FormSyncPostgres",
             ]
         ),
         .plugin(name: "FormSyncPlugin", capability: .buildTool(), dependencies: ["formsync-gen"]),
@@ -65,7 +68,7 @@ let package = Package(
             name: "FormSyncTorture",
             dependencies: [
                 "FieldForms", "FormSpec", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting",
-                "FormSyncInterpreter",
+                "FormSyncInterpreter", "FormSyncPostgres",
             ]),
 
         // The example forms: every *.yaml in FormSpecs/ is compiled by the plugin.
@@ -99,7 +102,10 @@ let package = Package(
         .testTarget(name: "FormSyncHTTPTests", dependencies: ["FormSyncHTTP", "FormSyncTesting"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting", "FormSyncTorture"]),
+            dependencies: [
+                "FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting", "FormSyncTorture",
+                "FormSyncPostgres",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,205 @@
+import CLibPQ
+import Foundation
+
+/// One connection to a PostgreSQL server through libpq: parameterised statements, typed values
+/// in and out, and every failure as a `PostgresError` with its SQLSTATE. Used by one thread at
+/// a time (the store's pool hands it out); not safe to share between threads at once.
+package final class PostgresConnection: @unchecked Sendable {
+    private let connection: OpaquePointer
+
+    /// Connects to `url` (`postgres://user@host:port/database?…`, or libpq's `key=value` form),
+    /// giving up after `timeoutSeconds`.
+    package init(url: String, timeoutSeconds: Int = 10) throws {
+        let keys = ["dbname", "connect_timeout", "application_name", "client_encoding"]
+        let values = [url, String(max(2, min(timeoutSeconds, 3600))), "formsync", "UTF8"]
+        let keyPointers = keys.map { strdup($0) } + [nil]
+        let valuePointers = values.map { strdup($0) } + [nil]
+        defer {
+            for pointer in keyPointers { free(pointer) }
+            for pointer in valuePointers { free(pointer) }
+        }
+        let made: OpaquePointer? = keyPointers.map { UnsafePointer($0) }.withUnsafeBufferPointer { keyBuffer in
+            valuePointers.map { UnsafePointer($0) }.withUnsafeBufferPointer { valueBuffer in
+                PQconnectdbParams(keyBuffer.baseAddress, valueBuffer.baseAddress, 1)
+            }
+        }
+        guard let made else { throw PostgresError(sqlState: nil, message: "out of memory", statement: "connect") }
+        guard PQstatus(made) == CONNECTION_OK else {
+            let message = Self.trimmed(PQerrorMessage(made))
+            PQfinish(made)
+            throw PostgresError(sqlState: "08001", message: "cannot connect to \(Self.redacted(url)): \(message)", statement: "connect")
+        }
+        connection = made
+        // Notices (e.g. "there is no transaction in progress") go nowhere rather than to stderr.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+    }
+
+    deinit { PQfinish(connection) }
+
+    /// Whether the connection still works (false once the server closed it or died).
+    package var isUsable: Bool { PQstatus(connection) == CONNECTION_OK }
+
+    /// Whether a transaction is open on it (or failed and not yet rolled back).
+    package var inTransaction: Bool {
+        let status = PQtransactionStatus(connection)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
+    }
+
+    /// Runs one or more statements without parameters (migrations, `BEGIN`, `COMMIT`).
+    package func run(_ sql: String) throws {
+        let result = PQexec(connection, sql)
+        defer { PQclear(result) }
+        try check(result, sql)
+    }
+
+    /// Runs one statement with `parameters` (`$1`, `$2`, …) and returns its rows.
+    @discardableResult
+    package func query(_ sql: String, _ parameters: [PostgresValue] = []) throws -> PostgresRows {
+        guard parameters.count <= Int(Int16.max) else {
+            throw PostgresError(sqlState: "54023", message: "too many parameters (\(parameters.count))", statement: sql)
+        }
+        var types: [UInt32] = []
+        var buffers: [Data?] = []
+        var formats: [Int32] = []
+        for parameter in parameters {
+            switch parameter {
+            case .null:
+                types.append(0)
+                buffers.append(nil)
+                formats.append(0)
+            case .text(let text):
+                types.append(25)
+                buffers.append(Data(text.utf8) + [0])
+                formats.append(0)
+            case .integer(let value):
+                types.append(20)
+                buffers.append(withUnsafeBytes(of: value.bigEndian) { Data($0) })
+                formats.append(1)
+            case .bytes(let data):
+                guard data.count < Int(Int32.max) else {
+                    throw PostgresError(sqlState: "54000", message: "a value of \(data.count) bytes is too large", statement: sql)
+                }
+                types.append(17)
+                buffers.append(data)
+                formats.append(1)
+            }
+        }
+        let lengths = buffers.map { Int32($0?.count ?? 0) }
+        let result: OpaquePointer? = Self.withPointers(buffers) { pointers in
+            PQexecParams(connection, sql, Int32(parameters.count), types, pointers, lengths, formats, 1)
+        }
+        guard let result else { throw PostgresError(sqlState: nil, message: Self.trimmed(PQerrorMessage(connection)), statement: sql) }
+        do {
+            try check(result, sql)
+        } catch {
+            PQclear(result)
+            throw error
+        }
+        return PostgresRows(result)
+    }
+
+    private func check(_ result: OpaquePointer?, _ sql: String) throws {
+        guard let result else { throw PostgresError(sqlState: nil, message: Self.trimmed(PQerrorMessage(connection)), statement: sql) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let message = PQresultErrorMessage(result).map { Self.trimmed($0) } ?? "unknown error"
+            throw PostgresError(sqlState: state ?? (isUsable ? nil : "08006"), message: message.isEmpty ? Self.trimmed(PQerrorMessage(connection)) : message, statement: sql)
+        }
+    }
+
+    private static func withPointers<R>(_ buffers: [Data?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+        var pointers: [UnsafePointer<CChar>?] = []
+        var copies: [UnsafeMutableRawPointer] = []
+        defer { for copy in copies { free(copy) } }
+        for buffer in buffers {
+            guard let buffer else {
+                pointers.append(nil)
+                continue
+            }
+            let copy = malloc(max(1, buffer.count))!
+            buffer.copyBytes(to: copy.assumingMemoryBound(to: UInt8.self), count: buffer.count)
+            copies.append(copy)
+            pointers.append(UnsafePointer(copy.assumingMemoryBound(to: CChar.self)))
+        }
+        return body(pointers)
+    }
+
+    static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
+        guard let message else { return "" }
+        return String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// `url` without its password, for messages and logs.
+    package static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url.contains("password=") ? "(a connection string)" : url }
+        components.password = "***"
+        return components.string ?? "(a connection string)"
+    }
+}
+
+/// A value passed to or read from PostgreSQL.
+package enum PostgresValue: Sendable, Equatable {
+    case null
+    case text(String)
+    case integer(Int64)
+    case bytes(Data)
+}
+
+/// A failed PostgreSQL call: its SQLSTATE (`23505` unique violation, `40001` serialization
+/// failure, `08…` connection trouble) and the server's message.
+package struct PostgresError: Error, CustomStringConvertible, Sendable {
+    package var sqlState: String?
+    package var message: String
+    package var statement: String
+
+    package var description: String {
+        "PostgreSQL\(sqlState.map { " \($0)" } ?? ""): \(message) (in: \(statement.prefix(80)))"
+    }
+
+    /// The connection is gone (the server restarted or the network broke): retry on a new one.
+    package var isConnectionLost: Bool { sqlState?.hasPrefix("08") ?? true || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03" }
+    /// Another transaction won a race (`40001`, `40P01`): run the whole transaction again.
+    package var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+    /// A unique constraint was broken (`23505`).
+    package var isUniqueViolation: Bool { sqlState == "23505" }
+    /// A lock was not granted in time (`55P03`).
+    package var isLockTimeout: Bool { sqlState == "55P03" }
+}
+
+/// The rows of one result, read by column index. Owns the libpq result.
+package final class PostgresRows: @unchecked Sendable {
+    private let result: OpaquePointer
+
+    init(_ result: OpaquePointer) { self.result = result }
+    deinit { PQclear(result) }
+
+    package var count: Int { Int(PQntuples(result)) }
+    /// Rows a command changed (`UPDATE`, `DELETE`, `INSERT`).
+    package var affected: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
+
+    package func isNull(_ row: Int, _ column: Int) -> Bool { PQgetisnull(result, Int32(row), Int32(column)) == 1 }
+
+    package func bytes(_ row: Int, _ column: Int) -> Data? {
+        guard !isNull(row, column), let value = PQgetvalue(result, Int32(row), Int32(column)) else { return nil }
+        return Data(bytes: value, count: Int(PQgetlength(result, Int32(row), Int32(column))))
+    }
+
+    package func text(_ row: Int, _ column: Int) -> String? {
+        bytes(row, column).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// An integer column (`bigint`, `integer`, `smallint`, `boolean`) in binary form.
+    package func int(_ row: Int, _ column: Int) -> Int64? {
+        guard let data = bytes(row, column) else { return nil }
+        var value: Int64 = 0
+        for byte in data.prefix(8) { value = value << 8 | Int64(byte) }
+        switch data.count {
+        case 8: return value
+        case 4: return Int64(Int32(truncatingIfNeeded: value))
+        case 2: return Int64(Int16(truncatingIfNeeded: value))
+        case 1: return value
+        default: return nil
+        }
+    }
+}

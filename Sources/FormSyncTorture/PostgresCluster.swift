@@ -1,0 +1,216 @@
+import FormSyncPostgres
+import FormSyncTesting
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A throwaway PostgreSQL cluster for tests and the cluster torture: `initdb` into a temporary
+/// folder (as `nobody` when run as root, since PostgreSQL refuses root), a postmaster on a
+/// loopback port, and everything removed by `destroy()` or at process exit. It can be killed
+/// and started again on the same data (`crash()`, `start()`), as the cluster torture does mid-run.
+package final class PostgresCluster: @unchecked Sendable {
+    /// PostgreSQL is not installed, or would not start; the message says what to do.
+    package struct Unavailable: Error, CustomStringConvertible {
+        package var description: String
+    }
+
+    /// How to install what the tests need, printed when it is missing.
+    package static let installHint = "install PostgreSQL to run these tests: apt-get install postgresql libpq-dev (the tests start their own throwaway cluster)"
+
+    package let folder: String
+    package private(set) var port: UInt16
+    private let binaries: String
+    private let user: (uid: uid_t, gid: gid_t)?
+    private let lock = NSLock()
+    private var postmaster: ChildProcess?
+    private var databases = 0
+
+    /// The one cluster a test process shares: started at first use, removed at exit.
+    package static func shared() throws -> PostgresCluster {
+        try sharedCluster.withLock { cluster in
+            if let cluster { return cluster }
+            let made = try PostgresCluster()
+            cluster = made
+            atexit { PostgresCluster.sharedCluster.withLock { $0?.destroy() } }
+            return made
+        }
+    }
+    private static let sharedCluster = Mutex<PostgresCluster?>(nil)
+
+    /// Creates and starts a new cluster.
+    package init() throws {
+        guard let binaries = Self.findBinaries() else { throw Unavailable(description: Self.installHint) }
+        self.binaries = binaries
+        Self.sweepAbandoned()
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-pg-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try "\(getpid())".write(toFile: folder + "/owner.pid", atomically: true, encoding: .utf8)
+        if geteuid() == 0 {
+            guard let entry = getpwnam("nobody") else { throw Unavailable(description: "running as root, and there is no user nobody to run PostgreSQL as") }
+            user = (entry.pointee.pw_uid, entry.pointee.pw_gid)
+            chown(folder, entry.pointee.pw_uid, entry.pointee.pw_gid)
+        } else {
+            user = nil
+        }
+        port = 0
+        let (status, output) = try runAs(binaries + "/initdb", ["-D", folder + "/data", "-U", "formsync", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"])
+        guard status == .exit(0) else {
+            destroy()
+            throw Unavailable(description: "initdb failed (\(status)): \(output.suffix(600))")
+        }
+        try start()
+    }
+
+    /// `postgres://formsync@127.0.0.1:PORT/DATABASE`.
+    package func url(database: String = "postgres") -> String { "postgres://formsync@127.0.0.1:\(port)/\(database)" }
+
+    /// A new empty database in the cluster, and its URL: each test gets its own.
+    package func makeDatabase() throws -> String {
+        let name = lock.withLock { () -> String in
+            databases += 1
+            return "t\(getpid())_\(databases)"
+        }
+        let admin = try PostgresConnection(url: url())
+        try admin.run("CREATE DATABASE \(name)")
+        return url(database: name)
+    }
+
+    /// Starts the postmaster (again) on the cluster's data and waits until it takes connections.
+    package func start() throws {
+        var lastError = ""
+        for _ in 0..<5 {
+            let chosen = port == 0 ? Self.freePort() : port
+            let log = folder + "/postgres.log"
+            let arguments = [
+                "-D", folder + "/data", "-p", String(chosen), "-k", folder, "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200",
+                "-c", "shared_buffers=64MB", "-c", "fsync=on", "-c", "synchronous_commit=on",
+            ]
+            let child = try spawnAs(binaries + "/postgres", arguments, log: log)
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline && child.isRunning {
+                if (try? PostgresConnection(url: "postgres://formsync@127.0.0.1:\(chosen)/postgres", timeoutSeconds: 2)) != nil {
+                    lock.withLock {
+                        postmaster = child
+                        port = chosen
+                    }
+                    return
+                }
+                usleep(50_000)
+            }
+            child.signal(SIGKILL)
+            child.waitUntilExit()
+            lastError = (try? String(contentsOfFile: log, encoding: .utf8))?.suffix(600).description ?? ""
+        }
+        throw Unavailable(description: "PostgreSQL did not start: \(lastError)")
+    }
+
+    /// Kills the postmaster at once (SIGKILL, as a crash would); `start()` brings it back.
+    package func crash() {
+        guard let child = lock.withLock({ () -> ChildProcess? in defer { postmaster = nil }; return postmaster }) else { return }
+        child.signal(SIGKILL)
+        child.waitUntilExit()
+        // The backends die with their postmaster; wait until none holds the data folder.
+        let pidFile = folder + "/data/postmaster.pid"
+        for _ in 0..<200 where FileManager.default.fileExists(atPath: pidFile) {
+            if Self.backendsGone(folder) { break }
+            usleep(25_000)
+        }
+    }
+
+    /// Stops the postmaster and removes the cluster's folder.
+    package func destroy() {
+        if let child = lock.withLock({ () -> ChildProcess? in defer { postmaster = nil }; return postmaster }) {
+            child.signal(SIGQUIT)
+            child.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    // MARK: Plumbing
+
+    private func runAs(_ executable: String, _ arguments: [String]) throws -> (ChildProcess.Termination, String) {
+        let log = folder + "/\((executable as NSString).lastPathComponent).log"
+        let child = try spawnAs(executable, arguments, log: log)
+        let status = child.waitUntilExit()
+        return (status, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+    }
+
+    private func spawnAs(_ executable: String, _ arguments: [String], log: String) throws -> ChildProcess {
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        if let user {
+            chown(log, user.uid, user.gid)
+            let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) }
+            guard let setpriv else { throw Unavailable(description: "running as root needs setpriv (util-linux) to start PostgreSQL as nobody") }
+            return try ChildProcess(
+                setpriv, ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", "--", executable] + arguments,
+                environment: ["HOME": folder, "LC_ALL": "C"], directory: folder, standardOutput: .file(log), standardError: .file(log))
+        }
+        return try ChildProcess(executable, arguments, environment: ["LC_ALL": "C"], directory: folder, standardOutput: .file(log), standardError: .file(log))
+    }
+
+    /// The folder holding `initdb` and `postgres`: `FORMSYNC_PG_BIN`, the `PATH`, or Debian's
+    /// `/usr/lib/postgresql/N/bin` (newest first).
+    static func findBinaries() -> String? {
+        var candidates: [String] = []
+        if let given = ProcessInfo.processInfo.environment["FORMSYNC_PG_BIN"] { candidates.append(given) }
+        candidates += (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).compactMap(Int.init).sorted(by: >)
+        candidates += versions.map { "/usr/lib/postgresql/\($0)/bin" }
+        for folder in candidates {
+            let initdb = URL(fileURLWithPath: folder + "/initdb").resolvingSymlinksInPath().path
+            let postgres = URL(fileURLWithPath: folder + "/postgres").resolvingSymlinksInPath().path
+            if FileManager.default.isExecutableFile(atPath: initdb), FileManager.default.isExecutableFile(atPath: postgres) {
+                return (initdb as NSString).deletingLastPathComponent
+            }
+        }
+        return nil
+    }
+
+    /// Clusters left by a test process that died: their postmaster is stopped and their folder removed.
+    private static func sweepAbandoned() {
+        let temporary = FileManager.default.temporaryDirectory.path
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? [] where name.hasPrefix("formsync-pg-") {
+            let folder = temporary + "/" + name
+            guard let owner = (try? String(contentsOfFile: folder + "/owner.pid", encoding: .utf8)).flatMap({ pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }),
+                kill(owner, 0) != 0 && errno == ESRCH
+            else { continue }
+            if let line = (try? String(contentsOfFile: folder + "/data/postmaster.pid", encoding: .utf8))?.split(separator: "\n").first, let pid = pid_t(line) {
+                _ = kill(pid, SIGQUIT)
+            }
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+    }
+
+    private static func backendsGone(_ folder: String) -> Bool {
+        guard let line = (try? String(contentsOfFile: folder + "/data/postmaster.pid", encoding: .utf8))?.split(separator: "\n").first, let pid = pid_t(line) else { return true }
+        return kill(pid, 0) != 0
+    }
+
+    private static func freePort() -> UInt16 {
+        #if canImport(Glibc)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
+                _ = bind(fd, pointer, length)
+                return getsockname(fd, pointer, &length)
+            }
+        }
+        return UInt16(bigEndian: address.sin_port)
+    }
+}
