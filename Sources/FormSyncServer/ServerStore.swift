@@ -1,304 +1,211 @@
 import FormSyncHTTP
 import FormSyncModel
-import FormSyncSQLite
 import Foundation
-import Synchronization
 
-/// The reference server's tables: the idempotency ledger (unique key), documents (unique
-/// document identity), files (by digest) and token grants (`ServerStore+Grants`). Used only under the server's lock.
-final class ServerStore {
-    let db: SQLiteConnection
-    let filesDirectory: String
+/// Where the reference server keeps what it knows: the idempotency ledger, documents, files,
+/// resumable uploads, records and their change feed, and token grants. `SyncServer` (the
+/// protocol's logic) talks to nothing else. Two stores exist: `SQLiteServerStore`, the embedded
+/// default (one process, one file, a group commit), and the PostgreSQL store of
+/// `FormSyncPostgres`, which any number of server processes share.
+///
+/// Every call that reads and then writes runs inside `exclusive` (one unit of work: the SQLite
+/// store's lock, or one PostgreSQL connection held for the body) and, when it writes, inside
+/// `transaction`. A store shared by several processes (`sharedAcrossNodes`) must make each
+/// rule hold across them: one application per idempotency key, a change feed in commit order,
+/// and one append at a time per upload.
+package protocol ServerStore: AnyObject, Sendable {
+    /// Whether other server processes use the same data: a node then caches nothing that
+    /// another node could change (access tokens are read from the store on every request).
+    var sharedAcrossNodes: Bool { get }
 
-    struct LedgerEntry {
-        var hash: Data
-        /// Nil while the request is still being processed.
-        var response: HTTPResponse?
-    }
+    /// Runs `body` as one unit of work: nothing else in this process interleaves store calls
+    /// with it on the SQLite store; on PostgreSQL, its calls use one connection.
+    func exclusive<T>(_ body: () throws -> T) rethrows -> T
+    /// Runs `body` in one transaction (inside `exclusive`): all of it commits, or none.
+    func transaction<T>(_ body: () throws -> T) throws -> T
+    /// The idempotency ledger around a write: the recorded reply when `key` was answered, a
+    /// mark that it is in flight, or `body`'s reply committed together with its work. `holdMilliseconds`:
+    /// the request is marked in flight, then held that long before its work (a fault for tests).
+    func idempotentWrite(key: String, hash: Data, holdMilliseconds: Int?, now: Int64, _ body: () throws -> HTTPResponse) throws -> LedgerOutcome
 
-    static let migrations = SQLiteMigrator(migrations: [
-        .init(version: 1, name: "server", sql: """
-            CREATE TABLE ledger (
-                key TEXT PRIMARY KEY,
-                hash BLOB NOT NULL,
-                status INTEGER,
-                headers TEXT,
-                body BLOB,
-                created_at INTEGER NOT NULL
-            );
-            CREATE TABLE documents (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                document_id TEXT NOT NULL UNIQUE,
-                form TEXT NOT NULL,
-                form_version INTEGER NOT NULL,
-                version INTEGER NOT NULL,
-                payload BLOB NOT NULL,
-                applied_writes INTEGER NOT NULL,
-                created_at INTEGER NOT NULL,
-                updated_at INTEGER NOT NULL
-            );
-            CREATE TABLE files (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                document_id TEXT NOT NULL UNIQUE,
-                digest BLOB NOT NULL,
-                content_type TEXT,
-                byte_count INTEGER NOT NULL,
-                created_at INTEGER NOT NULL
-            );
-            CREATE TABLE tokens (token TEXT PRIMARY KEY, kind TEXT NOT NULL, expires_at INTEGER NOT NULL);
-            """),
-        .init(version: 2, name: "workspaces and principals", sql: """
-            ALTER TABLE documents ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
-            ALTER TABLE files ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
-            ALTER TABLE tokens ADD COLUMN principal TEXT NOT NULL DEFAULT 'default';
-            """),
-        recordsMigration,
-        uploadsMigration,
-        grantsMigration,
-    ])
+    /// A mark taken before a request runs; `whenDurable(since:)` waits for what it wrote.
+    func durabilityMark() -> UInt64
+    /// Calls `complete` once everything a request read or wrote since `mark` is durable, or
+    /// with why it could not be made so.
+    func whenDurable(since mark: UInt64, _ complete: @escaping @Sendable (DurabilityFailure?) -> Void)
+    /// Commits what is still open (the server is stopping).
+    func flush()
+    /// Whether commits share fsyncs (the SQLite store; a benchmark turns it off).
+    var groupCommit: Bool { get set }
+    /// How many fsyncs of its log the store has run, and how long they took.
+    var fsyncCount: Int { get }
+    var fsyncNanoseconds: UInt64 { get }
 
-    /// The mode of every folder the server creates: its owner's alone.
-    static var ownerOnlyFolder: [FileAttributeKey: Any] { [.posixPermissions: 0o700] }
-
-    /// Makes commits durable in groups (see `transaction`).
-    let walSync: WALSync
-    /// Writes stored files and their names durably (tests replace it with a disk that refuses).
-    var durableFiles = DurableFiles()
-
-    init(directory: String, now: Int64) throws {
-        filesDirectory = (directory as NSString).appendingPathComponent("files")
-        try FileManager.default.createDirectory(atPath: filesDirectory, withIntermediateDirectories: true, attributes: Self.ownerOnlyFolder)
-        DurableFiles.sweepPartials(in: filesDirectory)
-        let path = (directory as NSString).appendingPathComponent("server.sqlite")
-        db = try SQLiteConnection(path: path)
-        // Owner-only, whatever the umask: the database holds every workspace's documents. SQLite
-        // gives a log or shared-memory file it creates later the database file's mode.
-        for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
-            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
-        }
-        walSync = WALSync(databasePath: path)
-        try Self.migrations.migrate(db, now: now)
-        // A key left "in flight" by a server that died never committed its work (the work and
-        // its recorded reply commit together): forget it so the client's retry is processed.
-        try db.run("DELETE FROM ledger WHERE status IS NULL")
-        // A server killed between a commit and its fsync left that commit in the log, not on
-        // disk; a retry would now find its recorded reply and be answered before any fsync.
-        try walSync.syncLog()
-    }
-
-    /// Commits at `synchronous=NORMAL`: the server answers a request only after `walSync` made
-    /// every commit before the answer durable (one fsync shared by the requests committing
-    /// together: a group commit). A batch of writes still open is committed first.
-    func transaction<T>(_ body: () throws -> T) throws -> T {
-        commitBatch()
-        return try db.transaction(groupCommit ? .normal : .full, body)
-    }
-
-    // MARK: Write batches
-
-    /// Runs a request's write in the open batch, in a savepoint of its own: the writes made
-    /// between two fsyncs of the log share one transaction, which the next fsync round commits
-    /// (`commitBatch`) just before it runs. Each commit rewrote the same last pages of the
-    /// ledger's and the documents' tables and indexes; one commit per round writes them once,
-    /// and the fsync that bounds the server has fewer pages to write. A write that fails rolls
-    /// back its savepoint alone; one after which SQLite rolled back the whole transaction
-    /// loses the batch, and every reply that depended on it becomes a 500. With the group
-    /// commit off, a plain transaction.
-    func batchedTransaction<T>(_ body: () throws -> T) throws -> T {
-        guard groupCommit else { return try transaction(body) }
-        if !batchOpen {
-            try db.setDurability(.normal)
-            try db.run("BEGIN IMMEDIATE")
-            openBatch.store(committedNumber + 1, ordering: .sequentiallyConsistent)
-        }
-        try db.run("SAVEPOINT request")
-        do {
-            let result = try body()
-            try db.run("RELEASE request")
-            return result
-        } catch {
-            if db.inTransaction {
-                _ = try? db.run("ROLLBACK TO request")
-                _ = try? db.run("RELEASE request")
-            } else {
-                loseBatch(error)
-            }
-            throw error
-        }
-    }
-
-    /// Commits the open batch, if any (an fsync round calls it first). Its number is taken
-    /// either way: committed, or lost with its reason.
-    func commitBatch() {
-        guard batchOpen else { return }
-        do {
-            try db.run("COMMIT")
-            openBatch.store(0, ordering: .sequentiallyConsistent)
-        } catch {
-            if db.inTransaction { _ = try? db.run("ROLLBACK") }
-            loseBatch(error)
-        }
-    }
-
-    private func loseBatch(_ error: any Error) {
-        let number = openBatch.load(ordering: .sequentiallyConsistent)
-        lostBatches.add(1, ordering: .sequentiallyConsistent)
-        lost.withLock { lost in
-            lost.append((number, "\(error)"))
-            if lost.count > 64 { lost.removeFirst(lost.count - 64) }
-        }
-        openBatch.store(0, ordering: .sequentiallyConsistent)
-        FileHandle.standardError.write(Data("formsync server: a batch of writes was lost: \(error)\n".utf8))
-    }
-
-    /// The number of the last commit: the connection's commits, with each lost batch counted
-    /// as one, so that numbers are never given twice. What `walSync` is asked to make durable.
-    var committedNumber: UInt64 { db.commitCount + lostBatches.load(ordering: .sequentiallyConsistent) }
-
-    /// What a reply must wait for: the open batch's number, or the last commit's. Safe to read
-    /// outside the server's lock; a thread that wrote reads at least its write's number.
-    var durabilityGate: UInt64 {
-        let open = openBatch.load(ordering: .sequentiallyConsistent)
-        return max(open, committedNumber)
-    }
-
-    /// Why a batch numbered from `numbers` was lost, if one was.
-    func lostBatch(in numbers: ClosedRange<UInt64>) -> String? {
-        lost.withLock { lost in lost.last { numbers.contains($0.number) }?.reason }
-    }
-
-    /// The open batch's number; 0 when none is open.
-    private let openBatch = Atomic<UInt64>(0)
-    private var batchOpen: Bool { openBatch.load(ordering: .sequentiallyConsistent) != 0 }
-    private let lostBatches = Atomic<UInt64>(0)
-    private let lost = Mutex<[(number: UInt64, reason: String)]>([])
-
-    /// Off: every write commits FULL on its own (the baseline of `formsync bench server`).
-    /// Read by handlers outside the server's lock, to know whether to wait for an fsync.
-    var groupCommit: Bool {
-        get { groupCommitFlag.load(ordering: .relaxed) }
-        set { groupCommitFlag.store(newValue, ordering: .relaxed) }
-    }
-    private let groupCommitFlag = Atomic<Bool>(true)
-
-    /// Keys whose request is being processed now, with their request's hash. Held in memory
-    /// only: a key in flight has committed nothing (its work and its recorded reply commit
-    /// together), so a server that dies forgets it and the client's retry is processed.
-    private var inFlight: [String: Data] = [:]
-
-    // MARK: Ledger
-
-    func ledgerEntry(_ key: String) -> LedgerEntry? {
-        if let hash = inFlight[key] { return LedgerEntry(hash: hash, response: nil) }
-        return (try? db.query("SELECT hash, status, headers, body FROM ledger WHERE key = ?", [.text(key)]) { row in
-            let hash = row.blob(0) ?? Data()
-            guard let status = row.optionalInt(1) else { return LedgerEntry(hash: hash, response: nil) }
-            let headers = (row.text(2) ?? "").split(separator: "\n").compactMap { line -> (String, String)? in
-                let parts = line.split(separator: ":", maxSplits: 1).map(String.init)
-                return parts.count == 2 ? (parts[0], parts[1]) : nil
-            }
-            return LedgerEntry(hash: hash, response: HTTPResponse(status: Int(status), headers: headers, body: row.blob(3) ?? Data()))
-        })?.first
-    }
-
-    /// Marks `key` in flight (a second request with it gets 409 until it finishes).
-    func beginLedger(_ key: String, hash: Data) {
-        inFlight[key] = hash
-    }
-
-    /// Records the reply to `key`'s request, in the transaction of its work.
-    func finishLedger(_ key: String, hash: Data, with response: HTTPResponse, at now: Int64) throws {
-        let headers = response.headers.map { "\($0.0):\($0.1)" }.joined(separator: "\n")
-        try db.run("INSERT INTO ledger (key, hash, status, headers, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                   [.text(key), .blob(hash), .integer(Int64(response.status)), .text(headers), .blob(response.body), .integer(now)])
-        inFlight[key] = nil
-    }
-
-    /// Forgets `key`'s request, whose work did not commit.
-    func abandonLedger(_ key: String) {
-        inFlight[key] = nil
-    }
-
-    // MARK: Documents
-
-    private static let documentColumns = "document_id, id, form, form_version, version, payload, applied_writes"
-
-    private static func document(_ row: SQLiteConnection.Row) -> SyncServer.Document {
-        SyncServer.Document(
-            documentID: row.text(0) ?? "", id: row.int(1), form: row.text(2) ?? "", formVersion: Int(row.int(3)),
-            version: Int(row.int(4)), payload: row.blob(5) ?? Data(), appliedWrites: Int(row.int(6)))
-    }
-
-    func document(_ documentID: String) -> SyncServer.Document? {
-        (try? db.query("SELECT \(Self.documentColumns) FROM documents WHERE document_id = ?", [.text(documentID)], Self.document))?.first
-    }
-
-    func documentCount() -> Int {
-        Int((try? db.query("SELECT COUNT(*) FROM documents", [], { $0.int(0) }))?.first ?? 0)
-    }
-
-    func documents() -> [SyncServer.Document] {
-        (try? db.query("SELECT \(Self.documentColumns) FROM documents ORDER BY id", [], Self.document)) ?? []
-    }
-
-    func createDocument(
-        _ documentID: String, form: String, formVersion: Int, workspace: String, principal: String, payload: Data, at now: Int64
-    ) throws -> SyncServer.Document {
-        try db.run("""
-            INSERT INTO documents (id, document_id, form, form_version, workspace, principal, version, payload, applied_writes, created_at, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, 1, ?, 1, ?, ?)
-            """, [.integer(try nextEntityID()), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace), .text(principal), .blob(payload),
-                  .integer(now), .integer(now)])
-        return document(documentID)!
-    }
-
-    func updateDocument(_ documentID: String, payload: Data, at now: Int64) throws -> SyncServer.Document {
-        try db.run("""
-            UPDATE documents SET payload = ?, version = version + 1, applied_writes = applied_writes + 1, updated_at = ?
-            WHERE document_id = ?
-            """, [.blob(payload), .integer(now), .text(documentID)])
-        return document(documentID)!
-    }
-
-    // MARK: Files
-
+    // MARK: Documents and files
+    func document(_ documentID: String) -> SyncServer.Document?
+    func documentCount() -> Int
+    func documents() -> [SyncServer.Document]
+    func createDocument(_ documentID: String, form: String, formVersion: Int, workspace: String, principal: String, payload: Data, at now: Int64) throws
+        -> SyncServer.Document
+    func updateDocument(_ documentID: String, payload: Data, at now: Int64) throws -> SyncServer.Document
     /// Stores the bytes once per digest; the same file document is never stored twice. For a
     /// file document already held, `sameBytes` says whether these bytes are the ones it holds.
     func storeFile(_ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, at now: Int64) throws
         -> (id: Int64, created: Bool, sameBytes: Bool)
-    {
-        if let existing = try file(document: documentID) {
-            return (existing.id, false, existing.digest == digest)
-        }
-        let path = blobPath(digest)
-        if !FileManager.default.fileExists(atPath: path) {
-            try durableFiles.write(bytes, to: path)
-        }
-        return (try insertFile(documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, byteCount: Int64(bytes.count), at: now), true, true)
-    }
-
-    func insertFile(_ documentID: String, workspace: String, principal: String, digest: Data, contentType: String?, byteCount: Int64, at now: Int64) throws -> Int64 {
-        try db.run("INSERT INTO files (document_id, workspace, principal, digest, content_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)", [
-            .text(documentID), .text(workspace), .text(principal), .blob(digest), contentType.map(SQLValue.text) ?? .null, .integer(byteCount), .integer(now),
-        ])
-        return db.lastInsertRowID
-    }
-
     /// A stored file's id, digest and size, by its document id.
-    func file(document documentID: String) throws -> (id: Int64, digest: Data, byteCount: Int64)? {
-        try db.query("SELECT id, digest, byte_count FROM files WHERE document_id = ?", [.text(documentID)], { ($0.int(0), $0.blob(1) ?? Data(), $0.int(2)) }).first
-    }
+    func file(document documentID: String) throws -> (id: Int64, digest: Data, byteCount: Int64)?
+    func fileIDs() -> [Int64]
+    func fileBytes(_ id: Int64) -> Data?
 
-    func fileIDs() -> [Int64] {
-        (try? db.query("SELECT id FROM files ORDER BY id", [], { $0.int(0) })) ?? []
-    }
+    // MARK: Tokens and owners
+    func addToken(_ token: String, kind: String, grant: SyncServer.Grant, expiresAt: Int64) throws
+    /// The grant of a token of `kind`, valid or not; nil for a token the server never issued.
+    func grant(ofToken token: String, kind: String) -> StoredGrant?
+    func expireAccessTokens(at now: Int64)
+    /// Which form, workspace and principal a document id belongs to, if the server holds it as
+    /// a document, a file or a resumable upload (`form` is nil for a file or an upload).
+    func owner(of documentID: String) -> (form: String?, workspace: String, principal: String?)?
 
-    func fileBytes(_ id: Int64) -> Data? {
-        guard let digest = (try? db.query("SELECT digest FROM files WHERE id = ?", [.integer(id)], { $0.blob(0) ?? Data() }))?.first else { return nil }
-        return FileManager.default.contents(atPath: blobPath(digest))
-    }
+    // MARK: Records and the feed
+    /// The next id for a document or a record (one sequence for both), stepping over ids the
+    /// back office chose itself.
+    func nextEntityID() throws -> Int64
+    /// What holds `id`: a record's type, "" for a document that created no record under it, or
+    /// nil when the id is free. Inside a transaction, the id stays claimed until it ends.
+    func holder(ofID id: Int64) throws -> String?
+    /// One record; inside a transaction it stays locked until the transaction ends.
+    func record(workspace: String, type: String, id: Int64) throws -> StoredRecord?
+    func records(workspace: String) throws -> [StoredRecord]
+    /// Writes a record's new state (version + 1) and its change; returns the new version.
+    func putRecord(workspace: String, type: String, id: Int64, scope: String, payload: Data, at now: Int64) throws -> Int
+    /// Removes a record; its scope's feed carries the deletion. False when there was none.
+    func deleteRecord(workspace: String, type: String, id: Int64) throws -> Bool
+    /// Up to `limit` feed entries after `cursor`, in commit order: for a device of `principal`
+    /// (unscoped records and those scoped to it), or for the back office (`principal` nil).
+    func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry]
+    /// The highest feed position handed out; a cursor beyond it comes from another database.
+    func lastChange() throws -> Int64
 
-    func blobPath(_ digest: Data) -> String {
-        (filesDirectory as NSString).appendingPathComponent(digest.map { String(format: "%02x", $0) }.joined() + ".bin")
+    // MARK: Resumable uploads
+    func upload(id: String) throws -> StoredUpload?
+    func upload(document documentID: String) throws -> StoredUpload?
+    /// Creates the upload resource and the empty place its bytes go.
+    func createUpload(_ upload: StoredUpload, at now: Int64) throws
+    /// Marks the upload busy for one append; false when another append holds it.
+    func claimAppend(_ uploadID: String, at now: Int64) throws -> Bool
+    func releaseAppend(_ uploadID: String)
+    /// Writes `bytes` at `offset` durably, then moves the upload's offset past them.
+    func appendUpload(_ uploadID: String, bytes: Data, at offset: Int64, now: Int64) throws
+    /// The SHA-256 of the bytes held so far.
+    func uploadDigest(_ uploadID: String) throws -> Data
+    /// Throws the bytes away and starts the upload over at offset 0.
+    func restartUpload(_ uploadID: String, at now: Int64) throws
+    /// Makes a finished upload's bytes the stored file of its document; returns the file's id.
+    func completeUpload(_ upload: StoredUpload, digest: Data, principal: String, at now: Int64) throws -> Int64
+    /// Unfinished uploads and the bytes they announced, of one principal and of one workspace.
+    func unfinishedUploads(principal: String, workspace: String) throws -> (count: Int64, bytes: Int64, workspaceBytes: Int64)
+    /// Removes up to `limit` unfinished uploads not appended to since `cutoff`; returns how many went.
+    @discardableResult
+    func expireUploads(before cutoff: Int64, limit: Int) throws -> Int
+}
+
+/// What the idempotency ledger made of a write.
+package enum LedgerOutcome {
+    /// The write was processed now; its reply is committed with its work.
+    case processed(HTTPResponse)
+    /// The key was answered before: the request's hash then, and the reply recorded.
+    case recorded(hash: Data, response: HTTPResponse)
+    /// A request with this key is being processed now (here or on another node).
+    case inFlight
+}
+
+/// Why a reply could not be sent as it was made.
+package enum DurabilityFailure: Sendable {
+    /// The log could not be made durable.
+    case notDurable(String)
+    /// The batch of writes this request's write was part of did not commit.
+    case lost
+}
+
+/// One record as the server holds it.
+package struct StoredRecord: Sendable {
+    package var type: String
+    package var id: Int64
+    package var version: Int
+    package var scope: String
+    package var payload: Data
+
+    package init(type: String, id: Int64, version: Int, scope: String, payload: Data) {
+        self.type = type
+        self.id = id
+        self.version = version
+        self.scope = scope
+        self.payload = payload
     }
+}
+
+/// One entry of the feed: the record's latest state in a scope, or its removal from it.
+package struct FeedEntry: Sendable {
+    package var seq: Int64
+    package var type: String
+    package var id: Int64
+    package var deleted: Bool
+    package var version: Int
+    package var payload: Data?
+
+    package init(seq: Int64, type: String, id: Int64, deleted: Bool, version: Int, payload: Data?) {
+        self.seq = seq
+        self.type = type
+        self.id = id
+        self.deleted = deleted
+        self.version = version
+        self.payload = payload
+    }
+}
+
+/// A resumable upload as the server holds it.
+package struct StoredUpload: Sendable {
+    package var uploadID: String
+    package var documentID: String
+    package var workspace: String
+    package var length: Int64
+    package var offset: Int64
+    package var digest: Data
+    package var contentType: String?
+    package var fileID: Int64?
+    /// Who created it; nil for an upload stored before owners were recorded.
+    package var principal: String?
+
+    package init(uploadID: String, documentID: String, workspace: String, length: Int64, offset: Int64, digest: Data, contentType: String?, fileID: Int64?, principal: String?) {
+        self.uploadID = uploadID
+        self.documentID = documentID
+        self.workspace = workspace
+        self.length = length
+        self.offset = offset
+        self.digest = digest
+        self.contentType = contentType
+        self.fileID = fileID
+        self.principal = principal
+    }
+}
+
+/// A stored token's grant, valid or not.
+package struct StoredGrant: Sendable {
+    package var grant: SyncServer.Grant
+    package var expiresAt: Int64
+
+    /// Tokens are stored only as their SHA-256: a stolen database holds no usable token.
+    package static func digest(_ token: String) -> Data { SHA256.hash(Data(token.utf8)) }
+
+    package init(grant: SyncServer.Grant, expiresAt: Int64) {
+        self.grant = grant
+        self.expiresAt = expiresAt
+    }
+}
+
+/// A store ran out of something it cannot make more of.
+enum ServerStoreError: Error, CustomStringConvertible {
+    case idsExhausted
+
+    var description: String { "no ids are left below 2^53" }
 }

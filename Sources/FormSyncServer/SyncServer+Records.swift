@@ -106,7 +106,7 @@ extension SyncServer {
 
     /// The largest id of a document or a record: 2^53 − 1, the largest integer every JSON reader
     /// holds exactly.
-    static let maxEntityID: Int64 = 9_007_199_254_740_991
+    package static let maxEntityID: Int64 = 9_007_199_254_740_991
 
     /// Which record of a `putRecords` batch was refused, and why; nothing of the batch was written.
     public struct RecordSeedError: Error, CustomStringConvertible {
@@ -140,7 +140,7 @@ extension SyncServer {
         locked { ((try? store.records(workspace: workspace)) ?? []).map(Self.publicRecord) }
     }
 
-    static func publicRecord(_ stored: ServerStore.StoredRecord) -> Record {
+    static func publicRecord(_ stored: StoredRecord) -> Record {
         Record(type: stored.type, id: stored.id, version: stored.version, scope: stored.scope, fields: stored.payload)
     }
 
@@ -238,14 +238,14 @@ extension SyncServer {
         let version = try store.putRecord(workspace: workspace, type: action.recordType, id: id, scope: updated.scope, payload: updated.payload, at: now())
         _ = try store.createDocument(
             documentID, form: entry.name, formVersion: entry.version, workspace: workspace, principal: caller.principal, payload: merged.merged, at: now())
-        let record = ServerStore.StoredRecord(type: action.recordType, id: id, version: version, scope: updated.scope, payload: updated.payload)
+        let record = StoredRecord(type: action.recordType, id: id, version: version, scope: updated.scope, payload: updated.payload)
         return try editReply(200, documentID: documentID, entry: entry, action: action, record: record)
     }
 
     /// A reply about an edited record: the record as the form sees it (`record`), its version
     /// as the ETag, and the whole record (`entity`) for the device's store.
     func editReply(
-        _ status: Int, documentID: String, entry: FormRegistry.Entry, action: RecordAction, record: ServerStore.StoredRecord,
+        _ status: Int, documentID: String, entry: FormRegistry.Entry, action: RecordAction, record: StoredRecord,
         code: String? = nil, detail: String? = nil
     ) throws -> HTTPResponse {
         let view = try RecordProjection.editPayload(record: record.payload, id: record.id, action: action)
@@ -295,9 +295,10 @@ extension SyncServer {
             }
             after = seq
         }
-        let (response, hook, pages): (HTTPResponse, (@Sendable (Int) -> Void)?, Int) = locked {
+        let response = locked { page(workspace: caller.workspace, principal: caller.feedPrincipal, after: after, limit: limit) }
+        let (hook, pages) = stateLocked { () -> ((@Sendable (Int) -> Void)?, Int) in
             feedPages += 1
-            return (page(workspace: caller.workspace, principal: caller.feedPrincipal, after: after, limit: limit), feedHook, feedPages)
+            return (feedHook, feedPages)
         }
         hook?(pages)
         return response

@@ -63,7 +63,7 @@ extension SyncServer {
                     return uploadState(existing, status: 201)
                 }
                 // Abandoned uploads go first, then the quotas of what is left.
-                try store.expireUploads(before: now().addingReportingOverflow(-uploadLimits.expiryMilliseconds).partialValue)
+                try store.expireUploads(before: now().addingReportingOverflow(-uploadLimits.expiryMilliseconds).partialValue, limit: 100)
                 let held = try store.unfinishedUploads(principal: caller.principal, workspace: caller.workspace)
                 if held.count >= Int64(uploadLimits.maxUnfinishedPerPrincipal) || held.bytes.addingReportingOverflow(length).partialValue > uploadLimits.maxUnfinishedBytesPerPrincipal
                     || held.workspaceBytes.addingReportingOverflow(length).partialValue > uploadLimits.maxUnfinishedBytesPerWorkspace
@@ -71,18 +71,13 @@ extension SyncServer {
                     return .problem(429, "Too Many Requests", detail: "too many unfinished uploads (\(held.count), \(held.bytes) bytes announced); finish or let them expire first",
                                     code: "upload-quota", headers: [("Retry-After", "60")])
                 }
-                let upload = ServerStore.Upload(
+                let upload = StoredUpload(
                     uploadID: UUID().uuidString.lowercased(), documentID: documentID, workspace: caller.workspace, length: length, offset: 0,
                     digest: digest, contentType: request.header("content-type"), fileID: nil, principal: caller.principal)
-                try FileManager.default.createDirectory(atPath: store.uploadsDirectory, withIntermediateDirectories: true, attributes: ServerStore.ownerOnlyFolder)
-                guard FileManager.default.createFile(atPath: store.partPath(upload.uploadID), contents: nil, attributes: [.posixPermissions: 0o600]) else {
-                    return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
-                }
-                // The part's name is durable before the row that says its bytes are there.
-                try store.durableFiles.syncFolder(of: store.partPath(upload.uploadID))
-                try store.transaction { try store.createUpload(upload, at: now()) }
+                try store.createUpload(upload, at: now())
                 return uploadState(upload, status: 201)
             } catch {
+                FileHandle.standardError.write(Data("formsync server: upload error: \(error)\n".utf8))
                 return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
             }
         }
@@ -118,13 +113,10 @@ extension SyncServer {
         }
         let complete = request.header("upload-complete") == "?1"
         // 1. Under the lock: the upload, its offset and length, and the mark that it is busy.
-        let claimed: Either<ServerStore.Upload, HTTPResponse> = locked {
+        let claimed: Either<StoredUpload, HTTPResponse> = locked {
             do {
                 guard let upload = try owned(request, by: caller) else { return .second(.problem(404, "Not Found", detail: "no such upload", code: "no-such-upload")) }
                 if let fileID = upload.fileID { return .second(uploadDone(upload, fileID: fileID, status: 200)) }
-                guard !appendsInProgress.contains(upload.uploadID) else {
-                    return .second(.problem(409, "Conflict", detail: "another append to this upload is in progress", code: "upload-busy", headers: [("Retry-After", "1")]))
-                }
                 guard offset == upload.offset else {
                     var response = HTTPResponse.problem(409, "Conflict", detail: "the server holds \(upload.offset) bytes of this upload, not \(offset)", code: "mismatching-upload-offset")
                     response.headers.append(("Upload-Offset", String(upload.offset)))
@@ -137,43 +129,36 @@ extension SyncServer {
                 if complete && end != upload.length {
                     return .second(.problem(400, "Bad Request", detail: "Upload-Complete with \(end) of \(upload.length) bytes", code: "upload-incomplete"))
                 }
-                appendsInProgress.insert(upload.uploadID)
+                guard try store.claimAppend(upload.uploadID, at: now()) else {
+                    return .second(.problem(409, "Conflict", detail: "another append to this upload is in progress", code: "upload-busy", headers: [("Retry-After", "1")]))
+                }
                 return .first(upload)
             } catch {
                 return .second(.problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal"))
             }
         }
-        let upload: ServerStore.Upload
+        let upload: StoredUpload
         switch claimed {
         case .first(let found): upload = found
         case .second(let response): return response
         }
-        defer { locked { _ = appendsInProgress.remove(upload.uploadID) } }
+        defer { store.releaseAppend(upload.uploadID) }
         let end = offset + Int64(request.body.count)
-        let part = store.partPath(upload.uploadID)
         do {
-            // 2. Outside the lock: the bytes on disk, and at completion the whole file's digest.
-            if !request.body.isEmpty {
-                try store.durableFiles.append(request.body, to: part, at: offset)
-                try locked { try store.transaction { try store.setUploadOffset(upload.uploadID, end, at: now()) } }
-            }
+            // 2. Outside the unit of work: the bytes stored, and at completion the whole file's digest.
+            try store.appendUpload(upload.uploadID, bytes: request.body, at: offset, now: now())
             var updated = upload
             updated.offset = end
             guard complete else { return uploadState(updated, status: 204) }
-            let digest = try SHA256.hash(fileAt: part)
-            // 3. Under the lock again: the stored file, or a start over.
+            let digest = try store.uploadDigest(upload.uploadID)
+            // 3. In one unit of work again: the stored file, or a start over.
             return try locked {
                 guard digest == upload.digest else {
                     // The bytes are not the file announced: start over rather than keep them.
-                    try store.transaction { try store.setUploadOffset(upload.uploadID, 0, at: now()) }
+                    try store.restartUpload(upload.uploadID, at: now())
                     return .problem(400, "Bad Request", detail: "the uploaded bytes do not match Repr-Digest; the upload starts over", code: "digest-mismatch")
                 }
-                let fileID = try store.transaction {
-                    let id = try store.adoptFile(upload.documentID, workspace: upload.workspace, principal: upload.principal ?? caller.principal, from: part, digest: digest,
-                                                 byteCount: upload.length, contentType: upload.contentType, at: now())
-                    try store.finishUpload(upload.uploadID, fileID: id)
-                    return id
-                }
+                let fileID = try store.completeUpload(upload, digest: digest, principal: upload.principal ?? caller.principal, at: now())
                 return uploadDone(updated, fileID: fileID, status: 201)
             }
         } catch {
@@ -184,20 +169,20 @@ extension SyncServer {
 
     /// The upload a request's path names, when it is the caller's: in its workspace, begun by
     /// its principal (or any, for the back office).
-    private func owned(_ request: HTTPRequest, by caller: Caller) throws -> ServerStore.Upload? {
+    private func owned(_ request: HTTPRequest, by caller: Caller) throws -> StoredUpload? {
         let id = String(request.path.dropFirst("/uploads/".count))
         guard Self.isIdentifier(id), let upload = try store.upload(id: id), upload.workspace == caller.workspace, caller.owns(upload.principal) else { return nil }
         return upload
     }
 
-    private func uploadState(_ upload: ServerStore.Upload, status: Int) -> HTTPResponse {
+    private func uploadState(_ upload: StoredUpload, status: Int) -> HTTPResponse {
         HTTPResponse(status: status, headers: [
             ("Location", "/uploads/\(upload.uploadID)"), ("Upload-Offset", String(upload.offset)), ("Upload-Length", String(upload.length)),
             ("Upload-Complete", upload.fileID == nil ? "?0" : "?1"), ("Upload-Draft-Interop-Version", "6"),
         ], body: Data())
     }
 
-    private func uploadDone(_ upload: ServerStore.Upload, fileID: Int64, status: Int) -> HTTPResponse {
+    private func uploadDone(_ upload: StoredUpload, fileID: Int64, status: Int) -> HTTPResponse {
         .json(status, ["document_id": upload.documentID, "id": fileID, "byte_count": upload.length, "digest": "sha-256=:\(upload.digest.base64EncodedString()):"],
               headers: [("Location", "/uploads/\(upload.uploadID)"), ("Upload-Offset", String(upload.length)), ("Upload-Complete", "?1")])
     }

@@ -19,6 +19,16 @@ public final class SyncServer: @unchecked Sendable {
         public var payload: Data
         /// How many writes were applied to it (1 for a create, +1 per accepted edit).
         public var appliedWrites: Int
+
+        package init(documentID: String, id: Int64, form: String, formVersion: Int, version: Int, payload: Data, appliedWrites: Int) {
+            self.documentID = documentID
+            self.id = id
+            self.form = form
+            self.formVersion = formVersion
+            self.version = version
+            self.payload = payload
+            self.appliedWrites = appliedWrites
+        }
     }
 
     /// One request as the server saw it, in arrival order.
@@ -43,29 +53,28 @@ public final class SyncServer: @unchecked Sendable {
     /// crash tests use it to kill a client at an exact point of its sync. (The write commits
     /// with its batch at the next fsync round, whatever becomes of the client.)
     public var afterCommit: (@Sendable (_ documents: Int) -> Void)? {
-        get { locked { commitHook } }
-        set { locked { commitHook = newValue } }
+        get { stateLocked { commitHook } }
+        set { stateLocked { commitHook = newValue } }
     }
     private var commitHook: (@Sendable (Int) -> Void)?
     /// Called after each page of the change feed is made, before it is sent, with the number of
     /// pages served so far: crash tests use it to kill a device mid-pull.
     public var afterFeedPage: (@Sendable (_ pages: Int) -> Void)? {
-        get { locked { feedHook } }
-        set { locked { feedHook = newValue } }
+        get { stateLocked { feedHook } }
+        set { stateLocked { feedHook = newValue } }
     }
     var feedHook: (@Sendable (Int) -> Void)?
     var feedPages = 0
-    let store: ServerStore
+    let store: any ServerStore
     let registry: FormRegistry
     let recordTypes: RecordRegistry
     let now: @Sendable () -> Int64
     let tokenLifetimeMilliseconds: Int64
     let workspace: String?
-    private let lock = NSLock()
+    /// Guards the hooks and counters above (never held across a store call).
+    private let stateLock = NSLock()
     private let log = Mutex(RequestLog())
     let accessTokens = AccessTokenCache()
-    /// Uploads being appended to now (under the lock): one append at a time per upload.
-    var appendsInProgress: Set<String> = []
     /// Bounds on resumable uploads; set before `start`.
     public var uploadLimits = UploadLimits()
     private var http: HTTPServer?
@@ -80,9 +89,9 @@ public final class SyncServer: @unchecked Sendable {
         set { store.groupCommit = newValue }
     }
     /// How many fsyncs of its log the group commit has run (benchmarks divide writes by it).
-    package var fsyncCount: Int { store.walSync.fsyncCount }
+    package var fsyncCount: Int { store.fsyncCount }
     /// Nanoseconds those fsyncs took.
-    package var fsyncNanoseconds: UInt64 { store.walSync.fsyncNanoseconds }
+    package var fsyncNanoseconds: UInt64 { store.fsyncNanoseconds }
     /// The port it listens on, once started.
     public private(set) var port: UInt16 = 0
 
@@ -104,27 +113,32 @@ public final class SyncServer: @unchecked Sendable {
     }
 
     /// A server for forms and records given as registries: generated (`FormRegistry(FormCatalog.forms)`)
-    /// or interpreted from a folder of specs (`SpecInterpreter.registries`).
-    public init(
+    /// or interpreted from a folder of specs (`SpecInterpreter.registries`), on the embedded
+    /// SQLite store in `directory`.
+    public convenience init(
         directory: String, registry: FormRegistry, records: RecordRegistry, tokenLifetimeSeconds: Int = 3600,
+        workspace: String? = nil, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: SQLiteServerStore.ownerOnlyFolder)
+        try self.init(
+            store: try SQLiteServerStore(directory: directory, now: now()), registry: registry, records: records, tokenLifetimeSeconds: tokenLifetimeSeconds,
+            workspace: workspace, now: now)
+    }
+
+    /// A server on `store`: the embedded SQLite store, or a PostgreSQL store that other
+    /// server processes share (`FormSyncPostgres`).
+    package init(
+        store: any ServerStore, registry: FormRegistry, records: RecordRegistry, tokenLifetimeSeconds: Int = 3600,
         workspace: String? = nil, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     ) throws {
         self.workspace = workspace
         recordTypes = records
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: ServerStore.ownerOnlyFolder)
-        store = try ServerStore(directory: directory, now: now())
+        self.store = store
         // Uploads abandoned while the server was down expire now, not at the next create.
-        try store.expireUploads(before: now().addingReportingOverflow(-UploadLimits().expiryMilliseconds).partialValue, limit: 10_000)
+        try store.exclusive { _ = try store.expireUploads(before: now().addingReportingOverflow(-UploadLimits().expiryMilliseconds).partialValue, limit: 10_000) }
         self.registry = registry
         self.now = now
         tokenLifetimeMilliseconds = Int64(tokenLifetimeSeconds) * 1000
-        store.walSync.commitBeforeEachRound { [weak self] in
-            guard let self else { return 0 }
-            return self.locked {
-                self.store.commitBatch()
-                return self.store.committedNumber
-            }
-        }
     }
 
     /// The forms it accepts, by name, with their current versions.
@@ -148,7 +162,7 @@ public final class SyncServer: @unchecked Sendable {
         http?.stop()
         http = nil
         // Writes whose replies were never sent: committed now rather than rolled back at close.
-        locked { store.commitBatch() }
+        store.flush()
     }
 
     /// Where clients reach it.
@@ -158,10 +172,8 @@ public final class SyncServer: @unchecked Sendable {
 
     /// Expires every access token now, as if they had all aged out.
     public func expireAccessTokens() {
-        locked {
-            store.expireAccessTokens(at: now())
-            accessTokens.removeAll()
-        }
+        store.exclusive { store.expireAccessTokens(at: now()) }
+        accessTokens.removeAll()
     }
 
     // MARK: What the server holds
@@ -227,9 +239,14 @@ public final class SyncServer: @unchecked Sendable {
             + (entry.workspace?.utf8.count ?? 0)
     }
 
+    /// Runs `body` as one unit of work on the store (see `ServerStore.exclusive`).
     func locked<T>(_ body: () throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
+        try store.exclusive(body)
+    }
+
+    func stateLocked<T>(_ body: () throws -> T) rethrows -> T {
+        stateLock.lock()
+        defer { stateLock.unlock() }
         return try body()
     }
 
@@ -267,31 +284,27 @@ public final class SyncServer: @unchecked Sendable {
             return reply(nil)
         }
         let fault = faults.next(for: route)
-        // A write made now joins the open batch or opens the next one: no earlier number.
-        let floor = store.committedNumber + 1
+        let mark = store.durabilityMark()
         let response = respond(request, route: route, fault: fault)
-        let gate = store.durabilityGate
-        let complete: @Sendable (WALSync.Failure?) -> Void = { [self, entry] failure in
+        // Nothing is answered before what it saw or wrote is on disk: on SQLite one fsync covers
+        // every request that committed meanwhile (group commit; see `SQLiteServerStore`).
+        store.whenDurable(since: mark) { [self, entry] failure in
             var entry = entry
             var response = response
-            if let failure {
-                FileHandle.standardError.write(Data("formsync server: \(failure)\n".utf8))
+            switch failure {
+            case .notDurable(let reason):
+                FileHandle.standardError.write(Data("formsync server: \(reason)\n".utf8))
                 response = .problem(500, "Internal Server Error", detail: "the server could not make its database durable", code: "internal")
-            } else if floor <= gate, store.lostBatch(in: floor...gate) != nil {
+            case .lost:
                 response = .problem(500, "Internal Server Error", detail: "the server could not commit this write", code: "internal")
+            case nil:
+                break
             }
             if fault == .dropAfterCommit { response = nil }  // whatever happened, the reply is lost
             entry.status = response?.status
             entry.replayed = response?.headers.contains { $0.0 == "Idempotent-Replayed" } ?? false
             record(entry)
             reply(response)
-        }
-        // Nothing is answered before what it saw or wrote is on disk: one fsync covers every
-        // request that committed meanwhile (group commit; see `ServerStore.transaction`).
-        if store.groupCommit {
-            store.walSync.whenDurable(through: gate, complete)
-        } else {
-            complete(nil)
         }
     }
 
@@ -449,57 +462,28 @@ public final class SyncServer: @unchecked Sendable {
         fingerprint.update(Data("\(request.method) \(request.path)\n\(request.header("formsync-form") ?? "")\n\(request.header("if-match") ?? "")\n\(document)\n".utf8))
         fingerprint.update(request.body)
         let hash = fingerprint.finalize()
-        // A delayed request is marked in flight first and then held, so that a retry arriving
-        // meanwhile meets 409; any other goes through the ledger and its work in one turn of
-        // the lock, its request-only work done before it.
         let delay: Int? = if case .delay(let milliseconds) = fault { milliseconds } else { nil }
-        if let delay {
-            if let answer = locked({ () -> HTTPResponse? in
-                if let answer = ledgerAnswer(key, hash: hash) { return answer }
-                store.beginLedger(key, hash: hash)
-                return nil
-            }) { return answer }
-            Thread.sleep(forTimeInterval: Double(delay) / 1000)
-        }
         let prepared = prepare()
-        let (response, hook, count): (HTTPResponse, (@Sendable (Int) -> Void)?, Int) = locked {
-            if delay == nil, let answer = ledgerAnswer(key, hash: hash) { return (answer, nil, 0) }
-            do {
-                let response = try store.batchedTransaction {
-                    let response = try process(prepared, caller)
-                    try store.finishLedger(key, hash: hash, with: response, at: now())
-                    return response
-                }
-                return (response, commitHook, commitHook == nil ? 0 : store.documentCount())
-            } catch {
-                store.abandonLedger(key)
-                // Another server process on the same files may have answered the key meanwhile
-                // (its in-flight mark is not visible here): its recorded reply is the answer.
-                if let answer = ledgerAnswer(key, hash: hash) { return (answer, nil, 0) }
-                // The details (paths, SQL) go to the server's log, never to the client.
-                let reference = UUID().uuidString.lowercased()
-                FileHandle.standardError.write(Data("formsync server: error \(reference): \(error)\n".utf8))
-                return (.problem(500, "Internal Server Error", detail: "an internal error occurred (reference \(reference))", code: "internal"), nil, 0)
-            }
+        let outcome: LedgerOutcome
+        do {
+            outcome = try store.idempotentWrite(key: key, hash: hash, holdMilliseconds: delay, now: now()) { try process(prepared, caller) }
+        } catch {
+            // The details (paths, SQL) go to the server's log, never to the client.
+            let reference = UUID().uuidString.lowercased()
+            FileHandle.standardError.write(Data("formsync server: error \(reference): \(error)\n".utf8))
+            return .problem(500, "Internal Server Error", detail: "an internal error occurred (reference \(reference))", code: "internal")
         }
-        hook?(count)
-        return response
-    }
-
-    /// What the ledger answers for `key` (under the lock): a replay of the recorded reply, 422
-    /// for the same key with another request, 409 while it is in flight; nil for a new key.
-    private func ledgerAnswer(_ key: String, hash: Data) -> HTTPResponse? {
-        switch store.ledgerEntry(key) {
-        case .some(let entry) where entry.hash != hash:
+        switch outcome {
+        case .processed(let response):
+            if let hook = stateLocked({ commitHook }) { hook(locked { store.documentCount() }) }
+            return response
+        case .recorded(let recordedHash, _) where recordedHash != hash:
             return .problem(422, "Unprocessable Content", detail: "this Idempotency-Key was used with a different request", code: "key-reused")
-        case .some(let entry) where entry.response == nil:
-            return .problem(409, "Conflict", detail: "a request with this Idempotency-Key is still being processed", code: "key-in-flight", headers: [("Retry-After", "1")])
-        case .some(let entry):
-            var replay = entry.response!
+        case .recorded(_, var replay):
             replay.headers.append(("Idempotent-Replayed", "true"))
             return replay
-        case .none:
-            return nil
+        case .inFlight:
+            return .problem(409, "Conflict", detail: "a request with this Idempotency-Key is still being processed", code: "key-in-flight", headers: [("Retry-After", "1")])
         }
     }
 
@@ -725,4 +709,9 @@ public final class SyncServer: @unchecked Sendable {
         }
         return nil
     }
+}
+
+extension SyncServer {
+    /// The embedded store, for tests that reach into it (a server on PostgreSQL has none).
+    var sqliteStore: SQLiteServerStore { store as! SQLiteServerStore }
 }

@@ -43,7 +43,7 @@ struct ServerGroupCommitTests {
         }
         #expect(statuses.withLock { $0 } == Array(repeating: 201, count: count))
         #expect(server.documents().count == count)
-        let fsyncs = server.store.walSync.fsyncCount
+        let fsyncs = server.sqliteStore.walSync.fsyncCount
         #expect(fsyncs >= 1, "every reply waited for an fsync of the log")
         #expect(fsyncs <= count)
     }
@@ -53,7 +53,7 @@ struct ServerGroupCommitTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
         let token = try server.issueAccessToken(workspaces: ["acme"])
-        let commitsBefore = server.store.db.commitCount
+        let commitsBefore = server.sqliteStore.db.commitCount
         let count = 96
         let path = folder.appendingPathComponent("server.sqlite").path
         for n in count..<(count + 3) {
@@ -72,7 +72,7 @@ struct ServerGroupCommitTests {
             seenElsewhere.withLock { $0.append(Int(rows.first ?? 0)) }
         }
         #expect(seenElsewhere.withLock { $0 } == Array(repeating: 1, count: count))
-        let commits = server.store.db.commitCount - commitsBefore
+        let commits = server.sqliteStore.db.commitCount - commitsBefore
         #expect(commits < UInt64(count), "\(count) writes from 16 threads shared commits (\(commits))")
         #expect(server.documents().count == count + 3)
     }
@@ -80,7 +80,7 @@ struct ServerGroupCommitTests {
     @Test func aBatchThatSQLiteRolledBackFailsTheRepliesThatDependedOnItAndItsNumberIsNeverReused() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lost-batch-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try ServerStore(directory: folder.path, now: 0)
+        let store = try SQLiteServerStore(directory: folder.path, now: 0)
         let floor = store.committedNumber + 1
         _ = try store.batchedTransaction { try store.createDocument("a", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0) }
         let gate = store.durabilityGate
@@ -145,12 +145,12 @@ struct ServerGroupCommitTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
         let token = try server.issueAccessToken(workspaces: ["acme"])
-        let before = server.store.db.commitCount
+        let before = server.sqliteStore.db.commitCount
         #expect(server.handle(try Self.order(1, token: token))?.status == 201)
-        #expect(server.store.db.commitCount == before + 1, "the key is held in flight in memory, not committed on its own")
+        #expect(server.sqliteStore.db.commitCount == before + 1, "the key is held in flight in memory, not committed on its own")
         let replay = server.handle(try Self.order(1, token: token))
         #expect(replay?.status == 201 && replay?.headers.contains { $0 == ("Idempotent-Replayed", "true") } == true)
-        #expect(server.store.db.commitCount == before + 1)
+        #expect(server.sqliteStore.db.commitCount == before + 1)
         #expect(server.documents().count == 1)
     }
 
@@ -233,7 +233,7 @@ struct ServerFileDurabilityTests {
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
         let token = try server.issueAccessToken(workspaces: ["acme"])
         let syncs = Atomic<Int>(0)
-        server.store.durableFiles = DurableFiles(sync: { _ in
+        server.sqliteStore.durableFiles = DurableFiles(sync: { _ in
             syncs.add(1, ordering: .relaxed)
             errno = EIO
             return -1
@@ -247,7 +247,7 @@ struct ServerFileDurabilityTests {
 
         // A disk that syncs: the file and its folder are synced, and the same request is stored.
         let counted = Atomic<Int>(0)
-        server.store.durableFiles = DurableFiles(sync: { descriptor in
+        server.sqliteStore.durableFiles = DurableFiles(sync: { descriptor in
             counted.add(1, ordering: .relaxed)
             return fsync(descriptor)
         })

@@ -220,7 +220,7 @@ struct UploadWallRegressionTests {
         let inSync = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let first = Atomic(true)
-        fixture.server.store.durableFiles.sync = { fd in
+        fixture.server.sqliteStore.durableFiles.sync = { fd in
             // The append's fsync is held; later ones (the completion's folder sync) are not.
             if first.exchange(false, ordering: .relaxed) {
                 inSync.signal()

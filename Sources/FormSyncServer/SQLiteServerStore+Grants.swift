@@ -7,7 +7,7 @@ import Foundation
 /// usable token), with the grant it carries: its principal, its role and the workspaces it may
 /// name. Documents, files and uploads remember the principal that created them, so that the
 /// access rules (docs/PROTOCOL.md, "Access rules") can tell one principal's data from another's.
-extension ServerStore {
+extension SQLiteServerStore {
     static let grantsMigration = SQLiteMigrator.Migration(version: 5, name: "token digests, grants and owners", sql: """
         CREATE TABLE grants (
             digest BLOB PRIMARY KEY,
@@ -29,24 +29,16 @@ extension ServerStore {
             FROM (SELECT MAX(COALESCE((SELECT MAX(id) FROM documents), 0), COALESCE((SELECT MAX(id) FROM records), 0)) AS m);
         """)
 
-    /// A stored token's grant, valid or not.
-    struct StoredGrant {
-        var grant: SyncServer.Grant
-        var expiresAt: Int64
-    }
-
-    static func tokenDigest(_ token: String) -> Data { SHA256.hash(Data(token.utf8)) }
-
     func addToken(_ token: String, kind: String, grant: SyncServer.Grant, expiresAt: Int64) throws {
         try db.run("INSERT INTO grants (digest, kind, principal, role, workspaces, expires_at) VALUES (?, ?, ?, ?, ?, ?)", [
-            .blob(Self.tokenDigest(token)), .text(kind), .text(grant.principal), .text(grant.role.rawValue),
+            .blob(StoredGrant.digest(token)), .text(kind), .text(grant.principal), .text(grant.role.rawValue),
             .text(grant.workspaces.joined(separator: "\n")), .integer(expiresAt),
         ])
     }
 
     /// The grant of a token of `kind`, valid or not; nil for a token the server never issued.
     func grant(ofToken token: String, kind: String) -> StoredGrant? {
-        (try? db.query("SELECT principal, role, workspaces, expires_at FROM grants WHERE digest = ? AND kind = ?", [.blob(Self.tokenDigest(token)), .text(kind)]) {
+        (try? db.query("SELECT principal, role, workspaces, expires_at FROM grants WHERE digest = ? AND kind = ?", [.blob(StoredGrant.digest(token)), .text(kind)]) {
             row -> StoredGrant? in
             guard let role = SyncServer.Role(rawValue: row.text(1) ?? "") else { return nil }
             let workspaces = (row.text(2) ?? "").split(separator: "\n").map(String.init)

@@ -6,7 +6,7 @@ import Foundation
 /// bound to its file document, with the offset the server holds; the bytes so far in
 /// `files/uploads/<id>.part`. The offset is written after the bytes are synced, so it never
 /// claims bytes the disk does not hold.
-extension ServerStore {
+extension SQLiteServerStore {
     static let uploadsMigration = SQLiteMigrator.Migration(version: 4, name: "resumable uploads", sql: """
         CREATE TABLE uploads (
             upload_id TEXT PRIMARY KEY,
@@ -21,35 +21,32 @@ extension ServerStore {
         ) WITHOUT ROWID;
         """)
 
-    struct Upload {
-        var uploadID: String
-        var documentID: String
-        var workspace: String
-        var length: Int64
-        var offset: Int64
-        var digest: Data
-        var contentType: String?
-        var fileID: Int64?
-        /// Who created it; nil for an upload stored before owners were recorded.
-        var principal: String?
-    }
-
     private static let uploadColumns = "upload_id, document_id, workspace, length, offset, digest, content_type, file_id, principal"
 
-    private static func upload(_ row: SQLiteConnection.Row) -> Upload {
-        Upload(uploadID: row.text(0) ?? "", documentID: row.text(1) ?? "", workspace: row.text(2) ?? "", length: row.int(3), offset: row.int(4),
+    private static func upload(_ row: SQLiteConnection.Row) -> StoredUpload {
+        StoredUpload(uploadID: row.text(0) ?? "", documentID: row.text(1) ?? "", workspace: row.text(2) ?? "", length: row.int(3), offset: row.int(4),
                digest: row.blob(5) ?? Data(), contentType: row.text(6), fileID: row.optionalInt(7), principal: row.text(8))
     }
 
-    func upload(id: String) throws -> Upload? {
+    func upload(id: String) throws -> StoredUpload? {
         try db.query("SELECT \(Self.uploadColumns) FROM uploads WHERE upload_id = ?", [.text(id)], Self.upload).first
     }
 
-    func upload(document documentID: String) throws -> Upload? {
+    func upload(document documentID: String) throws -> StoredUpload? {
         try db.query("SELECT \(Self.uploadColumns) FROM uploads WHERE document_id = ?", [.text(documentID)], Self.upload).first
     }
 
-    func createUpload(_ upload: Upload, at now: Int64) throws {
+    func createUpload(_ upload: StoredUpload, at now: Int64) throws {
+        try FileManager.default.createDirectory(atPath: uploadsDirectory, withIntermediateDirectories: true, attributes: Self.ownerOnlyFolder)
+        guard FileManager.default.createFile(atPath: partPath(upload.uploadID), contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: partPath(upload.uploadID)])
+        }
+        // The part's name is durable before the row that says its bytes are there.
+        try durableFiles.syncFolder(of: partPath(upload.uploadID))
+        try transaction { try insertUpload(upload, at: now) }
+    }
+
+    private func insertUpload(_ upload: StoredUpload, at now: Int64) throws {
         try db.run("""
             INSERT INTO uploads (upload_id, document_id, workspace, principal, length, offset, digest, content_type, created_at, touched_at)
             VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
@@ -73,7 +70,7 @@ extension ServerStore {
     /// Removes up to `limit` unfinished uploads not appended to since `cutoff`, row and bytes;
     /// returns how many went.
     @discardableResult
-    func expireUploads(before cutoff: Int64, limit: Int = 100) throws -> Int {
+    func expireUploads(before cutoff: Int64, limit: Int) throws -> Int {
         let stale = try db.query(
             "SELECT upload_id FROM uploads WHERE file_id IS NULL AND touched_at < ? ORDER BY touched_at LIMIT ?", [.integer(cutoff), .integer(Int64(limit))],
             { $0.text(0) ?? "" })
@@ -82,6 +79,39 @@ extension ServerStore {
             try? FileManager.default.removeItem(atPath: partPath(id))
         }
         return stale.count
+    }
+
+    func claimAppend(_ uploadID: String, at now: Int64) throws -> Bool {
+        appending.withLock { $0.insert(uploadID).inserted }
+    }
+
+    func releaseAppend(_ uploadID: String) {
+        _ = appending.withLock { $0.remove(uploadID) }
+    }
+
+    /// The bytes are written and synced outside the lock, so that a large append never holds
+    /// up other requests; the offset moves only once they are on disk.
+    func appendUpload(_ uploadID: String, bytes: Data, at offset: Int64, now: Int64) throws {
+        guard !bytes.isEmpty else { return }
+        try durableFiles.append(bytes, to: partPath(uploadID), at: offset)
+        try exclusive { try transaction { try setUploadOffset(uploadID, offset + Int64(bytes.count), at: now) } }
+    }
+
+    func uploadDigest(_ uploadID: String) throws -> Data {
+        try SHA256.hash(fileAt: partPath(uploadID))
+    }
+
+    func restartUpload(_ uploadID: String, at now: Int64) throws {
+        try transaction { try setUploadOffset(uploadID, 0, at: now) }
+    }
+
+    func completeUpload(_ upload: StoredUpload, digest: Data, principal: String, at now: Int64) throws -> Int64 {
+        try transaction {
+            let id = try adoptFile(upload.documentID, workspace: upload.workspace, principal: principal, from: partPath(upload.uploadID), digest: digest,
+                                   byteCount: upload.length, contentType: upload.contentType, at: now)
+            try finishUpload(upload.uploadID, fileID: id)
+            return id
+        }
     }
 
     func finishUpload(_ id: String, fileID: Int64) throws {

@@ -7,7 +7,7 @@ import Foundation
 /// the feed in sequence order is commit order, and a cursor (the last number returned) resumes
 /// exactly after what a device already has. A record that leaves a scope (deleted, or moved to
 /// another courier) leaves a tombstone in the old scope.
-extension ServerStore {
+extension SQLiteServerStore {
     static let recordsMigration = SQLiteMigrator.Migration(version: 3, name: "records and changes", sql: """
         CREATE TABLE records (
             workspace TEXT NOT NULL,
@@ -31,25 +31,6 @@ extension ServerStore {
         CREATE INDEX changes_feed ON changes(workspace, seq);
         CREATE INDEX records_id ON records(id);
         """)
-
-    /// One record as the server holds it.
-    struct StoredRecord {
-        var type: String
-        var id: Int64
-        var version: Int
-        var scope: String
-        var payload: Data
-    }
-
-    /// One entry of the feed: the record's latest state in a scope, or its removal from it.
-    struct FeedEntry {
-        var seq: Int64
-        var type: String
-        var id: Int64
-        var deleted: Bool
-        var version: Int
-        var payload: Data?
-    }
 
     /// The next id for a document or a record: one sequence for both, since a record created
     /// by a document takes the document's id, and back-office records must not collide with it.
@@ -149,10 +130,4 @@ extension ServerStore {
     func lastChange() throws -> Int64 {
         try db.query("SELECT COALESCE(MAX(seq), 0) FROM changes", [], { $0.int(0) }).first ?? 0
     }
-}
-
-enum ServerStoreError: Error, CustomStringConvertible {
-    case idsExhausted
-
-    var description: String { "no ids are left below 2^53" }
 }
