@@ -27,7 +27,7 @@ final class World: @unchecked Sendable {
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        server = try SyncServer(directory: directory.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
+        server = try TestStore.server(directory: directory.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
         _ = try server.start()
         refreshToken = try server.issueRefreshToken(workspaces: Self.workspaces)
         token = Mutex(try server.issueAccessToken(workspaces: Self.workspaces))

@@ -1,0 +1,162 @@
+import Foundation
+
+/// The PostgreSQL store's schema, in numbered migrations. A node applies them only when told to
+/// (`formsync serve --migrate`), under an advisory lock so that nodes starting together apply
+/// each one once; a node refuses a database whose schema is older (not migrated yet) or newer
+/// (written by a newer FormSync) than the one it knows.
+enum PostgresSchema {
+    struct Migration {
+        var version: Int
+        var name: String
+        var sql: String
+    }
+
+    /// The schema version a database is at, and the one this build knows.
+    struct Mismatch: Error, CustomStringConvertible {
+        var found: Int
+        var known: Int
+        var description: String {
+            found < known
+                ? "the database's schema is at version \(found) and this node needs \(known): run `formsync serve --database … --migrate` once (nodes started with --migrate apply it)"
+                : "the database's schema is at version \(found), newer than this node knows (\(known)): run a FormSync at least as new as the one that migrated it"
+        }
+    }
+
+    /// The advisory lock the migration holds (an arbitrary constant: "FSMIGRAT").
+    static let migrationLock: Int64 = 0x4653_4D49_4752_4154
+
+    static let migrations: [Migration] = [
+        Migration(version: 1, name: "the reference server's tables", sql: """
+            CREATE TABLE ledger (
+                key TEXT PRIMARY KEY,
+                hash BYTEA NOT NULL,
+                status INTEGER,
+                headers TEXT,
+                body BYTEA,
+                created_at BIGINT NOT NULL
+            );
+            CREATE SEQUENCE entity_ids MINVALUE 1 MAXVALUE 9007199254740991 NO CYCLE;
+            CREATE TABLE documents (
+                id BIGINT PRIMARY KEY,
+                document_id TEXT NOT NULL UNIQUE,
+                form TEXT NOT NULL,
+                form_version INTEGER NOT NULL,
+                workspace TEXT NOT NULL,
+                principal TEXT,
+                version INTEGER NOT NULL,
+                payload BYTEA NOT NULL,
+                applied_writes INTEGER NOT NULL,
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL
+            );
+            CREATE TABLE blobs (
+                digest BYTEA NOT NULL,
+                start BIGINT NOT NULL,
+                bytes BYTEA NOT NULL,
+                PRIMARY KEY (digest, start)
+            );
+            CREATE TABLE files (
+                id BIGSERIAL PRIMARY KEY,
+                document_id TEXT NOT NULL UNIQUE,
+                workspace TEXT NOT NULL,
+                principal TEXT,
+                digest BYTEA NOT NULL,
+                content_type TEXT,
+                byte_count BIGINT NOT NULL,
+                created_at BIGINT NOT NULL
+            );
+            CREATE TABLE uploads (
+                upload_id TEXT PRIMARY KEY,
+                document_id TEXT NOT NULL UNIQUE,
+                workspace TEXT NOT NULL,
+                principal TEXT,
+                length BIGINT NOT NULL,
+                "offset" BIGINT NOT NULL,
+                digest BYTEA NOT NULL,
+                content_type TEXT,
+                file_id BIGINT,
+                created_at BIGINT NOT NULL,
+                touched_at BIGINT NOT NULL,
+                busy_until BIGINT
+            );
+            CREATE INDEX uploads_unfinished ON uploads (touched_at) WHERE file_id IS NULL;
+            CREATE TABLE upload_parts (
+                upload_id TEXT NOT NULL,
+                start BIGINT NOT NULL,
+                bytes BYTEA NOT NULL,
+                PRIMARY KEY (upload_id, start)
+            );
+            CREATE TABLE grants (
+                digest BYTEA PRIMARY KEY,
+                kind TEXT NOT NULL,
+                principal TEXT NOT NULL,
+                role TEXT NOT NULL,
+                workspaces TEXT NOT NULL,
+                expires_at BIGINT NOT NULL
+            );
+            CREATE TABLE records (
+                workspace TEXT NOT NULL,
+                type TEXT NOT NULL,
+                id BIGINT NOT NULL,
+                version INTEGER NOT NULL,
+                scope TEXT NOT NULL,
+                payload BYTEA NOT NULL,
+                updated_at BIGINT NOT NULL,
+                PRIMARY KEY (workspace, type, id)
+            );
+            CREATE INDEX records_id ON records (id);
+            CREATE SEQUENCE change_seq;
+            CREATE TABLE changes (
+                workspace TEXT NOT NULL,
+                type TEXT NOT NULL,
+                id BIGINT NOT NULL,
+                scope TEXT NOT NULL,
+                deleted BOOLEAN NOT NULL,
+                seq BIGINT UNIQUE,
+                PRIMARY KEY (workspace, type, id, scope)
+            );
+            CREATE INDEX changes_feed ON changes (workspace, seq) WHERE seq IS NOT NULL;
+            CREATE INDEX changes_unsequenced ON changes (id) WHERE seq IS NULL;
+            """),
+    ]
+
+    static var latest: Int { migrations.last?.version ?? 0 }
+
+    /// The version `connection`'s database is at (0: empty).
+    static func version(_ connection: PostgresConnection) throws -> Int {
+        guard try connection.query("SELECT to_regclass('formsync_schema') IS NOT NULL").int(0, 0) == 1 else { return 0 }
+        return Int(try connection.query("SELECT COALESCE(MAX(version), 0) FROM formsync_schema").int(0, 0) ?? 0)
+    }
+
+    /// Applies the migrations the database lacks, each in its own transaction, holding the
+    /// migration lock; returns how many this call applied (0 when another node did them).
+    @discardableResult
+    static func migrate(_ connection: PostgresConnection, now: Int64) throws -> Int {
+        try connection.query("SELECT pg_advisory_lock($1)", [.integer(migrationLock)])
+        defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [.integer(migrationLock)]) }
+        try connection.run("CREATE TABLE IF NOT EXISTS formsync_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)")
+        let found = try version(connection)
+        guard found <= latest else { throw Mismatch(found: found, known: latest) }
+        var applied = 0
+        for migration in migrations where migration.version > found {
+            try connection.run("BEGIN")
+            do {
+                try connection.run(migration.sql)
+                try connection.query("INSERT INTO formsync_schema (version, name, applied_at) VALUES ($1, $2, $3)",
+                                     [.integer(Int64(migration.version)), .text(migration.name), .integer(now)])
+                try connection.run("COMMIT")
+            } catch {
+                try? connection.run("ROLLBACK")
+                throw error
+            }
+            applied += 1
+        }
+        return applied
+    }
+
+    /// Throws unless the database is at exactly the version this build knows.
+    static func check(_ connection: PostgresConnection) throws {
+        let found = try version(connection)
+        guard found == latest else { throw Mismatch(found: found, known: latest) }
+    }
+}

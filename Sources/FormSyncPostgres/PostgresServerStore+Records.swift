@@ -1,0 +1,139 @@
+import FormSyncModel
+import FormSyncServer
+import Foundation
+
+/// Records and the change feed on PostgreSQL, in commit order across nodes.
+///
+/// A sequence number taken when a change is written is not commit order: a transaction that
+/// took 41 can commit after one that took 42 was read, and a device whose cursor is at 42 would
+/// skip 41 for ever. So a change is written without a number (`seq` NULL, invisible to the
+/// feed), and numbers are given to committed changes only, by a sequencer that runs alone
+/// (an advisory lock held until its transaction commits): every number it gives is larger than
+/// any number a reader could have seen. A writer runs it right after its commit, before its
+/// reply, so a device that pulls after its write sees it; a feed read runs it first when
+/// changes are waiting (a node that died between its commit and the sequencer leaves some).
+extension PostgresServerStore {
+    /// The sequencer's advisory lock ("FSCHANGE").
+    static let sequencerLock: Int64 = 0x4653_4348_414E_4745
+
+    /// Numbers the committed changes that have none, in one transaction of its own.
+    func sequenceChanges() throws {
+        try pool.scope {
+            try pool.with { connection in
+                try connection.run("BEGIN")
+                do {
+                    try connection.query("SELECT pg_advisory_xact_lock($1)", [.integer(Self.sequencerLock)])
+                    try connection.query("""
+                        UPDATE changes SET seq = nextval('change_seq')
+                        WHERE (workspace, type, id, scope) IN (
+                            SELECT workspace, type, id, scope FROM changes WHERE seq IS NULL ORDER BY id FOR UPDATE)
+                        """)
+                    try connection.run("COMMIT")
+                } catch {
+                    try? connection.run("ROLLBACK")
+                    throw error
+                }
+            }
+        }
+    }
+
+    package func nextEntityID() throws -> Int64 {
+        while true {
+            let rows: PostgresRows
+            do {
+                rows = try query("SELECT nextval('entity_ids')")
+            } catch let error as PostgresError where error.sqlState == "2200H" {
+                throw IDsExhausted()
+            }
+            guard let candidate = rows.int(0, 0), candidate >= 1, candidate <= SyncServer.maxEntityID else { throw IDsExhausted() }
+            // Ids the back office chose itself are stepped over; `holder` claims the id.
+            if try holder(ofID: candidate) == nil { return candidate }
+        }
+    }
+
+    /// No ids are left below 2^53.
+    struct IDsExhausted: Error, CustomStringConvertible {
+        var description: String { "no ids are left below 2^53" }
+    }
+
+    package func holder(ofID id: Int64) throws -> String? {
+        // Inside a transaction the id is claimed until it ends, so that a back-office seed
+        // naming an id and a create taking it from the sequence never both have it.
+        if pool.currentScope?.transactionOpen == true {
+            try query("SELECT pg_advisory_xact_lock($1)", [.integer(id)])
+        }
+        let rows = try query("SELECT (SELECT type FROM records WHERE id = $1 LIMIT 1), EXISTS (SELECT 1 FROM documents WHERE id = $1)", [.integer(id)])
+        if let type = rows.text(0, 0) { return type }
+        return rows.int(0, 1) == 1 ? "" : nil
+    }
+
+    private static func record(_ rows: PostgresRows, _ row: Int) -> StoredRecord {
+        StoredRecord(type: rows.text(row, 0) ?? "", id: rows.int(row, 1) ?? 0, version: Int(rows.int(row, 2) ?? 0), scope: rows.text(row, 3) ?? "",
+                     payload: rows.bytes(row, 4) ?? Data())
+    }
+
+    package func record(workspace: String, type: String, id: Int64) throws -> StoredRecord? {
+        let rows = try query("SELECT type, id, version, scope, payload FROM records WHERE workspace = $1 AND type = $2 AND id = $3\(lockingClause)",
+                             [.text(workspace), .text(type), .integer(id)])
+        return rows.count == 1 ? Self.record(rows, 0) : nil
+    }
+
+    package func records(workspace: String) throws -> [StoredRecord] {
+        let rows = try query("SELECT type, id, version, scope, payload FROM records WHERE workspace = $1 ORDER BY type, id", [.text(workspace)])
+        return (0..<rows.count).map { Self.record(rows, $0) }
+    }
+
+    package func putRecord(workspace: String, type: String, id: Int64, scope: String, payload: Data, at now: Int64) throws -> Int {
+        try transaction {
+            let old = try record(workspace: workspace, type: type, id: id)
+            let version = (old?.version ?? 0) + 1
+            try query("""
+                INSERT INTO records (workspace, type, id, version, scope, payload, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+                ON CONFLICT (workspace, type, id) DO UPDATE SET version = $4, scope = $5, payload = $6, updated_at = $7
+                """, [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .text(scope), .bytes(payload), .integer(now)])
+            if let old, old.scope != scope { try recordChange(workspace: workspace, type: type, id: id, scope: old.scope, deleted: true) }
+            try recordChange(workspace: workspace, type: type, id: id, scope: scope, deleted: false)
+            return version
+        }
+    }
+
+    package func deleteRecord(workspace: String, type: String, id: Int64) throws -> Bool {
+        try transaction {
+            guard let old = try record(workspace: workspace, type: type, id: id) else { return false }
+            try query("DELETE FROM records WHERE workspace = $1 AND type = $2 AND id = $3", [.text(workspace), .text(type), .integer(id)])
+            try recordChange(workspace: workspace, type: type, id: id, scope: old.scope, deleted: true)
+            return true
+        }
+    }
+
+    /// The change leaves the feed until the sequencer numbers it again, after the commit.
+    private func recordChange(workspace: String, type: String, id: Int64, scope: String, deleted: Bool) throws {
+        try query("""
+            INSERT INTO changes (workspace, type, id, scope, deleted, seq) VALUES ($1, $2, $3, $4, $5::boolean, NULL)
+            ON CONFLICT (workspace, type, id, scope) DO UPDATE SET deleted = $5::boolean, seq = NULL
+            """, [.text(workspace), .text(type), .integer(id), .text(scope), .text(deleted ? "true" : "false")])
+        pool.currentScope?.changesWritten = true
+    }
+
+    package func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
+        if try query("SELECT EXISTS (SELECT 1 FROM changes WHERE seq IS NULL)").int(0, 0) == 1 { try sequenceChanges() }
+        let visible = principal == nil
+            ? "(NOT c.deleted OR NOT EXISTS (SELECT 1 FROM records g WHERE g.workspace = c.workspace AND g.type = c.type AND g.id = c.id))"
+            : "(c.scope = '' OR c.scope = $4)"
+        let values: [PostgresValue] = [.integer(cursor), .text(workspace), .integer(Int64(limit))] + (principal.map { [.text($0)] } ?? [])
+        let rows = try query("""
+            SELECT c.seq, c.type, c.id, c.deleted, r.version, r.payload
+            FROM changes c LEFT JOIN records r ON r.workspace = c.workspace AND r.type = c.type AND r.id = c.id AND NOT c.deleted
+            WHERE c.seq IS NOT NULL AND c.seq > $1 AND c.workspace = $2 AND \(visible)
+            ORDER BY c.seq LIMIT $3
+            """, values)
+        return (0..<rows.count).map { row in
+            FeedEntry(seq: rows.int(row, 0) ?? 0, type: rows.text(row, 1) ?? "", id: rows.int(row, 2) ?? 0, deleted: rows.int(row, 3) == 1,
+                      version: Int(rows.int(row, 4) ?? 0), payload: rows.bytes(row, 5))
+        }
+    }
+
+    package func lastChange() throws -> Int64 {
+        try query("SELECT COALESCE(MAX(seq), 0) FROM changes").int(0, 0) ?? 0
+    }
+}

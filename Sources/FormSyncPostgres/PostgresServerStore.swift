@@ -1,0 +1,283 @@
+import FormSyncHTTP
+import FormSyncModel
+import FormSyncServer
+import Foundation
+import Synchronization
+
+/// The reference server's store in PostgreSQL, shared by any number of `formsync serve`
+/// processes (nodes): everything a correct answer needs is in the database, files included
+/// (in `blobs`, in chunks, as ODK Central keeps them), so that any node serves any request.
+///
+/// Each rule that one process kept with its lock is kept by the database instead:
+/// - an idempotency key is claimed by inserting its ledger row first; a second node with the
+///   same key waits on that row and then replays the recorded reply (or answers 409 when the
+///   first one takes longer than `lock_timeout`);
+/// - a read made to decide a write (`record`, `document`, `holder`) locks what it read until
+///   the transaction ends, and a transaction that lost a race runs again;
+/// - the change feed is in commit order (`PostgresServerStore+Records`);
+/// - one append at a time per upload, by a lease on its row that a dead node's expires.
+/// Commits are durable when `COMMIT` returns (`synchronous_commit` on): a reply never waits
+/// for anything else.
+package final class PostgresServerStore: ServerStore, @unchecked Sendable {
+    let pool: PostgresConnectionPool
+    /// How long a request waits for another holding the same idempotency key before it is
+    /// answered 409 in flight (one about to commit is replayed instead).
+    let keyWaitMilliseconds: Int
+    /// How long any other statement waits for a lock before its transaction gives up (500; the
+    /// client retries under its key).
+    static let lockWaitMilliseconds = 10_000
+    /// How many times a transaction that lost a race (serialization, deadlock, unique key) runs again.
+    static let maxAttempts = 8
+
+    /// Opens the store at `url`. With `migrate`, applies the migrations the database lacks
+    /// (once, even when several nodes start together); without it, refuses a database whose
+    /// schema is not exactly the one this build knows.
+    package init(url: String, migrate: Bool, now: Int64, keyWaitMilliseconds: Int = 200) throws {
+        pool = PostgresConnectionPool(url: url)
+        self.keyWaitMilliseconds = keyWaitMilliseconds
+        try pool.with { connection in
+            if migrate { try PostgresSchema.migrate(connection, now: now) }
+            try PostgresSchema.check(connection)
+        }
+    }
+
+    package var sharedAcrossNodes: Bool { true }
+
+    package func exclusive<T>(_ body: () throws -> T) rethrows -> T {
+        try pool.scope(body)
+    }
+
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
+        try pool.scope {
+            let scope = pool.currentScope!
+            if scope.transactionOpen { return try body() }
+            var attempt = 0
+            while true {
+                attempt += 1
+                do {
+                    return try inTransaction(scope, body)
+                } catch let error as PostgresError where (error.isRetryable || error.isUniqueViolation) && attempt < Self.maxAttempts {
+                    continue
+                }
+            }
+        }
+    }
+
+    /// One attempt: BEGIN, `body`, COMMIT (ROLLBACK when anything threw), then the feed's sequencer.
+    private func inTransaction<T>(_ scope: PostgresConnectionPool.Scope, _ body: () throws -> T) throws -> T {
+        try pool.with { try $0.run("BEGIN") }
+        scope.transactionOpen = true
+        scope.changesWritten = false
+        defer { scope.transactionOpen = false }
+        let result: T
+        do {
+            result = try body()
+            try pool.with { try $0.run("COMMIT") }
+        } catch {
+            _ = try? pool.with { try $0.run("ROLLBACK") }
+            throw error
+        }
+        scope.transactionOpen = false
+        if scope.changesWritten { try? sequenceChanges() }
+        return result
+    }
+
+    package func idempotentWrite(key: String, hash: Data, holdMilliseconds: Int?, now: Int64, _ body: () throws -> HTTPResponse) throws -> LedgerOutcome {
+        try pool.scope {
+            var attempt = 0
+            while true {
+                attempt += 1
+                do {
+                    return try transaction {
+                        try pool.with { try $0.run("SET LOCAL lock_timeout = \(max(1, keyWaitMilliseconds))") }
+                        // The row is the claim: a second request with the key waits here until
+                        // this transaction ends, then finds the reply it recorded.
+                        let claimed = try pool.with {
+                            try $0.query("INSERT INTO ledger (key, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING",
+                                         [.text(key), .bytes(hash), .integer(now)]).affected
+                        }
+                        guard claimed == 1 else { return try recorded(key) ?? .inFlight }
+                        try pool.with { try $0.run("SET LOCAL lock_timeout = \(Self.lockWaitMilliseconds)") }
+                        if let holdMilliseconds { Thread.sleep(forTimeInterval: Double(holdMilliseconds) / 1000) }
+                        let response = try body()
+                        let headers = response.headers.map { "\($0.0):\($0.1)" }.joined(separator: "\n")
+                        try pool.with {
+                            try $0.query("UPDATE ledger SET status = $2, headers = $3, body = $4 WHERE key = $1",
+                                         [.text(key), .integer(Int64(response.status)), .text(headers), .bytes(response.body)])
+                        }
+                        return .processed(response)
+                    }
+                } catch let error as PostgresError where error.isLockTimeout {
+                    return .inFlight
+                } catch let error as PostgresError where error.isConnectionLost && attempt < 3 {
+                    // Whether the commit happened is unknown: the ledger says, on a new connection.
+                    pool.drain()
+                    if let known = try? recorded(key) { return known }
+                    continue
+                }
+            }
+        }
+    }
+
+    /// The recorded reply to `key`, if it committed.
+    private func recorded(_ key: String) throws -> LedgerOutcome? {
+        let rows = try pool.with { try $0.query("SELECT hash, status, headers, body FROM ledger WHERE key = $1", [.text(key)]) }
+        guard rows.count == 1, let status = rows.int(0, 1) else { return nil }
+        let headers = (rows.text(0, 2) ?? "").split(separator: "\n").compactMap { line -> (String, String)? in
+            let parts = line.split(separator: ":", maxSplits: 1).map(String.init)
+            return parts.count == 2 ? (parts[0], parts[1]) : nil
+        }
+        return .recorded(hash: rows.bytes(0, 0) ?? Data(), response: HTTPResponse(status: Int(status), headers: headers, body: rows.bytes(0, 3) ?? Data()))
+    }
+
+    // MARK: Durability: a commit is durable when it returns.
+
+    package func durabilityMark() -> UInt64 { 0 }
+    package func whenDurable(since mark: UInt64, _ complete: @escaping @Sendable (DurabilityFailure?) -> Void) { complete(nil) }
+    package func flush() { pool.drain() }
+    package var groupCommit: Bool {
+        get { false }
+        set {}
+    }
+    package var fsyncCount: Int { 0 }
+    package var fsyncNanoseconds: UInt64 { 0 }
+
+    // MARK: Statements
+
+    /// ` FOR UPDATE` inside a transaction: what a write reads stays as read until it commits.
+    var lockingClause: String { pool.currentScope?.transactionOpen == true ? " FOR UPDATE" : "" }
+
+    @discardableResult
+    func query(_ sql: String, _ parameters: [PostgresValue] = []) throws -> PostgresRows {
+        try pool.with { try $0.query(sql, parameters) }
+    }
+
+    // MARK: Documents
+
+    private static let documentColumns = "document_id, id, form, form_version, version, payload, applied_writes"
+
+    private static func document(_ rows: PostgresRows, _ row: Int) -> SyncServer.Document {
+        SyncServer.Document(
+            documentID: rows.text(row, 0) ?? "", id: rows.int(row, 1) ?? 0, form: rows.text(row, 2) ?? "", formVersion: Int(rows.int(row, 3) ?? 0),
+            version: Int(rows.int(row, 4) ?? 0), payload: rows.bytes(row, 5) ?? Data(), appliedWrites: Int(rows.int(row, 6) ?? 0))
+    }
+
+    package func document(_ documentID: String) -> SyncServer.Document? {
+        guard let rows = try? query("SELECT \(Self.documentColumns) FROM documents WHERE document_id = $1\(lockingClause)", [.text(documentID)]), rows.count == 1
+        else { return nil }
+        return Self.document(rows, 0)
+    }
+
+    package func documentCount() -> Int {
+        Int((try? query("SELECT COUNT(*) FROM documents"))?.int(0, 0) ?? 0)
+    }
+
+    package func documents() -> [SyncServer.Document] {
+        guard let rows = try? query("SELECT \(Self.documentColumns) FROM documents ORDER BY id") else { return [] }
+        return (0..<rows.count).map { Self.document(rows, $0) }
+    }
+
+    package func createDocument(
+        _ documentID: String, form: String, formVersion: Int, workspace: String, principal: String, payload: Data, at now: Int64
+    ) throws -> SyncServer.Document {
+        let id = try nextEntityID()
+        let rows = try query("""
+            INSERT INTO documents (id, document_id, form, form_version, workspace, principal, version, payload, applied_writes, created_at, updated_at)
+            VALUES ($1, $2, $3, $4, $5, $6, 1, $7, 1, $8, $8) RETURNING \(Self.documentColumns)
+            """, [.integer(id), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace), .text(principal), .bytes(payload), .integer(now)])
+        return Self.document(rows, 0)
+    }
+
+    package func updateDocument(_ documentID: String, payload: Data, at now: Int64) throws -> SyncServer.Document {
+        let rows = try query("""
+            UPDATE documents SET payload = $2, version = version + 1, applied_writes = applied_writes + 1, updated_at = $3
+            WHERE document_id = $1 RETURNING \(Self.documentColumns)
+            """, [.text(documentID), .bytes(payload), .integer(now)])
+        guard rows.count == 1 else { throw PostgresError(sqlState: "02000", message: "document \(documentID) is gone", statement: "UPDATE documents") }
+        return Self.document(rows, 0)
+    }
+
+    // MARK: Files
+
+    /// Files are kept in chunks of this size (a row stays well under PostgreSQL's 1 GB limit).
+    static let chunkBytes = 1 << 20
+
+    package func storeFile(_ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, at now: Int64) throws
+        -> (id: Int64, created: Bool, sameBytes: Bool)
+    {
+        if let existing = try file(document: documentID) {
+            return (existing.id, false, existing.digest == digest)
+        }
+        if try query("SELECT 1 FROM blobs WHERE digest = $1 LIMIT 1", [.bytes(digest)]).count == 0 {
+            var start = 0
+            repeat {
+                let end = min(bytes.count, start + Self.chunkBytes)
+                try query("INSERT INTO blobs (digest, start, bytes) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                          [.bytes(digest), .integer(Int64(start)), .bytes(bytes.subdata(in: bytes.startIndex + start..<bytes.startIndex + end))])
+                start = end
+            } while start < bytes.count
+        }
+        let id = try insertFile(documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, byteCount: Int64(bytes.count), at: now)
+        return (id, true, true)
+    }
+
+    func insertFile(_ documentID: String, workspace: String, principal: String, digest: Data, contentType: String?, byteCount: Int64, at now: Int64) throws -> Int64 {
+        try query("""
+            INSERT INTO files (document_id, workspace, principal, digest, content_type, byte_count, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+            """, [.text(documentID), .text(workspace), .text(principal), .bytes(digest), contentType.map(PostgresValue.text) ?? .null, .integer(byteCount), .integer(now)]
+        ).int(0, 0) ?? 0
+    }
+
+    package func file(document documentID: String) throws -> (id: Int64, digest: Data, byteCount: Int64)? {
+        let rows = try query("SELECT id, digest, byte_count FROM files WHERE document_id = $1", [.text(documentID)])
+        guard rows.count == 1 else { return nil }
+        return (rows.int(0, 0) ?? 0, rows.bytes(0, 1) ?? Data(), rows.int(0, 2) ?? 0)
+    }
+
+    package func fileIDs() -> [Int64] {
+        guard let rows = try? query("SELECT id FROM files ORDER BY id") else { return [] }
+        return (0..<rows.count).compactMap { rows.int($0, 0) }
+    }
+
+    package func fileBytes(_ id: Int64) -> Data? {
+        guard let found = try? query("SELECT digest FROM files WHERE id = $1", [.integer(id)]), found.count == 1, let digest = found.bytes(0, 0),
+            let chunks = try? query("SELECT bytes FROM blobs WHERE digest = $1 ORDER BY start", [.bytes(digest)])
+        else { return nil }
+        var data = Data()
+        for row in 0..<chunks.count { data.append(chunks.bytes(row, 0) ?? Data()) }
+        return data
+    }
+
+    // MARK: Tokens and owners
+
+    package func addToken(_ token: String, kind: String, grant: SyncServer.Grant, expiresAt: Int64) throws {
+        try query("INSERT INTO grants (digest, kind, principal, role, workspaces, expires_at) VALUES ($1, $2, $3, $4, $5, $6)", [
+            .bytes(StoredGrant.digest(token)), .text(kind), .text(grant.principal), .text(grant.role.rawValue),
+            .text(grant.workspaces.joined(separator: "\n")), .integer(expiresAt),
+        ])
+    }
+
+    package func grant(ofToken token: String, kind: String) -> StoredGrant? {
+        guard let rows = try? query("SELECT principal, role, workspaces, expires_at FROM grants WHERE digest = $1 AND kind = $2",
+                                    [.bytes(StoredGrant.digest(token)), .text(kind)]),
+            rows.count == 1, let role = SyncServer.Role(rawValue: rows.text(0, 1) ?? "")
+        else { return nil }
+        let workspaces = (rows.text(0, 2) ?? "").split(separator: "\n").map(String.init)
+        return StoredGrant(grant: SyncServer.Grant(principal: rows.text(0, 0) ?? "", workspaces: workspaces, role: role), expiresAt: rows.int(0, 3) ?? 0)
+    }
+
+    package func expireAccessTokens(at now: Int64) {
+        _ = try? query("UPDATE grants SET expires_at = $1 WHERE kind = 'access' AND expires_at > $1", [.integer(now)])
+    }
+
+    package func owner(of documentID: String) -> (form: String?, workspace: String, principal: String?)? {
+        guard let rows = try? query("""
+            SELECT form, workspace, principal FROM documents WHERE document_id = $1
+            UNION ALL SELECT NULL, workspace, principal FROM files WHERE document_id = $1
+            UNION ALL SELECT NULL, workspace, principal FROM uploads WHERE document_id = $1
+            LIMIT 1
+            """, [.text(documentID)]), rows.count == 1
+        else { return nil }
+        return (rows.text(0, 0), rows.text(0, 1) ?? "", rows.text(0, 2))
+    }
+}

@@ -1,0 +1,35 @@
+import FormSyncModel
+import FormSyncPostgres
+import FormSyncServer
+import FormSyncTorture
+import Foundation
+
+/// Which store the server tests run on: the embedded SQLite store, or PostgreSQL when
+/// `FORMSYNC_TEST_STORE=postgres` (the README's test command runs the end-to-end suites both
+/// ways). A PostgreSQL run starts its own throwaway cluster and gives each server a database
+/// of its own; a machine without PostgreSQL fails with the line that says how to install it.
+enum TestStore {
+    static var isPostgres: Bool { ProcessInfo.processInfo.environment["FORMSYNC_TEST_STORE"] == "postgres" }
+
+    /// A reference server on the store this run tests, its SQLite files (or nothing) in `directory`.
+    static func server(
+        directory: String, forms: [any FormPayload.Type], records: [any SyncRecord.Type] = [], tokenLifetimeSeconds: Int = 3600, workspace: String? = nil,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) throws -> SyncServer {
+        guard isPostgres else {
+            return try SyncServer(directory: directory, forms: forms, records: records, tokenLifetimeSeconds: tokenLifetimeSeconds, workspace: workspace, now: now)
+        }
+        return try postgresServer(url: try PostgresCluster.shared().makeDatabase(), forms: forms, records: records, tokenLifetimeSeconds: tokenLifetimeSeconds,
+                                  workspace: workspace, now: now)
+    }
+
+    /// A server node on the PostgreSQL database at `url` (migrated by the first node).
+    static func postgresServer(
+        url: String, forms: [any FormPayload.Type], records: [any SyncRecord.Type] = [], tokenLifetimeSeconds: Int = 3600, workspace: String? = nil,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) throws -> SyncServer {
+        let store = try PostgresServerStore(url: url, migrate: true, now: now())
+        return try SyncServer(store: store, registry: FormRegistry(forms), records: RecordRegistry(records), tokenLifetimeSeconds: tokenLifetimeSeconds,
+                              workspace: workspace, now: now)
+    }
+}
