@@ -76,14 +76,17 @@ extension SyncServer {
     /// The grant of the request's access token, when it is valid now.
     func grant(of request: HTTPRequest) -> Grant? {
         guard let token = Self.bearerToken(request) else { return nil }
-        return (accessTokens.entry(token) ?? locked { accessGrant(token) }).flatMap(valid)
+        // Nodes sharing a store cache nothing: another node may revoke the token at any time.
+        let cached = store.sharedAcrossNodes ? nil : accessTokens.entry(token)
+        return (cached ?? locked { accessGrant(token) }).flatMap(valid)
     }
 
-    /// An access token as the grants table holds it, cached once found (under the lock).
+    /// An access token as the grants table holds it, cached once found when no other node
+    /// shares the store.
     private func accessGrant(_ token: String) -> AccessTokenCache.Entry? {
         guard let found = store.grant(ofToken: token, kind: "access") else { return nil }
         let entry = AccessTokenCache.Entry(grant: found.grant, expiresAt: found.expiresAt)
-        accessTokens.insert(token, entry)
+        if !store.sharedAcrossNodes { accessTokens.insert(token, entry) }
         return entry
     }
 

@@ -109,7 +109,7 @@ struct HostileHTTPTests {
 
     @Test func eachWorkspaceGoesOnlyToItsOwnServer() async throws {
         let acme = try World()
-        let globexServer = try SyncServer(directory: acme.directory.appendingPathComponent("globex").path, forms: FormCatalog.forms, workspace: "globex")
+        let globexServer = try TestStore.server(directory: acme.directory.appendingPathComponent("globex").path, forms: FormCatalog.forms, workspace: "globex")
         _ = try globexServer.start()
         defer { globexServer.stop() }
         let globexToken = try globexServer.issueAccessToken(workspaces: ["globex"])

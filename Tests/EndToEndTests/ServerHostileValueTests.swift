@@ -16,7 +16,7 @@ struct ServerHostileValueTests {
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-tokens-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        let server = try TestStore.server(directory: folder.path, forms: FormCatalog.forms)
         let token = try server.issueAccessToken(workspaces: ["acme"])
         var order = try ServerGroupCommitTests.order(1, token: token)
         for forged in ["a-unknown", "", "Bearer", String(repeating: "x", count: 600), "a-\u{0}", "' OR 1=1 --"] + (0..<500).map({ "a-\($0)" }) {

@@ -17,7 +17,7 @@ struct ServerWallRegressionTests {
         let token: String
 
         init() throws {
-            server = try SyncServer(directory: folder.path, forms: FormCatalog.forms, records: FormCatalog.records)
+            server = try TestStore.server(directory: folder.path, forms: FormCatalog.forms, records: FormCatalog.records)
             token = try server.issueAccessToken(principal: "ada", workspaces: ["acme"])
         }
 

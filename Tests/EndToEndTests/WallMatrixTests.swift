@@ -26,7 +26,7 @@ struct WallMatrixTests {
         var key = 0
 
         init() throws {
-            server = try SyncServer(directory: folder.path, forms: FormCatalog.forms, records: FormCatalog.records)
+            server = try TestStore.server(directory: folder.path, forms: FormCatalog.forms, records: FormCatalog.records)
             tokens["ada"] = try server.issueAccessToken(principal: "ada", workspaces: ["acme"])
             tokens["bob"] = try server.issueAccessToken(principal: "bob", workspaces: ["acme"])
             tokens["office"] = try server.issueAccessToken(principal: "office", workspaces: ["acme"], role: .backOffice)
@@ -248,7 +248,7 @@ struct GrantValidationTests {
     @Test func aTokenForNoWorkspaceOrAMalformedOneIsRefused() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("grants-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+        let server = try TestStore.server(directory: folder.path, forms: FormCatalog.forms)
         #expect(throws: SyncServer.GrantError.self) { try server.issueAccessToken(workspaces: []) }
         #expect(throws: SyncServer.GrantError.self) { try server.issueRefreshToken(workspaces: ["acme", "has space"]) }
         #expect(throws: SyncServer.GrantError.self) { try server.issueAccessToken(principal: "", workspaces: ["acme"]) }
