@@ -124,8 +124,11 @@ public final class HTTPServer: @unchecked Sendable {
     /// Entries in the event loop's idle-order queue (tests check it stays bounded).
     var idleQueueCount: Int { lock.withLock { idleQueueLength } }
 
-    /// Listens on 127.0.0.1:`port` (0 picks a free port) and returns the port.
-    public func start(port: UInt16 = 0) throws -> UInt16 {
+    /// Listens on `host`:`port` (an IPv4 address, 127.0.0.1 by default; 0 picks a free port)
+    /// and returns the port.
+    public func start(host: String = "127.0.0.1", port: UInt16 = 0) throws -> UInt16 {
+        var hostAddress = in_addr()
+        guard inet_pton(AF_INET, host, &hostAddress) == 1 else { throw ServerError.socket("\(host) is not an IPv4 address") }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ServerError.socket("socket: \(String(cString: strerror(errno)))") }
         var yes: Int32 = 1
@@ -133,14 +136,14 @@ public final class HTTPServer: @unchecked Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr = hostAddress
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard bound == 0, listen(fd, 1024) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw ServerError.socket("cannot listen on 127.0.0.1:\(port): \(reason)")
+            throw ServerError.socket("cannot listen on \(host):\(port): \(reason)")
         }
         Self.setNonBlocking(fd)
         var actual = sockaddr_in()

@@ -43,6 +43,9 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
 
     package var sharedAcrossNodes: Bool { true }
 
+    /// The schema version this build knows.
+    package static var schemaVersion: Int { PostgresSchema.latest }
+
     package func exclusive<T>(_ body: () throws -> T) rethrows -> T {
         try pool.scope(body)
     }

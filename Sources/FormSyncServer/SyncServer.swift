@@ -146,13 +146,14 @@ public final class SyncServer: @unchecked Sendable {
     /// The record types it holds.
     public var recordTypeNames: [String] { recordTypes.names }
 
-    /// Serves on 127.0.0.1:`port` (0 picks a free one) and returns the port.
-    public func start(port: UInt16 = 0) throws -> UInt16 {
+    /// Serves on `host`:`port` (127.0.0.1 by default; 0.0.0.0 for a load balancer on another
+    /// machine; port 0 picks a free one) and returns the port.
+    public func start(host: String = "127.0.0.1", port: UInt16 = 0) throws -> UInt16 {
         var limits = HTTPServer.Limits()
         limits.workers = workers
         limits.maxConnections = maxConnections
         let server = HTTPServer(limits: limits, preflight: { [self] head in preflight(head) }, deferred: { [self] request, reply in handle(request, reply: reply) })
-        self.port = try server.start(port: port)
+        self.port = try server.start(host: host, port: port)
         http = server
         return self.port
     }

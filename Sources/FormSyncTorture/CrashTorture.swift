@@ -83,15 +83,7 @@ package struct CrashTorture {
         let workspace = TortureDevice.workspace
         var random = SplitMix64(state: options.seed)
 
-        // The back office's morning: deliveries for two couriers, customers everyone sees.
-        var known: [Int64] = []
-        for n in 0..<8 {
-            known.append(try server.putRecord(Customer(name: "Known shop \(n)", segment: .wholesale), workspace: workspace).id)
-        }
-        for n in 0..<24 {
-            let courier = n % 3 == 2 ? "bob" : TortureDevice.courier
-            _ = try server.putRecord(Delivery(courierId: courier, status: .assigned, stopOrder: n % 2 == 0 ? n + 1 : 1000 + n, address: "Rua \(n)"), workspace: workspace)
-        }
+        let known = try Self.morning(server)
         let refreshToken = try server.issueRefreshToken(principal: TortureDevice.courier, workspaces: [workspace])
         let database = folder.appendingPathComponent("device.sqlite").path
         let log = folder.appendingPathComponent("device.log").path
@@ -132,7 +124,7 @@ package struct CrashTorture {
                 let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
                 throw TortureError("the device failed on its own (\(ended)):\n\(text.suffix(3000))")
             }
-            if result.runs % 4 == 0 { try backOffice(server, &random) }
+            if result.runs % 4 == 0 { try Self.backOffice(server, &random) }
             if result.runs % 100 == 0 { options.progress("\(result.kills) kills, \(result.runs) runs, \(TortureLog.read(log).count) captures logged") }
         }
         server.faults.clear()
@@ -147,7 +139,7 @@ package struct CrashTorture {
         guard ended == .exit(0) else {
             throw TortureError("the last device run did not drain (\(ended)):\n\(text.suffix(3000))")
         }
-        try await check(server: server, database: database, log: log, into: &result)
+        try await Self.check(seed: options.seed, server: server, database: database, log: log, into: &result)
         result.seconds = Date().timeIntervalSince(started)
         return result
     }
@@ -155,17 +147,42 @@ package struct CrashTorture {
     private func launch(
         database: String, server: URL, refreshToken: String, log: String, captures: Int, known: [Int64], crash: (CrashPoint, Int)?, output: URL
     ) throws -> ChildProcess {
+        try Self.launchDevice(
+            executable: options.executable, seed: options.seed, database: database, servers: [server], refreshToken: refreshToken, log: log, captures: captures,
+            known: known, crash: crash, output: output)
+    }
+
+    /// Starts `formsync torture device` against `servers` (each request to one at random).
+    static func launchDevice(
+        executable: String, seed: UInt64, database: String, servers: [URL], refreshToken: String, log: String, captures: Int, known: [Int64],
+        crash: (CrashPoint, Int)?, output: URL
+    ) throws -> ChildProcess {
         var arguments = [
-            "torture", "device", "--db", database, "--server", server.absoluteString, "--refresh-token", refreshToken, "--log", log,
-            "--seed", String(options.seed), "--captures", String(captures), "--customers", known.map(String.init).joined(separator: ","),
+            "torture", "device", "--db", database, "--server", servers.map(\.absoluteString).joined(separator: ","), "--refresh-token", refreshToken,
+            "--log", log, "--seed", String(seed), "--captures", String(captures), "--customers", known.map(String.init).joined(separator: ","),
         ]
         if let crash { arguments += ["--crash", "\(crash.0.rawValue):\(crash.1)"] }
-        return try ChildProcess(options.executable, arguments, standardOutput: .file(output.path), standardError: .file(output.path))
+        return try ChildProcess(executable, arguments, standardOutput: .file(output.path), standardError: .file(output.path))
+    }
+
+    /// The back office's morning: deliveries for two couriers, customers everyone sees. Returns
+    /// the customers' ids.
+    static func morning(_ server: SyncServer) throws -> [Int64] {
+        let workspace = TortureDevice.workspace
+        var known: [Int64] = []
+        for n in 0..<8 {
+            known.append(try server.putRecord(Customer(name: "Known shop \(n)", segment: .wholesale), workspace: workspace).id)
+        }
+        for n in 0..<24 {
+            let courier = n % 3 == 2 ? "bob" : TortureDevice.courier
+            _ = try server.putRecord(Delivery(courierId: courier, status: .assigned, stopOrder: n % 2 == 0 ? n + 1 : 1000 + n, address: "Rua \(n)"), workspace: workspace)
+        }
+        return known
     }
 
     /// Readdresses deliveries, adds some, and deletes or reassigns ones the device never edits
     /// (stop 1000 and later), so pulls have changes, tombstones and scope moves to carry.
-    private func backOffice(_ server: SyncServer, _ random: inout SplitMix64) throws {
+    static func backOffice(_ server: SyncServer, _ random: inout SplitMix64) throws {
         let workspace = TortureDevice.workspace
         let deliveries = server.records(workspace: workspace).filter { $0.type == "Delivery" }
         guard !deliveries.isEmpty else { return }
@@ -190,8 +207,8 @@ package struct CrashTorture {
     }
 
     /// The invariants, each failure named with what broke it.
-    private func check(server: SyncServer, database: String, log: String, into result: inout Result) async throws {
-        let plan = TorturePlan(seed: options.seed)
+    static func check(seed: UInt64, server: SyncServer, database: String, log: String, into result: inout Result) async throws {
+        let plan = TorturePlan(seed: seed)
         let entries = TortureLog.read(log)
         result.captures = entries.count
         let indexes = entries.map(\.index)
@@ -252,7 +269,7 @@ package struct CrashTorture {
             if case .skipped = entry { return nil }
             return plan.documentID(entry.index)
         })
-        for document in documents.values where document.documentID.hasPrefix("t\(options.seed)-") && !planned.contains(document.documentID) {
+        for document in documents.values where document.documentID.hasPrefix("t\(seed)-") && !planned.contains(document.documentID) {
             // A capture that committed after the last log line (killed before logging it) is
             // logged by the next run under the same index, so nothing should be left over.
             result.failures.append("the server holds \(document.documentID), which the device never logged")

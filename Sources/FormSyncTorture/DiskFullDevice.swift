@@ -27,7 +27,7 @@ package struct DiskFullDevice {
     }
 
     package func run() async throws -> Int32 {
-        let outbox = try TortureDevice.openOutbox(database: database, server: server, refreshToken: refreshToken)
+        let outbox = try TortureDevice.openOutbox(database: database, servers: [server], refreshToken: refreshToken)
         let sizes = [database, database + "-wal"].map { (try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int) ?? 0 }
         signal(SIGXFSZ, SIG_IGN)
         try setFileSizeLimit(UInt64(sizes.max()! + headroom))

@@ -11,7 +11,8 @@ import Synchronization
 /// in, drains and pulls until it holds what the server holds. Exits 0 then.
 package struct TortureDevice {
     package var database: String
-    package var server: URL
+    /// The server, or the nodes of a cluster (each request to one of them at random).
+    package var servers: [URL]
     package var refreshToken: String
     package var log: String
     package var plan: TorturePlan
@@ -25,11 +26,11 @@ package struct TortureDevice {
     package static let courier = "ada"
 
     package init(
-        database: String, server: URL, refreshToken: String, log: String, plan: TorturePlan, captures: Int, knownCustomers: [Int64],
+        database: String, servers: [URL], refreshToken: String, log: String, plan: TorturePlan, captures: Int, knownCustomers: [Int64],
         crash: (point: CrashPoint, occurrence: Int)?
     ) {
         self.database = database
-        self.server = server
+        self.servers = servers
         self.refreshToken = refreshToken
         self.log = log
         self.plan = plan
@@ -40,11 +41,15 @@ package struct TortureDevice {
 
     /// Opens the device's outbox as the harness configures it: short timeouts and leases, so
     /// a killed process's leases lapse quickly, and uploads resumable from 128 KiB.
-    package static func openOutbox(database: String, server: URL, refreshToken: String) throws -> Outbox {
+    package static func openOutbox(database: String, servers: [URL], refreshToken: String) throws -> Outbox {
         let token = Mutex<String?>(nil)
-        let transport = HTTPTransport(
-            workspace: workspace, baseURL: server, timeout: 1, maxConnections: 4, resumableFromBytes: 128 << 10, chunkBytes: 64 << 10
-        ) { token.withLock { $0 } }
+        let nodes = servers.map { server in
+            HTTPTransport(workspace: workspace, baseURL: server, timeout: 1, maxConnections: 4, resumableFromBytes: 128 << 10, chunkBytes: 64 << 10) {
+                token.withLock { $0 }
+            }
+        }
+        let spread = NodeSpreadingTransport(nodes)
+        let transport: any OutboxTransport = nodes.count == 1 ? nodes[0] : spread
         return try Outbox(
             path: database, workspace: workspace, registry: FormRegistry(FormCatalog.forms), records: RecordRegistry(FormCatalog.records),
             transports: { $0 == workspace ? transport : nil },
@@ -53,7 +58,7 @@ package struct TortureDevice {
                 retry: RetryPolicy(baseDelay: .milliseconds(20), maxDelay: .milliseconds(300), maxAttempts: 100_000, maxRetryAfter: .milliseconds(1000)),
                 lease: .milliseconds(1500), uploadConcurrency: 2),
             refreshAuthentication: {
-                guard let fresh = await transport.refreshAccessToken(refreshToken: refreshToken) else { return false }
+                guard let fresh = await nodes[Int.random(in: 0..<nodes.count)].refreshAccessToken(refreshToken: refreshToken) else { return false }
                 token.withLock { $0 = fresh }
                 return true
             })
@@ -61,7 +66,7 @@ package struct TortureDevice {
 
     package func run() async throws -> Int32 {
         if let crash { CrashPoint.arm(crash.point, occurrence: crash.occurrence) }
-        let outbox = try Self.openOutbox(database: database, server: server, refreshToken: refreshToken)
+        let outbox = try Self.openOutbox(database: database, servers: servers, refreshToken: refreshToken)
         var next = (TortureLog.read(log).map(\.index).max() ?? -1) + 1
         let writer = try TortureLog(appendingTo: log)
         defer { writer.close() }

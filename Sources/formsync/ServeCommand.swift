@@ -2,17 +2,23 @@ import FieldForms
 import FormSpec
 import FormSyncInterpreter
 import FormSyncModel
+import FormSyncPostgres
 import FormSyncServer
 import Foundation
 
 /// `formsync serve`: the reference sync server on loopback, with the FieldForms forms.
 enum ServeCommand {
     static let help = """
-        usage: formsync serve [--port N] [--db DIR] [--workspace W] [--fault KIND[:COUNT]]... [--token-lifetime SECONDS]
-                              [--records FILE.json] [--principal P] [--specs DIR]
+        usage: formsync serve [--port N] [--host ADDRESS] [--db DIR | --database URL [--migrate]] [--workspace W]
+                              [--fault KIND[:COUNT]]... [--token-lifetime SECONDS] [--records FILE.json] [--principal P] [--specs DIR]
 
-        Serves the FormSync protocol (docs/PROTOCOL.md) on 127.0.0.1:N (default 8080; 0 picks a
-        free port) with its state in DIR (default ./formsync-server), and prints a refresh token
+        Serves the FormSync protocol (docs/PROTOCOL.md) on ADDRESS:N (default 127.0.0.1:8080; 0
+        picks a free port) with its state in DIR (default ./formsync-server, the embedded SQLite
+        store). --database postgres://USER@HOST:PORT/DB (or the FORMSYNC_DATABASE variable) keeps
+        the state in PostgreSQL instead, files included, so that any number of nodes serve the
+        same data behind a load balancer; --migrate brings the database's schema up to this
+        build's first (once, even when several nodes start together; a node started without it
+        refuses a schema that is not its own). It prints a refresh token
         and an access token to use (and a back-office token, which reads every principal's
         documents and records). With --workspace, a request whose FormSync-Workspace names
         another workspace is refused with 421; the tokens are issued for workspace W (without
@@ -43,7 +49,9 @@ enum ServeCommand {
                 rest.append(argument)
             }
         }
-        let args = try Arguments(rest, options: ["--port", "--db", "--token-lifetime", "--workspace", "--records", "--principal", "--specs"], flags: ["--help", "-h"])
+        let args = try Arguments(
+            rest, options: ["--port", "--host", "--db", "--database", "--token-lifetime", "--workspace", "--records", "--principal", "--specs"],
+            flags: ["--help", "-h", "--migrate"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -61,9 +69,30 @@ enum ServeCommand {
             guard !problems.hasErrors else { return 1 }
             registries = SpecInterpreter.registries(specs.map(\.spec))
         }
-        let server = try SyncServer(
-            directory: args.values["--db"] ?? "formsync-server", registry: registries.forms, records: registries.records,
-            tokenLifetimeSeconds: try args.integer("--token-lifetime", default: 3600, in: 1...31_536_000), workspace: args.values["--workspace"])
+        let lifetime = try args.integer("--token-lifetime", default: 3600, in: 1...31_536_000)
+        let database = args.values["--database"] ?? ProcessInfo.processInfo.environment["FORMSYNC_DATABASE"].flatMap { $0.isEmpty ? nil : $0 }
+        let server: SyncServer
+        if let database {
+            guard args.values["--db"] == nil else { throw UsageError("--db and --database name two stores: give one") }
+            guard database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
+                throw UsageError("--database takes a postgres:// URL (postgres://USER@HOST:PORT/DATABASE)")
+            }
+            let store: PostgresServerStore
+            do {
+                store = try PostgresServerStore(url: database, migrate: args.flags.contains("--migrate"), now: Int64(Date().timeIntervalSince1970 * 1000))
+            } catch {
+                printError("formsync serve: \(error)")
+                return 1
+            }
+            server = try SyncServer(store: store, registry: registries.forms, records: registries.records, tokenLifetimeSeconds: lifetime,
+                                    workspace: args.values["--workspace"])
+            printNow("store: PostgreSQL at \(PostgresConnection.redacted(database)) (schema \(PostgresServerStore.schemaVersion))")
+        } else {
+            guard !args.flags.contains("--migrate") else { throw UsageError("--migrate is for --database: the embedded store migrates itself") }
+            server = try SyncServer(
+                directory: args.values["--db"] ?? "formsync-server", registry: registries.forms, records: registries.records, tokenLifetimeSeconds: lifetime,
+                workspace: args.values["--workspace"])
+        }
         for fault in faults {
             guard let (kind, count) = FaultPlan.parse(fault) else { throw UsageError("unknown fault '\(fault)'") }
             server.faults.add(kind, count: count)
@@ -73,8 +102,9 @@ enum ServeCommand {
             printNow("seeded \(count) records from \(file)")
         }
         let principal = args.values["--principal"] ?? "default"
-        let actual = try server.start(port: UInt16(port))
-        printNow("FormSync reference server on http://127.0.0.1:\(actual)")
+        let host = args.values["--host"] ?? "127.0.0.1"
+        let actual = try server.start(host: host, port: UInt16(port))
+        printNow("FormSync reference server on http://\(host):\(actual)")
         printNow("forms: \(server.acceptedForms.map { "\($0.name) v\($0.version)" }.joined(separator: ", "))")
         printNow("records: \(server.recordTypeNames.joined(separator: ", "))")
         // Tokens are issued for one workspace: the one hosted, or "default" on a server that

@@ -10,6 +10,7 @@ enum TortureCommand {
         usage: formsync torture crash [--kills N] [--seed S] [--keep DIR]
                formsync torture sim [--seeds N] [--first S] [--steps K] [--trace]
                formsync torture enqueue [--kills N] [--seed S] [--tasks T] [--count C] [--keep DIR]
+               formsync torture cluster [--nodes N] [--node-kills K] [--seed S] [--keep DIR]
 
         crash: a device process captures customers with photos (some large enough for resumable
           uploads), orders and edits of pulled deliveries, and flushes and pulls against the
@@ -40,11 +41,18 @@ enum TortureCommand {
           enqueues every document again. A last run finishes. Then the outbox must hold every
           document exactly once, each one the process logged as saved under the id it was
           given, one file item per photo, and in the stash exactly their copies.
+        cluster: the crash torture's device against N server nodes (default 3; `formsync serve
+          --database`, real processes) on one PostgreSQL database in a throwaway cluster it
+          starts itself (PostgreSQL must be installed). Each request goes to a node picked at
+          random. Nodes are SIGKILLed and restarted K times (default 500) at seeded moments
+          while the device captures, uploads and pulls (and is itself killed now and then);
+          PostgreSQL is killed and restarted once, halfway. Then the crash torture's invariants
+          must hold, and every committed change must have its own feed number.
         The same seed plans the same kills and captures.
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        guard let sub = raw.first else { throw UsageError("torture needs crash, sim or enqueue") }
+        guard let sub = raw.first else { throw UsageError("torture needs crash, sim, enqueue or cluster") }
         let rest = Array(raw.dropFirst())
         switch sub {
         case "--help", "-h":
@@ -56,8 +64,28 @@ enum TortureCommand {
         case "disk-full": return try await diskFull(rest)
         case "enqueue": return try await enqueue(rest)
         case "enqueuer": return try await enqueuer(rest)
-        default: throw UsageError("unknown torture '\(sub)': crash, sim or enqueue")
+        case "cluster": return try await cluster(rest)
+        default: throw UsageError("unknown torture '\(sub)': crash, sim, enqueue or cluster")
         }
+    }
+
+    static func cluster(_ raw: [String]) async throws -> Int32 {
+        let args = try Arguments(raw, options: ["--nodes", "--node-kills", "--seed", "--keep"], flags: ["--help"])
+        if args.flags.contains("--help") {
+            print(help)
+            return 0
+        }
+        let nodes = try args.integer("--nodes", default: 3, in: 1...16)
+        let kills = try args.integer("--node-kills", default: 500, in: 0...1_000_000)
+        let seed = UInt64(try args.integer("--seed", default: 1, in: 0...Int.max))
+        let (folder, removeFolder) = workFolder(args, name: "formsync-cluster")
+        defer { removeFolder() }
+        let executable = try ownExecutable(toRun: "the nodes and the device")
+        printError("torture cluster: \(nodes) nodes, \(kills) node kills, seed \(seed), in \(folder.path)")
+        let torture = ClusterTorture(.init(nodes: nodes, nodeKills: kills, seed: seed, executable: executable, folder: folder, progress: { printError("  \($0)") }))
+        let result = try await torture.run()
+        print(result.description)
+        return result.failures.isEmpty ? 0 : 1
     }
 
     static func crash(_ raw: [String]) async throws -> Int32 {
@@ -156,7 +184,8 @@ enum TortureCommand {
     /// Internal: the device process of `torture crash`.
     static func device(_ raw: [String]) async throws -> Int32 {
         let args = try Arguments(raw, options: ["--db", "--server", "--refresh-token", "--log", "--seed", "--captures", "--customers", "--crash"])
-        guard let db = args.values["--db"], let server = args.values["--server"].flatMap(URL.init(string:)),
+        let servers = (args.values["--server"] ?? "").split(separator: ",").compactMap { URL(string: String($0)) }
+        guard let db = args.values["--db"], !servers.isEmpty,
             let token = args.values["--refresh-token"], let log = args.values["--log"]
         else { throw UsageError("torture device needs --db, --server, --refresh-token and --log") }
         let seed = UInt64(try args.integer("--seed", default: 1, in: 0...Int.max))
@@ -172,7 +201,7 @@ enum TortureCommand {
             crash = (point, n)
         }
         let device = TortureDevice(
-            database: db, server: server, refreshToken: token, log: log, plan: TorturePlan(seed: seed), captures: captures, knownCustomers: customers,
+            database: db, servers: servers, refreshToken: token, log: log, plan: TorturePlan(seed: seed), captures: captures, knownCustomers: customers,
             crash: crash)
         return try await device.run()
     }

@@ -1,0 +1,199 @@
+import FieldForms
+import FormSyncClient
+import FormSyncModel
+import FormSyncPostgres
+import FormSyncServer
+import FormSyncTesting
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `formsync torture cluster`: the crash torture's device against a cluster. N server nodes
+/// (`formsync serve --database`, real processes) share one PostgreSQL database in a throwaway
+/// cluster; the device sends each request to a node picked at random; nodes are SIGKILLed and
+/// restarted at seeded moments while the device captures, flushes, uploads and pulls (and is
+/// itself killed now and then), and PostgreSQL is killed and restarted once mid-run. The back
+/// office writes through a node of its own. Afterwards the crash torture's invariants must hold
+/// (every capture stored once, files intact, lanes in capture order, edits landed, the device's
+/// records equal to its scope, nothing stranded), and the feed must have numbered every change.
+package struct ClusterTorture {
+    package struct Options: Sendable {
+        package var nodes = 3
+        package var nodeKills = 500
+        package var seed: UInt64 = 1
+        package var executable: String
+        package var folder: URL
+        package var progress: @Sendable (String) -> Void = { _ in }
+
+        package init(nodes: Int, nodeKills: Int, seed: UInt64, executable: String, folder: URL, progress: @escaping @Sendable (String) -> Void = { _ in }) {
+            self.nodes = nodes
+            self.nodeKills = nodeKills
+            self.seed = seed
+            self.executable = executable
+            self.folder = folder
+            self.progress = progress
+        }
+    }
+
+    /// What a run did and found.
+    package struct Result: Sendable, CustomStringConvertible {
+        package var nodes = 0
+        package var nodeKills = 0
+        package var databaseRestarts = 0
+        package var deviceRuns = 0
+        package var deviceKills = 0
+        package var changes = 0
+        package var device = CrashTorture.Result()
+
+        package var failures: [String] { device.failures }
+
+        package var description: String {
+            var lines = [
+                "cluster: \(nodes) nodes on one PostgreSQL database; \(nodeKills) node kills, \(databaseRestarts) PostgreSQL restart(s); \(deviceRuns) device runs, \(deviceKills) device kills, in \(String(format: "%.1f", device.seconds)) s",
+                "captured: \(device.captures) (logged as saved by the device)",
+            ]
+            guard failures.isEmpty else {
+                return (lines + ["FAILED: \(failures.count) invariant(s) broken"] + failures.prefix(30).map { "  - " + $0 }).joined(separator: "\n")
+            }
+            lines += [
+                "server: \(device.documents) logged documents, each exactly once; \(device.files) files intact and remapped; \(device.lanes) lanes in capture order; \(device.edits) edited deliveries carry the latest edit",
+                "feed: \(changes) changes, every one numbered; device: \(device.records) records equal the server's scope; nothing stranded; no orphan stash file",
+            ]
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    let options: Options
+
+    package init(_ options: Options) {
+        self.options = options
+    }
+
+    package func run() async throws -> Result {
+        let started = Date()
+        let folder = options.folder
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let cluster = try PostgresCluster()
+        defer { cluster.destroy() }
+        let url = try cluster.makeDatabase()
+        // The back office: a node of its own, in this process (it never listens).
+        let backOffice = try SyncServer(
+            store: try PostgresServerStore(url: url, migrate: true, now: Int64(Date().timeIntervalSince1970 * 1000)), registry: FormRegistry(FormCatalog.forms),
+            records: RecordRegistry(FormCatalog.records), workspace: TortureDevice.workspace)
+        let known = try CrashTorture.morning(backOffice)
+        let refreshToken = try backOffice.issueRefreshToken(principal: TortureDevice.courier, workspaces: [TortureDevice.workspace])
+        let nodes = (0..<options.nodes).map { ServerNode(executable: options.executable, database: url, log: folder.appendingPathComponent("node-\($0).log").path) }
+        for node in nodes { try node.start() }
+        defer { for node in nodes { node.stop() } }
+        let servers = nodes.map(\.url)
+
+        var result = Result()
+        result.nodes = options.nodes
+        var random = SplitMix64(state: options.seed)
+        let database = folder.appendingPathComponent("device.sqlite").path
+        let log = folder.appendingPathComponent("device.log").path
+        let output = folder.appendingPathComponent("device.out")
+        var captures = 24
+        let moments = CrashPoint.allCases
+        var restartedDatabase = false
+        while result.nodeKills < options.nodeKills {
+            // One device run, killed at a crash point or after a seeded delay (or left to
+            // finish), while nodes die and come back under it.
+            let roll = random.next() % 100
+            let crash: (CrashPoint, Int)? = roll < 40 ? (moments[Int(random.next() % UInt64(moments.count))], 1 + Int(random.next() % 3)) : nil
+            let lifetime = roll < 70 ? 0.3 + Double(random.next() % 900) / 1000 : 4.0
+            let device = try CrashTorture.launchDevice(
+                executable: options.executable, seed: options.seed, database: database, servers: servers, refreshToken: refreshToken, log: log,
+                captures: captures, known: known, crash: crash, output: output)
+            result.deviceRuns += 1
+            let limit = Date().addingTimeInterval(lifetime)
+            var nextKill = Date().addingTimeInterval(Double(20 + random.next() % 200) / 1000)
+            var killedByUs = false
+            while device.isRunning {
+                if Date() >= limit {
+                    device.signal(SIGKILL)
+                    killedByUs = true
+                    break
+                }
+                if Date() >= nextKill && result.nodeKills < options.nodeKills {
+                    let node = nodes[Int(random.next() % UInt64(nodes.count))]
+                    node.kill()
+                    result.nodeKills += 1
+                    // Back at once, or after a pause in which the device meets a refused connection.
+                    if random.next() % 3 == 0 { try await Task.sleep(for: .milliseconds(Int(random.next() % 150))) }
+                    try node.start()
+                    nextKill = Date().addingTimeInterval(Double(20 + random.next() % 200) / 1000)
+                }
+                if !restartedDatabase && result.nodeKills >= options.nodeKills / 2 {
+                    // PostgreSQL itself dies once, under everything, and comes back on its data.
+                    cluster.crash()
+                    try await Task.sleep(for: .milliseconds(300))
+                    try cluster.start()
+                    restartedDatabase = true
+                    result.databaseRestarts += 1
+                }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            switch device.waitUntilExit() {
+            case .signal(SIGKILL):
+                result.deviceKills += 1
+                _ = killedByUs
+            case .exit(0):
+                captures += 24
+            case let ended:
+                let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+                throw TortureError("the device failed on its own (\(ended)):\n\(text.suffix(3000))")
+            }
+            for node in nodes where !node.isRunning { try node.start() }
+            if result.deviceRuns % 3 == 0 { try retrying { try CrashTorture.backOffice(backOffice, &random) } }
+            if result.deviceRuns % 25 == 0 {
+                options.progress("\(result.nodeKills) node kills, \(result.deviceRuns) device runs, \(TortureLog.read(log).count) captures logged")
+            }
+        }
+
+        // The last run: every node up, nothing killed; the device drains and catches up.
+        let last = try CrashTorture.launchDevice(
+            executable: options.executable, seed: options.seed, database: database, servers: servers, refreshToken: refreshToken, log: log,
+            captures: captures, known: known, crash: nil, output: output)
+        let deadline = Date().addingTimeInterval(180)
+        while last.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        if last.isRunning { last.signal(SIGKILL) }
+        let ended = last.waitUntilExit()
+        guard ended == .exit(0) else {
+            let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            throw TortureError("the last device run did not drain (\(ended)):\n\(text.suffix(3000))")
+        }
+        try await CrashTorture.check(seed: options.seed, server: backOffice, database: database, log: log, into: &result.device)
+        // The feed: every change committed has its number (none left unsequenced), each once.
+        let connection = try PostgresConnection(url: url)
+        let counts = try connection.query("SELECT COUNT(*), COUNT(seq), COUNT(DISTINCT seq) FROM changes")
+        result.changes = Int(counts.int(0, 0) ?? 0)
+        if counts.int(0, 1) != counts.int(0, 0) { result.device.failures.append("\((counts.int(0, 0) ?? 0) - (counts.int(0, 1) ?? 0)) committed change(s) have no feed number") }
+        if counts.int(0, 2) != counts.int(0, 1) { result.device.failures.append("a feed number was given twice") }
+        result.device.kills = result.deviceKills
+        result.device.runs = result.deviceRuns
+        result.device.seconds = Date().timeIntervalSince(started)
+        return result
+    }
+
+    /// The back office's writes, retried while PostgreSQL comes back from its restart.
+    private func retrying(_ body: () throws -> Void) throws {
+        var attempt = 0
+        while true {
+            do {
+                return try body()
+            } catch {
+                attempt += 1
+                if attempt >= 50 { throw error }
+                usleep(100_000)
+            }
+        }
+    }
+}
