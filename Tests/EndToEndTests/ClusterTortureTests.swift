@@ -1,0 +1,22 @@
+import Foundation
+import Testing
+
+/// The cluster torture, short: three `formsync serve --database` nodes on one PostgreSQL, the
+/// device's requests spread over them, nodes killed and restarted, PostgreSQL restarted once.
+struct ClusterTortureTests {
+    @Test func nodesAndTheDatabaseKilledUnderADeviceLoseNothingAndApplyNothingTwice() async throws {
+        let binary = DemoProcessTests.formsync
+        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
+        let run = try await ProcessRunner.run(binary, ["torture", "cluster", "--node-kills", "30", "--seed", "20261203"])
+        #expect(run.status == 0, "\(run.output)\n\(run.errors.suffix(3000))")
+        #expect(!run.output.contains("FAILED"), "\(run.output)")
+        let cluster = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("cluster: ") })
+        #expect(cluster.contains("30 node kills, 1 PostgreSQL restart(s)"), "\(cluster)")
+        // What was checked is not empty: documents, files, lanes, edits, and the feed.
+        let server = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("server: ") })
+        let numbers = server.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+        #expect(numbers.count >= 4 && numbers.allSatisfy { $0 > 0 }, "\(server)")
+        let feed = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("feed: ") })
+        #expect(feed.contains("every one numbered"), "\(feed)")
+    }
+}
