@@ -12,6 +12,7 @@ enum BenchCommand {
                formsync bench outbox [--items N] [--lanes L] [--small S] [--concurrency C[,C…]] [--rounds R] [--lines K]
                formsync bench http [--items N] [--concurrency C] [--rounds R]
                formsync bench server [--items N] [--concurrency C] [--rounds R] [--workers W] [--identities live|random]
+               formsync bench server --database postgres://… | --nodes 1,2,4 [--items N] [--concurrency C] [--rounds R] [--pull N]
                formsync bench load [--items N] [--slow S] [--rounds R] [--concurrency C]
                formsync bench pull [--records N] [--rounds R] [--delta D] [--small S]
                formsync bench upload [--megabytes M] [--rounds R] [--chunk C]
@@ -45,6 +46,13 @@ enum BenchCommand {
                       interleaved, a fresh server each with W handler threads (default 4, the
                       server's own). Requests carry live (time-ordered) identities, as devices
                       send them since 0.7.6, or random version 4 UUIDs, as earlier ones sent.
+                      With --database or --nodes: the PostgreSQL store with each count of nodes
+                      (default 1,2,4; each its own server, HTTP server and connection pool, in
+                      this process) on one fresh database per round, against the SQLite store,
+                      R rounds (default 3) interleaved; then the pull of N records (default
+                      20000) from the change feed on each store. Without --database it starts a
+                      throwaway PostgreSQL cluster of its own (PostgreSQL must be installed);
+                      with it, it creates and drops its databases on that server.
           load        N submissions (default 1000) to the embedded server at concurrency C
                       (default 4) while S slow connections (default 1000) dribble partial heads,
                       against the same with no slow connections, R rounds (default 3) alternating.
@@ -58,7 +66,7 @@ enum BenchCommand {
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta", "--megabytes", "--chunk", "--lines", "--parts", "--workers", "--identities"], flags: ["--help", "-h"])
+        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta", "--megabytes", "--chunk", "--lines", "--parts", "--workers", "--identities", "--database", "--nodes", "--pull"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -87,6 +95,19 @@ enum BenchCommand {
             return try await HTTPBenchmark.run(
                 items: args.integer("--items", default: 2000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 4, in: 1...256),
                 rounds: args.integer("--rounds", default: 5, in: 3...100))
+        case "server" where args.values["--database"] != nil || args.values["--nodes"] != nil:
+            let nodes = try (args.values["--nodes"] ?? "1,2,4").split(separator: ",").map { text -> Int in
+                guard let count = Int(text), (1...16).contains(count) else { throw UsageError("--nodes lists node counts from 1 to 16, as 1,2,4") }
+                return count
+            }
+            guard !nodes.isEmpty else { throw UsageError("--nodes lists node counts, as 1,2,4") }
+            if let url = args.values["--database"], !(url.hasPrefix("postgres://") || url.hasPrefix("postgresql://")) {
+                throw UsageError("--database takes a postgres:// URL of a server the benchmark may create databases on")
+            }
+            return try ClusterBenchmark.run(
+                items: args.integer("--items", default: 4000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 16, in: 1...256),
+                rounds: args.integer("--rounds", default: 3, in: 3...100), workers: args.integer("--workers", default: 4, in: 1...256),
+                database: args.values["--database"], nodes: nodes, pullRecords: args.integer("--pull", default: 20_000, in: 0...1_000_000))
         case "server":
             return try ServerBenchmark.run(
                 items: args.integer("--items", default: 4000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 16, in: 1...256),
