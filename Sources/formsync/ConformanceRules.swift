@@ -1,0 +1,127 @@
+/// Every rule docs/PROTOCOL.md states that `formsync conformance` knows of, with the section
+/// that states it: what each check enforces, and (`--list`) what no check covers, and why.
+struct ConformanceRule: Sendable, Hashable {
+    /// The PROTOCOL.md section, as its heading reads.
+    var section: String
+    var text: String
+    /// Why no check covers it; nil for a rule the suite checks.
+    var notChecked: String?
+
+    init(_ section: String, _ text: String, notChecked: String? = nil) {
+        self.section = section
+        self.text = text
+        self.notChecked = notChecked
+    }
+}
+
+enum Rules {
+    static let syntax = "§1 Syntax of what the client sends"
+    static let limits = "§1 Limits"
+    static let submissions = "§2 POST <form endpoint>"
+    static let files = "§2 POST /files"
+    static let uploads = "§2 Resumable uploads"
+    static let health = "§2 GET /health"
+    static let refresh = "§2 POST /auth/refresh"
+    static let records = "§2 Records and the change feed"
+    static let recordForms = "§2 Forms that create or edit a record"
+    static let documents = "§2 GET /documents/<document id>"
+    static let access = "§2 Access rules"
+    static let ledger = "§3 The idempotency ledger"
+    static let problems = "§5 Error codes"
+    static let fieldErrors = "§6 Field errors"
+
+    static let healthAnswers = ConformanceRule(health, "GET /health answers {service: formsync, status: ok} without a token")
+    static let refreshTrades = ConformanceRule(refresh, "POST /auth/refresh trades the refresh token for an access token")
+    static let refreshUnknown = ConformanceRule(refresh, "an unknown refresh token is 401 bad-token")
+    static let badToken = ConformanceRule(syntax, "a write with a bad token is 401 and not applied")
+    static let badKey = ConformanceRule(syntax, "an Idempotency-Key outside the identifier syntax is 400")
+    static let badDocument = ConformanceRule(syntax, "a FormSync-Document outside the identifier syntax is 400")
+    static let badFormHeader = ConformanceRule(syntax, "a malformed FormSync-Form is 400 bad-form-header")
+    static let controlCharacter = ConformanceRule(syntax, "a header value holding a control character is 400")
+    static let twoLengths = ConformanceRule(syntax, "a head naming Content-Length twice, or with Transfer-Encoding, is 400")
+    static let bodyTooLarge = ConformanceRule(limits, "a body announced past the route's limit is 413, decided from the head")
+    static let shortBody = ConformanceRule(limits, "a body shorter than its Content-Length is refused and not applied")
+    static let slowHead = ConformanceRule(limits, "a head or body that takes too long is 408",
+                                          notChecked: "it takes the server's own deadline (10 s for the reference server) per case")
+
+    static let createAcknowledged = ConformanceRule(submissions, "a create is acknowledged with 2xx JSON echoing the document id")
+    static let createVersion = ConformanceRule(submissions, "the create carries an ETag and a positive id")
+    static let repeatAcknowledged = ConformanceRule(submissions, "a create repeated with the same content under a new key is 200, applied once")
+    static let otherContent = ConformanceRule(submissions, "a create with other content for a held document is 409 document-exists with the record and ETag")
+    static let ifMatchNew = ConformanceRule(submissions, "an edit (If-Match) of a document that does not exist is 404 no-such-document")
+    static let formBinding = ConformanceRule(submissions, "a document id used under another form is 409 document-form-mismatch, never with the other record")
+    static let editApplied = ConformanceRule(submissions, "an edit with the current If-Match is applied with a new ETag")
+    static let editStale = ConformanceRule(submissions, "an edit with a stale If-Match is 412 with the current record and ETag")
+    static let authority = ConformanceRule(submissions, "an edit that changes a server-owned field (authority: server) is 409 authority-conflict with the record and ETag, not applied")
+    static let invalidPayload = ConformanceRule(fieldErrors, "a payload breaking a rule is 422 invalid-payload with JSON Pointers to the fields")
+    static let wrongPath = ConformanceRule(submissions, "a path that does not match the payload is 404")
+    static let unknownForm = ConformanceRule(submissions, "a form the server does not accept is 404 unknown-form")
+    static let newerVersion = ConformanceRule(submissions, "a form version newer than the server knows is 422 unknown-form-version")
+    static let olderVersion = ConformanceRule(submissions, "a payload of an older form version is accepted, brought up by the form's upgraders")
+    static let placeholder = ConformanceRule(submissions, "a negative id (a device placeholder) is 422")
+
+    static let fileAcknowledged = ConformanceRule(files, "an upload with its Content-Digest is acknowledged")
+    static let fileAgain = ConformanceRule(files, "the same bytes under the same file document again are 200, stored once")
+    static let fileOther = ConformanceRule(files, "other bytes under a stored file document are 409 document-exists")
+    static let fileWrongDigest = ConformanceRule(files, "an upload whose Content-Digest does not match is 400")
+    static let fileNoDigest = ConformanceRule(files, "an upload without Content-Digest is 400")
+
+    static let uploadCreate = ConformanceRule(uploads, "POST /uploads creates the upload with its Location and Upload-Offset 0")
+    static let uploadAppend = ConformanceRule(uploads, "PATCH appends at the offset and answers the new Upload-Offset")
+    static let uploadWrongOffset = ConformanceRule(uploads, "a PATCH at another offset is 409 with the server's Upload-Offset")
+    static let uploadHead = ConformanceRule(uploads, "HEAD answers the offset the server holds")
+    static let uploadFoundAgain = ConformanceRule(uploads, "creating the same document's upload again finds it, with its offset")
+    static let uploadComplete = ConformanceRule(uploads, "the completing PATCH stores the file and acknowledges the document with its id")
+    static let uploadFinishedAgain = ConformanceRule(uploads, "creating a finished upload again answers the stored file")
+    static let uploadDigest = ConformanceRule(uploads, "bytes that do not match Repr-Digest are 400 digest-mismatch at completion")
+    static let uploadQuota = ConformanceRule(uploads, "past the unfinished-upload quota POST /uploads is 429 upload-quota with Retry-After")
+
+    static let feedCarries = ConformanceRule(records, "GET /changes carries the record a create made, with its version and fields")
+    static let recordAnswers = ConformanceRule(records, "GET /records/<type>/<id> answers the record with its ETag")
+    static let recordMissing = ConformanceRule(records, "GET /records/<type>/<id> of a record that does not exist is 404 no-such-record")
+    static let feedResumes = ConformanceRule(records, "the feed resumes after its cursor with the edited record, once")
+    static let badCursor = ConformanceRule(records, "a cursor the server never issued is 400 bad-cursor (or 410)")
+    static let cursorAhead = ConformanceRule(records, "a cursor ahead of the server's feed is 410 cursor-expired")
+    static let badLimit = ConformanceRule(records, "limit=0 is 400 bad-limit")
+    static let feedScope = ConformanceRule(records, "a device receives the unscoped records and its own scope only",
+                                           notChecked: "it needs a record scoped to another principal, which only the back office (not the protocol) makes")
+    static let feedDeletions = ConformanceRule(records, "a record deleted or moved out of a scope is a removal (deleted: true) in that scope's feed",
+                                               notChecked: "the protocol has no deletion a client can make; the reference server's tests cover it")
+    static let editNoIfMatch = ConformanceRule(recordForms, "an edit of a record without If-Match is 428")
+    static let editRecord = ConformanceRule(recordForms, "an edit of a record under its current ETag is applied, with the new version and fields in `entity`")
+    static let editRecordStale = ConformanceRule(recordForms, "an edit of a record under a stale ETag is 412 with the record as the form sees it")
+    static let editRecordMissing = ConformanceRule(recordForms, "an edit of a record that does not exist is 404")
+    static let invalidRecord = ConformanceRule(recordForms, "a create whose record would break the record's rules is 422 invalid-record, nothing created",
+                                               notChecked: "it needs a form whose payload is valid while the record it makes is not, which a spec cannot be asked for")
+
+    static let documentMissing = ConformanceRule(documents, "GET /documents/<id> of a document that does not exist is 404")
+
+    static let noWorkspace = ConformanceRule(access, "a request without FormSync-Workspace is 400 bad-workspace")
+    static let foreignWorkspace = ConformanceRule(access, "a request naming a workspace the token is not issued for is 403 (421 on a one-workspace server)")
+    static let otherPrincipal = ConformanceRule(access, "another principal of the workspace reaches none of a principal's documents, files and uploads")
+    static let otherPrincipalNothing = ConformanceRule(access, "a refusal to another principal carries nothing of the document")
+    static let backOffice = ConformanceRule(access, "the back office reaches every document, file and upload of its workspace")
+
+    static let replay = ConformanceRule(ledger, "the same request under the same key replays the recorded reply, with Idempotent-Replayed: true")
+    static let keyReused = ConformanceRule(ledger, "another body under a used key is 422 key-reused")
+    static let keyScoped = ConformanceRule(ledger, "the same key from another principal is another key")
+    static let keyInFlight = ConformanceRule(ledger, "a key still in flight is 409 key-in-flight with Retry-After",
+                                             notChecked: "it needs a request held on the server; checked only when two racing requests happen to meet (printed when they do)")
+    static let problemJSON = ConformanceRule(problems, "an error reply is application/problem+json with its code")
+
+    /// Every rule, in the order of PROTOCOL.md.
+    static let all: [ConformanceRule] = [
+        badToken, badKey, badDocument, badFormHeader, controlCharacter, twoLengths, bodyTooLarge, shortBody, slowHead,
+        createAcknowledged, createVersion, repeatAcknowledged, otherContent, ifMatchNew, formBinding, editApplied, editStale, authority, wrongPath,
+        unknownForm, newerVersion, olderVersion, placeholder,
+        fileAcknowledged, fileAgain, fileOther, fileWrongDigest, fileNoDigest,
+        uploadCreate, uploadAppend, uploadWrongOffset, uploadHead, uploadFoundAgain, uploadComplete, uploadFinishedAgain, uploadDigest, uploadQuota,
+        healthAnswers, refreshTrades, refreshUnknown,
+        feedCarries, recordAnswers, recordMissing, feedResumes, badCursor, cursorAhead, badLimit, feedScope, feedDeletions,
+        editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord,
+        documentMissing,
+        noWorkspace, foreignWorkspace, otherPrincipal, otherPrincipalNothing, backOffice,
+        replay, keyReused, keyScoped, keyInFlight,
+        problemJSON, invalidPayload,
+    ]
+}
