@@ -6,6 +6,11 @@ import Foundation
 /// a time (the store's pool hands it out); not safe to share between threads at once.
 package final class PostgresConnection: @unchecked Sendable {
     private let connection: OpaquePointer
+    /// Statements prepared on this connection, by their text: each is parsed and planned once,
+    /// then only executed (a write runs about a dozen of them).
+    private var prepared: [String: String] = [:]
+    /// At most this many are kept; past it, statements run unprepared.
+    static let maxPrepared = 256
 
     /// Connects to `url` (`postgres://user@host:port/database?…`, or libpq's `key=value` form),
     /// giving up after `timeoutSeconds`.
@@ -85,8 +90,21 @@ package final class PostgresConnection: @unchecked Sendable {
             }
         }
         let lengths = buffers.map { Int32($0?.count ?? 0) }
+        var name = prepared[sql]
+        if name == nil && prepared.count < Self.maxPrepared {
+            let candidate = "s\(prepared.count)"
+            let made = PQprepare(connection, candidate, sql, Int32(parameters.count), types)
+            defer { PQclear(made) }
+            if PQresultStatus(made) == PGRES_COMMAND_OK {
+                prepared[sql] = candidate
+                name = candidate
+            } else {
+                try check(made, sql)
+            }
+        }
         let result: OpaquePointer? = Self.withPointers(buffers) { pointers in
-            PQexecParams(connection, sql, Int32(parameters.count), types, pointers, lengths, formats, 1)
+            if let name { return PQexecPrepared(connection, name, Int32(parameters.count), pointers, lengths, formats, 1) }
+            return PQexecParams(connection, sql, Int32(parameters.count), types, pointers, lengths, formats, 1)
         }
         guard let result else { throw PostgresError(sqlState: nil, message: Self.trimmed(PQerrorMessage(connection)), statement: sql) }
         do {

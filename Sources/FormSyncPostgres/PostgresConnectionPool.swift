@@ -63,7 +63,7 @@ final class PostgresConnectionPool: Sendable {
         return try body(connection)
     }
 
-    private func checkOut() throws -> PostgresConnection {
+    func checkOut() throws -> PostgresConnection {
         while let connection = idle.withLock({ $0.popLast() }) {
             if connection.isUsable { return connection }
         }
@@ -73,7 +73,7 @@ final class PostgresConnectionPool: Sendable {
         return connection
     }
 
-    private func checkIn(_ connection: PostgresConnection) {
+    func checkIn(_ connection: PostgresConnection) {
         guard connection.isUsable else { return }
         if connection.inTransaction { try? connection.run("ROLLBACK") }
         idle.withLock { connections in

@@ -76,8 +76,7 @@ enum PostgresSchema {
                 content_type TEXT,
                 file_id BIGINT,
                 created_at BIGINT NOT NULL,
-                touched_at BIGINT NOT NULL,
-                busy_until BIGINT
+                touched_at BIGINT NOT NULL
             );
             CREATE INDEX uploads_unfinished ON uploads (touched_at) WHERE file_id IS NULL;
             CREATE TABLE upload_parts (

@@ -39,15 +39,17 @@ extension PostgresServerStore {
 
     package func nextEntityID() throws -> Int64 {
         while true {
+            // The next number, claimed until the transaction ends; then (in a statement of its
+            // own, which sees what committed before the claim) what holds it.
             let rows: PostgresRows
             do {
-                rows = try query("SELECT nextval('entity_ids')")
+                rows = try query("SELECT s.id, pg_advisory_xact_lock(s.id)::text FROM (SELECT nextval('entity_ids') AS id) s")
             } catch let error as PostgresError where error.sqlState == "2200H" {
                 throw IDsExhausted()
             }
             guard let candidate = rows.int(0, 0), candidate >= 1, candidate <= SyncServer.maxEntityID else { throw IDsExhausted() }
-            // Ids the back office chose itself are stepped over; `holder` claims the id.
-            if try holder(ofID: candidate) == nil { return candidate }
+            // Ids the back office chose itself are stepped over.
+            if try heldBy(candidate) == nil { return candidate }
         }
     }
 
@@ -62,6 +64,11 @@ extension PostgresServerStore {
         if pool.currentScope?.transactionOpen == true {
             try query("SELECT pg_advisory_xact_lock($1)", [.integer(id)])
         }
+        return try heldBy(id)
+    }
+
+    /// What holds `id`, as the statement's snapshot sees it.
+    private func heldBy(_ id: Int64) throws -> String? {
         let rows = try query("SELECT (SELECT type FROM records WHERE id = $1 LIMIT 1), EXISTS (SELECT 1 FROM documents WHERE id = $1)", [.integer(id)])
         if let type = rows.text(0, 0) { return type }
         return rows.int(0, 1) == 1 ? "" : nil

@@ -6,9 +6,6 @@ import Foundation
 /// transaction as the offset that counts it, so any node continues an upload another began.
 /// A finished upload's parts become the file's chunks in `blobs` (once per digest).
 extension PostgresServerStore {
-    /// How long an append holds its upload; a node that died mid-append frees it after this.
-    static let appendLeaseMilliseconds: Int64 = 60_000
-
     private static let uploadColumns = "upload_id, document_id, workspace, length, \"offset\", digest, content_type, file_id, principal"
 
     private static func upload(_ rows: PostgresRows) -> StoredUpload? {
@@ -34,13 +31,34 @@ extension PostgresServerStore {
                   .integer(upload.length), .bytes(upload.digest), upload.contentType.map(PostgresValue.text) ?? .null, .integer(now)])
     }
 
+    /// One append at a time per upload, on every node: a session advisory lock on a connection
+    /// held for the append. A node that dies mid-append loses its connections, and PostgreSQL
+    /// releases the lock at once (a lease in a row would hold the upload until it expired).
     package func claimAppend(_ uploadID: String, at now: Int64) throws -> Bool {
-        try query("UPDATE uploads SET busy_until = $2 WHERE upload_id = $1 AND (busy_until IS NULL OR busy_until < $3)",
-                  [.text(uploadID), .integer(now.addingReportingOverflow(Self.appendLeaseMilliseconds).partialValue), .integer(now)]).affected == 1
+        let connection = try pool.checkOut()
+        let granted: Bool
+        do {
+            granted = try connection.query("SELECT pg_try_advisory_lock(hashtextextended($1, 7))", [.text(uploadID)]).int(0, 0) == 1
+        } catch {
+            pool.checkIn(connection)
+            throw error
+        }
+        guard granted else {
+            pool.checkIn(connection)
+            return false
+        }
+        let previous = appendHolders.withLock { holders in
+            defer { holders[uploadID] = connection }
+            return holders[uploadID]
+        }
+        if let previous { pool.checkIn(previous) }
+        return true
     }
 
     package func releaseAppend(_ uploadID: String) {
-        _ = try? query("UPDATE uploads SET busy_until = NULL WHERE upload_id = $1", [.text(uploadID)])
+        guard let connection = appendHolders.withLock({ $0.removeValue(forKey: uploadID) }) else { return }
+        _ = try? connection.query("SELECT pg_advisory_unlock(hashtextextended($1, 7))", [.text(uploadID)])
+        pool.checkIn(connection)
     }
 
     package func appendUpload(_ uploadID: String, bytes: Data, at offset: Int64, now: Int64) throws {

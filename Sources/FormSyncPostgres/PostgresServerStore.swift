@@ -15,11 +15,16 @@ import Synchronization
 /// - a read made to decide a write (`record`, `document`, `holder`) locks what it read until
 ///   the transaction ends, and a transaction that lost a race runs again;
 /// - the change feed is in commit order (`PostgresServerStore+Records`);
-/// - one append at a time per upload, by a lease on its row that a dead node's expires.
+/// - one append at a time per upload, by a session lock that PostgreSQL releases the moment the
+///   node holding it dies.
 /// Commits are durable when `COMMIT` returns (`synchronous_commit` on): a reply never waits
 /// for anything else.
 package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     let pool: PostgresConnectionPool
+    /// The connections holding an upload's append lock, by upload id (see `claimAppend`).
+    let appendHolders = Mutex<[String: PostgresConnection]>([:])
+    /// Where the database is (with its password, if the URL has one: never print it as is).
+    package let url: String
     /// How long a request waits for another holding the same idempotency key before it is
     /// answered 409 in flight (one about to commit is replayed instead).
     let keyWaitMilliseconds: Int
@@ -34,6 +39,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     /// schema is not exactly the one this build knows.
     package init(url: String, migrate: Bool, now: Int64, keyWaitMilliseconds: Int = 200) throws {
         pool = PostgresConnectionPool(url: url)
+        self.url = url
         self.keyWaitMilliseconds = keyWaitMilliseconds
         try pool.with { connection in
             if migrate { try PostgresSchema.migrate(connection, now: now) }
@@ -54,21 +60,27 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         try pool.scope {
             let scope = pool.currentScope!
             if scope.transactionOpen { return try body() }
-            var attempt = 0
-            while true {
-                attempt += 1
-                do {
-                    return try inTransaction(scope, body)
-                } catch let error as PostgresError where (error.isRetryable || error.isUniqueViolation) && attempt < Self.maxAttempts {
-                    continue
-                }
+            return try retried { try inTransaction(scope, begin: "BEGIN", body) }
+        }
+    }
+
+    /// Runs `attempt` again while it loses races (serialization, deadlock, a unique key), a
+    /// bounded number of times.
+    private func retried<T>(_ attempt: () throws -> T) throws -> T {
+        var attempts = 0
+        while true {
+            attempts += 1
+            do {
+                return try attempt()
+            } catch let error as PostgresError where (error.isRetryable || error.isUniqueViolation) && attempts < Self.maxAttempts {
+                continue
             }
         }
     }
 
     /// One attempt: BEGIN, `body`, COMMIT (ROLLBACK when anything threw), then the feed's sequencer.
-    private func inTransaction<T>(_ scope: PostgresConnectionPool.Scope, _ body: () throws -> T) throws -> T {
-        try pool.with { try $0.run("BEGIN") }
+    private func inTransaction<T>(_ scope: PostgresConnectionPool.Scope, begin: String, _ body: () throws -> T) throws -> T {
+        try pool.with { try $0.run(begin) }
         scope.transactionOpen = true
         scope.changesWritten = false
         defer { scope.transactionOpen = false }
@@ -91,8 +103,8 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
             while true {
                 attempt += 1
                 do {
-                    return try transaction {
-                        try pool.with { try $0.run("SET LOCAL lock_timeout = \(max(1, keyWaitMilliseconds))") }
+                    // The transaction begins with a short lock wait, for the claim below only.
+                    return try retried { try inTransaction(pool.currentScope!, begin: "BEGIN; SET LOCAL lock_timeout = \(max(1, keyWaitMilliseconds))") {
                         // The row is the claim: a second request with the key waits here until
                         // this transaction ends, then finds the reply it recorded.
                         let claimed = try pool.with {
@@ -109,7 +121,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
                                          [.text(key), .integer(Int64(response.status)), .text(headers), .bytes(response.body)])
                         }
                         return .processed(response)
-                    }
+                    } }
                 } catch let error as PostgresError where error.isLockTimeout {
                     return .inFlight
                 } catch let error as PostgresError where error.isConnectionLost && attempt < 3 {

@@ -128,14 +128,18 @@ package struct ClusterTorture {
                     result.nodeKills += 1
                     // Back at once, or after a pause in which the device meets a refused connection.
                     if random.next() % 3 == 0 { try await Task.sleep(for: .milliseconds(Int(random.next() % 150))) }
+                    let restarting = Date()
                     try node.start()
+                    if Date().timeIntervalSince(restarting) > 2 { options.progress(String(format: "a node took %.1f s to come back", Date().timeIntervalSince(restarting))) }
                     nextKill = Date().addingTimeInterval(Double(20 + random.next() % 200) / 1000)
                 }
                 if !restartedDatabase && result.nodeKills >= options.nodeKills / 2 {
                     // PostgreSQL itself dies once, under everything, and comes back on its data.
+                    let down = Date()
                     cluster.crash()
                     try await Task.sleep(for: .milliseconds(300))
                     try cluster.start()
+                    options.progress(String(format: "PostgreSQL killed and back in %.1f s", Date().timeIntervalSince(down)))
                     restartedDatabase = true
                     result.databaseRestarts += 1
                 }
@@ -151,7 +155,9 @@ package struct ClusterTorture {
                 let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
                 throw TortureError("the device failed on its own (\(ended)):\n\(text.suffix(3000))")
             }
+            let restarting = Date()
             for node in nodes where !node.isRunning { try node.start() }
+            if Date().timeIntervalSince(restarting) > 2 { options.progress(String(format: "nodes took %.1f s to come back", Date().timeIntervalSince(restarting))) }
             if result.deviceRuns % 3 == 0 { try retrying { try CrashTorture.backOffice(backOffice, &random) } }
             if result.deviceRuns % 25 == 0 {
                 options.progress("\(result.nodeKills) node kills, \(result.deviceRuns) device runs, \(TortureLog.read(log).count) captures logged")
@@ -159,6 +165,8 @@ package struct ClusterTorture {
         }
 
         // The last run: every node up, nothing killed; the device drains and catches up.
+        let lastStarted = Date()
+        defer { options.progress(String(format: "the last device run took %.1f s", Date().timeIntervalSince(lastStarted))) }
         let last = try CrashTorture.launchDevice(
             executable: options.executable, seed: options.seed, database: database, servers: servers, refreshToken: refreshToken, log: log,
             captures: captures, known: known, crash: nil, output: output)

@@ -179,3 +179,21 @@ struct PostgresNodeTests {
         #expect(refused?.description.contains("newer than this node knows") == true)
     }
 }
+
+/// One append at a time per upload, across nodes, and a node that dies mid-append holds nothing.
+struct PostgresAppendLockTests {
+    @Test func anAppendHeldByANodeThatDiesIsFreeAtOnce() throws {
+        let url = try PostgresCluster.shared().makeDatabase()
+        var first: PostgresServerStore? = try PostgresServerStore(url: url, migrate: true, now: 0)
+        let second = try PostgresServerStore(url: url, migrate: false, now: 0)
+        #expect(try first!.claimAppend("u-1", at: 0))
+        #expect(try second.claimAppend("u-1", at: 0) == false, "another node's append holds it")
+        #expect(try second.claimAppend("u-2", at: 0), "another upload is free")
+        second.releaseAppend("u-2")
+        // The first node goes away with its connections, as a killed process does.
+        first = nil
+        #expect(try second.claimAppend("u-1", at: 0))
+        second.releaseAppend("u-1")
+        #expect(try second.claimAppend("u-1", at: 0), "released, it can be taken again")
+    }
+}

@@ -26,7 +26,8 @@ struct ServerHostileValueTests {
         #expect(server.accessTokens.count == 0, "no unknown token is cached")
         order.headers["authorization"] = "Bearer \(token)"
         #expect(server.handle(order)?.status == 201)
-        #expect(server.accessTokens.count == 1)
+        // Nodes sharing a PostgreSQL store cache no token (another node may revoke it).
+        #expect(server.accessTokens.count == (TestStore.isPostgres ? 0 : 1))
     }
 
     @Test func headerValuesLoseOnlyHTTPsSpacesAndTabs() {

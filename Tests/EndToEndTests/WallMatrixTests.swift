@@ -1,5 +1,6 @@
 import FieldForms
 import Foundation
+import FormSyncPostgres
 import FormSyncHTTP
 import FormSyncModel
 import Testing
@@ -206,8 +207,17 @@ struct WallMatrixTests {
         let setup = try Setup()
         let refresh = try setup.server.issueRefreshToken(principal: "ada", workspaces: ["acme"])
         setup.server.stop()
-        let database = try Data(contentsOf: setup.folder.appendingPathComponent("server.sqlite"))
-            + ((try? Data(contentsOf: setup.folder.appendingPathComponent("server.sqlite-wal"))) ?? Data())
+        let database: Data
+        if let postgres = setup.server.store as? PostgresServerStore {
+            // Every byte of the grants table, as PostgreSQL returns it.
+            let rows = try PostgresConnection(url: postgres.url).query("SELECT digest, kind, principal, role, workspaces, expires_at::text FROM grants")
+            database = (0..<rows.count).reduce(into: Data()) { all, row in
+                for column in 0..<6 { all.append(rows.bytes(row, column) ?? Data()) }
+            }
+        } else {
+            database = try Data(contentsOf: setup.folder.appendingPathComponent("server.sqlite"))
+                + ((try? Data(contentsOf: setup.folder.appendingPathComponent("server.sqlite-wal"))) ?? Data())
+        }
         for token in Array(setup.tokens.values) + [refresh] {
             #expect(database.range(of: Data(token.utf8)) == nil, "a token is stored in plaintext")
             #expect(database.range(of: SHA256.hash(Data(token.utf8))) != nil, "a token's digest is not stored")
