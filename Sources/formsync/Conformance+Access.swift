@@ -78,7 +78,7 @@ extension Conformance {
     /// What URLSession will not send: a body shorter than announced, a control character in a
     /// header, two lengths, a body announced past every limit.
     mutating func rawSocketChecks(form: FormDefinition?, object: [String: Any]?) async {
-        let raw = [Rules.shortBody, Rules.controlCharacter, Rules.twoLengths, Rules.bodyTooLarge]
+        let raw = [Rules.shortBody, Rules.controlCharacter, Rules.twoLengths, Rules.bodyTooLarge, Rules.headTooLarge, Rules.longTarget, Rules.unsupportedEncoding]
         guard base.scheme == "http", let host = base.host else {
             for rule in raw { notChecked(rule, "over https (it needs a raw socket)") }
             return
@@ -103,6 +103,16 @@ extension Conformance {
         check(Rules.twoLengths, both == 400, "HTTP \(both)", about: "Content-Length and Transfer-Encoding")
         let huge = Self.rawStatus(host: host, port: port, Data((head(id("huge"), id("k16"), extra: "Content-Length: \(1 << 40)\r\n") + "\r\n").utf8) + body)
         check(Rules.bodyTooLarge, huge == 413, "HTTP \(huge)", about: "1 TiB announced")
+        let bigHead = Self.rawStatus(host: host, port: port, Data((head(id("big"), id("k17"), extra: "X-Pad: \(String(repeating: "a", count: 17 << 10))\r\nContent-Length: \(body.count)\r\n") + "\r\n").utf8) + body)
+        check(Rules.headTooLarge, bigHead == 431, "HTTP \(bigHead)", about: "a 17 KiB header")
+        let fields = (0..<101).map { "X-F\($0): 1\r\n" }.joined()
+        let many = Self.rawStatus(host: host, port: port, Data((head(id("many"), id("k18"), extra: fields + "Content-Length: \(body.count)\r\n") + "\r\n").utf8) + body)
+        check(Rules.headTooLarge, many == 431, "HTTP \(many)", about: "101 more header fields")
+        let target = "GET /changes?cursor=\(String(repeating: "c", count: 5000)) HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(token ?? "")\r\nFormSync-Workspace: \(workspace)\r\n\r\n"
+        let long = Self.rawStatus(host: host, port: port, Data(target.utf8))
+        check(Rules.longTarget, long == 400 || long == 414, "HTTP \(long)")
+        let gzip = Self.rawStatus(host: host, port: port, Data((head(id("gzip"), id("k19"), extra: "Transfer-Encoding: gzip\r\n") + "\r\n").utf8) + body)
+        check(Rules.unsupportedEncoding, gzip == 501, "HTTP \(gzip)")
     }
 
     /// Sends `bytes` on a new connection, half-closes it, and returns the status the server

@@ -18,7 +18,8 @@ extension Conformance {
 
     mutating func runAll() async {
         let health = await send("GET", "/health", authorized: false)
-        check(Rules.healthAnswers, health.status == 200 && health.json?["service"] as? String == "formsync" && health.json?["status"] as? String == "ok",
+        check(Rules.healthAnswers, health.status == 200 && health.json?["service"] as? String == "formsync" && health.json?["status"] as? String == "ok"
+              && (health.json?["protocol"] as? NSNumber)?.intValue == 1,
               "HTTP \(health.status) \(health.text)")
         guard health.status != 0 else {
             print("stop  nothing answered at \(base.absoluteString) within \(Int(timeout)) s: no further check is run")
@@ -42,6 +43,7 @@ extension Conformance {
         await files(held: held)
         let unfinished = await resumableUploads()
         await feedChecks()
+        await scopeChecks()
         if let held { await recordChecks(held) }
         let missing = await send("GET", "/documents/\(id("never-written"))")
         check(Rules.documentMissing, missing.status == 404, Self.describe(missing))

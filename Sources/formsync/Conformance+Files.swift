@@ -60,6 +60,24 @@ extension Conformance {
         check(Rules.uploadComplete, Self.acknowledges(last, document: document) && fileID > 0, "\(Self.describe(last)) id \(last.json?["id"] ?? "missing")")
         let done = await create(document, length: bytes.count, digest: digest, key: id("u32"))
         check(Rules.uploadFinishedAgain, done.status == 200 && (done.json?["id"] as? NSNumber)?.int64Value == fileID, "HTTP \(done.status)")
+        let small = id("resumable-small")
+        let smallCreated = await create(small, length: 10, digest: "sha-256=:\(SHA256.hash(Data(count: 10)).base64EncodedString()):", key: id("u34"))
+        let smallLocation = smallCreated.headers["location"] ?? "/uploads/none"
+        let tooLong = await send("PATCH", smallLocation, headers: ["Upload-Offset": "0", "Upload-Complete": "?0", "Content-Type": "application/partial-upload"],
+                                 body: Data(count: 11))
+        check(Rules.uploadTooLong, tooLong.status == 400 && tooLong.code == "upload-too-long", Self.describe(tooLong))
+        let incomplete = await send("PATCH", smallLocation, headers: ["Upload-Offset": "0", "Upload-Complete": "?1", "Content-Type": "application/partial-upload"],
+                                    body: Data(count: 4))
+        check(Rules.uploadIncomplete, incomplete.status == 400 && incomplete.code == "upload-incomplete", Self.describe(incomplete))
+        let onUpload = await send("POST", "/files", headers: [
+            "Idempotency-Key": id("u35"), "FormSync-Document": small, "Content-Type": "application/octet-stream",
+            "Content-Digest": "sha-256=:\(SHA256.hash(Data(count: 10)).base64EncodedString()):",
+        ], body: Data(count: 10))
+        check(Rules.fileOnUpload, onUpload.status == 409 && onUpload.code == "document-exists", Self.describe(onUpload))
+        // Finished, so that it holds no quota of a later run.
+        _ = await send("PATCH", smallLocation, headers: ["Upload-Offset": "0", "Upload-Complete": "?1", "Content-Type": "application/partial-upload"], body: Data(count: 10))
+        let nowhere = await send("HEAD", "/uploads/\(id("no-such-upload"))")
+        check(Rules.noSuchUpload, nowhere.status == 404, Self.describe(nowhere))
         let liar = id("resumable-liar")
         let lying = await create(liar, length: bytes.count, digest: "sha-256=:\(SHA256.hash(Data("other".utf8)).base64EncodedString()):", key: id("u33"))
         let lyingLocation = lying.headers["location"] ?? ""

@@ -9,6 +9,8 @@ extension Conformance {
     mutating func feedChecks() async {
         let badLimit = await send("GET", "/changes?limit=0")
         check(Rules.badLimit, badLimit.status == 400, Self.describe(badLimit))
+        let bigLimit = await send("GET", "/changes?limit=100000")
+        check(Rules.bigLimit, bigLimit.status == 200 && bigLimit.json?["changes"] is [Any], Self.describe(bigLimit))
         let badCursor = await send("GET", "/changes?cursor=not-a-cursor-\(run)")
         check(Rules.badCursor, badCursor.status == 400 || badCursor.status == 410, Self.describe(badCursor))
         problem(badCursor, "a bad cursor")
@@ -26,6 +28,39 @@ extension Conformance {
         } else {
             notChecked(Rules.cursorAhead, "the server's cursors do not end in a number this check could raise")
         }
+    }
+
+    /// A record scoped to the suite's principal (one the feed gives it, of a type with a
+    /// `scope:`) is in no other principal's feed, and `GET /records` is 404 for it.
+    mutating func scopeChecks() async {
+        guard let otherToken else {
+            notChecked(Rules.feedScope, "give --other-token (another principal of the workspace)")
+            return
+        }
+        let scoped = Set(records.values.filter { $0.scope != nil }.map(\.name))
+        let mine = await readFeed(from: nil)
+        guard let record = mine?.changes.first(where: { change in
+            guard let type = change["type"] as? String, scoped.contains(type), change["deleted"] as? Bool != true,
+                let fields = change["record"] as? [String: Any], let scope = records[type]?.scope, let value = fields[scope] as? String
+            else { return false }
+            return !value.isEmpty
+        }), let type = record["type"] as? String, let id = (record["id"] as? NSNumber)?.int64Value else {
+            notChecked(Rules.feedScope, "the feed holds no record scoped to the suite's principal (a back office assigns them)")
+            return
+        }
+        var theirs: [[String: Any]] = []
+        var cursor: String?
+        for _ in 0..<500 {
+            let page = await send("GET", "/changes?limit=1000" + (cursor.map { "&cursor=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? ""), as: otherToken)
+            guard page.status == 200, let items = page.json?["changes"] as? [[String: Any]] else { break }
+            theirs += items
+            cursor = page.json?["cursor"] as? String
+            if page.json?["more"] as? Bool != true { break }
+        }
+        let leaked = theirs.contains { $0["type"] as? String == type && ($0["id"] as? NSNumber)?.int64Value == id && $0["deleted"] as? Bool != true }
+        let one = await send("GET", "/records/\(type)/\(id)", as: otherToken)
+        check(Rules.feedScope, !leaked && one.status == 404, leaked ? "another principal's feed holds \(type) \(id)" : "GET /records as another principal: \(Self.describe(one))",
+              about: "\(type) \(id)")
     }
 
     mutating func recordChecks(_ held: Held) async {

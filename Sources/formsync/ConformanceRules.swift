@@ -30,7 +30,7 @@ enum Rules {
     static let problems = "§5 Error codes"
     static let fieldErrors = "§6 Field errors"
 
-    static let healthAnswers = ConformanceRule(health, "GET /health answers {service: formsync, status: ok} without a token")
+    static let healthAnswers = ConformanceRule(health, "GET /health answers {service: formsync, status: ok, protocol: 1} without a token")
     static let refreshTrades = ConformanceRule(refresh, "POST /auth/refresh trades the refresh token for an access token")
     static let refreshUnknown = ConformanceRule(refresh, "an unknown refresh token is 401 bad-token")
     static let badToken = ConformanceRule(syntax, "a write with a bad token is 401 and not applied")
@@ -41,6 +41,11 @@ enum Rules {
     static let twoLengths = ConformanceRule(syntax, "a head naming Content-Length twice, or with Transfer-Encoding, is 400")
     static let bodyTooLarge = ConformanceRule(limits, "a body announced past the route's limit is 413, decided from the head")
     static let shortBody = ConformanceRule(limits, "a body shorter than its Content-Length is refused and not applied")
+    static let headTooLarge = ConformanceRule(limits, "a head over the server's limit (16 KiB, or 100 fields) is 431")
+    static let longTarget = ConformanceRule(limits, "a request target over 4,096 bytes is 400")
+    static let unsupportedEncoding = ConformanceRule(problems, "a transfer coding other than chunked is 501 unsupported-encoding")
+    static let busy = ConformanceRule(limits, "past the open-connection limit, with none idle, a connection is answered 503 with Retry-After",
+                                      notChecked: "it needs thousands of connections held open at once (4,096 on the reference server)")
     static let slowHead = ConformanceRule(limits, "a head or body that takes too long is 408",
                                           notChecked: "it takes the server's own deadline (10 s for the reference server) per case")
 
@@ -74,6 +79,12 @@ enum Rules {
     static let uploadComplete = ConformanceRule(uploads, "the completing PATCH stores the file and acknowledges the document with its id")
     static let uploadFinishedAgain = ConformanceRule(uploads, "creating a finished upload again answers the stored file")
     static let uploadDigest = ConformanceRule(uploads, "bytes that do not match Repr-Digest are 400 digest-mismatch at completion")
+    static let uploadTooLong = ConformanceRule(uploads, "an append past Upload-Length is 400 upload-too-long")
+    static let uploadIncomplete = ConformanceRule(uploads, "a completing append that does not reach Upload-Length is 400 upload-incomplete")
+    static let noSuchUpload = ConformanceRule(uploads, "HEAD of an upload that does not exist is 404 no-such-upload")
+    static let fileOnUpload = ConformanceRule(uploads, "POST /files under an unfinished upload's document id is 409 document-exists")
+    static let uploadExpiry = ConformanceRule(uploads, "an unfinished upload with no append for 24 hours expires (404 no-such-upload)",
+                                              notChecked: "it takes 24 hours")
     static let uploadQuota = ConformanceRule(uploads, "past the unfinished-upload quota POST /uploads is 429 upload-quota with Retry-After")
 
     static let feedCarries = ConformanceRule(records, "GET /changes carries the record a create made, with its version and fields")
@@ -83,8 +94,8 @@ enum Rules {
     static let badCursor = ConformanceRule(records, "a cursor the server never issued is 400 bad-cursor (or 410)")
     static let cursorAhead = ConformanceRule(records, "a cursor ahead of the server's feed is 410 cursor-expired")
     static let badLimit = ConformanceRule(records, "limit=0 is 400 bad-limit")
-    static let feedScope = ConformanceRule(records, "a device receives the unscoped records and its own scope only",
-                                           notChecked: "it needs a record scoped to another principal, which only the back office (not the protocol) makes")
+    static let bigLimit = ConformanceRule(records, "a limit above 1,000 is served (as 1,000), not refused")
+    static let feedScope = ConformanceRule(records, "a record in one principal's scope reaches no other principal's device, by the feed or by GET /records")
     static let feedDeletions = ConformanceRule(records, "a record deleted or moved out of a scope is a removal (deleted: true) in that scope's feed",
                                                notChecked: "the protocol has no deletion a client can make; the reference server's tests cover it")
     static let editNoIfMatch = ConformanceRule(recordForms, "an edit of a record without If-Match is 428")
@@ -105,23 +116,27 @@ enum Rules {
     static let replay = ConformanceRule(ledger, "the same request under the same key replays the recorded reply, with Idempotent-Replayed: true")
     static let keyReused = ConformanceRule(ledger, "another body under a used key is 422 key-reused")
     static let keyScoped = ConformanceRule(ledger, "the same key from another principal is another key")
+    static let keyRetention = ConformanceRule(ledger, "a key is kept at least 30 days", notChecked: "it takes 30 days")
+    static let tokenDigests = ConformanceRule(refresh, "a server stores only digests of its tokens, in files only its owner reads",
+                                              notChecked: "a server's storage cannot be seen from the wire; the reference server's tests check it")
     static let keyInFlight = ConformanceRule(ledger, "a key still in flight is 409 key-in-flight with Retry-After",
                                              notChecked: "it needs a request held on the server; checked only when two racing requests happen to meet (printed when they do)")
     static let problemJSON = ConformanceRule(problems, "an error reply is application/problem+json with its code")
 
     /// Every rule, in the order of PROTOCOL.md.
     static let all: [ConformanceRule] = [
-        badToken, badKey, badDocument, badFormHeader, controlCharacter, twoLengths, bodyTooLarge, shortBody, slowHead,
+        badToken, badKey, badDocument, badFormHeader, controlCharacter, twoLengths, bodyTooLarge, shortBody, headTooLarge, longTarget, busy, slowHead,
         createAcknowledged, createVersion, repeatAcknowledged, otherContent, ifMatchNew, formBinding, editApplied, editStale, authority, wrongPath,
         unknownForm, newerVersion, olderVersion, placeholder,
         fileAcknowledged, fileAgain, fileOther, fileWrongDigest, fileNoDigest,
-        uploadCreate, uploadAppend, uploadWrongOffset, uploadHead, uploadFoundAgain, uploadComplete, uploadFinishedAgain, uploadDigest, uploadQuota,
-        healthAnswers, refreshTrades, refreshUnknown,
-        feedCarries, recordAnswers, recordMissing, feedResumes, badCursor, cursorAhead, badLimit, feedScope, feedDeletions,
+        uploadCreate, uploadAppend, uploadWrongOffset, uploadHead, uploadFoundAgain, uploadComplete, uploadFinishedAgain, uploadDigest, uploadTooLong,
+        uploadIncomplete, noSuchUpload, fileOnUpload, uploadExpiry, uploadQuota,
+        healthAnswers, refreshTrades, refreshUnknown, tokenDigests,
+        feedCarries, recordAnswers, recordMissing, feedResumes, badCursor, cursorAhead, badLimit, bigLimit, feedScope, feedDeletions,
         editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord,
         documentMissing,
         noWorkspace, foreignWorkspace, otherPrincipal, otherPrincipalNothing, backOffice,
-        replay, keyReused, keyScoped, keyInFlight,
-        problemJSON, invalidPayload,
+        replay, keyReused, keyScoped, keyRetention, keyInFlight,
+        problemJSON, unsupportedEncoding, invalidPayload,
     ]
 }
