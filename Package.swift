@@ -91,7 +91,7 @@ let package = Package(
             name: "InterpreterTests",
             dependencies: [
                 "FieldForms", "CorpusForms", "EvolutionV1", "EvolutionV2", "EvolutionV3", "EvolutionV4", "FormSpec", "FormSyncCodegen", "FormSyncModel",
-                "FormSyncInterpreter", "FormSyncClient", "FormSyncServer", "FormSyncTesting",
+                "FormSyncInterpreter", "FormSyncClient", "FormSyncServer", "FormSyncTesting", "FormSyncTorture",
             ]),
         .testTarget(name: "FormSpecTests", dependencies: ["FormSpec", "FormSyncPattern"], exclude: ["BrokenSpecs", "EvolutionPairs"]),
         .testTarget(name: "FormSyncPatternTests", dependencies: ["FormSyncPattern"]),

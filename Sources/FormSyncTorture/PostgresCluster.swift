@@ -155,14 +155,21 @@ package final class PostgresCluster: @unchecked Sendable {
         return try ChildProcess(executable, arguments, environment: ["LC_ALL": "C"], directory: folder, standardOutput: .file(log), standardError: .file(log))
     }
 
-    /// The folder holding `initdb` and `postgres`: `FORMSYNC_PG_BIN`, the `PATH`, or Debian's
-    /// `/usr/lib/postgresql/N/bin` (newest first).
+    /// The folder holding `initdb` and `postgres`: `FORMSYNC_PG_BIN` (only there, when it is
+    /// set), else the `PATH`, then Debian's `/usr/lib/postgresql/N/bin` (newest first).
     static func findBinaries() -> String? {
         var candidates: [String] = []
-        if let given = ProcessInfo.processInfo.environment["FORMSYNC_PG_BIN"] { candidates.append(given) }
+        if let given = ProcessInfo.processInfo.environment["FORMSYNC_PG_BIN"] {
+            candidates.append(given)
+            return found(in: candidates)
+        }
         candidates += (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
         let versions = ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).compactMap(Int.init).sorted(by: >)
         candidates += versions.map { "/usr/lib/postgresql/\($0)/bin" }
+        return found(in: candidates)
+    }
+
+    private static func found(in candidates: [String]) -> String? {
         for folder in candidates {
             let initdb = URL(fileURLWithPath: folder + "/initdb").resolvingSymlinksInPath().path
             let postgres = URL(fileURLWithPath: folder + "/postgres").resolvingSymlinksInPath().path

@@ -1,4 +1,5 @@
 import Foundation
+import FormSyncTesting
 import Testing
 
 /// The cluster torture, short: three `formsync serve --database` nodes on one PostgreSQL, the
@@ -18,5 +19,15 @@ struct ClusterTortureTests {
         #expect(numbers.count >= 4 && numbers.allSatisfy { $0 > 0 }, "\(server)")
         let feed = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("feed: ") })
         #expect(feed.contains("every one numbered"), "\(feed)")
+    }
+}
+
+/// A machine without PostgreSQL is told how to install it, in one line; nothing is skipped.
+struct PostgresMissingTests {
+    @Test func withoutPostgreSQLTheClusterCommandSaysHowToInstallIt() async throws {
+        let run = try await ChildProcess.run(DemoProcessTests.formsync.path, ["torture", "cluster", "--node-kills", "1"], environment: ["FORMSYNC_PG_BIN": "/nonexistent"])
+        #expect(run.termination == .exit(1))
+        let lines = run.errors.split(separator: "\n").filter { $0.contains("apt-get install postgresql libpq-dev") }
+        #expect(lines.count == 1, "\(run.errors)")
     }
 }

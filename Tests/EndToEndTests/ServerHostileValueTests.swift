@@ -1,5 +1,6 @@
 import FieldForms
 import Foundation
+import FormSyncTorture
 import FormSyncModel
 import Testing
 

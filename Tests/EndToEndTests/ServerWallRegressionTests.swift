@@ -1,5 +1,6 @@
 import FieldForms
 import Foundation
+import FormSyncTorture
 import FormSyncClient
 import FormSyncHTTP
 import FormSyncModel
@@ -147,6 +148,7 @@ struct UploadWallRegressionTests {
         }
 
         static func open(_ folder: URL, _ clock: ManualClock) throws -> SyncServer {
+            // The embedded store: these tests read its upload parts on disk and hold its fsyncs.
             try SyncServer(directory: folder.path, forms: FormCatalog.forms, records: FormCatalog.records, tokenLifetimeSeconds: 10 * 86_400, now: { clock.now })
         }
 

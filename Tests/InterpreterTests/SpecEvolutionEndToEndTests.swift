@@ -8,6 +8,7 @@ import FormSyncInterpreter
 import FormSyncModel
 import FormSyncServer
 import Foundation
+import FormSyncTorture
 import FormSyncTesting
 import Testing
 
@@ -26,7 +27,7 @@ struct SpecEvolutionEndToEndTests {
 
         init(forms: [any FormPayload.Type]) throws {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            server = try SyncServer(directory: directory.appendingPathComponent("server").path, forms: forms)
+            server = try TestStore.server(directory: directory.appendingPathComponent("server").path, forms: forms)
             _ = try server.start()
             token = try server.issueAccessToken(workspaces: ["field"])
         }
