@@ -272,11 +272,10 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         ])
     }
 
-    package func grant(ofToken token: String, kind: String) -> StoredGrant? {
-        guard let rows = try? query("SELECT principal, role, workspaces, expires_at FROM grants WHERE digest = $1 AND kind = $2",
-                                    [.bytes(StoredGrant.digest(token)), .text(kind)]),
-            rows.count == 1, let role = SyncServer.Role(rawValue: rows.text(0, 1) ?? "")
-        else { return nil }
+    package func grant(ofToken token: String, kind: String) throws -> StoredGrant? {
+        let rows = try query("SELECT principal, role, workspaces, expires_at FROM grants WHERE digest = $1 AND kind = $2",
+                                    [.bytes(StoredGrant.digest(token)), .text(kind)])
+        guard rows.count == 1, let role = SyncServer.Role(rawValue: rows.text(0, 1) ?? "") else { return nil }
         let workspaces = (rows.text(0, 2) ?? "").split(separator: "\n").map(String.init)
         return StoredGrant(grant: SyncServer.Grant(principal: rows.text(0, 0) ?? "", workspaces: workspaces, role: role), expiresAt: rows.int(0, 3) ?? 0)
     }

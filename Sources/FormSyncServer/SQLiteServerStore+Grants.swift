@@ -37,13 +37,13 @@ extension SQLiteServerStore {
     }
 
     /// The grant of a token of `kind`, valid or not; nil for a token the server never issued.
-    func grant(ofToken token: String, kind: String) -> StoredGrant? {
-        (try? db.query("SELECT principal, role, workspaces, expires_at FROM grants WHERE digest = ? AND kind = ?", [.blob(StoredGrant.digest(token)), .text(kind)]) {
+    func grant(ofToken token: String, kind: String) throws -> StoredGrant? {
+        (try db.query("SELECT principal, role, workspaces, expires_at FROM grants WHERE digest = ? AND kind = ?", [.blob(StoredGrant.digest(token)), .text(kind)]) {
             row -> StoredGrant? in
             guard let role = SyncServer.Role(rawValue: row.text(1) ?? "") else { return nil }
             let workspaces = (row.text(2) ?? "").split(separator: "\n").map(String.init)
             return StoredGrant(grant: SyncServer.Grant(principal: row.text(0) ?? "", workspaces: workspaces, role: role), expiresAt: row.int(3))
-        })?.first ?? nil
+        }).first ?? nil
     }
 
     func expireAccessTokens(at now: Int64) {

@@ -60,7 +60,9 @@ package protocol ServerStore: AnyObject, Sendable {
     // MARK: Tokens and owners
     func addToken(_ token: String, kind: String, grant: SyncServer.Grant, expiresAt: Int64) throws
     /// The grant of a token of `kind`, valid or not; nil for a token the server never issued.
-    func grant(ofToken token: String, kind: String) -> StoredGrant?
+    /// Throws when the store cannot say (its database is down): the server answers 503, never
+    /// a 401 that would send every device to refresh a token that is fine.
+    func grant(ofToken token: String, kind: String) throws -> StoredGrant?
     func expireAccessTokens(at now: Int64)
     /// Which form, workspace and principal a document id belongs to, if the server holds it as
     /// a document, a file or a resumable upload (`form` is nil for a file or an upload).

@@ -58,7 +58,17 @@ extension SyncServer {
     /// for a workspace this server does not host, `403 workspace-forbidden` for one the token was
     /// not issued for.
     func caller(of request: HTTPRequest) -> CallerCheck {
-        caller(of: request, grant: grant(of: request))
+        do {
+            return caller(of: request, grant: try grant(of: request))
+        } catch {
+            FileHandle.standardError.write(Data("formsync server: the token could not be looked up: \(error)\n".utf8))
+            return .refused(Self.storeUnavailable())
+        }
+    }
+
+    /// The store could not answer (its database is down or restarting): transient, retried.
+    static func storeUnavailable() -> HTTPResponse {
+        .problem(503, "Service Unavailable", detail: "the server's database is not available; retry", code: "busy", headers: [("Retry-After", "1")])
     }
 
     private func caller(of request: HTTPRequest, grant: Grant?) -> CallerCheck {
@@ -74,17 +84,17 @@ extension SyncServer {
     }
 
     /// The grant of the request's access token, when it is valid now.
-    func grant(of request: HTTPRequest) -> Grant? {
+    func grant(of request: HTTPRequest) throws -> Grant? {
         guard let token = Self.bearerToken(request) else { return nil }
         // Nodes sharing a store cache nothing: another node may revoke the token at any time.
         let cached = store.sharedAcrossNodes ? nil : accessTokens.entry(token)
-        return (cached ?? locked { accessGrant(token) }).flatMap(valid)
+        return try (cached ?? locked { try accessGrant(token) }).flatMap(valid)
     }
 
     /// An access token as the grants table holds it, cached once found when no other node
     /// shares the store.
-    private func accessGrant(_ token: String) -> AccessTokenCache.Entry? {
-        guard let found = store.grant(ofToken: token, kind: "access") else { return nil }
+    private func accessGrant(_ token: String) throws -> AccessTokenCache.Entry? {
+        guard let found = try store.grant(ofToken: token, kind: "access") else { return nil }
         let entry = AccessTokenCache.Entry(grant: found.grant, expiresAt: found.expiresAt)
         if !store.sharedAcrossNodes { accessTokens.insert(token, entry) }
         return entry

@@ -434,7 +434,13 @@ public final class SyncServer: @unchecked Sendable {
             let refreshToken = object["refresh_token"] as? String
         else { return .problem(400, "Bad Request", detail: "send {\"refresh_token\": \"…\"}", code: "malformed") }
         return locked {
-            guard refreshToken.utf8.count <= 512, let found = store.grant(ofToken: refreshToken, kind: "refresh"), found.expiresAt > now() else {
+            let stored: StoredGrant?
+            do {
+                stored = refreshToken.utf8.count <= 512 ? try store.grant(ofToken: refreshToken, kind: "refresh") : nil
+            } catch {
+                return Self.storeUnavailable()
+            }
+            guard let found = stored, found.expiresAt > now() else {
                 return .problem(401, "Unauthorized", detail: "unknown refresh token", code: "bad-token")
             }
             guard let token = try? issueAccessTokenLocked(found.grant) else {

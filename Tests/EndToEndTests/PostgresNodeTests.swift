@@ -204,3 +204,27 @@ struct PostgresAppendLockTests {
         #expect(try second.claimAppend("u-1", at: 0), "released, it can be taken again")
     }
 }
+
+/// PostgreSQL going away under a node: the node says so (503, transient) and never answers
+/// anything a device would act on wrongly (a 401 would send it to refresh a token that is fine),
+/// and it serves again once PostgreSQL is back, on new connections.
+struct PostgresOutageTests {
+    @Test func aNodeWhoseDatabaseIsDownAnswers503AndServesAgainWhenItIsBack() throws {
+        let cluster = try PostgresCluster()
+        defer { cluster.destroy() }
+        let node = try TestStore.postgresServer(url: try cluster.makeDatabase(), forms: FormCatalog.forms, records: FormCatalog.records)
+        let token = try node.issueAccessToken(workspaces: ["acme"])
+        let refresh = try node.issueRefreshToken(workspaces: ["acme"])
+        #expect(node.handle(try ServerGroupCommitTests.order(1, token: token))?.status == 201)
+        cluster.crash()
+        let during = node.handle(try ServerGroupCommitTests.order(2, token: token))
+        #expect(during?.status == 503, "\(String(decoding: during?.body ?? Data(), as: UTF8.self))")
+        #expect(during?.headers.contains { $0.0 == "Retry-After" } == true)
+        let refreshed = node.handle(HTTPRequest(method: "POST", path: "/auth/refresh", query: nil, headers: ["content-type": "application/json"],
+                                                body: Data(#"{"refresh_token":"\#(refresh)"}"#.utf8)))
+        #expect(refreshed?.status == 503, "a refresh token is not called unknown while the database is down")
+        try cluster.start()
+        #expect(node.handle(try ServerGroupCommitTests.order(2, token: token))?.status == 201)
+        #expect(node.documents().count == 2)
+    }
+}
