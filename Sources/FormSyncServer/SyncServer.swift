@@ -7,7 +7,8 @@ import Synchronization
 /// The reference FormSync server (docs/PROTOCOL.md): an idempotency ledger, document identity,
 /// versions with ETags, validation with the same generated validators as the client, server
 /// authority over money, file storage by digest, bearer tokens with expiry, and fault injection.
-/// It keeps its state in SQLite and serves HTTP/1.1 on loopback.
+/// It keeps its state in a `ServerStore` (the embedded SQLite store by default; PostgreSQL, shared
+/// by any number of nodes, through `FormSyncPostgres`) and serves HTTP/1.1 (`FormSyncHTTP`).
 public final class SyncServer: @unchecked Sendable {
     /// A document as the server holds it.
     public struct Document: Sendable, Equatable {
