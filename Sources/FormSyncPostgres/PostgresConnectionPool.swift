@@ -45,8 +45,21 @@ final class PostgresConnectionPool: Sendable {
         return try Self.$scope.withValue(scope) { try body() }
     }
 
-    /// Runs `body` with the unit of work's connection, or one borrowed for it alone.
+    /// Runs `body` with the unit of work's connection, or one borrowed for it alone. A
+    /// connection that PostgreSQL closed (it restarted, or a node's idle connection was cut) is
+    /// only found out when it is used: outside a transaction the statement runs once more on a
+    /// new connection; inside one, the error goes to the transaction, which runs again.
     func with<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        do {
+            return try once(body)
+        } catch let error as PostgresError where error.isConnectionLost && currentScope?.transactionOpen != true {
+            currentScope?.connection = nil
+            drain()
+            return try once(body)
+        }
+    }
+
+    private func once<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         if let scope = currentScope {
             if let connection = scope.connection {
                 if connection.isUsable { return try body(connection) }

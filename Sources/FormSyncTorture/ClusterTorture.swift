@@ -167,17 +167,11 @@ package struct ClusterTorture {
         // The last run: every node up, nothing killed; the device drains and catches up.
         let lastStarted = Date()
         defer { options.progress(String(format: "the last device run took %.1f s", Date().timeIntervalSince(lastStarted))) }
-        let last = try CrashTorture.launchDevice(
-            executable: options.executable, seed: options.seed, database: database, servers: servers, refreshToken: refreshToken, log: log,
-            captures: captures, known: known, crash: nil, output: output)
-        let deadline = Date().addingTimeInterval(180)
-        while last.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        if last.isRunning { last.signal(SIGKILL) }
-        let ended = last.waitUntilExit()
-        guard ended == .exit(0) else {
-            let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-            throw TortureError("the last device run did not drain (\(ended)):\n\(text.suffix(3000))")
-        }
+        try await CrashTorture.drain(
+            CrashTorture.launchDevice(
+                executable: options.executable, seed: options.seed, database: database, servers: servers, refreshToken: refreshToken, log: log,
+                captures: captures, known: known, crash: nil, output: output),
+            output: output)
         try await CrashTorture.check(seed: options.seed, server: backOffice, database: database, log: log, into: &result.device)
         // The feed: every change committed has its number (none left unsequenced), each once.
         let connection = try PostgresConnection(url: url)

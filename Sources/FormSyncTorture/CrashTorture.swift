@@ -130,15 +130,8 @@ package struct CrashTorture {
         server.faults.clear()
 
         // The last run: nothing armed, nothing killed; it must drain and catch up.
-        let last = try launch(database: database, server: server.baseURL, refreshToken: refreshToken, log: log, captures: captures, known: known, crash: nil, output: output)
-        let deadline = Date().addingTimeInterval(180)
-        while last.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        if last.isRunning { last.signal(SIGKILL) }
-        let ended = last.waitUntilExit()
-        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        guard ended == .exit(0) else {
-            throw TortureError("the last device run did not drain (\(ended)):\n\(text.suffix(3000))")
-        }
+        try await Self.drain(launch(database: database, server: server.baseURL, refreshToken: refreshToken, log: log, captures: captures, known: known, crash: nil, output: output),
+                             output: output)
         try await Self.check(seed: options.seed, server: server, database: database, log: log, into: &result)
         result.seconds = Date().timeIntervalSince(started)
         return result
@@ -150,6 +143,19 @@ package struct CrashTorture {
         try Self.launchDevice(
             executable: options.executable, seed: options.seed, database: database, servers: [server], refreshToken: refreshToken, log: log, captures: captures,
             known: known, crash: crash, output: output)
+    }
+
+    /// Waits for the last device run, which nothing kills, to drain and catch up (3 minutes at
+    /// most); throws with the end of its output when it does not.
+    static func drain(_ last: ChildProcess, output: URL) async throws {
+        let deadline = Date().addingTimeInterval(180)
+        while last.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        if last.isRunning { last.signal(SIGKILL) }
+        let ended = last.waitUntilExit()
+        guard ended == .exit(0) else {
+            let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            throw TortureError("the last device run did not drain (\(ended)):\n\(text.suffix(3000))")
+        }
     }
 
     /// Starts `formsync torture device` against `servers` (each request to one at random).

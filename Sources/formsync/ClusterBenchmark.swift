@@ -103,33 +103,7 @@ enum ClusterBenchmark {
         let token = try servers[0].issueAccessToken(workspaces: ["bench"])
         let live = OutboxEnvironment.live
         let requests = try HTTPBenchmark.salesOrderRequests(items, server: servers[0], token: token, identity: { live.newID() }).map(ServerBenchmark.serialise)
-        let created = Atomic<Int>(0)
-        let failures = Mutex<[String]>([])
-        let done = DispatchGroup()
-        let start = DispatchTime.now().uptimeNanoseconds
-        for client in 0..<concurrency {
-            done.enter()
-            Thread {
-                defer { done.leave() }
-                do {
-                    let connection = try ServerBenchmark.Connection(port: ports[client % ports.count])
-                    defer { close(connection.fd) }
-                    var index = client
-                    while index < requests.count {
-                        if try connection.send(requests[index]) == 201 { created.add(1, ordering: .relaxed) }
-                        index += concurrency
-                    }
-                } catch {
-                    failures.withLock { $0.append("\(error)") }
-                }
-            }.start()
-        }
-        done.wait()
-        let seconds = OutboxBenchmark.seconds(since: start)
-        if let failure = failures.withLock({ $0.first }) { throw BenchmarkFailure(message: "a client failed: \(failure)") }
-        guard created.load(ordering: .relaxed) == items else {
-            throw BenchmarkFailure(message: "only \(created.load(ordering: .relaxed)) of \(items) submissions were created")
-        }
+        let seconds = try ServerBenchmark.drive(requests, ports: ports, concurrency: concurrency)
         return Double(items) / seconds
     }
 

@@ -83,10 +83,19 @@ enum ServerBenchmark {
         case .random: identity = { UUID().uuidString.lowercased() }
         }
         let requests = try HTTPBenchmark.salesOrderRequests(items, server: server, token: token, identity: identity).map(serialise)
-        let created = Atomic<Int>(0)
         let fsyncsBefore = server.fsyncCount
         let fsyncTimeBefore = server.fsyncNanoseconds
         let cpuBefore = EnqueueBenchmark.processCPU()
+        let seconds = try drive(requests, ports: [port], concurrency: concurrency)
+        let cpu = (EnqueueBenchmark.processCPU() - cpuBefore) / Double(items)
+        return (Double(items) / seconds, server.fsyncCount - fsyncsBefore, Double(server.fsyncNanoseconds - fsyncTimeBefore) / 1e9, cpu)
+    }
+
+    /// Sends every request from `concurrency` keep-alive connections on threads of their own
+    /// (connection n to `ports[n % ports.count]`); the seconds it took. Throws unless every
+    /// one was answered 201.
+    static func drive(_ requests: [[UInt8]], ports: [UInt16], concurrency: Int) throws -> Double {
+        let created = Atomic<Int>(0)
         let failures = Mutex<[String]>([])
         let done = DispatchGroup()
         let start = DispatchTime.now().uptimeNanoseconds
@@ -95,7 +104,7 @@ enum ServerBenchmark {
             let thread = Thread {
                 defer { done.leave() }
                 do {
-                    let connection = try Connection(port: port)
+                    let connection = try Connection(port: ports[client % ports.count])
                     defer { close(connection.fd) }
                     var index = client
                     while index < requests.count {
@@ -110,12 +119,11 @@ enum ServerBenchmark {
         }
         done.wait()
         let seconds = OutboxBenchmark.seconds(since: start)
-        let cpu = (EnqueueBenchmark.processCPU() - cpuBefore) / Double(items)
         if let failure = failures.withLock({ $0.first }) { throw BenchmarkFailure(message: "a client failed: \(failure)") }
-        guard created.load(ordering: .relaxed) == items else {
-            throw BenchmarkFailure(message: "only \(created.load(ordering: .relaxed)) of \(items) submissions were created")
+        guard created.load(ordering: .relaxed) == requests.count else {
+            throw BenchmarkFailure(message: "only \(created.load(ordering: .relaxed)) of \(requests.count) submissions were created")
         }
-        return (Double(items) / seconds, server.fsyncCount - fsyncsBefore, Double(server.fsyncNanoseconds - fsyncTimeBefore) / 1e9, cpu)
+        return seconds
     }
 
     static func serialise(_ request: URLRequest) -> [UInt8] {
