@@ -20,6 +20,18 @@ struct ClusterTortureTests {
         let feed = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("feed: ") })
         #expect(feed.contains("every one numbered"), "\(feed)")
     }
+
+    /// PostgreSQL restarted early, with little traffic after it to reset the connections that
+    /// died with it: the back office's first reads after the restart met dead pooled
+    /// connections, and the check found the server "empty".
+    @Test func aRestartOfPostgreSQLEarlyInTheRunLosesNothingEither() async throws {
+        let binary = DemoProcessTests.formsync
+        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
+        let run = try await ProcessRunner.run(binary, ["torture", "cluster", "--node-kills", "6", "--seed", "1"])
+        #expect(run.status == 0, "\(run.output)\n\(run.errors.suffix(3000))")
+        #expect(run.output.contains("6 node kills, 1 PostgreSQL restart(s)"), "\(run.output)")
+        #expect(!run.output.contains("FAILED"), "\(run.output)")
+    }
 }
 
 /// A machine without PostgreSQL is told how to install it, in one line; nothing is skipped.
