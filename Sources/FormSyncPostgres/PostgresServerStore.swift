@@ -116,7 +116,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
                         if let holdMilliseconds { Thread.sleep(forTimeInterval: Double(holdMilliseconds) / 1000) }
                         let response = try body()
                         let headers = response.headers.map { "\($0.0):\($0.1)" }.joined(separator: "\n")
-                        try pool.with {
+                        _ = try pool.with {
                             try $0.query("UPDATE ledger SET status = $2, headers = $3, body = $4 WHERE key = $1",
                                          [.text(key), .integer(Int64(response.status)), .text(headers), .bytes(response.body)])
                         }
