@@ -111,16 +111,29 @@ package final class PostgresCluster: @unchecked Sendable {
         throw Unavailable(description: "PostgreSQL did not start: \(lastError)")
     }
 
-    /// Kills the postmaster at once (SIGKILL, as a crash would); `start()` brings it back.
+    /// Kills PostgreSQL at once, the postmaster and every backend with it (SIGKILL, as a crash
+    /// of its machine would); `start()` brings it back. (Backends left alive after their
+    /// postmaster would go on answering their connections for a moment.)
     package func crash() {
         guard let child = lock.withLock({ () -> ChildProcess? in defer { postmaster = nil }; return postmaster }) else { return }
+        // Frozen first, so that it forks no backend between the listing and the kill.
+        child.signal(SIGSTOP)
+        let backends = Self.children(of: child.pid)
+        for pid in backends { _ = kill(pid, SIGKILL) }
         child.signal(SIGKILL)
         child.waitUntilExit()
-        // The backends die with their postmaster; wait until none holds the data folder.
-        let pidFile = folder + "/data/postmaster.pid"
-        for _ in 0..<200 where FileManager.default.fileExists(atPath: pidFile) {
-            if Self.backendsGone(folder) { break }
-            usleep(25_000)
+        for _ in 0..<400 where backends.contains(where: { kill($0, 0) == 0 }) { usleep(10_000) }
+    }
+
+    /// The processes whose parent is `parent` (read from /proc).
+    private static func children(of parent: pid_t) -> [pid_t] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { name -> pid_t? in
+            guard let pid = pid_t(name), let stat = try? String(contentsOfFile: "/proc/\(name)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return nil }
+            // "pid (comm) state ppid …": the fields after the command's closing parenthesis.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 1 && pid_t(fields[1]) == parent ? pid : nil
         }
     }
 
@@ -193,11 +206,6 @@ package final class PostgresCluster: @unchecked Sendable {
             }
             try? FileManager.default.removeItem(atPath: folder)
         }
-    }
-
-    private static func backendsGone(_ folder: String) -> Bool {
-        guard let line = (try? String(contentsOfFile: folder + "/data/postmaster.pid", encoding: .utf8))?.split(separator: "\n").first, let pid = pid_t(line) else { return true }
-        return kill(pid, 0) != 0
     }
 
     private static func freePort() -> UInt16 {
