@@ -54,3 +54,18 @@ extension DeliveryOutcome {
         }
     }
 }
+
+extension DeliveryOutcome {
+    /// How FormSync reads a server's reply to one submission or file upload (docs/PROTOCOL.md
+    /// §4), for an app whose request went through a transfer service of its own (an iOS
+    /// background `URLSession` that uploads while the app is suspended): it hands back the
+    /// status, the headers (any case) and the body, with the `FormSync-Document` the request
+    /// carried, and gets exactly the outcome `HTTPTransport` would have made of them. Only a 2xx
+    /// JSON reply echoing the document is an acknowledgement; a captive portal's page or a
+    /// redirect is `unreachable`; `Retry-After` is bounded.
+    public init(status: Int, headers: [String: String], body: Data, documentID: String) {
+        var lowered: [String: String] = [:]
+        for (name, value) in headers { lowered[name.lowercased()] = value }
+        self = HTTPTransport.classify(status: status, headers: lowered, body: body, documentID: documentID)
+    }
+}
