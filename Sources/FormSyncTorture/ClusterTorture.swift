@@ -47,8 +47,6 @@ package struct ClusterTorture {
         package var nodes = 0
         package var nodeKills = 0
         package var databaseRestarts = 0
-        package var deviceRuns = 0
-        package var deviceKills = 0
         package var changes = 0
         package var device = CrashTorture.Result()
 
@@ -56,7 +54,7 @@ package struct ClusterTorture {
 
         package var description: String {
             var lines = [
-                "cluster: \(nodes) nodes on one PostgreSQL database; \(nodeKills) node kills, \(databaseRestarts) PostgreSQL restart(s); \(deviceRuns) device runs, \(deviceKills) device kills, in \(String(format: "%.1f", device.seconds)) s",
+                "cluster: \(nodes) nodes on one PostgreSQL database; \(nodeKills) node kills, \(databaseRestarts) PostgreSQL restart(s); \(device.runs) device runs, \(device.kills) device kills, in \(String(format: "%.1f", device.seconds)) s",
                 "captured: \(device.captures) (logged as saved by the device)",
             ]
             guard failures.isEmpty else {
@@ -112,14 +110,12 @@ package struct ClusterTorture {
             let device = try CrashTorture.launchDevice(
                 executable: options.executable, seed: options.seed, database: database, servers: servers, refreshToken: refreshToken, log: log,
                 captures: captures, known: known, crash: crash, output: output)
-            result.deviceRuns += 1
+            result.device.runs += 1
             let limit = Date().addingTimeInterval(lifetime)
             var nextKill = Date().addingTimeInterval(Double(20 + random.next() % 200) / 1000)
-            var killedByUs = false
             while device.isRunning {
                 if Date() >= limit {
                     device.signal(SIGKILL)
-                    killedByUs = true
                     break
                 }
                 if Date() >= nextKill && result.nodeKills < options.nodeKills {
@@ -147,8 +143,7 @@ package struct ClusterTorture {
             }
             switch device.waitUntilExit() {
             case .signal(SIGKILL):
-                result.deviceKills += 1
-                _ = killedByUs
+                result.device.kills += 1
             case .exit(0):
                 captures += 24
             case let ended:
@@ -158,9 +153,9 @@ package struct ClusterTorture {
             let restarting = Date()
             for node in nodes where !node.isRunning { try node.start() }
             if Date().timeIntervalSince(restarting) > 2 { options.progress(String(format: "nodes took %.1f s to come back", Date().timeIntervalSince(restarting))) }
-            if result.deviceRuns % 3 == 0 { try retrying { try CrashTorture.backOffice(backOffice, &random) } }
-            if result.deviceRuns % 25 == 0 {
-                options.progress("\(result.nodeKills) node kills, \(result.deviceRuns) device runs, \(TortureLog.read(log).count) captures logged")
+            if result.device.runs % 3 == 0 { try retrying { try CrashTorture.backOffice(backOffice, &random) } }
+            if result.device.runs % 25 == 0 {
+                options.progress("\(result.nodeKills) node kills, \(result.device.runs) device runs, \(TortureLog.read(log).count) captures logged")
             }
         }
 
@@ -179,8 +174,6 @@ package struct ClusterTorture {
         result.changes = Int(counts.int(0, 0) ?? 0)
         if counts.int(0, 1) != counts.int(0, 0) { result.device.failures.append("\((counts.int(0, 0) ?? 0) - (counts.int(0, 1) ?? 0)) committed change(s) have no feed number") }
         if counts.int(0, 2) != counts.int(0, 1) { result.device.failures.append("a feed number was given twice") }
-        result.device.kills = result.deviceKills
-        result.device.runs = result.deviceRuns
         result.device.seconds = Date().timeIntervalSince(started)
         return result
     }

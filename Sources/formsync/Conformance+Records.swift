@@ -48,15 +48,7 @@ extension Conformance {
             notChecked(Rules.feedScope, "the feed holds no record scoped to the suite's principal (a back office assigns them)")
             return
         }
-        var theirs: [[String: Any]] = []
-        var cursor: String?
-        for _ in 0..<500 {
-            let page = await send("GET", "/changes?limit=1000" + (cursor.map { "&cursor=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? ""), as: otherToken)
-            guard page.status == 200, let items = page.json?["changes"] as? [[String: Any]] else { break }
-            theirs += items
-            cursor = page.json?["cursor"] as? String
-            if page.json?["more"] as? Bool != true { break }
-        }
+        let theirs = await readFeed(from: nil, as: otherToken)?.changes ?? []
         let leaked = theirs.contains { $0["type"] as? String == type && ($0["id"] as? NSNumber)?.int64Value == id && $0["deleted"] as? Bool != true }
         let one = await send("GET", "/records/\(type)/\(id)", as: otherToken)
         check(Rules.feedScope, !leaked && one.status == 404, leaked ? "another principal's feed holds \(type) \(id)" : "GET /records as another principal: \(Self.describe(one))",

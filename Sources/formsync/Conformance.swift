@@ -190,12 +190,12 @@ struct Conformance {
 
     /// Follows the change feed from `cursor` to its end (at most 500 pages); the changes seen
     /// and the last cursor, or nil when a page was not a feed.
-    func readFeed(from cursor: String?) async -> (changes: [[String: Any]], cursor: String?)? {
+    func readFeed(from cursor: String?, as bearer: String? = nil) async -> (changes: [[String: Any]], cursor: String?)? {
         var cursor = cursor
         var changes: [[String: Any]] = []
         for _ in 0..<500 {
             let query = "limit=200" + (cursor.map { "&cursor=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? "")
-            let page = await send("GET", "/changes?" + query)
+            let page = await send("GET", "/changes?" + query, as: bearer)
             guard page.status == 200, let json = page.json, let items = json["changes"] as? [[String: Any]], let next = json["cursor"] as? String else { return nil }
             changes += items
             cursor = next

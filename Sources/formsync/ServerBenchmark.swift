@@ -10,6 +10,10 @@ import Synchronization
 #endif
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// `formsync bench server`: durable writes per second the reference server takes over loopback
@@ -147,7 +151,15 @@ enum ServerBenchmark {
 
         /// A socket connected to 127.0.0.1:`port`.
         static func connectLoopback(port: UInt16) throws -> Int32 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            #if canImport(Glibc)
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            #else
+                let fd = socket(AF_INET, SOCK_STREAM, 0)
+            #endif
+            #if canImport(Darwin)
+                var noSignal: Int32 = 1
+                setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &noSignal, socklen_t(MemoryLayout<Int32>.size))
+            #endif
             guard fd >= 0 else { throw BenchmarkFailure(message: "socket: \(String(cString: strerror(errno)))") }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
@@ -168,7 +180,14 @@ enum ServerBenchmark {
         func send(_ request: [UInt8]) throws -> Int {
             var sent = 0
             while sent < request.count {
-                let n = request[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                #if canImport(Darwin)
+                    // Darwin has no MSG_NOSIGNAL: the socket is SO_NOSIGPIPE (connectLoopback).
+                    let n = request[sent...].withUnsafeBytes { Darwin.send(fd, $0.baseAddress, $0.count, 0) }
+                #elseif canImport(Glibc)
+                    let n = request[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                #else
+                    let n = request[sent...].withUnsafeBytes { Musl.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                #endif
                 guard n > 0 else { throw BenchmarkFailure(message: "send: \(String(cString: strerror(errno)))") }
                 sent += n
             }
