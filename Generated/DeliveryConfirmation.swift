@@ -166,7 +166,7 @@ public struct DeliveryConfirmation: FormPayload, JSONWritable, JSONReadable {
         validator.length(recipientName, min: nil, max: 120, at: JSONPointer.appending(pointer(), "recipient_name"))
         validator.length(note, min: nil, max: 500, at: JSONPointer.appending(pointer(), "note"))
         validator.count(proofPhotos.count, min: 1, max: 4, at: JSONPointer.appending(pointer(), "proof_photos"))
-        for (index, file) in proofPhotos.enumerated() { validator.file(file, maxBytes: 8388608, contentTypes: ["image/jpeg", "image/heic"], at: JSONPointer.appending(JSONPointer.appending(pointer(), "proof_photos"), index)) }
+        for (index, file) in proofPhotos.enumerated() { validator.file(file, maxBytes: 8388608, contentTypes: ["image/jpeg", "image/heic"], defers: true, at: JSONPointer.appending(JSONPointer.appending(pointer(), "proof_photos"), index)) }
         if outcome == DeliveryConfirmation.Outcome.delivered { validator.require(signature, at: JSONPointer.appending(pointer(), "signature")) }
         validator.file(signature, maxBytes: 524288, contentTypes: ["image/png"], at: JSONPointer.appending(pointer(), "signature"))
     }

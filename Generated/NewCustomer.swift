@@ -172,7 +172,7 @@ public struct NewCustomer: FormPayload, JSONWritable, JSONReadable {
         validator.pattern(email, "[^@ ]+@[^@ ]+\\.[a-z]{2,}", at: JSONPointer.appending(pointer(), "email"))
         validator.require(segment, at: JSONPointer.appending(pointer(), "segment"))
         validator.geopoint(shopLocation, at: JSONPointer.appending(pointer(), "shop_location"))
-        validator.file(shopFront, maxBytes: 8388608, contentTypes: ["image/jpeg"], at: JSONPointer.appending(pointer(), "shop_front"))
+        validator.file(shopFront, maxBytes: 8388608, contentTypes: ["image/jpeg"], defers: true, at: JSONPointer.appending(pointer(), "shop_front"))
         validator.reference(referredBy, at: JSONPointer.appending(pointer(), "referred_by"))
     }
 

@@ -270,7 +270,7 @@ public struct SiteInspection: FormPayload, JSONWritable, JSONReadable {
             validator.length(title, min: 3, max: 80, at: JSONPointer.appending(pointer(), "title"))
             validator.require(severity, at: JSONPointer.appending(pointer(), "severity"))
             validator.count(photos.count, min: nil, max: 6, at: JSONPointer.appending(pointer(), "photos"))
-            for (index, file) in photos.enumerated() { validator.file(file, maxBytes: 8388608, contentTypes: ["image/*"], at: JSONPointer.appending(JSONPointer.appending(pointer(), "photos"), index)) }
+            for (index, file) in photos.enumerated() { validator.file(file, maxBytes: 8388608, contentTypes: ["image/*"], defers: true, at: JSONPointer.appending(JSONPointer.appending(pointer(), "photos"), index)) }
             if followUpNeeded == true { validator.require(followUpBy, at: JSONPointer.appending(pointer(), "follow_up_by")) }
             for (index, item) in measurements.enumerated() { item.validate(at: JSONPointer.appending(JSONPointer.appending(pointer(), "measurements"), index), into: &validator) }
         }
@@ -524,8 +524,8 @@ public struct SiteInspection: FormPayload, JSONWritable, JSONReadable {
         validator.count(hazards.count, min: 1, max: 4, at: JSONPointer.appending(pointer(), "hazards"))
         validator.unique(hazards, at: JSONPointer.appending(pointer(), "hazards"))
         validator.range(temperatureCelsius, min: Decimal(sign: .minus, exponent: -1, significand: Decimal(400)), max: Decimal(sign: .plus, exponent: -1, significand: Decimal(605)), at: JSONPointer.appending(pointer(), "temperature_celsius"))
-        validator.file(audioNote, maxBytes: 20971520, contentTypes: ["audio/*"], at: JSONPointer.appending(pointer(), "audio_note"))
-        validator.file(walkthroughVideo, maxBytes: 209715200, contentTypes: ["video/mp4"], at: JSONPointer.appending(pointer(), "walkthrough_video"))
+        validator.file(audioNote, maxBytes: 20971520, contentTypes: ["audio/*"], defers: true, at: JSONPointer.appending(pointer(), "audio_note"))
+        validator.file(walkthroughVideo, maxBytes: 209715200, contentTypes: ["video/mp4"], defers: true, at: JSONPointer.appending(pointer(), "walkthrough_video"))
         validator.count(findings.count, min: nil, max: 50, at: JSONPointer.appending(pointer(), "findings"))
         for (index, item) in findings.enumerated() { item.validate(at: JSONPointer.appending(JSONPointer.appending(pointer(), "findings"), index), into: &validator) }
         validator.file(reportFile, maxBytes: 10485760, contentTypes: ["application/pdf"], at: JSONPointer.appending(pointer(), "report_file"))

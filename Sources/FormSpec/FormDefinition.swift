@@ -162,6 +162,14 @@ public struct FileRule: Sendable, Equatable {
     public var maxBytes: Int64?
     /// Accepted media types (`image/jpeg`, `image/*`); empty means any.
     public var contentTypes: [String]
+    /// Whether the field's files may reach the server after the submission that holds them
+    /// (`defer:`; on by default for photos, audio and video, off for signatures and files).
+    public var defers: Bool
+
+    /// Whether a field of `kind` defers its files when the spec does not say.
+    public static func defersByDefault(_ kind: FileKind) -> Bool {
+        kind == .photo || kind == .audio || kind == .video
+    }
 }
 
 /// A repeat group: a list of items, each with its own fields.

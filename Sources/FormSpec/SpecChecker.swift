@@ -50,7 +50,7 @@ struct SpecChecker {
         "photo": fileKeys, "signature": fileKeys, "audio": fileKeys, "video": fileKeys, "file": fileKeys,
         "list": ["fields", "item", "min_count", "max_count"],
     ]
-    static let fileKeys = ["min_count", "max_count", "max_bytes", "content_types"]
+    static let fileKeys = ["min_count", "max_count", "max_bytes", "content_types", "defer"]
     static let typeNames = [
         "text", "integer", "decimal", "boolean", "date", "time", "datetime", "choice", "multi_choice",
         "money", "geopoint", "reference", "photo", "signature", "audio", "video", "file", "list",
@@ -682,7 +682,10 @@ struct SpecChecker {
                 }.map(\.value)
             }
             let multiple = keys["min_count"] != nil || keys["max_count"] != nil
-            kind = .file(FileKind(rawValue: type)!, FileRule(multiple: multiple, count: count, maxBytes: maxBytes, contentTypes: contentTypes))
+            let fileKind = FileKind(rawValue: type)!
+            var defers = FileRule.defersByDefault(fileKind)
+            if let node = keys["defer"]?.value, let value = bool(node, "defer") { defers = value }
+            kind = .file(fileKind, FileRule(multiple: multiple, count: count, maxBytes: maxBytes, contentTypes: contentTypes, defers: defers))
         case "list":
             guard let node = keys["fields"]?.value else {
                 error(key.location, "list field '\(display)' needs 'fields': the fields of each item")

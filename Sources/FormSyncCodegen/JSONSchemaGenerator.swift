@@ -67,14 +67,18 @@ public enum JSONSchemaGenerator {
             ("additionalProperties", .bool(false)),
         ])),
         ("FileRef", .object([
-            ("description", .string("A file: a negative placeholder id before upload, the server's positive id after.")),
+            ("description", .string("A file: the server's positive id once its bytes are stored, or, for a file that goes after the submission, its digest, size and media type (pending).")),
             ("type", .string("object")),
             ("properties", .object([
                 ("id", .object([("type", .string("integer")), ("not", .object([("const", .integer(0))]))])),
                 ("byte_count", .object([("type", .string("integer")), ("minimum", .integer(0))])),
                 ("content_type", .object([("type", .string("string"))])),
+                ("digest", .object([("type", .string("string")), ("pattern", .string("^sha-256=:[A-Za-z0-9+/]{43}=:$"))])),
             ])),
-            ("required", .array([.string("id")])),
+            ("oneOf", .array([
+                .object([("required", .array([.string("id")]))]),
+                .object([("required", .array([.string("digest"), .string("byte_count"), .string("content_type")])), ("not", .object([("required", .array([.string("id")]))]))]),
+            ])),
             ("additionalProperties", .bool(false)),
         ])),
         ("GeoPoint", .object([

@@ -61,7 +61,8 @@ public enum SpecInterpreter {
                         : merge.field(pointer, base: bv, local: lv, server: sv, policy: FormSyncModel.ConflictPolicy(rawValue: field.conflict.rawValue) ?? .merge)
                 }
                 return (try merged.encoded(), merge.conflicts)
-            })
+            },
+            mapFiles: { json, transform in try mapFiles(try read(json), transform).encoded() })
     }
 
     /// The registry entry of one record type.
@@ -152,10 +153,10 @@ public enum SpecInterpreter {
                     if case .files(let list)? = value { files = list }
                     if rule.count.min != nil || rule.count.max != nil { validator.count(files.count, min: rule.count.min, max: rule.count.max, at: p) }
                     for (index, file) in files.enumerated() {
-                        validator.file(file, maxBytes: rule.maxBytes, contentTypes: rule.contentTypes, at: JSONPointer.appending(p, index))
+                        validator.file(file, maxBytes: rule.maxBytes, contentTypes: rule.contentTypes, defers: rule.defers, at: JSONPointer.appending(p, index))
                     }
                 } else if case .file(let file)? = value {
-                    validator.file(file, maxBytes: rule.maxBytes, contentTypes: rule.contentTypes, at: p)
+                    validator.file(file, maxBytes: rule.maxBytes, contentTypes: rule.contentTypes, defers: rule.defers, at: p)
                 }
             case .list(let list):
                 var items: [InterpretedObject] = []
@@ -201,6 +202,20 @@ public enum SpecInterpreter {
             case .file(let file): copy.values[name] = .file(file.remapped(ids))
             case .files(let files): copy.values[name] = .files(files.map { $0.remapped(ids) })
             case .list(let items): copy.values[name] = .list(items.map { remap($0, ids) })
+            default: break
+            }
+        }
+        return copy
+    }
+
+    /// The generated `mappingFiles`: every file reference, at any depth, through `transform`.
+    static func mapFiles(_ object: InterpretedObject, _ transform: (FileRef) -> FileRef) -> InterpretedObject {
+        var copy = object
+        for (name, value) in object.values {
+            switch value {
+            case .file(let file): copy.values[name] = .file(transform(file))
+            case .files(let files): copy.values[name] = .files(files.map(transform))
+            case .list(let items): copy.values[name] = .list(items.map { mapFiles($0, transform) })
             default: break
             }
         }

@@ -89,8 +89,10 @@ public struct FieldValidator: Sendable {
         if Set(values).count != values.count { fail(pointer(), "unique", "Each option may be chosen only once.") }
     }
 
-    /// A file's size and media type, when the reference carries them.
-    public mutating func file(_ ref: FileRef?, maxBytes: Int64?, contentTypes: [String], at pointer: @autoclosure () -> String) {
+    /// A file's size and media type, when the reference carries them; a pending file (named by
+    /// its digest, before its bytes reach the server) must carry all three. `defers`: the
+    /// field's files may go after the submission (`defer:` in the spec).
+    public mutating func file(_ ref: FileRef?, maxBytes: Int64?, contentTypes: [String], defers: Bool = false, at pointer: @autoclosure () -> String) {
         guard let ref else { return }
         if let maxBytes, let size = ref.byteCount, size > maxBytes {
             fail(pointer(), "max_bytes", "The file is \(size) bytes; the limit is \(maxBytes).")
@@ -100,7 +102,16 @@ public struct FieldValidator: Sendable {
         {
             fail(pointer(), "content_type", "Files of type \(type) are not accepted here.")
         }
-        if ref.id == 0 { fail(pointer(), "invalid", "The file reference is empty.") }
+        if let size = ref.byteCount, size < 0 { fail(pointer(), "invalid", "A file's size cannot be negative.") }
+        if let digest = ref.digest {
+            if FileRef.sha256(of: digest) == nil { fail(pointer(), "invalid", "The digest must be sha-256=:<base64>: of 32 bytes.") }
+            if ref.id == 0 && (ref.byteCount == nil || ref.contentType == nil) {
+                fail(pointer(), "invalid", "A pending file needs its byte_count and content_type.")
+            }
+        } else if ref.id == 0 {
+            fail(pointer(), "invalid", "The file reference is empty.")
+        }
+        if let uses = Self.fileUses { uses.add(FileUse(pointer: pointer(), ref: ref, maxBytes: maxBytes, contentTypes: contentTypes, defers: defers)) }
     }
 
     /// A reference must hold a real or placeholder id, never 0.

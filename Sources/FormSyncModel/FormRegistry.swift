@@ -16,6 +16,9 @@ public struct FormRegistry: Sendable {
         package let placeholders: @Sendable (Data) throws -> [Int64]
         package let remap: @Sendable (Data, [Int64: Int64]) throws -> (payload: Data, endpoint: String)
         package let merge: @Sendable (Data, Data, Data) throws -> (merged: Data, conflicts: [FieldConflict])
+        /// The payload with every file reference passed through the transform (the outbox names
+        /// a deferred file by its digest with it); nil leaves files as they are.
+        package let mapFiles: (@Sendable (Data, (FileRef) -> FileRef) throws -> Data)?
         /// `admit` from one decoding (generated forms); nil composes the closures above.
         let admitting: (@Sendable (Data) throws -> Admission)?
 
@@ -24,9 +27,11 @@ public struct FormRegistry: Sendable {
             decodeAndValidate: @escaping @Sendable (Data) throws -> [FieldError], placeholders: @escaping @Sendable (Data) throws -> [Int64],
             remap: @escaping @Sendable (Data, [Int64: Int64]) throws -> (payload: Data, endpoint: String),
             merge: @escaping @Sendable (Data, Data, Data) throws -> (merged: Data, conflicts: [FieldConflict]),
+            mapFiles: (@Sendable (Data, (FileRef) -> FileRef) throws -> Data)? = nil,
             admitting: (@Sendable (Data) throws -> Admission)? = nil
         ) {
             self.admitting = admitting
+            self.mapFiles = mapFiles
             self.name = name
             self.version = version
             self.recordAction = recordAction
@@ -45,6 +50,12 @@ public struct FormRegistry: Sendable {
         /// Decodes and validates; a payload that does not decode yields one error per decoding problem.
         public func validate(_ json: Data) -> [FieldError] {
             FieldError.validating { try decodeAndValidate(json) }
+        }
+
+        /// The file references `json` holds, with their pointers and their fields' rules (none
+        /// when it does not decode).
+        package func fileUses(_ json: Data) -> [FileUse] {
+            FileUse.gathering { FieldError.validating { try decodeAndValidate(json) } }.files
         }
 
         /// What a server checks before it accepts a submission, in this order: the field
@@ -130,6 +141,7 @@ public struct FormRegistry: Sendable {
                 let result = P.merge(base: try decode(base), local: try decode(local), server: try decode(server))
                 return (try encode(result.merged), result.conflicts)
             },
+            mapFiles: { data, transform in try encode(try decode(data).mappingFiles(transform)) },
             admitting: { data in
                 let value: P
                 do {

@@ -107,11 +107,13 @@ extension Money: JSONReadable {
 }
 
 extension FileRef: JSONReadable {
-    /// Reads `{"byte_count": …, "content_type": …, "id": …}`.
+    /// Reads `{"byte_count": …, "content_type": …, "id": …}`, or a pending file's
+    /// `{"byte_count": …, "content_type": …, "digest": …}`.
     public init(json input: inout JSONInput) throws {
         var id: Int64?
         var byteCount: Int64?
         var contentType: String?
+        var digest: String?
         var seen: UInt64 = 0
         try input.readObject { key, input in
             switch key {
@@ -124,11 +126,14 @@ extension FileRef: JSONReadable {
             case "content_type":
                 try JSONInput.claim(&seen, 2)
                 contentType = try input.optional()
+            case "digest":
+                try JSONInput.claim(&seen, 3)
+                digest = try input.optional()
             default: throw JSONInput.Declined()
             }
         }
-        guard let id else { throw JSONInput.Declined() }
-        self.init(id: id, byteCount: byteCount, contentType: contentType)
+        guard let id = id ?? (digest != nil ? 0 : nil) else { throw JSONInput.Declined() }
+        self.init(id: id, byteCount: byteCount, contentType: contentType, digest: digest)
     }
 }
 

@@ -87,12 +87,14 @@ extension GeoPoint: JSONWritable {
 }
 
 extension FileRef: JSONWritable {
-    /// Writes `{"byte_count":…,"content_type":…,"id":…}`, without the parts not yet known.
+    /// Writes `{"byte_count":…,"content_type":…,"id":…}`, without the parts not yet known (a
+    /// pending file: its `digest` and no id).
     public func writeJSON(to output: inout JSONOutput) throws {
         output.beginObject()
         try output.member("byte_count", byteCount)
         try output.member("content_type", contentType)
-        try output.member("id", id)
+        try output.member("digest", digest)
+        if !isPending { try output.member("id", id) }
         output.endObject()
     }
 }
