@@ -80,6 +80,9 @@ public final class HTTPServer: @unchecked Sendable {
 
     private let handler: DeferredHandler
     private let preflight: @Sendable (HTTPRequest) -> Preflight
+    /// Bytes per second the server reads from all its connections together (0: no limit), as a
+    /// slow link would carry them: a test's or the demo's 2G uplink (`FaultPlan.bandwidth`).
+    private let receiveRate: @Sendable () -> Int
     private let limits: Limits
     private let lock = NSLock()
     private var stopped = false
@@ -104,8 +107,12 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// A server whose handler replies when it is ready; a worker is free for the next request
     /// as soon as the handler returns.
-    package init(limits: Limits = Limits(), preflight: (@Sendable (HTTPRequest) -> Preflight)? = nil, deferred handler: @escaping DeferredHandler) {
+    package init(
+        limits: Limits = Limits(), preflight: (@Sendable (HTTPRequest) -> Preflight)? = nil, receiveRate: @escaping @Sendable () -> Int = { 0 },
+        deferred handler: @escaping DeferredHandler
+    ) {
         self.limits = limits
+        self.receiveRate = receiveRate
         let defaultLimit = limits.maxBodyBytes
         self.preflight = preflight ?? { _ in .read(maxBodyBytes: defaultLimit) }
         self.handler = handler
@@ -244,6 +251,10 @@ public final class HTTPServer: @unchecked Sendable {
         var acceptPausedUntil = 0.0
         let parserLimits = HTTPRequestParser.Limits(maxHeaderBytes: limits.maxHeaderBytes, maxHeaderCount: limits.maxHeaderCount)
         var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+        // The link's token bucket: bytes it may read now, refilled at `receiveRate()` per second
+        // up to a quarter second's worth.
+        var allowance = 0.0
+        var refilledAt = Self.now()
 
         func closeConnection(_ connection: Connection) {
             connections[connection.fd] = nil
@@ -395,7 +406,10 @@ public final class HTTPServer: @unchecked Sendable {
         }
 
         func read(_ connection: Connection, now: Double) {
-            let n = readBuffer.withUnsafeMutableBytes { recv(connection.fd, $0.baseAddress, $0.count, 0) }
+            let rate = receiveRate()
+            let budget = rate > 0 ? min(readBuffer.count, Int(allowance)) : readBuffer.count
+            guard budget > 0 else { return }
+            let n = readBuffer.withUnsafeMutableBytes { recv(connection.fd, $0.baseAddress, budget, 0) }
             if n < 0 {
                 if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
                 closeConnection(connection)
@@ -411,6 +425,11 @@ public final class HTTPServer: @unchecked Sendable {
                 return
             }
             touch(connection, now: now)
+            if rate > 0 {
+                allowance -= Double(n)
+                // The limit slows the body down on purpose: it is timed from its last bytes.
+                if connection.parser.isMidRequest { connection.deadline = max(connection.deadline, now + limits.headTimeout) }
+            }
             if !connection.parser.isMidRequest { connection.deadline = now + limits.headTimeout }
             readBuffer.withUnsafeBytes { connection.parser.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             advance(connection, now: now)
@@ -418,11 +437,22 @@ public final class HTTPServer: @unchecked Sendable {
 
         while !lock.withLock({ stopped }) {
             let now = Self.now()
+            let rate = receiveRate()
+            if rate > 0 {
+                allowance = min(Double(rate) / 4, allowance + (now - refilledAt) * Double(rate))
+            }
+            refilledAt = now
+            // With the link's allowance spent, no connection is read until it refills.
+            let throttled = rate > 0 && allowance < 1
             var fds: [pollfd] = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
             if now >= acceptPausedUntil { fds.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0)) }
-            var earliest = now + 1
+            var earliest = throttled ? now + min(0.25, max(0.005, (1 - allowance) / Double(rate))) : now + 1
             // A connection whose request is with a worker is not watched until the reply is ready.
             for connection in connections.values where !connection.processing {
+                if throttled && connection.output.isEmpty {
+                    connection.deadline = max(connection.deadline, now + limits.headTimeout)
+                    continue
+                }
                 let events = connection.output.isEmpty ? Int16(POLLIN) : Int16(POLLOUT)
                 fds.append(pollfd(fd: connection.fd, events: events, revents: 0))
                 earliest = min(earliest, connection.deadline)

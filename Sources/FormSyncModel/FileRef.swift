@@ -45,7 +45,7 @@ public struct FileRef: Codable, Sendable, Hashable {
 
     /// The 32 bytes a `sha-256=:<base64>:` digest names; nil for anything else.
     public static func sha256(of digest: String) -> Data? {
-        guard digest.utf8.count == 55, digest.hasPrefix("sha-256=:"), digest.hasSuffix(":"),
+        guard digest.utf8.count == 54, digest.hasPrefix("sha-256=:"), digest.hasSuffix(":"),
             let bytes = Data(base64Encoded: String(digest.dropFirst(9).dropLast())), bytes.count == 32
         else { return nil }
         return bytes

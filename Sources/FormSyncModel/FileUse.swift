@@ -29,12 +29,12 @@ package struct FileUse: Sendable, Equatable {
         return contentTypes.contains { MediaSignature.matches(detected, accepted: $0) }
     }
 
-    /// Runs `validate` (a payload's `validate()`) and returns its errors with every file
-    /// reference its rules met, in the order they ran.
-    package static func gathering(_ validate: () throws -> [FieldError]) rethrows -> (errors: [FieldError], files: [FileUse]) {
+    /// Runs `body` (which runs a payload's `validate()`) and returns its result with every file
+    /// reference the validation met, in the order its rules ran.
+    package static func gathering<T>(_ body: () throws -> T) rethrows -> (T, [FileUse]) {
         let collector = Collector()
-        let errors = try FieldValidator.$fileUses.withValue(collector) { try validate() }
-        return (errors, collector.uses)
+        let result = try FieldValidator.$fileUses.withValue(collector) { try body() }
+        return (result, collector.uses)
     }
 
     /// Where `FieldValidator.file` reports the references it checks, while someone listens.

@@ -55,7 +55,7 @@ public struct FormRegistry: Sendable {
         /// The file references `json` holds, with their pointers and their fields' rules (none
         /// when it does not decode).
         package func fileUses(_ json: Data) -> [FileUse] {
-            FileUse.gathering { FieldError.validating { try decodeAndValidate(json) } }.files
+            FileUse.gathering { FieldError.validating { try decodeAndValidate(json) } }.1
         }
 
         /// What a server checks before it accepts a submission, in this order: the field

@@ -63,7 +63,8 @@ public enum MediaSignature {
         return detected == accepted
     }
 
-    static func canonical(_ type: String) -> String {
+    /// `type` lower case, without parameters, with common aliases read as their registered name.
+    package static func canonical(_ type: String) -> String {
         let bare = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
         switch bare {
         case "image/jpg", "image/pjpeg": return "image/jpeg"
@@ -72,5 +73,59 @@ public enum MediaSignature {
         case "audio/x-aac": return "audio/aac"
         default: return bare
         }
+    }
+
+    /// Why a file whose bytes say `detected` (nil: not recognised) cannot stand as `declared` in
+    /// a field accepting `accepted` (empty: any); nil when it can. Bytes of a type this reading
+    /// knows must be what the app declared and what the field accepts; bytes it does not know
+    /// are refused only where every type in question is one it knows (a "JPEG" that is not one),
+    /// so that a field accepting `text/csv` still takes a CSV file.
+    package static func problem(detected: String?, declared: String?, accepted: [String]) -> String? {
+        guard let detected else {
+            if let declared, signature(of: declared) != nil { return "The file's bytes are not \(canonical(declared))." }
+            if declared == nil, !accepted.isEmpty, accepted.allSatisfy({ signature(of: $0) != nil }) {
+                return "The file's bytes are not \(accepted.joined(separator: " or "))."
+            }
+            return nil
+        }
+        if let declared, !matches(detected, accepted: declared) { return "The file's bytes are \(detected), not \(canonical(declared))." }
+        if !accepted.isEmpty, !accepted.contains(where: { matches(detected, accepted: $0) }) {
+            return "The file's bytes are \(detected); this field accepts \(accepted.joined(separator: ", "))."
+        }
+        return nil
+    }
+
+    /// The first bytes of a file of `type` (at least what `mediaType(of:)` reads as it), for
+    /// sample files: test data, the demo and the conformance suite; nil for a type not recognised.
+    package static func signature(of type: String) -> [UInt8]? {
+        func iso(_ brand: String) -> [UInt8] { [0, 0, 0, 0x18] + Array("ftyp".utf8) + Array(brand.utf8) + [0, 0, 0, 0] }
+        switch canonical(type) {
+        case "image/jpeg": return [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10] + Array("JFIF".utf8) + [0]
+        case "image/png": return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        case "application/pdf": return Array("%PDF-1.7\n".utf8)
+        case "audio/wav": return Array("RIFF".utf8) + [0, 0, 0, 0] + Array("WAVE".utf8)
+        case "audio/aac": return [0xFF, 0xF1, 0x50, 0x80]
+        case "image/heic": return iso("heic")
+        case "image/heif": return iso("mif1")
+        case "audio/mp4": return iso("M4A ")
+        case "video/quicktime": return iso("qt  ")
+        case "video/3gpp": return iso("3gp5")
+        case "video/mp4": return iso("isom")
+        default: return nil
+        }
+    }
+
+    /// `data` with its first bytes made the signature of the type a file named `name` has by its
+    /// extension (`.jpg`, `.png`, `.heic`, `.pdf`, `.mp4`, `.mov`, `.m4a`, `.wav`, `.aac`);
+    /// unchanged for any other name or data too short to hold it.
+    package static func stamped(_ data: Data, asFileNamed name: String) -> Data {
+        let types = ["jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "heic": "image/heic", "pdf": "application/pdf", "mp4": "video/mp4",
+                     "mov": "video/quicktime", "m4a": "audio/mp4", "wav": "audio/wav", "aac": "audio/aac"]
+        guard let dot = name.lastIndex(of: "."), let type = types[name[name.index(after: dot)...].lowercased()],
+            let signature = signature(of: type), data.count >= signature.count
+        else { return data }
+        var copy = data
+        copy.replaceSubrange(copy.startIndex..<copy.startIndex + signature.count, with: signature)
+        return copy
     }
 }

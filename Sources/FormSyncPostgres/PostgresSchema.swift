@@ -117,6 +117,27 @@ enum PostgresSchema {
             CREATE INDEX changes_feed ON changes (workspace, seq) WHERE seq IS NOT NULL;
             CREATE INDEX changes_unsequenced ON changes (id) WHERE seq IS NULL;
             """),
+        // Files stored before this version have no signature reading (NULL: not checked).
+        Migration(version: 2, name: "pending files and media types", sql: """
+            ALTER TABLE files ADD COLUMN media_type TEXT;
+            CREATE INDEX files_digest ON files (workspace, digest);
+            CREATE TABLE pending_files (
+                document_id TEXT NOT NULL,
+                pointer TEXT NOT NULL,
+                workspace TEXT NOT NULL,
+                principal TEXT NOT NULL,
+                digest BYTEA NOT NULL,
+                byte_count BIGINT NOT NULL,
+                content_type TEXT NOT NULL,
+                accepted TEXT NOT NULL,
+                record_type TEXT,
+                record_id BIGINT,
+                created_at BIGINT NOT NULL,
+                PRIMARY KEY (document_id, pointer)
+            );
+            CREATE INDEX pending_files_digest ON pending_files (workspace, digest);
+            CREATE INDEX pending_files_age ON pending_files (workspace, created_at);
+            """),
     ]
 
     static var latest: Int { migrations.last?.version ?? 0 }

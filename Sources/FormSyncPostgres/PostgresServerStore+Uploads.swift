@@ -97,7 +97,7 @@ extension PostgresServerStore {
         }
     }
 
-    package func completeUpload(_ upload: StoredUpload, digest: Data, principal: String, at now: Int64) throws -> Int64 {
+    package func completeUpload(_ upload: StoredUpload, digest: Data, mediaType: String, principal: String, at now: Int64) throws -> Int64 {
         try transaction {
             if try query("SELECT 1 FROM blobs WHERE digest = $1 LIMIT 1", [.bytes(digest)]).count == 0 {
                 try query("INSERT INTO blobs (digest, start, bytes) SELECT $2, start, bytes FROM upload_parts WHERE upload_id = $1 ON CONFLICT DO NOTHING",
@@ -105,10 +105,16 @@ extension PostgresServerStore {
             }
             try query("DELETE FROM upload_parts WHERE upload_id = $1", [.text(upload.uploadID)])
             let id = try insertFile(upload.documentID, workspace: upload.workspace, principal: principal, digest: digest, contentType: upload.contentType,
-                                    byteCount: upload.length, at: now)
+                                    mediaType: mediaType, byteCount: upload.length, at: now)
             try query("UPDATE uploads SET file_id = $2 WHERE upload_id = $1", [.text(upload.uploadID), .integer(id)])
             return id
         }
+    }
+
+    package func uploadPrefix(_ uploadID: String) throws -> Data {
+        let rows = try query("SELECT substring(bytes FROM 1 FOR $2::INTEGER) FROM upload_parts WHERE upload_id = $1 AND start = 0",
+                             [.text(uploadID), .integer(Int64(MediaSignature.prefixLength))])
+        return rows.count == 1 ? rows.bytes(0, 0) ?? Data() : Data()
     }
 
     package func unfinishedUploads(principal: String, workspace: String) throws -> (count: Int64, bytes: Int64, workspaceBytes: Int64) {

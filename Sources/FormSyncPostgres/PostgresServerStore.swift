@@ -203,11 +203,11 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         return Self.document(rows, 0)
     }
 
-    package func updateDocument(_ documentID: String, payload: Data, at now: Int64) throws -> SyncServer.Document {
+    package func updateDocument(_ documentID: String, payload: Data, countingWrite: Bool, at now: Int64) throws -> SyncServer.Document {
         let rows = try query("""
-            UPDATE documents SET payload = $2, version = version + 1, applied_writes = applied_writes + 1, updated_at = $3
+            UPDATE documents SET payload = $2, version = version + 1, applied_writes = applied_writes + $4, updated_at = $3
             WHERE document_id = $1 RETURNING \(Self.documentColumns)
-            """, [.text(documentID), .bytes(payload), .integer(now)])
+            """, [.text(documentID), .bytes(payload), .integer(now), .integer(countingWrite ? 1 : 0)])
         guard rows.count == 1 else { throw PostgresError(sqlState: "02000", message: "document \(documentID) is gone", statement: "UPDATE documents") }
         return Self.document(rows, 0)
     }
@@ -217,7 +217,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     /// Files are kept in chunks of this size (a row stays well under PostgreSQL's 1 GB limit).
     static let chunkBytes = 1 << 20
 
-    package func storeFile(_ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, at now: Int64) throws
+    package func storeFile(_ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, mediaType: String, at now: Int64) throws
         -> (id: Int64, created: Bool, sameBytes: Bool)
     {
         if let existing = try file(document: documentID) {
@@ -232,14 +232,15 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
                 start = end
             } while start < bytes.count
         }
-        let id = try insertFile(documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, byteCount: Int64(bytes.count), at: now)
+        let id = try insertFile(documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, mediaType: mediaType,
+                                byteCount: Int64(bytes.count), at: now)
         return (id, true, true)
     }
 
-    func insertFile(_ documentID: String, workspace: String, principal: String, digest: Data, contentType: String?, byteCount: Int64, at now: Int64) throws -> Int64 {
+    func insertFile(_ documentID: String, workspace: String, principal: String, digest: Data, contentType: String?, mediaType: String, byteCount: Int64, at now: Int64) throws -> Int64 {
         try query("""
-            INSERT INTO files (document_id, workspace, principal, digest, content_type, byte_count, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
-            """, [.text(documentID), .text(workspace), .text(principal), .bytes(digest), contentType.map(PostgresValue.text) ?? .null, .integer(byteCount), .integer(now)]
+            INSERT INTO files (document_id, workspace, principal, digest, content_type, media_type, byte_count, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id
+            """, [.text(documentID), .text(workspace), .text(principal), .bytes(digest), contentType.map(PostgresValue.text) ?? .null, .text(mediaType), .integer(byteCount), .integer(now)]
         ).int(0, 0) ?? 0
     }
 

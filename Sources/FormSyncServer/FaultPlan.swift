@@ -40,6 +40,16 @@ public final class FaultPlan: Sendable {
 
     private let entries = Mutex<[Entry]>([])
     private let outageEnd = Mutex<Date?>(nil)
+    private let bytesPerSecond = Atomic<Int>(0)
+
+    /// Limits what the server reads from all its connections together to `bytesPerSecond`
+    /// (a slow uplink, such as 20 KB/s on 2G); 0 lifts the limit. Replies are not limited.
+    public func limitBandwidth(bytesPerSecond: Int) {
+        self.bytesPerSecond.store(max(0, min(bytesPerSecond, 1 << 40)), ordering: .relaxed)
+    }
+
+    /// The bandwidth limit in bytes per second (0: none).
+    public var bandwidth: Int { bytesPerSecond.load(ordering: .relaxed) }
 
     /// No server answers for `seconds` from now: every request, health checks included, has its
     /// connection closed before it is read into the protocol (nothing is processed).

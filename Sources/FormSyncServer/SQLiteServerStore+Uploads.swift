@@ -105,17 +105,21 @@ extension SQLiteServerStore {
         try transaction { try setUploadOffset(uploadID, 0, at: now) }
     }
 
-    func completeUpload(_ upload: StoredUpload, digest: Data, principal: String, at now: Int64) throws -> Int64 {
-        try transaction {
-            let id = try adoptFile(upload.documentID, workspace: upload.workspace, principal: principal, from: partPath(upload.uploadID), digest: digest,
-                                   byteCount: upload.length, contentType: upload.contentType, at: now)
-            try finishUpload(upload.uploadID, fileID: id)
-            return id
-        }
+    func completeUpload(_ upload: StoredUpload, digest: Data, mediaType: String, principal: String, at now: Int64) throws -> Int64 {
+        let id = try adoptFile(upload.documentID, workspace: upload.workspace, principal: principal, from: partPath(upload.uploadID), digest: digest,
+                               byteCount: upload.length, contentType: upload.contentType, mediaType: mediaType, at: now)
+        try finishUpload(upload.uploadID, fileID: id)
+        return id
     }
 
     func finishUpload(_ id: String, fileID: Int64) throws {
         try db.run("UPDATE uploads SET file_id = ? WHERE upload_id = ?", [.integer(fileID), .text(id)])
+    }
+
+    func uploadPrefix(_ uploadID: String) throws -> Data {
+        guard let handle = FileHandle(forReadingAtPath: partPath(uploadID)) else { return Data() }
+        defer { try? handle.close() }
+        return try handle.read(upToCount: MediaSignature.prefixLength) ?? Data()
     }
 
     var uploadsDirectory: String { (filesDirectory as NSString).appendingPathComponent("uploads") }
@@ -125,13 +129,13 @@ extension SQLiteServerStore {
     }
 
     /// Makes the finished upload's bytes a stored file of `documentID` (moved, not copied).
-    func adoptFile(_ documentID: String, workspace: String, principal: String, from path: String, digest: Data, byteCount: Int64, contentType: String?, at now: Int64) throws -> Int64 {
+    func adoptFile(_ documentID: String, workspace: String, principal: String, from path: String, digest: Data, byteCount: Int64, contentType: String?, mediaType: String, at now: Int64) throws -> Int64 {
         let target = blobPath(digest)
         if FileManager.default.fileExists(atPath: target) {
             try? FileManager.default.removeItem(atPath: path)
         } else {
             try durableFiles.move(path, to: target)
         }
-        return try insertFile(documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, byteCount: byteCount, at: now)
+        return try insertFile(documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, mediaType: mediaType, byteCount: byteCount, at: now)
     }
 }

@@ -57,6 +57,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         recordsMigration,
         uploadsMigration,
         grantsMigration,
+        pendingFilesMigration,
     ])
 
     /// The mode of every folder the server creates: its owner's alone.
@@ -333,17 +334,17 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         return document(documentID)!
     }
 
-    func updateDocument(_ documentID: String, payload: Data, at now: Int64) throws -> SyncServer.Document {
+    func updateDocument(_ documentID: String, payload: Data, countingWrite: Bool, at now: Int64) throws -> SyncServer.Document {
         try db.run("""
-            UPDATE documents SET payload = ?, version = version + 1, applied_writes = applied_writes + 1, updated_at = ?
+            UPDATE documents SET payload = ?, version = version + 1, applied_writes = applied_writes + ?, updated_at = ?
             WHERE document_id = ?
-            """, [.blob(payload), .integer(now), .text(documentID)])
+            """, [.blob(payload), .integer(countingWrite ? 1 : 0), .integer(now), .text(documentID)])
         return document(documentID)!
     }
 
     // MARK: Files
 
-    func storeFile(_ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, at now: Int64) throws
+    func storeFile(_ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, mediaType: String, at now: Int64) throws
         -> (id: Int64, created: Bool, sameBytes: Bool)
     {
         if let existing = try file(document: documentID) {
@@ -353,12 +354,13 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         if !FileManager.default.fileExists(atPath: path) {
             try durableFiles.write(bytes, to: path)
         }
-        return (try insertFile(documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, byteCount: Int64(bytes.count), at: now), true, true)
+        return (try insertFile(documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, mediaType: mediaType,
+                               byteCount: Int64(bytes.count), at: now), true, true)
     }
 
-    func insertFile(_ documentID: String, workspace: String, principal: String, digest: Data, contentType: String?, byteCount: Int64, at now: Int64) throws -> Int64 {
-        try db.run("INSERT INTO files (document_id, workspace, principal, digest, content_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)", [
-            .text(documentID), .text(workspace), .text(principal), .blob(digest), contentType.map(SQLValue.text) ?? .null, .integer(byteCount), .integer(now),
+    func insertFile(_ documentID: String, workspace: String, principal: String, digest: Data, contentType: String?, mediaType: String, byteCount: Int64, at now: Int64) throws -> Int64 {
+        try db.run("INSERT INTO files (document_id, workspace, principal, digest, content_type, media_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+            .text(documentID), .text(workspace), .text(principal), .blob(digest), contentType.map(SQLValue.text) ?? .null, .text(mediaType), .integer(byteCount), .integer(now),
         ])
         return db.lastInsertRowID
     }

@@ -47,11 +47,32 @@ package protocol ServerStore: AnyObject, Sendable {
     func documents() -> [SyncServer.Document]
     func createDocument(_ documentID: String, form: String, formVersion: Int, workspace: String, principal: String, payload: Data, at now: Int64) throws
         -> SyncServer.Document
-    func updateDocument(_ documentID: String, payload: Data, at now: Int64) throws -> SyncServer.Document
+    /// A document's new payload (version + 1). `countingWrite`: a device's write applied (false
+    /// for the server's own change, such as a pending file completed).
+    func updateDocument(_ documentID: String, payload: Data, countingWrite: Bool, at now: Int64) throws -> SyncServer.Document
     /// Stores the bytes once per digest; the same file document is never stored twice. For a
     /// file document already held, `sameBytes` says whether these bytes are the ones it holds.
-    func storeFile(_ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, at now: Int64) throws
+    /// `mediaType`: what the bytes' signature says they are ("" when not recognised).
+    func storeFile(_ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, mediaType: String, at now: Int64) throws
         -> (id: Int64, created: Bool, sameBytes: Bool)
+    /// A stored file by its id, of any workspace.
+    func storedFile(id: Int64) throws -> StoredFile?
+    /// The first stored file of `workspace` with these bytes.
+    func storedFile(workspace: String, digest: Data) throws -> StoredFile?
+
+    // MARK: Pending files
+    /// Serialises, until the transaction ends, the writes that store or wait for these bytes in
+    /// `workspace` (on every node), so that a pending file and its upload never miss each other.
+    func lockFileDigest(workspace: String, digest: Data) throws
+    /// Makes `files` the pending files of `documentID` (replacing what it had).
+    func setPendingFiles(document documentID: String, _ files: [PendingFile]) throws
+    /// The pending files of `workspace` waiting for these bytes.
+    func pendingFiles(workspace: String, digest: Data) throws -> [PendingFile]
+    /// Forgets the pending files of `workspace` waiting for these bytes (they arrived).
+    func removePendingFiles(workspace: String, digest: Data) throws
+    /// Up to `limit` pending files of `workspace` (of one principal's documents, or all when
+    /// nil), oldest first.
+    func pendingFiles(workspace: String, principal: String?, limit: Int) throws -> [PendingFile]
     /// A stored file's id, digest and size, by its document id.
     func file(document documentID: String) throws -> (id: Int64, digest: Data, byteCount: Int64)?
     func fileIDs() -> [Int64]
@@ -103,7 +124,10 @@ package protocol ServerStore: AnyObject, Sendable {
     /// Throws the bytes away and starts the upload over at offset 0.
     func restartUpload(_ uploadID: String, at now: Int64) throws
     /// Makes a finished upload's bytes the stored file of its document; returns the file's id.
-    func completeUpload(_ upload: StoredUpload, digest: Data, principal: String, at now: Int64) throws -> Int64
+    /// Runs inside `transaction`.
+    func completeUpload(_ upload: StoredUpload, digest: Data, mediaType: String, principal: String, at now: Int64) throws -> Int64
+    /// The first bytes of an upload (at most `MediaSignature.prefixLength`), for its signature.
+    func uploadPrefix(_ uploadID: String) throws -> Data
     /// Unfinished uploads and the bytes they announced, of one principal and of one workspace.
     func unfinishedUploads(principal: String, workspace: String) throws -> (count: Int64, bytes: Int64, workspaceBytes: Int64)
     /// Removes up to `limit` unfinished uploads not appended to since `cutoff`; returns how many went.
@@ -188,6 +212,62 @@ package struct StoredUpload: Sendable {
         self.contentType = contentType
         self.fileID = fileID
         self.principal = principal
+    }
+}
+
+/// A stored file as admission checks it.
+package struct StoredFile: Sendable, Equatable {
+    package var id: Int64
+    package var workspace: String
+    package var digest: Data
+    package var byteCount: Int64
+    /// The media type the uploader declared.
+    package var contentType: String?
+    /// What the bytes' signature says ("" when not recognised; nil for a file stored before
+    /// the server read signatures).
+    package var mediaType: String?
+
+    package init(id: Int64, workspace: String, digest: Data, byteCount: Int64, contentType: String?, mediaType: String?) {
+        self.id = id
+        self.workspace = workspace
+        self.digest = digest
+        self.byteCount = byteCount
+        self.contentType = contentType
+        self.mediaType = mediaType
+    }
+}
+
+/// A file a document names by its digest before its bytes arrived (docs/PROTOCOL.md,
+/// "Deferred files"), with what its upload must match.
+package struct PendingFile: Sendable, Equatable {
+    package var documentID: String
+    /// Where the reference sits in the document's payload.
+    package var pointer: String
+    package var workspace: String
+    package var principal: String
+    package var digest: Data
+    package var byteCount: Int64
+    package var contentType: String
+    /// The field's accepted media types; empty accepts any.
+    package var accepted: [String]
+    /// The record the document wrote, whose copy of the reference completes with it.
+    package var recordType: String?
+    package var recordID: Int64?
+    package var since: Int64
+
+    package init(documentID: String, pointer: String, workspace: String, principal: String, digest: Data, byteCount: Int64, contentType: String,
+                 accepted: [String], recordType: String?, recordID: Int64?, since: Int64) {
+        self.documentID = documentID
+        self.pointer = pointer
+        self.workspace = workspace
+        self.principal = principal
+        self.digest = digest
+        self.byteCount = byteCount
+        self.contentType = contentType
+        self.accepted = accepted
+        self.recordType = recordType
+        self.recordID = recordID
+        self.since = since
     }
 }
 

@@ -71,6 +71,12 @@ extension SyncServer {
                     return .problem(429, "Too Many Requests", detail: "too many unfinished uploads (\(held.count), \(held.bytes) bytes announced); finish or let them expire first",
                                     code: "upload-quota", headers: [("Retry-After", "60")])
                 }
+                // Bytes that can never complete what a document announced are refused before they travel.
+                if let refusal = try store.transaction({
+                    try refusalByPendingFiles(workspace: caller.workspace, digest: digest, byteCount: length, contentType: request.header("content-type"), mediaType: nil)
+                }) {
+                    return refusal
+                }
                 let upload = StoredUpload(
                     uploadID: UUID().uuidString.lowercased(), documentID: documentID, workspace: caller.workspace, length: length, offset: 0,
                     digest: digest, contentType: request.header("content-type"), fileID: nil, principal: caller.principal)
@@ -158,8 +164,17 @@ extension SyncServer {
                     try store.restartUpload(upload.uploadID, at: now())
                     return .problem(400, "Bad Request", detail: "the uploaded bytes do not match Repr-Digest; the upload starts over", code: "digest-mismatch")
                 }
-                let fileID = try store.completeUpload(upload, digest: digest, principal: upload.principal ?? caller.principal, at: now())
-                return uploadDone(updated, fileID: fileID, status: 201)
+                let mediaType = MediaSignature.mediaType(of: try store.uploadPrefix(upload.uploadID)) ?? ""
+                return try store.transaction {
+                    if let refusal = try refusalByPendingFiles(workspace: upload.workspace, digest: digest, byteCount: upload.length, contentType: upload.contentType, mediaType: mediaType) {
+                        // The bytes are whole but not what a document announced: they are not kept.
+                        try store.restartUpload(upload.uploadID, at: now())
+                        return refusal
+                    }
+                    let fileID = try store.completeUpload(upload, digest: digest, mediaType: mediaType, principal: upload.principal ?? caller.principal, at: now())
+                    try completePendingFiles(workspace: upload.workspace, digest: digest, fileID: fileID)
+                    return uploadDone(updated, fileID: fileID, status: 201)
+                }
             }
         } catch {
             FileHandle.standardError.write(Data("formsync server: upload error: \(error)\n".utf8))

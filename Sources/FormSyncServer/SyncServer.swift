@@ -153,7 +153,9 @@ public final class SyncServer: @unchecked Sendable {
         var limits = HTTPServer.Limits()
         limits.workers = workers
         limits.maxConnections = maxConnections
-        let server = HTTPServer(limits: limits, preflight: { [self] head in preflight(head) }, deferred: { [self] request, reply in handle(request, reply: reply) })
+        let server = HTTPServer(
+            limits: limits, preflight: { [self] head in preflight(head) }, receiveRate: { [faults] in faults.bandwidth },
+            deferred: { [self] request, reply in handle(request, reply: reply) })
         self.port = try server.start(host: host, port: port)
         http = server
         return self.port
@@ -287,7 +289,10 @@ public final class SyncServer: @unchecked Sendable {
         }
         let fault = faults.next(for: route)
         let mark = store.durabilityMark()
-        let response = respond(request, route: route, fault: fault)
+        var answer = respond(request, route: route, fault: fault)
+        // What this server supports, on every reply of its own (a portal's page has none).
+        if fault != .captivePortal { answer?.headers.append(("FormSync-Features", Self.features.joined(separator: ", "))) }
+        let response = answer
         // Nothing is answered before what it saw or wrote is on disk: on SQLite one fsync covers
         // every request that committed meanwhile (group commit; see `SQLiteServerStore`).
         store.whenDurable(since: mark) { [self, entry] failure in
@@ -326,7 +331,11 @@ public final class SyncServer: @unchecked Sendable {
         if let refusal = misdirected(request) { return refusal }
         switch (request.method, request.path) {
         case ("GET", "/health"):
-            return .json(200, ["service": "formsync", "status": "ok", "protocol": 1])
+            return .json(200, ["service": "formsync", "status": "ok", "protocol": 1, "features": Self.features])
+        case ("GET", let path) where path.hasPrefix("/files/sha-256/"):
+            return fileLookup(request)
+        case ("GET", "/pending-files"):
+            return pendingFilesRoute(request)
         case ("POST", "/auth/refresh"):
             return refresh(request)
         case ("GET", "/changes"):
@@ -500,7 +509,7 @@ public final class SyncServer: @unchecked Sendable {
     enum CheckedSubmission {
         case refused(HTTPResponse)
         case failed(any Error)
-        case accepted(name: String, entry: FormRegistry.Entry, canonical: (payload: Data, endpoint: String))
+        case accepted(name: String, entry: FormRegistry.Entry, canonical: (payload: Data, endpoint: String), files: [FileUse])
     }
 
     /// The part of `submit` that depends on the request alone; runs outside the lock.
@@ -520,9 +529,10 @@ public final class SyncServer: @unchecked Sendable {
                             errors: [["pointer": "#", "code": "upgrade", "detail": "the payload could not be upgraded"]]))
         }
         let admission: FormRegistry.Entry.Admission
+        let files: [FileUse]
         do {
-            // One decoding for the rules, the placeholders and the canonical bytes.
-            admission = try entry.admit(body)
+            // One decoding for the rules, the placeholders, the canonical bytes and the files.
+            (admission, files) = try FileUse.gathering { try entry.admit(body) }
         } catch {
             return .failed(error)
         }
@@ -538,21 +548,46 @@ public final class SyncServer: @unchecked Sendable {
             guard endpoint == request.path else {
                 return .refused(.problem(404, "Not Found", detail: "the payload belongs at \(endpoint), not \(request.path)", code: "wrong-path"))
             }
-            return .accepted(name: name, entry: entry, canonical: (payload, endpoint))
+            return .accepted(name: name, entry: entry, canonical: (payload, endpoint), files: files)
         }
     }
 
-    /// Creates or edits a document. Runs inside the ledger's transaction.
+    /// Creates or edits a document, with its files checked against what is stored and its
+    /// pending files noted. Runs inside the ledger's transaction.
     private func submit(_ request: HTTPRequest, _ checked: CheckedSubmission, caller: Caller) throws -> HTTPResponse {
         let documentID = request.header("formsync-document")!
-        let (name, entry, canonical): (String, FormRegistry.Entry, (payload: Data, endpoint: String))
+        let (name, entry, files): (String, FormRegistry.Entry, [FileUse])
+        var canonical: (payload: Data, endpoint: String)
         switch checked {
         case .refused(let response): return response
         case .failed(let error): throw error
-        case .accepted(let n, let e, let c): (name, entry, canonical) = (n, e, c)
+        case .accepted(let n, let e, let c, let f): (name, entry, canonical, files) = (n, e, c, f)
         }
-        let workspace = caller.workspace
         if let refusal = boundElsewhere(documentID, form: name, caller: caller) { return refusal }
+        let pending: [FileUse]
+        switch try checkFiles(files, payload: canonical.payload, caller: caller) {
+        case .refused(let refusal): return refusal
+        case .checked(let payload, let waiting): (canonical.payload, pending) = (payload, waiting)
+        }
+        let response = try write(request, name: name, entry: entry, canonical: canonical, caller: caller)
+        if (200..<300).contains(response.status), store.document(documentID) != nil {
+            var record: (type: String, id: Int64)?
+            if let action = entry.recordAction {
+                if action.kind == .creates, let document = store.document(documentID) {
+                    record = (action.recordType, document.id)
+                } else if action.kind == .edits, let id = RecordProjection.editedID(form: canonical.payload, action: action) {
+                    record = (action.recordType, id)
+                }
+            }
+            try notePendingFiles(pending, documentID: documentID, caller: caller, record: record)
+        }
+        return response
+    }
+
+    /// `submit`'s write, once its files are checked.
+    private func write(_ request: HTTPRequest, name: String, entry: FormRegistry.Entry, canonical: (payload: Data, endpoint: String), caller: Caller) throws -> HTTPResponse {
+        let documentID = request.header("formsync-document")!
+        let workspace = caller.workspace
         let ifMatch = request.header("if-match").flatMap(Self.entityTags)
         if let action = entry.recordAction, action.kind == .edits {
             return try submitEdit(request, entry: entry, action: action, payload: canonical.payload, caller: caller, ifMatch: ifMatch)
@@ -599,7 +634,7 @@ public final class SyncServer: @unchecked Sendable {
                     return refusal.response
                 }
             }
-            let updated = try store.updateDocument(documentID, payload: merged, at: now())
+            let updated = try store.updateDocument(documentID, payload: merged, countingWrite: true, at: now())
             return recordResponse(updated, status: 200, entity: entity)
         }
         if ifMatch != nil {
@@ -626,11 +661,19 @@ public final class SyncServer: @unchecked Sendable {
         if try store.upload(document: documentID) != nil {
             return .problem(409, "Conflict", detail: "file document \(documentID) is a resumable upload; finish it at /uploads", code: "document-exists")
         }
+        let contentType = request.header("content-type")
+        let mediaType = MediaSignature.mediaType(of: request.body) ?? ""
+        if try store.file(document: documentID) == nil,
+            let refusal = try refusalByPendingFiles(workspace: caller.workspace, digest: digest, byteCount: Int64(request.body.count), contentType: contentType, mediaType: mediaType)
+        {
+            return refusal
+        }
         let (id, created, sameBytes) = try store.storeFile(
-            documentID, workspace: caller.workspace, principal: caller.principal, bytes: request.body, digest: digest, contentType: request.header("content-type"), at: now())
+            documentID, workspace: caller.workspace, principal: caller.principal, bytes: request.body, digest: digest, contentType: contentType, mediaType: mediaType, at: now())
         guard sameBytes else {
             return .problem(409, "Conflict", detail: "file document \(documentID) already holds other bytes", code: "document-exists", extra: ["id": id])
         }
+        if created { try completePendingFiles(workspace: caller.workspace, digest: digest, fileID: id) }
         return .json(created ? 201 : 200, ["document_id": documentID, "id": id, "byte_count": request.body.count,
                                          "digest": "sha-256=:\(digest.base64EncodedString()):"])
     }

@@ -183,7 +183,7 @@ package struct EnqueueTorture {
                         if isCustomer(index) {
                             let (customer, photo) = (-Int64(1_000_000 + task * 10_000 + index), -Int64(2_000_000 + task * 10_000 + index))
                             let source = scratch.appendingPathComponent("\(document).jpg")
-                            try Data((0..<(2_000 + index * 37)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ task) }).write(to: source)
+                            try MediaSignature.stamped(Data((0..<(2_000 + index * 37)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ task) }), asFileNamed: "photo.jpg").write(to: source)
                             id = try await outbox.enqueue(
                                 NewCustomer(name: "Shop \(document)", segment: .retail, shopFront: FileRef(id: photo, contentType: "image/jpeg")),
                                 attachments: [.init(placeholder: photo, source: source, contentType: "image/jpeg")], documentID: document, creates: customer)

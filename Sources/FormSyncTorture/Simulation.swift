@@ -205,10 +205,7 @@ package struct Simulation {
                 switch action {
                 case .captureCustomer(let bytes):
                     let photo = camera.appendingPathComponent("p\(sequence).jpg")
-                    var data = Data(count: bytes)
-                    data[0] = 0xFF
-                    data[1] = 0xD8
-                    try data.write(to: photo)
+                    try MediaSignature.stamped(Data(count: bytes), asFileNamed: photo.lastPathComponent).write(to: photo)
                     let placeholder = outbox.placeholderIDs.next()
                     let id = try await outbox.enqueue(
                         NewCustomer(name: "Sim shop \(sequence)", segment: .retail, shopFront: FileRef(id: placeholder, contentType: "image/jpeg")),

@@ -58,9 +58,7 @@ package struct TorturePlan: Sendable {
                 n += 1
             }
         }
-        bytes[0] = 0xFF
-        bytes[1] = 0xD8  // a JPEG's first bytes
-        return Data(bytes)
+        return MediaSignature.stamped(Data(bytes), asFileNamed: "photo.jpg")
     }
 
     package func customer(_ index: Int) -> NewCustomer {

@@ -159,7 +159,8 @@ struct Conformance {
 
     /// Uploads a small file of `contentType` (POST /files); its reference.
     func uploadFile(_ contentType: String) async -> (id: Int64, byteCount: Int, contentType: String)? {
-        let bytes = contentType == "image/png" ? Self.tinyPNG : Data("conformance file \(run) \(contentType)".utf8)
+        let filler = Data("conformance file \(run) \(contentType)".utf8)
+        let bytes = contentType == "image/png" ? Self.tinyPNG : Data(MediaSignature.signature(of: contentType) ?? []) + filler
         let document = id("sample-file-\(contentType.filter { $0.isLetter || $0.isNumber })")
         let reply = await send("POST", "/files", headers: [
             "Idempotency-Key": id("sample-file-key-\(contentType.filter { $0.isLetter || $0.isNumber })"), "FormSync-Document": document,

@@ -178,7 +178,7 @@ struct ConformanceSamples {
         guard let first = accepted.first else { return "application/octet-stream" }
         guard first.hasSuffix("/*") else { return first }
         let major = first.dropLast(2).lowercased()
-        return ["image": "image/png", "audio": "audio/mpeg", "video": "video/mp4", "text": "text/plain", "application": "application/octet-stream"][major]
+        return ["image": "image/png", "audio": "audio/mp4", "video": "video/mp4", "text": "text/plain", "application": "application/octet-stream"][major]
             ?? "\(major)/octet-stream"
     }
 }

@@ -237,7 +237,7 @@ struct FieldDay {
                 for j in 0..<min(8, bytes - i) { data[i + j] = raw[j] }
             }
         }
-        try data.write(to: url)
+        try MediaSignature.stamped(data, asFileNamed: name).write(to: url)
         photos += 1
         return url
     }

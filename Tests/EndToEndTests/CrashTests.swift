@@ -104,7 +104,7 @@ struct CrashTests {
 
         #expect(kills == 4)
         let held = world.server.documents()
-        #expect(held.count == documents.count)
+        #expect(held.count == documents.count, "\((try? String(contentsOf: logs.last!, encoding: .utf8)) ?? "")")
         #expect(Set(held.map(\.documentID)) == Set(documents))
         #expect(held.allSatisfy { $0.appliedWrites == 1 })
         #expect(world.server.fileIDs().count == files)

@@ -50,7 +50,7 @@ struct OutboxInspectReadOnlyTests {
         let open = try Outbox(
             path: live, forms: FormCatalog.forms, transport: hold, configuration: Outbox.Configuration(lease: .milliseconds(1000)), environment: environment)
         let photoURL = folder.appendingPathComponent("photo.jpg")
-        try Data(repeating: 9, count: 4000).write(to: photoURL)
+        try MediaSignature.stamped(Data(repeating: 9, count: 4000), asFileNamed: "photo.jpg").write(to: photoURL)
         let photo = open.placeholderIDs.next()
         try await open.enqueue(NewCustomer(name: "Shop", segment: .retail, shopFront: FileRef(id: photo, contentType: "image/jpeg")),
                                attachments: [.init(placeholder: photo, source: photoURL, contentType: "image/jpeg")])

@@ -15,7 +15,7 @@ struct OutboxInspectTests {
         let transport = HTTPTransport(workspace: "acme", baseURL: world.server.baseURL, timeout: 5) { token }
         let path = world.directory.appendingPathComponent("support.sqlite").path
         let outbox = try Outbox(path: path, forms: FormCatalog.forms, transport: transport)
-        let photoBytes = Data("JPEG-SECRET-PIXELS-".utf8) + Data(repeating: 7, count: 2000)
+        let photoBytes = Data(MediaSignature.signature(of: "image/jpeg")!) + Data("JPEG-SECRET-PIXELS-".utf8) + Data(repeating: 7, count: 2000)
         let photoURL = world.directory.appendingPathComponent("front.jpg")
         try photoBytes.write(to: photoURL)
         let photo = outbox.placeholderIDs.next()
@@ -23,7 +23,8 @@ struct OutboxInspectTests {
                                  attachments: [.init(placeholder: photo, source: photoURL, contentType: "image/jpeg")])
         var bad = salesOrder(customer: 4711, marker: "PO-77")
         bad.paymentTermsDays = 90
-        world.server.faults.add(.unavailable(retryAfterSeconds: 1), count: 1, target: .submissions)
+        // The shop's record (its photo goes after it) and the order each meet a 503 once.
+        world.server.faults.add(.unavailable(retryAfterSeconds: 1), count: 2, target: .submissions)
         let order = try await outbox.enqueue(bad)
         _ = await outbox.flush()
 
@@ -42,7 +43,9 @@ struct OutboxInspectTests {
         #expect(history.first?["outcome"] as? String == "transient")
         #expect(history.first?["status"] as? Int == 503)
         let pending = try await inspect("--state", "saved_on_device")
-        #expect(((try JSONSerialization.jsonObject(with: Data(pending.output.utf8)) as? [String: Any])?["items"] as? [Any])?.count == 1)
+        let waiting = items.filter { $0["state"] as? String == "saved_on_device" }.count
+        #expect(waiting == 2, "the shop and the order wait out their 503")
+        #expect(((try JSONSerialization.jsonObject(with: Data(pending.output.utf8)) as? [String: Any])?["items"] as? [Any])?.count == waiting)
 
         let bundle = world.directory.appendingPathComponent("bundle.json")
         #expect(try await inspect("--bundle", bundle.path).status == 0)

@@ -41,8 +41,8 @@ struct AppContext {
         storedRefreshToken = try world.server.issueRefreshToken(principal: "courier-7", workspaces: ["acme"])
         cameraURL = world.directory.appendingPathComponent("photo.jpg")
         signatureURL = world.directory.appendingPathComponent("signature.png")
-        try Data(repeating: 0xD8, count: 30_000).write(to: cameraURL)
-        try Data(repeating: 0x89, count: 4_000).write(to: signatureURL)
+        try MediaSignature.stamped(Data(repeating: 0xD8, count: 30_000), asFileNamed: "photo.jpg").write(to: cameraURL)
+        try MediaSignature.stamped(Data(repeating: 0x89, count: 4_000), asFileNamed: "signature.png").write(to: signatureURL)
         deliveryID = try world.server.putRecord(Delivery(courierId: "courier-7", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme").id
     }
 }

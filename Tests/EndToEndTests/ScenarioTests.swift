@@ -7,7 +7,7 @@ import Testing
 
 @Suite(.serialized)
 struct ScenarioTests {
-    @Test func aDeliveryWithFourPhotosUploadsThemFirstAndTheServerHoldsTheirIDs() async throws {
+    @Test func aDeliveryWithFourPhotosEndsOnTheServerHoldingTheirIDsAppliedOnce() async throws {
         let world = try World()
         var outbox = try world.device()
         let photos = (0..<4).map { _ in outbox.placeholderIDs.next() }
@@ -40,10 +40,9 @@ struct ScenarioTests {
         for (n, photo) in record.proofPhotos.enumerated() {
             #expect(world.server.fileBytes(photo.id) == (try Data(contentsOf: sources[n])))
         }
-        // Files went first, then the confirmation, to its endpoint.
-        let log = world.server.requestLog()
-        #expect(log.last?.path == "/deliveries/4711/confirmations")
-        #expect(log.dropLast().allSatisfy { $0.path == "/files" })
+        // Whether a photo landed before the confirmation or completed it after (a race on a fast
+        // link; DeferredFileTests holds the order on a slow one), the write was applied once.
+        #expect(held.appliedWrites == 1)
         #expect(try await world.device().item(id)?.state == .confirmed)
     }
 
@@ -99,12 +98,18 @@ struct ScenarioTests {
     @Test func aMoneyEditAgainstTheServersAmountIsParkedAsAConflict() async throws {
         let world = try World()
         let dispatch = try world.device("dispatch")
-        let original = DeliveryConfirmation(
+        let (photo, signature) = (dispatch.placeholderIDs.next(), dispatch.placeholderIDs.next())
+        let captured = DeliveryConfirmation(
             deliveryId: EntityRef(9), outcome: .delivered, deliveredAt: Timestamp("2026-11-30T10:00:00Z"),
             codAmount: Money(minorUnits: 5000, currency: "EUR"), recipientName: "Rui",
-            proofPhotos: [FileRef(id: 1, contentType: "image/jpeg")], signature: FileRef(id: 2, contentType: "image/png"))
-        try await dispatch.enqueue(original, documentID: "del-9")
+            proofPhotos: [FileRef(id: photo, contentType: "image/jpeg")], signature: FileRef(id: signature, contentType: "image/png"))
+        try await dispatch.enqueue(captured, attachments: [
+            .init(placeholder: photo, source: try world.file("door.jpg", bytes: 5000), contentType: "image/jpeg"),
+            .init(placeholder: signature, source: try world.file("sig.png", bytes: 800), contentType: "image/png"),
+        ], documentID: "del-9")
         _ = await dispatch.flush()
+        // The confirmation as the server holds it: its files by their server ids.
+        let original = try JSONDecoder().decode(DeliveryConfirmation.self, from: #require(world.server.document("del-9")).payload)
         var corrected = original
         corrected.leftWithNeighbour = true
         try await dispatch.enqueue(corrected, documentID: "del-9", base: (original, "\"1\""))

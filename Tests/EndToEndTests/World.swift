@@ -97,7 +97,7 @@ final class World: @unchecked Sendable {
     func file(_ name: String, bytes: Int) throws -> URL {
         let url = directory.appendingPathComponent(name)
         var generator = SystemRandomNumberGenerator()
-        try Data((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: url)
+        try MediaSignature.stamped(Data((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &generator) }), asFileNamed: name).write(to: url)
         return url
     }
 

@@ -42,9 +42,9 @@ import FormSyncSQLite
         var delivery = GeneratedFixtures.delivery()
         delivery.proofPhotos = [FileRef(id: photo)]
         delivery.signature = FileRef(id: signature)
-        let file = try h.cameraFile("held.jpg")
+        let (file, ink) = (try h.cameraFile("held.jpg"), try h.cameraFile("held.png"))
         let held = Task { [delivery] in
-            try await outbox.enqueue(delivery, attachments: [.init(placeholder: photo, source: file), .init(placeholder: signature, source: file)])
+            try await outbox.enqueue(delivery, attachments: [.init(placeholder: photo, source: file), .init(placeholder: signature, source: ink)])
         }
         await eventually("the delivery holds the actor") { holding.load(ordering: .acquiring) }
         let work = Task {
@@ -90,6 +90,7 @@ import FormSyncSQLite
         // These deliveries are refused at their submission's insert, after their photo's and
         // signature's file items were written in the same savepoint; orders go through.
         let photos = try (0..<4).map { try h.cameraFile("p\($0).jpg") }
+        let signatures = try (0..<4).map { try h.cameraFile("s\($0).png") }
         let (outbox, results, commits) = try await concurrently(h, tasks: 4, each: 10) { outbox, task, n in
             guard n % 5 == 4 else { return try await outbox.enqueue(order(Int64(task + 1)), documentID: "t\(task)-\(n)") }
             let (photo, signature) = (outbox.placeholderIDs.next(), outbox.placeholderIDs.next())
@@ -97,7 +98,7 @@ import FormSyncSQLite
             delivery.proofPhotos = [FileRef(id: photo)]
             delivery.signature = FileRef(id: signature)
             return try await outbox.enqueue(
-                delivery, attachments: [.init(placeholder: photo, source: photos[task]), .init(placeholder: signature, source: photos[task])],
+                delivery, attachments: [.init(placeholder: photo, source: photos[task]), .init(placeholder: signature, source: signatures[task])],
                 documentID: "refused-\(task)-\(n)")
         } before: { path in
             try SQLiteConnection(path: path).execute("""

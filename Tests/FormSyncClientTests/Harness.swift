@@ -53,7 +53,7 @@ final class Harness: @unchecked Sendable {
     /// A file on disk to attach, as the camera would leave it.
     func cameraFile(_ name: String, bytes: Int = 1000) throws -> URL {
         let url = directory.appendingPathComponent(name)
-        try Data((0..<bytes).map { UInt8($0 % 251) }).write(to: url)
+        try MediaSignature.stamped(Data((0..<bytes).map { UInt8($0 % 251) }), asFileNamed: name).write(to: url)
         return url
     }
 

@@ -37,7 +37,7 @@ struct OutboxDependencyTests {
         guard case .file(_, let type, let bytes, let sha) = requests[1].body else { return }
         #expect(type == "image/jpeg")
         #expect(bytes == 70_000)
-        #expect(sha == SHA256.hash(Data((0..<70_000).map { UInt8($0 % 251) })))
+        #expect(sha == SHA256.hash(MediaSignature.stamped(Data((0..<70_000).map { UInt8($0 % 251) }), asFileNamed: "b.jpg")))
         let sent = try JSONDecoder().decode(DeliveryConfirmation.self, from: #require(requests[3].payload))
         #expect(sent.placeholders.isEmpty)
         #expect(sent.proofPhotos.map(\.id) == [1001, 1002])

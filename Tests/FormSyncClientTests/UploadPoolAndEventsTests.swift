@@ -33,7 +33,7 @@ struct UploadPoolAndEventsTests {
         h.configuration = Outbox.Configuration(attachmentTransform: { source, _, scratch in
             // "Downscale": keep every fourth byte, re-encoded as JPEG.
             let original = try Data(contentsOf: source)
-            try Data(original.enumerated().compactMap { $0.offset % 4 == 0 ? $0.element : nil }).write(to: scratch)
+            try MediaSignature.stamped(Data(original.enumerated().compactMap { $0.offset % 4 == 0 ? $0.element : nil }), asFileNamed: "small.jpg").write(to: scratch)
             return (scratch, "image/jpeg")
         })
         let outbox = try h.open()
@@ -50,7 +50,7 @@ struct UploadPoolAndEventsTests {
         guard case .file(let path, let type, let count, let sha) = upload.body else { return }
         #expect(count == 10_000)
         #expect(type == "image/jpeg")
-        let expected = Data(try Data(contentsOf: source).enumerated().compactMap { $0.offset % 4 == 0 ? $0.element : nil })
+        let expected = MediaSignature.stamped(Data(try Data(contentsOf: source).enumerated().compactMap { $0.offset % 4 == 0 ? $0.element : nil }), asFileNamed: "small.jpg")
         #expect(sha == SHA256.hash(expected))
         #expect(!FileManager.default.fileExists(atPath: path))  // deleted once confirmed
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: h.path + ".stash").filter { $0.hasPrefix("scratch-") }

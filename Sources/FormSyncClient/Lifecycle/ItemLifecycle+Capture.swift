@@ -36,30 +36,60 @@ extension ItemLifecycle {
         let fresh = try attached.keys.filter { try placeholders.contains($0) && !isKnown($0) }
         let blocked = try checkDependencies(placeholders.filter { !fresh.contains($0) })
 
-        var copies: [Int64: (attachment: Outbox.Attachment, copy: FileStash.Copy)] = [:]
+        var copies: [Int64: (attachment: Outbox.Attachment, copy: FileStash.Copy, shared: Bool)] = [:]
         do {
             for attachment in attachments where fresh.contains(attachment.placeholder) && copies[attachment.placeholder] == nil {
-                copies[attachment.placeholder] = try stashed(attachment)
+                var (used, copy) = try stashed(attachment)
+                // One copy per digest: bytes already stashed for a waiting upload are not kept twice.
+                var shared = false
+                if let existing = try copies.values.first(where: { $0.copy.sha256 == copy.sha256 })?.copy.path ?? store.stashedCopy(workspace: workspace, sha256: copy.sha256),
+                    existing != copy.path, FileManager.default.fileExists(atPath: existing)
+                {
+                    stash.remove(copy.path)
+                    copy.path = existing
+                    shared = true
+                }
+                copies[attachment.placeholder] = (used, copy, shared)
             }
             var stored = payload
             var declaredTypes: [Int64: String] = [:]
             if !copies.isEmpty {
                 stored = payload.mappingFiles { ref in
-                    guard let (attachment, copy) = copies[ref.id] else { return ref }
+                    guard let (attachment, copy, _) = copies[ref.id] else { return ref }
                     let type = attachment.contentType ?? ref.contentType
                     declaredTypes[ref.id] = type
                     return FileRef(id: ref.id, byteCount: copy.byteCount, contentType: type)
                 }
-                let measured = stored.validate()
-                guard measured.isEmpty else { throw OutboxError.invalidPayload(measured) }
-                json = try PreparedPayload.encode(stored)
             }
+            // The files' fields: whether each may go after the submission, and, for the files
+            // stashed now, what their bytes say they are against what the app and the field say.
+            // (A file attached by an earlier submission and named again without an attachment
+            // is waited for.)
+            var deferrable: [Int64: Bool] = [:]
+            if !attachments.isEmpty {
+                var (errors, uses) = FileUse.gathering { stored.validate() }
+                for use in uses where use.ref.id < 0 {
+                    deferrable[use.ref.id] = (deferrable[use.ref.id] ?? true) && use.defers
+                    guard let (_, copy, _) = copies[use.ref.id] else { continue }
+                    // (A type the field refuses outright was reported by its own rule.)
+                    if !errors.contains(where: { $0.pointer == use.pointer && $0.code == "content_type" }),
+                        let problem = MediaSignature.problem(detected: copy.mediaType, declared: use.ref.contentType, accepted: use.contentTypes)
+                    {
+                        errors.append(FieldError(pointer: use.pointer, code: "content_type", detail: problem))
+                    }
+                }
+                guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
+            }
+            if !copies.isEmpty { json = try PreparedPayload.encode(stored) }
             let endpoint = placeholders.isEmpty ? stored.endpoint : nil
             if !copies.isEmpty { CrashPoint.stashCopied.reach() }
             let id = try { () throws -> Int64 in
                 for placeholder in placeholders {
-                    guard let (attachment, copy) = copies[placeholder] else { continue }
-                    var file = OutboxStore.Row.new(kind: .file, workspace: workspace, lane: "file:\(placeholder)", documentID: environment.newID(), attemptID: environment.newID(), now: now, produces: placeholder)
+                    guard let (attachment, copy, _) = copies[placeholder] else { continue }
+                    // Files with the same bytes share a lane: the second asks the server for the
+                    // first's bytes by digest once the first landed, and sends none of them.
+                    let lane = "file:" + copy.sha256.map { String(format: "%02x", $0) }.joined()
+                    var file = OutboxStore.Row.new(kind: .file, workspace: workspace, lane: lane, documentID: environment.newID(), attemptID: environment.newID(), now: now, produces: placeholder)
                     file.filePath = copy.path
                     file.contentType = declaredTypes[placeholder] ?? attachment.contentType
                     file.byteCount = copy.byteCount
@@ -77,7 +107,7 @@ extension ItemLifecycle {
                     replaced.formVersion = P.formVersion
                     replaced.endpoint = endpoint
                     replaced.attemptID = environment.newID()
-                    try replaceDependencies(of: replaced.id, with: placeholders)
+                    try replaceDependencies(of: replaced.id, with: placeholders, deferrable: deferrable)
                     try store.recordDocument(workspace: workspace, documentID: documentID, digest: digest, item: replaced.id)
                     try reopen(&replaced, now: now)
                     withRecords { $0.noteRecord(of: replaced) }
@@ -98,7 +128,7 @@ extension ItemLifecycle {
                 row.id = try store.insert(row, now: now)
                 created(row)
                 withRecords { $0.noteRecord(of: row) }
-                for placeholder in placeholders { try store.addDependency(item: row.id, placeholder: placeholder) }
+                for placeholder in placeholders { try store.addDependency(item: row.id, placeholder: placeholder, deferrable: deferrable[placeholder] ?? false) }
                 try store.recordDocument(workspace: workspace, documentID: documentID, digest: digest, item: row.id)
                 if placeholders.isEmpty {
                     if !blocked { try store.addToLane(workspace: workspace, lane: lane, head: row.id, due: now) }
@@ -109,10 +139,10 @@ extension ItemLifecycle {
                 observers.signalWork()
                 return row.id
             }()
-            copiesMade += copies.values.map(\.copy.path)
+            copiesMade += copies.values.filter { !$0.shared }.map(\.copy.path)
             return id
         } catch {
-            for (_, entry) in copies { stash.remove(entry.copy.path) }
+            for (_, entry) in copies where !entry.shared { stash.remove(entry.copy.path) }
             throw error
         }
     }

@@ -71,10 +71,11 @@ extension ItemLifecycle {
         try store.isResolved(placeholder, workspace: workspace) || store.producer(of: placeholder, workspace: workspace) != nil
     }
 
-    /// Makes `placeholders` the dependencies of item `id` (each checked as `checkDependencies` does).
-    func replaceDependencies(of id: Int64, with placeholders: [Int64]) throws {
+    /// Makes `placeholders` the dependencies of item `id` (each checked as `checkDependencies`
+    /// does); those `deferrable` marks true may land after it.
+    func replaceDependencies(of id: Int64, with placeholders: [Int64], deferrable: [Int64: Bool] = [:]) throws {
         _ = try checkDependencies(placeholders)
         try store.removeDependencies(item: id)
-        for placeholder in placeholders { try store.addDependency(item: id, placeholder: placeholder) }
+        for placeholder in placeholders { try store.addDependency(item: id, placeholder: placeholder, deferrable: deferrable[placeholder] ?? false) }
     }
 }

@@ -9,6 +9,8 @@ extension ItemLifecycle {
         /// Which attempt this is, from 1.
         var attempt: Int
         var request: OutboundRequest
+        /// Whether the request names files by digest that have not landed (deferred files).
+        var namesPendingFiles = false
     }
 
     /// Whether a pool with free slots has a due lane head that is not on its way already.
@@ -69,6 +71,7 @@ extension ItemLifecycle {
             return nil
         }
         let body: OutboundRequest.Body
+        var namesPending = false
         switch row.kind {
         case .file:
             guard let path = row.filePath, let sha = row.sha256, FileManager.default.isReadableFile(atPath: path) else {
@@ -87,12 +90,19 @@ extension ItemLifecycle {
             guard let payload = row.payload else { return nil }
             // A storage error reaches the caller; only a payload that no longer decodes parks.
             let resolved = row.endpoint == nil ? try store.resolvedDependencies(of: row.id, workspace: row.workspace) : [:]
+            // Files that may go after it and have not landed are named by their digest.
+            let deferred = row.endpoint == nil ? try store.deferredFiles(of: row.id, attempt: row.attemptID, workspace: row.workspace) : [:]
             do {
                 let version = row.formVersion ?? entry.version
                 if let endpoint = row.endpoint {
                     body = .submission(form: name, version: version, endpoint: endpoint, payload: payload, baseVersion: row.baseVersion)
                 } else {
-                    let remapped = try entry.remap(payload, resolved)
+                    var source = payload
+                    if !deferred.isEmpty, let mapFiles = entry.mapFiles {
+                        source = try mapFiles(payload) { ref in deferred[ref.id] ?? ref }
+                        namesPending = true
+                    }
+                    let remapped = try entry.remap(source, resolved)
                     body = .submission(form: name, version: version, endpoint: remapped.endpoint, payload: remapped.payload, baseVersion: row.baseVersion)
                 }
             } catch {
@@ -111,7 +121,8 @@ extension ItemLifecycle {
         }
         return Lease(
             itemID: row.id, attemptID: row.attemptID, attempt: row.attempts + 1,
-            request: OutboundRequest(itemID: ItemID(row.id), documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace, body: body))
+            request: OutboundRequest(itemID: ItemID(row.id), documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace, body: body),
+            namesPendingFiles: namesPending)
     }
 
     /// A lease is over when its time has passed, or when it ends further ahead than a lease can

@@ -22,6 +22,20 @@ extension ItemLifecycle {
         try store.recordAttempt(item: row.id, sends: row.sends, AttemptRecord(
             at: Date(millisecondsSince1970: now), outcome: outcome.name, status: details.status, reason: Self.outcomeReason(outcome),
             duration: .milliseconds(milliseconds)))
+        try learnFeatures(details, outcome, namesPending: lease.namesPendingFiles)
+        // A server that does not take deferred files refused the digests: the item waits for
+        // its files instead, with nothing counted against it, as a new request (the refused one
+        // applied nothing).
+        if lease.namesPendingFiles, case .rejected = outcome, !store.defersFiles {
+            move(&row, to: .pending)
+            row.attemptID = environment.newID()
+            row.nextAttemptAt = now
+            row.lastError = "the server does not take files after their submission; sending the files first"
+            try store.update(row, now: now)
+            try store.refreshLane(workspace: row.workspace, lane: row.lane)
+            settled.submitResult = .queued(id: ItemID(row.id), state: publicState(row))
+            return settled
+        }
         switch outcome {
         case .done(let ack):
             if row.produces != nil && ack.serverID == nil {
@@ -29,7 +43,8 @@ extension ItemLifecycle {
                 break
             }
             try confirm(&row, ack, now: now)
-            if row.kind == .file { settled.removedFile = row.filePath }
+            // Copies are shared by digest: one goes once no waiting upload names it.
+            if row.kind == .file, let path = row.filePath, try !store.referencesFile(path) { settled.removedFile = path }
             settled.submitResult = .confirmed(id: ItemID(row.id), ack)
         case .transient(let reason, let retryAfter):
             try retryLater(&row, reason: reason, retryAfter: retryAfter.map(\.clampedMilliseconds), now: now)
@@ -53,6 +68,31 @@ extension ItemLifecycle {
         try store.refreshLane(workspace: row.workspace, lane: row.lane)
         if settled.submitResult == nil { settled.submitResult = .queued(id: ItemID(row.id), state: publicState(row)) }
         return settled
+    }
+
+    /// What a genuine reply says the server supports (`FormSync-Features`): an acknowledgement,
+    /// or a refusal of a request that named files by digest. When deferred files come or go,
+    /// the lanes waiting for files are looked at again.
+    func learnFeatures(_ details: DeliveryDetails, _ outcome: DeliveryOutcome, namesPending: Bool) throws {
+        guard details.status != nil else { return }
+        switch outcome {
+        case .done: break
+        case .rejected where namesPending: break
+        default: return
+        }
+        if case .rejected = outcome, details.serverFeatures?.contains(Self.deferredFilesFeature) == true { return }
+        try setDefersFiles(details.serverFeatures?.contains(Self.deferredFilesFeature) ?? false)
+    }
+
+    /// The feature a server announces when it takes files after their submission.
+    static let deferredFilesFeature = "deferred-files"
+
+    /// Records whether the server takes deferred files, and looks at every lane waiting for a
+    /// file again when that changed.
+    func setDefersFiles(_ value: Bool) throws {
+        guard try store.setDefersFiles(value) else { return }
+        for (workspace, lane) in try store.lanesWaitingForDependencies() { try store.refreshLane(workspace: workspace, lane: lane) }
+        if value { rescanRequested = true }
     }
 
     /// The server holds the item: it leaves the queue, the record it created or changed is

@@ -48,10 +48,21 @@ extension Outbox {
     }
 
     private func runPass(_ id: Int) async -> FlushReport {
+        await askFeaturesIfWaiting()
         let result = await FlushPass().run(self)
         passWaiters[id] = nil
         if pass?.id == id { pass = nil }
         return result
+    }
+
+    /// Once per launch, when a submission waits for its files and the server was never heard
+    /// to take them later: asks the server (`GET /health`), so that the first delivery after an
+    /// install or a server upgrade need not wait for its photo's upload to learn it.
+    func askFeaturesIfWaiting() async {
+        guard !featuresAsked, !store.defersFiles, (try? store.anyHeadWaitsForDeferrableFile()) == true else { return }
+        guard let features = await transport.serverFeatures() else { return }
+        featuresAsked = true
+        _ = try? write(.normal) { try lifecycle.setDefersFiles(features.contains(ItemLifecycle.deferredFilesFeature)) }
     }
 
     /// When anything of the current workspace is next due, by the outbox's clock, nil when

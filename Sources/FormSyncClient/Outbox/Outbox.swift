@@ -48,6 +48,8 @@ public actor Outbox {
     var passWaiters: [Int: Int] = [:]
     var passCount = 0
     var flushRequests = 0
+    /// Whether this launch asked the server what it supports (deferred files).
+    var featuresAsked = false
     /// `submit` calls waiting for their item's first answer.
     var waiters: [Int64: [CheckedContinuation<SubmitResult?, Never>]] = [:]
 

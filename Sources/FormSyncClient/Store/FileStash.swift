@@ -18,11 +18,13 @@ struct FileStash: Sendable {
     /// `fsync` of a folder's descriptor; tests replace it with a disk that refuses.
     let syncFolder: @Sendable (Int32) -> Int32
 
-    /// A stashed copy: where it is, its size and SHA-256.
+    /// A stashed copy: where it is, its size, SHA-256, and the media type its first bytes say
+    /// (nil: not recognised).
     struct Copy: Sendable {
         var path: String
         var byteCount: Int64
         var sha256: Data
+        var mediaType: String?
     }
 
     init(directory: String, syncFolder: @escaping @Sendable (Int32) -> Int32 = { DurableSync.full($0) }) throws {
@@ -60,6 +62,7 @@ struct FileStash: Sendable {
         guard output >= 0 else { throw failure(temporary, "cannot create the copy: \(errnoText())") }
         var hasher = SHA256()
         var total: Int64 = 0
+        var head = Data()
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         do {
             while true {
@@ -75,6 +78,7 @@ struct FileStash: Sendable {
                     written += w
                 }
                 hasher.update(Data(chunk[0..<n]))
+                if head.count < MediaSignature.prefixLength { head.append(contentsOf: chunk[0..<min(n, MediaSignature.prefixLength - head.count)]) }
                 total += Int64(n)
             }
             guard DurableSync.full(output) == 0 else { throw failure(temporary, "cannot sync the copy: \(errnoText())") }
@@ -95,7 +99,7 @@ struct FileStash: Sendable {
             unlink(final)
             throw error
         }
-        return Copy(path: final, byteCount: total, sha256: hasher.finalize())
+        return Copy(path: final, byteCount: total, sha256: hasher.finalize(), mediaType: MediaSignature.mediaType(of: head))
     }
 
     /// Makes the names in `folder` durable: a copy whose name could vanish in a power loss is

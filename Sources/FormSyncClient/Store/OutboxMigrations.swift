@@ -13,6 +13,7 @@ enum OutboxMigrations {
         leanItems,
         resolvedByServerID,
         recordKeys,
+        deferredFiles,
     ])
 
     static let outbox = SQLiteMigrator.Migration(version: 1, name: "outbox", sql: """
@@ -244,5 +245,19 @@ enum OutboxMigrations {
         CREATE INDEX records_key6 ON records(workspace, type, key6) WHERE key6 IS NOT NULL;
         CREATE INDEX records_key7 ON records(workspace, type, key7) WHERE key7 IS NOT NULL;
         CREATE INDEX records_key8 ON records(workspace, type, key8) WHERE key8 IS NOT NULL;
+        """)
+
+    /// A submission may go before the files it depends on when their fields defer
+    /// (`may_defer`) and the server announced deferred files (`outbox_counters`'
+    /// `server_defers_files`). An attempt that named a file by digest (`sent_attempt`, with the
+    /// digest, size and type it sent) names it so again when it is resent, even once the file
+    /// landed: one key, one request. One stashed copy per digest is found by `items_file_digest`.
+    static let deferredFiles = SQLiteMigrator.Migration(version: 10, name: "deferred files", sql: """
+        ALTER TABLE dependencies ADD COLUMN may_defer INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE dependencies ADD COLUMN sent_attempt TEXT;
+        ALTER TABLE dependencies ADD COLUMN sent_sha256 BLOB;
+        ALTER TABLE dependencies ADD COLUMN sent_byte_count INTEGER;
+        ALTER TABLE dependencies ADD COLUMN sent_content_type TEXT;
+        CREATE INDEX items_file_digest ON items(workspace, sha256) WHERE kind = 'file' AND file_path IS NOT NULL;
         """)
 }

@@ -13,6 +13,8 @@ import FormSyncSQLite
 /// `lanes` holds one row per lane with work, naming its head item and when that head is due.
 final class OutboxStore {
     let db: SQLiteConnection
+    /// `defersFiles` as read or written last.
+    private var defersFilesCache: Bool?
 
     /// Stored states. `pending` and `leased` are open (in the lane); the rest are not.
     enum State: String {
@@ -293,8 +295,77 @@ final class OutboxStore {
 
     // MARK: Dependencies
 
-    func addDependency(item: Int64, placeholder: Int64) throws {
-        try db.run("INSERT OR IGNORE INTO dependencies (item_id, placeholder) VALUES (?, ?)", [.integer(item), .integer(placeholder)])
+    /// `deferrable`: the item may go before `placeholder`'s file lands (a deferred file).
+    func addDependency(item: Int64, placeholder: Int64, deferrable: Bool = false) throws {
+        try db.run("INSERT OR IGNORE INTO dependencies (item_id, placeholder, may_defer) VALUES (?, ?, ?)",
+                   [.integer(item), .integer(placeholder), .integer(deferrable ? 1 : 0)])
+    }
+
+    /// The files attempt `attempt` of `item` names by digest: those it named so when it was
+    /// sent before (the same request again), and, while the server takes deferred files, its
+    /// deferrable dependencies that have not landed (recorded as named by this attempt).
+    func deferredFiles(of item: Int64, attempt: String, workspace: String) throws -> [Int64: FileRef] {
+        var files: [Int64: FileRef] = [:]
+        for (placeholder, sha, count, type) in try db.query("""
+            SELECT placeholder, sent_sha256, sent_byte_count, sent_content_type FROM dependencies WHERE item_id = ? AND sent_attempt = ?
+            """, [.integer(item), .text(attempt)], { ($0.int(0), $0.blob(1), $0.int(2), $0.text(3)) }) {
+            guard let sha, sha.count == 32, let type else { continue }
+            files[placeholder] = FileRef.pending(sha256: sha, byteCount: count, contentType: type)
+        }
+        guard defersFiles else { return files }
+        let fresh = try db.query("""
+            SELECT d.placeholder, i.sha256, i.byte_count, i.content_type FROM dependencies d
+            JOIN items i ON i.produces = d.placeholder AND i.workspace = ?1 AND i.kind = 'file'
+            WHERE d.item_id = ?2 AND d.may_defer = 1 AND (d.sent_attempt IS NULL OR d.sent_attempt != ?3)
+            AND NOT EXISTS (SELECT 1 FROM resolved r WHERE r.workspace = ?1 AND r.placeholder = d.placeholder)
+            """, [.text(workspace), .integer(item), .text(attempt)]) { ($0.int(0), $0.blob(1), $0.int(2), $0.text(3)) }
+        for (placeholder, sha, count, type) in fresh {
+            guard let sha, sha.count == 32, let type else { continue }
+            try db.run("""
+                UPDATE dependencies SET sent_attempt = ?, sent_sha256 = ?, sent_byte_count = ?, sent_content_type = ? WHERE item_id = ? AND placeholder = ?
+                """, [.text(attempt), .blob(sha), .integer(count), .text(type), .integer(item), .integer(placeholder)])
+            files[placeholder] = FileRef.pending(sha256: sha, byteCount: count, contentType: type)
+        }
+        return files
+    }
+
+    /// Whether the server announced deferred files (`FormSync-Features: deferred-files`), as
+    /// last learnt; kept in `outbox_counters` across launches.
+    var defersFiles: Bool {
+        get {
+            if let cached = defersFilesCache { return cached }
+            let value = ((try? db.query("SELECT value FROM outbox_counters WHERE name = 'server_defers_files'") { $0.int(0) }.first) ?? 0) == 1
+            defersFilesCache = value
+            return value
+        }
+    }
+
+    /// Records what the server said of deferred files; true when that changed.
+    func setDefersFiles(_ value: Bool) throws -> Bool {
+        guard value != defersFiles else { return false }
+        try db.run("INSERT INTO outbox_counters (name, value) VALUES ('server_defers_files', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                   [.integer(value ? 1 : 0)])
+        defersFilesCache = value
+        return true
+    }
+
+    /// The lanes whose head waits for a dependency that has not landed.
+    func lanesWaitingForDependencies() throws -> [(workspace: String, lane: String)] {
+        try db.query("SELECT workspace, lane FROM lanes WHERE due_at IS NULL") { ($0.text(0) ?? "", $0.text(1) ?? "") }
+    }
+
+    /// Whether a lane's head waits for a file that may land after it.
+    func anyHeadWaitsForDeferrableFile() throws -> Bool {
+        try !db.query("""
+            SELECT 1 FROM lanes l JOIN dependencies d ON d.item_id = l.head WHERE l.due_at IS NULL AND d.may_defer = 1 LIMIT 1
+            """) { $0.int(0) }.isEmpty
+    }
+
+    /// A stashed copy of these bytes that an open file item of `workspace` holds, if any.
+    func stashedCopy(workspace: String, sha256: Data) throws -> String? {
+        try db.query("""
+            SELECT file_path FROM items WHERE workspace = ? AND sha256 = ? AND kind = 'file' AND file_path IS NOT NULL AND state != 'confirmed' LIMIT 1
+            """, [.text(workspace), .blob(sha256)]) { $0.text(0) }.first ?? nil
     }
 
     func removeDependencies(item: Int64) throws {
@@ -397,7 +468,7 @@ final class OutboxStore {
     /// Recomputes a lane's head and when it is due: a leased head is due when its lease
     /// expires; a pending head waiting for dependencies is not due at all (NULL) until one lands.
     func refreshLane(workspace: String, lane: String) throws {
-        let head = try db.query(Self.laneHeadQuery, [.text(workspace), .text(lane)]) {
+        let head = try db.query(Self.laneHeadQuery, [.text(workspace), .text(lane), .integer(defersFiles ? 1 : 0)]) {
             ($0.int(0), $0.text(1) ?? "", $0.int(2), $0.optionalInt(3), $0.int(4) != 0)
         }.first
         guard let (id, state, nextAttemptAt, leaseExpiresAt, waits) = head else {
@@ -421,9 +492,10 @@ final class OutboxStore {
     }
 
     /// The lane's head, with whether it waits for a dependency that has not landed.
+    /// (A deferrable dependency does not hold the head while the server takes deferred files: `?3`.)
     static let laneHeadQuery = SQLiteConnection.Statement("""
         SELECT id, state, next_attempt_at, lease_expires_at, EXISTS (
-            SELECT 1 FROM dependencies d WHERE d.item_id = items.id
+            SELECT 1 FROM dependencies d WHERE d.item_id = items.id AND NOT (d.may_defer = 1 AND ?3 = 1)
             AND NOT EXISTS (SELECT 1 FROM resolved r WHERE r.workspace = ?1 AND r.placeholder = d.placeholder))
         FROM items WHERE workspace = ?1 AND lane = ?2 AND \(openCondition) ORDER BY id LIMIT 1
         """)

@@ -97,6 +97,15 @@ public final class HTTPTransport: OutboxTransport {
         guard request.workspace == workspace else {
             return (.rejected(reason: "this transport serves workspace \(workspace), not \(request.workspace); nothing was sent", fieldErrors: []), DeliveryDetails())
         }
+        if case .file(_, let contentType, let byteCount, let sha256) = request.body, byteCount >= Self.lookUpFromBytes {
+            switch await lookUp(sha256: sha256, byteCount: byteCount, contentType: contentType, for: request) {
+            case .held(let ack, let details):
+                progress(byteCount, byteCount)  // the whole file is there
+                return (.done(ack), details)
+            case .unreachable(let reason): return (.unreachable(reason: reason), DeliveryDetails())
+            case .absent: break
+            }
+        }
         if case .file(let path, let contentType, let byteCount, let sha256) = request.body, byteCount >= resumableFromBytes {
             return await ResumableUpload(transport: self, request: request, path: path, contentType: contentType, length: byteCount, sha256: sha256, progress: progress).run()
         }
@@ -125,7 +134,8 @@ public final class HTTPTransport: OutboxTransport {
         do {
             let reply = try await perform(http, uploading: fileToUpload, bytes: bodyBytes)
             if fileToUpload != nil { progress(bodyBytes, bodyBytes) }
-            let details = DeliveryDetails(status: reply.status, bytesSent: bodyBytes, bytesReceived: Int64(reply.body.count))
+            let details = DeliveryDetails(status: reply.status, bytesSent: bodyBytes, bytesReceived: Int64(reply.body.count),
+                                          serverFeatures: DeliveryDetails.features(reply.headers["formsync-features"]))
             return (Self.classify(status: reply.status, headers: reply.headers, body: reply.body, documentID: request.documentID), details)
         } catch {
             return (.unreachable(reason: Task.isCancelled ? "cancelled" : Self.describe(error)), DeliveryDetails(bytesSent: 0))
@@ -192,6 +202,50 @@ public final class HTTPTransport: OutboxTransport {
             let object = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any]
         else { return false }
         return object["service"] as? String == "formsync" && object["status"] as? String == "ok"
+    }
+
+    /// The features `GET /health` lists (`deferred-files`, `file-lookup`); nil when no genuine
+    /// FormSync server answers.
+    public func serverFeatures() async -> Set<String>? {
+        var http = URLRequest(url: url("/health"))
+        http.timeoutInterval = max(1, min(timeout, 5))
+        http.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
+        guard let reply = try? await perform(http), reply.status == 200,
+            let object = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any],
+            object["service"] as? String == "formsync", object["status"] as? String == "ok"
+        else { return nil }
+        let listed = (object["features"] as? [Any] ?? []).prefix(32).compactMap { $0 as? String }.filter { $0.utf8.count <= 64 }
+        return Set(listed)
+    }
+
+    /// Files at least this large are looked up by digest before they are sent (64 KiB): below
+    /// it the bytes cost about what the question does.
+    static let lookUpFromBytes: Int64 = 64 << 10
+
+    /// What a look-up by digest found.
+    enum LookUp {
+        case held(ServerAcknowledgement, DeliveryDetails)
+        case absent
+        case unreachable(String)
+    }
+
+    /// Asks whether the server already holds these bytes in the workspace
+    /// (`GET /files/sha-256/<hex>`): a file it holds with the same size and media type is this
+    /// upload's acknowledgement, and no byte of it travels. Anything else (404, a server without
+    /// the route, a reply that is not FormSync's) means "upload it".
+    func lookUp(sha256: Data, byteCount: Int64, contentType: String?, for request: OutboundRequest) async -> LookUp {
+        var http = URLRequest(url: url("/files/sha-256/" + sha256.map { String(format: "%02x", $0) }.joined()))
+        await prepare(&http, request)
+        guard let reply = try? await perform(http) else { return .unreachable(Task.isCancelled ? "cancelled" : "the file look-up got no reply") }
+        let details = DeliveryDetails(status: reply.status, bytesReceived: Int64(reply.body.count), serverFeatures: DeliveryDetails.features(reply.headers["formsync-features"]))
+        guard reply.status == 200, reply.headers["content-type"]?.hasPrefix("application/json") == true,
+            let object = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any],
+            let id = Self.serverID(object["id"]),
+            (object["byte_count"] as? NSNumber)?.int64Value == byteCount,
+            object["digest"] as? String == FileRef.digestText(sha256)
+        else { return .absent }
+        if let held = object["content_type"] as? String, let contentType, MediaSignature.canonical(held) != MediaSignature.canonical(contentType) { return .absent }
+        return .held(ServerAcknowledgement(serverID: id), details)
     }
 
     /// Trades a refresh token for a new access token at `POST /auth/refresh`; nil when the

@@ -50,6 +50,9 @@ public protocol OutboxTransport: Sendable {
     func probe() async -> Bool
     /// Fetches one page of the record change feed after `cursor` (nil: from the start).
     func fetchChanges(cursor: String?, limit: Int) async -> PullOutcome
+    /// What the server says it supports (`GET /health`'s `features`), nil when no FormSync
+    /// server answers. Asked once per outbox launch; a transport that cannot tell says nil.
+    func serverFeatures() async -> Set<String>?
     /// `send` with the attempt's cost and a file upload's progress.
     func deliver(_ request: OutboundRequest, progress: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void) async -> (DeliveryOutcome, DeliveryDetails)
 }
@@ -62,11 +65,22 @@ public struct DeliveryDetails: Sendable, Equatable {
     public var bytesSent: Int64
     /// Bytes of reply bodies received.
     public var bytesReceived: Int64
+    /// What the server said it supports in its last reply (`FormSync-Features`, such as
+    /// `deferred-files`); nil when the reply did not say.
+    public var serverFeatures: Set<String>?
 
-    public init(status: Int? = nil, bytesSent: Int64 = 0, bytesReceived: Int64 = 0) {
+    public init(status: Int? = nil, bytesSent: Int64 = 0, bytesReceived: Int64 = 0, serverFeatures: Set<String>? = nil) {
         self.status = status
         self.bytesSent = bytesSent
         self.bytesReceived = bytesReceived
+        self.serverFeatures = serverFeatures
+    }
+
+    /// The features a `FormSync-Features` header lists (comma-separated tokens; at most 32 of
+    /// at most 64 characters are read).
+    package static func features(_ header: String?) -> Set<String>? {
+        guard let header, header.utf8.count <= 4_096 else { return nil }
+        return Set(header.split(separator: ",").prefix(32).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && $0.utf8.count <= 64 })
     }
 }
 
@@ -77,6 +91,9 @@ extension OutboxTransport {
     public func deliver(_ request: OutboundRequest, progress: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void) async -> (DeliveryOutcome, DeliveryDetails) {
         (await send(request), DeliveryDetails())
     }
+
+    /// A transport that cannot tell what the server supports.
+    public func serverFeatures() async -> Set<String>? { nil }
 
     /// A transport that only pushes: pulling is refused, and nothing is lost.
     public func fetchChanges(cursor: String?, limit: Int) async -> PullOutcome {

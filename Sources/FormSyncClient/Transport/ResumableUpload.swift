@@ -33,6 +33,7 @@ struct ResumableUpload {
         creation.setValue("6", forHTTPHeaderField: "Upload-Draft-Interop-Version")
         guard let created = await transport.exchange(creation) else { return (unreachable(), details) }
         details.status = created.status
+        details.serverFeatures = DeliveryDetails.features(created.headers["formsync-features"])
         details.bytesReceived += Int64(created.body.count)
         if created.status == 200 {
             // Finished before (the reply to its last append was lost): the file is stored whole.
@@ -72,6 +73,7 @@ struct ResumableUpload {
             append.setValue("6", forHTTPHeaderField: "Upload-Draft-Interop-Version")
             guard let reply = await transport.exchange(append) else { return (unreachable(), details) }
             details.status = reply.status
+            details.serverFeatures = DeliveryDetails.features(reply.headers["formsync-features"])
             details.bytesSent += Int64(count)
             details.bytesReceived += Int64(reply.body.count)
             switch reply.status {

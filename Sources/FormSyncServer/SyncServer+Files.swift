@@ -1,0 +1,253 @@
+import FormSyncHTTP
+import FormSyncModel
+import Foundation
+
+/// What the server checks of the files a payload names, and deferred files (docs/PROTOCOL.md,
+/// "Deferred files"): a submission may name a file by its digest before the bytes arrive; the
+/// document is stored with the file pending, and the upload of those bytes completes it.
+extension SyncServer {
+    /// The features this server announces in `GET /health` and in `FormSync-Features`.
+    static let features = ["deferred-files", "file-lookup"]
+
+    /// A payload whose file references were checked: the payload with every pending file the
+    /// server already holds completed, the files still pending, or the field errors.
+    enum CheckedFiles {
+        case checked(payload: Data, pending: [FileUse])
+        case refused(HTTPResponse)
+    }
+
+    /// Checks every file reference of a submission against what the server stored, inside the
+    /// write's transaction: a file id must be a file of the caller's workspace, with the size and
+    /// media type the payload says, and bytes whose signature the field accepts. A pending file
+    /// the workspace already holds is completed now; any other stays pending.
+    func checkFiles(_ uses: [FileUse], payload: Data, caller: Caller) throws -> CheckedFiles {
+        var errors: [[String: String]] = []
+        var completed: [String: Int64] = [:]
+        var pending: [FileUse] = []
+        for use in uses {
+            let ref = use.ref
+            if ref.isPending {
+                guard let sha = ref.sha256 else { continue }  // the validator refused it already
+                try store.lockFileDigest(workspace: caller.workspace, digest: sha)
+                guard let stored = try store.storedFile(workspace: caller.workspace, digest: sha) else {
+                    pending.append(use)
+                    continue
+                }
+                if let problem = Self.mismatch(use, stored: stored) {
+                    errors.append(problem)
+                } else {
+                    completed[ref.digest!] = stored.id
+                }
+            } else if ref.id > 0 {
+                guard let stored = try store.storedFile(id: ref.id), stored.workspace == caller.workspace else {
+                    errors.append(["pointer": use.pointer, "code": "file-unknown", "detail": "No file \(ref.id) is stored in this workspace."])
+                    continue
+                }
+                if let problem = Self.mismatch(use, stored: stored) { errors.append(problem) }
+            }
+        }
+        guard errors.isEmpty else {
+            return .refused(.problem(422, "Unprocessable Content", detail: "\(errors.count) file reference(s) do not match the files stored", code: "invalid-payload", errors: errors))
+        }
+        var resolved = payload
+        for (digest, id) in completed {
+            for use in uses where use.ref.digest == digest && use.ref.isPending {
+                resolved = Self.replacing(use.ref, with: FileRef(id: id, byteCount: use.ref.byteCount, contentType: use.ref.contentType), in: resolved)
+            }
+        }
+        return .checked(payload: resolved, pending: pending)
+    }
+
+    /// Why a reference does not match the stored file (a field error), or nil when it does.
+    static func mismatch(_ use: FileUse, stored: StoredFile) -> [String: String]? {
+        let ref = use.ref
+        if let size = ref.byteCount, size != stored.byteCount {
+            return ["pointer": use.pointer, "code": "file-mismatch", "detail": "The file stored is \(stored.byteCount) bytes; the payload says \(size)."]
+        }
+        if let type = ref.contentType, let declared = stored.contentType, MediaSignature.canonical(type) != MediaSignature.canonical(declared) {
+            return ["pointer": use.pointer, "code": "file-mismatch", "detail": "The file was uploaded as \(declared); the payload says \(type)."]
+        }
+        if let problem = signatureProblem(mediaType: stored.mediaType, declared: ref.contentType, accepted: use.contentTypes) {
+            return ["pointer": use.pointer, "code": "content_type", "detail": problem]
+        }
+        return nil
+    }
+
+    /// Why bytes whose signature says `mediaType` ("" not recognised, nil not read) cannot stand
+    /// as `declared` in a field accepting `accepted`; nil when they can.
+    static func signatureProblem(mediaType: String?, declared: String?, accepted: [String]) -> String? {
+        guard let mediaType else { return nil }
+        return MediaSignature.problem(detected: mediaType.isEmpty ? nil : mediaType, declared: declared, accepted: accepted)
+    }
+
+    /// Records a written document's pending files (none clears them), with the record it wrote.
+    func notePendingFiles(_ pending: [FileUse], documentID: String, caller: Caller, record: (type: String, id: Int64)?) throws {
+        let now = now()
+        try store.setPendingFiles(document: documentID, pending.map { use in
+            PendingFile(documentID: documentID, pointer: use.pointer, workspace: caller.workspace, principal: caller.principal, digest: use.ref.sha256 ?? Data(),
+                        byteCount: use.ref.byteCount ?? 0, contentType: use.ref.contentType ?? "", accepted: use.contentTypes,
+                        recordType: record?.type, recordID: record?.id, since: now)
+        })
+    }
+
+    /// Whether a file about to be stored matches every pending file waiting for its digest in
+    /// its workspace; the refusal (422 `file-mismatch`, one error per pending reference) when not.
+    /// `mediaType`: what the bytes say ("" not recognised; nil before they arrived).
+    func refusalByPendingFiles(workspace: String, digest: Data, byteCount: Int64, contentType: String?, mediaType: String?) throws -> HTTPResponse? {
+        try store.lockFileDigest(workspace: workspace, digest: digest)
+        var errors: [[String: String]] = []
+        for pending in try store.pendingFiles(workspace: workspace, digest: digest) {
+            var detail: String?
+            if pending.byteCount != byteCount {
+                detail = "The upload is \(byteCount) bytes; document \(pending.documentID) announced \(pending.byteCount)."
+            } else if let contentType, MediaSignature.canonical(contentType) != MediaSignature.canonical(pending.contentType) {
+                detail = "The upload is \(contentType); document \(pending.documentID) announced \(pending.contentType)."
+            } else {
+                detail = Self.signatureProblem(mediaType: mediaType, declared: pending.contentType, accepted: pending.accepted)
+            }
+            if let detail { errors.append(["document_id": pending.documentID, "pointer": pending.pointer, "code": "file-mismatch", "detail": detail]) }
+        }
+        guard !errors.isEmpty else { return nil }
+        return .problem(422, "Unprocessable Content", detail: "the file does not match what \(errors.count) pending reference(s) announced", code: "file-mismatch", errors: errors)
+    }
+
+    /// Completes every pending file of `workspace` waiting for `digest` with the stored file
+    /// `fileID`: each document and record that names it by digest now names it by id (a new
+    /// version, and a change in the feed).
+    func completePendingFiles(workspace: String, digest: Data, fileID: Int64) throws {
+        let waiting = try store.pendingFiles(workspace: workspace, digest: digest)
+        guard !waiting.isEmpty else { return }
+        let now = now()
+        var documents: Set<String> = []
+        var records: Set<String> = []
+        for pending in waiting {
+            let announced = FileRef(id: 0, byteCount: pending.byteCount, contentType: pending.contentType, digest: FileRef.digestText(digest))
+            let stored = FileRef(id: fileID, byteCount: pending.byteCount, contentType: pending.contentType)
+            if documents.insert(pending.documentID).inserted, let document = store.document(pending.documentID) {
+                let payload = Self.replacing(announced, with: stored, in: document.payload)
+                if payload != document.payload { _ = try store.updateDocument(pending.documentID, payload: payload, countingWrite: false, at: now) }
+            }
+            if let type = pending.recordType, let id = pending.recordID, records.insert("\(type):\(id)").inserted,
+                let record = try store.record(workspace: workspace, type: type, id: id)
+            {
+                let payload = Self.replacing(announced, with: stored, in: record.payload)
+                if payload != record.payload { _ = try store.putRecord(workspace: workspace, type: type, id: id, scope: record.scope, payload: payload, at: now) }
+            }
+        }
+        try store.removePendingFiles(workspace: workspace, digest: digest)
+    }
+
+    /// `json` with every occurrence of `old` (as the payload encoder writes it) replaced by `new`.
+    /// Stored payloads are canonical JSON from one writer, and a file reference is an object no
+    /// text value can hold unescaped, so the bytes stand for the value.
+    static func replacing(_ old: FileRef, with new: FileRef, in json: Data) -> Data {
+        var oldBytes = JSONOutput()
+        var newBytes = JSONOutput()
+        guard (try? old.writeJSON(to: &oldBytes)) != nil, (try? new.writeJSON(to: &newBytes)) != nil else { return json }
+        return json.replacing(oldBytes.data, with: newBytes.data)
+    }
+
+    /// `GET /files/sha-256/<64 hex digits>`: whether the caller's workspace holds a file with
+    /// these bytes (`200` with its id, size and type; `404 no-such-file`), so that a device skips
+    /// uploading bytes the server has (docs/PROTOCOL.md, "Looking a file up by digest").
+    func fileLookup(_ request: HTTPRequest) -> HTTPResponse {
+        let caller: Caller
+        switch self.caller(of: request) {
+        case .allowed(let found): caller = found
+        case .refused(let refusal): return refusal
+        }
+        let hex = request.path.dropFirst("/files/sha-256/".count)
+        guard let digest = Self.hexBytes(hex), digest.count == 32 else {
+            return .problem(400, "Bad Request", detail: "the path names a SHA-256 as 64 lower-case hex digits", code: "malformed")
+        }
+        return locked {
+            do {
+                guard let file = try store.storedFile(workspace: caller.workspace, digest: digest) else {
+                    return .problem(404, "Not Found", detail: "no file with these bytes in this workspace", code: "no-such-file")
+                }
+                var object: [String: Any] = ["id": file.id, "byte_count": file.byteCount, "digest": FileRef.digestText(file.digest)]
+                if let type = file.contentType { object["content_type"] = type }
+                return .json(200, object, headers: [("Cache-Control", "no-store")])
+            } catch {
+                return .problem(503, "Service Unavailable", detail: "the store cannot answer now", code: "busy", headers: [("Retry-After", "5")])
+            }
+        }
+    }
+
+    /// `GET /pending-files?limit=<n>`: the files documents named before their bytes arrived, oldest
+    /// first; the back office sees its workspace's, a device its own documents'.
+    func pendingFilesRoute(_ request: HTTPRequest) -> HTTPResponse {
+        let caller: Caller
+        switch self.caller(of: request) {
+        case .allowed(let found): caller = found
+        case .refused(let refusal): return refusal
+        }
+        var limit = 100
+        if let query = request.query {
+            guard query.hasPrefix("limit="), let value = Int(query.dropFirst(6)), query.utf8.count <= 10, (1...1_000).contains(value) else {
+                return .problem(400, "Bad Request", detail: "the query takes limit=, a number from 1 to 1000", code: "bad-query")
+            }
+            limit = value
+        }
+        return locked {
+            do {
+                let waiting = try store.pendingFiles(workspace: caller.workspace, principal: caller.feedPrincipal, limit: limit)
+                let items: [[String: Any]] = waiting.map { pending in
+                    var item: [String: Any] = [
+                        "document_id": pending.documentID, "pointer": pending.pointer, "digest": FileRef.digestText(pending.digest),
+                        "byte_count": pending.byteCount, "content_type": pending.contentType, "since": Self.timestamp(pending.since),
+                    ]
+                    if let form = store.document(pending.documentID) { item["form"] = form.form; item["id"] = form.id }
+                    return item
+                }
+                return .json(200, ["pending": items], headers: [("Cache-Control", "no-store")])
+            } catch {
+                return .problem(503, "Service Unavailable", detail: "the store cannot answer now", code: "busy", headers: [("Retry-After", "5")])
+            }
+        }
+    }
+
+    static func hexBytes(_ text: Substring) -> Data? {
+        guard text.utf8.count == 64 else { return nil }
+        var bytes = Data(capacity: 32)
+        var high: UInt8?
+        for c in text.utf8 {
+            let value: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = c - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            if let h = high {
+                bytes.append(h << 4 | value)
+                high = nil
+            } else {
+                high = value
+            }
+        }
+        return bytes
+    }
+
+    /// Milliseconds since 1970 as RFC 3339 UTC.
+    static func timestamp(_ milliseconds: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+}
+
+extension Data {
+    /// A copy with every non-overlapping occurrence of `target` replaced by `replacement`.
+    func replacing(_ target: Data, with replacement: Data) -> Data {
+        guard !target.isEmpty, count >= target.count else { return self }
+        var result = Data(capacity: count)
+        var index = startIndex
+        while let found = self[index...].firstRange(of: target) {
+            result.append(self[index..<found.lowerBound])
+            result.append(replacement)
+            index = found.upperBound
+        }
+        result.append(self[index...])
+        return result
+    }
+}
