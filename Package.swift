@@ -103,8 +103,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting", "FormSyncTorture",
-                "FormSyncPostgres",
+                "FieldForms", "CorpusForms", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting",
+                "FormSyncTorture", "FormSyncPostgres",
             ]),
     ],
     swiftLanguageModes: [.v6]

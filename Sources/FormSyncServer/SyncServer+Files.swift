@@ -7,7 +7,7 @@ import Foundation
 /// document is stored with the file pending, and the upload of those bytes completes it.
 extension SyncServer {
     /// The features this server announces in `GET /health` and in `FormSync-Features`.
-    static let features = ["deferred-files", "file-lookup"]
+    var features: [String] { acceptsDeferredFiles ? ["deferred-files", "file-lookup"] : ["file-lookup"] }
 
     /// A payload whose file references were checked: the payload with every pending file the
     /// server already holds completed, the files still pending, or the field errors.
@@ -26,7 +26,9 @@ extension SyncServer {
         var pending: [FileUse] = []
         for use in uses {
             let ref = use.ref
-            if ref.isPending {
+            if ref.isPending && !acceptsDeferredFiles {
+                errors.append(["pointer": use.pointer, "code": "pending-file", "detail": "This server needs a file's bytes before the submission that names it."])
+            } else if ref.isPending {
                 guard let sha = ref.sha256 else { continue }  // the validator refused it already
                 try store.lockFileDigest(workspace: caller.workspace, digest: sha)
                 guard let stored = try store.storedFile(workspace: caller.workspace, digest: sha) else {

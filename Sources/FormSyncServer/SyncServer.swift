@@ -50,6 +50,15 @@ public final class SyncServer: @unchecked Sendable {
 
     /// Faults to inject into the next requests (tests, the demo, `formsync serve --fault`).
     public let faults = FaultPlan()
+    private let deferredFiles = Atomic<Bool>(true)
+    /// Whether it takes submissions that name files by digest before their bytes (on by
+    /// default). Off, it answers as a server without the feature would: `deferred-files` is not
+    /// announced and a pending file is refused with `422`, so that clients fall back to
+    /// sending files first (tests and `serve --no-deferred-files`).
+    public var acceptsDeferredFiles: Bool {
+        get { deferredFiles.load(ordering: .relaxed) }
+        set { deferredFiles.store(newValue, ordering: .relaxed) }
+    }
     /// Called after every write, before its reply is sent, with the number of documents held:
     /// crash tests use it to kill a client at an exact point of its sync. (The write commits
     /// with its batch at the next fsync round, whatever becomes of the client.)
@@ -291,7 +300,7 @@ public final class SyncServer: @unchecked Sendable {
         let mark = store.durabilityMark()
         var answer = respond(request, route: route, fault: fault)
         // What this server supports, on every reply of its own (a portal's page has none).
-        if fault != .captivePortal { answer?.headers.append(("FormSync-Features", Self.features.joined(separator: ", "))) }
+        if fault != .captivePortal { answer?.headers.append(("FormSync-Features", features.joined(separator: ", "))) }
         let response = answer
         // Nothing is answered before what it saw or wrote is on disk: on SQLite one fsync covers
         // every request that committed meanwhile (group commit; see `SQLiteServerStore`).
@@ -331,7 +340,7 @@ public final class SyncServer: @unchecked Sendable {
         if let refusal = misdirected(request) { return refusal }
         switch (request.method, request.path) {
         case ("GET", "/health"):
-            return .json(200, ["service": "formsync", "status": "ok", "protocol": 1, "features": Self.features])
+            return .json(200, ["service": "formsync", "status": "ok", "protocol": 1, "features": features])
         case ("GET", let path) where path.hasPrefix("/files/sha-256/"):
             return fileLookup(request)
         case ("GET", "/pending-files"):

@@ -9,11 +9,12 @@ import Synchronization
 /// demo can kill it mid-flush. It starts a sync engine on its outbox, as an app would, and exits
 /// once nothing is left to send. `--clock-skew-ms` shifts its clock (a device whose clock was
 /// ahead during capture and has since been corrected). `--pull-only` only pulls the device's
-/// records until it has caught up (crash tests kill it mid-pull).
+/// records until it has caught up (crash tests kill it mid-pull). `--resumable-from` and
+/// `--chunk-bytes` set the transport's resumable uploads (tests kill it mid-upload).
 enum DemoDeviceCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         let args = try Arguments(
-            raw, options: ["--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms", "--workspace", "--page-size"],
+            raw, options: ["--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms", "--workspace", "--page-size", "--resumable-from", "--chunk-bytes"],
             flags: ["--pull-only", "--next-build"])
         let workspace = args.values["--workspace"] ?? "demo"
         let pageSize = try args.integer("--page-size", default: 500, in: 1...1000)
@@ -26,7 +27,11 @@ enum DemoDeviceCommand {
             let refreshToken = args.values["--refresh-token"]
         else { throw UsageError("demo-device needs --db, --server and --refresh-token") }
         let token = Mutex<String?>(nil)
-        let transport = HTTPTransport(workspace: workspace, baseURL: server, timeout: TimeInterval(timeout), maxConnections: 3) { token.withLock { $0 } }
+        let resumableFrom = try args.integer("--resumable-from", default: 8 << 20, in: 1...(4 << 30))
+        let chunkBytes = try args.integer("--chunk-bytes", default: 4 << 20, in: (64 << 10)...(64 << 20))
+        let transport = HTTPTransport(
+            workspace: workspace, baseURL: server, timeout: TimeInterval(timeout), maxConnections: 3, resumableFromBytes: Int64(resumableFrom), chunkBytes: chunkBytes
+        ) { token.withLock { $0 } }
         let live = OutboxEnvironment.live
         let environment = OutboxEnvironment(now: { live.now() + skew }, random: live.random, newID: live.newID)
         // `--next-build`: the app was updated and runs the next version of the specs.

@@ -11,6 +11,7 @@ enum ServeCommand {
     static let help = """
         usage: formsync serve [--port N] [--host ADDRESS] [--db DIR | --database URL [--migrate]] [--workspace W]
                               [--fault KIND[:COUNT]]... [--token-lifetime SECONDS] [--records FILE.json] [--principal P] [--specs DIR]
+                              [--bandwidth BYTES_PER_SECOND] [--no-deferred-files]
 
         Serves the FormSync protocol (docs/PROTOCOL.md) on ADDRESS:N (default 127.0.0.1:8080; 0
         picks a free port) with its state in DIR (default ./formsync-server, the embedded SQLite
@@ -34,6 +35,9 @@ enum ServeCommand {
           503=SECONDS   503 with Retry-After        429=SECONDS   429 with Retry-After
           captive       200 with a captive portal's HTML page
           401           401, as if the token had expired
+        --bandwidth reads at most that many bytes per second from all connections together (a
+        slow uplink, such as 20000 for 2G). --no-deferred-files answers as a server without
+        deferred files would (files before the submissions that name them).
         Stop it with Ctrl-C.
         """
 
@@ -50,8 +54,8 @@ enum ServeCommand {
             }
         }
         let args = try Arguments(
-            rest, options: ["--port", "--host", "--db", "--database", "--token-lifetime", "--workspace", "--records", "--principal", "--specs"],
-            flags: ["--help", "-h", "--migrate"])
+            rest, options: ["--port", "--host", "--db", "--database", "--token-lifetime", "--workspace", "--records", "--principal", "--specs", "--bandwidth"],
+            flags: ["--help", "-h", "--migrate", "--no-deferred-files"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -97,6 +101,8 @@ enum ServeCommand {
             guard let (kind, count) = FaultPlan.parse(fault) else { throw UsageError("unknown fault '\(fault)'") }
             server.faults.add(kind, count: count)
         }
+        server.faults.limitBandwidth(bytesPerSecond: try args.integer("--bandwidth", default: 0, in: 0...(1 << 40)))
+        if args.flags.contains("--no-deferred-files") { server.acceptsDeferredFiles = false }
         if let file = args.values["--records"] {
             let count = try seed(server, from: file, workspace: args.values["--workspace"] ?? "default", hosted: args.values["--workspace"])
             printNow("seeded \(count) records from \(file)")

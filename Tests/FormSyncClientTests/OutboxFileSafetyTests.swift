@@ -118,6 +118,38 @@ struct OutboxFileSafetyTests {
         #expect(after == Set(kept + ["z.p\(live).blob.partial"]))
     }
 
+    @Test func anAttachmentWhoseBytesAreNotTheTypeItClaimsIsRefusedAtEnqueueWithItsPointer() async throws {
+        let h = try Harness()
+        let outbox = try h.open()
+        func enqueue(_ source: URL, as type: String) async throws {
+            let photo = outbox.placeholderIDs.next()
+            try await outbox.enqueue(NewCustomer(name: "Shop", segment: .retail, shopFront: FileRef(id: photo, contentType: type)),
+                                     attachments: [.init(placeholder: photo, source: source, contentType: type)])
+        }
+        func refusal(_ source: URL, as type: String) async -> [FieldError] {
+            do {
+                try await enqueue(source, as: type)
+                return []
+            } catch OutboxError.invalidPayload(let errors) {
+                return errors
+            } catch {
+                return [FieldError(pointer: "?", code: "\(error)", detail: "")]
+            }
+        }
+        // A PNG sent as a JPEG, and bytes that are no image at all.
+        let png = await refusal(try h.cameraFile("front.png", bytes: 3000), as: "image/jpeg")
+        #expect(png.map(\.pointer) == ["#/shop_front"])
+        #expect(png.map(\.code) == ["content_type"])
+        #expect(png.first?.detail.contains("image/png") == true)
+        let noise = await refusal(try h.cameraFile("front.bin", bytes: 3000), as: "image/jpeg")
+        #expect(noise.map(\.code) == ["content_type"])
+        #expect(try await outbox.items(in: Set(SyncState.allCases)).isEmpty, "nothing was queued")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: h.path + ".stash").filter { $0.hasSuffix(".blob") }.isEmpty, "nothing stashed")
+        // A real JPEG goes in.
+        try await enqueue(try h.cameraFile("front.jpg", bytes: 3000), as: "image/jpeg")
+        #expect(try await outbox.items(in: Set(SyncState.allCases)).count == 2)
+    }
+
     @Test func anAttachmentIsJudgedByTheBytesReallyCopiedNotByWhatTheAppDeclared() async throws {
         let h = try Harness()
         let outbox = try h.open()

@@ -13,8 +13,6 @@ import FormSyncSQLite
 /// `lanes` holds one row per lane with work, naming its head item and when that head is due.
 final class OutboxStore {
     let db: SQLiteConnection
-    /// `defersFiles` as read or written last.
-    private var defersFilesCache: Bool?
 
     /// Stored states. `pending` and `leased` are open (in the lane); the rest are not.
     enum State: String {
@@ -331,21 +329,18 @@ final class OutboxStore {
 
     /// Whether the server announced deferred files (`FormSync-Features: deferred-files`), as
     /// last learnt; kept in `outbox_counters` across launches.
+    /// (Read from the file each time: another process may have learnt it.)
     var defersFiles: Bool {
-        get {
-            if let cached = defersFilesCache { return cached }
-            let value = ((try? db.query("SELECT value FROM outbox_counters WHERE name = 'server_defers_files'") { $0.int(0) }.first) ?? 0) == 1
-            defersFilesCache = value
-            return value
-        }
+        ((try? db.query(Self.defersFilesQuery) { $0.int(0) }.first) ?? 0) == 1
     }
+
+    static let defersFilesQuery = SQLiteConnection.Statement("SELECT value FROM outbox_counters WHERE name = 'server_defers_files'")
 
     /// Records what the server said of deferred files; true when that changed.
     func setDefersFiles(_ value: Bool) throws -> Bool {
         guard value != defersFiles else { return false }
         try db.run("INSERT INTO outbox_counters (name, value) VALUES ('server_defers_files', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
                    [.integer(value ? 1 : 0)])
-        defersFilesCache = value
         return true
     }
 
@@ -468,7 +463,7 @@ final class OutboxStore {
     /// Recomputes a lane's head and when it is due: a leased head is due when its lease
     /// expires; a pending head waiting for dependencies is not due at all (NULL) until one lands.
     func refreshLane(workspace: String, lane: String) throws {
-        let head = try db.query(Self.laneHeadQuery, [.text(workspace), .text(lane), .integer(defersFiles ? 1 : 0)]) {
+        let head = try db.query(Self.laneHeadQuery, [.text(workspace), .text(lane)]) {
             ($0.int(0), $0.text(1) ?? "", $0.int(2), $0.optionalInt(3), $0.int(4) != 0)
         }.first
         guard let (id, state, nextAttemptAt, leaseExpiresAt, waits) = head else {
@@ -492,10 +487,11 @@ final class OutboxStore {
     }
 
     /// The lane's head, with whether it waits for a dependency that has not landed.
-    /// (A deferrable dependency does not hold the head while the server takes deferred files: `?3`.)
+    /// (A deferrable dependency does not hold the head while the server takes deferred files.)
     static let laneHeadQuery = SQLiteConnection.Statement("""
         SELECT id, state, next_attempt_at, lease_expires_at, EXISTS (
-            SELECT 1 FROM dependencies d WHERE d.item_id = items.id AND NOT (d.may_defer = 1 AND ?3 = 1)
+            SELECT 1 FROM dependencies d WHERE d.item_id = items.id
+            AND NOT (d.may_defer = 1 AND COALESCE((SELECT value FROM outbox_counters WHERE name = 'server_defers_files'), 0) = 1)
             AND NOT EXISTS (SELECT 1 FROM resolved r WHERE r.workspace = ?1 AND r.placeholder = d.placeholder))
         FROM items WHERE workspace = ?1 AND lane = ?2 AND \(openCondition) ORDER BY id LIMIT 1
         """)
