@@ -41,6 +41,7 @@ extension Conformance {
         await learnRecords()
         let held = await documents()
         await files(held: held)
+        await deferredFiles(features: health.json?["features"] as? [String] ?? [])
         let unfinished = await resumableUploads()
         await feedChecks()
         await scopeChecks()

@@ -28,6 +28,8 @@ enum Rules {
     static let access = "§2 Access rules"
     static let ledger = "§3 The idempotency ledger"
     static let problems = "§5 Error codes"
+    static let deferred = "§2 Deferred files"
+    static let lookup = "§2 Looking a file up by digest"
     static let fieldErrors = "§6 Field errors"
 
     static let healthAnswers = ConformanceRule(health, "GET /health answers {service: formsync, status: ok, protocol: 1} without a token")
@@ -123,6 +125,16 @@ enum Rules {
                                              notChecked: "it needs a request held on the server; checked only when two racing requests happen to meet (printed when they do)")
     static let problemJSON = ConformanceRule(problems, "an error reply is application/problem+json with its code")
 
+    static let pendingAccepted = ConformanceRule(deferred, "a submission naming a file by digest, size and type is stored with the file pending (no id)")
+    static let pendingListed = ConformanceRule(deferred, "GET /pending-files lists the pending file with its document and pointer")
+    static let pendingCompleted = ConformanceRule(deferred, "the upload of those bytes completes the document: a new version naming the file by id")
+    static let pendingGone = ConformanceRule(deferred, "a completed file is no longer listed as pending")
+    static let pendingMismatch = ConformanceRule(deferred, "an upload whose size or type is not what a document announced is 422 file-mismatch with the pointer")
+    static let pendingUnsupported = ConformanceRule(deferred, "a server that does not list deferred-files in /health refuses a pending file with 422")
+    static let fileReferenceChecked = ConformanceRule(deferred, "a file id whose size differs from the stored file is 422 file-mismatch with the pointer")
+    static let lookupFound = ConformanceRule(lookup, "GET /files/sha-256/<hex> of stored bytes is 200 with the file's id and size")
+    static let lookupMissing = ConformanceRule(lookup, "bytes the workspace does not hold are 404 no-such-file; a malformed digest is 400")
+
     /// Every rule, in the order of PROTOCOL.md.
     static let all: [ConformanceRule] = [
         badToken, badKey, badDocument, badFormHeader, controlCharacter, twoLengths, bodyTooLarge, shortBody, headTooLarge, longTarget, busy, slowHead,
@@ -131,6 +143,7 @@ enum Rules {
         fileAcknowledged, fileAgain, fileOther, fileWrongDigest, fileNoDigest,
         uploadCreate, uploadAppend, uploadWrongOffset, uploadHead, uploadFoundAgain, uploadComplete, uploadFinishedAgain, uploadDigest, uploadTooLong,
         uploadIncomplete, noSuchUpload, fileOnUpload, uploadExpiry, uploadQuota,
+        pendingAccepted, pendingListed, pendingCompleted, pendingGone, pendingMismatch, pendingUnsupported, fileReferenceChecked, lookupFound, lookupMissing,
         healthAnswers, refreshTrades, refreshUnknown, tokenDigests,
         feedCarries, recordAnswers, recordMissing, feedResumes, badCursor, cursorAhead, badLimit, bigLimit, feedScope, feedDeletions,
         editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord,
