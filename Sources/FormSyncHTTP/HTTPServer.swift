@@ -255,6 +255,8 @@ public final class HTTPServer: @unchecked Sendable {
         // up to a quarter second's worth.
         var allowance = 0.0
         var refilledAt = Self.now()
+        // Each connection ready to be read takes its share of the allowance, as TCP flows share a link.
+        var share = Int.max
 
         func closeConnection(_ connection: Connection) {
             connections[connection.fd] = nil
@@ -407,7 +409,7 @@ public final class HTTPServer: @unchecked Sendable {
 
         func read(_ connection: Connection, now: Double) {
             let rate = receiveRate()
-            let budget = rate > 0 ? min(readBuffer.count, Int(allowance)) : readBuffer.count
+            let budget = rate > 0 ? min(readBuffer.count, Int(allowance), share) : readBuffer.count
             guard budget > 0 else { return }
             let n = readBuffer.withUnsafeMutableBytes { recv(connection.fd, $0.baseAddress, budget, 0) }
             if n < 0 {
@@ -465,6 +467,10 @@ public final class HTTPServer: @unchecked Sendable {
                 continue
             }
             let after = Self.now()
+            if rate > 0 {
+                let readable = fds.filter { $0.fd != wake && $0.fd != listener && $0.revents & Int16(POLLIN) != 0 }.count
+                share = max(512, Int(allowance) / max(1, readable))
+            }
             for entry in fds where entry.revents != 0 {
                 if entry.fd == wake {
                     Self.drain(wake)

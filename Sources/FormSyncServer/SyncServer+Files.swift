@@ -7,7 +7,7 @@ import Foundation
 /// document is stored with the file pending, and the upload of those bytes completes it.
 extension SyncServer {
     /// The features this server announces in `GET /health` and in `FormSync-Features`.
-    var features: [String] { acceptsDeferredFiles ? ["deferred-files", "file-lookup"] : ["file-lookup"] }
+    var features: [String] { (acceptsDeferredFiles ? ["deferred-files"] : []) + (offersFileLookup ? ["file-lookup"] : []) }
 
     /// A payload whose file references were checked: the payload with every pending file the
     /// server already holds completed, the files still pending, or the field errors.

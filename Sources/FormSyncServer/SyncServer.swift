@@ -51,6 +51,13 @@ public final class SyncServer: @unchecked Sendable {
     /// Faults to inject into the next requests (tests, the demo, `formsync serve --fault`).
     public let faults = FaultPlan()
     private let deferredFiles = Atomic<Bool>(true)
+    private let fileLookup = Atomic<Bool>(true)
+    /// Whether it answers `GET /files/sha-256/<hex>` (on by default); off, the route is unknown
+    /// (404 no-route), as on a server without the feature (the benchmark's baseline).
+    package var offersFileLookup: Bool {
+        get { fileLookup.load(ordering: .relaxed) }
+        set { fileLookup.store(newValue, ordering: .relaxed) }
+    }
     /// Whether it takes submissions that name files by digest before their bytes (on by
     /// default). Off, it answers as a server without the feature would: `deferred-files` is not
     /// announced and a pending file is refused with `422`, so that clients fall back to
@@ -341,7 +348,7 @@ public final class SyncServer: @unchecked Sendable {
         switch (request.method, request.path) {
         case ("GET", "/health"):
             return .json(200, ["service": "formsync", "status": "ok", "protocol": 1, "features": features])
-        case ("GET", let path) where path.hasPrefix("/files/sha-256/"):
+        case ("GET", let path) where path.hasPrefix("/files/sha-256/") && offersFileLookup:
             return fileLookup(request)
         case ("GET", "/pending-files"):
             return pendingFilesRoute(request)

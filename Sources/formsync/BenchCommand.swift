@@ -16,6 +16,7 @@ enum BenchCommand {
                formsync bench load [--items N] [--slow S] [--rounds R] [--concurrency C]
                formsync bench pull [--records N] [--rounds R] [--delta D] [--small S]
                formsync bench upload [--megabytes M] [--rounds R] [--chunk C]
+               formsync bench files [--rate BYTES_PER_SECOND] [--photo-megabytes M] [--shared-megabytes S] [--rounds R]
 
           generator   check + generate N specs (variants of the specs in DIR, default FormSpecs),
                       against a baseline that only reads the same YAML with libyaml.
@@ -62,11 +63,16 @@ enum BenchCommand {
                       the N-record store against the same on an S-record store (default 1000).
           upload      one M MB file (default 50) as a resumable upload in C MiB chunks (default 4)
                       against a single POST /files of the same file, R rounds (default 3) interleaved.
+          files       a delivery with an M MB photo (default 3) on a link read at BYTES_PER_SECOND
+                      (default 20000): capture → delivered on the server and → photo on the server,
+                      deferred against files first (a server without deferred files), R rounds
+                      (default 3) interleaved; then the bytes sent for two deliveries sharing an
+                      S MB photo (default 5), with the look-up by digest and without.
         Build with -c release for figures worth recording.
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta", "--megabytes", "--chunk", "--lines", "--parts", "--workers", "--identities", "--database", "--nodes", "--pull"], flags: ["--help", "-h"])
+        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta", "--megabytes", "--chunk", "--lines", "--parts", "--workers", "--identities", "--database", "--nodes", "--pull", "--rate", "--photo-megabytes", "--shared-megabytes"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -125,8 +131,12 @@ enum BenchCommand {
             return try await UploadBenchmark.run(
                 megabytes: args.integer("--megabytes", default: 50, in: 1...2000), rounds: args.integer("--rounds", default: 3, in: 1...100),
                 chunkMegabytes: args.integer("--chunk", default: 4, in: 1...64))
+        case "files":
+            return try await DeferredFilesBenchmark.run(
+                bytesPerSecond: args.integer("--rate", default: 20_000, in: 1_000...1_000_000_000), photoBytes: args.integer("--photo-megabytes", default: 3, in: 1...200) * 1_000_000,
+                sharedBytes: args.integer("--shared-megabytes", default: 5, in: 1...200) * 1_000_000, rounds: args.integer("--rounds", default: 3, in: 1...100))
         default:
-            throw UsageError("name a benchmark: generator, enqueue, outbox, http, server, load, pull or upload")
+            throw UsageError("name a benchmark: generator, enqueue, outbox, http, server, load, pull, upload or files")
         }
     }
 
