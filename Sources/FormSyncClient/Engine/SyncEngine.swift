@@ -141,6 +141,24 @@ public final class SyncEngine: Sendable {
         events?.yield(.stop)
     }
 
+    /// `run(connectivity:)` fed from the app's network readings (on iOS, each `NWPath` as
+    /// `NetworkPath(isReachable: path.status == .satisfied, cost: path.isConstrained ?
+    /// .constrained : path.isExpensive ? .expensive : .unmetered)`): each reading's cost goes
+    /// to the outbox (`Outbox.setNetworkCost`), and a reachable path wakes the engine.
+    public func run(paths: AsyncStream<NetworkPath>) async {
+        let (hints, continuation) = AsyncStream.makeStream(of: Bool.self)
+        let outbox = self.outbox
+        let forwarding = Task {
+            for await path in paths {
+                try? await outbox.setNetworkCost(path.cost)
+                continuation.yield(path.isReachable)
+            }
+            continuation.finish()
+        }
+        defer { forwarding.cancel() }
+        await run(connectivity: hints)
+    }
+
     /// Runs until the calling task is cancelled or `stop()` is called. `connectivity` is the
     /// app's hint stream (on iOS from `NWPathMonitor`): `true` means "maybe online now", which
     /// wakes the engine to probe or flush at once. Calling `run` while it runs returns at once.

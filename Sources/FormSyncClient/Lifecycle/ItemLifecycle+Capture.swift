@@ -96,7 +96,9 @@ extension ItemLifecycle {
                     file.sha256 = copy.sha256
                     file.id = try store.insert(file, now: now)
                     created(file)
-                    try store.addToLane(workspace: workspace, lane: file.lane, head: file.id, due: now)
+                    // A file too large for the network's cost is not due until that changes.
+                    let held = meteredFileLimit.map { copy.byteCount > $0 } ?? false
+                    try store.addToLane(workspace: workspace, lane: file.lane, head: file.id, due: held ? nil : now)
                 }
                 if var replaced = earlier, replaced.kind == .submission, replaced.form == P.formName,
                     replaced.state == .pending || replaced.state == .blocked, replaced.sends == 0, !inFlight.contains(replaced.id),

@@ -83,7 +83,7 @@ extension ItemLifecycle {
     static func storedStates(showing states: Set<SyncState>) -> [State] {
         Set(states.map { state -> State in
             switch state {
-            case .savedOnDevice, .waitingForNetwork: return .pending
+            case .savedOnDevice, .waitingForNetwork, .waitingForUnmeteredNetwork: return .pending
             case .sending, .sent: return .leased
             case .confirmed: return .confirmed
             case .rejected: return .rejected

@@ -46,6 +46,8 @@ final class ItemLifecycle {
     var rescanRequested = false
     /// No server answered the last attempt: pending items are "waiting for network".
     var networkDown = false
+    /// The size above which files wait for an unmetered network (the store's, kept here).
+    var meteredFileLimit: Int64?
 
     /// Opens the items of `database` for `workspace`: leases a previous run left expired go
     /// back to pending (same attempt identity), the record index follows `recordTypes`, what
@@ -81,6 +83,7 @@ final class ItemLifecycle {
         placeholderIDs = PlaceholderIDSource(milliseconds: environment.now, issuedBefore: -lowestPlaceholder)
         self.workspace = workspace
         self.counts = counts
+        meteredFileLimit = store.meteredFileLimit
     }
 
     // MARK: Transactions
@@ -151,8 +154,10 @@ final class ItemLifecycle {
     func stateCounts() -> [SyncState: Int] {
         let stored = counts[workspace] ?? [:]
         let sent = inFlight.count
+        let held = meteredFileLimit == nil ? 0 : (try? store.heldForUnmeteredNetwork(workspace: workspace)) ?? 0
         return [
-            networkDown ? .waitingForNetwork : .savedOnDevice: stored[.pending] ?? 0,
+            networkDown ? .waitingForNetwork : .savedOnDevice: (stored[.pending] ?? 0) - held,
+            .waitingForUnmeteredNetwork: held,
             .sending: max(0, (stored[.leased] ?? 0) - sent),
             .sent: sent,
             .confirmed: stored[.confirmed] ?? 0,
@@ -179,7 +184,12 @@ final class ItemLifecycle {
     }
 
     func publicState(_ row: OutboxStore.Row) -> SyncState {
-        publicState(id: row.id, row.state)
+        if row.state == .pending, row.kind == .file, let limit = meteredFileLimit, (row.byteCount ?? 0) > limit,
+            (try? store.heldForUnmeteredNetwork(workspace: row.workspace, item: row.id)) == 1
+        {
+            return .waitingForUnmeteredNetwork
+        }
+        return publicState(id: row.id, row.state)
     }
 
     func publicState(id: Int64, _ state: State) -> SyncState {

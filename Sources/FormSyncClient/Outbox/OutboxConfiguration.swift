@@ -23,9 +23,23 @@ extension Outbox {
         /// The data-protection class of the database, its log and the stash on iOS (see
         /// `FileProtection`); no effect on macOS and Linux.
         public var fileProtection: FileProtection
+        /// Files larger than this (bytes) wait for an unmetered network while the network is
+        /// `expensive` (25 MB: a courier's photos go on cellular, a walkthrough video waits).
+        public var expensiveNetworkFileLimit: Int64
+        /// Files larger than this wait while the network is `constrained` (Low Data Mode: 2 MB).
+        public var constrainedNetworkFileLimit: Int64
 
         /// How far ahead of the clock a due time or lease may lie before it is taken for the
         /// mark of a clock that jumped back and is treated as due (or expired).
+        /// The size above which files wait on a network of `cost`; nil: none wait.
+        func fileLimit(on cost: NetworkCost) -> Int64? {
+            switch cost {
+            case .unmetered: return nil
+            case .expensive: return expensiveNetworkFileLimit
+            case .constrained: return min(constrainedNetworkFileLimit, expensiveNetworkFileLimit)
+            }
+        }
+
         var horizonMilliseconds: Int64 {
             max(retry.maxDelayMilliseconds, retry.maxRetryAfterMilliseconds, leaseMilliseconds, 1000)
         }
@@ -33,9 +47,12 @@ extension Outbox {
         public init(
             concurrency: Int = 4, retry: RetryPolicy = RetryPolicy(), lease: Duration = .seconds(60), maxAuthRefreshesPerFlush: Int = 3,
             uploadConcurrency: Int = 2, attachmentTransform: AttachmentTransform? = nil,
-            fileProtection: FileProtection = .completeUntilFirstUserAuthentication
+            fileProtection: FileProtection = .completeUntilFirstUserAuthentication, expensiveNetworkFileLimit: Int64 = 25_000_000,
+            constrainedNetworkFileLimit: Int64 = 2_000_000
         ) {
             self.fileProtection = fileProtection
+            self.expensiveNetworkFileLimit = max(0, expensiveNetworkFileLimit)
+            self.constrainedNetworkFileLimit = max(0, constrainedNetworkFileLimit)
             self.concurrency = max(1, concurrency)
             self.uploadConcurrency = max(1, uploadConcurrency)
             self.attachmentTransform = attachmentTransform

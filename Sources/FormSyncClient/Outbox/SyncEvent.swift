@@ -22,6 +22,9 @@ public enum SyncEvent: Sendable, Equatable {
     case offline(reason: String)
     /// A server answers again.
     case online
+    /// The network's cost changed (`Outbox.setNetworkCost`): `waitingFiles` files now wait for
+    /// an unmetered network.
+    case networkCost(NetworkCost, waitingFiles: Int)
 }
 
 /// One attempt as the outbox remembers it (the newest 20 per item are kept).

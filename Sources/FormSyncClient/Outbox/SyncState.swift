@@ -6,6 +6,9 @@ public enum SyncState: String, Sendable, Hashable, Codable, CaseIterable {
     /// Stored durably and due, but no server answers (no network, a captive portal): it goes
     /// out when the server is reachable again. Never counted against the item.
     case waitingForNetwork = "waiting_for_network"
+    /// A file larger than the network's cost allows (`NetworkCost`): it goes on an unmetered
+    /// network, or at once after `Outbox.sendOnAnyNetwork` ("waiting for Wi-Fi").
+    case waitingForUnmeteredNetwork = "waiting_for_unmetered_network"
     /// Leased for sending: its files or dependencies are going out, or it is about to go.
     case sending
     /// The request is out; no reply yet.

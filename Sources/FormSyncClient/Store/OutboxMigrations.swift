@@ -252,6 +252,8 @@ enum OutboxMigrations {
     /// `server_defers_files`). An attempt that named a file by digest (`sent_attempt`, with the
     /// digest, size and type it sent) names it so again when it is resent, even once the file
     /// landed: one key, one request. One stashed copy per digest is found by `items_file_digest`.
+    /// A file a person sent "now" goes on any network (`any_network`); the file size that waits
+    /// for an unmetered network is `outbox_counters`' `metered_file_limit` (none: no limit).
     static let deferredFiles = SQLiteMigrator.Migration(version: 10, name: "deferred files", sql: """
         ALTER TABLE dependencies ADD COLUMN may_defer INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE dependencies ADD COLUMN sent_attempt TEXT;
@@ -259,5 +261,6 @@ enum OutboxMigrations {
         ALTER TABLE dependencies ADD COLUMN sent_byte_count INTEGER;
         ALTER TABLE dependencies ADD COLUMN sent_content_type TEXT;
         CREATE INDEX items_file_digest ON items(workspace, sha256) WHERE kind = 'file' AND file_path IS NOT NULL;
+        CREATE TABLE any_network (item_id INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE);
         """)
 }

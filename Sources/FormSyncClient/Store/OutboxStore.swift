@@ -344,6 +344,42 @@ final class OutboxStore {
         return true
     }
 
+    /// The size above which files wait for an unmetered network; nil: none wait.
+    var meteredFileLimit: Int64? {
+        (try? db.query("SELECT value FROM outbox_counters WHERE name = 'metered_file_limit'") { $0.int(0) }.first) ?? nil
+    }
+
+    /// Sets what `meteredFileLimit` reads; true when that changed.
+    func setMeteredFileLimit(_ limit: Int64?) throws -> Bool {
+        guard limit != meteredFileLimit else { return false }
+        if let limit {
+            try db.run("INSERT INTO outbox_counters (name, value) VALUES ('metered_file_limit', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                       [.integer(limit)])
+        } else {
+            try db.run("DELETE FROM outbox_counters WHERE name = 'metered_file_limit'")
+        }
+        return true
+    }
+
+    /// The lanes of files.
+    func fileLanes() throws -> [(workspace: String, lane: String)] {
+        try db.query("SELECT workspace, lane FROM lanes WHERE lane LIKE 'file:%'") { ($0.text(0) ?? "", $0.text(1) ?? "") }
+    }
+
+    /// Lets a file go on any network.
+    func allowAnyNetwork(_ item: Int64) throws {
+        try db.run("INSERT OR IGNORE INTO any_network (item_id) VALUES (?)", [.integer(item)])
+    }
+
+    /// Whether a pending file of `workspace` waits for an unmetered network, by id; or how many do.
+    func heldForUnmeteredNetwork(workspace: String, item: Int64? = nil) throws -> Int {
+        guard let limit = meteredFileLimit else { return 0 }
+        return Int(try db.query("""
+            SELECT COUNT(*) FROM items WHERE workspace = ? AND kind = 'file' AND state = 'pending' AND byte_count > ? AND (? IS NULL OR id = ?)
+            AND NOT EXISTS (SELECT 1 FROM any_network a WHERE a.item_id = items.id)
+            """, [.text(workspace), .integer(limit), item.map(SQLValue.integer) ?? .null, item.map(SQLValue.integer) ?? .null]) { $0.int(0) }.first ?? 0)
+    }
+
     /// The lanes whose head waits for a dependency that has not landed.
     func lanesWaitingForDependencies() throws -> [(workspace: String, lane: String)] {
         try db.query("SELECT workspace, lane FROM lanes WHERE due_at IS NULL") { ($0.text(0) ?? "", $0.text(1) ?? "") }
@@ -487,12 +523,15 @@ final class OutboxStore {
     }
 
     /// The lane's head, with whether it waits for a dependency that has not landed.
-    /// (A deferrable dependency does not hold the head while the server takes deferred files.)
+    /// (A deferrable dependency does not hold the head while the server takes deferred files; a
+    /// file above the metered limit waits, as for a dependency, unless a person sent it "now".)
     static let laneHeadQuery = SQLiteConnection.Statement("""
         SELECT id, state, next_attempt_at, lease_expires_at, EXISTS (
             SELECT 1 FROM dependencies d WHERE d.item_id = items.id
             AND NOT (d.may_defer = 1 AND COALESCE((SELECT value FROM outbox_counters WHERE name = 'server_defers_files'), 0) = 1)
             AND NOT EXISTS (SELECT 1 FROM resolved r WHERE r.workspace = ?1 AND r.placeholder = d.placeholder))
+        OR (kind = 'file' AND byte_count > (SELECT value FROM outbox_counters WHERE name = 'metered_file_limit')
+            AND NOT EXISTS (SELECT 1 FROM any_network a WHERE a.item_id = items.id))
         FROM items WHERE workspace = ?1 AND lane = ?2 AND \(openCondition) ORDER BY id LIMIT 1
         """)
     static let deleteLaneStatement = SQLiteConnection.Statement("DELETE FROM lanes WHERE workspace = ? AND lane = ?")
