@@ -65,6 +65,11 @@ struct ReadmeExamples {
         let sync = Task { await engine.run(connectivity: connectivity) }
         hint.yield(true)
 
+        try await outbox.setNetworkCost(.expensive)        // the OS says: cellular
+        let waitingForWiFi = await outbox.stateCounts()[.waitingForUnmeteredNetwork] ?? 0
+        try await outbox.setNetworkCost(.unmetered)        // back on Wi-Fi: they go
+        #expect(waitingForWiFi == 0)
+
         let photo = outbox.placeholderIDs.next()
         let signature = outbox.placeholderIDs.next()
         let delivery = DeliveryConfirmation(
