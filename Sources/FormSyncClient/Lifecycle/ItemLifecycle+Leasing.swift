@@ -32,7 +32,8 @@ extension ItemLifecycle {
 
     /// Leases due lane heads inside the caller's transaction (a flush pass's, on its own or
     /// with the answers that freed the slots); `markSent` once that transaction committed.
-    func leaseDue(submissions: Int, uploads: Int, now: Int64) throws -> [Lease] {
+    /// `leaseMilliseconds`: how long the leases last (the configuration's by default).
+    func leaseDue(submissions: Int, uploads: Int, now: Int64, leaseMilliseconds: Int64? = nil) throws -> [Lease] {
         var leases: [Lease] = []
         var tried: Set<Int64> = []
         // A head that cannot be leased (parked on the way, say) is skipped; a few rounds of
@@ -46,7 +47,7 @@ extension ItemLifecycle {
             guard !picks.isEmpty else { break }
             picks.sort { $0.head < $1.head }  // the two pools' heads go out in the order they were queued
             tried.formUnion(picks.map(\.head))
-            let got = try picks.compactMap { try lease($0.head, lane: $0.lane, now: now) }
+            let got = try picks.compactMap { try lease($0.head, lane: $0.lane, now: now, for: leaseMilliseconds) }
             leases += got
             if got.count == picks.count { break }
         }
@@ -63,7 +64,7 @@ extension ItemLifecycle {
 
     /// Leases one lane head inside the caller's transaction; nil when it cannot go now (it was
     /// taken or parked meanwhile, or it was just parked because it cannot be sent at all).
-    func lease(_ id: Int64, lane: String, now: Int64) throws -> Lease? {
+    func lease(_ id: Int64, lane: String, now: Int64, for milliseconds: Int64? = nil) throws -> Lease? {
         guard var row = try store.item(id), row.workspace == workspace,
             row.state == .pending || (row.state == .leased && leaseExpired(row.leaseExpiresAt, now: now))
         else {
@@ -111,7 +112,7 @@ extension ItemLifecycle {
             }
         }
         move(&row, to: .leased)
-        row.leaseExpiresAt = now.addingClamped(configuration.leaseMilliseconds)
+        row.leaseExpiresAt = now.addingClamped(milliseconds ?? configuration.leaseMilliseconds)
         row.sends += 1
         // Only the lease columns change (an upgrade above wrote its own), and the head stays
         // the head: its lane is due when the lease expires.
@@ -129,6 +130,6 @@ extension ItemLifecycle {
     /// last (the clock jumped back since it was taken).
     func leaseExpired(_ expiry: Int64?, now: Int64) -> Bool {
         guard let expiry else { return true }
-        return expiry <= now || expiry > now.addingClamped(configuration.leaseMilliseconds)
+        return expiry <= now || expiry > now.addingClamped(configuration.longestLeaseMilliseconds)
     }
 }

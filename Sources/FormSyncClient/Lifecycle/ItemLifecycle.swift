@@ -61,7 +61,7 @@ final class ItemLifecycle {
         let store = database.store
         let now = environment.now()
         try database.transaction(.normal) {
-            for (workspace, lane) in try store.reclaimExpiredLeases(now: now, horizon: configuration.leaseMilliseconds) {
+            for (workspace, lane) in try store.reclaimExpiredLeases(now: now, horizon: configuration.longestLeaseMilliseconds) {
                 try store.refreshLane(workspace: workspace, lane: lane)
             }
         }

@@ -28,6 +28,12 @@ extension Outbox {
         public var expensiveNetworkFileLimit: Int64
         /// Files larger than this wait while the network is `constrained` (Low Data Mode: 2 MB).
         public var constrainedNetworkFileLimit: Int64
+        /// How long an upload handed to an OS background-transfer service stays leased
+        /// (`Outbox.leaseBackgroundUploads`): a day by default, since the OS runs it when it sees fit.
+        public var backgroundLease: Duration { .milliseconds(backgroundLeaseMilliseconds) }
+        var backgroundLeaseMilliseconds: Int64 = 86_400_000
+        /// The longest lease this outbox gives: a lease ending later is from a clock that jumped back.
+        var longestLeaseMilliseconds: Int64 { max(leaseMilliseconds, backgroundLeaseMilliseconds) }
 
         /// How far ahead of the clock a due time or lease may lie before it is taken for the
         /// mark of a clock that jumped back and is treated as due (or expired).
@@ -41,15 +47,16 @@ extension Outbox {
         }
 
         var horizonMilliseconds: Int64 {
-            max(retry.maxDelayMilliseconds, retry.maxRetryAfterMilliseconds, leaseMilliseconds, 1000)
+            max(retry.maxDelayMilliseconds, retry.maxRetryAfterMilliseconds, longestLeaseMilliseconds, 1000)
         }
 
         public init(
             concurrency: Int = 4, retry: RetryPolicy = RetryPolicy(), lease: Duration = .seconds(60), maxAuthRefreshesPerFlush: Int = 3,
             uploadConcurrency: Int = 2, attachmentTransform: AttachmentTransform? = nil,
             fileProtection: FileProtection = .completeUntilFirstUserAuthentication, expensiveNetworkFileLimit: Int64 = 25_000_000,
-            constrainedNetworkFileLimit: Int64 = 2_000_000
+            constrainedNetworkFileLimit: Int64 = 2_000_000, backgroundLease: Duration = .seconds(86_400)
         ) {
+            self.backgroundLeaseMilliseconds = min(max(1000, backgroundLease.clampedMilliseconds), 7 * 86_400_000)
             self.fileProtection = fileProtection
             self.expensiveNetworkFileLimit = max(0, expensiveNetworkFileLimit)
             self.constrainedNetworkFileLimit = max(0, constrainedNetworkFileLimit)

@@ -204,6 +204,24 @@ public final class HTTPTransport: OutboxTransport {
         return object["service"] as? String == "formsync" && object["status"] as? String == "ok"
     }
 
+    /// The request an OS background-transfer service sends for `upload` (`POST /files`, with
+    /// its identities, digest, workspace and a bearer token asked for now); its body is the file
+    /// at `upload.file` (`URLSession.uploadTask(with:fromFile:)`). Its reply goes back to the
+    /// outbox through `DeliveryOutcome(status:headers:body:documentID:)` and
+    /// `Outbox.finishBackgroundUpload`. A token that expires before the OS runs it comes back as
+    /// `authExpired`, and the upload goes again.
+    public func backgroundRequest(for upload: BackgroundUpload) async -> URLRequest {
+        var http = URLRequest(url: url("/files"))
+        http.httpMethod = "POST"
+        let request = OutboundRequest(
+            itemID: upload.itemID, documentID: upload.documentID, attemptID: upload.attemptID, workspace: upload.workspace,
+            body: .file(path: upload.file.path, contentType: upload.contentType, byteCount: upload.byteCount, sha256: upload.sha256))
+        await prepare(&http, request, with: [
+            "Content-Type": upload.contentType, "Content-Digest": FileRef.digestText(upload.sha256), "Content-Length": String(upload.byteCount),
+        ])
+        return http
+    }
+
     /// The features `GET /health` lists (`deferred-files`, `file-lookup`); nil when no genuine
     /// FormSync server answers.
     public func serverFeatures() async -> Set<String>? {
