@@ -28,7 +28,7 @@ enum DemoError: Error, CustomStringConvertible {
 
 enum DemoCommand {
     static let help = """
-        usage: formsync demo [--seed N] [--workers W] [--items I] [--keep DIR]
+        usage: formsync demo [--seed N] [--workers W] [--items I] [--keep DIR] [--bandwidth BYTES_PER_SECOND]
 
         Simulates a field day. In the morning the back office assigns each worker's round
         (deliveries scoped to that courier, customers shared by all) and each device pulls its
@@ -43,12 +43,15 @@ enum DemoCommand {
         device pulls again at the end of the day. Prints per-form and per-state counts, what
         the server holds, duplicates (must be 0), whether every device's records equal the
         server's scope for its courier, parked items and a timeline. Exit status 0 only when
-        every invariant holds.
+        every invariant holds. Each worker attaches one photo to a delivery and to an
+        inspection (sent once), and the report says how long after the devices began to sync
+        each delivery reached the server, and its photos; --bandwidth makes the server read
+        at most that many bytes per second from all devices together (a 2G uplink: 20000).
         The same seed captures the same data and plans the same faults.
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--seed", "--workers", "--items", "--keep"], flags: ["--help", "-h"])
+        let args = try Arguments(raw, options: ["--seed", "--workers", "--items", "--keep", "--bandwidth"], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -63,6 +66,7 @@ enum DemoCommand {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { if args.values["--keep"] == nil { try? FileManager.default.removeItem(at: folder) } }
         var demo = try FieldDay(folder: folder, seed: seed, workers: workers, items: items)
+        demo.bandwidth = try args.integer("--bandwidth", default: 0, in: 0...1_000_000_000)
         return try await demo.run()
     }
 }
@@ -77,6 +81,14 @@ struct FieldDay {
     /// Every captured document: its form and the marker that makes its content unique.
     var captured: [(worker: Int, documentID: String, form: String, marker: String)] = []
     var photos = 0
+    /// Bytes of distinct files captured, and the documents holding the shared photo.
+    var fileBytes = 0
+    var sharedPhotoHolders: [String] = []
+    /// The server's read limit in bytes per second (0: none).
+    var bandwidth = 0
+    /// When each delivery, and all its photos, reached the server (seconds after the sync began).
+    var deliveredAfter: [String: Double] = [:]
+    var photosAfter: [String: Double] = [:]
     /// SHA-256 over every captured document's identity and payload, in capture order.
     var fingerprint = SHA256()
     var captureFingerprint = ""
@@ -133,6 +145,12 @@ struct FieldDay {
             note("fault planned: \(label) ×\(count)")
         }
 
+        // A slow uplink, when asked for: the sync's deadlines grow with the bytes it must carry.
+        server.faults.limitBandwidth(bytesPerSecond: bandwidth)
+        let syncSeconds = 55 + (bandwidth > 0 ? Double(fileBytes) / Double(bandwidth) * 1.5 : 0)
+        if bandwidth > 0 { note("the server reads at most \(bandwidth / 1000) KB/s from all devices together (\(fileBytes / 1000) KB of files to carry)") }
+        let syncStarted = Date()
+
         // 3. Sync: each device is its own process. Worker 1's is killed mid-flush and restarted.
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         func device(_ worker: Int) throws -> Process {
@@ -140,7 +158,7 @@ struct FieldDay {
             process.executableURL = executable
             process.arguments = [
                 "demo-device", "--db", database(worker).path, "--server", server.baseURL.absoluteString, "--refresh-token", refreshTokens[worker]!,
-                "--clock-skew-ms", String(worker == clockAheadWorker ? -clockAhead : 0),
+                "--clock-skew-ms", String(worker == clockAheadWorker ? -clockAhead : 0), "--deadline", String(Int(syncSeconds)),
             ] + (updated(worker) ? ["--next-build"] : [])
             // Each device's own account (engine states, passes) goes to a log beside its outbox;
             // a failed run prints the end of it.
@@ -176,6 +194,7 @@ struct FieldDay {
         }
         let killDeadline = Date().addingTimeInterval(20)
         while victim.withLock({ $0 != nil }), processes[1]?.isRunning == true, Date() < killDeadline {
+            watchDeliveries(server, since: syncStarted)
             try await Task.sleep(for: .milliseconds(10))
         }
         server.afterCommit = nil
@@ -193,12 +212,14 @@ struct FieldDay {
         let outage = 4 + Double(random.next() % 3)
         server.faults.outage(seconds: outage)
         note("outage: no server answers for \(Int(outage)) s")
-        let deadline = Date().addingTimeInterval(60)
+        let deadline = Date().addingTimeInterval(syncSeconds + 5)
         while processes.values.contains(where: \.isRunning), Date() < deadline {
             let held = server.documents().count
             FileHandle.standardError.write(Data("\r  syncing: server holds \(held)/\(captured.count) documents, \(server.fileIDs().count)/\(photos) files   ".utf8))
-            try await Task.sleep(for: .milliseconds(200))
+            watchDeliveries(server, since: syncStarted)
+            try await Task.sleep(for: .milliseconds(50))
         }
+        watchDeliveries(server, since: syncStarted)
         FileHandle.standardError.write(Data("\n".utf8))
         for (worker, process) in processes {
             if process.isRunning {
@@ -214,6 +235,18 @@ struct FieldDay {
             note("device \(worker) final sync: \(pulled) records")
         }
         return try await report(server)
+    }
+
+    /// Notes when each delivery reached the server, and when all its photos had.
+    mutating func watchDeliveries(_ server: SyncServer, since start: Date) {
+        let now = Date().timeIntervalSince(start)
+        for entry in captured where entry.form == "DeliveryConfirmation" && photosAfter[entry.documentID] == nil {
+            guard let held = server.document(entry.documentID) else { continue }
+            if deliveredAfter[entry.documentID] == nil { deliveredAfter[entry.documentID] = now }
+            if let delivery = try? JSONDecoder().decode(DeliveryConfirmation.self, from: held.payload), delivery.proofPhotos.allSatisfy({ $0.id > 0 }) {
+                photosAfter[entry.documentID] = now
+            }
+        }
     }
 
     func deviceLog(_ worker: Int) -> URL {
@@ -239,6 +272,7 @@ struct FieldDay {
         }
         try MediaSignature.stamped(data, asFileNamed: name).write(to: url)
         photos += 1
+        fileBytes += bytes
         return url
     }
 
@@ -268,6 +302,12 @@ struct FieldDay {
         try await record(
             try await outbox.enqueue(newCustomer, attachments: [.init(placeholder: shop, source: try file("w\(worker)-shop.jpg", bytes: 40_000), contentType: "image/jpeg")], creates: customer),
             "NewCustomer", newCustomer.name!)
+        // One photo of the damage, attached to the first delivery and to the first inspection:
+        // stashed once and sent once (70 KB: large enough to be looked up by its digest).
+        let damage = try file("w\(worker)-damage.jpg", bytes: 70_000)
+        let damageAgain = folder.appendingPathComponent("w\(worker)-damage-again.jpg")
+        try FileManager.default.copyItem(at: damage, to: damageAgain)
+        var sharedUsed = (delivery: false, inspection: false)
         for n in 0..<items {
             let marker = "w\(worker)-i\(n)"
             switch n % 3 {
@@ -280,13 +320,19 @@ struct FieldDay {
                     })
                 try await record(try await outbox.enqueue(order), "SalesOrder", marker)
             case 1:
-                let count = 1 + Int(random.next() % 4)
+                // (The delivery holding the damage photo takes at most three more: four in all.)
+                let count = min(1 + Int(random.next() % 4), sharedUsed.delivery ? 4 : 3)
                 var attachments: [Outbox.Attachment] = []
                 var refs: [FileRef] = []
                 for p in 0..<count {
                     let id = outbox.placeholderIDs.next()
                     refs.append(FileRef(id: id, contentType: "image/jpeg"))
                     attachments.append(.init(placeholder: id, source: try file("\(marker)-p\(p).jpg", bytes: 20_000 + Int(random.next() % 60_000)), contentType: "image/jpeg"))
+                }
+                if !sharedUsed.delivery {
+                    let id = outbox.placeholderIDs.next()
+                    refs.append(FileRef(id: id, contentType: "image/jpeg"))
+                    attachments.append(.init(placeholder: id, source: damage, contentType: "image/jpeg"))
                 }
                 let signature = outbox.placeholderIDs.next()
                 attachments.append(.init(placeholder: signature, source: try file("\(marker)-sig.png", bytes: 3000), contentType: "image/png"))
@@ -295,15 +341,20 @@ struct FieldDay {
                     codAmount: Money(minorUnits: Int64(random.next() % 20_000), currency: "EUR"), recipientName: marker,
                     proofPhotos: refs, signature: FileRef(id: signature, contentType: "image/png"))
                 try await record(try await outbox.enqueue(delivery, attachments: attachments), "DeliveryConfirmation", marker)
+                if !sharedUsed.delivery { sharedPhotoHolders.append(captured.last!.documentID) }
+                sharedUsed.delivery = true
             default:
                 let photo = outbox.placeholderIDs.next()
+                let findingPhoto = sharedUsed.inspection ? try file("\(marker)-f.jpg", bytes: 30_000) : damageAgain
                 let inspection = SiteInspection(
                     siteCode: String(format: "LIS-%04d", worker * 100 + n), inspectorId: EntityRef(Int64(worker)), visitDate: LocalDate("2026-11-30"),
                     location: GeoPoint(latitude: 38.72, longitude: -9.14), hazards: [pick([.electrical, .gas, .height])],
                     findings: [.init(title: "Finding \(marker)", severity: .medium, photos: [FileRef(id: photo, contentType: "image/jpeg")])])
                 try await record(
-                    try await outbox.enqueue(inspection, attachments: [.init(placeholder: photo, source: try file("\(marker)-f.jpg", bytes: 30_000), contentType: "image/jpeg")]),
+                    try await outbox.enqueue(inspection, attachments: [.init(placeholder: photo, source: findingPhoto, contentType: "image/jpeg")]),
                     "SiteInspection", "Finding \(marker)")
+                if !sharedUsed.inspection { sharedPhotoHolders.append(captured.last!.documentID) }
+                sharedUsed.inspection = true
             }
         }
         // Edits of pulled records, based on what the device holds: a note on the first stop, the
@@ -481,11 +532,34 @@ struct FieldDay {
         print("  device edits on the server's records:        \(edited) of \(2 * workers) delivery edits")
         print("  device stores equal the server's scope:      \(diverged.isEmpty ? "yes (\(recordsHeld) records on \(workers) devices)" : "NO, \(diverged.count) differences")")
         for line in diverged.prefix(10) { print("    " + line) }
+        // Deliveries: how long after the sync began each reached the server, and its photos.
+        let deliveries = captured.filter { $0.form == "DeliveryConfirmation" }
+        print("\nDeliveries (seconds after the devices began to sync\(bandwidth > 0 ? ", on a \(bandwidth / 1000) KB/s uplink" : "")):")
+        for entry in deliveries {
+            let delivered = deliveredAfter[entry.documentID].map { String(format: "%6.2f s", $0) } ?? "   never"
+            let photoTime = photosAfter[entry.documentID].map { String(format: "%6.2f s", $0) } ?? "   never"
+            print("  \(entry.marker.padding(toLength: 10, withPad: " ", startingAt: 0)) delivered on the server \(delivered), its photos \(photoTime)")
+        }
+        let waits = deliveries.compactMap { entry in photosAfter[entry.documentID].flatMap { photos in deliveredAfter[entry.documentID].map { photos - $0 } } }
+        if !waits.isEmpty { print(String(format: "  a delivery was on the server a median %.2f s before its photos", waits.sorted()[waits.count / 2])) }
+        // The shared photo: one file on the server, named by every document that holds it.
+        var sharedIDs: Set<Int64> = []
+        for documentID in sharedPhotoHolders {
+            guard let held = server.document(documentID) else { continue }
+            if let delivery = try? JSONDecoder().decode(DeliveryConfirmation.self, from: held.payload), let last = delivery.proofPhotos.last { sharedIDs.insert(last.id) }
+            if let inspection = try? JSONDecoder().decode(SiteInspection.self, from: held.payload), let first = inspection.findings.first?.photos.first { sharedIDs.insert(first.id) }
+        }
+        // (With fewer than 3 items a worker captures no inspection, and shares nothing.)
+        let sharedOnce = items < 3 || (sharedIDs.count == workers && !sharedIDs.contains { $0 <= 0 })
+        if items >= 3 {
+            print("  the damage photo, on a delivery and an inspection per worker: \(sharedOnce ? "stored and sent once per worker" : "NOT sent once (\(sharedIDs.sorted()))")")
+        }
+
         print("\nParked items: \(parked.isEmpty ? "none" : "")")
         for line in parked { print("  " + line) }
         print("\nTimeline:")
         for line in timeline { print("  " + line) }
-        let ok = missing.isEmpty && duplicates.isEmpty && appliedTwice.isEmpty && unresolved.isEmpty && parked.isEmpty
+        let ok = missing.isEmpty && duplicates.isEmpty && appliedTwice.isEmpty && unresolved.isEmpty && parked.isEmpty && sharedOnce
             && server.fileIDs().count == photos && diverged.isEmpty && edited == 2 * workers
             && ordersUpgraded == ordersOnUpdated && ordersOldBuildStayedV1 == ordersOnOldBuild && storedV2 == storedOrders.count
         if !ok {

@@ -14,7 +14,7 @@ import Synchronization
 enum DemoDeviceCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         let args = try Arguments(
-            raw, options: ["--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms", "--workspace", "--page-size", "--resumable-from", "--chunk-bytes"],
+            raw, options: ["--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms", "--workspace", "--page-size", "--resumable-from", "--chunk-bytes", "--deadline"],
             flags: ["--pull-only", "--next-build"])
         let workspace = args.values["--workspace"] ?? "demo"
         let pageSize = try args.integer("--page-size", default: 500, in: 1...1000)
@@ -28,6 +28,7 @@ enum DemoDeviceCommand {
         else { throw UsageError("demo-device needs --db, --server and --refresh-token") }
         let token = Mutex<String?>(nil)
         let resumableFrom = try args.integer("--resumable-from", default: 8 << 20, in: 1...(4 << 30))
+        let seconds = Double(try args.integer("--deadline", default: 55, in: 1...86_400))
         let chunkBytes = try args.integer("--chunk-bytes", default: 4 << 20, in: (64 << 10)...(64 << 20))
         let transport = HTTPTransport(
             workspace: workspace, baseURL: server, timeout: TimeInterval(timeout), maxConnections: 3, resumableFromBytes: Int64(resumableFrom), chunkBytes: chunkBytes
@@ -50,7 +51,7 @@ enum DemoDeviceCommand {
                 return true
             })
         if args.flags.contains("--pull-only") {
-            let deadline = Date().addingTimeInterval(55)
+            let deadline = Date().addingTimeInterval(seconds)
             while Date() < deadline {
                 let report = try await outbox.pull(pageSize: pageSize)
                 printNow("pulled \(report.pages) pages: \(report.upserted) upserted, \(report.deleted) deleted")
@@ -74,7 +75,7 @@ enum DemoDeviceCommand {
             running.cancel()
             states.cancel()
         }
-        let deadline = Date().addingTimeInterval(55)
+        let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             try await Task.sleep(for: .milliseconds(100))
             let counts = await outbox.stateCounts()
