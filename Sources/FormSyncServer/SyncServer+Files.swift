@@ -176,6 +176,55 @@ extension SyncServer {
         }
     }
 
+    /// `GET /files/<id>`: a stored file of the caller's workspace, whole (`200`) or, with
+    /// `Range: bytes=<first>-[<last>]`, the part asked for (`206` with `Content-Range`), so that
+    /// a device fetches a record's photos in pieces and resumes where a piece was cut off.
+    /// `ETag` is the file's digest, and `If-Range` naming another sends it whole.
+    func fileDownload(_ request: HTTPRequest) -> HTTPResponse {
+        let caller: Caller
+        switch self.caller(of: request) {
+        case .allowed(let found): caller = found
+        case .refused(let refusal): return refusal
+        }
+        let text = request.path.dropFirst("/files/".count)
+        guard text.utf8.count <= 16, let id = Int64(text), id > 0 else {
+            return .problem(404, "Not Found", detail: "no file \(text) here", code: "no-such-file")
+        }
+        let found: (StoredFile, Data)? = locked {
+            guard let file = try? store.storedFile(id: id), file.workspace == caller.workspace, let bytes = store.fileBytes(id) else { return nil }
+            return (file, bytes)
+        }
+        guard let (file, bytes) = found else { return .problem(404, "Not Found", detail: "no file \(id) in this workspace", code: "no-such-file") }
+        let etag = "\"" + file.digest.map { String(format: "%02x", $0) }.joined() + "\""
+        var headers: [(String, String)] = [
+            ("Content-Type", file.contentType ?? "application/octet-stream"), ("ETag", etag), ("Accept-Ranges", "bytes"),
+            ("Repr-Digest", FileRef.digestText(file.digest)), ("Cache-Control", "private, max-age=31536000, immutable"),
+        ]
+        let total = Int64(bytes.count)
+        guard let range = request.header("range"), request.header("if-range").map({ $0 == etag }) ?? true else {
+            return HTTPResponse(status: 200, headers: headers, body: bytes)
+        }
+        guard let (first, last) = Self.byteRange(range, total: total) else {
+            headers.append(("Content-Range", "bytes */\(total)"))
+            var refusal = HTTPResponse.problem(416, "Range Not Satisfiable", detail: "the range \(range.prefix(64)) is not within the file's \(total) bytes", code: "bad-range")
+            refusal.headers.append(contentsOf: headers.filter { $0.0 == "Content-Range" })
+            return refusal
+        }
+        headers.append(("Content-Range", "bytes \(first)-\(last)/\(total)"))
+        return HTTPResponse(status: 206, headers: headers, body: bytes.subdata(in: Int(first)..<Int(last + 1)))
+    }
+
+    /// One `bytes=<first>-[<last>]` range within `total` bytes (the last clamped to the end);
+    /// nil for anything else (several ranges, suffix ranges, numbers out of range).
+    static func byteRange(_ header: String, total: Int64) -> (Int64, Int64)? {
+        guard header.hasPrefix("bytes="), header.utf8.count <= 48 else { return nil }
+        let parts = header.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].utf8.count <= 19, parts[1].utf8.count <= 19, let first = Int64(parts[0]), first >= 0, first < total else { return nil }
+        guard !parts[1].isEmpty else { return (first, total - 1) }
+        guard let last = Int64(parts[1]), last >= first else { return nil }
+        return (first, min(last, total - 1))
+    }
+
     /// `GET /pending-files?limit=<n>`: the files documents named before their bytes arrived, oldest
     /// first; the back office sees its workspace's, a device its own documents'.
     func pendingFilesRoute(_ request: HTTPRequest) -> HTTPResponse {

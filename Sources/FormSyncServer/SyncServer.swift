@@ -350,6 +350,8 @@ public final class SyncServer: @unchecked Sendable {
             return .json(200, ["service": "formsync", "status": "ok", "protocol": 1, "features": features])
         case ("GET", let path) where path.hasPrefix("/files/sha-256/") && offersFileLookup:
             return fileLookup(request)
+        case ("GET", let path) where path.hasPrefix("/files/"):
+            return fileDownload(request)
         case ("GET", "/pending-files"):
             return pendingFilesRoute(request)
         case ("POST", "/auth/refresh"):

@@ -50,6 +50,10 @@ public actor Outbox {
     var flushRequests = 0
     /// Whether this launch asked the server what it supports (deferred files).
     var featuresAsked = false
+    /// Stored files being fetched now, by workspace and id: a second caller waits for the first.
+    var fetches: [String: Task<URL, any Error>] = [:]
+    /// Where fetched files are kept (`<path>.files`).
+    let cacheDirectory: String
     /// `submit` calls waiting for their item's first answer.
     var waiters: [Int64: [CheckedContinuation<SubmitResult?, Never>]] = [:]
 
@@ -108,6 +112,7 @@ public actor Outbox {
         self.environment = environment
         self.configuration = configuration
         self.refreshAuthentication = refreshAuthentication
+        cacheDirectory = path + ".files"
     }
 
     /// The outbox runs on its database's own thread, never on the cooperative pool: its

@@ -32,6 +32,9 @@ extension Outbox {
         /// (`Outbox.leaseBackgroundUploads`): a day by default, since the OS runs it when it sees fit.
         public var backgroundLease: Duration { .milliseconds(backgroundLeaseMilliseconds) }
         var backgroundLeaseMilliseconds: Int64 = 86_400_000
+        /// Bytes the attachment cache (stored files fetched with `Outbox.file(for:)`) may hold
+        /// before the least recently used go (256 MB); files a queued item names are kept.
+        public var attachmentCacheBytes: Int64 = 256_000_000
         /// The longest lease this outbox gives: a lease ending later is from a clock that jumped back.
         var longestLeaseMilliseconds: Int64 { max(leaseMilliseconds, backgroundLeaseMilliseconds) }
 
@@ -54,8 +57,9 @@ extension Outbox {
             concurrency: Int = 4, retry: RetryPolicy = RetryPolicy(), lease: Duration = .seconds(60), maxAuthRefreshesPerFlush: Int = 3,
             uploadConcurrency: Int = 2, attachmentTransform: AttachmentTransform? = nil,
             fileProtection: FileProtection = .completeUntilFirstUserAuthentication, expensiveNetworkFileLimit: Int64 = 25_000_000,
-            constrainedNetworkFileLimit: Int64 = 2_000_000, backgroundLease: Duration = .seconds(86_400)
+            constrainedNetworkFileLimit: Int64 = 2_000_000, backgroundLease: Duration = .seconds(86_400), attachmentCacheBytes: Int64 = 256_000_000
         ) {
+            self.attachmentCacheBytes = max(0, attachmentCacheBytes)
             self.backgroundLeaseMilliseconds = min(max(1000, backgroundLease.clampedMilliseconds), 7 * 86_400_000)
             self.fileProtection = fileProtection
             self.expensiveNetworkFileLimit = max(0, expensiveNetworkFileLimit)

@@ -254,6 +254,7 @@ enum OutboxMigrations {
     /// landed: one key, one request. One stashed copy per digest is found by `items_file_digest`.
     /// A file a person sent "now" goes on any network (`any_network`); the file size that waits
     /// for an unmetered network is `outbox_counters`' `metered_file_limit` (none: no limit).
+    /// Stored files fetched to the device (`Outbox.file(for:)`) are listed in `cached_files`.
     static let deferredFiles = SQLiteMigrator.Migration(version: 10, name: "deferred files", sql: """
         ALTER TABLE dependencies ADD COLUMN may_defer INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE dependencies ADD COLUMN sent_attempt TEXT;
@@ -262,5 +263,14 @@ enum OutboxMigrations {
         ALTER TABLE dependencies ADD COLUMN sent_content_type TEXT;
         CREATE INDEX items_file_digest ON items(workspace, sha256) WHERE kind = 'file' AND file_path IS NOT NULL;
         CREATE TABLE any_network (item_id INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE);
+        CREATE TABLE cached_files (
+            workspace TEXT NOT NULL,
+            file_id INTEGER NOT NULL,
+            byte_count INTEGER NOT NULL,
+            sha256 BLOB NOT NULL,
+            used_at INTEGER NOT NULL,
+            PRIMARY KEY (workspace, file_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX cached_files_used ON cached_files(used_at);
         """)
 }

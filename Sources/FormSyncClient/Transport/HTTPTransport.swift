@@ -222,6 +222,46 @@ public final class HTTPTransport: OutboxTransport {
         return http
     }
 
+    /// Up to `maxBytes` of stored file `id` from `offset` (`GET /files/<id>`, `Range`). Only a
+    /// reply that carries the file's `Repr-Digest` and the range asked for is a piece: a captive
+    /// portal's page, a redirect or a proxy's answer is no server.
+    public func fetchFile(id: Int64, from offset: Int64, maxBytes: Int) async -> FilePiece {
+        guard id > 0, offset >= 0, maxBytes > 0 else { return .missing }
+        var http = URLRequest(url: url("/files/\(id)"))
+        http.timeoutInterval = timeout
+        var headers = ["FormSync-Workspace": workspace, "Range": "bytes=\(offset)-\(offset.addingClamped(Int64(min(maxBytes, maxReplyBytes)) - 1))"]
+        if let token = await token() { headers["Authorization"] = "Bearer \(token)" }
+        http.allHTTPHeaderFields = headers
+        guard let reply = try? await perform(http) else { return .failed(reason: Task.isCancelled ? "cancelled" : "no server answered", retryAfter: nil) }
+        switch reply.status {
+        case 200, 206:
+            guard let digest = reply.headers["repr-digest"].flatMap(FileRef.sha256(of:)) else {
+                return .failed(reason: "the reply is not FormSync's (no Repr-Digest)", retryAfter: nil)
+            }
+            if reply.status == 200 {
+                guard offset == 0 else { return .failed(reason: "the server sent the whole file for a range", retryAfter: nil) }
+                return .piece(bytes: reply.body, total: Int64(reply.body.count), sha256: digest, contentType: reply.headers["content-type"])
+            }
+            guard let range = reply.headers["content-range"], let (first, last, total) = Self.contentRange(range), first == offset, last - first + 1 == Int64(reply.body.count)
+            else { return .failed(reason: "the reply's Content-Range is not the range asked for", retryAfter: nil) }
+            return .piece(bytes: reply.body, total: total, sha256: digest, contentType: reply.headers["content-type"])
+        case 404:
+            return reply.headers["content-type"]?.hasPrefix("application/problem+json") == true ? .missing : .failed(reason: "HTTP 404 from something not FormSync", retryAfter: nil)
+        default:
+            return .failed(reason: "HTTP \(reply.status)", retryAfter: Self.retryAfter(reply.headers["retry-after"]).map { .milliseconds($0) })
+        }
+    }
+
+    /// `bytes <first>-<last>/<total>`, bounded; nil for anything else.
+    static func contentRange(_ header: String) -> (Int64, Int64, Int64)? {
+        guard header.hasPrefix("bytes "), header.utf8.count <= 64 else { return nil }
+        let parts = header.dropFirst(6).split(separator: "/")
+        guard parts.count == 2, let total = Int64(parts[1]), total > 0 else { return nil }
+        let bounds = parts[0].split(separator: "-")
+        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0, first <= last, last < total else { return nil }
+        return (first, last, total)
+    }
+
     /// The features `GET /health` lists (`deferred-files`, `file-lookup`); nil when no genuine
     /// FormSync server answers.
     public func serverFeatures() async -> Set<String>? {

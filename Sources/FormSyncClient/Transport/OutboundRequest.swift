@@ -50,6 +50,8 @@ public protocol OutboxTransport: Sendable {
     func probe() async -> Bool
     /// Fetches one page of the record change feed after `cursor` (nil: from the start).
     func fetchChanges(cursor: String?, limit: Int) async -> PullOutcome
+    /// Up to `maxBytes` of stored file `id` from `offset` (`GET /files/<id>` with a range).
+    func fetchFile(id: Int64, from offset: Int64, maxBytes: Int) async -> FilePiece
     /// What the server says it supports (`GET /health`'s `features`), nil when no FormSync
     /// server answers. Asked once per outbox launch; a transport that cannot tell says nil.
     func serverFeatures() async -> Set<String>?
@@ -90,6 +92,11 @@ extension OutboxTransport {
     /// sends as `send` does.
     public func deliver(_ request: OutboundRequest, progress: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void) async -> (DeliveryOutcome, DeliveryDetails) {
         (await send(request), DeliveryDetails())
+    }
+
+    /// A transport that fetches no files.
+    public func fetchFile(id: Int64, from offset: Int64, maxBytes: Int) async -> FilePiece {
+        .failed(reason: "this transport does not fetch files", retryAfter: nil)
     }
 
     /// A transport that cannot tell what the server supports.

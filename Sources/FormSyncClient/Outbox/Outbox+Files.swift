@@ -1,0 +1,120 @@
+import Foundation
+import FormSyncModel
+import FormSyncSQLite
+
+extension Outbox {
+    // MARK: Files of pulled records
+
+    /// A local copy of the stored file `ref` names (a pulled record's photo, say), fetched into
+    /// the attachment cache (`<path>.files`) on first use, in pieces that a lost connection does
+    /// not waste: the next call goes on from the bytes already here. The bytes are checked
+    /// against the digest the server gives before the copy is used. The least recently used
+    /// copies go when the cache passes `Configuration.attachmentCacheBytes`, except the files a
+    /// queued item names. A placeholder (a file still on this device) is its stashed copy.
+    public func file(for ref: FileRef) async throws -> URL {
+        if ref.id < 0 {
+            guard let producer = try storage({ try store.producer(of: ref.id, workspace: workspace) }),
+                let row = try storage({ try store.item(producer.id) }), let path = row.filePath
+            else { throw OutboxError.fileUnavailable(id: ref.id, reason: "no stashed file stands for this placeholder") }
+            return URL(fileURLWithPath: path)
+        }
+        guard ref.id > 0 else { throw OutboxError.fileUnavailable(id: ref.id, reason: "a pending file is not on the server yet") }
+        let key = "\(workspace)\u{0}\(ref.id)"
+        if let running = fetches[key] { return try await running.value }
+        let fetch = Task { try await self.fetch(ref.id) }
+        fetches[key] = fetch
+        defer { fetches[key] = nil }
+        return try await fetch.value
+    }
+
+    /// The cached copy of file `id`, fetched first when it is not complete here.
+    private func fetch(_ id: Int64) async throws -> URL {
+        let workspace = self.workspace
+        let final = URL(fileURLWithPath: cacheFile(id))
+        let now = environment.now()
+        if try storage({ try store.cachedFile(workspace: workspace, id: id) }) != nil, FileManager.default.fileExists(atPath: final.path) {
+            try write(.normal) { try store.touchCachedFile(workspace: workspace, id: id, usedAt: now) }
+            return final
+        }
+        try makeCacheDirectory()
+        let partial = final.path + ".partial"
+        if !FileManager.default.fileExists(atPath: partial) { FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600]) }
+        guard let handle = FileHandle(forUpdatingAtPath: partial) else { throw OutboxError.fileUnavailable(id: id, reason: "cannot write \(partial)") }
+        defer { try? handle.close() }
+        var offset = Int64((try? handle.seekToEnd()) ?? 0)
+        var total: Int64?
+        var digest: Data?
+        // At most a thousand pieces of 4 MiB per call: a file the server says is endless is refused.
+        for _ in 0..<1_000 {
+            if let total, offset >= total { break }
+            switch await transport.fetchFile(id: id, from: offset, maxBytes: 4 << 20) {
+            case .piece(let bytes, let size, let sha256, _):
+                guard size > 0, size <= (1 << 42), total.map({ $0 == size }) ?? true, digest.map({ $0 == sha256 }) ?? true, !bytes.isEmpty || offset == size else {
+                    throw OutboxError.fileUnavailable(id: id, reason: "the server's pieces do not agree on the file's size or digest")
+                }
+                (total, digest) = (size, sha256)
+                do {
+                    try handle.write(contentsOf: bytes)
+                } catch {
+                    throw OutboxError.fileUnavailable(id: id, reason: "cannot write the copy: \(error.localizedDescription)")
+                }
+                offset += Int64(bytes.count)
+            case .missing:
+                try? FileManager.default.removeItem(atPath: partial)
+                throw OutboxError.fileUnavailable(id: id, reason: "the server holds no such file in this workspace")
+            case .failed(let reason, _):
+                throw OutboxError.fileUnavailable(id: id, reason: reason)
+            }
+        }
+        guard let total, let digest, offset == total else { throw OutboxError.fileUnavailable(id: id, reason: "the file did not arrive whole") }
+        try handle.synchronize()
+        guard (try? SHA256.hash(fileAt: partial)) == digest else {
+            try? FileManager.default.removeItem(atPath: partial)
+            throw OutboxError.fileUnavailable(id: id, reason: "the bytes fetched are not the file's (digest mismatch); fetched again next time")
+        }
+        guard rename(partial, final.path) == 0 else { throw OutboxError.fileUnavailable(id: id, reason: "cannot move the copy into place") }
+        try write(.normal) { try store.noteCachedFile(workspace: workspace, id: id, byteCount: total, sha256: digest, usedAt: now) }
+        try evictCachedFiles(keeping: id)
+        return final
+    }
+
+    /// Removes the least recently used copies until the cache is within its budget; never the
+    /// file just fetched, nor one a queued item names.
+    func evictCachedFiles(keeping kept: Int64) throws {
+        let (files, held) = try storage { try store.cachedFiles() }
+        var bytes = held
+        guard bytes > configuration.attachmentCacheBytes else { return }
+        let needed = try namedByQueuedItems()
+        for file in files where bytes > configuration.attachmentCacheBytes {
+            guard !(file.workspace == workspace && (file.id == kept || needed.contains(file.id))) else { continue }
+            try write(.normal) { try store.removeCachedFile(workspace: file.workspace, id: file.id) }
+            if file.workspace == workspace { try? FileManager.default.removeItem(atPath: cacheFile(file.id)) }
+            bytes -= file.byteCount
+        }
+    }
+
+    /// Server file ids the payloads of this workspace's items that have not landed name.
+    func namedByQueuedItems() throws -> Set<Int64> {
+        let rows = try storage { try store.items(workspace: workspace, states: [.pending, .leased, .blocked, .rejected, .conflict, .exhausted]) }
+        var ids: Set<Int64> = []
+        for row in rows {
+            guard let form = row.form, let entry = registry[form], let payload = row.payload else { continue }
+            for use in entry.fileUses(payload) where use.ref.id > 0 { ids.insert(use.ref.id) }
+        }
+        return ids
+    }
+
+    /// Where file `id` of the current workspace is cached.
+    func cacheFile(_ id: Int64) -> String {
+        let tag = SHA256.hash(Data(workspace.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
+        return (cacheDirectory as NSString).appendingPathComponent("\(tag)-\(id)")
+    }
+
+    private func makeCacheDirectory() throws {
+        do {
+            try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw OutboxError.fileUnavailable(id: 0, reason: "cannot create \(cacheDirectory): \(error.localizedDescription)")
+        }
+    }
+}
