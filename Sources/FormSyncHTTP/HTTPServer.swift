@@ -255,8 +255,10 @@ public final class HTTPServer: @unchecked Sendable {
         // up to a quarter second's worth.
         var allowance = 0.0
         var refilledAt = Self.now()
-        // Each connection ready to be read takes its share of the allowance, as TCP flows share a link.
+        // Each connection ready to be read takes its share of the allowance, as TCP flows share a
+        // link, and the first turn goes round: no connection waits behind another for long.
         var share = Int.max
+        var turn = 0
 
         func closeConnection(_ connection: Connection) {
             connections[connection.fd] = nil
@@ -450,7 +452,13 @@ public final class HTTPServer: @unchecked Sendable {
             if now >= acceptPausedUntil { fds.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0)) }
             var earliest = throttled ? now + min(0.25, max(0.005, (1 - allowance) / Double(rate))) : now + 1
             // A connection whose request is with a worker is not watched until the reply is ready.
-            for connection in connections.values where !connection.processing {
+            var watched = Array(connections.values)
+            if rate > 0, !watched.isEmpty {
+                watched.sort { $0.fd < $1.fd }
+                turn = (turn + 1) % watched.count
+                watched = Array(watched[turn...] + watched[..<turn])
+            }
+            for connection in watched where !connection.processing {
                 if throttled && connection.output.isEmpty {
                     connection.deadline = max(connection.deadline, now + limits.headTimeout)
                     continue

@@ -86,6 +86,9 @@ struct FieldDay {
     var sharedPhotoHolders: [String] = []
     /// The server's read limit in bytes per second (0: none).
     var bandwidth = 0
+    /// The devices' request timeout in seconds: 3, or 15 on a slow uplink, where a request
+    /// shares the link with uploads.
+    var deviceTimeout: Int { bandwidth > 0 ? 15 : 3 }
     /// When each delivery, and all its photos, reached the server (seconds after the sync began).
     var deliveredAfter: [String: Double] = [:]
     var photosAfter: [String: Double] = [:]
@@ -137,7 +140,7 @@ struct FieldDay {
             (.unavailable(retryAfterSeconds: 1), 3, .submissions, "503 with Retry-After: 1"),
             (.dropAfterCommit, 4 + Int(random.next() % 4), .all, "replies lost after the server committed"),
             (.tooManyRequests(retryAfterSeconds: 1), 3, .files, "429 on uploads"),
-            (.delay(milliseconds: 4000), 2, .submissions, "replies slower than the 3 s client timeout"),
+            (.delay(milliseconds: (deviceTimeout + 1) * 1000), 2, .submissions, "replies slower than the \(deviceTimeout) s client timeout"),
             (.unauthorized, 3, .submissions, "tokens expired"),
         ]
         for (fault, count, target, label) in plan {
@@ -158,7 +161,8 @@ struct FieldDay {
             process.executableURL = executable
             process.arguments = [
                 "demo-device", "--db", database(worker).path, "--server", server.baseURL.absoluteString, "--refresh-token", refreshTokens[worker]!,
-                "--clock-skew-ms", String(worker == clockAheadWorker ? -clockAhead : 0), "--deadline", String(Int(syncSeconds)),
+                "--clock-skew-ms", String(worker == clockAheadWorker ? -clockAhead : 0), "--deadline", String(Int(syncSeconds)), "--timeout", String(deviceTimeout),
+                "--lease-ms", String(max(8000, (deviceTimeout + 5) * 1000)),
             ] + (updated(worker) ? ["--next-build"] : [])
             // Each device's own account (engine states, passes) goes to a log beside its outbox;
             // a failed run prints the end of it.
