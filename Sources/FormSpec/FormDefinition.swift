@@ -165,6 +165,9 @@ public struct FileRule: Sendable, Equatable {
     /// Whether the field's files may reach the server after the submission that holds them
     /// (`defer:`; on by default for photos, audio and video, off for signatures and files).
     public var defers: Bool
+    /// Whether devices fetch the field's files as soon as they pull a record holding them
+    /// (`download: eager`), rather than on first use (`on_access`, the default).
+    public var eager: Bool = false
 
     /// Whether a field of `kind` defers its files when the spec does not say.
     public static func defersByDefault(_ kind: FileKind) -> Bool {

@@ -50,7 +50,7 @@ struct SpecChecker {
         "photo": fileKeys, "signature": fileKeys, "audio": fileKeys, "video": fileKeys, "file": fileKeys,
         "list": ["fields", "item", "min_count", "max_count"],
     ]
-    static let fileKeys = ["min_count", "max_count", "max_bytes", "content_types", "defer"]
+    static let fileKeys = ["min_count", "max_count", "max_bytes", "content_types", "defer", "download"]
     static let typeNames = [
         "text", "integer", "decimal", "boolean", "date", "time", "datetime", "choice", "multi_choice",
         "money", "geopoint", "reference", "photo", "signature", "audio", "video", "file", "list",
@@ -685,7 +685,15 @@ struct SpecChecker {
             let fileKind = FileKind(rawValue: type)!
             var defers = FileRule.defersByDefault(fileKind)
             if let node = keys["defer"]?.value, let value = bool(node, "defer") { defers = value }
-            kind = .file(fileKind, FileRule(multiple: multiple, count: count, maxBytes: maxBytes, contentTypes: contentTypes, defers: defers))
+            var eager = false
+            if let node = keys["download"]?.value, let value = text(node, "download") {
+                switch value {
+                case "eager": eager = true
+                case "on_access": eager = false
+                default: error(node.location, "download is eager or on_access, not '\(value)'")
+                }
+            }
+            kind = .file(fileKind, FileRule(multiple: multiple, count: count, maxBytes: maxBytes, contentTypes: contentTypes, defers: defers, eager: eager))
         case "list":
             guard let node = keys["fields"]?.value else {
                 error(key.location, "list field '\(display)' needs 'fields': the fields of each item")

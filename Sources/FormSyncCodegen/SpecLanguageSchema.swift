@@ -73,7 +73,7 @@ public enum SpecLanguageSchema {
     static let count: JSONValue = .object([("type", .string("integer")), ("minimum", .integer(0))])
 
     static func definitions() -> [(String, JSONValue)] {
-        let fileRules = ["min_count", "max_count", "max_bytes", "content_types", "defer"]
+        let fileRules = ["min_count", "max_count", "max_bytes", "content_types", "defer", "download"]
         let rulesByType: [(String, [String])] = [
             ("text", ["min_length", "max_length", "pattern"]), ("integer", ["min", "max"]), ("decimal", ["min", "max"]),
             ("choice", ["options"]), ("multi_choice", ["options", "min_count", "max_count"]),
@@ -145,6 +145,9 @@ public enum SpecLanguageSchema {
                             ])),
                             ("defer", describe("Whether the field's files may reach the server after the submission (default: true for photo, audio and video).", [
                                 ("type", .string("boolean")),
+                            ])),
+                            ("download", describe("When devices fetch the field's files of pulled records: eager (as soon as pulled) or on_access (the default).", [
+                                ("enum", .array([.string("eager"), .string("on_access")])),
                             ])),
                             ("to", .object([("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
                             ("item", .object([("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),

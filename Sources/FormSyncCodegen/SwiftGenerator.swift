@@ -297,7 +297,7 @@ public enum SwiftGenerator {
                     lines.append("validator.reference(\(n), at: \(p))")
                 case .file(_, let rule):
                     let types = "[" + rule.contentTypes.map(swiftLiteral).joined(separator: ", ") + "]"
-                    let limits = "maxBytes: \(opt(rule.maxBytes)), contentTypes: \(types)" + (rule.defers ? ", defers: true" : "")
+                    let limits = "maxBytes: \(opt(rule.maxBytes)), contentTypes: \(types)" + (rule.defers ? ", defers: true" : "") + (rule.eager ? ", eager: true" : "")
                     if rule.multiple {
                         if rule.count.min != nil || rule.count.max != nil {
                             lines.append("validator.count(\(n).count, min: \(opt(rule.count.min)), max: \(opt(rule.count.max)), at: \(p))")

@@ -79,7 +79,7 @@ public enum SpecInterpreter {
                     object.values[field.name].flatMap(indexValue).map { RecordIndexEntry(field: field.name, value: $0) }
                 }
             },
-            scopeValue: { RecordRegistry.scopeValue($0, field: record.scope) })
+            scopeValue: { RecordRegistry.scopeValue($0, field: record.scope) }, fetchesFilesEagerly: eager(record.fields))
     }
 
     /// Every rule a payload breaks, or the decoding failure that stops the generated decoder.
@@ -153,10 +153,10 @@ public enum SpecInterpreter {
                     if case .files(let list)? = value { files = list }
                     if rule.count.min != nil || rule.count.max != nil { validator.count(files.count, min: rule.count.min, max: rule.count.max, at: p) }
                     for (index, file) in files.enumerated() {
-                        validator.file(file, maxBytes: rule.maxBytes, contentTypes: rule.contentTypes, defers: rule.defers, at: JSONPointer.appending(p, index))
+                        validator.file(file, maxBytes: rule.maxBytes, contentTypes: rule.contentTypes, defers: rule.defers, eager: rule.eager, at: JSONPointer.appending(p, index))
                     }
                 } else if case .file(let file)? = value {
-                    validator.file(file, maxBytes: rule.maxBytes, contentTypes: rule.contentTypes, defers: rule.defers, at: p)
+                    validator.file(file, maxBytes: rule.maxBytes, contentTypes: rule.contentTypes, defers: rule.defers, eager: rule.eager, at: p)
                 }
             case .list(let list):
                 var items: [InterpretedObject] = []
@@ -206,6 +206,18 @@ public enum SpecInterpreter {
             }
         }
         return copy
+    }
+
+    /// Whether a file field at any depth says `download: eager` (the generated `fetchesFilesEagerly`).
+    static func eager(_ fields: [FieldDefinition], depth: Int = 0) -> Bool {
+        guard depth < 64 else { return false }
+        return fields.contains { field in
+            switch field.kind {
+            case .file(_, let rule): return rule.eager
+            case .list(let list): return eager(list.fields, depth: depth + 1)
+            default: return false
+            }
+        }
     }
 
     /// The generated `mappingFiles`: every file reference, at any depth, through `transform`.

@@ -91,8 +91,11 @@ public struct FieldValidator: Sendable {
 
     /// A file's size and media type, when the reference carries them; a pending file (named by
     /// its digest, before its bytes reach the server) must carry all three. `defers`: the
-    /// field's files may go after the submission (`defer:` in the spec).
-    public mutating func file(_ ref: FileRef?, maxBytes: Int64?, contentTypes: [String], defers: Bool = false, at pointer: @autoclosure () -> String) {
+    /// field's files may go after the submission (`defer:` in the spec); `eager`: devices fetch
+    /// them as soon as they pull a record holding them (`download: eager`).
+    public mutating func file(
+        _ ref: FileRef?, maxBytes: Int64?, contentTypes: [String], defers: Bool = false, eager: Bool = false, at pointer: @autoclosure () -> String
+    ) {
         guard let ref else { return }
         if let maxBytes, let size = ref.byteCount, size > maxBytes {
             fail(pointer(), "max_bytes", "The file is \(size) bytes; the limit is \(maxBytes).")
@@ -111,7 +114,7 @@ public struct FieldValidator: Sendable {
         } else if ref.id == 0 {
             fail(pointer(), "invalid", "The file reference is empty.")
         }
-        if let uses = Self.fileUses { uses.add(FileUse(pointer: pointer(), ref: ref, maxBytes: maxBytes, contentTypes: contentTypes, defers: defers)) }
+        if let uses = Self.fileUses { uses.add(FileUse(pointer: pointer(), ref: ref, maxBytes: maxBytes, contentTypes: contentTypes, defers: defers, eager: eager)) }
     }
 
     /// A reference must hold a real or placeholder id, never 0.

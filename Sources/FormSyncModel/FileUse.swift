@@ -13,8 +13,11 @@ package struct FileUse: Sendable, Equatable {
     package var contentTypes: [String]
     /// Whether the field's files may go after the submission.
     package var defers: Bool
+    /// Whether devices fetch the field's files as soon as they pull them.
+    package var eager: Bool
 
-    package init(pointer: String, ref: FileRef, maxBytes: Int64?, contentTypes: [String], defers: Bool) {
+    package init(pointer: String, ref: FileRef, maxBytes: Int64?, contentTypes: [String], defers: Bool, eager: Bool = false) {
+        self.eager = eager
         self.pointer = pointer
         self.ref = ref
         self.maxBytes = maxBytes

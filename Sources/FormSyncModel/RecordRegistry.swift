@@ -12,12 +12,20 @@ public struct RecordRegistry: Sendable {
         let decodeAndValidate: @Sendable (Data) throws -> [FieldError]
         package let indexEntries: @Sendable (Data) throws -> [RecordIndexEntry]
         package let scopeValue: @Sendable (Data) -> String?
+        /// Whether a file field says `download: eager`.
+        package let fetchesFilesEagerly: Bool
+
+        /// The file references `json` holds, with their fields' rules (none when it does not decode).
+        package func fileUses(_ json: Data) -> [FileUse] {
+            FileUse.gathering { FieldError.validating { try decodeAndValidate(json) } }.1
+        }
 
         package init(
             name: String, version: Int, scopeField: String?, indexedFields: [String],
             decodeAndValidate: @escaping @Sendable (Data) throws -> [FieldError], indexEntries: @escaping @Sendable (Data) throws -> [RecordIndexEntry],
-            scopeValue: @escaping @Sendable (Data) -> String?
+            scopeValue: @escaping @Sendable (Data) -> String?, fetchesFilesEagerly: Bool = false
         ) {
+            self.fetchesFilesEagerly = fetchesFilesEagerly
             self.name = name
             self.version = version
             self.scopeField = scopeField
@@ -68,6 +76,6 @@ public struct RecordRegistry: Sendable {
             name: R.recordType, version: R.recordVersion, scopeField: R.scopeField, indexedFields: R.indexedFields,
             decodeAndValidate: { try decode($0).validate() },
             indexEntries: { try decode($0).indexEntries },
-            scopeValue: { scopeValue($0, field: R.scopeField) })
+            scopeValue: { scopeValue($0, field: R.scopeField) }, fetchesFilesEagerly: R.fetchesFilesEagerly)
     }
 }

@@ -12,6 +12,9 @@ public protocol SyncRecord: Codable, Sendable, Equatable {
     static var scopeField: String? { get }
     /// The fields local queries can look records up by.
     static var indexedFields: [String] { get }
+    /// Whether a file field of the record says `download: eager`: devices fetch its files as
+    /// soon as they pull it.
+    static var fetchesFilesEagerly: Bool { get }
 
     /// The server's id of the record; negative (a placeholder) for one created on this device
     /// whose creating submission has not landed yet.
@@ -108,4 +111,9 @@ extension SyncRecord {
 
     /// The record with this id (a placeholder id finds one created offline).
     public static func withID(_ id: Int64) -> RecordQuery<Self> { .id(id) }
+}
+
+extension SyncRecord {
+    /// Records generated before `download:` existed fetch their files on first use.
+    public static var fetchesFilesEagerly: Bool { false }
 }

@@ -216,6 +216,8 @@ public final class SyncEngine: Sendable {
             pullTask = Task { [self] in
                 while !Task.isCancelled {
                     let report = try? await outbox.pull()
+                    // The files of pulled records marked `download: eager`, beside the pull too.
+                    if report != nil { _ = await outbox.fetchEagerFiles() }
                     let again = shared.withLock { s -> Bool in
                         s.lastPull = report
                         if s.pullAgain {

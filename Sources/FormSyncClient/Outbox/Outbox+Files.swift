@@ -27,6 +27,29 @@ extension Outbox {
         return try await fetch.value
     }
 
+    /// Fetches the files of pulled records whose fields say `download: eager` and that are not
+    /// on the device yet, at most `limit` of them (the engine calls it after each pull); returns
+    /// how many it fetched. A file that cannot be fetched now is tried at the next call.
+    @discardableResult
+    public func fetchEagerFiles(limit: Int = 32) async -> Int {
+        let types = recordStore.recordTypes.names.compactMap { recordStore.recordTypes[$0] }.filter(\.fetchesFilesEagerly)
+        guard !types.isEmpty else { return 0 }
+        var wanted: [Int64] = []
+        for type in types where wanted.count < limit {
+            guard let records = try? storage({ try store.storedRecords(workspace: workspace, type: type.name) }) else { continue }
+            for record in records where wanted.count < limit {
+                for use in type.fileUses(record.payload) where use.eager && use.ref.id > 0 && !wanted.contains(use.ref.id) {
+                    if (try? storage({ try store.cachedFile(workspace: workspace, id: use.ref.id) })) == nil { wanted.append(use.ref.id) }
+                }
+            }
+        }
+        var fetched = 0
+        for id in wanted.prefix(max(0, limit)) where !Task.isCancelled {
+            if (try? await file(for: FileRef(id: id))) != nil { fetched += 1 }
+        }
+        return fetched
+    }
+
     /// The cached copy of file `id`, fetched first when it is not complete here.
     private func fetch(_ id: Int64) async throws -> URL {
         let workspace = self.workspace
