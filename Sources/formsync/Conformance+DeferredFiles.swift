@@ -80,10 +80,17 @@ extension Conformance {
     /// The look-up by digest, of bytes the server holds (when there are some).
     mutating func lookups(features: [String], bytes: (Data, Int64)?) async {
         guard features.contains("file-lookup") else {
-            for rule in [Rules.lookupFound, Rules.lookupMissing] { notChecked(rule, "the server does not list file-lookup in GET /health") }
+            for rule in [Rules.lookupFound, Rules.lookupMissing, Rules.downloadRange] { notChecked(rule, "the server does not list file-lookup in GET /health") }
             return
         }
         if let (data, fileID) = bytes {
+            let whole = await send("GET", "/files/\(fileID)")
+            let part = await send("GET", "/files/\(fileID)", headers: ["Range": "bytes=2-5"])
+            let past = await send("GET", "/files/\(fileID)", headers: ["Range": "bytes=\(data.count + 10)-"])
+            check(Rules.downloadRange, whole.status == 200 && whole.data == data
+                  && part.status == 206 && part.data == data.subdata(in: 2..<6) && part.headers["content-range"] == "bytes 2-5/\(data.count)"
+                  && part.headers["repr-digest"] == FileRef.digestText(SHA256.hash(data)) && past.status == 416,
+                  "whole \(Self.describe(whole)), range \(Self.describe(part)) \(part.headers["content-range"] ?? "no Content-Range"), past the end \(Self.describe(past))")
             let hex = SHA256.hash(data).map { String(format: "%02x", $0) }.joined()
             let found = await send("GET", "/files/sha-256/\(hex)")
             check(Rules.lookupFound, found.status == 200 && (found.json?["id"] as? NSNumber)?.int64Value == fileID

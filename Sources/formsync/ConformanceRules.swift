@@ -30,6 +30,7 @@ enum Rules {
     static let problems = "§5 Error codes"
     static let deferred = "§2 Deferred files"
     static let lookup = "§2 Looking a file up by digest"
+    static let download = "§2 GET /files/<id>"
     static let fieldErrors = "§6 Field errors"
 
     static let healthAnswers = ConformanceRule(health, "GET /health answers {service: formsync, status: ok, protocol: 1} without a token")
@@ -134,6 +135,7 @@ enum Rules {
     static let fileReferenceChecked = ConformanceRule(deferred, "a file id whose size differs from the stored file is 422 file-mismatch with the pointer")
     static let lookupFound = ConformanceRule(lookup, "GET /files/sha-256/<hex> of stored bytes is 200 with the file's id and size")
     static let lookupMissing = ConformanceRule(lookup, "bytes the workspace does not hold are 404 no-such-file; a malformed digest is 400")
+    static let downloadRange = ConformanceRule(download, "a stored file is served whole, and a range as 206 with Content-Range and Repr-Digest; a range past its end is 416")
 
     /// Every rule, in the order of PROTOCOL.md.
     static let all: [ConformanceRule] = [
@@ -143,7 +145,7 @@ enum Rules {
         fileAcknowledged, fileAgain, fileOther, fileWrongDigest, fileNoDigest,
         uploadCreate, uploadAppend, uploadWrongOffset, uploadHead, uploadFoundAgain, uploadComplete, uploadFinishedAgain, uploadDigest, uploadTooLong,
         uploadIncomplete, noSuchUpload, fileOnUpload, uploadExpiry, uploadQuota,
-        pendingAccepted, pendingListed, pendingCompleted, pendingGone, pendingMismatch, pendingUnsupported, fileReferenceChecked, lookupFound, lookupMissing,
+        pendingAccepted, pendingListed, pendingCompleted, pendingGone, pendingMismatch, pendingUnsupported, fileReferenceChecked, lookupFound, lookupMissing, downloadRange,
         healthAnswers, refreshTrades, refreshUnknown, tokenDigests,
         feedCarries, recordAnswers, recordMissing, feedResumes, badCursor, cursorAhead, badLimit, bigLimit, feedScope, feedDeletions,
         editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord,
