@@ -83,9 +83,19 @@ enum DeferredFilesBenchmark {
         server.faults.limitBandwidth(bytesPerSecond: 0)
         server.acceptsDeferredFiles = true
 
-        // (2) One photo shared by two deliveries: bytes received.
+        // (2) One photo shared by two deliveries: bytes received, by a server of its own (no
+        // upload of part 1 still on its way can land in its log).
         var received: [String: Int] = [:]
+        let sharing = try SyncServer(directory: folder.appendingPathComponent("server-2").path, forms: FormCatalog.forms)
+        _ = try sharing.start()
+        defer { sharing.stop() }
+        let sharingToken = try sharing.issueAccessToken(workspaces: ["bench"])
         for mode in ["without look-up", "with look-up"] {
+            let server = sharing
+            func outbox(_ name: String) throws -> Outbox {
+                let transport = HTTPTransport(workspace: "bench", baseURL: sharing.baseURL, timeout: 60) { sharingToken }
+                return try Outbox(path: folder.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms, transport: transport)
+            }
             server.offersFileLookup = mode == "with look-up"
             let before = server.requestLog().count
             let device = try outbox("shared-\(mode.filter(\.isLetter))")
