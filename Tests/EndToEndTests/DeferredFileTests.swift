@@ -157,4 +157,29 @@ struct DeferredFileTests {
         #expect(item.attempts == 1, "the refusal by a server without the feature is not counted against it")
         #expect(world.server.document(item.documentID)?.appliedWrites == 1)
     }
+
+    @Test func anEditBehindADeliveryWhosePhotoIsPendingIsNotHeldByThePhoto() async throws {
+        let world = try World()
+        let stop = try world.server.putRecord(Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme")
+        let outbox = try world.device("ada", principal: "ada")
+        _ = try await outbox.pull()
+        let shot = outbox.placeholderIDs.next()
+        // Nobody home: a photo of the door, no signature.
+        try await outbox.enqueue(
+            DeliveryConfirmation(deliveryId: EntityRef(stop.id), outcome: .notHome, deliveredAt: Timestamp("2026-12-03T10:00:00Z"),
+                                 proofPhotos: [FileRef(id: shot, contentType: "image/jpeg")]),
+            attachments: [.init(placeholder: shot, source: try world.file("door.jpg", bytes: 100_000), contentType: "image/jpeg")])
+        // The edit of the same delivery queues behind the confirmation, in the delivery's lane.
+        try await outbox.edit(DeliveryUpdate.self, id: stop.id) { $0.notes = "left with the neighbour" }
+        // The photo's upload takes seconds.
+        world.server.faults.add(.delay(milliseconds: 3_000), count: 1, target: .files)
+        _ = try await world.drain("ada", principal: "ada")
+        let log = world.server.requestLog()
+        let photoStored = try #require(log.lastIndex { $0.method == "POST" && $0.path == "/files" && $0.status == 201 })
+        let edit = try #require(log.firstIndex { $0.path == "/deliveries/\(stop.id)/updates" || ($0.method == "POST" && $0.path.hasPrefix("/deliveries/\(stop.id)") && !$0.path.hasSuffix("/confirmations")) })
+        let confirmation = try #require(log.firstIndex { $0.path == "/deliveries/\(stop.id)/confirmations" && $0.status == 201 })
+        #expect(confirmation < edit, "in lane order")
+        #expect(edit < photoStored, "the edit did not wait for the confirmation's photo")
+        #expect(await (try world.device("ada", principal: "ada")).stateCounts()[.confirmed] == 3)
+    }
 }
