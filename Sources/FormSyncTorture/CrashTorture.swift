@@ -45,6 +45,8 @@ package struct CrashTorture {
         package var captures = 0
         package var documents = 0
         package var files = 0
+        /// Customers stored before their photo, which completed them later (deferred files).
+        package var deferred = 0
         package var lanes = 0
         package var records = 0
         package var edits = 0
@@ -62,6 +64,7 @@ package struct CrashTorture {
             }
             return (run + [
                 "server: \(documents) logged documents, each exactly once; \(files) files intact and remapped; \(lanes) lanes in capture order; \(edits) edited deliveries carry the latest edit",
+                "deferred: \(deferred) of \(files) customers reached the server before their photo, which completed them",
                 "device: \(records) records equal the server's scope; nothing stranded; no orphan stash file",
             ]).joined(separator: "\n")
         }
@@ -248,6 +251,8 @@ package struct CrashTorture {
                         result.failures.append("customer \(i)'s photo (file \(id)) differs from what was captured")
                     } else {
                         result.files += 1
+                        // A completion is a new version that no device's write applied.
+                        if document.version > document.appliedWrites { result.deferred += 1 }
                     }
                 } else {
                     if (object["customer_reference"] as? String) != plan.marker(i) { result.failures.append("order \(i) carries another order's marker") }
