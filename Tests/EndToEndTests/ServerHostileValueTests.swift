@@ -46,3 +46,16 @@ struct ServerHostileValueTests {
         #expect("\t \t".trimmingOWS.isEmpty && " a b ".trimmingOWS == "a b")
     }
 }
+
+/// Ranges asked of `GET /files/<id>` are read within the file, or refused.
+struct ServerByteRangeTests {
+    @Test func oneRangeWithinTheFileIsServedAndAnythingElseIsRefused() {
+        #expect(SyncServer.byteRange("bytes=0-9", total: 100)! == (0, 9))
+        #expect(SyncServer.byteRange("bytes=90-", total: 100)! == (90, 99))
+        #expect(SyncServer.byteRange("bytes=90-1000", total: 100)! == (90, 99), "the end is clamped to the file")
+        for hostile in ["bytes=100-", "bytes=-5", "bytes=5-4", "bytes=0-5,7-9", "items=0-5", "bytes=99999999999999999999-", "bytes=0-99999999999999999999",
+                        "bytes=" + String(repeating: "1", count: 60) + "-", "", "bytes=-"] {
+            #expect(SyncServer.byteRange(hostile, total: 100) == nil, "\(hostile)")
+        }
+    }
+}
