@@ -219,9 +219,10 @@ extension SyncServer {
     static func byteRange(_ header: String, total: Int64) -> (Int64, Int64)? {
         guard header.hasPrefix("bytes="), header.utf8.count <= 48 else { return nil }
         let parts = header.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0].utf8.count <= 19, parts[1].utf8.count <= 19, let first = Int64(parts[0]), first >= 0, first < total else { return nil }
+        func digits(_ text: Substring) -> Bool { !text.isEmpty && text.utf8.count <= 19 && text.utf8.allSatisfy { (48...57).contains($0) } }
+        guard parts.count == 2, digits(parts[0]), let first = Int64(parts[0]), first < total else { return nil }
         guard !parts[1].isEmpty else { return (first, total - 1) }
-        guard let last = Int64(parts[1]), last >= first else { return nil }
+        guard digits(parts[1]), let last = Int64(parts[1]), last >= first else { return nil }
         return (first, min(last, total - 1))
     }
 

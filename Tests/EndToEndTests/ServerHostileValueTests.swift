@@ -54,7 +54,7 @@ struct ServerByteRangeTests {
         #expect(SyncServer.byteRange("bytes=90-", total: 100)! == (90, 99))
         #expect(SyncServer.byteRange("bytes=90-1000", total: 100)! == (90, 99), "the end is clamped to the file")
         for hostile in ["bytes=100-", "bytes=-5", "bytes=5-4", "bytes=0-5,7-9", "items=0-5", "bytes=99999999999999999999-", "bytes=0-99999999999999999999",
-                        "bytes=" + String(repeating: "1", count: 60) + "-", "", "bytes=-"] {
+                        "bytes=" + String(repeating: "1", count: 60) + "-", "", "bytes=-", "bytes=+5-9", "bytes=5-+9"] {
             #expect(SyncServer.byteRange(hostile, total: 100) == nil, "\(hostile)")
         }
     }

@@ -11,7 +11,7 @@ struct FileHeaderReadingTests {
         #expect(HTTPTransport.contentRange("bytes 0-99/100")! == (0, 99, 100))
         #expect(HTTPTransport.contentRange("bytes 4194304-8299999/8300000")! == (4_194_304, 8_299_999, 8_300_000))
         for hostile in ["bytes 5-4/10", "bytes 0-10/10", "bytes -1-5/10", "bytes 0-5/0", "bytes 0-5/*", "bytes */10", "items 0-5/10",
-                        "bytes 0-99999999999999999999/100", "bytes 0-5/10, 6-9/10", String(repeating: "9", count: 100), ""] {
+                        "bytes 0-99999999999999999999/100", "bytes 0-5/10, 6-9/10", "bytes +1-5/10", "bytes 1-+5/10", String(repeating: "9", count: 100), ""] {
             #expect(HTTPTransport.contentRange(hostile) == nil, "\(hostile)")
         }
     }
@@ -20,7 +20,7 @@ struct FileHeaderReadingTests {
         #expect(DeliveryDetails.features("deferred-files, file-lookup") == ["deferred-files", "file-lookup"])
         #expect(DeliveryDetails.features(nil) == nil)
         #expect(DeliveryDetails.features(String(repeating: "x", count: 5_000)) == nil)
-        let many = (0..<1_000).map { "f\($0)" }.joined(separator: ",")
+        let many = (0..<500).map { "f\($0)" }.joined(separator: ",")
         #expect(DeliveryDetails.features(many)?.count == 32)
         #expect(DeliveryDetails.features("\(String(repeating: "y", count: 65)), ok") == ["ok"])
     }

@@ -256,9 +256,10 @@ public final class HTTPTransport: OutboxTransport {
     static func contentRange(_ header: String) -> (Int64, Int64, Int64)? {
         guard header.hasPrefix("bytes "), header.utf8.count <= 64 else { return nil }
         let parts = header.dropFirst(6).split(separator: "/")
-        guard parts.count == 2, let total = Int64(parts[1]), total > 0 else { return nil }
-        let bounds = parts[0].split(separator: "-")
-        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0, first <= last, last < total else { return nil }
+        guard parts.count == 2, parts[1].utf8.allSatisfy({ (48...57).contains($0) }), let total = Int64(parts[1]), total > 0 else { return nil }
+        let bounds = parts[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        func number(_ text: Substring) -> Int64? { text.isEmpty || !text.utf8.allSatisfy { (48...57).contains($0) } ? nil : Int64(text) }
+        guard bounds.count == 2, let first = number(bounds[0]), let last = number(bounds[1]), first <= last, last < total else { return nil }
         return (first, last, total)
     }
 
