@@ -29,8 +29,12 @@ enum DeferredFilesBenchmark {
             try MediaSignature.stamped(data, asFileNamed: name).write(to: url)
             return url
         }
+        // A slow link's configuration: files of 1 MB and more go up in 256 KiB appends, each well
+        // within the request timeout. (A 3 MB photo in one POST is written into the loopback
+        // socket's buffers at once and then drained at 20 KB/s: no byte moves for longer than
+        // the timeout, and the whole upload starts over.)
         func outbox(_ name: String) throws -> Outbox {
-            let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 60) { token }
+            let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 60, resumableFromBytes: 1_000_000, chunkBytes: 256 << 10) { token }
             return try Outbox(path: folder.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms, transport: transport)
         }
         func capture(_ outbox: Outbox, photo: URL, signature: URL, document: String) async throws {
