@@ -88,3 +88,20 @@ extension FieldKind {
         }
     }
 }
+
+extension RecordDefinition {
+    /// Whether a file field at any depth says `download: eager`: devices fetch the record's
+    /// files as soon as they pull it (the generator and the interpreter both ask).
+    public var fetchesFilesEagerly: Bool { Self.eager(fields, depth: 0) }
+
+    private static func eager(_ fields: [FieldDefinition], depth: Int) -> Bool {
+        guard depth < 64 else { return false }
+        return fields.contains { field in
+            switch field.kind {
+            case .file(_, let rule): return rule.eager
+            case .list(let list): return eager(list.fields, depth: depth + 1)
+            default: return false
+            }
+        }
+    }
+}

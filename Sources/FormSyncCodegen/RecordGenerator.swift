@@ -26,7 +26,7 @@ public enum RecordGenerator {
             w.line("public static let recordVersion = \(record.version)")
             w.line("public static let scopeField: String? = \(record.scope.map(swiftLiteral) ?? "nil")")
             w.line("public static let indexedFields: [String] = [\(record.indexes.map(swiftLiteral).joined(separator: ", "))]")
-            if Self.fetchesFilesEagerly(record.fields) { w.line("public static let fetchesFilesEagerly = true") }
+            if record.fetchesFilesEagerly { w.line("public static let fetchesFilesEagerly = true") }
             w.line()
             w.doc("The server's id; negative for a record created on this device that has not landed yet.")
             w.line("public var id: Int64 = 0")
@@ -84,15 +84,4 @@ public enum RecordGenerator {
         }
     }
 
-    /// Whether a file field at any depth says `download: eager`.
-    static func fetchesFilesEagerly(_ fields: [FieldDefinition], depth: Int = 0) -> Bool {
-        guard depth < 64 else { return false }
-        return fields.contains { field in
-            switch field.kind {
-            case .file(_, let rule): return rule.eager
-            case .list(let list): return fetchesFilesEagerly(list.fields, depth: depth + 1)
-            default: return false
-            }
-        }
-    }
 }

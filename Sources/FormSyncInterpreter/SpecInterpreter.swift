@@ -79,7 +79,7 @@ public enum SpecInterpreter {
                     object.values[field.name].flatMap(indexValue).map { RecordIndexEntry(field: field.name, value: $0) }
                 }
             },
-            scopeValue: { RecordRegistry.scopeValue($0, field: record.scope) }, fetchesFilesEagerly: eager(record.fields))
+            scopeValue: { RecordRegistry.scopeValue($0, field: record.scope) }, fetchesFilesEagerly: record.fetchesFilesEagerly)
     }
 
     /// Every rule a payload breaks, or the decoding failure that stops the generated decoder.
@@ -208,17 +208,6 @@ public enum SpecInterpreter {
         return copy
     }
 
-    /// Whether a file field at any depth says `download: eager` (the generated `fetchesFilesEagerly`).
-    static func eager(_ fields: [FieldDefinition], depth: Int = 0) -> Bool {
-        guard depth < 64 else { return false }
-        return fields.contains { field in
-            switch field.kind {
-            case .file(_, let rule): return rule.eager
-            case .list(let list): return eager(list.fields, depth: depth + 1)
-            default: return false
-            }
-        }
-    }
 
     /// The generated `mappingFiles`: every file reference, at any depth, through `transform`.
     static func mapFiles(_ object: InterpretedObject, _ transform: (FileRef) -> FileRef) -> InterpretedObject {
