@@ -19,7 +19,7 @@ enum BenchCommand {
                formsync bench files [--rate BYTES_PER_SECOND] [--photo-megabytes M] [--shared-megabytes S] [--rounds R]
 
           generator   check + generate N specs (variants of the specs in DIR, default FormSpecs),
-                      against a baseline that only reads the same YAML with libyaml.
+                      against a baseline that only reads the same YAML.
           enqueue     N sequential enqueues (default 1000) of a one-line and a 10-line 2 KB order
                       against raw single-row FULL commits of the same bytes, R rounds (default 5)
                       interleaved; then 4 concurrent enqueuers; then a naive queue (one JSON
@@ -173,7 +173,7 @@ enum BenchCommand {
         let base = median(baseline)
         let total = median(full)
         print("generator benchmark: \(count) specs, median of \(rounds) rounds, \(bytes) bytes generated per round")
-        print("  yaml read only (libyaml, baseline): \(format(base * 1000)) ms  \(format(Double(count) / base)) specs/s")
+        print("  yaml read only (baseline)        : \(format(base * 1000)) ms  \(format(Double(count) / base)) specs/s")
         print("  check + generate Swift and schema:  \(format(total * 1000)) ms  \(format(Double(count) / total)) specs/s")
         print("  ratio full / baseline: \(format(total / base))x")
         try buildPath(texts: texts, rounds: rounds)
