@@ -45,12 +45,26 @@ let package = Package(
         .target(name: "FormSyncPostgres", dependencies: ["CLibPQ", "FormSyncHTTP", "FormSyncModel", "FormSyncServer"]),
         // Runs checked specs without compiling them (serve --specs, a device on a newer spec).
         .target(name: "FormSyncInterpreter", dependencies: ["FormSpec", "FormSyncModel"]),
-        .executableTarget(name: "formsync-gen", dependencies: ["FormSpec", "FormSyncCodegen"]),
+        // What the command-line tools share: argument parsing, diagnostics output, `generate`.
+        .target(name: "FormSyncCommandLine", dependencies: ["FormSpec", "FormSyncCodegen"]),
+        // The generator the build plugin runs, and the command plugin's `generate`: nothing else.
+        .executableTarget(name: "formsync-gen", dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncCommandLine"]),
+        // The next build's forms, which the demo ships mid-day (and the simulation too).
+        .target(name: "FieldFormsUpdate", dependencies: ["FieldForms", "FormSpec", "FormSyncInterpreter", "FormSyncModel"]),
+        // The tool users run: check, generate, diff, schema, serve, conformance, outbox, demo.
         .executableTarget(
             name: "formsync",
             dependencies: [
-                "FormSpec", "FormSyncCodegen", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FieldForms", "FormSyncTesting",
-                "FormSyncServer", "CSQLite", "FormSyncInterpreter", "FormSyncTorture", "FormSyncPostgres",
+                "FormSpec", "FormSyncCodegen", "FormSyncCommandLine", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FieldForms",
+                "FieldFormsUpdate", "FormSyncServer", "FormSyncInterpreter", "FormSyncPostgres",
+            ]
+        ),
+        // The lab, not a product: benchmarks (`formsync-lab bench`) and the torture harnesses.
+        .executableTarget(
+            name: "formsync-lab",
+            dependencies: [
+                "CSQLite", "FieldForms", "FormSpec", "FormSyncCodegen", "FormSyncCommandLine", "FormSyncModel", "FormSyncClient",
+                "FormSyncHTTP", "FormSyncSQLite", "FormSyncServer", "FormSyncPostgres", "FormSyncTesting", "FormSyncTorture",
             ]
         ),
         .plugin(name: "FormSyncPlugin", capability: .buildTool(), dependencies: ["formsync-gen"]),
@@ -61,15 +75,15 @@ let package = Package(
             capability: .command(
                 intent: .custom(verb: "generate-formsync", description: "Refresh the checked-in generated code and formspecs.lock from the specs"),
                 permissions: [.writeToPackageDirectory(reason: "writes the generated Swift, the JSON Schemas and formspecs.lock beside the specs")]),
-            dependencies: ["formsync"]),
+            dependencies: ["formsync-gen"]),
         // Test doubles for apps' own tests: a scriptable in-process transport.
         .target(name: "FormSyncTesting", dependencies: ["FormSyncClient"]),
-        // `formsync torture`: the crash harness and the seeded simulation (not a product).
+        // `formsync-lab torture`: the crash harness and the seeded simulation (not a product).
         .target(
             name: "FormSyncTorture",
             dependencies: [
-                "FieldForms", "FormSpec", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting",
-                "FormSyncInterpreter", "FormSyncPostgres",
+                "FieldForms", "FieldFormsUpdate", "FormSpec", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite",
+                "FormSyncTesting", "FormSyncInterpreter", "FormSyncPostgres",
             ]),
 
         // The example forms: every *.yaml in FormSpecs/ is compiled by the plugin.

@@ -2,7 +2,7 @@ import Foundation
 import PackagePlugin
 
 /// `swift package --allow-writing-to-package-directory generate-formsync [--target T] [--output DIR] [--check]`:
-/// runs `formsync generate` on the spec folder of every target that uses the FormSync build
+/// runs `formsync generate` (built into `formsync-gen`, the plugin's small generator) on the spec folder of every target that uses the FormSync build
 /// plugin (or only `--target T`), writing the checked-in copy into `--output` (default
 /// `Generated`, beside the package manifest) and recording new shapes in the folder's
 /// `formspecs.lock`. `--check` writes nothing and fails when the copy or the lock is stale.
@@ -13,7 +13,7 @@ struct FormSyncGeneratePlugin: CommandPlugin {
         let only = extractor.extractOption(named: "target")
         let output = extractor.extractOption(named: "output").first ?? "Generated"
         let check = extractor.extractFlag(named: "check") > 0
-        let tool = try context.tool(named: "formsync")
+        let tool = try context.tool(named: "formsync-gen")
         let targets = context.package.targets.compactMap { $0 as? SourceModuleTarget }.filter { target in
             (only.isEmpty || only.contains(target.name))
                 && target.sourceFiles.contains { $0.url.pathExtension == "yaml" || $0.url.pathExtension == "yml" }

@@ -220,7 +220,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     private let lostBatches = Atomic<UInt64>(0)
     private let lost = Mutex<[(number: UInt64, reason: String)]>([])
 
-    /// Off: every write commits FULL on its own (the baseline of `formsync bench server`).
+    /// Off: every write commits FULL on its own (the baseline of `formsync-lab bench server`).
     /// Read by handlers outside the server's lock, to know whether to wait for an fsync.
     var groupCommit: Bool {
         get { groupCommitFlag.load(ordering: .relaxed) }

@@ -273,7 +273,7 @@ public final class SyncServer: @unchecked Sendable {
     // MARK: Handling
 
     /// Answers one request as the HTTP server would (nil: the connection is closed without a
-    /// reply). `formsync torture sim` calls it in-process, under its model of the network.
+    /// reply). `formsync-lab torture sim` calls it in-process, under its model of the network.
     package func handle(_ request: HTTPRequest) -> HTTPResponse? {
         let answer = Mutex<HTTPResponse??>(nil)
         let answered = DispatchSemaphore(value: 0)

@@ -1,17 +1,5 @@
-/// A seeded random source (SplitMix64): the same seed gives the same sequence on every machine,
-/// so a seeded simulation or fuzz run can be replayed exactly.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
-    public var state: UInt64
+import FormSyncClient
 
-    public init(state: UInt64) {
-        self.state = state
-    }
-
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The seeded random source, for tests that import only this module (it lives in
+/// `FormSyncClient`, where the demo and apps' own simulations find it too).
+public typealias SplitMix64 = FormSyncClient.SplitMix64

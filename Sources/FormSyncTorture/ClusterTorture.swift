@@ -15,7 +15,7 @@ import Synchronization
     import Darwin
 #endif
 
-/// `formsync torture cluster`: the crash torture's device against a cluster. N server nodes
+/// `formsync-lab torture cluster`: the crash torture's device against a cluster. N server nodes
 /// (`formsync serve --database`, real processes) share one PostgreSQL database in a throwaway
 /// cluster; the device sends each request to a node picked at random; nodes are SIGKILLed and
 /// restarted at seeded moments while the device captures, flushes, uploads and pulls (and is
@@ -28,15 +28,22 @@ package struct ClusterTorture {
         package var nodes = 3
         package var nodeKills = 500
         package var seed: UInt64 = 1
+        /// The lab executable that runs the device (`formsync-lab torture device`).
         package var executable: String
+        /// The `formsync` executable that runs each server node (`formsync serve`).
+        package var server: String
         package var folder: URL
         package var progress: @Sendable (String) -> Void = { _ in }
 
-        package init(nodes: Int, nodeKills: Int, seed: UInt64, executable: String, folder: URL, progress: @escaping @Sendable (String) -> Void = { _ in }) {
+        package init(
+            nodes: Int, nodeKills: Int, seed: UInt64, executable: String, server: String, folder: URL,
+            progress: @escaping @Sendable (String) -> Void = { _ in }
+        ) {
             self.nodes = nodes
             self.nodeKills = nodeKills
             self.seed = seed
             self.executable = executable
+            self.server = server
             self.folder = folder
             self.progress = progress
         }
@@ -87,7 +94,7 @@ package struct ClusterTorture {
             records: RecordRegistry(FormCatalog.records), workspace: TortureDevice.workspace)
         let known = try CrashTorture.morning(backOffice)
         let refreshToken = try backOffice.issueRefreshToken(principal: TortureDevice.courier, workspaces: [TortureDevice.workspace])
-        let nodes = (0..<options.nodes).map { ServerNode(executable: options.executable, database: url, log: folder.appendingPathComponent("node-\($0).log").path) }
+        let nodes = (0..<options.nodes).map { ServerNode(executable: options.server, database: url, log: folder.appendingPathComponent("node-\($0).log").path) }
         for node in nodes { try node.start() }
         defer { for node in nodes { node.stop() } }
         let servers = nodes.map(\.url)

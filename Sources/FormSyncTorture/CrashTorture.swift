@@ -12,7 +12,7 @@ import Foundation
     import Darwin
 #endif
 
-/// `formsync torture crash`: a device process (`TortureDevice`) captures, flushes and pulls
+/// `formsync-lab torture crash`: a device process (`TortureDevice`) captures, flushes and pulls
 /// against the reference server on loopback while this harness SIGKILLs it at seeded moments —
 /// at a named crash point (between the stash copy and the commit, between the lease and the
 /// send, after the server committed but before the device recorded it, mid-pull, mid-upload) or
@@ -23,7 +23,7 @@ package struct CrashTorture {
     package struct Options: Sendable {
         package var kills = 2000
         package var seed: UInt64 = 1
-        /// The `formsync` executable that runs the device (`formsync torture device`).
+        /// The `formsync` executable that runs the device (`formsync-lab torture device`).
         package var executable: String
         package var folder: URL
         package var progress: @Sendable (String) -> Void = { _ in }
@@ -161,7 +161,7 @@ package struct CrashTorture {
         }
     }
 
-    /// Starts `formsync torture device` against `servers` (each request to one at random).
+    /// Starts `formsync-lab torture device` against `servers` (each request to one at random).
     static func launchDevice(
         executable: String, seed: UInt64, database: String, servers: [URL], refreshToken: String, log: String, captures: Int, known: [Int64],
         crash: (CrashPoint, Int)?, output: URL

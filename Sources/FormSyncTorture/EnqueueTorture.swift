@@ -11,7 +11,7 @@ import Synchronization
     import Darwin
 #endif
 
-/// `formsync torture enqueue`: a process (`formsync torture enqueuer`) enqueues from several
+/// `formsync-lab torture enqueue`: a process (`formsync-lab torture enqueuer`) enqueues from several
 /// tasks at once — so that enqueues gather in batches, one transaction and one fsync for
 /// several — while this harness SIGKILLs it after seeded delays and restarts it. Each task
 /// enqueues its own documents in order, new customers with a photo among orders, and logs each
@@ -162,7 +162,7 @@ package struct EnqueueTorture {
     static func documentID(task: Int, index: Int) -> String { "t\(task)-\(index)" }
     static func isCustomer(_ index: Int) -> Bool { index % 5 == 0 }
 
-    /// `formsync torture enqueuer`: `tasks` tasks at once, each enqueueing its `count` documents
+    /// `formsync-lab torture enqueuer`: `tasks` tasks at once, each enqueueing its `count` documents
     /// in order (every fifth a new customer with a photo, the rest orders), each logged once its
     /// enqueue returned. A restarted process enqueues the same documents again, byte for byte.
     package static func enqueuer(database: String, log: String, tasks: Int, count: Int) async throws -> Int32 {

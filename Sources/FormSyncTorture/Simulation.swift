@@ -1,4 +1,5 @@
 import FieldForms
+import FieldFormsUpdate
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
@@ -9,7 +10,7 @@ import Foundation
 #endif
 import Synchronization
 
-/// One seeded schedule of `formsync torture sim`: a device's outbox (real SQLite, real
+/// One seeded schedule of `formsync-lab torture sim`: a device's outbox (real SQLite, real
 /// `HTTPTransport`) against the reference server's real handler in-process, through
 /// `SimulatedNetwork`, on a virtual clock. A `SyncEngine` runs beside the app the whole time,
 /// its waits on the same clock (`VirtualTimers`): it wakes when time passes and after

@@ -2,7 +2,7 @@ import Foundation
 
 /// Runs many seeds of `Simulation` (two at a time) and sums them up; a failing seed is
 /// shrunk to the fewest schedule steps that still fail, and reported with its trace so it can
-/// be replayed with `formsync torture sim --first SEED --seeds 1 --trace`.
+/// be replayed with `formsync-lab torture sim --first SEED --seeds 1 --trace`.
 package struct SimulationRunner {
     package struct Summary: Sendable, CustomStringConvertible {
         package var seeds = 0
@@ -111,7 +111,7 @@ package struct SimulationRunner {
         var lines = ["seed \(seed): \(result.failures.isEmpty ? "passed" : "FAILED")"]
         lines += result.failures.prefix(10).map { "  - " + $0 }
         if shrink { lines.append("  smallest failing schedule (\(smallest.count) of \(actions.count) steps): \(smallest.map(\.description).joined(separator: "; "))") }
-        lines.append("  trace (replay: formsync torture sim --first \(seed) --seeds 1 --trace):")
+        lines.append("  trace (replay: formsync-lab torture sim --first \(seed) --seeds 1 --trace):")
         lines += result.trace.suffix(120).map { "    " + $0 }
         return lines.joined(separator: "\n")
     }

@@ -5,7 +5,7 @@ import FormSyncTesting
 import Foundation
 import Synchronization
 
-/// The device of `formsync torture crash`, run as its own process so it can be killed: it
+/// The device of `formsync-lab torture crash`, run as its own process so it can be killed: it
 /// captures the plan's submissions from where its log ends (customers with photos, orders,
 /// edits of pulled deliveries), flushes and pulls between captures, and when every capture is
 /// in, drains and pulls until it holds what the server holds. Exits 0 then.

@@ -1,5 +1,6 @@
 import FormSpec
 import FormSyncCodegen
+import FormSyncCommandLine
 import Foundation
 
 // The generator the build plugin runs: once per target, every spec in, each spec's Swift source
@@ -11,8 +12,22 @@ let usage = """
     usage: formsync-gen --target OUTPUT-FOLDER SPEC.yaml...
            formsync-gen SPEC.yaml --swift OUTPUT.swift [--schema OUTPUT.schema.json]
            formsync-gen --catalog OUTPUT.swift SPEC.yaml...
+           formsync-gen generate PATH... --output DIR [--check]   (as `formsync generate`)
     """
 var arguments = Array(CommandLine.arguments.dropFirst())
+
+// The command plugin's `generate-formsync` runs this, so that it builds the generator only.
+if arguments.first == "generate" {
+    do {
+        exit(try GenerateCommand.run(Array(arguments.dropFirst())))
+    } catch let error as UsageError {
+        printError("formsync-gen generate: \(error.message) (see formsync generate --help)")
+        exit(2)
+    } catch {
+        printError("formsync-gen generate: \(error)")
+        exit(1)
+    }
+}
 
 /// Writes only when the contents change, so an unchanged spec does not trigger a recompile.
 func write(_ contents: String, to path: String, reportingAgainst spec: String) {

@@ -1,4 +1,5 @@
 import FormSpec
+import FormSyncCommandLine
 import Foundation
 
 /// `formsync check PATH...`: every problem of every spec, sorted, in the compiler's format.

@@ -1,3 +1,4 @@
+import FormSyncCommandLine
 import FormSyncModel
 import Foundation
 

@@ -1,4 +1,5 @@
 import FormSpec
+import FormSyncCommandLine
 import FormSyncModel
 import Foundation
 

@@ -1,5 +1,6 @@
 import FormSpec
 import FormSyncClient
+import FormSyncCommandLine
 import FormSyncModel
 import Foundation
 

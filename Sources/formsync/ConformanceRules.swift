@@ -1,3 +1,4 @@
+import FormSyncCommandLine
 /// Every rule docs/PROTOCOL.md states that `formsync conformance` knows of, with the section
 /// that states it: what each check enforces, and (`--list`) what no check covers, and why.
 struct ConformanceRule: Sendable, Hashable {

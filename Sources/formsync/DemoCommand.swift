@@ -1,9 +1,9 @@
 import FieldForms
 import FormSyncClient
+import FormSyncCommandLine
 import FormSyncModel
 import FormSyncServer
-import FormSyncTesting
-import FormSyncTorture
+import FieldFormsUpdate
 import Foundation
 import Synchronization
 

@@ -1,7 +1,8 @@
 import FieldForms
 import FormSyncClient
+import FormSyncCommandLine
 import FormSyncModel
-import FormSyncTorture
+import FieldFormsUpdate
 import Foundation
 import Synchronization
 

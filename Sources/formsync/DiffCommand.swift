@@ -1,4 +1,5 @@
 import FormSpec
+import FormSyncCommandLine
 import Foundation
 
 /// `formsync diff OLD NEW` or `formsync diff --lock [LOCK] SPECS`: what changed between two

@@ -1,5 +1,6 @@
-import Foundation
+import FormSyncCommandLine
 import FormSyncSQLite
+import Foundation
 
 /// The `formsync` command-line tool. Exit status: 0 ok, 1 problems found, 2 a usage mistake.
 @main
@@ -15,25 +16,7 @@ enum FormSyncTool {
         ("conformance", "Check a FormSync server against docs/PROTOCOL.md, one rule at a time", ConformanceCommand.run),
         ("outbox", "Look inside a device's outbox database (counts per state, items needing attention)", OutboxCommand.run),
         ("demo", "Simulate a field day against the embedded server and report the invariants", DemoCommand.run),
-        ("bench", "Measure throughput against a same-run baseline (see BENCHMARKS.md)", BenchCommand.run),
-        ("torture", "Prove it: thousands of SIGKILLs of a real device, seeded fault schedules", TortureCommand.run),
     ]
-
-    /// Started by a test or harness (`ChildProcess` sets `FORMSYNC_PARENT_PID`): exit when that
-    /// parent is gone, so a server or device never outlives a crashed test run (it would hold
-    /// the runner's output pipe open, and the runner would wait for it forever).
-    static func exitWithParent() {
-        guard let text = ProcessInfo.processInfo.environment["FORMSYNC_PARENT_PID"] else { return }
-        // Not passed on: this process's own children (the demo's devices) have another parent.
-        unsetenv("FORMSYNC_PARENT_PID")
-        guard let parent = Int32(text), parent > 1 else { return }
-        guard getppid() == parent else { exit(70) }
-        Thread.detachNewThread {
-            while getppid() == parent { usleep(200_000) }
-            FileHandle.standardError.write(Data("formsync: the process that started this one is gone; exiting\n".utf8))
-            exit(70)
-        }
-    }
 
     /// This build's version (CHANGELOG.md).
     static let version = "0.11.0"
@@ -56,7 +39,7 @@ enum FormSyncTool {
     }
 
     static func main() async {
-        exitWithParent()
+        ParentWatch.exitWithParent()
         // Before any SQLite use, the benchmarks' raw baselines included: one setting for all.
         SQLiteConnection.configureProcess()
         let arguments = Array(CommandLine.arguments.dropFirst())
@@ -95,15 +78,4 @@ enum FormSyncTool {
             exit(1)
         }
     }
-}
-
-/// Writes a line to standard output at once (unbuffered), for long-running commands whose
-/// output is read while they run.
-func printNow(_ message: String) {
-    FileHandle.standardOutput.write(Data((message + "\n").utf8))
-}
-
-/// Writes a line to standard error: diagnostics and progress, so standard output stays data.
-func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
 }

@@ -1,4 +1,5 @@
 import FormSyncCodegen
+import FormSyncCommandLine
 
 /// `formsync schema`: the JSON Schema of the spec language.
 enum SchemaCommand {

@@ -1,5 +1,6 @@
 import FieldForms
 import FormSpec
+import FormSyncCommandLine
 import FormSyncInterpreter
 import FormSyncModel
 import FormSyncPostgres

@@ -72,8 +72,8 @@ struct BadEnvironmentTests {
     }
 
     @Test func aDiskThatFillsUpDuringAPullFailsClearlyKeepsWholePagesAndCatchesUpLater() async throws {
-        let binary = DemoProcessTests.formsync
-        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
+        let binary = DemoProcessTests.lab
+        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build the lab first (swift build)")
         let world = try World()
         let filler = String(repeating: "x", count: 150)
         try world.server.putRecords((0..<2000).map { n in

@@ -6,8 +6,8 @@ import Testing
 /// device's requests spread over them, nodes killed and restarted, PostgreSQL restarted once.
 struct ClusterTortureTests {
     @Test func nodesAndTheDatabaseKilledUnderADeviceLoseNothingAndApplyNothingTwice() async throws {
-        let binary = DemoProcessTests.formsync
-        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
+        let binary = DemoProcessTests.lab
+        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build the lab first (swift build)")
         let run = try await ProcessRunner.run(binary, ["torture", "cluster", "--node-kills", "30", "--seed", "20261203"])
         #expect(run.status == 0, "\(run.output)\n\(run.errors.suffix(3000))")
         #expect(!run.output.contains("FAILED"), "\(run.output)")
@@ -25,8 +25,8 @@ struct ClusterTortureTests {
     /// died with it: the back office's first reads after the restart met dead pooled
     /// connections, and the check found the server "empty".
     @Test func aRestartOfPostgreSQLEarlyInTheRunLosesNothingEither() async throws {
-        let binary = DemoProcessTests.formsync
-        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
+        let binary = DemoProcessTests.lab
+        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build the lab first (swift build)")
         let run = try await ProcessRunner.run(binary, ["torture", "cluster", "--node-kills", "6", "--seed", "1"])
         #expect(run.status == 0, "\(run.output)\n\(run.errors.suffix(3000))")
         #expect(run.output.contains("6 node kills, 1 PostgreSQL restart(s)"), "\(run.output)")
@@ -37,7 +37,7 @@ struct ClusterTortureTests {
 /// A machine without PostgreSQL is told how to install it, in one line; nothing is skipped.
 struct PostgresMissingTests {
     @Test func withoutPostgreSQLTheClusterCommandSaysHowToInstallIt() async throws {
-        let run = try await ChildProcess.run(DemoProcessTests.formsync.path, ["torture", "cluster", "--node-kills", "1"], environment: ["FORMSYNC_PG_BIN": "/nonexistent"])
+        let run = try await ChildProcess.run(DemoProcessTests.lab.path, ["torture", "cluster", "--node-kills", "1"], environment: ["FORMSYNC_PG_BIN": "/nonexistent"])
         #expect(run.termination == .exit(1))
         let lines = run.errors.split(separator: "\n").filter { $0.contains("apt-get install postgresql libpq-dev") }
         #expect(lines.count == 1, "\(run.errors)")

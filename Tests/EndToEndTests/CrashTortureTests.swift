@@ -1,12 +1,12 @@
 import Foundation
 import Testing
 
-/// The short run of the crash harness (`formsync torture crash`): a real device process
+/// The short run of the crash harness (`formsync-lab torture crash`): a real device process
 /// SIGKILLed 50 times at named moments and seeded delays, then checked against the server.
 struct CrashTortureTests {
     @Test func fiftyKillsAtNamedMomentsLoseNothingAndApplyNothingTwice() async throws {
-        let binary = DemoProcessTests.formsync
-        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
+        let binary = DemoProcessTests.lab
+        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build the lab first (swift build)")
         let run = try await ProcessRunner.run(binary, ["torture", "crash", "--kills", "50", "--seed", "20261130"])
         #expect(run.status == 0, "\(run.output)\n\(run.errors.suffix(3000))")
         #expect(run.output.contains("kills: 50 over"), "\(run.output)")

@@ -8,6 +8,11 @@ struct DemoProcessTests {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("formsync")
     }
 
+    /// The lab (benchmarks and torture harnesses), built beside the tool.
+    static var lab: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("formsync-lab")
+    }
+
     @Test func theDemoSurvivesAKilledDeviceWithNothingLostOrAppliedTwice() async throws {
         let binary = Self.formsync
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build), looked for \(binary.path)")

@@ -1,12 +1,12 @@
 import Foundation
 import Testing
 
-/// The short run of the enqueue harness (`formsync torture enqueue`): a process enqueueing from
+/// The short run of the enqueue harness (`formsync-lab torture enqueue`): a process enqueueing from
 /// four tasks at once, so that enqueues share transactions, SIGKILLed 20 times and restarted.
 struct EnqueueTortureTests {
     @Test func batchedEnqueuesKilledTwentyTimesLoseNothingAndStoreNothingTwice() async throws {
-        let binary = DemoProcessTests.formsync
-        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
+        let binary = DemoProcessTests.lab
+        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build the lab first (swift build)")
         let run = try await ProcessRunner.run(binary, ["torture", "enqueue", "--kills", "20", "--seed", "20261202", "--count", "100"])
         #expect(run.status == 0, "\(run.output)\n\(run.errors.suffix(3000))")
         #expect(run.output.contains("checks: all held"), "\(run.output)")

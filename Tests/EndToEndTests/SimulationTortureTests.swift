@@ -2,7 +2,7 @@ import Foundation
 import FormSyncTorture
 import Testing
 
-/// The short run of the seeded simulation (`formsync torture sim`): a few hundred fault
+/// The short run of the seeded simulation (`formsync-lab torture sim`): a few hundred fault
 /// schedules against the reference server's handler through a seeded network, with the app's
 /// `SyncEngine` running beside them on the same virtual clock.
 struct SimulationTortureTests {
@@ -33,7 +33,7 @@ struct SimulationTortureTests {
         let report = await SimulationRunner.report(seed: 7, simulation: simulation, actions: actions, outcome: outcome, shrink: true)
         #expect(report.contains("seed 7: FAILED"))
         #expect(report.contains("smallest failing schedule"))
-        #expect(report.contains("formsync torture sim --first 7 --seeds 1 --trace"))
+        #expect(report.contains("formsync-lab torture sim --first 7 --seeds 1 --trace"))
         // The same seed and schedule without the sabotage pass.
         #expect(await Simulation(seed: 7, folder: folder).run(actions).failures.isEmpty)
     }

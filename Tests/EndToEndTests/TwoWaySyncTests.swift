@@ -231,7 +231,7 @@ struct TwoWaySyncTests {
     }
 }
 
-/// Found by `formsync torture crash`: a second edit made while the first was on its way (its
+/// Found by `formsync-lab torture crash`: a second edit made while the first was on its way (its
 /// reply lost after the server committed it) was merged against the pulled record, so the
 /// device's own first edit looked like someone else's change and the second parked as a
 /// conflict. Its base is now the record as shown, with the first edit in it.
@@ -260,7 +260,7 @@ struct EditBehindASentEditTests {
     }
 }
 
-/// Found by `formsync torture sim` (seeds 4135 and 8318 of 10,000): an edit whose reply was lost
+/// Found by `formsync-lab torture sim` (seeds 4135 and 8318 of 10,000): an edit whose reply was lost
 /// after the server committed it was answered again by the server's ledger after the back
 /// office had deleted the record and the device had pulled the deletion; the replayed reply's
 /// record brought the deleted record back onto the device.

@@ -116,7 +116,7 @@ struct OutboxDependencyTests {
         #expect(h.sentDocuments.count == 2)  // never sent half-formed
 
         // An order enqueued while the parent is parked is blocked at once, and says why (found
-        // by `formsync torture sim`: it was listed with no reason).
+        // by `formsync-lab torture sim`: it was listed with no reason).
         let another = try await outbox.enqueue(order(customer))
         #expect(try await outbox.item(another)?.state == .blocked)
         #expect(try await outbox.item(another)?.lastError == "waiting for an item it depends on, which needs attention")

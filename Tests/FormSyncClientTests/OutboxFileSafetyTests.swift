@@ -212,7 +212,7 @@ struct OutboxFileSafetyTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: stash).isEmpty)
     }
 
-    /// Found by `formsync torture crash`: a process killed after an upload's confirmation
+    /// Found by `formsync-lab torture crash`: a process killed after an upload's confirmation
     /// committed but before its copy was unlinked left the copy behind for good, since the
     /// confirmed row still named it.
     @Test func aCopyLeftBehindAfterItsUploadWasConfirmedIsRemovedOnOpen() async throws {

@@ -6,7 +6,7 @@ import Synchronization
     import Darwin
 #endif
 
-/// Named moments where `formsync torture crash` kills the device process with SIGKILL, to prove
+/// Named moments where `formsync-lab torture crash` kills the device process with SIGKILL, to prove
 /// that a kill at any of them loses nothing and applies nothing twice. Unarmed (always, outside
 /// the torture harness), reaching a point costs one atomic load.
 package enum CrashPoint: String, CaseIterable, Sendable {

@@ -52,7 +52,7 @@ public final class HTTPTransport: OutboxTransport {
             chunkBytes: chunkBytes, maxReplyBytes: maxReplyBytes, network: nil, token: token)
     }
 
-    /// The same transport over another network: `formsync torture sim` puts its seeded model
+    /// The same transport over another network: `formsync-lab torture sim` puts its seeded model
     /// of the network and the reference server's handler here, so that every request, header
     /// and classification is the real one.
     package init(

@@ -1,6 +1,7 @@
 import CSQLite
 import FieldForms
 import FormSyncClient
+import FormSyncCommandLine
 import FormSyncModel
 import FormSyncServer
 import Foundation
@@ -10,7 +11,7 @@ import Synchronization
     import Glibc
 #endif
 
-/// `formsync bench pull`: the initial pull of N records by a device process over loopback HTTP
+/// `formsync-lab bench pull`: the initial pull of N records by a device process over loopback HTTP
 /// from the embedded server, against raw SQLite inserts of the same rows in the same run
 /// (interleaved, median and spread of R rounds), with the device process's peak RSS; then the
 /// cost of pulling a delta of D changes on the N-record store against the same delta on a
@@ -112,7 +113,7 @@ enum PullBenchmark {
     /// Runs `formsync demo-device --pull-only` on a fresh database; its wall time.
     static func devicePull(db: String, server: SyncServer, refreshToken: String, expect: Int) throws -> Double {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.executableURL = URL(fileURLWithPath: try LabExecutables.formsync())
         process.arguments = [
             "demo-device", "--pull-only", "--db", db, "--server", server.baseURL.absoluteString, "--refresh-token", refreshToken,
             "--workspace", "big", "--page-size", "1000", "--timeout", "60", "--lease-ms", "120000",

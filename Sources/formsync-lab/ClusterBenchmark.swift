@@ -1,5 +1,6 @@
 import FieldForms
 import FormSyncClient
+import FormSyncCommandLine
 import FormSyncHTTP
 import FormSyncModel
 import FormSyncPostgres
@@ -8,7 +9,7 @@ import FormSyncTorture
 import Foundation
 import Synchronization
 
-/// `formsync bench server --database URL --nodes 1,2,4`: durable writes per second on the
+/// `formsync-lab bench server --database URL --nodes 1,2,4`: durable writes per second on the
 /// PostgreSQL store with 1, 2 or 4 server nodes sharing one database, against the embedded
 /// SQLite store on the same machine, rounds interleaved, a fresh database each; then the rate at
 /// which a device pulls records from the change feed on each store. Nodes run in this process

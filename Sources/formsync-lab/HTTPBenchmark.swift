@@ -1,5 +1,6 @@
 import FieldForms
 import FormSyncClient
+import FormSyncCommandLine
 import FormSyncModel
 import FormSyncServer
 import Foundation
@@ -8,7 +9,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// `formsync bench http`: flushing the outbox over loopback HTTP against the raw rate of the
+/// `formsync-lab bench http`: flushing the outbox over loopback HTTP against the raw rate of the
 /// same POSTs sent straight with URLSession at the same concurrency. Each round starts a fresh
 /// embedded reference server and measures both, in an order that alternates between rounds;
 /// the figures are the median (and spread) of the rounds. It also prints the process's CPU time

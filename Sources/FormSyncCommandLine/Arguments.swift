@@ -1,11 +1,11 @@
 /// A command line split into positional arguments, options with values and flags, checked
 /// against what a command accepts. A mistake is a `UsageError` (exit status 2).
-struct Arguments {
-    var positionals: [String] = []
-    var values: [String: String] = [:]
-    var flags: Set<String> = []
+package struct Arguments {
+    package var positionals: [String] = []
+    package var values: [String: String] = [:]
+    package var flags: Set<String> = []
 
-    init(_ raw: [String], options: Set<String> = [], flags allowedFlags: Set<String> = []) throws {
+    package init(_ raw: [String], options: Set<String> = [], flags allowedFlags: Set<String> = []) throws {
         var rest = raw[...]
         while let argument = rest.popFirst() {
             if argument == "--" {
@@ -35,7 +35,7 @@ struct Arguments {
     }
 
     /// A whole-number option within `range` (a usage error, exit 2, otherwise).
-    func integer(_ name: String, default fallback: Int, in range: ClosedRange<Int> = 0...1_000_000_000) throws -> Int {
+    package func integer(_ name: String, default fallback: Int, in range: ClosedRange<Int> = 0...1_000_000_000) throws -> Int {
         guard let text = values[name] else { return fallback }
         guard let value = Int(text) else { throw UsageError("\(name) takes a whole number, not '\(text)'") }
         guard range.contains(value) else { throw UsageError("\(name) must be between \(range.lowerBound) and \(range.upperBound), not \(value)") }
@@ -43,8 +43,3 @@ struct Arguments {
     }
 }
 
-/// A command line the tool cannot act on.
-struct UsageError: Error {
-    var message: String
-    init(_ message: String) { self.message = message }
-}

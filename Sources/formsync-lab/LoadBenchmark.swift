@@ -1,4 +1,5 @@
 import FieldForms
+import FormSyncCommandLine
 import FormSyncModel
 import FormSyncServer
 import Foundation
@@ -11,7 +12,7 @@ import Synchronization
     import Glibc
 #endif
 
-/// `formsync bench load`: the reference server's throughput for normal submissions while
+/// `formsync-lab bench load`: the reference server's throughput for normal submissions while
 /// `slow` connections dribble partial heads at it (slowloris), against the same submissions
 /// with no slow connections, rounds interleaved, in one run.
 enum LoadBenchmark {

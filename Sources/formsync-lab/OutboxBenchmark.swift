@@ -1,11 +1,12 @@
 import CSQLite
 import FieldForms
 import FormSyncClient
+import FormSyncCommandLine
 import FormSyncModel
 import FormSyncTesting
 import Foundation
 
-/// `formsync bench outbox`: enqueue and flush figures with the in-process transport, against a
+/// `formsync-lab bench outbox`: enqueue and flush figures with the in-process transport, against a
 /// raw SQLite insert at the same durability measured in the same run.
 enum OutboxBenchmark {
     static func run(items: Int, lanes: Int, small: Int, concurrencies: [Int], rounds: Int = 3, lines: Int = 1) async throws -> Int32 {

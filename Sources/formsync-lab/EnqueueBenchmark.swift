@@ -1,6 +1,7 @@
 import CSQLite
 import FieldForms
 import FormSyncClient
+import FormSyncCommandLine
 import FormSyncModel
 import FormSyncTesting
 import Foundation
@@ -9,7 +10,7 @@ import Foundation
     import Glibc
 #endif
 
-/// `formsync bench enqueue`: what saving a submission costs against what the disk allows, and
+/// `formsync-lab bench enqueue`: what saving a submission costs against what the disk allows, and
 /// against the queue design the field reports started from.
 ///
 /// 1. Sequential `enqueue` against a raw single-row `synchronous=FULL` commit of the same JSON

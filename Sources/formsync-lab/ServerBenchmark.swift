@@ -1,5 +1,6 @@
 import FieldForms
 import FormSyncClient
+import FormSyncCommandLine
 import FormSyncModel
 import FormSyncServer
 import Foundation
@@ -16,7 +17,7 @@ import Synchronization
     import Darwin
 #endif
 
-/// `formsync bench server`: durable writes per second the reference server takes over loopback
+/// `formsync-lab bench server`: durable writes per second the reference server takes over loopback
 /// with its group commit, against the same server committing each write FULL on its own,
 /// rounds interleaved, a fresh server each. The clients are plain keep-alive sockets on
 /// threads of their own, with every request serialised beforehand, so that the figure is the

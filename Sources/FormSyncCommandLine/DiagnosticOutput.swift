@@ -5,11 +5,11 @@ import Foundation
 /// error, as compilers do), `json` (one document on standard output, for tools) or `github`
 /// (workflow commands on standard output, which GitHub Actions turns into annotations). The
 /// one-line summary always goes to standard error.
-enum DiagnosticOutput: String, CaseIterable {
+package enum DiagnosticOutput: String, CaseIterable {
     case text, json, github
 
     /// The `--format` option's value, `text` when absent.
-    static func from(_ args: Arguments) throws -> DiagnosticOutput {
+    package static func from(_ args: Arguments) throws -> DiagnosticOutput {
         guard let value = args.values["--format"] else { return .text }
         guard let format = DiagnosticOutput(rawValue: value) else {
             throw UsageError("--format takes text, json or github, not '\(value)'")
@@ -18,7 +18,7 @@ enum DiagnosticOutput: String, CaseIterable {
     }
 
     /// Writes every diagnostic and the summary; returns the exit status (1 when any is an error).
-    func emit(_ diagnostics: [Diagnostic], summary: String) -> Int32 {
+    package func emit(_ diagnostics: [Diagnostic], summary: String) -> Int32 {
         let sorted = diagnostics.sortedForDisplay()
         switch self {
         case .text:
@@ -51,21 +51,5 @@ enum DiagnosticOutput: String, CaseIterable {
     /// Workflow-command escaping of a property value (also `:` and `,`).
     static func property(_ text: String) -> String {
         data(text).replacingOccurrences(of: ":", with: "%3A").replacingOccurrences(of: ",", with: "%2C")
-    }
-}
-
-/// The spec files named on a command line: a missing or unreadable path, or a folder without
-/// specs, is a usage mistake (exit 2) that names the path and the system's reason.
-enum SpecInput {
-    static func files(_ paths: [String]) throws -> [String] {
-        guard !paths.isEmpty else { throw UsageError("name at least one spec file or folder") }
-        for path in paths {
-            var info = stat()
-            if stat(path, &info) != 0 { throw UsageError("\(path): \(String(cString: strerror(errno)))") }
-            if access(path, R_OK) != 0 { throw UsageError("\(path): \(String(cString: strerror(errno)))") }
-        }
-        let files = SpecLoader.specFiles(in: paths)
-        guard !files.isEmpty else { throw UsageError("no *.yaml specs found in \(paths.joined(separator: ", "))") }
-        return files
     }
 }

@@ -1,16 +1,17 @@
 import FormSyncClient
+import FormSyncCommandLine
 import FormSyncTorture
 import Foundation
 
-/// `formsync torture crash|sim`: the proof harnesses. `crash` kills a real device process at
+/// `formsync-lab torture crash|sim`: the proof harnesses. `crash` kills a real device process at
 /// seeded moments and checks the server and the device afterwards; `sim` runs seeded fault
 /// schedules against an in-process model of the server and the network on a virtual clock.
 enum TortureCommand {
     static let help = """
-        usage: formsync torture crash [--kills N] [--seed S] [--keep DIR]
-               formsync torture sim [--seeds N] [--first S] [--steps K] [--trace]
-               formsync torture enqueue [--kills N] [--seed S] [--tasks T] [--count C] [--keep DIR]
-               formsync torture cluster [--nodes N] [--node-kills K] [--seed S] [--keep DIR]
+        usage: formsync-lab torture crash [--kills N] [--seed S] [--keep DIR]
+               formsync-lab torture sim [--seeds N] [--first S] [--steps K] [--trace]
+               formsync-lab torture enqueue [--kills N] [--seed S] [--tasks T] [--count C] [--keep DIR]
+               formsync-lab torture cluster [--nodes N] [--node-kills K] [--seed S] [--keep DIR]
 
         crash: a device process captures customers with photos (some large enough for resumable
           uploads), orders and edits of pulled deliveries, and flushes and pulls against the
@@ -80,9 +81,9 @@ enum TortureCommand {
         let seed = UInt64(try args.integer("--seed", default: 1, in: 0...Int.max))
         let (folder, removeFolder) = workFolder(args, name: "formsync-cluster")
         defer { removeFolder() }
-        let executable = try ownExecutable(toRun: "the nodes and the device")
+        let executable = try LabExecutables.own(toRun: "the nodes and the device")
         printError("torture cluster: \(nodes) nodes, \(kills) node kills, seed \(seed), in \(folder.path)")
-        let torture = ClusterTorture(.init(nodes: nodes, nodeKills: kills, seed: seed, executable: executable, folder: folder, progress: { printError("  \($0)") }))
+        let torture = ClusterTorture(.init(nodes: nodes, nodeKills: kills, seed: seed, executable: executable, server: try LabExecutables.formsync(), folder: folder, progress: { printError("  \($0)") }))
         let result = try await torture.run()
         print(result.description)
         return result.failures.isEmpty ? 0 : 1
@@ -98,7 +99,7 @@ enum TortureCommand {
         let seed = UInt64(try args.integer("--seed", default: 1, in: 0...Int.max))
         let (folder, removeFolder) = workFolder(args, name: "formsync-torture")
         defer { removeFolder() }
-        let executable = try ownExecutable(toRun: "the device")
+        let executable = try LabExecutables.own(toRun: "the device")
         printError("torture crash: \(kills) kills, seed \(seed), in \(folder.path)")
         let torture = CrashTorture(.init(kills: kills, seed: seed, executable: executable, folder: folder, progress: { printError("  \($0)") }))
         let result = try await torture.run()
@@ -118,7 +119,7 @@ enum TortureCommand {
         let count = try args.integer("--count", default: 250, in: enqueuerDocuments)
         let (folder, removeFolder) = workFolder(args, name: "formsync-enqueue-torture")
         defer { removeFolder() }
-        let executable = try ownExecutable(toRun: "the enqueuer")
+        let executable = try LabExecutables.own(toRun: "the enqueuer")
         printError("torture enqueue: \(kills) kills, seed \(seed), \(tasks) tasks of \(count) documents, in \(folder.path)")
         let result = try await EnqueueTorture(.init(kills: kills, seed: seed, tasks: tasks, count: count, executable: executable, folder: folder)).run()
         print(result.description)
@@ -146,11 +147,6 @@ enum TortureCommand {
         return (folder, { if kept == nil { try? FileManager.default.removeItem(at: folder) } })
     }
 
-    /// This formsync executable, which a harness starts again as its child (`role`).
-    static func ownExecutable(toRun role: String) throws -> String {
-        guard let executable = Bundle.main.executablePath else { throw UsageError("cannot find the formsync executable to run \(role)") }
-        return executable
-    }
 
     static func sim(_ raw: [String]) async throws -> Int32 {
         let args = try Arguments(raw, options: ["--seeds", "--first", "--steps"], flags: ["--help", "--trace"])

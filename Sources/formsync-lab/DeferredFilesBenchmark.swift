@@ -1,10 +1,11 @@
 import FieldForms
 import FormSyncClient
+import FormSyncCommandLine
 import FormSyncModel
 import FormSyncServer
 import Foundation
 
-/// `formsync bench files`: what deferred files and the look-up by digest buy on a slow link.
+/// `formsync-lab bench files`: what deferred files and the look-up by digest buy on a slow link.
 /// (1) A delivery with a 3 MB photo and a 2 KB signature, captured and flushed on a link the
 /// server reads at 20 KB/s: the time from capture until the delivery is on the server, and
 /// until its photo is, with the photo deferred against a server without deferred files (files

@@ -1,10 +1,11 @@
 import FieldForms
 import FormSyncClient
+import FormSyncCommandLine
 import FormSyncModel
 import FormSyncServer
 import Foundation
 
-/// `formsync bench upload`: one file's upload over loopback to the embedded server as a
+/// `formsync-lab bench upload`: one file's upload over loopback to the embedded server as a
 /// resumable upload in chunks, against a single `POST /files` of the same file, R rounds
 /// interleaved (median, min, max).
 enum UploadBenchmark {

@@ -1,6 +1,7 @@
 import CSQLite
 import FieldForms
 import FormSyncClient
+import FormSyncCommandLine
 import FormSyncModel
 import FormSyncTesting
 import Foundation
@@ -10,7 +11,7 @@ import Synchronization
     import Glibc
 #endif
 
-/// `formsync bench cold-open`: an app started with a large queue. The queue is filled with N
+/// `formsync-lab bench cold-open`: an app started with a large queue. The queue is filled with N
 /// 2 KB orders through `enqueue` once; then, in interleaved rounds, a fresh process opens the
 /// outbox and flushes until the first request leaves (time and peak RSS), against a fresh
 /// process that only opens the database with the C API and reads the first due row.
@@ -33,7 +34,7 @@ enum ColdOpenBenchmark {
         }
         let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) >> 20
         print("cold-open benchmark: \(items) queued 10-line orders over 10,000 lanes (\(size) MiB database, filled in \(String(format: "%.0f", EnqueueBenchmark.seconds(since: fillStart))) s)")
-        guard let executable = Bundle.main.executablePath else { throw BenchmarkFailure(message: "cannot find the formsync executable") }
+        let executable = try LabExecutables.own(toRun: "the cold-open child")
         var outboxTimes: [Double] = [], outboxRSS: [Double] = [], rawTimes: [Double] = [], rawRSS: [Double] = []
         var outboxSpawn: [Double] = [], rawSpawn: [Double] = []
         for round in 0..<rounds {

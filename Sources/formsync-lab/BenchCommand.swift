@@ -1,22 +1,23 @@
 import FormSpec
 import FormSyncCodegen
+import FormSyncCommandLine
 import Foundation
 
-/// `formsync bench ...`: measured figures for BENCHMARKS.md, each against a baseline measured
+/// `formsync-lab bench ...`: measured figures for BENCHMARKS.md, each against a baseline measured
 /// in the same run. Nothing here asserts a timing; it prints what it measured.
 enum BenchCommand {
     static let help = """
-        usage: formsync bench generator [--specs N] [--rounds R] [--from DIR]
-               formsync bench enqueue [--items N] [--rounds R] [--parts sequential,concurrent,naive,prepare]
-               formsync bench cold-open [--items N] [--rounds R]
-               formsync bench outbox [--items N] [--lanes L] [--small S] [--concurrency C[,C…]] [--rounds R] [--lines K]
-               formsync bench http [--items N] [--concurrency C] [--rounds R]
-               formsync bench server [--items N] [--concurrency C] [--rounds R] [--workers W] [--identities live|random]
-               formsync bench server --database postgres://… | --nodes 1,2,4 [--items N] [--concurrency C] [--rounds R] [--pull N]
-               formsync bench load [--items N] [--slow S] [--rounds R] [--concurrency C]
-               formsync bench pull [--records N] [--rounds R] [--delta D] [--small S]
-               formsync bench upload [--megabytes M] [--rounds R] [--chunk C]
-               formsync bench files [--rate BYTES_PER_SECOND] [--photo-megabytes M] [--shared-megabytes S] [--rounds R]
+        usage: formsync-lab bench generator [--specs N] [--rounds R] [--from DIR]
+               formsync-lab bench enqueue [--items N] [--rounds R] [--parts sequential,concurrent,naive,prepare]
+               formsync-lab bench cold-open [--items N] [--rounds R]
+               formsync-lab bench outbox [--items N] [--lanes L] [--small S] [--concurrency C[,C…]] [--rounds R] [--lines K]
+               formsync-lab bench http [--items N] [--concurrency C] [--rounds R]
+               formsync-lab bench server [--items N] [--concurrency C] [--rounds R] [--workers W] [--identities live|random]
+               formsync-lab bench server --database postgres://… | --nodes 1,2,4 [--items N] [--concurrency C] [--rounds R] [--pull N]
+               formsync-lab bench load [--items N] [--slow S] [--rounds R] [--concurrency C]
+               formsync-lab bench pull [--records N] [--rounds R] [--delta D] [--small S]
+               formsync-lab bench upload [--megabytes M] [--rounds R] [--chunk C]
+               formsync-lab bench files [--rate BYTES_PER_SECOND] [--photo-megabytes M] [--shared-megabytes S] [--rounds R]
 
           generator   check + generate N specs (variants of the specs in DIR, default FormSpecs),
                       against a baseline that only reads the same YAML.
