@@ -55,8 +55,8 @@ let package = Package(
         .executableTarget(
             name: "formsync",
             dependencies: [
-                "FormSpec", "FormSyncCodegen", "FormSyncCommandLine", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FieldForms",
-                "FieldFormsUpdate", "FormSyncServer", "FormSyncInterpreter", "FormSyncPostgres",
+                "FormSpec", "FormSyncCodegen", "FormSyncCommandLine", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncSQLite",
+                "FieldForms", "FieldFormsUpdate", "FormSyncServer", "FormSyncInterpreter", "FormSyncPostgres",
             ]
         ),
         // The lab, not a product: benchmarks (`formsync-lab bench`) and the torture harnesses.
@@ -108,6 +108,8 @@ let package = Package(
                 "FieldForms", "CorpusForms", "EvolutionV1", "EvolutionV2", "EvolutionV3", "EvolutionV4", "FormSpec", "FormSyncCodegen", "FormSyncModel",
                 "FormSyncInterpreter", "FormSyncClient", "FormSyncServer", "FormSyncTesting", "FormSyncTorture",
             ]),
+        // The house rules a tool enforces: platform guards, the package's shape, the docs' length.
+        .testTarget(name: "HouseRulesTests"),
         .testTarget(name: "FormSpecTests", dependencies: ["CYAML", "FormSpec", "FormSyncPattern"], exclude: ["BrokenSpecs", "EvolutionPairs"]),
         .testTarget(name: "FormSyncPatternTests", dependencies: ["FormSyncPattern"]),
         .testTarget(name: "FormSyncCodegenTests", dependencies: ["FormSpec", "FormSyncCodegen"]),

@@ -1,7 +1,11 @@
 import Foundation
 
-#if canImport(Glibc)
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// A small HTTP/1.1 server on a loopback socket, with every resource bounded: one event-loop
@@ -136,14 +140,11 @@ public final class HTTPServer: @unchecked Sendable {
     public func start(host: String = "127.0.0.1", port: UInt16 = 0) throws -> UInt16 {
         var hostAddress = in_addr()
         guard inet_pton(AF_INET, host, &hostAddress) == 1 else { throw ServerError.socket("\(host) is not an IPv4 address") }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = Socket.tcp()
         guard fd >= 0 else { throw ServerError.socket("socket: \(String(cString: strerror(errno)))") }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr = hostAddress
+        var address = Socket.address(hostAddress, port: port)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
@@ -280,7 +281,7 @@ public final class HTTPServer: @unchecked Sendable {
 
         func flush(_ connection: Connection) {
             while !connection.output.isEmpty {
-                let n = connection.output.withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                let n = connection.output.withUnsafeBytes { Socket.send(connection.fd, $0) }
                 if n > 0 {
                     connection.output.removeFirst(n)
                 } else {
@@ -347,11 +348,12 @@ public final class HTTPServer: @unchecked Sendable {
                     }
                 }
                 Self.setNonBlocking(client)
+                Socket.noSignalOnWrite(client)
                 var noDelay: Int32 = 1
                 setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
                 if connections.count >= limits.maxConnections && !evictIdle() {
                     let busy = Self.serialize(.problem(503, "Service Unavailable", detail: "too many connections", code: "busy", headers: [("Retry-After", "1")]), keepAlive: false)
-                    _ = busy.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    _ = busy.withUnsafeBytes { Socket.send(client, $0) }
                     close(client)
                     continue
                 }

@@ -29,16 +29,10 @@ package enum DurableSync {
     /// A file or a folder, metadata included: a stored copy, a name just created in a folder.
     package static func full(_ descriptor: Int32) -> Int32 {
         #if canImport(Darwin)
-            return fullSync(descriptor)
-        #else
+            if fcntl(descriptor, F_FULLFSYNC) == 0 { return 0 }
+            return fsync(descriptor)
+        #elseif canImport(Glibc) || canImport(Musl)
             return fsync(descriptor)
         #endif
     }
-
-    #if canImport(Darwin)
-        private static func fullSync(_ descriptor: Int32) -> Int32 {
-            if fcntl(descriptor, F_FULLFSYNC) == 0 { return 0 }
-            return fsync(descriptor)
-        }
-    #endif
 }

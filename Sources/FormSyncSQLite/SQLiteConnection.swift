@@ -113,6 +113,8 @@ package final class SQLiteConnection {
             // SQLite's own syncs (commits at FULL, checkpoints) through the drive's cache too.
             try execute("PRAGMA fullfsync=ON")
             try execute("PRAGMA checkpoint_fullfsync=ON")
+        #elseif canImport(Glibc) || canImport(Musl)
+            // fsync already writes through the drive's cache.
         #endif
         try execute("PRAGMA foreign_keys=ON")
         try execute("PRAGMA cache_size=-16384")

@@ -1,10 +1,12 @@
 import Foundation
 import FormSyncSQLite
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
+#if canImport(Darwin)
     import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// The files the server keeps beside its database (stored files, uploads in progress), written

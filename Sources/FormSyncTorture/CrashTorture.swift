@@ -6,10 +6,12 @@ import FormSyncServer
 import FormSyncTesting
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
+#if canImport(Darwin)
     import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// `formsync-lab torture crash`: a device process (`TortureDevice`) captures, flushes and pulls

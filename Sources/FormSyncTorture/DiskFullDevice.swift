@@ -2,10 +2,12 @@ import FieldForms
 import FormSyncClient
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
+#if canImport(Darwin)
     import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// A device whose disk fills up during a pull, run as its own process (the limit is the
@@ -52,9 +54,11 @@ package struct DiskFullDevice {
 
     private func setFileSizeLimit(_ bytes: UInt64?) throws {
         var limit = rlimit()
-        #if canImport(Glibc)
+        #if canImport(Darwin)
+            let resource = RLIMIT_FSIZE
+        #elseif canImport(Glibc)
             let resource = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
-        #else
+        #elseif canImport(Musl)
             let resource = RLIMIT_FSIZE
         #endif
         guard getrlimit(resource, &limit) == 0 else { throw TortureError("getrlimit: \(String(cString: strerror(errno)))") }

@@ -5,10 +5,12 @@ import FormSyncTesting
 import Foundation
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
+#if canImport(Darwin)
     import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// `formsync-lab torture enqueue`: a process (`formsync-lab torture enqueuer`) enqueues from several

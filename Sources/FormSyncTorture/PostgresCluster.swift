@@ -1,3 +1,4 @@
+import FormSyncHTTP
 import FormSyncPostgres
 import FormSyncTesting
 import Foundation
@@ -125,9 +126,21 @@ package final class PostgresCluster: @unchecked Sendable {
         for _ in 0..<400 where backends.contains(where: { kill($0, 0) == 0 }) { usleep(10_000) }
     }
 
-    /// The processes whose parent is `parent` (read from /proc).
+    /// The processes whose parent is `parent`.
     private static func children(of parent: pid_t) -> [pid_t] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { name -> pid_t? in
+        #if canImport(Darwin)
+            // No /proc: pgrep lists a parent's children.
+            let pgrep = Process()
+            pgrep.executableURL = URL(fileURLWithPath: "/usr/bin/pgrep")
+            pgrep.arguments = ["-P", String(parent)]
+            let output = Pipe()
+            pgrep.standardOutput = output
+            guard (try? pgrep.run()) != nil else { return [] }
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            pgrep.waitUntilExit()
+            return text.split(separator: "\n").compactMap { pid_t($0) }
+        #elseif canImport(Glibc) || canImport(Musl)
+            return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { name -> pid_t? in
             guard let pid = pid_t(name), let stat = try? String(contentsOfFile: "/proc/\(name)/stat", encoding: .utf8),
                 let close = stat.lastIndex(of: ")")
             else { return nil }
@@ -135,6 +148,7 @@ package final class PostgresCluster: @unchecked Sendable {
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             return fields.count > 1 && pid_t(fields[1]) == parent ? pid : nil
         }
+        #endif
     }
 
     /// Stops the postmaster and removes the cluster's folder.
@@ -209,11 +223,7 @@ package final class PostgresCluster: @unchecked Sendable {
     }
 
     private static func freePort() -> UInt16 {
-        #if canImport(Glibc)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-            let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
+        let fd = Socket.tcp()
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

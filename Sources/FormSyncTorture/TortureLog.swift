@@ -1,9 +1,11 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
+#if canImport(Darwin)
     import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// The crash harness device's own account of what it was told was saved: one line per
@@ -68,10 +70,12 @@ package struct TortureLog {
     }
 
     package func close() {
-        #if canImport(Glibc)
-            _ = Glibc.close(descriptor)
-        #else
+        #if canImport(Darwin)
             _ = Darwin.close(descriptor)
+        #elseif canImport(Glibc)
+            _ = Glibc.close(descriptor)
+        #elseif canImport(Musl)
+            _ = Musl.close(descriptor)
         #endif
     }
 }

@@ -7,8 +7,12 @@ import FormSyncTesting
 import Foundation
 import Synchronization
 
-#if canImport(Glibc)
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// `formsync-lab bench cold-open`: an app started with a large queue. The queue is filled with N
@@ -103,13 +107,7 @@ enum ColdOpenBenchmark {
             elapsed = EnqueueBenchmark.seconds(since: start) * 1000
             flush.cancel()
         }
-        var usage = rusage()
-        #if canImport(Glibc)
-            getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-        #else
-            getrusage(RUSAGE_SELF, &usage)
-        #endif
-        print(String(format: "%.2f %.1f %llu", elapsed, Double(usage.ru_maxrss) / 1024, stamp))
+        print(String(format: "%.2f %.1f %llu", elapsed, ProcessUsage.peakMiB(), stamp))
         return 0
     }
 

@@ -6,8 +6,12 @@ import FormSyncModel
 import FormSyncTesting
 import Foundation
 
-#if canImport(Glibc)
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// `formsync-lab bench enqueue`: what saving a submission costs against what the disk allows, and
@@ -23,9 +27,7 @@ enum EnqueueBenchmark {
     /// CPU seconds this process has used, user and system, all threads (with `children`: its
     /// child processes waited for so far).
     static func processCPU(children: Bool = false) -> Double {
-        var usage = rusage()
-        getrusage(children ? RUSAGE_CHILDREN.rawValue : RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        ProcessUsage.cpuSeconds(children: children)
     }
 
     /// The benchmark's three parts; `--parts` names a comma-separated subset.

@@ -1,5 +1,6 @@
 import FieldForms
 import FormSyncCommandLine
+import FormSyncHTTP
 import FormSyncModel
 import FormSyncServer
 import Foundation
@@ -8,8 +9,12 @@ import Synchronization
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
-#if canImport(Glibc)
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// `formsync-lab bench load`: the reference server's throughput for normal submissions while
@@ -88,8 +93,8 @@ enum LoadBenchmark {
                 var index = 0
                 while !flag.raised.withLock({ $0 }) {
                     for fd in sockets {
-                        var byte = bytes[index % bytes.count]
-                        _ = Glibc.send(fd, &byte, 1, Int32(MSG_NOSIGNAL))
+                        let byte = bytes[index % bytes.count]
+                        _ = withUnsafeBytes(of: byte) { Socket.send(fd, $0) }
                     }
                     index += 1
                     usleep(500_000)
@@ -110,7 +115,7 @@ enum LoadBenchmark {
         mutating func close() {
             stop?.raised.withLock { $0 = true }
             usleep(600_000)
-            for fd in fds { Glibc.close(fd) }
+            for fd in fds { Socket.close(fd) }
             fds = []
         }
     }

@@ -7,8 +7,12 @@ import FormSyncServer
 import Foundation
 import Synchronization
 
-#if canImport(Glibc)
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// `formsync-lab bench pull`: the initial pull of N records by a device process over loopback HTTP
@@ -56,9 +60,7 @@ enum PullBenchmark {
             pull.append(try devicePull(db: pulledPath, server: server, refreshToken: refreshToken, expect: records))
             deviceCPU.append(EnqueueBenchmark.processCPU(children: true) - before)
         }
-        var usage = rusage()
-        getrusage(RUSAGE_CHILDREN.rawValue, &usage)
-        let peakMiB = Double(usage.ru_maxrss) / 1024
+        let peakMiB = ProcessUsage.peakMiB(children: true)
         print("  baseline: raw SQLite inserts of the same rows, 1000 per transaction, WAL + synchronous=NORMAL:")
         print("            \(spread(raw)), \(rate(records, median(raw))) records/s")
         print("  the same with the outbox's two keys per Delivery (status, stop_order) and their indexes built at the end, the floor of the pull's own schema:")

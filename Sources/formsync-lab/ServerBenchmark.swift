@@ -1,6 +1,7 @@
 import FieldForms
 import FormSyncClient
 import FormSyncCommandLine
+import FormSyncHTTP
 import FormSyncModel
 import FormSyncServer
 import Foundation
@@ -152,15 +153,7 @@ enum ServerBenchmark {
 
         /// A socket connected to 127.0.0.1:`port`.
         static func connectLoopback(port: UInt16) throws -> Int32 {
-            #if canImport(Glibc)
-                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            #else
-                let fd = socket(AF_INET, SOCK_STREAM, 0)
-            #endif
-            #if canImport(Darwin)
-                var noSignal: Int32 = 1
-                setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &noSignal, socklen_t(MemoryLayout<Int32>.size))
-            #endif
+            let fd = Socket.tcp()
             guard fd >= 0 else { throw BenchmarkFailure(message: "socket: \(String(cString: strerror(errno)))") }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
@@ -181,14 +174,7 @@ enum ServerBenchmark {
         func send(_ request: [UInt8]) throws -> Int {
             var sent = 0
             while sent < request.count {
-                #if canImport(Darwin)
-                    // Darwin has no MSG_NOSIGNAL: the socket is SO_NOSIGPIPE (connectLoopback).
-                    let n = request[sent...].withUnsafeBytes { Darwin.send(fd, $0.baseAddress, $0.count, 0) }
-                #elseif canImport(Glibc)
-                    let n = request[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                #else
-                    let n = request[sent...].withUnsafeBytes { Musl.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                #endif
+                let n = request[sent...].withUnsafeBytes { Socket.send(fd, $0) }
                 guard n > 0 else { throw BenchmarkFailure(message: "send: \(String(cString: strerror(errno)))") }
                 sent += n
             }

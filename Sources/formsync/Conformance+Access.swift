@@ -1,14 +1,15 @@
 import FormSpec
 import FormSyncCommandLine
+import FormSyncHTTP
 import FormSyncModel
 import Foundation
 
-#if canImport(Glibc)
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
     import Musl
-#elseif canImport(Darwin)
-    import Darwin
 #endif
 
 /// The access rules route by route, and what only a raw socket can send (docs/PROTOCOL.md §1,
@@ -122,10 +123,10 @@ extension Conformance {
     static func rawStatus(host: String, port: UInt16, _ bytes: Data) -> Int {
         var hints = addrinfo()
         hints.ai_family = AF_INET
-        #if canImport(Glibc)
-            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #else
+        #if canImport(Darwin)
             hints.ai_socktype = SOCK_STREAM
+        #elseif canImport(Glibc) || canImport(Musl)
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         #endif
         var info: UnsafeMutablePointer<addrinfo>?
         guard getaddrinfo(host, String(port), &hints, &info) == 0, let first = info else { return 0 }
@@ -134,15 +135,8 @@ extension Conformance {
         guard fd >= 0 else { return 0 }
         defer { close(fd) }
         guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else { return 0 }
-        #if canImport(Darwin)
-            var one: Int32 = 1
-            setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-            _ = bytes.withUnsafeBytes { Darwin.send(fd, $0.baseAddress, $0.count, 0) }
-        #elseif canImport(Glibc)
-            _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        #else
-            _ = bytes.withUnsafeBytes { Musl.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        #endif
+        Socket.noSignalOnWrite(fd)
+        _ = bytes.withUnsafeBytes { Socket.send(fd, $0) }
         shutdown(fd, Int32(SHUT_WR))
         var reply = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)

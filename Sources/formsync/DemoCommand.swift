@@ -7,8 +7,12 @@ import FieldFormsUpdate
 import Foundation
 import Synchronization
 
-#if canImport(Glibc)
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// `formsync demo`: a field day on one machine. The reference server runs on loopback; each
@@ -155,7 +159,8 @@ struct FieldDay {
         let syncStarted = Date()
 
         // 3. Sync: each device is its own process. Worker 1's is killed mid-flush and restarted.
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        guard let path = Bundle.main.executablePath else { throw UsageError("cannot find the formsync executable to start the devices") }
+        let executable = URL(fileURLWithPath: path)
         func device(_ worker: Int) throws -> Process {
             let process = Process()
             process.executableURL = executable

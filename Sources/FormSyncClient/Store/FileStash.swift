@@ -2,10 +2,12 @@ import Foundation
 import FormSyncModel
 import FormSyncSQLite
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
+#if canImport(Darwin)
     import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// The outbox's own folder of attachment copies. The camera cache may be purged and the gallery

@@ -1,0 +1,39 @@
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// What this process (or its waited-for children) has used: CPU time and peak memory, in the
+/// same units on every platform (`ru_maxrss` is KiB on Linux, bytes on Apple platforms).
+enum ProcessUsage {
+    static func usage(children: Bool) -> rusage {
+        var usage = rusage()
+        #if canImport(Darwin)
+            getrusage(children ? RUSAGE_CHILDREN : RUSAGE_SELF, &usage)
+        #elseif canImport(Glibc)
+            getrusage(__rusage_who_t(children ? RUSAGE_CHILDREN.rawValue : RUSAGE_SELF.rawValue), &usage)
+        #elseif canImport(Musl)
+            getrusage(children ? RUSAGE_CHILDREN : RUSAGE_SELF, &usage)
+        #endif
+        return usage
+    }
+
+    /// CPU seconds, user and system, all threads.
+    static func cpuSeconds(children: Bool = false) -> Double {
+        let usage = usage(children: children)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// The peak resident memory, in MiB.
+    static func peakMiB(children: Bool = false) -> Double {
+        let usage = usage(children: children)
+        #if canImport(Darwin)
+            return Double(usage.ru_maxrss) / 1_048_576
+        #elseif canImport(Glibc) || canImport(Musl)
+            return Double(usage.ru_maxrss) / 1024
+        #endif
+    }
+}
