@@ -9,6 +9,18 @@ public struct CheckedSpec: Sendable {
     public var record: RecordDefinition?
     /// Every problem found, errors and warnings, in reading order.
     public var diagnostics: [Diagnostic]
+    /// The references its fields make (`to:`), found even when the spec has errors, so that a
+    /// target no record declares is reported with the spec's other problems, not after them.
+    public var references: [ReferenceUse] = []
+    /// The record type it declares (`record: Name`), even when the spec has errors: a reference
+    /// to a record whose own spec is broken is that spec's problem, not the reference's.
+    public var declaredRecord: String?
+
+    public init(form: FormDefinition?, record: RecordDefinition?, diagnostics: [Diagnostic]) {
+        self.form = form
+        self.record = record
+        self.diagnostics = diagnostics
+    }
 }
 
 /// The entry point of the spec language: text or a file in, a checked form and diagnostics out.
@@ -33,7 +45,12 @@ public enum SpecLoader {
         }
         let diagnostics = checker.diagnostics.sortedForDisplay()
         let failed = diagnostics.hasErrors
-        return CheckedSpec(form: failed ? nil : form, record: failed ? nil : record, diagnostics: diagnostics)
+        var checked = CheckedSpec(form: failed ? nil : form, record: failed ? nil : record, diagnostics: diagnostics)
+        checked.references = checker.references
+        if let root, SpecChecker.isRecordSpec(root), case .mapping(let pairs) = root.kind {
+            checked.declaredRecord = pairs.first { $0.key.scalar == "record" }?.value.scalar
+        }
+        return checked
     }
 
     /// Reads the YAML only, without checking it as a spec: the baseline of the generator benchmark.
@@ -103,10 +120,13 @@ public enum SpecLoader {
             if let record = spec.record { records[record.name] = record }
         }
         let recordNames = records.keys.sorted()
+        // Names declared by record specs that have errors of their own: not the reference's fault.
+        let brokenRecords = Set(specs.compactMap { $0.spec.record == nil ? $0.spec.declaredRecord : nil })
         for (index, (_, spec)) in specs.enumerated() where !shadowed.contains(index) {
-            let references = spec.form?.references ?? spec.record?.references ?? []
-            for use in references where records[use.target] == nil {
-                error(index, use.location, "reference '\(use.field)' points to '\(use.target)', which no record spec declares\(SpecChecker.suggestion(use.target, recordNames))")
+            for use in spec.references where records[use.target] == nil && !brokenRecords.contains(use.target) {
+                let hint = SpecChecker.suggestion(use.target, recordNames)
+                error(index, use.location, "reference '\(use.field)' points to '\(use.target)', which no record spec declares"
+                    + (hint.isEmpty ? "; add a record spec for it (a file starting 'record: \(use.target)') beside this one" : hint))
             }
             guard let form = spec.form, let binding = form.binding else { continue }
             guard let record = records[binding.record] else {

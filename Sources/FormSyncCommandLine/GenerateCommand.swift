@@ -82,19 +82,20 @@ package enum GenerateCommand {
                 : "\(differences) difference(s)")
         }
 
-        try fm.createDirectory(atPath: output, withIntermediateDirectories: true)
+        try WriteFailure.writing(output) { try fm.createDirectory(atPath: output, withIntermediateDirectories: true) }
         var written = 0
         for file in expected {
             let path = (output as NSString).appendingPathComponent(file.name)
             if fm.contents(atPath: path) == Data(file.contents.utf8) { continue }
-            try Data(file.contents.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+            try WriteFailure.writing(path) { try Data(file.contents.utf8).write(to: URL(fileURLWithPath: path), options: .atomic) }
             written += 1
         }
         for orphan in orphans {
-            try fm.removeItem(atPath: (output as NSString).appendingPathComponent(orphan))
+            let path = (output as NSString).appendingPathComponent(orphan)
+            try WriteFailure.writing(path) { try fm.removeItem(atPath: path) }
         }
         if updated != lock || !fm.fileExists(atPath: lockPath) {
-            try Data(updated.rendered().utf8).write(to: URL(fileURLWithPath: lockPath), options: .atomic)
+            try WriteFailure.writing(lockPath) { try Data(updated.rendered().utf8).write(to: URL(fileURLWithPath: lockPath), options: .atomic) }
             printError("\(lockPath): recorded \(updated.specs.values.map(\.count).reduce(0, +) - lock.specs.values.map(\.count).reduce(0, +)) new shape(s)")
         }
         return format.emit(problems, summary: "\(written) file\(written == 1 ? "" : "s") written, \(expected.count - written) unchanged, \(orphans.count) removed in \(output)")

@@ -39,7 +39,7 @@ public final class FaultPlan: Sendable {
     }
 
     private let entries = Mutex<[Entry]>([])
-    private let outageEnd = Mutex<Date?>(nil)
+    private let outageWindow = Mutex<(start: Date, end: Date)?>(nil)
     private let bytesPerSecond = Atomic<Int>(0)
 
     /// Limits what the server reads from all its connections together to `bytesPerSecond`
@@ -51,14 +51,30 @@ public final class FaultPlan: Sendable {
     /// The bandwidth limit in bytes per second (0: none).
     public var bandwidth: Int { bytesPerSecond.load(ordering: .relaxed) }
 
-    /// No server answers for `seconds` from now: every request, health checks included, has its
-    /// connection closed before it is read into the protocol (nothing is processed).
-    public func outage(seconds: TimeInterval) {
-        outageEnd.withLock { $0 = Date().addingTimeInterval(max(0, min(seconds, 86_400))) }
+    /// No server answers for `seconds`, starting `delay` seconds from now: every request, health
+    /// checks included, has its connection closed before it is read into the protocol (nothing
+    /// is processed). Each is bounded to a day.
+    public func outage(seconds: TimeInterval, after delay: TimeInterval = 0) {
+        let start = Date().addingTimeInterval(max(0, min(delay, 86_400)))
+        outageWindow.withLock { $0 = (start, start.addingTimeInterval(max(0, min(seconds, 86_400)))) }
     }
 
     /// Whether an outage is in progress.
-    public var isOutage: Bool { outageEnd.withLock { end in end.map { Date() < $0 } ?? false } }
+    public var isOutage: Bool {
+        let now = Date()
+        return outageWindow.withLock { window in window.map { $0.start <= now && now < $0.end } ?? false }
+    }
+
+    /// `outage=SECONDS[@AFTER]` (`formsync serve --fault`): an outage of SECONDS, starting AFTER
+    /// seconds from now (at once when absent), each 1 to 86,400 (AFTER from 0); nil otherwise.
+    public static func parseOutage(_ text: String) -> (seconds: Int, after: Int)? {
+        guard text.hasPrefix("outage=") else { return nil }
+        let parts = text.dropFirst("outage=".count).split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        guard let seconds = Int(parts[0]), (1...86_400).contains(seconds) else { return nil }
+        guard parts.count == 2 else { return (seconds, 0) }
+        guard let after = Int(parts[1]), (0...86_400).contains(after) else { return nil }
+        return (seconds, after)
+    }
 
     public init() {}
 

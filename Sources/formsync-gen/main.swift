@@ -35,7 +35,7 @@ func write(_ contents: String, to path: String, reportingAgainst spec: String) {
     do {
         try Data(contents.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
     } catch {
-        FileHandle.standardError.write(Data("\(spec):1:1: error: cannot write \(path): \(error.localizedDescription)\n".utf8))
+        FileHandle.standardError.write(Data("\(spec):1:1: error: \(WriteFailure(path: path, error))\n".utf8))
         exit(1)
     }
 }

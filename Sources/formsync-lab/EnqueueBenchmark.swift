@@ -22,7 +22,7 @@ import Foundation
 ///    interleaved rounds (the order alternates each round), median and spread.
 /// 2. `enqueue` from 4 concurrent tasks against the raw sequential commit.
 /// 3. A naive queue (seeds 000 and 001: one JSON array in one file, rewritten and fsynced on
-///    every change) against the outbox, per operation at 100, 1,000 and 10,000 queued items.
+///    every change) against the outbox, per operation at N/10, N and 10×N queued items.
 enum EnqueueBenchmark {
     /// CPU seconds this process has used, user and system, all threads (with `children`: its
     /// child processes waited for so far).
@@ -91,7 +91,7 @@ enum EnqueueBenchmark {
         let bytes = try FormRegistry.encode(big)
         if parts.contains(.prepare) { try prepare(order: big, items: items, rounds: rounds) }
         if parts.contains(.concurrent) { try await concurrent(items: items, rounds: rounds, big: big, bytes: bytes, path: path) }
-        if parts.contains(.naive) { try await naive(big: big, bytes: bytes, path: path) }
+        if parts.contains(.naive) { try await naive(items: items, big: big, bytes: bytes, path: path) }
         return 0
     }
 
@@ -144,11 +144,12 @@ enum EnqueueBenchmark {
         print("  10-line order, before the commit, µs per item: validate \(spread(validate)); encode \(spread(encode)); digest \(spread(digest))")
     }
 
-    /// The naive queue against the outbox, per operation, as the queue grows.
-    static func naive(big: SalesOrder, bytes: Data, path: () -> String) async throws {
+    /// The naive queue against the outbox, per operation, as the queue grows: a tenth of
+    /// `items`, `items`, and ten times `items` queued (100, 1,000 and 10,000 by default).
+    static func naive(items: Int, big: SalesOrder, bytes: Data, path: () -> String) async throws {
         print("  naive queue (one JSON array in one file, rewritten + fsynced per change) against the outbox, 10-line order, µs per operation:")
         print("    queued   naive add   naive remove   outbox enqueue   outbox send+confirm (instant transport)")
-        for size in [100, 1000, 10_000] {
+        for size in [max(10, items / 10), items, items * 10] {
             var naiveAdd: [Double] = []
             var naiveRemove: [Double] = []
             var outboxAdd: [Double] = []

@@ -11,6 +11,12 @@ enum FormSyncLab {
         ("torture", "Prove it: thousands of SIGKILLs of a real device, seeded fault schedules", TortureCommand.run),
     ]
 
+    /// One line per command, the summaries in one column whatever the longest name.
+    static var commandList: String {
+        let width = commands.map(\.name.count).max() ?? 0
+        return commands.map { "  " + $0.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n")
+    }
+
     static var help: String {
         """
         usage: formsync-lab COMMAND [ARGUMENTS]   (formsync-lab COMMAND --help for each command)
@@ -18,12 +24,14 @@ enum FormSyncLab {
         The lab: what measures and proves FormSync, not what apps run (that is `formsync`).
 
         commands:
-        \(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+        \(commandList)
         """
     }
 
     static func main() async {
         ParentWatch.exitWithParent()
+        // Each line as it is printed, also into a pipe or a log: a long run shows its progress.
+        StandardOutput.lineBuffered()
         // Before any SQLite use, the benchmarks' raw baselines included: one setting for all.
         SQLiteConnection.configureProcess()
         let arguments = Array(CommandLine.arguments.dropFirst())

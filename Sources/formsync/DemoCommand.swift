@@ -222,14 +222,17 @@ struct FieldDay {
         server.faults.outage(seconds: outage)
         note("outage: no server answers for \(Int(outage)) s")
         let deadline = Date().addingTimeInterval(syncSeconds + 5)
+        var progress = ProgressLine()
+        func syncing() -> String {
+            "  syncing: server holds \(server.documents().count)/\(captured.count) documents, \(server.fileIDs().count)/\(photos) files"
+        }
         while processes.values.contains(where: \.isRunning), Date() < deadline {
-            let held = server.documents().count
-            FileHandle.standardError.write(Data("\r  syncing: server holds \(held)/\(captured.count) documents, \(server.fileIDs().count)/\(photos) files   ".utf8))
+            progress.update(syncing())
             watchDeliveries(server, since: syncStarted)
             try await Task.sleep(for: .milliseconds(50))
         }
         watchDeliveries(server, since: syncStarted)
-        FileHandle.standardError.write(Data("\n".utf8))
+        progress.finish(syncing())
         for (worker, process) in processes {
             if process.isRunning {
                 process.terminate()

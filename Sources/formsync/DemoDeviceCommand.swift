@@ -13,10 +13,25 @@ import Synchronization
 /// records until it has caught up (crash tests kill it mid-pull). `--resumable-from` and
 /// `--chunk-bytes` set the transport's resumable uploads (tests kill it mid-upload).
 enum DemoDeviceCommand {
+    static let help = """
+        usage: formsync demo-device --db PATH --server URL --refresh-token T [--workspace W]
+                                    [--timeout S] [--lease-ms MS] [--clock-skew-ms MS] [--deadline S]
+                                    [--page-size N] [--resumable-from BYTES] [--chunk-bytes BYTES]
+                                    [--pull-only] [--next-build]
+
+        One device of `formsync demo`, started by it (and by crash tests) as its own process:
+        syncs the outbox at PATH with the server until nothing is left to send (or, with
+        --pull-only, until its records have caught up), then exits 0.
+        """
+
     static func run(_ raw: [String]) async throws -> Int32 {
         let args = try Arguments(
             raw, options: ["--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms", "--workspace", "--page-size", "--resumable-from", "--chunk-bytes", "--deadline"],
-            flags: ["--pull-only", "--next-build"])
+            flags: ["--pull-only", "--next-build", "--help", "-h"])
+        if args.flags.contains("--help") || args.flags.contains("-h") {
+            print(help)
+            return 0
+        }
         let workspace = args.values["--workspace"] ?? "demo"
         let pageSize = try args.integer("--page-size", default: 500, in: 1...1000)
         let timeout = try args.integer("--timeout", default: 3, in: 1...600)

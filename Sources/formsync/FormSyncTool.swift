@@ -23,6 +23,12 @@ enum FormSyncTool {
     /// The wire protocol it speaks (docs/PROTOCOL.md).
     static let protocolVersion = 1
 
+    /// One line per command, the summaries in one column whatever the longest name.
+    static var commandList: String {
+        let width = commands.map(\.name.count).max() ?? 0
+        return commands.map { "  " + $0.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n")
+    }
+
     static var help: String {
         """
         usage: formsync COMMAND [ARGUMENTS]   (formsync COMMAND --help for each command)
@@ -34,12 +40,14 @@ enum FormSyncTool {
         output.
 
         commands:
-        \(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+        \(commandList)
         """
     }
 
     static func main() async {
         ParentWatch.exitWithParent()
+        // Each line as it is printed, also into a pipe or a log: a long run shows its progress.
+        StandardOutput.lineBuffered()
         // Before any SQLite use, the benchmarks' raw baselines included: one setting for all.
         SQLiteConnection.configureProcess()
         let arguments = Array(CommandLine.arguments.dropFirst())
@@ -59,6 +67,9 @@ enum FormSyncTool {
             // Internal: one device process of `formsync demo`.
             do {
                 exit(try await DemoDeviceCommand.run(Array(arguments.dropFirst())))
+            } catch let error as UsageError {
+                printError("formsync demo-device: \(error.message) (see formsync demo-device --help)")
+                exit(2)
             } catch {
                 printError("formsync demo-device: \(error)")
                 exit(1)

@@ -36,6 +36,8 @@ enum ServeCommand {
           503=SECONDS   503 with Retry-After        429=SECONDS   429 with Retry-After
           captive       200 with a captive portal's HTML page
           401           401, as if the token had expired
+          outage=SECONDS[@AFTER]  nothing answers (connections closed unread) for SECONDS,
+                        starting AFTER seconds after the server starts (default at once)
         --bandwidth reads at most that many bytes per second from all connections together (a
         slow uplink, such as 20000 for 2G). --no-deferred-files answers as a server without
         deferred files would (files before the submissions that name them).
@@ -99,6 +101,13 @@ enum ServeCommand {
                 workspace: args.values["--workspace"])
         }
         for fault in faults {
+            if fault.hasPrefix("outage") {
+                guard let (seconds, after) = FaultPlan.parseOutage(fault) else {
+                    throw UsageError("--fault outage takes outage=SECONDS or outage=SECONDS@AFTER (each at most 86400), not '\(fault)'")
+                }
+                server.faults.outage(seconds: TimeInterval(seconds), after: TimeInterval(after))
+                continue
+            }
             guard let (kind, count) = FaultPlan.parse(fault) else { throw UsageError("unknown fault '\(fault)'") }
             server.faults.add(kind, count: count)
         }

@@ -23,6 +23,9 @@ struct DemoProcessTests {
         #expect(text.contains("every captured submission is on the server:  yes"))
         #expect(text.contains("killed mid-flush (SIGKILL)"))
         #expect(text.contains("OK: nothing lost, nothing applied twice, both directions converged."))
+        // Standard error is a pipe here, as in a CI log: plain progress lines, no carriage returns.
+        #expect(!run.errors.contains("\r"), "\(run.errors.debugDescription)")
+        #expect(run.errors.contains("  syncing: server holds "))
         #expect(text.contains("device stores equal the server's scope:      yes"))
         #expect(text.contains("orders upgraded on updated devices:          2 of 2"))
         #expect(text.contains("orders sent as version 1 by the old build:   2 of 2"))

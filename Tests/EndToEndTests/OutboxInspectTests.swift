@@ -33,6 +33,11 @@ struct OutboxInspectTests {
         }
         let overview = try await inspect()
         #expect(overview.status == 0, "\(overview.errors)")
+        // Without --workspace, an app's outbox (here in workspace acme) shows all it holds.
+        let plain = try await ProcessRunner.run(DemoProcessTests.formsync, ["outbox", "inspect", path])
+        let every = try #require(try JSONSerialization.jsonObject(with: Data(plain.output.utf8)) as? [String: Any])
+        #expect(every["workspaces"] as? [String] == ["acme"])
+        #expect((every["items"] as? [Any])?.count == 3)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(overview.output.utf8)) as? [String: Any])
         let items = try #require(object["items"] as? [[String: Any]])
         #expect(items.count == 3)

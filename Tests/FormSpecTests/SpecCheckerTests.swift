@@ -123,4 +123,13 @@ struct SpecCheckerTests {
         for ok in ["0", "-0", "12", "12.5", "-40.0", "0.001"] { #expect(SpecChecker.isDecimalLiteral(ok), "\(ok)") }
         for bad in ["", "-", "01", "1.", ".5", "1.2.3", "1e3", "+1", "0x1", "1_0"] { #expect(!SpecChecker.isDecimalLiteral(bad), "\(bad)") }
     }
+
+    @Test func aPatternWrittenWithRedundantAnchorsIsAcceptedAndMeansTheSame() throws {
+        let text = "form: Anchored\nversion: 1\nendpoint: /a\nfields:\n  code: { type: text, pattern: \"^[A-Z]{3}-[0-9]+$\" }\n"
+        let anchored = SpecLoader.check(text: text, path: "Anchored.yaml")
+        #expect(anchored.diagnostics.filter { $0.severity == .error }.isEmpty, "\(anchored.diagnostics)")
+        let bare = SpecLoader.check(text: text.replacingOccurrences(of: "^[A-Z]{3}-[0-9]+$", with: "[A-Z]{3}-[0-9]+"), path: "Anchored.yaml")
+        let field = try #require(anchored.form?.fields.first)
+        #expect(field.kind == bare.form?.fields.first?.kind)
+    }
 }
