@@ -73,8 +73,11 @@ let package = Package(
         .plugin(
             name: "FormSyncGeneratePlugin",
             capability: .command(
-                intent: .custom(verb: "generate-formsync", description: "Refresh the checked-in generated code and formspecs.lock from the specs"),
-                permissions: [.writeToPackageDirectory(reason: "writes the generated Swift, the JSON Schemas and formspecs.lock beside the specs")]),
+                intent: .custom(
+                    verb: "generate-formsync", description: "Refresh the checked-in generated code and formspecs.lock from the specs"),
+                permissions: [
+                    .writeToPackageDirectory(reason: "writes the generated Swift, the JSON Schemas and formspecs.lock beside the specs")
+                ]),
             dependencies: ["formsync-gen"]),
         // Test doubles for apps' own tests: a scriptable in-process transport.
         .target(name: "FormSyncTesting", dependencies: ["FormSyncClient"]),
@@ -82,7 +85,8 @@ let package = Package(
         .target(
             name: "FormSyncTorture",
             dependencies: [
-                "FieldForms", "FieldFormsUpdate", "FormSpec", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite",
+                "FieldForms", "FieldFormsUpdate", "FormSpec", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer",
+                "FormSyncSQLite",
                 "FormSyncTesting", "FormSyncInterpreter", "FormSyncPostgres",
             ]),
 
@@ -105,22 +109,27 @@ let package = Package(
         .testTarget(
             name: "InterpreterTests",
             dependencies: [
-                "FieldForms", "CorpusForms", "EvolutionV1", "EvolutionV2", "EvolutionV3", "EvolutionV4", "FormSpec", "FormSyncCodegen", "FormSyncModel",
+                "FieldForms", "CorpusForms", "EvolutionV1", "EvolutionV2", "EvolutionV3", "EvolutionV4", "FormSpec", "FormSyncCodegen",
+                "FormSyncModel",
                 "FormSyncInterpreter", "FormSyncClient", "FormSyncServer", "FormSyncTesting", "FormSyncTorture",
             ]),
         // The house rules a tool enforces: platform guards, the package's shape, the docs' length.
         .testTarget(name: "HouseRulesTests"),
-        .testTarget(name: "FormSpecTests", dependencies: ["CYAML", "FormSpec", "FormSyncPattern"], exclude: ["BrokenSpecs", "EvolutionPairs"]),
+        .testTarget(
+            name: "FormSpecTests", dependencies: ["CYAML", "FormSpec", "FormSyncPattern"], exclude: ["BrokenSpecs", "EvolutionPairs"]),
         .testTarget(name: "FormSyncPatternTests", dependencies: ["FormSyncPattern"]),
         .testTarget(name: "FormSyncCodegenTests", dependencies: ["FormSpec", "FormSyncCodegen"]),
         .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel", "FormSyncTesting", "CSHA256"]),
         .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncTesting"]),
-        .testTarget(name: "FormSyncClientTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FormSyncTesting"]),
+        .testTarget(
+            name: "FormSyncClientTests",
+            dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FormSyncTesting"]),
         .testTarget(name: "FormSyncHTTPTests", dependencies: ["FormSyncHTTP", "FormSyncTesting"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "FieldForms", "CorpusForms", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting",
+                "FieldForms", "CorpusForms", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite",
+                "FormSyncTesting",
                 "FormSyncTorture", "FormSyncPostgres",
             ]),
     ],

@@ -15,13 +15,15 @@ struct FormSyncPlugin: BuildToolPlugin {
 
     /// The build commands of a target of specs; shared by SwiftPM and Xcode.
     static func commands(generator: URL, workDirectory: URL, specs files: [URL]) throws -> [Command] {
-        let specs = files
+        let specs =
+            files
             .filter { $0.pathExtension == "yaml" || $0.pathExtension == "yml" }
             .sorted { $0.path < $1.path }
         // One command for the whole target: one process checks every spec (and the checks
         // across specs) and writes each spec's Swift and the catalog, rewriting only files
         // whose contents changed, so an edit recompiles only what it changed.
-        let outputs = [workDirectory.appending(path: "FormCatalog.swift")]
+        let outputs =
+            [workDirectory.appending(path: "FormCatalog.swift")]
             + specs.map { workDirectory.appending(path: $0.deletingPathExtension().lastPathComponent + ".swift") }
         return [
             .buildCommand(

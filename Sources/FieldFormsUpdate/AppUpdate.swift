@@ -44,7 +44,9 @@ package enum AppUpdate {
     package static func nextBuild() throws -> FormRegistry {
         let checked = SpecLoader.check(text: salesOrderV2, path: "SalesOrder.yaml")
         guard let form = checked.form else {
-            throw AppUpdateError(message: "the demo's SalesOrder version 2 does not check: \(checked.diagnostics.map(\.description).joined(separator: "; "))")
+            throw AppUpdateError(
+                message: "the demo's SalesOrder version 2 does not check: \(checked.diagnostics.map(\.description).joined(separator: "; "))"
+            )
         }
         let current = FormRegistry(FormCatalog.forms)
         var entries = current.names.filter { $0 != form.name }.compactMap { current[$0] }

@@ -61,7 +61,8 @@ public enum Naming {
     public static let reservedTypes: Set<String> = [
         "Money", "FileRef", "EntityRef", "GeoPoint", "LocalDate", "LocalTime", "Timestamp",
         "FieldError", "FieldValidator", "FormPayload", "FormField", "FormCatalog", "MergeResult", "FieldConflict",
-        "ThreeWayMerge", "ConflictPolicy", "SyncRecord", "RecordQuery", "RecordIndexEntry", "RecordBinding", "Field", "CodingKeys", "String", "Int", "Bool",
+        "ThreeWayMerge", "ConflictPolicy", "SyncRecord", "RecordQuery", "RecordIndexEntry", "RecordBinding", "Field", "CodingKeys",
+        "String", "Int", "Bool",
         "Decimal", "Array", "Optional", "Codable", "Sendable", "Equatable", "Error", "Swift",
         "Foundation", "FormSyncModel", "FormSyncClient", "Int64", "Double", "Set", "Dictionary",
     ]

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncPattern
+import Foundation
 
 /// Turns a YAML tree into a `FormDefinition`, collecting every problem instead of stopping at the
 /// first. Each check reports at the key or value it is about.
@@ -69,7 +69,8 @@ struct SpecChecker {
     mutating func typeName(_ keys: [String: Pair], _ key: String) -> String? {
         guard let node = keys[key]?.value, let text = text(node, key) else { return nil }
         if !Naming.isIdentifier(text, firstLowercase: false) {
-            error(node.location, "\(key) name '\(text)' must be a Swift type name: an upper-case letter, then letters, digits or underscores")
+            error(
+                node.location, "\(key) name '\(text)' must be a Swift type name: an upper-case letter, then letters, digits or underscores")
         } else if Naming.swiftKeywords.contains(text) || Naming.reservedTypes.contains(text) {
             error(node.location, "\(key) name '\(text)' is reserved in Swift or by the FormSync runtime")
         } else {
@@ -88,20 +89,26 @@ struct SpecChecker {
     }
 
     /// The shared choice lists (`choices:`), declared in `scope`.
-    mutating func choiceLists(_ keys: [String: Pair], scope: inout TypeScope) -> (named: [String: (set: ChoiceSet, location: SourceLocation)], order: [String]) {
+    mutating func choiceLists(
+        _ keys: [String: Pair], scope: inout TypeScope
+    ) -> (named: [String: (set: ChoiceSet, location: SourceLocation)], order: [String]) {
         var namedChoices: [String: (set: ChoiceSet, location: SourceLocation)] = [:]
         var choiceOrder: [String] = []
         if let node = keys["choices"]?.value, let entries = mapping(node, "choices") {
             for (key, value) in entries {
                 guard let listName = key.scalar else { continue }
                 guard Naming.isIdentifier(listName, firstLowercase: true) else {
-                    error(key.location, "choice list name '\(listName)' must start with a lower-case letter and hold only letters, digits and underscores")
+                    error(
+                        key.location,
+                        "choice list name '\(listName)' must start with a lower-case letter and hold only letters, digits and underscores")
                     continue
                 }
                 let typeName = Naming.upperCamel(listName)
                 guard let options = options(value, context: "choice list '\(listName)'") else { continue }
                 if declare(typeName, in: &scope, at: key.location, what: "choice list '\(listName)'") {
-                    namedChoices[listName] = (ChoiceSet(specName: listName, typeName: typeName, isNamed: true, options: options), key.location)
+                    namedChoices[listName] = (
+                        ChoiceSet(specName: listName, typeName: typeName, isNamed: true, options: options), key.location
+                    )
                     choiceOrder.append(listName)
                 }
             }
@@ -110,7 +117,10 @@ struct SpecChecker {
     }
 
     /// The fields (`fields:`), with a warning for each shared choice list no field uses.
-    mutating func topFields(_ keys: [String: Pair], scope: inout TypeScope, choices: (named: [String: (set: ChoiceSet, location: SourceLocation)], order: [String]), what: String) -> [FieldDefinition] {
+    mutating func topFields(
+        _ keys: [String: Pair], scope: inout TypeScope,
+        choices: (named: [String: (set: ChoiceSet, location: SourceLocation)], order: [String]), what: String
+    ) -> [FieldDefinition] {
         var usedChoices: Set<String> = []
         var fields: [FieldDefinition] = []
         if let node = keys["fields"]?.value {
@@ -140,7 +150,9 @@ struct SpecChecker {
         let choices = choiceLists(keys, scope: &scope)
         let fields = topFields(keys, scope: &scope, choices: choices, what: "record")
         for field in fields where field.name == "id" || field.name == "version" {
-            error(fieldLocations[field.name] ?? root.location, "field name '\(field.name)' is reserved in a record: every record carries its server id and version")
+            error(
+                fieldLocations[field.name] ?? root.location,
+                "field name '\(field.name)' is reserved in a record: every record carries its server id and version")
         }
         var scopeField: String?
         if let node = keys["scope"]?.value, let value = text(node, "scope") {
@@ -148,7 +160,10 @@ struct SpecChecker {
                 let isText: Bool
                 if case .text = field.kind { isText = true } else { isText = false }
                 if !isText {
-                    error(node.location, "scope '\(value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; a scope is a text field compared with the device's principal")
+                    error(
+                        node.location,
+                        "scope '\(value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; a scope is a text field compared with the device's principal"
+                    )
                 } else if !field.required {
                     error(node.location, "scope field '\(value)' must be required: a record without one would reach no device")
                 } else {
@@ -166,11 +181,17 @@ struct SpecChecker {
                     continue
                 }
                 if !field.kind.isIndexable {
-                    error(item.location, "index '\(item.value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; local queries look up text, integer, boolean, date, choice and reference fields")
+                    error(
+                        item.location,
+                        "index '\(item.value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; local queries look up text, integer, boolean, date, choice and reference fields"
+                    )
                 } else if indexes.contains(item.value) {
                     error(item.location, "index '\(item.value)' is listed twice")
                 } else if indexes.count == Self.maxIndexedFields {
-                    error(item.location, "index '\(item.value)' is one too many: a record indexes at most \(Self.maxIndexedFields) fields (the device keeps one indexed column per field); query the others by reading the records")
+                    error(
+                        item.location,
+                        "index '\(item.value)' is one too many: a record indexes at most \(Self.maxIndexedFields) fields (the device keeps one indexed column per field); query the others by reading the records"
+                    )
                 } else {
                     indexes.append(item.value)
                 }
@@ -207,7 +228,8 @@ struct SpecChecker {
                     if current[oldName] != nil {
                         error(old.location, "rename: '\(oldName)' is still a field of this version; rename an old field that is gone")
                     } else if current[newName] == nil {
-                        error(new.location, "rename: '\(newName)' is not a field of this version\(suggestion(newName, Array(current.keys)))")
+                        error(
+                            new.location, "rename: '\(newName)' is not a field of this version\(suggestion(newName, Array(current.keys)))")
                     } else {
                         step.renames.append((oldName, newName))
                     }
@@ -230,7 +252,9 @@ struct SpecChecker {
                         if options.contains(newValue) {
                             mapped.append((oldValue, newValue))
                         } else {
-                            error(new.location, "map: '\(newValue)' is not an option of '\(name)'\(suggestion(newValue, options, orList: true))")
+                            error(
+                                new.location,
+                                "map: '\(newValue)' is not an option of '\(name)'\(suggestion(newValue, options, orList: true))")
                         }
                     }
                     step.maps.append((name, mapped))
@@ -243,7 +267,8 @@ struct SpecChecker {
                 for (fieldKey, value) in defaults {
                     guard let name = fieldKey.scalar else { continue }
                     guard let field = current[name] else {
-                        error(fieldKey.location, "default: '\(name)' is not a field of this version\(suggestion(name, Array(current.keys)))")
+                        error(
+                            fieldKey.location, "default: '\(name)' is not a field of this version\(suggestion(name, Array(current.keys)))")
                         continue
                     }
                     if let json = defaultJSON(value, for: field) { step.defaults.append((name, json)) }
@@ -269,7 +294,9 @@ struct SpecChecker {
         case .choice(let set):
             guard let value = text(node, "default") else { return nil }
             guard set.options.contains(where: { $0.value == value }) else {
-                error(node.location, "default: '\(value)' is not an option of '\(field.name)'\(suggestion(value, set.options.map(\.value), orList: true))")
+                error(
+                    node.location,
+                    "default: '\(value)' is not an option of '\(field.name)'\(suggestion(value, set.options.map(\.value), orList: true))")
                 return nil
             }
             return quoted(value)
@@ -281,7 +308,10 @@ struct SpecChecker {
             }
             return quoted(value)
         default:
-            error(node.location, "default: a \(field.kind.typeName) field cannot have a default; give text, integer, decimal, boolean, choice or date fields one")
+            error(
+                node.location,
+                "default: a \(field.kind.typeName) field cannot have a default; give text, integer, decimal, boolean, choice or date fields one"
+            )
             return nil
         }
     }
@@ -307,7 +337,10 @@ struct SpecChecker {
         if let node = keys["entity"]?.value, let value = text(node, "entity") {
             if let field = fields.first(where: { $0.name == value }) {
                 if !field.kind.canNameAPath {
-                    error(node.location, "entity '\(value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; a lane needs a text, integer, choice or reference field")
+                    error(
+                        node.location,
+                        "entity '\(value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; a lane needs a text, integer, choice or reference field"
+                    )
                 } else if !field.required {
                     error(node.location, "entity field '\(value)' must be required: every submission needs a lane")
                 } else {
@@ -337,8 +370,12 @@ struct SpecChecker {
             }
             if action == .edits {
                 // The record edited is the lane: edits of one record go out in order.
-                guard let entity, let field = fields.first(where: { $0.name == entity }), case .reference(let to) = field.kind, to == target else {
-                    error(node.location, "a form that edits \(target) needs 'entity:' naming a required reference field with 'to: \(target)': the record it edits")
+                guard let entity, let field = fields.first(where: { $0.name == entity }), case .reference(let to) = field.kind, to == target
+                else {
+                    error(
+                        node.location,
+                        "a form that edits \(target) needs 'entity:' naming a required reference field with 'to: \(target)': the record it edits"
+                    )
                     continue
                 }
             }
@@ -362,7 +399,8 @@ struct SpecChecker {
     mutating func checkEndpoint(_ value: String, node: YAMLNode, fields: [FieldDefinition]) -> [EndpointSegment] {
         let offset = node.isPlainScalar ? 0 : 1
         func column(_ index: String.Index) -> SourceLocation {
-            SourceLocation(line: node.location.line, column: node.location.column + offset + value.distance(from: value.startIndex, to: index))
+            SourceLocation(
+                line: node.location.line, column: node.location.column + offset + value.distance(from: value.startIndex, to: index))
         }
         if !value.hasPrefix("/") {
             error(node.location, "endpoint must be a path starting with '/'")
@@ -385,14 +423,21 @@ struct SpecChecker {
                 literal = ""
                 if let field = fields.first(where: { $0.name == placeholder }) {
                     if !field.kind.canNameAPath {
-                        error(column(index), "endpoint placeholder {\(placeholder)} is \(article(field.kind.typeName)) \(field.kind.typeName) field; a path needs a text, integer, choice or reference field")
+                        error(
+                            column(index),
+                            "endpoint placeholder {\(placeholder)} is \(article(field.kind.typeName)) \(field.kind.typeName) field; a path needs a text, integer, choice or reference field"
+                        )
                     } else if !field.required {
-                        error(column(index), "endpoint placeholder {\(placeholder)} names a field that is not required; the endpoint could not be built without it")
+                        error(
+                            column(index),
+                            "endpoint placeholder {\(placeholder)} names a field that is not required; the endpoint could not be built without it"
+                        )
                     } else {
                         segments.append(.field(placeholder))
                     }
                 } else {
-                    error(column(index), "endpoint placeholder {\(placeholder)} names no field\(suggestion(placeholder, fields.map(\.name)))")
+                    error(
+                        column(index), "endpoint placeholder {\(placeholder)} names no field\(suggestion(placeholder, fields.map(\.name)))")
                 }
                 index = close
             } else if ch == " " || ch == "?" || ch == "#" {
@@ -417,9 +462,14 @@ struct SpecChecker {
         let start = value.index(after: value.startIndex)
         let first = value[start...].prefix { $0 != "/" }
         if first.hasPrefix("{") {
-            error(column(start), "endpoint must begin with literal text, not a placeholder: a value such as 'files' would send the form to a protocol route")
+            error(
+                column(start),
+                "endpoint must begin with literal text, not a placeholder: a value such as 'files' would send the form to a protocol route")
         } else if Self.protocolRoutes.contains(first.lowercased()) {
-            error(column(start), "endpoint /\(first) is a route of the protocol itself (\(Self.protocolRoutes.map { "/" + $0 }.joined(separator: ", "))); choose another path")
+            error(
+                column(start),
+                "endpoint /\(first) is a route of the protocol itself (\(Self.protocolRoutes.map { "/" + $0 }.joined(separator: ", "))); choose another path"
+            )
         }
     }
 
@@ -432,9 +482,13 @@ struct SpecChecker {
             let end = value[start...].firstIndex(of: "/") ?? value.endIndex
             let segment = value[start..<end]
             if segment.isEmpty {
-                error(column(start < value.endIndex ? start : value.index(before: start)), "endpoint has an empty path segment ('//' or a trailing '/')")
+                error(
+                    column(start < value.endIndex ? start : value.index(before: start)),
+                    "endpoint has an empty path segment ('//' or a trailing '/')")
             } else if segment == "." || segment == ".." {
-                error(column(start), "endpoint segment '\(segment)' is not allowed: URL stacks remove dot segments and would send the request elsewhere")
+                error(
+                    column(start),
+                    "endpoint segment '\(segment)' is not allowed: URL stacks remove dot segments and would send the request elsewhere")
             } else if let bad = segment.unicodeScalars.first(where: { !Self.isPathCharacter($0) && $0 != "{" && $0 != "}" }) {
                 if bad != " " && bad != "?" && bad != "#" {  // reported above
                     error(column(start), "endpoint may not contain '\(bad)'; use letters, digits and - . _ ~ ! $ & ' ( ) * + , ; = : @")
@@ -491,7 +545,9 @@ struct SpecChecker {
             }
             if fieldCount > Self.maxFields { continue }
             guard Naming.isIdentifier(name, firstLowercase: true), !name.hasSuffix("_"), !name.contains("__") else {
-                error(key.location, "field name '\(display)' must start with a lower-case letter and hold only letters, digits and single underscores")
+                error(
+                    key.location,
+                    "field name '\(display)' must start with a lower-case letter and hold only letters, digits and single underscores")
                 continue
             }
             let swiftName = Naming.lowerCamel(name)
@@ -504,7 +560,9 @@ struct SpecChecker {
                 continue
             }
             if let first = swiftNames[swiftName] {
-                error(key.location, "field '\(display)' and field '\(pathPrefix + first.name)' (line \(first.line)) both become '\(swiftName)' in Swift")
+                error(
+                    key.location,
+                    "field '\(display)' and field '\(pathPrefix + first.name)' (line \(first.line)) both become '\(swiftName)' in Swift")
                 continue
             }
             swiftNames[swiftName] = (name, key.location.line)
@@ -650,7 +708,9 @@ struct SpecChecker {
                 if value == "server" {
                     serverAuthority = true
                     if let conflictKey = keys["conflict"]?.key {
-                        warning(conflictKey.location, "'conflict' is ignored: a money field with authority: server always takes the server's value")
+                        warning(
+                            conflictKey.location,
+                            "'conflict' is ignored: a money field with authority: server always takes the server's value")
                     }
                 } else {
                     error(node.location, "authority must be 'server' (leave it out to let the conflict policy decide)")
@@ -693,14 +753,18 @@ struct SpecChecker {
                 default: error(node.location, "download is eager or on_access, not '\(value)'")
                 }
             }
-            kind = .file(fileKind, FileRule(multiple: multiple, count: count, maxBytes: maxBytes, contentTypes: contentTypes, defers: defers, eager: eager))
+            kind = .file(
+                fileKind,
+                FileRule(multiple: multiple, count: count, maxBytes: maxBytes, contentTypes: contentTypes, defers: defers, eager: eager))
         case "list":
             guard let node = keys["fields"]?.value else {
                 error(key.location, "list field '\(display)' needs 'fields': the fields of each item")
                 return nil
             }
             guard display.split(separator: ".").count <= Self.maxListDepth else {
-                error(key.location, "list '\(display)' nests lists deeper than \(Self.maxListDepth) levels; flatten it or make it a form of its own")
+                error(
+                    key.location,
+                    "list '\(display)' nests lists deeper than \(Self.maxListDepth) levels; flatten it or make it a form of its own")
                 return nil
             }
             var itemName = Naming.itemTypeName(forList: name)
@@ -728,14 +792,18 @@ struct SpecChecker {
         return (field, keys["required_if"]?.value)
     }
 
-    mutating func checkConditions(_ node: YAMLNode, field: FieldDefinition, siblings: [FieldDefinition], pathPrefix: String) -> [Condition] {
+    mutating func checkConditions(_ node: YAMLNode, field: FieldDefinition, siblings: [FieldDefinition], pathPrefix: String) -> [Condition]
+    {
         guard let pairs = mapping(node, "required_if") else { return [] }
         if pairs.isEmpty { error(node.location, "required_if needs at least one condition, such as { outcome: delivered }") }
         var conditions: [Condition] = []
         for (key, value) in pairs {
             guard let name = key.scalar else { continue }
             guard let sibling = siblings.first(where: { $0.name == name }), sibling.name != field.name else {
-                error(key.location, "required_if names '\(name)', which is not another field at this level\(suggestion(name, siblings.map(\.name).filter { $0 != field.name }))")
+                error(
+                    key.location,
+                    "required_if names '\(name)', which is not another field at this level\(suggestion(name, siblings.map(\.name).filter { $0 != field.name }))"
+                )
                 continue
             }
             let nodes: [YAMLNode]
@@ -749,7 +817,9 @@ struct SpecChecker {
                     if set.options.contains(where: { $0.value == v }) {
                         values.append(v)
                     } else {
-                        error(item.location, "'\(v)' is not an option of '\(pathPrefix + name)'\(suggestion(v, set.options.map(\.value), orList: true))")
+                        error(
+                            item.location,
+                            "'\(v)' is not an option of '\(pathPrefix + name)'\(suggestion(v, set.options.map(\.value), orList: true))")
                     }
                 case .boolean:
                     if let b = bool(item, "required_if value") { values.append(b ? "true" : "false") }
@@ -758,7 +828,10 @@ struct SpecChecker {
                 case .text:
                     if let t = text(item, "required_if value") { values.append(t) }
                 default:
-                    error(key.location, "required_if can test a choice, boolean, integer or text field; '\(pathPrefix + name)' is \(article(sibling.kind.typeName)) \(sibling.kind.typeName) field")
+                    error(
+                        key.location,
+                        "required_if can test a choice, boolean, integer or text field; '\(pathPrefix + name)' is \(article(sibling.kind.typeName)) \(sibling.kind.typeName) field"
+                    )
                 }
             }
             if !values.isEmpty { conditions.append(Condition(field: name, values: values)) }
@@ -820,13 +893,19 @@ struct SpecChecker {
 
     mutating func nonNegative(_ node: YAMLNode, _ what: String) -> Int? {
         guard let value = integer(node, what) else { return nil }
-        if value < 0 { error(node.location, "\(what) must be 0 or more"); return nil }
+        if value < 0 {
+            error(node.location, "\(what) must be 0 or more")
+            return nil
+        }
         return value
     }
 
     mutating func positive(_ node: YAMLNode, _ what: String) -> Int? {
         guard let value = integer(node, what) else { return nil }
-        if value < 1 { error(node.location, "\(what) must be 1 or more"); return nil }
+        if value < 1 {
+            error(node.location, "\(what) must be 1 or more")
+            return nil
+        }
         return value
     }
 
@@ -838,7 +917,10 @@ struct SpecChecker {
         }
         if raw.allSatisfy(\.isNumber) {
             guard let value = integer(node, "max_bytes") else { return nil }
-            if value < 1 { error(node.location, "max_bytes must be 1 or more"); return nil }
+            if value < 1 {
+                error(node.location, "max_bytes must be 1 or more")
+                return nil
+            }
             return Int64(value)
         }
         let units: [(String, Int64)] = [("KB", 1024), ("MB", 1024 * 1024), ("GB", 1024 * 1024 * 1024), ("B", 1)]
@@ -897,7 +979,8 @@ struct SpecChecker {
                 return nil
             }
             if Self.yaml11Booleans.contains(value) || value == "true" || value == "false" {
-                error(node.location, "plain '\(value)' is read as a boolean by YAML 1.1 tools; quote it (\"\(value)\") if you mean the text")
+                error(
+                    node.location, "plain '\(value)' is read as a boolean by YAML 1.1 tools; quote it (\"\(value)\") if you mean the text")
                 return nil
             }
         }
@@ -933,7 +1016,10 @@ struct SpecChecker {
         let digits = value.hasPrefix("-") ? value.dropFirst() : Substring(value)
         if digits.count > 1, digits.hasPrefix("0"), digits.allSatisfy({ $0.isASCII && $0.isNumber }) {
             let fixed = digits.drop { $0 == "0" }
-            error(node.location, "'\(value)' has a leading zero, which YAML 1.1 reads as an octal number; write \(value.hasPrefix("-") ? "-" : "")\(fixed.isEmpty ? "0" : String(fixed))")
+            error(
+                node.location,
+                "'\(value)' has a leading zero, which YAML 1.1 reads as an octal number; write \(value.hasPrefix("-") ? "-" : "")\(fixed.isEmpty ? "0" : String(fixed))"
+            )
             return nil
         }
         guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else {
@@ -966,7 +1052,10 @@ struct SpecChecker {
         // JSON Schema.
         let fractionDigits = value.split(separator: ".", omittingEmptySubsequences: false).dropFirst().first?.count ?? 0
         guard fractionDigits <= 128, Decimal(string: value, locale: Locale(identifier: "en_US_POSIX")) != nil else {
-            error(node.location, "\(what) '\(value.prefix(40))…' has \(fractionDigits) digits after the point; a decimal bound holds at most 128, so that every check reads it exactly")
+            error(
+                node.location,
+                "\(what) '\(value.prefix(40))…' has \(fractionDigits) digits after the point; a decimal bound holds at most 128, so that every check reads it exactly"
+            )
             return nil
         }
         return value
@@ -1018,7 +1107,8 @@ struct SpecChecker {
     }
 
     static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         if a.isEmpty { return b.count }
         var previous = Array(0...b.count)
         for i in 1...a.count {

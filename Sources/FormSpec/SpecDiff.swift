@@ -55,20 +55,26 @@ public enum SpecDiff {
         return changes
     }
 
-    static func compare(_ old: [SpecShape.FieldShape], _ new: [SpecShape.FieldShape], prefix: String, topLevel: Bool, into changes: inout [SpecChange]) {
+    static func compare(
+        _ old: [SpecShape.FieldShape], _ new: [SpecShape.FieldShape], prefix: String, topLevel: Bool, into changes: inout [SpecChange]
+    ) {
         let newByName = Dictionary(new.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let oldByName = Dictionary(old.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for field in old where newByName[field.name] == nil {
             let path = prefix + field.name
-            changes.append(SpecChange(kind: .breaking, field: path, message: "field '\(path)' was removed (or renamed): queued items still hold it",
-                                      need: topLevel ? .dropOrRename(field.name) : nil))
+            changes.append(
+                SpecChange(
+                    kind: .breaking, field: path, message: "field '\(path)' was removed (or renamed): queued items still hold it",
+                    need: topLevel ? .dropOrRename(field.name) : nil))
         }
         for field in new {
             let path = prefix + field.name
             guard let before = oldByName[field.name] else {
                 if field.required {
-                    changes.append(SpecChange(kind: .handledAtSend, field: path, message: "required field '\(path)' was added: queued items lack it",
-                                              need: topLevel ? .defaultValue(field.name) : nil))
+                    changes.append(
+                        SpecChange(
+                            kind: .handledAtSend, field: path, message: "required field '\(path)' was added: queued items lack it",
+                            need: topLevel ? .defaultValue(field.name) : nil))
                 } else {
                     changes.append(SpecChange(kind: .compatible, field: path, message: "optional field '\(path)' was added"))
                 }
@@ -78,7 +84,9 @@ public enum SpecDiff {
         }
     }
 
-    static func compare(_ old: SpecShape.FieldShape, _ new: SpecShape.FieldShape, path: String, topLevel: Bool, into changes: inout [SpecChange]) {
+    static func compare(
+        _ old: SpecShape.FieldShape, _ new: SpecShape.FieldShape, path: String, topLevel: Bool, into changes: inout [SpecChange]
+    ) {
         func add(_ kind: SpecChange.Kind, _ message: String, _ need: SpecChange.Need? = nil) {
             changes.append(SpecChange(kind: kind, field: path, message: "field '\(path)': " + message, need: topLevel ? need : nil))
         }
@@ -94,11 +102,26 @@ public enum SpecDiff {
             }
         }
         if old.requiredIf != new.requiredIf {
-            add(.handledAtSend, "required_if changed from \(old.requiredIf?.joined(separator: ", ") ?? "none") to \(new.requiredIf?.joined(separator: ", ") ?? "none")")
+            add(
+                .handledAtSend,
+                "required_if changed from \(old.requiredIf?.joined(separator: ", ") ?? "none") to \(new.requiredIf?.joined(separator: ", ") ?? "none")"
+            )
         }
-        if old.conflict != new.conflict { add(.handledAtSend, "conflict policy changed from \(old.conflict ?? "merge") to \(new.conflict ?? "merge"): queued edits merge by the new one") }
-        if old.authority != new.authority { add(.handledAtSend, "authority changed from \(old.authority ?? "none") to \(new.authority ?? "none"): queued edits merge by the new rule") }
-        if old.to != new.to { add(.breaking, "now refers to \(new.to ?? "?") instead of \(old.to ?? "?"): queued ids point elsewhere", .dropOrRename(new.name)) }
+        if old.conflict != new.conflict {
+            add(
+                .handledAtSend,
+                "conflict policy changed from \(old.conflict ?? "merge") to \(new.conflict ?? "merge"): queued edits merge by the new one")
+        }
+        if old.authority != new.authority {
+            add(
+                .handledAtSend,
+                "authority changed from \(old.authority ?? "none") to \(new.authority ?? "none"): queued edits merge by the new rule")
+        }
+        if old.to != new.to {
+            add(
+                .breaking, "now refers to \(new.to ?? "?") instead of \(old.to ?? "?"): queued ids point elsewhere", .dropOrRename(new.name)
+            )
+        }
         if old.currency != new.currency { bound("currency", old.currency, new.currency, narrowed: new.currency != nil) }
         if old.pattern != new.pattern { bound("pattern", old.pattern, new.pattern, narrowed: new.pattern != nil) }
         lower("min_length", old.minLength, new.minLength)
@@ -108,17 +131,23 @@ public enum SpecDiff {
         lower("min_count", old.minCount, new.minCount)
         upper("max_count", old.maxCount, new.maxCount)
         upper64("max_bytes", old.maxBytes, new.maxBytes)
-        let oldTypes = Set(old.contentTypes ?? []), newTypes = Set(new.contentTypes ?? [])
+        let oldTypes = Set(old.contentTypes ?? [])
+        let newTypes = Set(new.contentTypes ?? [])
         if oldTypes != newTypes {
             let narrowed = !newTypes.isEmpty && (oldTypes.isEmpty || !oldTypes.isSubset(of: newTypes))
             bound("content_types", old.contentTypes?.joined(separator: ", "), new.contentTypes?.joined(separator: ", "), narrowed: narrowed)
         }
-        let oldOptions = old.options ?? [], newOptions = new.options ?? []
+        let oldOptions = old.options ?? []
+        let newOptions = new.options ?? []
         let removed = oldOptions.filter { !newOptions.contains($0) }
         let added = newOptions.filter { !oldOptions.contains($0) }
-        if !added.isEmpty { add(.compatible, "option\(added.count == 1 ? "" : "s") \(added.map { "'\($0)'" }.joined(separator: ", ")) added") }
+        if !added.isEmpty {
+            add(.compatible, "option\(added.count == 1 ? "" : "s") \(added.map { "'\($0)'" }.joined(separator: ", ")) added")
+        }
         if !removed.isEmpty {
-            add(.breaking, "option\(removed.count == 1 ? "" : "s") \(removed.map { "'\($0)'" }.joined(separator: ", ")) removed: queued items may hold \(removed.count == 1 ? "it" : "them")",
+            add(
+                .breaking,
+                "option\(removed.count == 1 ? "" : "s") \(removed.map { "'\($0)'" }.joined(separator: ", ")) removed: queued items may hold \(removed.count == 1 ? "it" : "them")",
                 .map(new.name, removed))
         }
         if let oldFields = old.fields, let newFields = new.fields {
@@ -185,20 +214,32 @@ public enum SpecDiff {
                 switch (change.kind, change.need) {
                 case (.breaking, let need?):
                     if let step, covers(step, need) {
-                        diagnostics.append(Diagnostic(.warning, path: path, at: at, "\(range): \(change.message); covered by the upgrade from version \(older.version)"))
+                        diagnostics.append(
+                            Diagnostic(
+                                .warning, path: path, at: at,
+                                "\(range): \(change.message); covered by the upgrade from version \(older.version)"))
                     } else {
-                        diagnostics.append(Diagnostic(.error, path: path, at: at, "\(range): \(change.message); \(advice(need, from: older.version))"))
+                        diagnostics.append(
+                            Diagnostic(.error, path: path, at: at, "\(range): \(change.message); \(advice(need, from: older.version))"))
                     }
                 case (.breaking, nil):
-                    diagnostics.append(Diagnostic(.error, path: path, at: at,
-                        "\(range): \(change.message); upgraders work on top-level fields: keep the old list item field, or move the data to a new list field"))
+                    diagnostics.append(
+                        Diagnostic(
+                            .error, path: path, at: at,
+                            "\(range): \(change.message); upgraders work on top-level fields: keep the old list item field, or move the data to a new list field"
+                        ))
                 case (.handledAtSend, .defaultValue(let field)?) where step?.defaults.contains { $0.field == field } == true:
-                    diagnostics.append(Diagnostic(.warning, path: path, at: at, "\(range): \(change.message); filled by the upgrade's default"))
+                    diagnostics.append(
+                        Diagnostic(.warning, path: path, at: at, "\(range): \(change.message); filled by the upgrade's default"))
                 case (.handledAtSend, .defaultValue(let field)?) where step?.renames.contains { $0.new == field } == true:
-                    diagnostics.append(Diagnostic(.warning, path: path, at: at, "\(range): \(change.message); filled by the upgrade's rename"))
+                    diagnostics.append(
+                        Diagnostic(.warning, path: path, at: at, "\(range): \(change.message); filled by the upgrade's rename"))
                 case (.handledAtSend, .defaultValue?):
-                    diagnostics.append(Diagnostic(.warning, path: path, at: at,
-                        "\(range): \(change.message); queued items will be parked for a person to fill it (or add upgrades: { \(older.version): { default: { \(change.field ?? ""): … } } })"))
+                    diagnostics.append(
+                        Diagnostic(
+                            .warning, path: path, at: at,
+                            "\(range): \(change.message); queued items will be parked for a person to fill it (or add upgrades: { \(older.version): { default: { \(change.field ?? ""): … } } })"
+                        ))
                 case (.handledAtSend, _):
                     diagnostics.append(Diagnostic(.warning, path: path, at: at, "\(range): \(change.message)"))
                 case (.compatible, _):
@@ -211,7 +252,9 @@ public enum SpecDiff {
 
     /// `formsync diff OLD NEW`: each spec of `new` against the spec of the same name in `old`
     /// (taken as its released version), and every spec of `old` that is gone.
-    public static func compare(old: [(path: String, spec: CheckedSpec)], new: [(path: String, spec: CheckedSpec)], oldName: String) -> [Diagnostic] {
+    public static func compare(
+        old: [(path: String, spec: CheckedSpec)], new: [(path: String, spec: CheckedSpec)], oldName: String
+    ) -> [Diagnostic] {
         func shape(_ spec: CheckedSpec) -> SpecShape? { spec.form.map { SpecShape(form: $0) } ?? spec.record.map { SpecShape(record: $0) } }
         var before: [String: (path: String, shape: SpecShape)] = [:]
         for (path, spec) in old {
@@ -229,8 +272,10 @@ public enum SpecDiff {
             diagnostics += check(spec, path: path, lock: lock)
         }
         for (name, previous) in before.sorted(by: { $0.key < $1.key }) where !seen.contains(name) {
-            diagnostics.append(Diagnostic(.error, path: previous.path, at: SourceLocation(line: 1, column: 1),
-                "\(previous.shape.kind) \(name) was removed: items queued under it could no longer be sent; keep the spec"))
+            diagnostics.append(
+                Diagnostic(
+                    .error, path: previous.path, at: SourceLocation(line: 1, column: 1),
+                    "\(previous.shape.kind) \(name) was removed: items queued under it could no longer be sent; keep the spec"))
         }
         return diagnostics.sortedForDisplay()
     }
@@ -260,7 +305,8 @@ public enum SpecDiff {
         case .dropOrRename(let field):
             return "say what becomes of it: upgrades: { \(version): { rename: { \(field): new_name } } } or { drop: [\(field)] }"
         case .map(let field, let removed):
-            return "map the old values: upgrades: { \(version): { map: { \(field): { \(removed.map { "\($0): …" }.joined(separator: ", ")) } } } }"
+            return
+                "map the old values: upgrades: { \(version): { map: { \(field): { \(removed.map { "\($0): …" }.joined(separator: ", ")) } } } }"
         case .defaultValue(let field):
             return "give it a default: upgrades: { \(version): { default: { \(field): … } } }"
         }

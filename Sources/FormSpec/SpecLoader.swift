@@ -62,14 +62,18 @@ public enum SpecLoader {
     /// Reads and checks the spec file at `path`. An unreadable file is a diagnostic, not a throw.
     public static func check(fileAt path: String) -> CheckedSpec {
         guard let data = FileManager.default.contents(atPath: path) else {
-            return CheckedSpec(form: nil, record: nil, diagnostics: [
-                Diagnostic(.error, path: path, at: SourceLocation(line: 1, column: 1), "cannot read the file")
-            ])
+            return CheckedSpec(
+                form: nil, record: nil,
+                diagnostics: [
+                    Diagnostic(.error, path: path, at: SourceLocation(line: 1, column: 1), "cannot read the file")
+                ])
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            return CheckedSpec(form: nil, record: nil, diagnostics: [
-                Diagnostic(.error, path: path, at: SourceLocation(line: 1, column: 1), "the file is not UTF-8 text")
-            ])
+            return CheckedSpec(
+                form: nil, record: nil,
+                diagnostics: [
+                    Diagnostic(.error, path: path, at: SourceLocation(line: 1, column: 1), "the file is not UTF-8 text")
+                ])
         }
         return check(text: text, path: path)
     }
@@ -125,34 +129,49 @@ public enum SpecLoader {
         for (index, (_, spec)) in specs.enumerated() where !shadowed.contains(index) {
             for use in spec.references where records[use.target] == nil && !brokenRecords.contains(use.target) {
                 let hint = SpecChecker.suggestion(use.target, recordNames)
-                error(index, use.location, "reference '\(use.field)' points to '\(use.target)', which no record spec declares"
-                    + (hint.isEmpty ? "; add a record spec for it (a file starting 'record: \(use.target)') beside this one" : hint))
+                error(
+                    index, use.location,
+                    "reference '\(use.field)' points to '\(use.target)', which no record spec declares"
+                        + (hint.isEmpty ? "; add a record spec for it (a file starting 'record: \(use.target)') beside this one" : hint))
             }
             guard let form = spec.form, let binding = form.binding else { continue }
             guard let record = records[binding.record] else {
-                error(index, binding.location, "form \(form.name) \(binding.action.rawValue) '\(binding.record)', which no record spec declares\(SpecChecker.suggestion(binding.record, recordNames))")
+                error(
+                    index, binding.location,
+                    "form \(form.name) \(binding.action.rawValue) '\(binding.record)', which no record spec declares\(SpecChecker.suggestion(binding.record, recordNames))"
+                )
                 continue
             }
             for field in form.fields where field.name != form.entity || binding.action == .creates {
                 let location = form.fieldLocations[field.name] ?? binding.location
                 guard let recordField = record.field(named: field.name) else {
                     if binding.action == .edits {
-                        error(index, location, "field '\(field.name)': \(form.name) edits \(record.name), which has no field '\(field.name)'\(SpecChecker.suggestion(field.name, record.fields.map(\.name)))")
+                        error(
+                            index, location,
+                            "field '\(field.name)': \(form.name) edits \(record.name), which has no field '\(field.name)'\(SpecChecker.suggestion(field.name, record.fields.map(\.name)))"
+                        )
                     }
                     continue
                 }
                 if !field.kind.sameShape(as: recordField.kind) {
-                    error(index, location, "field '\(field.name)' is \(describe(field.kind)) here but \(describe(recordField.kind)) in record \(record.name) (\(record.sourceName)); the shapes must match")
+                    error(
+                        index, location,
+                        "field '\(field.name)' is \(describe(field.kind)) here but \(describe(recordField.kind)) in record \(record.name) (\(record.sourceName)); the shapes must match"
+                    )
                 }
             }
             if binding.action == .creates {
                 for recordField in record.fields where recordField.required {
                     guard let field = form.field(named: recordField.name) else {
-                        error(index, binding.location, "record \(record.name) requires '\(recordField.name)', which form \(form.name) does not have")
+                        error(
+                            index, binding.location,
+                            "record \(record.name) requires '\(recordField.name)', which form \(form.name) does not have")
                         continue
                     }
                     if !field.required {
-                        error(index, form.fieldLocations[field.name] ?? binding.location, "field '\(field.name)' must be required: record \(record.name) requires it")
+                        error(
+                            index, form.fieldLocations[field.name] ?? binding.location,
+                            "field '\(field.name)' must be required: record \(record.name) requires it")
                     }
                 }
             }

@@ -49,7 +49,9 @@ public struct SpecLock: Codable, Sendable, Equatable {
     /// error (a released shape edited in place: bump the version); so is a version older than
     /// the newest released one. Returns the lock with every current version recorded, and the
     /// problems, each at the spec's `version:`.
-    public func updated(with specs: [(path: String, spec: CheckedSpec)], releasedIn source: String = SpecLock.fileName) -> (lock: SpecLock, diagnostics: [(index: Int, diagnostic: Diagnostic)]) {
+    public func updated(
+        with specs: [(path: String, spec: CheckedSpec)], releasedIn source: String = SpecLock.fileName
+    ) -> (lock: SpecLock, diagnostics: [(index: Int, diagnostic: Diagnostic)]) {
         var lock = self
         var found: [(Int, Diagnostic)] = []
         for (index, (path, spec)) in specs.enumerated() {
@@ -66,16 +68,28 @@ public struct SpecLock: Codable, Sendable, Equatable {
             }
             let released = versions(of: shape.name)
             if let newest = released.last?.version, shape.version < newest {
-                found.append((index, Diagnostic(.error, path: path, at: location,
-                    "\(shape.kind) \(shape.name) is at version \(shape.version), older than version \(newest) released in \(source); versions only go up")))
+                found.append(
+                    (
+                        index,
+                        Diagnostic(
+                            .error, path: path, at: location,
+                            "\(shape.kind) \(shape.name) is at version \(shape.version), older than version \(newest) released in \(source); versions only go up"
+                        )
+                    ))
                 continue
             }
             if let same = released.first(where: { $0.version == shape.version }) {
                 if same.shape != shape {
                     let next = (released.last?.version ?? shape.version) + 1
                     let what = SpecDiff.changes(from: same.shape, to: shape).first.map { ": \($0)" } ?? ""
-                    found.append((index, Diagnostic(.error, path: path, at: location,
-                        "the shape of \(shape.kind) \(shape.name) changed but its version is still \(shape.version), released in \(source)\(what); bump version to \(next)")))
+                    found.append(
+                        (
+                            index,
+                            Diagnostic(
+                                .error, path: path, at: location,
+                                "the shape of \(shape.kind) \(shape.name) changed but its version is still \(shape.version), released in \(source)\(what); bump version to \(next)"
+                            )
+                        ))
                 }
                 continue
             }

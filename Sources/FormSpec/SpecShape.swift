@@ -94,7 +94,9 @@ public struct SpecShape: Codable, Sendable, Equatable {
         case .reference(let to):
             shape.to = to
         case .file(_, let rule):
-            (shape.multiple, shape.minCount, shape.maxCount, shape.maxBytes) = (rule.multiple, rule.count.min, rule.count.max, rule.maxBytes)
+            (shape.multiple, shape.minCount, shape.maxCount, shape.maxBytes) = (
+                rule.multiple, rule.count.min, rule.count.max, rule.maxBytes
+            )
             shape.contentTypes = rule.contentTypes.isEmpty ? nil : rule.contentTypes
         case .list(let list):
             (shape.minCount, shape.maxCount) = (list.count.min, list.count.max)

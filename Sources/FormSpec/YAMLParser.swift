@@ -109,7 +109,8 @@ struct YAMLParser: YAMLEventSource {
             }
         }
         if implicit && token.kind != .versionDirective && token.kind != .tagDirective && token.kind != .documentStart
-            && token.kind != .streamEnd {
+            && token.kind != .streamEnd
+        {
             guard processDirectives() else { return nil }
             states.append(.documentEnd)
             state = .blockNode

@@ -104,7 +104,8 @@ struct YAMLScanner {
                     value = (value << 6) | UInt32(bytes[index + k] & 0x3F)
                 }
             }
-            let printable = value == 0x09 || value == 0x0A || value == 0x0D || (value >= 0x20 && value <= 0x7E)
+            let printable =
+                value == 0x09 || value == 0x0A || value == 0x0D || (value >= 0x20 && value <= 0x7E)
                 || value == 0x85 || (value >= 0xA0 && value <= 0xD7FF) || (value >= 0xE000 && value <= 0xFFFD)
                 || (value >= 0x10000 && value <= 0x10FFFF)
             if !printable || width == 0 {
@@ -321,7 +322,8 @@ struct YAMLScanner {
         }
         if !(isBlankZ() || indicator)
             || (c == 0x2D && !isBlank(1))
-            || (flowLevel == 0 && (c == 0x3F || c == 0x3A) && !isBlankZ(1)) {
+            || (flowLevel == 0 && (c == 0x3F || c == 0x3A) && !isBlankZ(1))
+        {
             return fetchPlainScalar()
         }
         return fail("while scanning for the next token", "found character that cannot start any token")
@@ -660,9 +662,11 @@ struct YAMLScanner {
         let end = mark
         let c = at(0)
         if name.isEmpty
-            || !(isBlankZ() || c == 0x3F || c == 0x3A || c == 0x2C || c == 0x5D || c == 0x7D || c == 0x25 || c == 0x40 || c == 0x60) {
-            _ = fail(kind == .anchor ? "while scanning an anchor" : "while scanning an alias",
-                     "did not find expected alphabetic or numeric character")
+            || !(isBlankZ() || c == 0x3F || c == 0x3A || c == 0x2C || c == 0x5D || c == 0x7D || c == 0x25 || c == 0x40 || c == 0x60)
+        {
+            _ = fail(
+                kind == .anchor ? "while scanning an anchor" : "while scanning an alias",
+                "did not find expected alphabetic or numeric character")
             return nil
         }
         return YAMLToken(kind: kind, start: start, end: end, value: name)
@@ -1052,7 +1056,8 @@ struct YAMLScanner {
                 if isBlank() {
                     if leadingBlanks && mark.column < scalarIndent && isTab() {
                         error = YAMLSyntaxError(
-                            problem: "found a tab character that violates indentation", context: "while scanning a plain scalar", mark: mark)
+                            problem: "found a tab character that violates indentation", context: "while scanning a plain scalar", mark: mark
+                        )
                         return nil
                     }
                     if !leadingBlanks { read(into: &whitespaces) } else { skip() }

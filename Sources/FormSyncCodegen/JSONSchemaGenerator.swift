@@ -19,7 +19,9 @@ public enum JSONSchemaGenerator {
         if let entity = form.entity { meta.append(("entity", .string(entity))) }
         if let binding = form.binding { meta.append((binding.action.rawValue, .string(binding.record))) }
         root.append(("x-formsync", .object(meta)))
-        if !form.upgrades.isEmpty { root.append(("x-formsync-upgrades", .array(form.upgrades.sorted { $0.from < $1.from }.map(upgradeStep)))) }
+        if !form.upgrades.isEmpty {
+            root.append(("x-formsync-upgrades", .array(form.upgrades.sorted { $0.from < $1.from }.map(upgradeStep))))
+        }
         return .object(root)
     }
 
@@ -56,42 +58,71 @@ public enum JSONSchemaGenerator {
     }
 
     static let definitions: [(String, JSONValue)] = [
-        ("Money", .object([
-            ("description", .string("An exact amount: integer minor units and an ISO 4217 currency code.")),
-            ("type", .string("object")),
-            ("properties", .object([
-                ("minor_units", .object([("type", .string("integer"))])),
-                ("currency", .object([("type", .string("string")), ("pattern", .string("^[A-Z]{3}$"))])),
-            ])),
-            ("required", .array([.string("minor_units"), .string("currency")])),
-            ("additionalProperties", .bool(false)),
-        ])),
-        ("FileRef", .object([
-            ("description", .string("A file: the server's positive id once its bytes are stored, or, for a file that goes after the submission, its digest, size and media type (pending).")),
-            ("type", .string("object")),
-            ("properties", .object([
-                ("id", .object([("type", .string("integer")), ("not", .object([("const", .integer(0))]))])),
-                ("byte_count", .object([("type", .string("integer")), ("minimum", .integer(0))])),
-                ("content_type", .object([("type", .string("string"))])),
-                ("digest", .object([("type", .string("string")), ("pattern", .string("^sha-256=:[A-Za-z0-9+/]{43}=:$"))])),
-            ])),
-            ("oneOf", .array([
-                .object([("required", .array([.string("id")]))]),
-                .object([("required", .array([.string("digest"), .string("byte_count"), .string("content_type")])), ("not", .object([("required", .array([.string("id")]))]))]),
-            ])),
-            ("additionalProperties", .bool(false)),
-        ])),
-        ("GeoPoint", .object([
-            ("description", .string("WGS 84 degrees, with the horizontal accuracy in metres when known.")),
-            ("type", .string("object")),
-            ("properties", .object([
-                ("latitude", .object([("type", .string("number")), ("minimum", .integer(-90)), ("maximum", .integer(90))])),
-                ("longitude", .object([("type", .string("number")), ("minimum", .integer(-180)), ("maximum", .integer(180))])),
-                ("accuracy", .object([("type", .string("number")), ("minimum", .integer(0))])),
-            ])),
-            ("required", .array([.string("latitude"), .string("longitude")])),
-            ("additionalProperties", .bool(false)),
-        ])),
+        (
+            "Money",
+            .object([
+                ("description", .string("An exact amount: integer minor units and an ISO 4217 currency code.")),
+                ("type", .string("object")),
+                (
+                    "properties",
+                    .object([
+                        ("minor_units", .object([("type", .string("integer"))])),
+                        ("currency", .object([("type", .string("string")), ("pattern", .string("^[A-Z]{3}$"))])),
+                    ])
+                ),
+                ("required", .array([.string("minor_units"), .string("currency")])),
+                ("additionalProperties", .bool(false)),
+            ])
+        ),
+        (
+            "FileRef",
+            .object([
+                (
+                    "description",
+                    .string(
+                        "A file: the server's positive id once its bytes are stored, or, for a file that goes after the submission, its digest, size and media type (pending)."
+                    )
+                ),
+                ("type", .string("object")),
+                (
+                    "properties",
+                    .object([
+                        ("id", .object([("type", .string("integer")), ("not", .object([("const", .integer(0))]))])),
+                        ("byte_count", .object([("type", .string("integer")), ("minimum", .integer(0))])),
+                        ("content_type", .object([("type", .string("string"))])),
+                        ("digest", .object([("type", .string("string")), ("pattern", .string("^sha-256=:[A-Za-z0-9+/]{43}=:$"))])),
+                    ])
+                ),
+                (
+                    "oneOf",
+                    .array([
+                        .object([("required", .array([.string("id")]))]),
+                        .object([
+                            ("required", .array([.string("digest"), .string("byte_count"), .string("content_type")])),
+                            ("not", .object([("required", .array([.string("id")]))])),
+                        ]),
+                    ])
+                ),
+                ("additionalProperties", .bool(false)),
+            ])
+        ),
+        (
+            "GeoPoint",
+            .object([
+                ("description", .string("WGS 84 degrees, with the horizontal accuracy in metres when known.")),
+                ("type", .string("object")),
+                (
+                    "properties",
+                    .object([
+                        ("latitude", .object([("type", .string("number")), ("minimum", .integer(-90)), ("maximum", .integer(90))])),
+                        ("longitude", .object([("type", .string("number")), ("minimum", .integer(-180)), ("maximum", .integer(180))])),
+                        ("accuracy", .object([("type", .string("number")), ("minimum", .integer(0))])),
+                    ])
+                ),
+                ("required", .array([.string("latitude"), .string("longitude")])),
+                ("additionalProperties", .bool(false)),
+            ])
+        ),
     ]
 
     static func objectSchema(_ fields: [FieldDefinition]) -> [(String, JSONValue)] {
@@ -118,13 +149,17 @@ public enum JSONSchemaGenerator {
                 guard let sibling = fields.first(where: { $0.name == condition.field }) else { continue }
                 let values = condition.values.map { conditionValue($0, sibling) }
                 let test: JSONValue = values.count == 1 ? .object([("const", values[0])]) : .object([("enum", .array(values))])
-                conditions.append(.object([
-                    ("if", .object([
-                        ("properties", .object([(condition.field, test)])),
-                        ("required", .array([.string(condition.field)])),
-                    ])),
-                    ("then", .object([("required", .array([.string(field.name)]))])),
-                ]))
+                conditions.append(
+                    .object([
+                        (
+                            "if",
+                            .object([
+                                ("properties", .object([(condition.field, test)])),
+                                ("required", .array([.string(condition.field)])),
+                            ])
+                        ),
+                        ("then", .object([("required", .array([.string(field.name)]))])),
+                    ]))
             }
         }
         if !conditions.isEmpty { result.append(("allOf", .array(conditions))) }

@@ -35,7 +35,10 @@ public indirect enum JSONValue: Sendable, Equatable {
         let closePad = Self.pad(indent)
         switch self {
         case .object(let pairs):
-            if pairs.isEmpty { out += "{}"; return }
+            if pairs.isEmpty {
+                out += "{}"
+                return
+            }
             out += "{\n"
             for (i, (key, value)) in pairs.enumerated() {
                 out += pad + Self.quoted(key) + ": "
@@ -44,7 +47,10 @@ public indirect enum JSONValue: Sendable, Equatable {
             }
             out += closePad + "}"
         case .array(let items):
-            if items.isEmpty { out += "[]"; return }
+            if items.isEmpty {
+                out += "[]"
+                return
+            }
             if items.allSatisfy(\.isScalar) {
                 var parts: [String] = []
                 for item in items {

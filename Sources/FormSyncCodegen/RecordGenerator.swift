@@ -14,7 +14,8 @@ public enum RecordGenerator {
         w.line("import FormSyncModel")
         w.line()
         w.doc(record.summary ?? "The \(record.name) record.")
-        let scopeText = record.scope.map { "received by the devices whose principal is its `\($0)`" } ?? "received by every device of the workspace"
+        let scopeText =
+            record.scope.map { "received by the devices whose principal is its `\($0)`" } ?? "received by every device of the workspace"
         let indexText = record.indexes.isEmpty ? "" : "; looked up by " + record.indexes.map { "`\($0)`" }.joined(separator: ", ")
         w.doc("\nSpec: `\(record.sourceName)`, version \(record.version); \(scopeText)\(indexText).")
         let form = FormDefinition(
@@ -55,7 +56,9 @@ public enum RecordGenerator {
                 for fieldName in record.indexes {
                     guard let field = record.field(named: fieldName) else { continue }
                     let n = SwiftGenerator.name(field)
-                    w.line("if let value = \(n) { entries.append(RecordIndexEntry(field: \(swiftLiteral(field.name)), value: \(canonical(field, "value")))) }")
+                    w.line(
+                        "if let value = \(n) { entries.append(RecordIndexEntry(field: \(swiftLiteral(field.name)), value: \(canonical(field, "value")))) }"
+                    )
                 }
                 w.line("return entries")
             }

@@ -10,49 +10,152 @@ public enum SpecLanguageSchema {
             ("title", .string("FormSync spec")),
             ("description", .string("One form or one record per file. See README.md, 'The spec language' and 'Records'.")),
             ("type", .string("object")),
-            ("properties", .object([
-                ("form", describe("The Swift type name of the payload.", [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
-                ("version", describe("Bumped on every change to the payload's shape.", [("type", .string("integer")), ("minimum", .integer(1))])),
-                ("description", describe("Becomes the type's doc comment.", [("type", .string("string"))])),
-                ("endpoint", describe("Path the payload is sent to; {field} placeholders name required top-level fields.", [("type", .string("string")), ("pattern", .string("^/"))])),
-                ("entity", describe("The field whose value names the ordering lane.", [("type", .string("string"))])),
-                ("creates", describe("The record an accepted submission creates.", [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
-                ("edits", describe("The record a submission edits; 'entity' is the reference to it.", [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
-                ("upgrades", describe("How items of an older version become this one, by the version they start from.", [
-                    ("type", .string("object")),
-                    ("propertyNames", .object([("pattern", .string("^[1-9][0-9]*$"))])),
-                    ("additionalProperties", .object([
-                        ("type", .string("object")),
-                        ("additionalProperties", .bool(false)),
-                        ("properties", .object([
-                            ("rename", describe("Old field name → new field name.", [("type", .string("object")), ("additionalProperties", .object([("type", .string("string"))]))])),
-                            ("map", describe("Choice field → (old option → new option).", [("type", .string("object"))])),
-                            ("drop", describe("Old fields whose values are discarded.", [("type", .string("array")), ("items", .object([("type", .string("string"))]))])),
-                            ("default", describe("Field → value for items that lack it.", [("type", .string("object"))])),
-                        ])),
-                    ])),
-                ])),
-                ("record", describe("The Swift type name of a record devices pull.", [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
-                ("scope", describe("A required text field: a device receives the records whose value is its principal.", [("type", .string("string"))])),
-                ("index", describe("Fields local queries look records up by.", [
-                    ("type", .string("array")), ("uniqueItems", .bool(true)), ("items", .object([("type", .string("string"))])),
-                ])),
-                ("choices", describe("Named choice lists shared by several fields.", [
-                    ("type", .string("object")),
-                    ("additionalProperties", ref("options")),
-                ])),
-                ("fields", ref("fields")),
-            ])),
+            (
+                "properties",
+                .object([
+                    (
+                        "form",
+                        describe(
+                            "The Swift type name of the payload.",
+                            [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])
+                    ),
+                    (
+                        "version",
+                        describe(
+                            "Bumped on every change to the payload's shape.", [("type", .string("integer")), ("minimum", .integer(1))])
+                    ),
+                    ("description", describe("Becomes the type's doc comment.", [("type", .string("string"))])),
+                    (
+                        "endpoint",
+                        describe(
+                            "Path the payload is sent to; {field} placeholders name required top-level fields.",
+                            [("type", .string("string")), ("pattern", .string("^/"))])
+                    ),
+                    ("entity", describe("The field whose value names the ordering lane.", [("type", .string("string"))])),
+                    (
+                        "creates",
+                        describe(
+                            "The record an accepted submission creates.",
+                            [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])
+                    ),
+                    (
+                        "edits",
+                        describe(
+                            "The record a submission edits; 'entity' is the reference to it.",
+                            [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])
+                    ),
+                    (
+                        "upgrades",
+                        describe(
+                            "How items of an older version become this one, by the version they start from.",
+                            [
+                                ("type", .string("object")),
+                                ("propertyNames", .object([("pattern", .string("^[1-9][0-9]*$"))])),
+                                (
+                                    "additionalProperties",
+                                    .object([
+                                        ("type", .string("object")),
+                                        ("additionalProperties", .bool(false)),
+                                        (
+                                            "properties",
+                                            .object([
+                                                (
+                                                    "rename",
+                                                    describe(
+                                                        "Old field name → new field name.",
+                                                        [
+                                                            ("type", .string("object")),
+                                                            ("additionalProperties", .object([("type", .string("string"))])),
+                                                        ])
+                                                ),
+                                                (
+                                                    "map",
+                                                    describe("Choice field → (old option → new option).", [("type", .string("object"))])
+                                                ),
+                                                (
+                                                    "drop",
+                                                    describe(
+                                                        "Old fields whose values are discarded.",
+                                                        [("type", .string("array")), ("items", .object([("type", .string("string"))]))])
+                                                ),
+                                                (
+                                                    "default",
+                                                    describe("Field → value for items that lack it.", [("type", .string("object"))])
+                                                ),
+                                            ])
+                                        ),
+                                    ])
+                                ),
+                            ])
+                    ),
+                    (
+                        "record",
+                        describe(
+                            "The Swift type name of a record devices pull.",
+                            [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])
+                    ),
+                    (
+                        "scope",
+                        describe(
+                            "A required text field: a device receives the records whose value is its principal.",
+                            [("type", .string("string"))])
+                    ),
+                    (
+                        "index",
+                        describe(
+                            "Fields local queries look records up by.",
+                            [
+                                ("type", .string("array")), ("uniqueItems", .bool(true)), ("items", .object([("type", .string("string"))])),
+                            ])
+                    ),
+                    (
+                        "choices",
+                        describe(
+                            "Named choice lists shared by several fields.",
+                            [
+                                ("type", .string("object")),
+                                ("additionalProperties", ref("options")),
+                            ])
+                    ),
+                    ("fields", ref("fields")),
+                ])
+            ),
             ("additionalProperties", .bool(false)),
             ("if", .object([("required", .array([.string("record")]))])),
-            ("then", .object([
-                ("propertyNames", .object([("enum", .array(["record", "version", "description", "scope", "index", "choices", "fields"].map { .string($0) }))])),
-                ("required", .array([.string("record"), .string("version"), .string("fields")])),
-            ])),
-            ("else", .object([
-                ("propertyNames", .object([("enum", .array(["form", "version", "description", "endpoint", "entity", "creates", "edits", "choices", "fields", "upgrades"].map { .string($0) }))])),
-                ("required", .array([.string("form"), .string("version"), .string("endpoint"), .string("fields")])),
-            ])),
+            (
+                "then",
+                .object([
+                    (
+                        "propertyNames",
+                        .object([
+                            (
+                                "enum",
+                                .array(["record", "version", "description", "scope", "index", "choices", "fields"].map { .string($0) })
+                            )
+                        ])
+                    ),
+                    ("required", .array([.string("record"), .string("version"), .string("fields")])),
+                ])
+            ),
+            (
+                "else",
+                .object([
+                    (
+                        "propertyNames",
+                        .object([
+                            (
+                                "enum",
+                                .array(
+                                    [
+                                        "form", "version", "description", "endpoint", "entity", "creates", "edits", "choices", "fields",
+                                        "upgrades",
+                                    ].map { .string($0) })
+                            )
+                        ])
+                    ),
+                    ("required", .array([.string("form"), .string("version"), .string("endpoint"), .string("fields")])),
+                ])
+            ),
             ("$defs", .object(definitions())),
         ])
     }
@@ -88,75 +191,131 @@ public enum SpecLanguageSchema {
             var then: [(String, JSONValue)] = [("propertyNames", .object([("enum", .array((common + rules).map { .string($0) }))]))]
             let needs = ["choice": "options", "multi_choice": "options", "reference": "to", "list": "fields"]
             if let needed = needs[type] { then.append(("required", .array([.string(needed)]))) }
-            perType.append(.object([
-                ("if", .object([("properties", .object([("type", .object([("const", .string(type))]))]))])),
-                ("then", .object(then)),
-            ]))
+            perType.append(
+                .object([
+                    ("if", .object([("properties", .object([("type", .object([("const", .string(type))]))]))])),
+                    ("then", .object(then)),
+                ]))
         }
         return [
-            ("fields", .object([
-                ("type", .string("object")),
-                ("propertyNames", .object([("pattern", .string("^[a-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$"))])),
-                ("additionalProperties", ref("field")),
-                ("minProperties", .integer(1)),
-            ])),
-            ("options", .object([
-                ("type", .string("array")), ("minItems", .integer(1)), ("uniqueItems", .bool(true)),
-                ("items", .object([("type", .string("string")), ("pattern", .string("^[A-Za-z0-9][A-Za-z0-9_]*$"))])),
-            ])),
+            (
+                "fields",
+                .object([
+                    ("type", .string("object")),
+                    ("propertyNames", .object([("pattern", .string("^[a-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$"))])),
+                    ("additionalProperties", ref("field")),
+                    ("minProperties", .integer(1)),
+                ])
+            ),
+            (
+                "options",
+                .object([
+                    ("type", .string("array")), ("minItems", .integer(1)), ("uniqueItems", .bool(true)),
+                    ("items", .object([("type", .string("string")), ("pattern", .string("^[A-Za-z0-9][A-Za-z0-9_]*$"))])),
+                ])
+            ),
             // No oneOf: an editor reports a oneOf failure as "matches none of the alternatives";
             // if/then/else and type lists let it say what is wrong with the branch that applies.
-            ("field", .object([
-                ("description", .string("A field: just its type name (shorthand), or its type with rules.")),
-                ("type", .array([.string("string"), .string("object")])),
-                ("if", .object([("type", .string("string"))])),
-                ("then", describe("Shorthand: just the type name.", [("enum", .array(fieldTypes.map { .string($0) }))])),
-                ("else", .object([
-                        ("type", .string("object")),
-                        ("properties", .object([
-                            ("type", .object([("enum", .array(fieldTypes.map { .string($0) }))])),
-                            ("description", .object([("type", .string("string"))])),
-                            ("label", .object([("type", .string("string"))])),
-                            ("required", .object([("type", .string("boolean"))])),
-                            ("required_if", describe("Required when a sibling field holds one of these values.", [
-                                ("type", .string("object")), ("minProperties", .integer(1)),
-                            ])),
-                            ("conflict", .object([("enum", .array(["merge", "client", "server", "ask"].map { .string($0) }))])),
-                            ("authority", .object([("const", .string("server"))])),
-                            ("currency", .object([("type", .string("string")), ("pattern", .string("^[A-Z]{3}$"))])),
-                            ("min", .object([("type", .string("number"))])),
-                            ("max", .object([("type", .string("number"))])),
-                            ("min_length", count),
-                            ("max_length", .object([("type", .string("integer")), ("minimum", .integer(1))])),
-                            ("pattern", .object([("type", .string("string"))])),
-                            ("options", describe("A list of options, or the name of a list in 'choices'.", [
-                                ("type", .array([.string("array"), .string("string")])), ("minItems", .integer(1)), ("uniqueItems", .bool(true)),
-                                ("items", .object([("type", .string("string")), ("pattern", .string("^[A-Za-z0-9][A-Za-z0-9_]*$"))])),
-                            ])),
-                            ("min_count", count),
-                            ("max_count", .object([("type", .string("integer")), ("minimum", .integer(1))])),
-                            ("max_bytes", describe("Bytes, or a size such as 8MB, 500KB, 1GB.", [
-                                ("type", .array([.string("integer"), .string("string")])), ("minimum", .integer(1)),
-                                ("pattern", .string("^[1-9][0-9]*(B|KB|MB|GB)$")),
-                            ])),
-                            ("content_types", .object([
-                                ("type", .string("array")),
-                                ("items", .object([("type", .string("string")), ("pattern", .string("^[a-z]+/([a-z0-9][a-z0-9.+-]*|\\*)$"))])),
-                            ])),
-                            ("defer", describe("Whether the field's files may reach the server after the submission (default: true for photo, audio and video).", [
-                                ("type", .string("boolean")),
-                            ])),
-                            ("download", describe("When devices fetch the field's files of pulled records: eager (as soon as pulled) or on_access (the default).", [
-                                ("enum", .array([.string("eager"), .string("on_access")])),
-                            ])),
-                            ("to", .object([("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
-                            ("item", .object([("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
-                            ("fields", ref("fields")),
-                        ])),
-                        ("required", .array([.string("type")])),
-                        ("allOf", .array(perType)),
-                ])),
-            ])),
+            (
+                "field",
+                .object([
+                    ("description", .string("A field: just its type name (shorthand), or its type with rules.")),
+                    ("type", .array([.string("string"), .string("object")])),
+                    ("if", .object([("type", .string("string"))])),
+                    ("then", describe("Shorthand: just the type name.", [("enum", .array(fieldTypes.map { .string($0) }))])),
+                    (
+                        "else",
+                        .object([
+                            ("type", .string("object")),
+                            (
+                                "properties",
+                                .object([
+                                    ("type", .object([("enum", .array(fieldTypes.map { .string($0) }))])),
+                                    ("description", .object([("type", .string("string"))])),
+                                    ("label", .object([("type", .string("string"))])),
+                                    ("required", .object([("type", .string("boolean"))])),
+                                    (
+                                        "required_if",
+                                        describe(
+                                            "Required when a sibling field holds one of these values.",
+                                            [
+                                                ("type", .string("object")), ("minProperties", .integer(1)),
+                                            ])
+                                    ),
+                                    ("conflict", .object([("enum", .array(["merge", "client", "server", "ask"].map { .string($0) }))])),
+                                    ("authority", .object([("const", .string("server"))])),
+                                    ("currency", .object([("type", .string("string")), ("pattern", .string("^[A-Z]{3}$"))])),
+                                    ("min", .object([("type", .string("number"))])),
+                                    ("max", .object([("type", .string("number"))])),
+                                    ("min_length", count),
+                                    ("max_length", .object([("type", .string("integer")), ("minimum", .integer(1))])),
+                                    ("pattern", .object([("type", .string("string"))])),
+                                    (
+                                        "options",
+                                        describe(
+                                            "A list of options, or the name of a list in 'choices'.",
+                                            [
+                                                ("type", .array([.string("array"), .string("string")])), ("minItems", .integer(1)),
+                                                ("uniqueItems", .bool(true)),
+                                                (
+                                                    "items",
+                                                    .object([
+                                                        ("type", .string("string")), ("pattern", .string("^[A-Za-z0-9][A-Za-z0-9_]*$")),
+                                                    ])
+                                                ),
+                                            ])
+                                    ),
+                                    ("min_count", count),
+                                    ("max_count", .object([("type", .string("integer")), ("minimum", .integer(1))])),
+                                    (
+                                        "max_bytes",
+                                        describe(
+                                            "Bytes, or a size such as 8MB, 500KB, 1GB.",
+                                            [
+                                                ("type", .array([.string("integer"), .string("string")])), ("minimum", .integer(1)),
+                                                ("pattern", .string("^[1-9][0-9]*(B|KB|MB|GB)$")),
+                                            ])
+                                    ),
+                                    (
+                                        "content_types",
+                                        .object([
+                                            ("type", .string("array")),
+                                            (
+                                                "items",
+                                                .object([
+                                                    ("type", .string("string")),
+                                                    ("pattern", .string("^[a-z]+/([a-z0-9][a-z0-9.+-]*|\\*)$")),
+                                                ])
+                                            ),
+                                        ])
+                                    ),
+                                    (
+                                        "defer",
+                                        describe(
+                                            "Whether the field's files may reach the server after the submission (default: true for photo, audio and video).",
+                                            [
+                                                ("type", .string("boolean"))
+                                            ])
+                                    ),
+                                    (
+                                        "download",
+                                        describe(
+                                            "When devices fetch the field's files of pulled records: eager (as soon as pulled) or on_access (the default).",
+                                            [
+                                                ("enum", .array([.string("eager"), .string("on_access")]))
+                                            ])
+                                    ),
+                                    ("to", .object([("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
+                                    ("item", .object([("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
+                                    ("fields", ref("fields")),
+                                ])
+                            ),
+                            ("required", .array([.string("type")])),
+                            ("allOf", .array(perType)),
+                        ])
+                    ),
+                ])
+            ),
         ]
     }
 }

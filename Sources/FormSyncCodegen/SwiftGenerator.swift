@@ -14,8 +14,9 @@ public enum SwiftGenerator {
         w.line("import FormSyncModel")
         w.line()
         w.doc(form.summary ?? "The payload of the \(form.name) form.")
-        w.doc("\nSpec: `\(form.sourceName)`, version \(form.version); endpoint `\(form.endpoint)`"
-            + (form.entity.map { "; lane by `\($0)`." } ?? "; each document is its own lane."))
+        w.doc(
+            "\nSpec: `\(form.sourceName)`, version \(form.version); endpoint `\(form.endpoint)`"
+                + (form.entity.map { "; lane by `\($0)`." } ?? "; each document is its own lane."))
         let scope = Scope(form: form, path: [form.name])
         w.block("public struct \(form.name): FormPayload, JSONWritable, JSONReadable") { w in
             w.line("public static let formName = \(swiftLiteral(form.name))")
@@ -244,7 +245,9 @@ public enum SwiftGenerator {
         var rules: [String] = [field.kind.typeName]
         if field.required { rules.append("required") }
         if !field.requiredIf.isEmpty {
-            rules.append("required if " + field.requiredIf.map { "\($0.field) is \($0.values.joined(separator: " or "))" }.joined(separator: " and "))
+            rules.append(
+                "required if " + field.requiredIf.map { "\($0.field) is \($0.values.joined(separator: " or "))" }.joined(separator: " and ")
+            )
         }
         if field.serverAuthority { rules.append("the server's value is authoritative") }
         if field.conflict != .merge && !field.serverAuthority { rules.append("conflict: \(field.conflict.rawValue)") }
@@ -285,7 +288,9 @@ public enum SwiftGenerator {
                         lines.append("validator.range(\(n), min: \(decimalLiteral(min)), max: \(decimalLiteral(max)), at: \(p))")
                     }
                 case .money(let min, let max, let currency):
-                    lines.append("validator.money(\(n), min: \(opt(min)), max: \(opt(max)), currency: \(currency.map(swiftLiteral) ?? "nil"), at: \(p))")
+                    lines.append(
+                        "validator.money(\(n), min: \(opt(min)), max: \(opt(max)), currency: \(currency.map(swiftLiteral) ?? "nil"), at: \(p))"
+                    )
                 case .multiChoice(_, let count):
                     if count.min != nil || count.max != nil {
                         lines.append("validator.count(\(n).count, min: \(opt(count.min)), max: \(opt(count.max)), at: \(p))")
@@ -297,12 +302,16 @@ public enum SwiftGenerator {
                     lines.append("validator.reference(\(n), at: \(p))")
                 case .file(_, let rule):
                     let types = "[" + rule.contentTypes.map(swiftLiteral).joined(separator: ", ") + "]"
-                    let limits = "maxBytes: \(opt(rule.maxBytes)), contentTypes: \(types)" + (rule.defers ? ", defers: true" : "") + (rule.eager ? ", eager: true" : "")
+                    let limits =
+                        "maxBytes: \(opt(rule.maxBytes)), contentTypes: \(types)" + (rule.defers ? ", defers: true" : "")
+                        + (rule.eager ? ", eager: true" : "")
                     if rule.multiple {
                         if rule.count.min != nil || rule.count.max != nil {
                             lines.append("validator.count(\(n).count, min: \(opt(rule.count.min)), max: \(opt(rule.count.max)), at: \(p))")
                         }
-                        lines.append("for (index, file) in \(n).enumerated() { validator.file(file, \(limits), at: JSONPointer.appending(\(p), index)) }")
+                        lines.append(
+                            "for (index, file) in \(n).enumerated() { validator.file(file, \(limits), at: JSONPointer.appending(\(p), index)) }"
+                        )
                     } else {
                         lines.append("validator.file(\(n), \(limits), at: \(p))")
                     }
@@ -310,7 +319,9 @@ public enum SwiftGenerator {
                     if list.count.min != nil || list.count.max != nil {
                         lines.append("validator.count(\(n).count, min: \(opt(list.count.min)), max: \(opt(list.count.max)), at: \(p))")
                     }
-                    lines.append("for (index, item) in \(n).enumerated() { item.validate(at: JSONPointer.appending(\(p), index), into: &validator) }")
+                    lines.append(
+                        "for (index, item) in \(n).enumerated() { item.validate(at: JSONPointer.appending(\(p), index), into: &validator) }"
+                    )
                 case .boolean, .date, .time, .datetime, .choice:
                     break
                 }
@@ -410,7 +421,8 @@ public enum SwiftGenerator {
 
     static func emitFileMap(fields: [FieldDefinition], typeName: String, into w: inout CodeWriter) {
         w.doc("A copy with every file reference (lists included) passed through `transform`.")
-        emitCopy("public func mappingFiles(_ transform: (FileRef) -> FileRef) -> \(typeName)", fields.filter(holdsFiles), into: &w) { field, value in
+        emitCopy("public func mappingFiles(_ transform: (FileRef) -> FileRef) -> \(typeName)", fields.filter(holdsFiles), into: &w) {
+            field, value in
             if case .list = field.kind { return "\(value).map { $0.mappingFiles(transform) }" }
             return "\(value).map(transform)"
         }
@@ -456,7 +468,9 @@ public enum SwiftGenerator {
                         w.line("case \(swiftLiteral(field.name)):")
                         switch field.kind {
                         case .list(let list):
-                            w.line("    self = .\(name(field))(index: rest.first.flatMap { Int($0) }, field: \(scope.qualified(list)).Field(tokens: rest.dropFirst()))")
+                            w.line(
+                                "    self = .\(name(field))(index: rest.first.flatMap { Int($0) }, field: \(scope.qualified(list)).Field(tokens: rest.dropFirst()))"
+                            )
                         case _ where isIndexed(field):
                             w.line("    self = .\(name(field))(index: rest.first.flatMap { Int($0) })")
                         default:
@@ -543,7 +557,10 @@ public enum SwiftGenerator {
             var parts = ["from: \(step.from)"]
             if !step.renames.isEmpty { parts.append("renames: " + dictionary(step.renames.map { ($0.old, $0.new) })) }
             if !step.maps.isEmpty {
-                parts.append("maps: [" + step.maps.map { "\(swiftLiteral($0.field)): " + dictionary($0.values.map { ($0.old, $0.new) }) }.joined(separator: ", ") + "]")
+                parts.append(
+                    "maps: ["
+                        + step.maps.map { "\(swiftLiteral($0.field)): " + dictionary($0.values.map { ($0.old, $0.new) }) }.joined(
+                            separator: ", ") + "]")
             }
             if !step.drops.isEmpty { parts.append("drops: [" + step.drops.map(swiftLiteral).joined(separator: ", ") + "]") }
             if !step.defaults.isEmpty { parts.append("defaults: " + dictionary(step.defaults.map { ($0.field, $0.json) })) }
@@ -554,7 +571,8 @@ public enum SwiftGenerator {
 
     static func emitMerge(_ form: FormDefinition, scope: Scope, into w: inout CodeWriter) {
         w.doc("Three-way merge of a local edit with the server's record, field by field, by each field's policy.")
-        w.block("public static func merge(base: \(form.name), local: \(form.name), server: \(form.name)) -> MergeResult<\(form.name)>") { w in
+        w.block("public static func merge(base: \(form.name), local: \(form.name), server: \(form.name)) -> MergeResult<\(form.name)>") {
+            w in
             w.line("var merge = ThreeWayMerge()")
             w.line("var merged = server")
             for field in form.fields {
@@ -563,7 +581,9 @@ public enum SwiftGenerator {
                 if field.serverAuthority {
                     w.line("merged.\(n) = merge.serverAuthority(\(pointer), base: base.\(n), local: local.\(n), server: server.\(n))")
                 } else {
-                    w.line("merged.\(n) = merge.field(\(pointer), base: base.\(n), local: local.\(n), server: server.\(n), policy: .\(field.conflict.rawValue))")
+                    w.line(
+                        "merged.\(n) = merge.field(\(pointer), base: base.\(n), local: local.\(n), server: server.\(n), policy: .\(field.conflict.rawValue))"
+                    )
                 }
             }
             w.line("return MergeResult(merged: merged, conflicts: merge.conflicts)")

@@ -38,8 +38,9 @@ package struct Arguments {
     package func integer(_ name: String, default fallback: Int, in range: ClosedRange<Int> = 0...1_000_000_000) throws -> Int {
         guard let text = values[name] else { return fallback }
         guard let value = Int(text) else { throw UsageError("\(name) takes a whole number, not '\(text)'") }
-        guard range.contains(value) else { throw UsageError("\(name) must be between \(range.lowerBound) and \(range.upperBound), not \(value)") }
+        guard range.contains(value) else {
+            throw UsageError("\(name) must be between \(range.lowerBound) and \(range.upperBound), not \(value)")
+        }
         return value
     }
 }
-

@@ -25,17 +25,23 @@ package enum DiagnosticOutput: String, CaseIterable {
             for diagnostic in sorted { printError(diagnostic.description) }
         case .json:
             let items: [[String: Any]] = sorted.map {
-                ["path": $0.path, "line": $0.location.line, "column": $0.location.column, "severity": $0.severity.rawValue, "message": $0.message]
+                [
+                    "path": $0.path, "line": $0.location.line, "column": $0.location.column, "severity": $0.severity.rawValue,
+                    "message": $0.message,
+                ]
             }
             let document: [String: Any] = [
                 "diagnostics": items, "errors": sorted.filter { $0.severity == .error }.count,
                 "warnings": sorted.filter { $0.severity == .warning }.count,
             ]
-            let data = (try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])) ?? Data()
+            let data =
+                (try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]))
+                ?? Data()
             FileHandle.standardOutput.write(data + Data("\n".utf8))
         case .github:
             for diagnostic in sorted {
-                let properties = "file=\(Self.property(diagnostic.path)),line=\(diagnostic.location.line),col=\(diagnostic.location.column),title=formsync"
+                let properties =
+                    "file=\(Self.property(diagnostic.path)),line=\(diagnostic.location.line),col=\(diagnostic.location.column),title=formsync"
                 printNow("::\(diagnostic.severity.rawValue) \(properties)::\(Self.data(diagnostic.message))")
             }
         }
@@ -45,7 +51,8 @@ package enum DiagnosticOutput: String, CaseIterable {
 
     /// Workflow-command escaping of a message (`%`, CR, LF).
     static func data(_ text: String) -> String {
-        text.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "\r", with: "%0D").replacingOccurrences(of: "\n", with: "%0A")
+        text.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "\r", with: "%0D").replacingOccurrences(
+            of: "\n", with: "%0A")
     }
 
     /// Workflow-command escaping of a property value (also `:` and `,`).

@@ -44,7 +44,10 @@ package enum GenerateCommand {
             if spec.form == nil && spec.record == nil { failed = true }
             expected += GeneratedFile.outputs(for: spec)
         }
-        if failed { return format.emit(problems, summary: "\(files.count) spec(s): \(problems.filter { $0.severity == .error }.count) error(s); nothing generated") }
+        if failed {
+            return format.emit(
+                problems, summary: "\(files.count) spec(s): \(problems.filter { $0.severity == .error }.count) error(s); nothing generated")
+        }
         // The lock of released shapes: every version ever generated, never edited in place.
         let lockPath = args.values["--lock"] ?? lockPath(for: args.positionals)
         let lock = try SpecLock.read(lockPath)
@@ -52,14 +55,17 @@ package enum GenerateCommand {
         var evolution = lockProblems.map(\.diagnostic)
         for (path, spec) in specs { evolution += SpecDiff.check(spec, path: path, lock: lock).filter { $0.severity == .error } }
         problems += evolution
-        if !evolution.isEmpty { return format.emit(problems, summary: "\(evolution.count) problem(s) with released versions; nothing generated") }
+        if !evolution.isEmpty {
+            return format.emit(problems, summary: "\(evolution.count) problem(s) with released versions; nothing generated")
+        }
         expected.append(GeneratedFile.catalog(for: forms, records: records))
 
         let fm = FileManager.default
-        let existing = Set(((try? fm.contentsOfDirectory(atPath: output)) ?? []).filter { name in
-            let path = (output as NSString).appendingPathComponent(name)
-            return isGenerated(path)
-        })
+        let existing = Set(
+            ((try? fm.contentsOfDirectory(atPath: output)) ?? []).filter { name in
+                let path = (output as NSString).appendingPathComponent(name)
+                return isGenerated(path)
+            })
         let orphans = existing.subtracting(expected.map(\.name)).sorted()
         if args.flags.contains("--check") {
             let rerun = "run: formsync generate \(args.positionals.joined(separator: " ")) --output \(output)"
@@ -74,12 +80,16 @@ package enum GenerateCommand {
                 }
                 if data != Data(file.contents.utf8) { stale(path, "stale: it differs from what the generator produces now (\(rerun))") }
             }
-            for orphan in orphans { stale((output as NSString).appendingPathComponent(orphan), "generated from a spec that no longer exists (\(rerun))") }
+            for orphan in orphans {
+                stale((output as NSString).appendingPathComponent(orphan), "generated from a spec that no longer exists (\(rerun))")
+            }
             if updated != lock { stale(lockPath, "does not record every spec's shape (\(rerun))") }
             let differences = problems.filter { $0.severity == .error }.count
-            return format.emit(problems, summary: differences == 0
-                ? "\(expected.count) generated files and \((lockPath as NSString).lastPathComponent) are up to date"
-                : "\(differences) difference(s)")
+            return format.emit(
+                problems,
+                summary: differences == 0
+                    ? "\(expected.count) generated files and \((lockPath as NSString).lastPathComponent) are up to date"
+                    : "\(differences) difference(s)")
         }
 
         try WriteFailure.writing(output) { try fm.createDirectory(atPath: output, withIntermediateDirectories: true) }
@@ -95,17 +105,26 @@ package enum GenerateCommand {
             try WriteFailure.writing(path) { try fm.removeItem(atPath: path) }
         }
         if updated != lock || !fm.fileExists(atPath: lockPath) {
-            try WriteFailure.writing(lockPath) { try Data(updated.rendered().utf8).write(to: URL(fileURLWithPath: lockPath), options: .atomic) }
-            printError("\(lockPath): recorded \(updated.specs.values.map(\.count).reduce(0, +) - lock.specs.values.map(\.count).reduce(0, +)) new shape(s)")
+            try WriteFailure.writing(lockPath) {
+                try Data(updated.rendered().utf8).write(to: URL(fileURLWithPath: lockPath), options: .atomic)
+            }
+            printError(
+                "\(lockPath): recorded \(updated.specs.values.map(\.count).reduce(0, +) - lock.specs.values.map(\.count).reduce(0, +)) new shape(s)"
+            )
         }
-        return format.emit(problems, summary: "\(written) file\(written == 1 ? "" : "s") written, \(expected.count - written) unchanged, \(orphans.count) removed in \(output)")
+        return format.emit(
+            problems,
+            summary:
+                "\(written) file\(written == 1 ? "" : "s") written, \(expected.count - written) unchanged, \(orphans.count) removed in \(output)"
+        )
     }
 
     /// `formspecs.lock` in the first folder named (beside the first spec file named).
     package static func lockPath(for paths: [String]) -> String {
         guard let first = paths.first else { return SpecLock.fileName }
         var isDirectory: ObjCBool = false
-        let folder = FileManager.default.fileExists(atPath: first, isDirectory: &isDirectory) && isDirectory.boolValue
+        let folder =
+            FileManager.default.fileExists(atPath: first, isDirectory: &isDirectory) && isDirectory.boolValue
             ? first : (first as NSString).deletingLastPathComponent
         return ((folder.isEmpty ? "." : folder) as NSString).appendingPathComponent(SpecLock.fileName)
     }

@@ -50,7 +50,8 @@ public struct HTTPResponse: Sendable {
 
     /// A JSON reply.
     public static func json(_ status: Int, _ object: Any, headers: [(String, String)] = []) -> HTTPResponse {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: data)
     }
 
@@ -60,7 +61,9 @@ public struct HTTPResponse: Sendable {
         _ status: Int, _ title: String, detail: String? = nil, code: String? = nil, errors: [[String: String]]? = nil,
         extra: [String: Any] = [:], headers: [(String, String)] = []
     ) -> HTTPResponse {
-        var object: [String: Any] = extra.merging(["type": code.map { "urn:formsync:problem:" + $0 } ?? "about:blank", "title": title, "status": status]) { _, new in new }
+        var object: [String: Any] = extra.merging([
+            "type": code.map { "urn:formsync:problem:" + $0 } ?? "about:blank", "title": title, "status": status,
+        ]) { _, new in new }
         if let code { object["code"] = code }
         if let detail { object["detail"] = detail }
         if let errors { object["errors"] = errors }

@@ -126,7 +126,9 @@ struct HTTPRequestParser {
             headScanned = 0
         }
         guard let end = Self.headEnd(buffer, from: headScanned, limit: limits.maxHeaderBytes) else {
-            if buffer.count > limits.maxHeaderBytes { return .refuse(431, "the request head is larger than \(limits.maxHeaderBytes) bytes") }
+            if buffer.count > limits.maxHeaderBytes {
+                return .refuse(431, "the request head is larger than \(limits.maxHeaderBytes) bytes")
+            }
             headScanned = max(0, buffer.count - 3)
             return .needMore
         }

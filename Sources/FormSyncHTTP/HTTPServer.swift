@@ -105,14 +105,16 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// A server that answers with `handler`; `preflight` sees each head first (default: read
     /// the body up to `limits.maxBodyBytes`).
-    public convenience init(limits: Limits = Limits(), preflight: (@Sendable (HTTPRequest) -> Preflight)? = nil, handler: @escaping Handler) {
+    public convenience init(limits: Limits = Limits(), preflight: (@Sendable (HTTPRequest) -> Preflight)? = nil, handler: @escaping Handler)
+    {
         self.init(limits: limits, preflight: preflight, deferred: { request, reply in reply(handler(request)) })
     }
 
     /// A server whose handler replies when it is ready; a worker is free for the next request
     /// as soon as the handler returns.
     package init(
-        limits: Limits = Limits(), preflight: (@Sendable (HTTPRequest) -> Preflight)? = nil, receiveRate: @escaping @Sendable () -> Int = { 0 },
+        limits: Limits = Limits(), preflight: (@Sendable (HTTPRequest) -> Preflight)? = nil,
+        receiveRate: @escaping @Sendable () -> Int = { 0 },
         deferred handler: @escaping DeferredHandler
     ) {
         self.limits = limits
@@ -275,8 +277,11 @@ public final class HTTPServer: @unchecked Sendable {
         }
 
         func refuse(_ connection: Connection, _ status: Int, _ message: String, headers: [(String, String)] = []) {
-            let code = [400: "malformed", 408: "timeout", 413: "too-large", 431: "header-too-large", 501: "unsupported-encoding", 503: "busy"][status]
-            respond(connection, .problem(status, HTTPResponse.reason(status), detail: message, code: code, headers: headers), keepAlive: false)
+            let code = [
+                400: "malformed", 408: "timeout", 413: "too-large", 431: "header-too-large", 501: "unsupported-encoding", 503: "busy",
+            ][status]
+            respond(
+                connection, .problem(status, HTTPResponse.reason(status), detail: message, code: code, headers: headers), keepAlive: false)
         }
 
         func flush(_ connection: Connection) {
@@ -339,7 +344,8 @@ public final class HTTPServer: @unchecked Sendable {
                         // Out of descriptors or memory: make room if an idle connection can go,
                         // else stop accepting for a moment. Never give up on serving.
                         if !evictIdle() { acceptPausedUntil = now + 0.1 }
-                        FileHandle.standardError.write(Data("formsync server: accept: \(String(cString: strerror(errno))); backing off\n".utf8))
+                        FileHandle.standardError.write(
+                            Data("formsync server: accept: \(String(cString: strerror(errno))); backing off\n".utf8))
                         return
                     default:
                         acceptPausedUntil = now + 0.1
@@ -352,7 +358,9 @@ public final class HTTPServer: @unchecked Sendable {
                 var noDelay: Int32 = 1
                 setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
                 if connections.count >= limits.maxConnections && !evictIdle() {
-                    let busy = Self.serialize(.problem(503, "Service Unavailable", detail: "too many connections", code: "busy", headers: [("Retry-After", "1")]), keepAlive: false)
+                    let busy = Self.serialize(
+                        .problem(503, "Service Unavailable", detail: "too many connections", code: "busy", headers: [("Retry-After", "1")]),
+                        keepAlive: false)
                     _ = busy.withUnsafeBytes { Socket.send(client, $0) }
                     close(client)
                     continue

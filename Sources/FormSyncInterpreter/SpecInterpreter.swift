@@ -26,7 +26,9 @@ public enum SpecInterpreter {
         }
         var action: RecordAction?
         if let binding = form.binding, let record = records[binding.record] {
-            let shared = form.fields.filter { $0.name != form.entity || binding.action == .creates }.map(\.name).filter { record.field(named: $0) != nil }
+            let shared = form.fields.filter { $0.name != form.entity || binding.action == .creates }.map(\.name).filter {
+                record.field(named: $0) != nil
+            }
             action = RecordAction(
                 kind: binding.action == .creates ? .creates : .edits, recordType: record.name,
                 keyField: binding.action == .edits ? form.entity : nil, fields: shared)
@@ -34,7 +36,9 @@ public enum SpecInterpreter {
         let upgrades = form.upgrades.map { step in
             FormUpgrade(
                 from: step.from, renames: Dictionary(step.renames.map { ($0.old, $0.new) }, uniquingKeysWith: { a, _ in a }),
-                maps: Dictionary(step.maps.map { ($0.field, Dictionary($0.values.map { ($0.old, $0.new) }, uniquingKeysWith: { a, _ in a })) }, uniquingKeysWith: { a, _ in a }),
+                maps: Dictionary(
+                    step.maps.map { ($0.field, Dictionary($0.values.map { ($0.old, $0.new) }, uniquingKeysWith: { a, _ in a })) },
+                    uniquingKeysWith: { a, _ in a }),
                 drops: step.drops, defaults: Dictionary(step.defaults.map { ($0.field, $0.json) }, uniquingKeysWith: { a, _ in a }))
         }
         return FormRegistry.Entry(
@@ -56,9 +60,12 @@ public enum SpecInterpreter {
                 for field in fields {
                     let pointer = JSONPointer.appending(JSONPointer.root, field.name)
                     let (bv, lv, sv) = (b.values[field.name], l.values[field.name], s.values[field.name])
-                    merged.values[field.name] = field.serverAuthority
+                    merged.values[field.name] =
+                        field.serverAuthority
                         ? merge.serverAuthority(pointer, base: bv, local: lv, server: sv)
-                        : merge.field(pointer, base: bv, local: lv, server: sv, policy: FormSyncModel.ConflictPolicy(rawValue: field.conflict.rawValue) ?? .merge)
+                        : merge.field(
+                            pointer, base: bv, local: lv, server: sv,
+                            policy: FormSyncModel.ConflictPolicy(rawValue: field.conflict.rawValue) ?? .merge)
                 }
                 return (try merged.encoded(), merge.conflicts)
             },
@@ -134,7 +141,9 @@ public enum SpecInterpreter {
             case .decimal(let min, let max):
                 if min != nil || max != nil, case .decimal(let number)? = value {
                     let posix = Locale(identifier: "en_US_POSIX")
-                    validator.range(number, min: min.flatMap { Decimal(string: $0, locale: posix) }, max: max.flatMap { Decimal(string: $0, locale: posix) }, at: p)
+                    validator.range(
+                        number, min: min.flatMap { Decimal(string: $0, locale: posix) },
+                        max: max.flatMap { Decimal(string: $0, locale: posix) }, at: p)
                 }
             case .money(let min, let max, let currency):
                 if case .money(let money)? = value { validator.money(money, min: min, max: max, currency: currency, at: p) }
@@ -151,17 +160,24 @@ public enum SpecInterpreter {
                 if rule.multiple {
                     var files: [FileRef] = []
                     if case .files(let list)? = value { files = list }
-                    if rule.count.min != nil || rule.count.max != nil { validator.count(files.count, min: rule.count.min, max: rule.count.max, at: p) }
+                    if rule.count.min != nil || rule.count.max != nil {
+                        validator.count(files.count, min: rule.count.min, max: rule.count.max, at: p)
+                    }
                     for (index, file) in files.enumerated() {
-                        validator.file(file, maxBytes: rule.maxBytes, contentTypes: rule.contentTypes, defers: rule.defers, eager: rule.eager, at: JSONPointer.appending(p, index))
+                        validator.file(
+                            file, maxBytes: rule.maxBytes, contentTypes: rule.contentTypes, defers: rule.defers, eager: rule.eager,
+                            at: JSONPointer.appending(p, index))
                     }
                 } else if case .file(let file)? = value {
-                    validator.file(file, maxBytes: rule.maxBytes, contentTypes: rule.contentTypes, defers: rule.defers, eager: rule.eager, at: p)
+                    validator.file(
+                        file, maxBytes: rule.maxBytes, contentTypes: rule.contentTypes, defers: rule.defers, eager: rule.eager, at: p)
                 }
             case .list(let list):
                 var items: [InterpretedObject] = []
                 if case .list(let values)? = value { items = values }
-                if list.count.min != nil || list.count.max != nil { validator.count(items.count, min: list.count.min, max: list.count.max, at: p) }
+                if list.count.min != nil || list.count.max != nil {
+                    validator.count(items.count, min: list.count.min, max: list.count.max, at: p)
+                }
                 for (index, item) in items.enumerated() { validate(item, at: JSONPointer.appending(p, index), into: &validator) }
             case .boolean, .date, .time, .datetime, .choice:
                 break
@@ -207,7 +223,6 @@ public enum SpecInterpreter {
         }
         return copy
     }
-
 
     /// The generated `mappingFiles`: every file reference, at any depth, through `transform`.
     static func mapFiles(_ object: InterpretedObject, _ transform: (FileRef) -> FileRef) -> InterpretedObject {

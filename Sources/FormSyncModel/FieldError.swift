@@ -55,7 +55,9 @@ extension KeyedDecodingContainer {
         let path = codingPath + [key]
         func located(_ context: DecodingError.Context) -> DecodingError.Context {
             context.codingPath.count >= path.count
-                ? context : DecodingError.Context(codingPath: path, debugDescription: context.debugDescription, underlyingError: context.underlyingError)
+                ? context
+                : DecodingError.Context(
+                    codingPath: path, debugDescription: context.debugDescription, underlyingError: context.underlyingError)
         }
         do {
             return try decodeIfPresent(T.self, forKey: key)
@@ -68,7 +70,8 @@ extension KeyedDecodingContainer {
         } catch let error where !(error is DecodingError) {
             // A number that does not fit its type surfaces as another error, which the decoder
             // would report as "not valid JSON" for the whole document.
-            throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: path, debugDescription: "The value does not fit its type.", underlyingError: error))
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(codingPath: path, debugDescription: "The value does not fit its type.", underlyingError: error))
         }
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncPattern
+import Foundation
 import Synchronization
 
 /// The validation rules of the spec language, applied one field at a time and collecting every
@@ -94,7 +94,8 @@ public struct FieldValidator: Sendable {
     /// field's files may go after the submission (`defer:` in the spec); `eager`: devices fetch
     /// them as soon as they pull a record holding them (`download: eager`).
     public mutating func file(
-        _ ref: FileRef?, maxBytes: Int64?, contentTypes: [String], defers: Bool = false, eager: Bool = false, at pointer: @autoclosure () -> String
+        _ ref: FileRef?, maxBytes: Int64?, contentTypes: [String], defers: Bool = false, eager: Bool = false,
+        at pointer: @autoclosure () -> String
     ) {
         guard let ref else { return }
         if let maxBytes, let size = ref.byteCount, size > maxBytes {
@@ -114,7 +115,9 @@ public struct FieldValidator: Sendable {
         } else if ref.id == 0 {
             fail(pointer(), "invalid", "The file reference is empty.")
         }
-        if let uses = Self.fileUses { uses.add(FileUse(pointer: pointer(), ref: ref, maxBytes: maxBytes, contentTypes: contentTypes, defers: defers, eager: eager)) }
+        if let uses = Self.fileUses {
+            uses.add(FileUse(pointer: pointer(), ref: ref, maxBytes: maxBytes, contentTypes: contentTypes, defers: defers, eager: eager))
+        }
     }
 
     /// A reference must hold a real or placeholder id, never 0.

@@ -24,7 +24,8 @@ public struct FormRegistry: Sendable {
 
         package init(
             name: String, version: Int, recordAction: RecordAction?, upgrades: [FormUpgrade],
-            decodeAndValidate: @escaping @Sendable (Data) throws -> [FieldError], placeholders: @escaping @Sendable (Data) throws -> [Int64],
+            decodeAndValidate: @escaping @Sendable (Data) throws -> [FieldError],
+            placeholders: @escaping @Sendable (Data) throws -> [Int64],
             remap: @escaping @Sendable (Data, [Int64: Int64]) throws -> (payload: Data, endpoint: String),
             merge: @escaping @Sendable (Data, Data, Data) throws -> (merged: Data, conflicts: [FieldConflict]),
             mapFiles: (@Sendable (Data, (FileRef) -> FileRef) throws -> Data)? = nil,

@@ -13,7 +13,10 @@ public struct FormUpgrade: Sendable, Equatable {
     /// Field → its default as JSON text.
     public var defaults: [String: String]
 
-    public init(from: Int, renames: [String: String] = [:], maps: [String: [String: String]] = [:], drops: [String] = [], defaults: [String: String] = [:]) {
+    public init(
+        from: Int, renames: [String: String] = [:], maps: [String: [String: String]] = [:], drops: [String] = [],
+        defaults: [String: String] = [:]
+    ) {
         self.from = from
         self.renames = renames
         self.maps = maps

@@ -119,8 +119,11 @@ public enum MediaSignature {
     /// extension (`.jpg`, `.png`, `.heic`, `.pdf`, `.mp4`, `.mov`, `.m4a`, `.wav`, `.aac`);
     /// unchanged for any other name or data too short to hold it.
     package static func stamped(_ data: Data, asFileNamed name: String) -> Data {
-        let types = ["jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "heic": "image/heic", "pdf": "application/pdf", "mp4": "video/mp4",
-                     "mov": "video/quicktime", "m4a": "audio/mp4", "wav": "audio/wav", "aac": "audio/aac"]
+        let types = [
+            "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "heic": "image/heic", "pdf": "application/pdf",
+            "mp4": "video/mp4",
+            "mov": "video/quicktime", "m4a": "audio/mp4", "wav": "audio/wav", "aac": "audio/aac",
+        ]
         guard let dot = name.lastIndex(of: "."), let type = types[name[name.index(after: dot)...].lowercased()],
             let signature = signature(of: type), data.count >= signature.count
         else { return data }

@@ -22,7 +22,8 @@ public struct RecordRegistry: Sendable {
 
         package init(
             name: String, version: Int, scopeField: String?, indexedFields: [String],
-            decodeAndValidate: @escaping @Sendable (Data) throws -> [FieldError], indexEntries: @escaping @Sendable (Data) throws -> [RecordIndexEntry],
+            decodeAndValidate: @escaping @Sendable (Data) throws -> [FieldError],
+            indexEntries: @escaping @Sendable (Data) throws -> [RecordIndexEntry],
             scopeValue: @escaping @Sendable (Data) -> String?, fetchesFilesEagerly: Bool = false
         ) {
             self.fetchesFilesEagerly = fetchesFilesEagerly

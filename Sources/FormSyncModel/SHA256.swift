@@ -6,7 +6,7 @@ import Foundation
 /// outside package can be fetched, so it lives here.
 public struct SHA256: Sendable {
     private var state: [UInt32] = [
-        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+        0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
     ]
     private var buffer: [UInt8] = []
     private var length: UInt64 = 0

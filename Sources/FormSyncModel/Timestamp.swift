@@ -68,7 +68,8 @@ public struct Timestamp: Codable, Sendable, Hashable, Comparable, CustomStringCo
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
         guard let value = Timestamp(text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(text)' is not an ISO 8601 date-time with a time zone")
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "'\(text)' is not an ISO 8601 date-time with a time zone")
         }
         self = value
     }
@@ -84,7 +85,8 @@ public struct Timestamp: Codable, Sendable, Hashable, Comparable, CustomStringCo
         let days = Int((totalSeconds - ((totalSeconds % 86_400) + 86_400) % 86_400) / 86_400)
         let secondOfDay = Int(totalSeconds - Int64(days) * 86_400)
         let (y, m, d) = Self.civil(fromDays: days)
-        let base = "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))"
+        let base =
+            "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))"
         return millis == 0 ? base + "Z" : base + "." + pad(millis, 3) + "Z"
     }
 

@@ -40,7 +40,9 @@ extension Pattern {
             case .scalar(let scalar):
                 reach(State(pc: state.pc + 1, length: state.length + 1), from: state, by: scalar)
             case .set(let set):
-                if let scalar = Self.representative(of: set) { reach(State(pc: state.pc + 1, length: state.length + 1), from: state, by: scalar) }
+                if let scalar = Self.representative(of: set) {
+                    reach(State(pc: state.pc + 1, length: state.length + 1), from: state, by: scalar)
+                }
             case .any:
                 reach(State(pc: state.pc + 1, length: state.length + 1), from: state, by: "a")
             case .split(let first, let second):

@@ -55,7 +55,9 @@ public struct Pattern: Sendable, Equatable {
         guard parser.problems.isEmpty, let node else { throw Refusal(reasons: parser.problems) }
         var compiler = Compiler()
         guard compiler.emit(node), compiler.program.count < Self.maxInstructions else {
-            throw Refusal(reasons: ["the pattern is too large once its repetitions are expanded (over \(Self.maxInstructions) steps); use smaller bounds"])
+            throw Refusal(reasons: [
+                "the pattern is too large once its repetitions are expanded (over \(Self.maxInstructions) steps); use smaller bounds"
+            ])
         }
         compiler.program.append(.match)
         program = compiler.program

@@ -75,7 +75,9 @@ extension Pattern {
                 if let quantifier {
                     let repeats = quantifier.max.map { $0 > 1 } ?? true
                     if repeats && (atomShape.hasQuantifier || atomShape.hasAlternation) {
-                        fail("a repeated group holds a quantifier or an alternation (as in (a+)+ or (a|aa)*): a backtracking engine checking the JSON Schema could take exponential time; rewrite it without the nesting")
+                        fail(
+                            "a repeated group holds a quantifier or an alternation (as in (a+)+ or (a|aa)*): a backtracking engine checking the JSON Schema could take exponential time; rewrite it without the nesting"
+                        )
                         return (.sequence(items), shape)
                     }
                     if quantifier.max != quantifier.min { shape.hasQuantifier = true }
@@ -167,7 +169,9 @@ extension Pattern {
             case "1"..."9", "k":
                 fail("back-references are not allowed")
             default:
-                fail("the escape '\\\(scalar)' is refused by ECMA-262 with the u flag (JSON Schema); \(scalar.properties.isAlphabetic || scalar.properties.numericType != nil ? "escape only punctuation" : "write '\(scalar)' without the backslash")")
+                fail(
+                    "the escape '\\\(scalar)' is refused by ECMA-262 with the u flag (JSON Schema); \(scalar.properties.isAlphabetic || scalar.properties.numericType != nil ? "escape only punctuation" : "write '\(scalar)' without the backslash")"
+                )
             }
             return nil
         }

@@ -122,7 +122,9 @@ package final class PostgresConnection: @unchecked Sendable {
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
             let message = PQresultErrorMessage(result).map { Self.trimmed($0) } ?? "unknown error"
-            throw PostgresError(sqlState: state ?? (isUsable ? nil : "08006"), message: message.isEmpty ? Self.trimmed(PQerrorMessage(connection)) : message, statement: sql)
+            throw PostgresError(
+                sqlState: state ?? (isUsable ? nil : "08006"),
+                message: message.isEmpty ? Self.trimmed(PQerrorMessage(connection)) : message, statement: sql)
         }
     }
 
@@ -150,7 +152,9 @@ package final class PostgresConnection: @unchecked Sendable {
 
     /// `url` without its password, for messages and logs.
     package static func redacted(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url.contains("password=") ? "(a connection string)" : url }
+        guard var components = URLComponents(string: url), components.password != nil else {
+            return url.contains("password=") ? "(a connection string)" : url
+        }
         components.password = "***"
         return components.string ?? "(a connection string)"
     }
@@ -176,7 +180,9 @@ package struct PostgresError: Error, CustomStringConvertible, Sendable {
     }
 
     /// The connection is gone (the server restarted or the network broke): retry on a new one.
-    package var isConnectionLost: Bool { sqlState?.hasPrefix("08") ?? true || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03" }
+    package var isConnectionLost: Bool {
+        sqlState?.hasPrefix("08") ?? true || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03"
+    }
     /// Another transaction won a race (`40001`, `40P01`): run the whole transaction again.
     package var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
     /// A unique constraint was broken (`23505`).

@@ -26,118 +26,122 @@ enum PostgresSchema {
     static let migrationLock: Int64 = 0x4653_4D49_4752_4154
 
     static let migrations: [Migration] = [
-        Migration(version: 1, name: "the reference server's tables", sql: """
-            CREATE TABLE ledger (
-                key TEXT PRIMARY KEY,
-                hash BYTEA NOT NULL,
-                status INTEGER,
-                headers TEXT,
-                body BYTEA,
-                created_at BIGINT NOT NULL
-            );
-            CREATE SEQUENCE entity_ids MINVALUE 1 MAXVALUE 9007199254740991 NO CYCLE;
-            CREATE TABLE documents (
-                id BIGINT PRIMARY KEY,
-                document_id TEXT NOT NULL UNIQUE,
-                form TEXT NOT NULL,
-                form_version INTEGER NOT NULL,
-                workspace TEXT NOT NULL,
-                principal TEXT,
-                version INTEGER NOT NULL,
-                payload BYTEA NOT NULL,
-                applied_writes INTEGER NOT NULL,
-                created_at BIGINT NOT NULL,
-                updated_at BIGINT NOT NULL
-            );
-            CREATE TABLE blobs (
-                digest BYTEA NOT NULL,
-                start BIGINT NOT NULL,
-                bytes BYTEA NOT NULL,
-                PRIMARY KEY (digest, start)
-            );
-            CREATE TABLE files (
-                id BIGSERIAL PRIMARY KEY,
-                document_id TEXT NOT NULL UNIQUE,
-                workspace TEXT NOT NULL,
-                principal TEXT,
-                digest BYTEA NOT NULL,
-                content_type TEXT,
-                byte_count BIGINT NOT NULL,
-                created_at BIGINT NOT NULL
-            );
-            CREATE TABLE uploads (
-                upload_id TEXT PRIMARY KEY,
-                document_id TEXT NOT NULL UNIQUE,
-                workspace TEXT NOT NULL,
-                principal TEXT,
-                length BIGINT NOT NULL,
-                "offset" BIGINT NOT NULL,
-                digest BYTEA NOT NULL,
-                content_type TEXT,
-                file_id BIGINT,
-                created_at BIGINT NOT NULL,
-                touched_at BIGINT NOT NULL
-            );
-            CREATE INDEX uploads_unfinished ON uploads (touched_at) WHERE file_id IS NULL;
-            CREATE TABLE upload_parts (
-                upload_id TEXT NOT NULL,
-                start BIGINT NOT NULL,
-                bytes BYTEA NOT NULL,
-                PRIMARY KEY (upload_id, start)
-            );
-            CREATE TABLE grants (
-                digest BYTEA PRIMARY KEY,
-                kind TEXT NOT NULL,
-                principal TEXT NOT NULL,
-                role TEXT NOT NULL,
-                workspaces TEXT NOT NULL,
-                expires_at BIGINT NOT NULL
-            );
-            CREATE TABLE records (
-                workspace TEXT NOT NULL,
-                type TEXT NOT NULL,
-                id BIGINT NOT NULL,
-                version INTEGER NOT NULL,
-                scope TEXT NOT NULL,
-                payload BYTEA NOT NULL,
-                updated_at BIGINT NOT NULL,
-                PRIMARY KEY (workspace, type, id)
-            );
-            CREATE INDEX records_id ON records (id);
-            CREATE SEQUENCE change_seq;
-            CREATE TABLE changes (
-                workspace TEXT NOT NULL,
-                type TEXT NOT NULL,
-                id BIGINT NOT NULL,
-                scope TEXT NOT NULL,
-                deleted BOOLEAN NOT NULL,
-                seq BIGINT UNIQUE,
-                PRIMARY KEY (workspace, type, id, scope)
-            );
-            CREATE INDEX changes_feed ON changes (workspace, seq) WHERE seq IS NOT NULL;
-            CREATE INDEX changes_unsequenced ON changes (id) WHERE seq IS NULL;
-            """),
+        Migration(
+            version: 1, name: "the reference server's tables",
+            sql: """
+                CREATE TABLE ledger (
+                    key TEXT PRIMARY KEY,
+                    hash BYTEA NOT NULL,
+                    status INTEGER,
+                    headers TEXT,
+                    body BYTEA,
+                    created_at BIGINT NOT NULL
+                );
+                CREATE SEQUENCE entity_ids MINVALUE 1 MAXVALUE 9007199254740991 NO CYCLE;
+                CREATE TABLE documents (
+                    id BIGINT PRIMARY KEY,
+                    document_id TEXT NOT NULL UNIQUE,
+                    form TEXT NOT NULL,
+                    form_version INTEGER NOT NULL,
+                    workspace TEXT NOT NULL,
+                    principal TEXT,
+                    version INTEGER NOT NULL,
+                    payload BYTEA NOT NULL,
+                    applied_writes INTEGER NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                );
+                CREATE TABLE blobs (
+                    digest BYTEA NOT NULL,
+                    start BIGINT NOT NULL,
+                    bytes BYTEA NOT NULL,
+                    PRIMARY KEY (digest, start)
+                );
+                CREATE TABLE files (
+                    id BIGSERIAL PRIMARY KEY,
+                    document_id TEXT NOT NULL UNIQUE,
+                    workspace TEXT NOT NULL,
+                    principal TEXT,
+                    digest BYTEA NOT NULL,
+                    content_type TEXT,
+                    byte_count BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL
+                );
+                CREATE TABLE uploads (
+                    upload_id TEXT PRIMARY KEY,
+                    document_id TEXT NOT NULL UNIQUE,
+                    workspace TEXT NOT NULL,
+                    principal TEXT,
+                    length BIGINT NOT NULL,
+                    "offset" BIGINT NOT NULL,
+                    digest BYTEA NOT NULL,
+                    content_type TEXT,
+                    file_id BIGINT,
+                    created_at BIGINT NOT NULL,
+                    touched_at BIGINT NOT NULL
+                );
+                CREATE INDEX uploads_unfinished ON uploads (touched_at) WHERE file_id IS NULL;
+                CREATE TABLE upload_parts (
+                    upload_id TEXT NOT NULL,
+                    start BIGINT NOT NULL,
+                    bytes BYTEA NOT NULL,
+                    PRIMARY KEY (upload_id, start)
+                );
+                CREATE TABLE grants (
+                    digest BYTEA PRIMARY KEY,
+                    kind TEXT NOT NULL,
+                    principal TEXT NOT NULL,
+                    role TEXT NOT NULL,
+                    workspaces TEXT NOT NULL,
+                    expires_at BIGINT NOT NULL
+                );
+                CREATE TABLE records (
+                    workspace TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    id BIGINT NOT NULL,
+                    version INTEGER NOT NULL,
+                    scope TEXT NOT NULL,
+                    payload BYTEA NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (workspace, type, id)
+                );
+                CREATE INDEX records_id ON records (id);
+                CREATE SEQUENCE change_seq;
+                CREATE TABLE changes (
+                    workspace TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    id BIGINT NOT NULL,
+                    scope TEXT NOT NULL,
+                    deleted BOOLEAN NOT NULL,
+                    seq BIGINT UNIQUE,
+                    PRIMARY KEY (workspace, type, id, scope)
+                );
+                CREATE INDEX changes_feed ON changes (workspace, seq) WHERE seq IS NOT NULL;
+                CREATE INDEX changes_unsequenced ON changes (id) WHERE seq IS NULL;
+                """),
         // Files stored before this version have no signature reading (NULL: not checked).
-        Migration(version: 2, name: "pending files and media types", sql: """
-            ALTER TABLE files ADD COLUMN media_type TEXT;
-            CREATE INDEX files_digest ON files (workspace, digest);
-            CREATE TABLE pending_files (
-                document_id TEXT NOT NULL,
-                pointer TEXT NOT NULL,
-                workspace TEXT NOT NULL,
-                principal TEXT NOT NULL,
-                digest BYTEA NOT NULL,
-                byte_count BIGINT NOT NULL,
-                content_type TEXT NOT NULL,
-                accepted TEXT NOT NULL,
-                record_type TEXT,
-                record_id BIGINT,
-                created_at BIGINT NOT NULL,
-                PRIMARY KEY (document_id, pointer)
-            );
-            CREATE INDEX pending_files_digest ON pending_files (workspace, digest);
-            CREATE INDEX pending_files_age ON pending_files (workspace, created_at);
-            """),
+        Migration(
+            version: 2, name: "pending files and media types",
+            sql: """
+                ALTER TABLE files ADD COLUMN media_type TEXT;
+                CREATE INDEX files_digest ON files (workspace, digest);
+                CREATE TABLE pending_files (
+                    document_id TEXT NOT NULL,
+                    pointer TEXT NOT NULL,
+                    workspace TEXT NOT NULL,
+                    principal TEXT NOT NULL,
+                    digest BYTEA NOT NULL,
+                    byte_count BIGINT NOT NULL,
+                    content_type TEXT NOT NULL,
+                    accepted TEXT NOT NULL,
+                    record_type TEXT,
+                    record_id BIGINT,
+                    created_at BIGINT NOT NULL,
+                    PRIMARY KEY (document_id, pointer)
+                );
+                CREATE INDEX pending_files_digest ON pending_files (workspace, digest);
+                CREATE INDEX pending_files_age ON pending_files (workspace, created_at);
+                """),
     ]
 
     static var latest: Int { migrations.last?.version ?? 0 }
@@ -154,7 +158,8 @@ enum PostgresSchema {
     static func migrate(_ connection: PostgresConnection, now: Int64) throws -> Int {
         try connection.query("SELECT pg_advisory_lock($1)", [.integer(migrationLock)])
         defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [.integer(migrationLock)]) }
-        try connection.run("CREATE TABLE IF NOT EXISTS formsync_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)")
+        try connection.run(
+            "CREATE TABLE IF NOT EXISTS formsync_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)")
         let found = try version(connection)
         guard found <= latest else { throw Mismatch(found: found, known: latest) }
         var applied = 0
@@ -162,8 +167,9 @@ enum PostgresSchema {
             try connection.run("BEGIN")
             do {
                 try connection.run(migration.sql)
-                try connection.query("INSERT INTO formsync_schema (version, name, applied_at) VALUES ($1, $2, $3)",
-                                     [.integer(Int64(migration.version)), .text(migration.name), .integer(now)])
+                try connection.query(
+                    "INSERT INTO formsync_schema (version, name, applied_at) VALUES ($1, $2, $3)",
+                    [.integer(Int64(migration.version)), .text(migration.name), .integer(now)])
                 try connection.run("COMMIT")
             } catch {
                 try? connection.run("ROLLBACK")

@@ -23,7 +23,8 @@ extension PostgresServerStore {
                 try connection.run("BEGIN")
                 do {
                     try connection.query("SELECT pg_advisory_xact_lock($1)", [.integer(Self.sequencerLock)])
-                    try connection.query("""
+                    try connection.query(
+                        """
                         UPDATE changes SET seq = nextval('change_seq')
                         WHERE (workspace, type, id, scope) IN (
                             SELECT workspace, type, id, scope FROM changes WHERE seq IS NULL ORDER BY id FOR UPDATE)
@@ -69,24 +70,28 @@ extension PostgresServerStore {
 
     /// What holds `id`, as the statement's snapshot sees it.
     private func heldBy(_ id: Int64) throws -> String? {
-        let rows = try query("SELECT (SELECT type FROM records WHERE id = $1 LIMIT 1), EXISTS (SELECT 1 FROM documents WHERE id = $1)", [.integer(id)])
+        let rows = try query(
+            "SELECT (SELECT type FROM records WHERE id = $1 LIMIT 1), EXISTS (SELECT 1 FROM documents WHERE id = $1)", [.integer(id)])
         if let type = rows.text(0, 0) { return type }
         return rows.int(0, 1) == 1 ? "" : nil
     }
 
     private static func record(_ rows: PostgresRows, _ row: Int) -> StoredRecord {
-        StoredRecord(type: rows.text(row, 0) ?? "", id: rows.int(row, 1) ?? 0, version: Int(rows.int(row, 2) ?? 0), scope: rows.text(row, 3) ?? "",
-                     payload: rows.bytes(row, 4) ?? Data())
+        StoredRecord(
+            type: rows.text(row, 0) ?? "", id: rows.int(row, 1) ?? 0, version: Int(rows.int(row, 2) ?? 0), scope: rows.text(row, 3) ?? "",
+            payload: rows.bytes(row, 4) ?? Data())
     }
 
     package func record(workspace: String, type: String, id: Int64) throws -> StoredRecord? {
-        let rows = try query("SELECT type, id, version, scope, payload FROM records WHERE workspace = $1 AND type = $2 AND id = $3\(lockingClause)",
-                             [.text(workspace), .text(type), .integer(id)])
+        let rows = try query(
+            "SELECT type, id, version, scope, payload FROM records WHERE workspace = $1 AND type = $2 AND id = $3\(lockingClause)",
+            [.text(workspace), .text(type), .integer(id)])
         return rows.count == 1 ? Self.record(rows, 0) : nil
     }
 
     package func records(workspace: String) throws -> [StoredRecord] {
-        let rows = try query("SELECT type, id, version, scope, payload FROM records WHERE workspace = $1 ORDER BY type, id", [.text(workspace)])
+        let rows = try query(
+            "SELECT type, id, version, scope, payload FROM records WHERE workspace = $1 ORDER BY type, id", [.text(workspace)])
         return (0..<rows.count).map { Self.record(rows, $0) }
     }
 
@@ -94,7 +99,8 @@ extension PostgresServerStore {
         try transaction {
             let old = try record(workspace: workspace, type: type, id: id)
             let version = (old?.version ?? 0) + 1
-            try query("""
+            try query(
+                """
                 INSERT INTO records (workspace, type, id, version, scope, payload, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
                 ON CONFLICT (workspace, type, id) DO UPDATE SET version = $4, scope = $5, payload = $6, updated_at = $7
                 """, [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .text(scope), .bytes(payload), .integer(now)])
@@ -115,7 +121,8 @@ extension PostgresServerStore {
 
     /// The change leaves the feed until the sequencer numbers it again, after the commit.
     private func recordChange(workspace: String, type: String, id: Int64, scope: String, deleted: Bool) throws {
-        try query("""
+        try query(
+            """
             INSERT INTO changes (workspace, type, id, scope, deleted, seq) VALUES ($1, $2, $3, $4, $5::boolean, NULL)
             ON CONFLICT (workspace, type, id, scope) DO UPDATE SET deleted = $5::boolean, seq = NULL
             """, [.text(workspace), .text(type), .integer(id), .text(scope), .text(deleted ? "true" : "false")])
@@ -124,19 +131,22 @@ extension PostgresServerStore {
 
     package func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
         if try query("SELECT EXISTS (SELECT 1 FROM changes WHERE seq IS NULL)").int(0, 0) == 1 { try sequenceChanges() }
-        let visible = principal == nil
+        let visible =
+            principal == nil
             ? "(NOT c.deleted OR NOT EXISTS (SELECT 1 FROM records g WHERE g.workspace = c.workspace AND g.type = c.type AND g.id = c.id))"
             : "(c.scope = '' OR c.scope = $4)"
         let values: [PostgresValue] = [.integer(cursor), .text(workspace), .integer(Int64(limit))] + (principal.map { [.text($0)] } ?? [])
-        let rows = try query("""
+        let rows = try query(
+            """
             SELECT c.seq, c.type, c.id, c.deleted, r.version, r.payload
             FROM changes c LEFT JOIN records r ON r.workspace = c.workspace AND r.type = c.type AND r.id = c.id AND NOT c.deleted
             WHERE c.seq IS NOT NULL AND c.seq > $1 AND c.workspace = $2 AND \(visible)
             ORDER BY c.seq LIMIT $3
             """, values)
         return (0..<rows.count).map { row in
-            FeedEntry(seq: rows.int(row, 0) ?? 0, type: rows.text(row, 1) ?? "", id: rows.int(row, 2) ?? 0, deleted: rows.int(row, 3) == 1,
-                      version: Int(rows.int(row, 4) ?? 0), payload: rows.bytes(row, 5))
+            FeedEntry(
+                seq: rows.int(row, 0) ?? 0, type: rows.text(row, 1) ?? "", id: rows.int(row, 2) ?? 0, deleted: rows.int(row, 3) == 1,
+                version: Int(rows.int(row, 4) ?? 0), payload: rows.bytes(row, 5))
         }
     }
 

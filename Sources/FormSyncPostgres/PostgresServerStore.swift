@@ -97,31 +97,38 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         return result
     }
 
-    package func idempotentWrite(key: String, hash: Data, holdMilliseconds: Int?, now: Int64, _ body: () throws -> HTTPResponse) throws -> LedgerOutcome {
+    package func idempotentWrite(
+        key: String, hash: Data, holdMilliseconds: Int?, now: Int64, _ body: () throws -> HTTPResponse
+    ) throws -> LedgerOutcome {
         try pool.scope {
             var attempt = 0
             while true {
                 attempt += 1
                 do {
                     // The transaction begins with a short lock wait, for the claim below only.
-                    return try retried { try inTransaction(pool.currentScope!, begin: "BEGIN; SET LOCAL lock_timeout = \(max(1, keyWaitMilliseconds))") {
-                        // The row is the claim: a second request with the key waits here until
-                        // this transaction ends, then finds the reply it recorded.
-                        let claimed = try pool.with {
-                            try $0.query("INSERT INTO ledger (key, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING",
-                                         [.text(key), .bytes(hash), .integer(now)]).affected
+                    return try retried {
+                        try inTransaction(pool.currentScope!, begin: "BEGIN; SET LOCAL lock_timeout = \(max(1, keyWaitMilliseconds))") {
+                            // The row is the claim: a second request with the key waits here until
+                            // this transaction ends, then finds the reply it recorded.
+                            let claimed = try pool.with {
+                                try $0.query(
+                                    "INSERT INTO ledger (key, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING",
+                                    [.text(key), .bytes(hash), .integer(now)]
+                                ).affected
+                            }
+                            guard claimed == 1 else { return try recorded(key) ?? .inFlight }
+                            try pool.with { try $0.run("SET LOCAL lock_timeout = \(Self.lockWaitMilliseconds)") }
+                            if let holdMilliseconds { Thread.sleep(forTimeInterval: Double(holdMilliseconds) / 1000) }
+                            let response = try body()
+                            let headers = response.headers.map { "\($0.0):\($0.1)" }.joined(separator: "\n")
+                            _ = try pool.with {
+                                try $0.query(
+                                    "UPDATE ledger SET status = $2, headers = $3, body = $4 WHERE key = $1",
+                                    [.text(key), .integer(Int64(response.status)), .text(headers), .bytes(response.body)])
+                            }
+                            return .processed(response)
                         }
-                        guard claimed == 1 else { return try recorded(key) ?? .inFlight }
-                        try pool.with { try $0.run("SET LOCAL lock_timeout = \(Self.lockWaitMilliseconds)") }
-                        if let holdMilliseconds { Thread.sleep(forTimeInterval: Double(holdMilliseconds) / 1000) }
-                        let response = try body()
-                        let headers = response.headers.map { "\($0.0):\($0.1)" }.joined(separator: "\n")
-                        _ = try pool.with {
-                            try $0.query("UPDATE ledger SET status = $2, headers = $3, body = $4 WHERE key = $1",
-                                         [.text(key), .integer(Int64(response.status)), .text(headers), .bytes(response.body)])
-                        }
-                        return .processed(response)
-                    } }
+                    }
                 } catch let error as PostgresError where error.isLockTimeout {
                     return .inFlight
                 } catch let error as PostgresError where error.isConnectionLost && attempt < 3 {
@@ -142,7 +149,9 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
             let parts = line.split(separator: ":", maxSplits: 1).map(String.init)
             return parts.count == 2 ? (parts[0], parts[1]) : nil
         }
-        return .recorded(hash: rows.bytes(0, 0) ?? Data(), response: HTTPResponse(status: Int(status), headers: headers, body: rows.bytes(0, 3) ?? Data()))
+        return .recorded(
+            hash: rows.bytes(0, 0) ?? Data(),
+            response: HTTPResponse(status: Int(status), headers: headers, body: rows.bytes(0, 3) ?? Data()))
     }
 
     // MARK: Durability: a commit is durable when it returns.
@@ -173,12 +182,16 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
 
     private static func document(_ rows: PostgresRows, _ row: Int) -> SyncServer.Document {
         SyncServer.Document(
-            documentID: rows.text(row, 0) ?? "", id: rows.int(row, 1) ?? 0, form: rows.text(row, 2) ?? "", formVersion: Int(rows.int(row, 3) ?? 0),
+            documentID: rows.text(row, 0) ?? "", id: rows.int(row, 1) ?? 0, form: rows.text(row, 2) ?? "",
+            formVersion: Int(rows.int(row, 3) ?? 0),
             version: Int(rows.int(row, 4) ?? 0), payload: rows.bytes(row, 5) ?? Data(), appliedWrites: Int(rows.int(row, 6) ?? 0))
     }
 
     package func document(_ documentID: String) -> SyncServer.Document? {
-        guard let rows = try? query("SELECT \(Self.documentColumns) FROM documents WHERE document_id = $1\(lockingClause)", [.text(documentID)]), rows.count == 1
+        guard
+            let rows = try? query(
+                "SELECT \(Self.documentColumns) FROM documents WHERE document_id = $1\(lockingClause)", [.text(documentID)]),
+            rows.count == 1
         else { return nil }
         return Self.document(rows, 0)
     }
@@ -196,19 +209,27 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         _ documentID: String, form: String, formVersion: Int, workspace: String, principal: String, payload: Data, at now: Int64
     ) throws -> SyncServer.Document {
         let id = try nextEntityID()
-        let rows = try query("""
+        let rows = try query(
+            """
             INSERT INTO documents (id, document_id, form, form_version, workspace, principal, version, payload, applied_writes, created_at, updated_at)
             VALUES ($1, $2, $3, $4, $5, $6, 1, $7, 1, $8, $8) RETURNING \(Self.documentColumns)
-            """, [.integer(id), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace), .text(principal), .bytes(payload), .integer(now)])
+            """,
+            [
+                .integer(id), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace), .text(principal),
+                .bytes(payload), .integer(now),
+            ])
         return Self.document(rows, 0)
     }
 
     package func updateDocument(_ documentID: String, payload: Data, countingWrite: Bool, at now: Int64) throws -> SyncServer.Document {
-        let rows = try query("""
+        let rows = try query(
+            """
             UPDATE documents SET payload = $2, version = version + 1, applied_writes = applied_writes + $4, updated_at = $3
             WHERE document_id = $1 RETURNING \(Self.documentColumns)
             """, [.text(documentID), .bytes(payload), .integer(now), .integer(countingWrite ? 1 : 0)])
-        guard rows.count == 1 else { throw PostgresError(sqlState: "02000", message: "document \(documentID) is gone", statement: "UPDATE documents") }
+        guard rows.count == 1 else {
+            throw PostgresError(sqlState: "02000", message: "document \(documentID) is gone", statement: "UPDATE documents")
+        }
         return Self.document(rows, 0)
     }
 
@@ -217,7 +238,10 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     /// Files are kept in chunks of this size (a row stays well under PostgreSQL's 1 GB limit).
     static let chunkBytes = 1 << 20
 
-    package func storeFile(_ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, mediaType: String, at now: Int64) throws
+    package func storeFile(
+        _ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, mediaType: String,
+        at now: Int64
+    ) throws
         -> (id: Int64, created: Bool, sameBytes: Bool)
     {
         if let existing = try file(document: documentID) {
@@ -227,20 +251,30 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
             var start = 0
             repeat {
                 let end = min(bytes.count, start + Self.chunkBytes)
-                try query("INSERT INTO blobs (digest, start, bytes) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                          [.bytes(digest), .integer(Int64(start)), .bytes(bytes.subdata(in: bytes.startIndex + start..<bytes.startIndex + end))])
+                try query(
+                    "INSERT INTO blobs (digest, start, bytes) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                    [.bytes(digest), .integer(Int64(start)), .bytes(bytes.subdata(in: bytes.startIndex + start..<bytes.startIndex + end))])
                 start = end
             } while start < bytes.count
         }
-        let id = try insertFile(documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, mediaType: mediaType,
-                                byteCount: Int64(bytes.count), at: now)
+        let id = try insertFile(
+            documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, mediaType: mediaType,
+            byteCount: Int64(bytes.count), at: now)
         return (id, true, true)
     }
 
-    func insertFile(_ documentID: String, workspace: String, principal: String, digest: Data, contentType: String?, mediaType: String, byteCount: Int64, at now: Int64) throws -> Int64 {
-        try query("""
+    func insertFile(
+        _ documentID: String, workspace: String, principal: String, digest: Data, contentType: String?, mediaType: String, byteCount: Int64,
+        at now: Int64
+    ) throws -> Int64 {
+        try query(
+            """
             INSERT INTO files (document_id, workspace, principal, digest, content_type, media_type, byte_count, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id
-            """, [.text(documentID), .text(workspace), .text(principal), .bytes(digest), contentType.map(PostgresValue.text) ?? .null, .text(mediaType), .integer(byteCount), .integer(now)]
+            """,
+            [
+                .text(documentID), .text(workspace), .text(principal), .bytes(digest), contentType.map(PostgresValue.text) ?? .null,
+                .text(mediaType), .integer(byteCount), .integer(now),
+            ]
         ).int(0, 0) ?? 0
     }
 
@@ -256,7 +290,8 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     }
 
     package func fileBytes(_ id: Int64) -> Data? {
-        guard let found = try? query("SELECT digest FROM files WHERE id = $1", [.integer(id)]), found.count == 1, let digest = found.bytes(0, 0),
+        guard let found = try? query("SELECT digest FROM files WHERE id = $1", [.integer(id)]), found.count == 1,
+            let digest = found.bytes(0, 0),
             let chunks = try? query("SELECT bytes FROM blobs WHERE digest = $1 ORDER BY start", [.bytes(digest)])
         else { return nil }
         var data = Data()
@@ -267,18 +302,22 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     // MARK: Tokens and owners
 
     package func addToken(_ token: String, kind: String, grant: SyncServer.Grant, expiresAt: Int64) throws {
-        try query("INSERT INTO grants (digest, kind, principal, role, workspaces, expires_at) VALUES ($1, $2, $3, $4, $5, $6)", [
-            .bytes(StoredGrant.digest(token)), .text(kind), .text(grant.principal), .text(grant.role.rawValue),
-            .text(grant.workspaces.joined(separator: "\n")), .integer(expiresAt),
-        ])
+        try query(
+            "INSERT INTO grants (digest, kind, principal, role, workspaces, expires_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            [
+                .bytes(StoredGrant.digest(token)), .text(kind), .text(grant.principal), .text(grant.role.rawValue),
+                .text(grant.workspaces.joined(separator: "\n")), .integer(expiresAt),
+            ])
     }
 
     package func grant(ofToken token: String, kind: String) throws -> StoredGrant? {
-        let rows = try query("SELECT principal, role, workspaces, expires_at FROM grants WHERE digest = $1 AND kind = $2",
-                                    [.bytes(StoredGrant.digest(token)), .text(kind)])
+        let rows = try query(
+            "SELECT principal, role, workspaces, expires_at FROM grants WHERE digest = $1 AND kind = $2",
+            [.bytes(StoredGrant.digest(token)), .text(kind)])
         guard rows.count == 1, let role = SyncServer.Role(rawValue: rows.text(0, 1) ?? "") else { return nil }
         let workspaces = (rows.text(0, 2) ?? "").split(separator: "\n").map(String.init)
-        return StoredGrant(grant: SyncServer.Grant(principal: rows.text(0, 0) ?? "", workspaces: workspaces, role: role), expiresAt: rows.int(0, 3) ?? 0)
+        return StoredGrant(
+            grant: SyncServer.Grant(principal: rows.text(0, 0) ?? "", workspaces: workspaces, role: role), expiresAt: rows.int(0, 3) ?? 0)
     }
 
     package func expireAccessTokens(at now: Int64) {
@@ -286,12 +325,14 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     }
 
     package func owner(of documentID: String) -> (form: String?, workspace: String, principal: String?)? {
-        guard let rows = try? query("""
-            SELECT form, workspace, principal FROM documents WHERE document_id = $1
-            UNION ALL SELECT NULL, workspace, principal FROM files WHERE document_id = $1
-            UNION ALL SELECT NULL, workspace, principal FROM uploads WHERE document_id = $1
-            LIMIT 1
-            """, [.text(documentID)]), rows.count == 1
+        guard
+            let rows = try? query(
+                """
+                SELECT form, workspace, principal FROM documents WHERE document_id = $1
+                UNION ALL SELECT NULL, workspace, principal FROM files WHERE document_id = $1
+                UNION ALL SELECT NULL, workspace, principal FROM uploads WHERE document_id = $1
+                LIMIT 1
+                """, [.text(documentID)]), rows.count == 1
         else { return nil }
         return (rows.text(0, 0), rows.text(0, 1) ?? "", rows.text(0, 2))
     }

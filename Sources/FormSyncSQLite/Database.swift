@@ -20,7 +20,9 @@ package final class Database: @unchecked Sendable {
 
     /// Takes ownership of `writer` (already opened and migrated); `sync` replaces the log's
     /// `fdatasync` in tests; `readerCount` connections (opened when first needed) serve `read`.
-    package init(writer: SQLiteConnection, name: String, readerCount: Int = 2, sync: @escaping @Sendable (Int32) -> Int32 = WALSync.dataSync) {
+    package init(
+        writer: SQLiteConnection, name: String, readerCount: Int = 2, sync: @escaping @Sendable (Int32) -> Int32 = WALSync.dataSync
+    ) {
         self.writer = writer
         executor = DatabaseExecutor(name: name)
         walSync = WALSync(databasePath: writer.path, sync: sync)

@@ -1,10 +1,11 @@
 import Foundation
+
 #if canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// The serial executor of one database's owner: a thread of its own that runs the owner's jobs
@@ -76,13 +77,13 @@ package final class DatabaseExecutor: SerialExecutor, TaskExecutor, @unchecked S
     /// system without it leaves the name as it was.
     private static func nameCurrentThread(_ name: String) {
         #if canImport(Darwin)
-        _ = pthread_setname_np(name)
+            _ = pthread_setname_np(name)
         #elseif canImport(Glibc) || canImport(Musl)
-        let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        let bytes = Array(name.utf8.prefix(15))
-        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        close(descriptor)
+            let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { return }
+            let bytes = Array(name.utf8.prefix(15))
+            _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
         #endif
     }
 

@@ -70,23 +70,30 @@ package final class SQLiteConnection {
     /// instead of inside the commit that fills it (SQLite's automatic checkpoint, at 1,000).
     /// `extraOpenFlags` are passed to `sqlite3_open_v2` as well (Apple's data-protection flags).
     package convenience init(
-        path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5000, backgroundCheckpointFrames: Int? = nil, extraOpenFlags: Int32 = 0
+        path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5000, backgroundCheckpointFrames: Int? = nil,
+        extraOpenFlags: Int32 = 0
     ) throws {
         try self.init(
-            path: path, readOnly: false, create: create, busyTimeoutMilliseconds: busyTimeoutMilliseconds, backgroundCheckpointFrames: backgroundCheckpointFrames,
+            path: path, readOnly: false, create: create, busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+            backgroundCheckpointFrames: backgroundCheckpointFrames,
             extraOpenFlags: extraOpenFlags)
     }
 
     /// Opens `path` for reading only (`SQLITE_OPEN_READONLY`, `query_only`): no journal-mode
     /// change, no checkpoint, nothing written to the database file.
     package convenience init(readingOnly path: String) throws {
-        try self.init(path: path, readOnly: true, create: false, busyTimeoutMilliseconds: 5000, backgroundCheckpointFrames: nil, extraOpenFlags: 0)
+        try self.init(
+            path: path, readOnly: true, create: false, busyTimeoutMilliseconds: 5000, backgroundCheckpointFrames: nil, extraOpenFlags: 0)
     }
 
-    private init(path: String, readOnly: Bool, create: Bool, busyTimeoutMilliseconds: Int32, backgroundCheckpointFrames: Int?, extraOpenFlags: Int32) throws {
+    private init(
+        path: String, readOnly: Bool, create: Bool, busyTimeoutMilliseconds: Int32, backgroundCheckpointFrames: Int?, extraOpenFlags: Int32
+    ) throws {
         Self.configureProcess()
         var db: OpaquePointer?
-        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) | SQLITE_OPEN_NOMUTEX | extraOpenFlags
+        let flags =
+            (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) | SQLITE_OPEN_NOMUTEX
+            | extraOpenFlags
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
@@ -96,10 +103,12 @@ package final class SQLiteConnection {
         handle = db
         self.path = path
         sqlite3_extended_result_codes(db, 1)
-        sqlite3_commit_hook(db, { context in
-            Unmanaged<CommitCounter>.fromOpaque(context!).takeUnretainedValue().begun &+= 1
-            return 0
-        }, Unmanaged.passUnretained(commits).toOpaque())
+        sqlite3_commit_hook(
+            db,
+            { context in
+                Unmanaged<CommitCounter>.fromOpaque(context!).takeUnretainedValue().begun &+= 1
+                return 0
+            }, Unmanaged.passUnretained(commits).toOpaque())
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         if readOnly {
             try execute("PRAGMA query_only=1")
@@ -107,7 +116,9 @@ package final class SQLiteConnection {
         }
         let mode = try query("PRAGMA journal_mode=WAL") { $0.text(0) }.first ?? nil
         guard mode?.lowercased() == "wal" else {
-            throw SQLiteError(code: SQLITE_ERROR, message: "WAL mode could not be enabled (journal_mode is \(mode ?? "unknown"))", sql: "PRAGMA journal_mode=WAL")
+            throw SQLiteError(
+                code: SQLITE_ERROR, message: "WAL mode could not be enabled (journal_mode is \(mode ?? "unknown"))",
+                sql: "PRAGMA journal_mode=WAL")
         }
         #if canImport(Darwin)
             // SQLite's own syncs (commits at FULL, checkpoints) through the drive's cache too.
@@ -123,10 +134,12 @@ package final class SQLiteConnection {
             let checkpointer = WALCheckpointer(path: path, threshold: frames)
             self.checkpointer = checkpointer
             // Replaces SQLite's automatic checkpoint (itself a log hook) on this connection.
-            sqlite3_wal_hook(db, { context, writer, _, frames in
-                Unmanaged<WALCheckpointer>.fromOpaque(context!).takeUnretainedValue().committed(frames: frames, writer: writer!)
-                return SQLITE_OK
-            }, Unmanaged.passUnretained(checkpointer).toOpaque())
+            sqlite3_wal_hook(
+                db,
+                { context, writer, _, frames in
+                    Unmanaged<WALCheckpointer>.fromOpaque(context!).takeUnretainedValue().committed(frames: frames, writer: writer!)
+                    return SQLITE_OK
+                }, Unmanaged.passUnretained(checkpointer).toOpaque())
         }
     }
 
@@ -388,7 +401,8 @@ package struct SQLiteMigrator {
     package func migrate(_ db: SQLiteConnection, now: Int64, before: () throws -> Void = {}) throws {
         try db.transaction(.full) {
             try before()
-            try db.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
+            try db.execute(
+                "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
             let applied = Set(try db.query("SELECT version FROM migrations") { $0.int(0) })
             if let newest = applied.max(), newest > Int64(latestVersion) {
                 throw SQLiteError(
@@ -397,8 +411,9 @@ package struct SQLiteMigrator {
             }
             for migration in migrations.sorted(by: { $0.version < $1.version }) where !applied.contains(Int64(migration.version)) {
                 try db.execute(migration.sql)
-                try db.run("INSERT INTO migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                           [.integer(Int64(migration.version)), .text(migration.name), .integer(now)])
+                try db.run(
+                    "INSERT INTO migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    [.integer(Int64(migration.version)), .text(migration.name), .integer(now)])
             }
         }
     }

@@ -236,14 +236,18 @@ package final class WALSync: @unchecked Sendable {
     #if os(Linux)
         private typealias Statx = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UInt32, UnsafeMutableRawPointer) -> Int32
         /// glibc's `statx` (2.28 and later), which the Swift overlay does not import.
-        private static let statxFunction: Statx? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "statx").map { unsafeBitCast($0, to: Statx.self) }
+        private static let statxFunction: Statx? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "statx").map {
+            unsafeBitCast($0, to: Statx.self)
+        }
         private static let statxInode: UInt32 = 0x100
     #endif
 
     /// fsyncs the log. The descriptor is opened on first use (the directory is fsynced then, so
     /// the log's own directory entry is durable too) and reopened if the log was replaced.
     private func fsyncLog() -> Result<Void, Failure> {
-        guard let now = Self.identity(of: walPath) else { return .failure(Failure(path: walPath, reason: "stat: \(String(cString: strerror(errno)))")) }
+        guard let now = Self.identity(of: walPath) else {
+            return .failure(Failure(path: walPath, reason: "stat: \(String(cString: strerror(errno)))"))
+        }
         if descriptor < 0 || identity?.device != now.device || identity?.inode != now.inode {
             if descriptor >= 0 { close(descriptor) }
             descriptor = open(walPath, O_RDWR | O_CLOEXEC)
@@ -252,7 +256,7 @@ package final class WALSync: @unchecked Sendable {
             // A directory that cannot be opened is left as it was; one that refuses its fsync is a failure.
             do {
                 try FolderSync.sync((walPath as NSString).deletingLastPathComponent)
-            } catch where error.call == "fsync" {
+            } catch  where error.call == "fsync" {
                 return .failure(Failure(path: walPath, reason: "fsync of its directory: \(error.reason)"))
             } catch {}
         }

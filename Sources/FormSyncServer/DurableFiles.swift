@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncSQLite
+import Foundation
 
 #if canImport(Darwin)
     import Darwin
@@ -85,7 +85,9 @@ struct DurableFiles: Sendable {
     static func sweepPartials(in folder: String) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
         for name in names {
-            guard let marker = name.range(of: ".partial-", options: .backwards), let pid = pid_t(name[marker.upperBound...]), pid > 0 else { continue }
+            guard let marker = name.range(of: ".partial-", options: .backwards), let pid = pid_t(name[marker.upperBound...]), pid > 0 else {
+                continue
+            }
             if kill(pid, 0) == 0 || errno == EPERM { continue }
             unlink((folder as NSString).appendingPathComponent(name))
         }

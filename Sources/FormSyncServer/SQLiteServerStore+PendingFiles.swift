@@ -6,31 +6,35 @@ import Foundation
 /// what a stored file's bytes say it is, and the references that wait for bytes not yet here.
 extension SQLiteServerStore {
     /// Files stored before this version have no signature reading (NULL: not checked).
-    static let pendingFilesMigration = SQLiteMigrator.Migration(version: 6, name: "pending files and media types", sql: """
-        ALTER TABLE files ADD COLUMN media_type TEXT;
-        CREATE INDEX files_digest ON files(workspace, digest);
-        CREATE TABLE pending_files (
-            document_id TEXT NOT NULL,
-            pointer TEXT NOT NULL,
-            workspace TEXT NOT NULL,
-            principal TEXT NOT NULL,
-            digest BLOB NOT NULL,
-            byte_count INTEGER NOT NULL,
-            content_type TEXT NOT NULL,
-            accepted TEXT NOT NULL,
-            record_type TEXT,
-            record_id INTEGER,
-            created_at INTEGER NOT NULL,
-            PRIMARY KEY (document_id, pointer)
-        ) WITHOUT ROWID;
-        CREATE INDEX pending_files_digest ON pending_files(workspace, digest);
-        CREATE INDEX pending_files_age ON pending_files(workspace, created_at);
-        """)
+    static let pendingFilesMigration = SQLiteMigrator.Migration(
+        version: 6, name: "pending files and media types",
+        sql: """
+            ALTER TABLE files ADD COLUMN media_type TEXT;
+            CREATE INDEX files_digest ON files(workspace, digest);
+            CREATE TABLE pending_files (
+                document_id TEXT NOT NULL,
+                pointer TEXT NOT NULL,
+                workspace TEXT NOT NULL,
+                principal TEXT NOT NULL,
+                digest BLOB NOT NULL,
+                byte_count INTEGER NOT NULL,
+                content_type TEXT NOT NULL,
+                accepted TEXT NOT NULL,
+                record_type TEXT,
+                record_id INTEGER,
+                created_at INTEGER NOT NULL,
+                PRIMARY KEY (document_id, pointer)
+            ) WITHOUT ROWID;
+            CREATE INDEX pending_files_digest ON pending_files(workspace, digest);
+            CREATE INDEX pending_files_age ON pending_files(workspace, created_at);
+            """)
 
     private static let fileColumns = "id, workspace, digest, byte_count, content_type, media_type"
 
     private static func storedFile(_ row: SQLiteConnection.Row) -> StoredFile {
-        StoredFile(id: row.int(0), workspace: row.text(1) ?? "", digest: row.blob(2) ?? Data(), byteCount: row.int(3), contentType: row.text(4), mediaType: row.text(5))
+        StoredFile(
+            id: row.int(0), workspace: row.text(1) ?? "", digest: row.blob(2) ?? Data(), byteCount: row.int(3), contentType: row.text(4),
+            mediaType: row.text(5))
     }
 
     func storedFile(id: Int64) throws -> StoredFile? {
@@ -38,31 +42,41 @@ extension SQLiteServerStore {
     }
 
     func storedFile(workspace: String, digest: Data) throws -> StoredFile? {
-        try db.query("SELECT \(Self.fileColumns) FROM files WHERE workspace = ? AND digest = ? ORDER BY id LIMIT 1", [.text(workspace), .blob(digest)], Self.storedFile).first
+        try db.query(
+            "SELECT \(Self.fileColumns) FROM files WHERE workspace = ? AND digest = ? ORDER BY id LIMIT 1",
+            [.text(workspace), .blob(digest)], Self.storedFile
+        ).first
     }
 
-    private static let pendingColumns = "document_id, pointer, workspace, principal, digest, byte_count, content_type, accepted, record_type, record_id, created_at"
+    private static let pendingColumns =
+        "document_id, pointer, workspace, principal, digest, byte_count, content_type, accepted, record_type, record_id, created_at"
 
     private static func pending(_ row: SQLiteConnection.Row) -> PendingFile {
-        PendingFile(documentID: row.text(0) ?? "", pointer: row.text(1) ?? "", workspace: row.text(2) ?? "", principal: row.text(3) ?? "",
-                    digest: row.blob(4) ?? Data(), byteCount: row.int(5), contentType: row.text(6) ?? "",
-                    accepted: (row.text(7) ?? "").split(separator: " ").map(String.init), recordType: row.text(8), recordID: row.optionalInt(9), since: row.int(10))
+        PendingFile(
+            documentID: row.text(0) ?? "", pointer: row.text(1) ?? "", workspace: row.text(2) ?? "", principal: row.text(3) ?? "",
+            digest: row.blob(4) ?? Data(), byteCount: row.int(5), contentType: row.text(6) ?? "",
+            accepted: (row.text(7) ?? "").split(separator: " ").map(String.init), recordType: row.text(8), recordID: row.optionalInt(9),
+            since: row.int(10))
     }
 
     func setPendingFiles(document documentID: String, _ files: [PendingFile]) throws {
         try db.run("DELETE FROM pending_files WHERE document_id = ?", [.text(documentID)])
         for file in files {
-            try db.run("INSERT OR REPLACE INTO pending_files (\(Self.pendingColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-                .text(file.documentID), .text(file.pointer), .text(file.workspace), .text(file.principal), .blob(file.digest), .integer(file.byteCount),
-                .text(file.contentType), .text(file.accepted.joined(separator: " ")), file.recordType.map(SQLValue.text) ?? .null,
-                file.recordID.map(SQLValue.integer) ?? .null, .integer(file.since),
-            ])
+            try db.run(
+                "INSERT OR REPLACE INTO pending_files (\(Self.pendingColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    .text(file.documentID), .text(file.pointer), .text(file.workspace), .text(file.principal), .blob(file.digest),
+                    .integer(file.byteCount),
+                    .text(file.contentType), .text(file.accepted.joined(separator: " ")), file.recordType.map(SQLValue.text) ?? .null,
+                    file.recordID.map(SQLValue.integer) ?? .null, .integer(file.since),
+                ])
         }
     }
 
     func pendingFiles(workspace: String, digest: Data) throws -> [PendingFile] {
-        try db.query("SELECT \(Self.pendingColumns) FROM pending_files WHERE workspace = ? AND digest = ? ORDER BY document_id, pointer",
-                     [.text(workspace), .blob(digest)], Self.pending)
+        try db.query(
+            "SELECT \(Self.pendingColumns) FROM pending_files WHERE workspace = ? AND digest = ? ORDER BY document_id, pointer",
+            [.text(workspace), .blob(digest)], Self.pending)
     }
 
     func removePendingFiles(workspace: String, digest: Data) throws {
@@ -70,10 +84,12 @@ extension SQLiteServerStore {
     }
 
     func pendingFiles(workspace: String, principal: String?, limit: Int) throws -> [PendingFile] {
-        try db.query("""
+        try db.query(
+            """
             SELECT \(Self.pendingColumns) FROM pending_files WHERE workspace = ? AND (? IS NULL OR principal = ?)
             ORDER BY created_at, document_id, pointer LIMIT ?
-            """, [.text(workspace), principal.map(SQLValue.text) ?? .null, principal.map(SQLValue.text) ?? .null, .integer(Int64(limit))], Self.pending)
+            """, [.text(workspace), principal.map(SQLValue.text) ?? .null, principal.map(SQLValue.text) ?? .null, .integer(Int64(limit))],
+            Self.pending)
     }
 }
 

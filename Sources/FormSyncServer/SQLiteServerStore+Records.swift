@@ -8,29 +8,31 @@ import Foundation
 /// exactly after what a device already has. A record that leaves a scope (deleted, or moved to
 /// another courier) leaves a tombstone in the old scope.
 extension SQLiteServerStore {
-    static let recordsMigration = SQLiteMigrator.Migration(version: 3, name: "records and changes", sql: """
-        CREATE TABLE records (
-            workspace TEXT NOT NULL,
-            type TEXT NOT NULL,
-            id INTEGER NOT NULL,
-            version INTEGER NOT NULL,
-            scope TEXT NOT NULL,
-            payload BLOB NOT NULL,
-            updated_at INTEGER NOT NULL,
-            PRIMARY KEY (workspace, type, id)
-        ) WITHOUT ROWID;
-        CREATE TABLE changes (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            workspace TEXT NOT NULL,
-            type TEXT NOT NULL,
-            id INTEGER NOT NULL,
-            scope TEXT NOT NULL,
-            deleted INTEGER NOT NULL,
-            UNIQUE (workspace, type, id, scope)
-        );
-        CREATE INDEX changes_feed ON changes(workspace, seq);
-        CREATE INDEX records_id ON records(id);
-        """)
+    static let recordsMigration = SQLiteMigrator.Migration(
+        version: 3, name: "records and changes",
+        sql: """
+            CREATE TABLE records (
+                workspace TEXT NOT NULL,
+                type TEXT NOT NULL,
+                id INTEGER NOT NULL,
+                version INTEGER NOT NULL,
+                scope TEXT NOT NULL,
+                payload BLOB NOT NULL,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (workspace, type, id)
+            ) WITHOUT ROWID;
+            CREATE TABLE changes (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                workspace TEXT NOT NULL,
+                type TEXT NOT NULL,
+                id INTEGER NOT NULL,
+                scope TEXT NOT NULL,
+                deleted INTEGER NOT NULL,
+                UNIQUE (workspace, type, id, scope)
+            );
+            CREATE INDEX changes_feed ON changes(workspace, seq);
+            CREATE INDEX records_id ON records(id);
+            """)
 
     /// The next id for a document or a record: one sequence for both, since a record created
     /// by a document takes the document's id, and back-office records must not collide with it.
@@ -69,13 +71,16 @@ extension SQLiteServerStore {
             "SELECT type, id, version, scope, payload FROM records WHERE workspace = ? AND type = ? AND id = ?",
             [.text(workspace), .text(type), .integer(id)]
         ) { row in
-            StoredRecord(type: row.text(0) ?? "", id: row.int(1), version: Int(row.int(2)), scope: row.text(3) ?? "", payload: row.blob(4) ?? Data())
+            StoredRecord(
+                type: row.text(0) ?? "", id: row.int(1), version: Int(row.int(2)), scope: row.text(3) ?? "", payload: row.blob(4) ?? Data())
         }.first
     }
 
     func records(workspace: String) throws -> [StoredRecord] {
-        try db.query("SELECT type, id, version, scope, payload FROM records WHERE workspace = ? ORDER BY type, id", [.text(workspace)]) { row in
-            StoredRecord(type: row.text(0) ?? "", id: row.int(1), version: Int(row.int(2)), scope: row.text(3) ?? "", payload: row.blob(4) ?? Data())
+        try db.query("SELECT type, id, version, scope, payload FROM records WHERE workspace = ? ORDER BY type, id", [.text(workspace)]) {
+            row in
+            StoredRecord(
+                type: row.text(0) ?? "", id: row.int(1), version: Int(row.int(2)), scope: row.text(3) ?? "", payload: row.blob(4) ?? Data())
         }
     }
 
@@ -111,18 +116,22 @@ extension SQLiteServerStore {
     /// workspace, and the removal of a record only once it is gone from every scope), in
     /// commit order.
     func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
-        let visible = principal == nil
+        let visible =
+            principal == nil
             ? "(c.deleted = 0 OR NOT EXISTS (SELECT 1 FROM records g WHERE g.workspace = c.workspace AND g.type = c.type AND g.id = c.id))"
             : "(c.scope = '' OR c.scope = ?)"
         let values: [SQLValue] = [.integer(cursor), .text(workspace)] + (principal.map { [.text($0)] } ?? []) + [.integer(Int64(limit))]
-        return try db.query("""
+        return try db.query(
+            """
             SELECT c.seq, c.type, c.id, c.deleted, r.version, r.payload
             FROM changes c LEFT JOIN records r ON r.workspace = c.workspace AND r.type = c.type AND r.id = c.id AND c.deleted = 0
             WHERE c.seq > ? AND c.workspace = ? AND \(visible)
             ORDER BY c.seq LIMIT ?
             """, values
         ) { row in
-            FeedEntry(seq: row.int(0), type: row.text(1) ?? "", id: row.int(2), deleted: row.int(3) != 0, version: Int(row.optionalInt(4) ?? 0), payload: row.blob(5))
+            FeedEntry(
+                seq: row.int(0), type: row.text(1) ?? "", id: row.int(2), deleted: row.int(3) != 0, version: Int(row.optionalInt(4) ?? 0),
+                payload: row.blob(5))
         }
     }
 

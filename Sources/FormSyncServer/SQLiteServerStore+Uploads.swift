@@ -7,25 +7,29 @@ import Foundation
 /// `files/uploads/<id>.part`. The offset is written after the bytes are synced, so it never
 /// claims bytes the disk does not hold.
 extension SQLiteServerStore {
-    static let uploadsMigration = SQLiteMigrator.Migration(version: 4, name: "resumable uploads", sql: """
-        CREATE TABLE uploads (
-            upload_id TEXT PRIMARY KEY,
-            document_id TEXT NOT NULL UNIQUE,
-            workspace TEXT NOT NULL,
-            length INTEGER NOT NULL,
-            offset INTEGER NOT NULL,
-            digest BLOB NOT NULL,
-            content_type TEXT,
-            file_id INTEGER,
-            created_at INTEGER NOT NULL
-        ) WITHOUT ROWID;
-        """)
+    static let uploadsMigration = SQLiteMigrator.Migration(
+        version: 4, name: "resumable uploads",
+        sql: """
+            CREATE TABLE uploads (
+                upload_id TEXT PRIMARY KEY,
+                document_id TEXT NOT NULL UNIQUE,
+                workspace TEXT NOT NULL,
+                length INTEGER NOT NULL,
+                offset INTEGER NOT NULL,
+                digest BLOB NOT NULL,
+                content_type TEXT,
+                file_id INTEGER,
+                created_at INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            """)
 
     private static let uploadColumns = "upload_id, document_id, workspace, length, offset, digest, content_type, file_id, principal"
 
     private static func upload(_ row: SQLiteConnection.Row) -> StoredUpload {
-        StoredUpload(uploadID: row.text(0) ?? "", documentID: row.text(1) ?? "", workspace: row.text(2) ?? "", length: row.int(3), offset: row.int(4),
-               digest: row.blob(5) ?? Data(), contentType: row.text(6), fileID: row.optionalInt(7), principal: row.text(8))
+        StoredUpload(
+            uploadID: row.text(0) ?? "", documentID: row.text(1) ?? "", workspace: row.text(2) ?? "", length: row.int(3),
+            offset: row.int(4),
+            digest: row.blob(5) ?? Data(), contentType: row.text(6), fileID: row.optionalInt(7), principal: row.text(8))
     }
 
     func upload(id: String) throws -> StoredUpload? {
@@ -37,8 +41,10 @@ extension SQLiteServerStore {
     }
 
     func createUpload(_ upload: StoredUpload, at now: Int64) throws {
-        try FileManager.default.createDirectory(atPath: uploadsDirectory, withIntermediateDirectories: true, attributes: Self.ownerOnlyFolder)
-        guard FileManager.default.createFile(atPath: partPath(upload.uploadID), contents: nil, attributes: [.posixPermissions: 0o600]) else {
+        try FileManager.default.createDirectory(
+            atPath: uploadsDirectory, withIntermediateDirectories: true, attributes: Self.ownerOnlyFolder)
+        guard FileManager.default.createFile(atPath: partPath(upload.uploadID), contents: nil, attributes: [.posixPermissions: 0o600])
+        else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: partPath(upload.uploadID)])
         }
         // The part's name is durable before the row that says its bytes are there.
@@ -47,11 +53,16 @@ extension SQLiteServerStore {
     }
 
     private func insertUpload(_ upload: StoredUpload, at now: Int64) throws {
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO uploads (upload_id, document_id, workspace, principal, length, offset, digest, content_type, created_at, touched_at)
             VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
-            """, [.text(upload.uploadID), .text(upload.documentID), .text(upload.workspace), upload.principal.map(SQLValue.text) ?? .null, .integer(upload.length),
-                  .blob(upload.digest), upload.contentType.map(SQLValue.text) ?? .null, .integer(now), .integer(now)])
+            """,
+            [
+                .text(upload.uploadID), .text(upload.documentID), .text(upload.workspace), upload.principal.map(SQLValue.text) ?? .null,
+                .integer(upload.length),
+                .blob(upload.digest), upload.contentType.map(SQLValue.text) ?? .null, .integer(now), .integer(now),
+            ])
     }
 
     func setUploadOffset(_ id: String, _ offset: Int64, at now: Int64) throws {
@@ -60,10 +71,15 @@ extension SQLiteServerStore {
 
     /// Unfinished uploads and the bytes they announced, of one principal and of one workspace.
     func unfinishedUploads(principal: String, workspace: String) throws -> (count: Int64, bytes: Int64, workspaceBytes: Int64) {
-        let mine = try db.query(
-            "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM uploads WHERE file_id IS NULL AND workspace = ? AND principal = ?",
-            [.text(workspace), .text(principal)], { ($0.int(0), $0.int(1)) }).first ?? (0, 0)
-        let all = try db.query("SELECT COALESCE(SUM(length), 0) FROM uploads WHERE file_id IS NULL AND workspace = ?", [.text(workspace)], { $0.int(0) }).first ?? 0
+        let mine =
+            try db.query(
+                "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM uploads WHERE file_id IS NULL AND workspace = ? AND principal = ?",
+                [.text(workspace), .text(principal)], { ($0.int(0), $0.int(1)) }
+            ).first ?? (0, 0)
+        let all =
+            try db.query(
+                "SELECT COALESCE(SUM(length), 0) FROM uploads WHERE file_id IS NULL AND workspace = ?", [.text(workspace)], { $0.int(0) }
+            ).first ?? 0
         return (mine.0, mine.1, all)
     }
 
@@ -72,7 +88,8 @@ extension SQLiteServerStore {
     @discardableResult
     func expireUploads(before cutoff: Int64, limit: Int) throws -> Int {
         let stale = try db.query(
-            "SELECT upload_id FROM uploads WHERE file_id IS NULL AND touched_at < ? ORDER BY touched_at LIMIT ?", [.integer(cutoff), .integer(Int64(limit))],
+            "SELECT upload_id FROM uploads WHERE file_id IS NULL AND touched_at < ? ORDER BY touched_at LIMIT ?",
+            [.integer(cutoff), .integer(Int64(limit))],
             { $0.text(0) ?? "" })
         for id in stale {
             _ = try transaction { try db.run("DELETE FROM uploads WHERE upload_id = ?", [.text(id)]) }
@@ -106,8 +123,9 @@ extension SQLiteServerStore {
     }
 
     func completeUpload(_ upload: StoredUpload, digest: Data, mediaType: String, principal: String, at now: Int64) throws -> Int64 {
-        let id = try adoptFile(upload.documentID, workspace: upload.workspace, principal: principal, from: partPath(upload.uploadID), digest: digest,
-                               byteCount: upload.length, contentType: upload.contentType, mediaType: mediaType, at: now)
+        let id = try adoptFile(
+            upload.documentID, workspace: upload.workspace, principal: principal, from: partPath(upload.uploadID), digest: digest,
+            byteCount: upload.length, contentType: upload.contentType, mediaType: mediaType, at: now)
         try finishUpload(upload.uploadID, fileID: id)
         return id
     }
@@ -129,13 +147,18 @@ extension SQLiteServerStore {
     }
 
     /// Makes the finished upload's bytes a stored file of `documentID` (moved, not copied).
-    func adoptFile(_ documentID: String, workspace: String, principal: String, from path: String, digest: Data, byteCount: Int64, contentType: String?, mediaType: String, at now: Int64) throws -> Int64 {
+    func adoptFile(
+        _ documentID: String, workspace: String, principal: String, from path: String, digest: Data, byteCount: Int64, contentType: String?,
+        mediaType: String, at now: Int64
+    ) throws -> Int64 {
         let target = blobPath(digest)
         if FileManager.default.fileExists(atPath: target) {
             try? FileManager.default.removeItem(atPath: path)
         } else {
             try durableFiles.move(path, to: target)
         }
-        return try insertFile(documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, mediaType: mediaType, byteCount: byteCount, at: now)
+        return try insertFile(
+            documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, mediaType: mediaType,
+            byteCount: byteCount, at: now)
     }
 }

@@ -19,41 +19,45 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     }
 
     static let migrations = SQLiteMigrator(migrations: [
-        .init(version: 1, name: "server", sql: """
-            CREATE TABLE ledger (
-                key TEXT PRIMARY KEY,
-                hash BLOB NOT NULL,
-                status INTEGER,
-                headers TEXT,
-                body BLOB,
-                created_at INTEGER NOT NULL
-            );
-            CREATE TABLE documents (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                document_id TEXT NOT NULL UNIQUE,
-                form TEXT NOT NULL,
-                form_version INTEGER NOT NULL,
-                version INTEGER NOT NULL,
-                payload BLOB NOT NULL,
-                applied_writes INTEGER NOT NULL,
-                created_at INTEGER NOT NULL,
-                updated_at INTEGER NOT NULL
-            );
-            CREATE TABLE files (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                document_id TEXT NOT NULL UNIQUE,
-                digest BLOB NOT NULL,
-                content_type TEXT,
-                byte_count INTEGER NOT NULL,
-                created_at INTEGER NOT NULL
-            );
-            CREATE TABLE tokens (token TEXT PRIMARY KEY, kind TEXT NOT NULL, expires_at INTEGER NOT NULL);
-            """),
-        .init(version: 2, name: "workspaces and principals", sql: """
-            ALTER TABLE documents ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
-            ALTER TABLE files ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
-            ALTER TABLE tokens ADD COLUMN principal TEXT NOT NULL DEFAULT 'default';
-            """),
+        .init(
+            version: 1, name: "server",
+            sql: """
+                CREATE TABLE ledger (
+                    key TEXT PRIMARY KEY,
+                    hash BLOB NOT NULL,
+                    status INTEGER,
+                    headers TEXT,
+                    body BLOB,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE TABLE documents (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    document_id TEXT NOT NULL UNIQUE,
+                    form TEXT NOT NULL,
+                    form_version INTEGER NOT NULL,
+                    version INTEGER NOT NULL,
+                    payload BLOB NOT NULL,
+                    applied_writes INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL
+                );
+                CREATE TABLE files (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    document_id TEXT NOT NULL UNIQUE,
+                    digest BLOB NOT NULL,
+                    content_type TEXT,
+                    byte_count INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE TABLE tokens (token TEXT PRIMARY KEY, kind TEXT NOT NULL, expires_at INTEGER NOT NULL);
+                """),
+        .init(
+            version: 2, name: "workspaces and principals",
+            sql: """
+                ALTER TABLE documents ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
+                ALTER TABLE files ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
+                ALTER TABLE tokens ADD COLUMN principal TEXT NOT NULL DEFAULT 'default';
+                """),
         recordsMigration,
         uploadsMigration,
         grantsMigration,
@@ -237,24 +241,29 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     // MARK: Ledger
 
-    func idempotentWrite(key: String, hash: Data, holdMilliseconds: Int?, now: Int64, _ body: () throws -> HTTPResponse) throws -> LedgerOutcome {
+    func idempotentWrite(
+        key: String, hash: Data, holdMilliseconds: Int?, now: Int64, _ body: () throws -> HTTPResponse
+    ) throws -> LedgerOutcome {
         if let holdMilliseconds {
             // Marked in flight first and then held, so that a retry arriving meanwhile meets 409.
             if let known = exclusive({ () -> LedgerOutcome? in
                 if let entry = ledgerEntry(key) { return Self.outcome(entry) }
                 beginLedger(key, hash: hash)
                 return nil
-            }) { return known }
+            }) {
+                return known
+            }
             Thread.sleep(forTimeInterval: Double(holdMilliseconds) / 1000)
         }
         return try exclusive {
             if holdMilliseconds == nil, let entry = ledgerEntry(key) { return Self.outcome(entry) }
             do {
-                return .processed(try batchedTransaction {
-                    let response = try body()
-                    try finishLedger(key, hash: hash, with: response, at: now)
-                    return response
-                })
+                return .processed(
+                    try batchedTransaction {
+                        let response = try body()
+                        try finishLedger(key, hash: hash, with: response, at: now)
+                        return response
+                    })
             } catch {
                 abandonLedger(key)
                 // Another server process on the same files may have answered the key meanwhile
@@ -272,15 +281,16 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     func ledgerEntry(_ key: String) -> LedgerEntry? {
         if let hash = inFlight[key] { return LedgerEntry(hash: hash, response: nil) }
-        return (try? db.query("SELECT hash, status, headers, body FROM ledger WHERE key = ?", [.text(key)]) { row in
-            let hash = row.blob(0) ?? Data()
-            guard let status = row.optionalInt(1) else { return LedgerEntry(hash: hash, response: nil) }
-            let headers = (row.text(2) ?? "").split(separator: "\n").compactMap { line -> (String, String)? in
-                let parts = line.split(separator: ":", maxSplits: 1).map(String.init)
-                return parts.count == 2 ? (parts[0], parts[1]) : nil
-            }
-            return LedgerEntry(hash: hash, response: HTTPResponse(status: Int(status), headers: headers, body: row.blob(3) ?? Data()))
-        })?.first
+        return
+            (try? db.query("SELECT hash, status, headers, body FROM ledger WHERE key = ?", [.text(key)]) { row in
+                let hash = row.blob(0) ?? Data()
+                guard let status = row.optionalInt(1) else { return LedgerEntry(hash: hash, response: nil) }
+                let headers = (row.text(2) ?? "").split(separator: "\n").compactMap { line -> (String, String)? in
+                    let parts = line.split(separator: ":", maxSplits: 1).map(String.init)
+                    return parts.count == 2 ? (parts[0], parts[1]) : nil
+                }
+                return LedgerEntry(hash: hash, response: HTTPResponse(status: Int(status), headers: headers, body: row.blob(3) ?? Data()))
+            })?.first
     }
 
     /// Marks `key` in flight (a second request with it gets 409 until it finishes).
@@ -291,8 +301,9 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     /// Records the reply to `key`'s request, in the transaction of its work.
     func finishLedger(_ key: String, hash: Data, with response: HTTPResponse, at now: Int64) throws {
         let headers = response.headers.map { "\($0.0):\($0.1)" }.joined(separator: "\n")
-        try db.run("INSERT INTO ledger (key, hash, status, headers, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                   [.text(key), .blob(hash), .integer(Int64(response.status)), .text(headers), .blob(response.body), .integer(now)])
+        try db.run(
+            "INSERT INTO ledger (key, hash, status, headers, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [.text(key), .blob(hash), .integer(Int64(response.status)), .text(headers), .blob(response.body), .integer(now)])
         inFlight[key] = nil
     }
 
@@ -326,16 +337,22 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     func createDocument(
         _ documentID: String, form: String, formVersion: Int, workspace: String, principal: String, payload: Data, at now: Int64
     ) throws -> SyncServer.Document {
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO documents (id, document_id, form, form_version, workspace, principal, version, payload, applied_writes, created_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, 1, ?, 1, ?, ?)
-            """, [.integer(try nextEntityID()), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace), .text(principal), .blob(payload),
-                  .integer(now), .integer(now)])
+            """,
+            [
+                .integer(try nextEntityID()), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace),
+                .text(principal), .blob(payload),
+                .integer(now), .integer(now),
+            ])
         return document(documentID)!
     }
 
     func updateDocument(_ documentID: String, payload: Data, countingWrite: Bool, at now: Int64) throws -> SyncServer.Document {
-        try db.run("""
+        try db.run(
+            """
             UPDATE documents SET payload = ?, version = version + 1, applied_writes = applied_writes + ?, updated_at = ?
             WHERE document_id = ?
             """, [.blob(payload), .integer(countingWrite ? 1 : 0), .integer(now), .text(documentID)])
@@ -344,7 +361,10 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     // MARK: Files
 
-    func storeFile(_ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, mediaType: String, at now: Int64) throws
+    func storeFile(
+        _ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, mediaType: String,
+        at now: Int64
+    ) throws
         -> (id: Int64, created: Bool, sameBytes: Bool)
     {
         if let existing = try file(document: documentID) {
@@ -354,19 +374,31 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         if !FileManager.default.fileExists(atPath: path) {
             try durableFiles.write(bytes, to: path)
         }
-        return (try insertFile(documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, mediaType: mediaType,
-                               byteCount: Int64(bytes.count), at: now), true, true)
+        return (
+            try insertFile(
+                documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, mediaType: mediaType,
+                byteCount: Int64(bytes.count), at: now), true, true
+        )
     }
 
-    func insertFile(_ documentID: String, workspace: String, principal: String, digest: Data, contentType: String?, mediaType: String, byteCount: Int64, at now: Int64) throws -> Int64 {
-        try db.run("INSERT INTO files (document_id, workspace, principal, digest, content_type, media_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
-            .text(documentID), .text(workspace), .text(principal), .blob(digest), contentType.map(SQLValue.text) ?? .null, .text(mediaType), .integer(byteCount), .integer(now),
-        ])
+    func insertFile(
+        _ documentID: String, workspace: String, principal: String, digest: Data, contentType: String?, mediaType: String, byteCount: Int64,
+        at now: Int64
+    ) throws -> Int64 {
+        try db.run(
+            "INSERT INTO files (document_id, workspace, principal, digest, content_type, media_type, byte_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                .text(documentID), .text(workspace), .text(principal), .blob(digest), contentType.map(SQLValue.text) ?? .null,
+                .text(mediaType), .integer(byteCount), .integer(now),
+            ])
         return db.lastInsertRowID
     }
 
     func file(document documentID: String) throws -> (id: Int64, digest: Data, byteCount: Int64)? {
-        try db.query("SELECT id, digest, byte_count FROM files WHERE document_id = ?", [.text(documentID)], { ($0.int(0), $0.blob(1) ?? Data(), $0.int(2)) }).first
+        try db.query(
+            "SELECT id, digest, byte_count FROM files WHERE document_id = ?", [.text(documentID)],
+            { ($0.int(0), $0.blob(1) ?? Data(), $0.int(2)) }
+        ).first
     }
 
     func fileIDs() -> [Int64] {
@@ -374,7 +406,9 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     }
 
     func fileBytes(_ id: Int64) -> Data? {
-        guard let digest = (try? db.query("SELECT digest FROM files WHERE id = ?", [.integer(id)], { $0.blob(0) ?? Data() }))?.first else { return nil }
+        guard let digest = (try? db.query("SELECT digest FROM files WHERE id = ?", [.integer(id)], { $0.blob(0) ?? Data() }))?.first else {
+            return nil
+        }
         return FileManager.default.contents(atPath: blobPath(digest))
     }
 

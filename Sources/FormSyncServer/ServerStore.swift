@@ -26,7 +26,9 @@ package protocol ServerStore: AnyObject, Sendable {
     /// The idempotency ledger around a write: the recorded reply when `key` was answered, a
     /// mark that it is in flight, or `body`'s reply committed together with its work. `holdMilliseconds`:
     /// the request is marked in flight, then held that long before its work (a fault for tests).
-    func idempotentWrite(key: String, hash: Data, holdMilliseconds: Int?, now: Int64, _ body: () throws -> HTTPResponse) throws -> LedgerOutcome
+    func idempotentWrite(
+        key: String, hash: Data, holdMilliseconds: Int?, now: Int64, _ body: () throws -> HTTPResponse
+    ) throws -> LedgerOutcome
 
     /// A mark taken before a request runs; `whenDurable(since:)` waits for what it wrote.
     func durabilityMark() -> UInt64
@@ -45,7 +47,9 @@ package protocol ServerStore: AnyObject, Sendable {
     func document(_ documentID: String) -> SyncServer.Document?
     func documentCount() -> Int
     func documents() -> [SyncServer.Document]
-    func createDocument(_ documentID: String, form: String, formVersion: Int, workspace: String, principal: String, payload: Data, at now: Int64) throws
+    func createDocument(
+        _ documentID: String, form: String, formVersion: Int, workspace: String, principal: String, payload: Data, at now: Int64
+    ) throws
         -> SyncServer.Document
     /// A document's new payload (version + 1). `countingWrite`: a device's write applied (false
     /// for the server's own change, such as a pending file completed).
@@ -53,7 +57,10 @@ package protocol ServerStore: AnyObject, Sendable {
     /// Stores the bytes once per digest; the same file document is never stored twice. For a
     /// file document already held, `sameBytes` says whether these bytes are the ones it holds.
     /// `mediaType`: what the bytes' signature says they are ("" when not recognised).
-    func storeFile(_ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, mediaType: String, at now: Int64) throws
+    func storeFile(
+        _ documentID: String, workspace: String, principal: String, bytes: Data, digest: Data, contentType: String?, mediaType: String,
+        at now: Int64
+    ) throws
         -> (id: Int64, created: Bool, sameBytes: Bool)
     /// A stored file by its id, of any workspace.
     func storedFile(id: Int64) throws -> StoredFile?
@@ -202,7 +209,10 @@ package struct StoredUpload: Sendable {
     /// Who created it; nil for an upload stored before owners were recorded.
     package var principal: String?
 
-    package init(uploadID: String, documentID: String, workspace: String, length: Int64, offset: Int64, digest: Data, contentType: String?, fileID: Int64?, principal: String?) {
+    package init(
+        uploadID: String, documentID: String, workspace: String, length: Int64, offset: Int64, digest: Data, contentType: String?,
+        fileID: Int64?, principal: String?
+    ) {
         self.uploadID = uploadID
         self.documentID = documentID
         self.workspace = workspace
@@ -255,8 +265,10 @@ package struct PendingFile: Sendable, Equatable {
     package var recordID: Int64?
     package var since: Int64
 
-    package init(documentID: String, pointer: String, workspace: String, principal: String, digest: Data, byteCount: Int64, contentType: String,
-                 accepted: [String], recordType: String?, recordID: Int64?, since: Int64) {
+    package init(
+        documentID: String, pointer: String, workspace: String, principal: String, digest: Data, byteCount: Int64, contentType: String,
+        accepted: [String], recordType: String?, recordID: Int64?, since: Int64
+    ) {
         self.documentID = documentID
         self.pointer = pointer
         self.workspace = workspace

@@ -68,17 +68,23 @@ extension SyncServer {
 
     /// The store could not answer (its database is down or restarting): transient, retried.
     static func storeUnavailable() -> HTTPResponse {
-        .problem(503, "Service Unavailable", detail: "the server's database is not available; retry", code: "busy", headers: [("Retry-After", "1")])
+        .problem(
+            503, "Service Unavailable", detail: "the server's database is not available; retry", code: "busy",
+            headers: [("Retry-After", "1")])
     }
 
     private func caller(of request: HTTPRequest, grant: Grant?) -> CallerCheck {
         if let refusal = misdirected(request) { return .refused(refusal) }
         guard let grant else { return .refused(unauthorized()) }
         guard let workspace = request.header("formsync-workspace"), Self.isIdentifier(workspace) else {
-            return .refused(.problem(400, "Bad Request", detail: "FormSync-Workspace is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :", code: "bad-workspace"))
+            return .refused(
+                .problem(
+                    400, "Bad Request", detail: "FormSync-Workspace is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :",
+                    code: "bad-workspace"))
         }
         guard grant.workspaces.contains(workspace) else {
-            return .refused(.problem(403, "Forbidden", detail: "this token is not issued for workspace \(workspace)", code: "workspace-forbidden"))
+            return .refused(
+                .problem(403, "Forbidden", detail: "this token is not issued for workspace \(workspace)", code: "workspace-forbidden"))
         }
         return .allowed(Caller(principal: grant.principal, role: grant.role, workspace: workspace))
     }
@@ -111,12 +117,16 @@ extension SyncServer {
     }
 
     func unauthorized() -> HTTPResponse {
-        .problem(401, "Unauthorized", detail: "a valid bearer token is required", code: "bad-token", headers: [("WWW-Authenticate", "Bearer")])
+        .problem(
+            401, "Unauthorized", detail: "a valid bearer token is required", code: "bad-token", headers: [("WWW-Authenticate", "Bearer")])
     }
 
     func misdirected(_ request: HTTPRequest) -> HTTPResponse? {
-        guard let workspace, let named = request.header("formsync-workspace"), named != workspace, request.path != "/health" else { return nil }
-        return .problem(421, "Misdirected Request", detail: "this server hosts workspace \(workspace), not \(named)", code: "wrong-workspace")
+        guard let workspace, let named = request.header("formsync-workspace"), named != workspace, request.path != "/health" else {
+            return nil
+        }
+        return .problem(
+            421, "Misdirected Request", detail: "this server hosts workspace \(workspace), not \(named)", code: "wrong-workspace")
     }
 
     // MARK: Issuing

@@ -27,7 +27,10 @@ extension SyncServer {
         for use in uses {
             let ref = use.ref
             if ref.isPending && !acceptsDeferredFiles {
-                errors.append(["pointer": use.pointer, "code": "pending-file", "detail": "This server needs a file's bytes before the submission that names it."])
+                errors.append([
+                    "pointer": use.pointer, "code": "pending-file",
+                    "detail": "This server needs a file's bytes before the submission that names it.",
+                ])
             } else if ref.isPending {
                 guard let sha = ref.sha256 else { continue }  // the validator refused it already
                 try store.lockFileDigest(workspace: caller.workspace, digest: sha)
@@ -42,19 +45,25 @@ extension SyncServer {
                 }
             } else if ref.id > 0 {
                 guard let stored = try store.storedFile(id: ref.id), stored.workspace == caller.workspace else {
-                    errors.append(["pointer": use.pointer, "code": "file-unknown", "detail": "No file \(ref.id) is stored in this workspace."])
+                    errors.append([
+                        "pointer": use.pointer, "code": "file-unknown", "detail": "No file \(ref.id) is stored in this workspace.",
+                    ])
                     continue
                 }
                 if let problem = Self.mismatch(use, stored: stored) { errors.append(problem) }
             }
         }
         guard errors.isEmpty else {
-            return .refused(.problem(422, "Unprocessable Content", detail: "\(errors.count) file reference(s) do not match the files stored", code: "invalid-payload", errors: errors))
+            return .refused(
+                .problem(
+                    422, "Unprocessable Content", detail: "\(errors.count) file reference(s) do not match the files stored",
+                    code: "invalid-payload", errors: errors))
         }
         var resolved = payload
         for (digest, id) in completed {
             for use in uses where use.ref.digest == digest && use.ref.isPending {
-                resolved = Self.replacing(use.ref, with: FileRef(id: id, byteCount: use.ref.byteCount, contentType: use.ref.contentType), in: resolved)
+                resolved = Self.replacing(
+                    use.ref, with: FileRef(id: id, byteCount: use.ref.byteCount, contentType: use.ref.contentType), in: resolved)
             }
         }
         return .checked(payload: resolved, pending: pending)
@@ -64,10 +73,18 @@ extension SyncServer {
     static func mismatch(_ use: FileUse, stored: StoredFile) -> [String: String]? {
         let ref = use.ref
         if let size = ref.byteCount, size != stored.byteCount {
-            return ["pointer": use.pointer, "code": "file-mismatch", "detail": "The file stored is \(stored.byteCount) bytes; the payload says \(size)."]
+            return [
+                "pointer": use.pointer, "code": "file-mismatch",
+                "detail": "The file stored is \(stored.byteCount) bytes; the payload says \(size).",
+            ]
         }
-        if let type = ref.contentType, let declared = stored.contentType, MediaSignature.canonical(type) != MediaSignature.canonical(declared) {
-            return ["pointer": use.pointer, "code": "file-mismatch", "detail": "The file was uploaded as \(declared); the payload says \(type)."]
+        if let type = ref.contentType, let declared = stored.contentType,
+            MediaSignature.canonical(type) != MediaSignature.canonical(declared)
+        {
+            return [
+                "pointer": use.pointer, "code": "file-mismatch",
+                "detail": "The file was uploaded as \(declared); the payload says \(type).",
+            ]
         }
         if let problem = signatureProblem(mediaType: stored.mediaType, declared: ref.contentType, accepted: use.contentTypes) {
             return ["pointer": use.pointer, "code": "content_type", "detail": problem]
@@ -85,17 +102,23 @@ extension SyncServer {
     /// Records a written document's pending files (none clears them), with the record it wrote.
     func notePendingFiles(_ pending: [FileUse], documentID: String, caller: Caller, record: (type: String, id: Int64)?) throws {
         let now = now()
-        try store.setPendingFiles(document: documentID, pending.map { use in
-            PendingFile(documentID: documentID, pointer: use.pointer, workspace: caller.workspace, principal: caller.principal, digest: use.ref.sha256 ?? Data(),
-                        byteCount: use.ref.byteCount ?? 0, contentType: use.ref.contentType ?? "", accepted: use.contentTypes,
-                        recordType: record?.type, recordID: record?.id, since: now)
-        })
+        try store.setPendingFiles(
+            document: documentID,
+            pending.map { use in
+                PendingFile(
+                    documentID: documentID, pointer: use.pointer, workspace: caller.workspace, principal: caller.principal,
+                    digest: use.ref.sha256 ?? Data(),
+                    byteCount: use.ref.byteCount ?? 0, contentType: use.ref.contentType ?? "", accepted: use.contentTypes,
+                    recordType: record?.type, recordID: record?.id, since: now)
+            })
     }
 
     /// Whether a file about to be stored matches every pending file waiting for its digest in
     /// its workspace; the refusal (422 `file-mismatch`, one error per pending reference) when not.
     /// `mediaType`: what the bytes say ("" not recognised; nil before they arrived).
-    func refusalByPendingFiles(workspace: String, digest: Data, byteCount: Int64, contentType: String?, mediaType: String?) throws -> HTTPResponse? {
+    func refusalByPendingFiles(
+        workspace: String, digest: Data, byteCount: Int64, contentType: String?, mediaType: String?
+    ) throws -> HTTPResponse? {
         try store.lockFileDigest(workspace: workspace, digest: digest)
         var errors: [[String: String]] = []
         for pending in try store.pendingFiles(workspace: workspace, digest: digest) {
@@ -107,10 +130,14 @@ extension SyncServer {
             } else {
                 detail = Self.signatureProblem(mediaType: mediaType, declared: pending.contentType, accepted: pending.accepted)
             }
-            if let detail { errors.append(["document_id": pending.documentID, "pointer": pending.pointer, "code": "file-mismatch", "detail": detail]) }
+            if let detail {
+                errors.append(["document_id": pending.documentID, "pointer": pending.pointer, "code": "file-mismatch", "detail": detail])
+            }
         }
         guard !errors.isEmpty else { return nil }
-        return .problem(422, "Unprocessable Content", detail: "the file does not match what \(errors.count) pending reference(s) announced", code: "file-mismatch", errors: errors)
+        return .problem(
+            422, "Unprocessable Content", detail: "the file does not match what \(errors.count) pending reference(s) announced",
+            code: "file-mismatch", errors: errors)
     }
 
     /// Completes every pending file of `workspace` waiting for `digest` with the stored file
@@ -123,17 +150,22 @@ extension SyncServer {
         var documents: Set<String> = []
         var records: Set<String> = []
         for pending in waiting {
-            let announced = FileRef(id: 0, byteCount: pending.byteCount, contentType: pending.contentType, digest: FileRef.digestText(digest))
+            let announced = FileRef(
+                id: 0, byteCount: pending.byteCount, contentType: pending.contentType, digest: FileRef.digestText(digest))
             let stored = FileRef(id: fileID, byteCount: pending.byteCount, contentType: pending.contentType)
             if documents.insert(pending.documentID).inserted, let document = store.document(pending.documentID) {
                 let payload = Self.replacing(announced, with: stored, in: document.payload)
-                if payload != document.payload { _ = try store.updateDocument(pending.documentID, payload: payload, countingWrite: false, at: now) }
+                if payload != document.payload {
+                    _ = try store.updateDocument(pending.documentID, payload: payload, countingWrite: false, at: now)
+                }
             }
             if let type = pending.recordType, let id = pending.recordID, records.insert("\(type):\(id)").inserted,
                 let record = try store.record(workspace: workspace, type: type, id: id)
             {
                 let payload = Self.replacing(announced, with: stored, in: record.payload)
-                if payload != record.payload { _ = try store.putRecord(workspace: workspace, type: type, id: id, scope: record.scope, payload: payload, at: now) }
+                if payload != record.payload {
+                    _ = try store.putRecord(workspace: workspace, type: type, id: id, scope: record.scope, payload: payload, at: now)
+                }
             }
         }
         try store.removePendingFiles(workspace: workspace, digest: digest)
@@ -171,7 +203,8 @@ extension SyncServer {
                 if let type = file.contentType { object["content_type"] = type }
                 return .json(200, object, headers: [("Cache-Control", "no-store")])
             } catch {
-                return .problem(503, "Service Unavailable", detail: "the store cannot answer now", code: "busy", headers: [("Retry-After", "5")])
+                return .problem(
+                    503, "Service Unavailable", detail: "the store cannot answer now", code: "busy", headers: [("Retry-After", "5")])
             }
         }
     }
@@ -191,10 +224,14 @@ extension SyncServer {
             return .problem(404, "Not Found", detail: "no file \(text) here", code: "no-such-file")
         }
         let found: (StoredFile, Data)? = locked {
-            guard let file = try? store.storedFile(id: id), file.workspace == caller.workspace, let bytes = store.fileBytes(id) else { return nil }
+            guard let file = try? store.storedFile(id: id), file.workspace == caller.workspace, let bytes = store.fileBytes(id) else {
+                return nil
+            }
             return (file, bytes)
         }
-        guard let (file, bytes) = found else { return .problem(404, "Not Found", detail: "no file \(id) in this workspace", code: "no-such-file") }
+        guard let (file, bytes) = found else {
+            return .problem(404, "Not Found", detail: "no file \(id) in this workspace", code: "no-such-file")
+        }
         let etag = "\"" + file.digest.map { String(format: "%02x", $0) }.joined() + "\""
         var headers: [(String, String)] = [
             ("Content-Type", file.contentType ?? "application/octet-stream"), ("ETag", etag), ("Accept-Ranges", "bytes"),
@@ -206,7 +243,9 @@ extension SyncServer {
         }
         guard let (first, last) = Self.byteRange(range, total: total) else {
             headers.append(("Content-Range", "bytes */\(total)"))
-            var refusal = HTTPResponse.problem(416, "Range Not Satisfiable", detail: "the range \(range.prefix(64)) is not within the file's \(total) bytes", code: "bad-range")
+            var refusal = HTTPResponse.problem(
+                416, "Range Not Satisfiable", detail: "the range \(range.prefix(64)) is not within the file's \(total) bytes",
+                code: "bad-range")
             refusal.headers.append(contentsOf: headers.filter { $0.0 == "Content-Range" })
             return refusal
         }
@@ -249,12 +288,16 @@ extension SyncServer {
                         "document_id": pending.documentID, "pointer": pending.pointer, "digest": FileRef.digestText(pending.digest),
                         "byte_count": pending.byteCount, "content_type": pending.contentType, "since": Self.timestamp(pending.since),
                     ]
-                    if let form = store.document(pending.documentID) { item["form"] = form.form; item["id"] = form.id }
+                    if let form = store.document(pending.documentID) {
+                        item["form"] = form.form
+                        item["id"] = form.id
+                    }
                     return item
                 }
                 return .json(200, ["pending": items], headers: [("Cache-Control", "no-store")])
             } catch {
-                return .problem(503, "Service Unavailable", detail: "the store cannot answer now", code: "busy", headers: [("Retry-After", "5")])
+                return .problem(
+                    503, "Service Unavailable", detail: "the store cannot answer now", code: "busy", headers: [("Retry-After", "5")])
             }
         }
     }

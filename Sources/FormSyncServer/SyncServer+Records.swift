@@ -27,7 +27,8 @@ extension SyncServer {
 
         public var description: String {
             switch self {
-            case .invalid(let errors): return "the record breaks \(errors.count) rule(s): " + errors.map { "\($0.pointer) \($0.detail)" }.joined(separator: "; ")
+            case .invalid(let errors):
+                return "the record breaks \(errors.count) rule(s): " + errors.map { "\($0.pointer) \($0.detail)" }.joined(separator: "; ")
             case .malformed(let reason): return reason
             }
         }
@@ -80,10 +81,13 @@ extension SyncServer {
     /// are unique across the server).
     private func seedRecord(_ seed: RecordSeed) throws -> Record {
         guard Self.isIdentifier(seed.workspace) else {
-            throw RecordError.malformed("a record's workspace is 1 to 128 characters from A-Z a-z 0-9 - . _ ~ : (not \"\(seed.workspace.prefix(40))\")")
+            throw RecordError.malformed(
+                "a record's workspace is 1 to 128 characters from A-Z a-z 0-9 - . _ ~ : (not \"\(seed.workspace.prefix(40))\")")
         }
         guard recordTypes[seed.type] != nil else {
-            throw RecordError.malformed("this server has no record spec for type \"\(seed.type.prefix(140))\" (it holds \(recordTypes.names.joined(separator: ", ")))")
+            throw RecordError.malformed(
+                "this server has no record spec for type \"\(seed.type.prefix(140))\" (it holds \(recordTypes.names.joined(separator: ", ")))"
+            )
         }
         let prepared: (payload: Data, scope: String)
         switch prepareRecord(seed.type, payload: seed.fields) {
@@ -92,15 +96,20 @@ extension SyncServer {
         }
         let id: Int64
         if let given = seed.id {
-            guard given >= 1 && given <= Self.maxEntityID else { throw RecordError.malformed("a record id is a whole number from 1 to 2^53 - 1") }
+            guard given >= 1 && given <= Self.maxEntityID else {
+                throw RecordError.malformed("a record id is a whole number from 1 to 2^53 - 1")
+            }
             if let holder = try store.holder(ofID: given), holder != seed.type {
-                throw RecordError.malformed("id \(given) already belongs to \(holder == "" ? "a document" : "a \(holder) record"); ids are unique across the server")
+                throw RecordError.malformed(
+                    "id \(given) already belongs to \(holder == "" ? "a document" : "a \(holder) record"); ids are unique across the server"
+                )
             }
             id = given
         } else {
             id = try store.nextEntityID()
         }
-        let version = try store.putRecord(workspace: seed.workspace, type: seed.type, id: id, scope: prepared.scope, payload: prepared.payload, at: now())
+        let version = try store.putRecord(
+            workspace: seed.workspace, type: seed.type, id: id, scope: prepared.scope, payload: prepared.payload, at: now())
         return Record(type: seed.type, id: id, version: version, scope: prepared.scope, fields: prepared.payload)
     }
 
@@ -120,7 +129,8 @@ extension SyncServer {
     /// Writes a typed record (a new one when its id is 0).
     @discardableResult
     public func putRecord<R: SyncRecord>(_ record: R, workspace: String) throws -> R {
-        let stored = try putRecord(R.recordType, id: record.id > 0 ? record.id : nil, fields: try FormRegistry.encode(record), workspace: workspace)
+        let stored = try putRecord(
+            R.recordType, id: record.id > 0 ? record.id : nil, fields: try FormRegistry.encode(record), workspace: workspace)
         return try RecordProjection.decode(R.self, fields: stored.fields, id: stored.id, version: stored.version)
     }
 
@@ -155,22 +165,30 @@ extension SyncServer {
     func prepareRecord(_ type: String, payload: Data) -> Result<(payload: Data, scope: String), Refusal> {
         guard let slices = JSONObjectSlices(payload) else {
             let detail = "the \(type) record is not a JSON object"
-            return .failure(Refusal(response: .problem(422, "Unprocessable Content", detail: detail, code: "invalid-record"), error: .malformed(detail)))
+            return .failure(
+                Refusal(response: .problem(422, "Unprocessable Content", detail: detail, code: "invalid-record"), error: .malformed(detail))
+            )
         }
         guard let entry = recordTypes[type] else {
             // A type this server has no spec for is stored as given, once it is proven JSON.
             guard (try? JSONSerialization.jsonObject(with: slices.data)) != nil else {
                 let detail = "the \(type) record is not valid JSON"
-                return .failure(Refusal(response: .problem(422, "Unprocessable Content", detail: detail, code: "invalid-record"), error: .malformed(detail)))
+                return .failure(
+                    Refusal(
+                        response: .problem(422, "Unprocessable Content", detail: detail, code: "invalid-record"), error: .malformed(detail))
+                )
             }
             return .success((slices.data, ""))
         }
         let errors = entry.validate(slices.data)
         guard errors.isEmpty else {
-            return .failure(Refusal(
-                response: .problem(422, "Unprocessable Content", detail: "the \(type) record would break \(errors.count) rule(s)", code: "invalid-record",
-                                   errors: errors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] }),
-                error: .invalid(errors)))
+            return .failure(
+                Refusal(
+                    response: .problem(
+                        422, "Unprocessable Content", detail: "the \(type) record would break \(errors.count) rule(s)",
+                        code: "invalid-record",
+                        errors: errors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] }),
+                    error: .invalid(errors)))
         }
         return .success((slices.data, entry.scopeValue(slices.data) ?? ""))
     }
@@ -181,7 +199,9 @@ extension SyncServer {
 
     /// The record a form creates, as the reply's `entity`, when it exists.
     func entity(_ entry: FormRegistry.Entry, id: Int64, workspace: String) throws -> [String: Any]? {
-        guard let action = entry.recordAction, let record = try store.record(workspace: workspace, type: action.recordType, id: id) else { return nil }
+        guard let action = entry.recordAction, let record = try store.record(workspace: workspace, type: action.recordType, id: id) else {
+            return nil
+        }
         return Self.entityObject(type: record.type, id: record.id, version: record.version, payload: record.payload)
     }
 
@@ -196,13 +216,17 @@ extension SyncServer {
         let workspace = caller.workspace
         let documentID = request.header("formsync-document")!
         guard let id = RecordProjection.editedID(form: payload, action: action), id > 0 else {
-            return .problem(422, "Unprocessable Content", detail: "an edit names the record it changes in \(action.keyField ?? "its key")", code: "invalid-payload",
-                            errors: [["pointer": "#/\(action.keyField ?? "")", "code": "required", "detail": "the record's id is required"]])
+            return .problem(
+                422, "Unprocessable Content", detail: "an edit names the record it changes in \(action.keyField ?? "its key")",
+                code: "invalid-payload",
+                errors: [["pointer": "#/\(action.keyField ?? "")", "code": "required", "detail": "the record's id is required"]])
         }
         // A record in another principal's scope does not exist for this one (as for
         // GET /records): an edit of a delivery reassigned meanwhile is refused with 404, and
         // no reply carries another courier's record.
-        let current = try store.record(workspace: workspace, type: action.recordType, id: id).flatMap { caller.sees(scope: $0.scope) ? $0 : nil }
+        let current = try store.record(workspace: workspace, type: action.recordType, id: id).flatMap {
+            caller.sees(scope: $0.scope) ? $0 : nil
+        }
         if let existing = store.document(documentID) {
             // The edit was applied before: the same edit again is a repeat, another is refused.
             let stored = try entry.remap(existing.payload, [:]).payload
@@ -210,14 +234,18 @@ extension SyncServer {
                 return .problem(404, "Not Found", detail: "\(action.recordType) \(id) no longer exists", code: "no-such-record")
             }
             if stored == payload { return try editReply(200, documentID: documentID, entry: entry, action: action, record: current) }
-            return try editReply(409, documentID: documentID, entry: entry, action: action, record: current, code: "document-exists",
-                                 detail: "document \(documentID) already holds another edit; send a new edit with If-Match")
+            return try editReply(
+                409, documentID: documentID, entry: entry, action: action, record: current, code: "document-exists",
+                detail: "document \(documentID) already holds another edit; send a new edit with If-Match")
         }
         guard let current else {
-            return .problem(404, "Not Found", detail: "\(action.recordType) \(id) does not exist (it may have been deleted)", code: "no-such-record")
+            return .problem(
+                404, "Not Found", detail: "\(action.recordType) \(id) does not exist (it may have been deleted)", code: "no-such-record")
         }
         guard let ifMatch else {
-            return .problem(428, "Precondition Required", detail: "an edit of \(action.recordType) \(id) needs If-Match with the version it was based on", code: "if-match-required")
+            return .problem(
+                428, "Precondition Required",
+                detail: "an edit of \(action.recordType) \(id) needs If-Match with the version it was based on", code: "if-match-required")
         }
         guard ifMatch.any || ifMatch.strong.contains(Self.etag(current.version)) else {
             return try editReply(412, documentID: documentID, entry: entry, action: action, record: current, code: "stale-version")
@@ -227,17 +255,22 @@ extension SyncServer {
         let serverView = try RecordProjection.editPayload(record: current.payload, id: id, action: action)
         let merged = try entry.merge(serverView, payload, serverView)
         if !merged.conflicts.isEmpty {
-            return try editReply(409, documentID: documentID, entry: entry, action: action, record: current, code: "authority-conflict",
-                                 detail: "the edit changes \(merged.conflicts.map(\.pointer).joined(separator: ", ")), which the server owns")
+            return try editReply(
+                409, documentID: documentID, entry: entry, action: action, record: current, code: "authority-conflict",
+                detail: "the edit changes \(merged.conflicts.map(\.pointer).joined(separator: ", ")), which the server owns")
         }
         let updated: (payload: Data, scope: String)
-        switch prepareRecord(action.recordType, payload: try RecordProjection.apply(form: merged.merged, to: current.payload, action: action)) {
+        switch prepareRecord(
+            action.recordType, payload: try RecordProjection.apply(form: merged.merged, to: current.payload, action: action))
+        {
         case .success(let value): updated = value
         case .failure(let refusal): return refusal.response
         }
-        let version = try store.putRecord(workspace: workspace, type: action.recordType, id: id, scope: updated.scope, payload: updated.payload, at: now())
+        let version = try store.putRecord(
+            workspace: workspace, type: action.recordType, id: id, scope: updated.scope, payload: updated.payload, at: now())
         _ = try store.createDocument(
-            documentID, form: entry.name, formVersion: entry.version, workspace: workspace, principal: caller.principal, payload: merged.merged, at: now())
+            documentID, form: entry.name, formVersion: entry.version, workspace: workspace, principal: caller.principal,
+            payload: merged.merged, at: now())
         let record = StoredRecord(type: action.recordType, id: id, version: version, scope: updated.scope, payload: updated.payload)
         return try editReply(200, documentID: documentID, entry: entry, action: action, record: record)
     }
@@ -283,7 +316,10 @@ extension SyncServer {
         if let text = parameters["limit"] {
             // Digits only; a number past Int's range is as far above 1,000 as any other.
             guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }), (Int(text) ?? Int.max) >= 1 else {
-                return .problem(400, "Bad Request", detail: "limit is a whole number from 1 (above \(Self.maxChangesPerPage) it is served as \(Self.maxChangesPerPage))", code: "bad-limit")
+                return .problem(
+                    400, "Bad Request",
+                    detail: "limit is a whole number from 1 (above \(Self.maxChangesPerPage) it is served as \(Self.maxChangesPerPage))",
+                    code: "bad-limit")
             }
             let value = Int(text) ?? Int.max
             limit = min(value, Self.maxChangesPerPage)
@@ -308,7 +344,9 @@ extension SyncServer {
     private func page(workspace: String, principal: String?, after: Int64, limit: Int) -> HTTPResponse {
         do {
             guard after <= (try store.lastChange()) else {
-                return .problem(410, "Gone", detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start", code: "cursor-expired")
+                return .problem(
+                    410, "Gone", detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start",
+                    code: "cursor-expired")
             }
             let page = try store.feed(workspace: workspace, principal: principal, after: after, limit: limit + 1)
             let more = page.count > limit
@@ -350,11 +388,13 @@ extension SyncServer {
         }
         let type = String(parts[2])
         return locked {
-            guard let record = (try? store.record(workspace: caller.workspace, type: type, id: id)) ?? nil, caller.sees(scope: record.scope) else {
+            guard let record = (try? store.record(workspace: caller.workspace, type: type, id: id)) ?? nil, caller.sees(scope: record.scope)
+            else {
                 return .problem(404, "Not Found", detail: "no \(type) \(id) here", code: "no-such-record")
             }
-            return .json(200, Self.entityObject(type: record.type, id: record.id, version: record.version, payload: record.payload),
-                         headers: [("ETag", Self.etag(record.version))])
+            return .json(
+                200, Self.entityObject(type: record.type, id: record.id, version: record.version, payload: record.payload),
+                headers: [("ETag", Self.etag(record.version))])
         }
     }
 

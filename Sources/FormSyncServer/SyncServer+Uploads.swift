@@ -35,7 +35,8 @@ extension SyncServer {
         guard let documentID = request.header("formsync-document"), Self.isIdentifier(documentID) else {
             return .problem(400, "Bad Request", detail: "FormSync-Document is required", code: "bad-document-id")
         }
-        guard let lengthText = request.header("upload-length"), lengthText.utf8.count <= 19, let length = Int64(lengthText), length >= 0 else {
+        guard let lengthText = request.header("upload-length"), lengthText.utf8.count <= 19, let length = Int64(lengthText), length >= 0
+        else {
             return .problem(400, "Bad Request", detail: "Upload-Length: the file's size in bytes is required", code: "bad-upload-length")
         }
         guard length <= Self.maxUploadBytes else {
@@ -51,13 +52,22 @@ extension SyncServer {
                 // another one is refused, and no second upload is ever begun for it.
                 if let stored = try store.file(document: documentID) {
                     guard stored.byteCount == length, stored.digest == digest else {
-                        return .problem(409, "Conflict", detail: "file document \(documentID) already holds other bytes", code: "document-exists", extra: ["id": stored.id])
+                        return .problem(
+                            409, "Conflict", detail: "file document \(documentID) already holds other bytes", code: "document-exists",
+                            extra: ["id": stored.id])
                     }
-                    return .json(200, ["document_id": documentID, "id": stored.id, "byte_count": length, "digest": "sha-256=:\(digest.base64EncodedString()):"])
+                    return .json(
+                        200,
+                        [
+                            "document_id": documentID, "id": stored.id, "byte_count": length,
+                            "digest": "sha-256=:\(digest.base64EncodedString()):",
+                        ])
                 }
                 if let existing = try store.upload(document: documentID) {
                     guard existing.length == length, existing.digest == digest else {
-                        return .problem(409, "Conflict", detail: "file document \(documentID) is being uploaded with other bytes", code: "document-exists")
+                        return .problem(
+                            409, "Conflict", detail: "file document \(documentID) is being uploaded with other bytes",
+                            code: "document-exists")
                     }
                     if let fileID = existing.fileID { return uploadDone(existing, fileID: fileID, status: 200) }
                     return uploadState(existing, status: 201)
@@ -65,20 +75,27 @@ extension SyncServer {
                 // Abandoned uploads go first, then the quotas of what is left.
                 try store.expireUploads(before: now().addingReportingOverflow(-uploadLimits.expiryMilliseconds).partialValue, limit: 100)
                 let held = try store.unfinishedUploads(principal: caller.principal, workspace: caller.workspace)
-                if held.count >= Int64(uploadLimits.maxUnfinishedPerPrincipal) || held.bytes.addingReportingOverflow(length).partialValue > uploadLimits.maxUnfinishedBytesPerPrincipal
+                if held.count >= Int64(uploadLimits.maxUnfinishedPerPrincipal)
+                    || held.bytes.addingReportingOverflow(length).partialValue > uploadLimits.maxUnfinishedBytesPerPrincipal
                     || held.workspaceBytes.addingReportingOverflow(length).partialValue > uploadLimits.maxUnfinishedBytesPerWorkspace
                 {
-                    return .problem(429, "Too Many Requests", detail: "too many unfinished uploads (\(held.count), \(held.bytes) bytes announced); finish or let them expire first",
-                                    code: "upload-quota", headers: [("Retry-After", "60")])
+                    return .problem(
+                        429, "Too Many Requests",
+                        detail:
+                            "too many unfinished uploads (\(held.count), \(held.bytes) bytes announced); finish or let them expire first",
+                        code: "upload-quota", headers: [("Retry-After", "60")])
                 }
                 // Bytes that can never complete what a document announced are refused before they travel.
                 if let refusal = try store.transaction({
-                    try refusalByPendingFiles(workspace: caller.workspace, digest: digest, byteCount: length, contentType: request.header("content-type"), mediaType: nil)
+                    try refusalByPendingFiles(
+                        workspace: caller.workspace, digest: digest, byteCount: length, contentType: request.header("content-type"),
+                        mediaType: nil)
                 }) {
                     return refusal
                 }
                 let upload = StoredUpload(
-                    uploadID: UUID().uuidString.lowercased(), documentID: documentID, workspace: caller.workspace, length: length, offset: 0,
+                    uploadID: UUID().uuidString.lowercased(), documentID: documentID, workspace: caller.workspace, length: length,
+                    offset: 0,
                     digest: digest, contentType: request.header("content-type"), fileID: nil, principal: caller.principal)
                 try store.createUpload(upload, at: now())
                 return uploadState(upload, status: 201)
@@ -97,7 +114,9 @@ extension SyncServer {
         case .refused(let refusal): return refusal
         }
         return locked {
-            guard let upload = try? owned(request, by: caller) else { return .problem(404, "Not Found", detail: "no such upload", code: "no-such-upload") }
+            guard let upload = try? owned(request, by: caller) else {
+                return .problem(404, "Not Found", detail: "no such upload", code: "no-such-upload")
+            }
             var response = uploadState(upload, status: 204)
             response.headers.append(("Cache-Control", "no-store"))
             return response
@@ -114,29 +133,42 @@ extension SyncServer {
         case .allowed(let found): caller = found
         case .refused(let refusal): return refusal
         }
-        guard let offsetText = request.header("upload-offset"), offsetText.utf8.count <= 19, let offset = Int64(offsetText), offset >= 0 else {
+        guard let offsetText = request.header("upload-offset"), offsetText.utf8.count <= 19, let offset = Int64(offsetText), offset >= 0
+        else {
             return .problem(400, "Bad Request", detail: "Upload-Offset is required", code: "bad-upload-offset")
         }
         let complete = request.header("upload-complete") == "?1"
         // 1. Under the lock: the upload, its offset and length, and the mark that it is busy.
         let claimed: Either<StoredUpload, HTTPResponse> = locked {
             do {
-                guard let upload = try owned(request, by: caller) else { return .second(.problem(404, "Not Found", detail: "no such upload", code: "no-such-upload")) }
+                guard let upload = try owned(request, by: caller) else {
+                    return .second(.problem(404, "Not Found", detail: "no such upload", code: "no-such-upload"))
+                }
                 if let fileID = upload.fileID { return .second(uploadDone(upload, fileID: fileID, status: 200)) }
                 guard offset == upload.offset else {
-                    var response = HTTPResponse.problem(409, "Conflict", detail: "the server holds \(upload.offset) bytes of this upload, not \(offset)", code: "mismatching-upload-offset")
+                    var response = HTTPResponse.problem(
+                        409, "Conflict", detail: "the server holds \(upload.offset) bytes of this upload, not \(offset)",
+                        code: "mismatching-upload-offset")
                     response.headers.append(("Upload-Offset", String(upload.offset)))
                     return .second(response)
                 }
                 let (end, overflow) = offset.addingReportingOverflow(Int64(request.body.count))
                 guard !overflow, end <= upload.length else {
-                    return .second(.problem(400, "Bad Request", detail: "the append ends past the announced Upload-Length \(upload.length)", code: "upload-too-long"))
+                    return .second(
+                        .problem(
+                            400, "Bad Request", detail: "the append ends past the announced Upload-Length \(upload.length)",
+                            code: "upload-too-long"))
                 }
                 if complete && end != upload.length {
-                    return .second(.problem(400, "Bad Request", detail: "Upload-Complete with \(end) of \(upload.length) bytes", code: "upload-incomplete"))
+                    return .second(
+                        .problem(
+                            400, "Bad Request", detail: "Upload-Complete with \(end) of \(upload.length) bytes", code: "upload-incomplete"))
                 }
                 guard try store.claimAppend(upload.uploadID, at: now()) else {
-                    return .second(.problem(409, "Conflict", detail: "another append to this upload is in progress", code: "upload-busy", headers: [("Retry-After", "1")]))
+                    return .second(
+                        .problem(
+                            409, "Conflict", detail: "another append to this upload is in progress", code: "upload-busy",
+                            headers: [("Retry-After", "1")]))
                 }
                 return .first(upload)
             } catch {
@@ -162,16 +194,22 @@ extension SyncServer {
                 guard digest == upload.digest else {
                     // The bytes are not the file announced: start over rather than keep them.
                     try store.restartUpload(upload.uploadID, at: now())
-                    return .problem(400, "Bad Request", detail: "the uploaded bytes do not match Repr-Digest; the upload starts over", code: "digest-mismatch")
+                    return .problem(
+                        400, "Bad Request", detail: "the uploaded bytes do not match Repr-Digest; the upload starts over",
+                        code: "digest-mismatch")
                 }
                 let mediaType = MediaSignature.mediaType(of: try store.uploadPrefix(upload.uploadID)) ?? ""
                 return try store.transaction {
-                    if let refusal = try refusalByPendingFiles(workspace: upload.workspace, digest: digest, byteCount: upload.length, contentType: upload.contentType, mediaType: mediaType) {
+                    if let refusal = try refusalByPendingFiles(
+                        workspace: upload.workspace, digest: digest, byteCount: upload.length, contentType: upload.contentType,
+                        mediaType: mediaType)
+                    {
                         // The bytes are whole but not what a document announced: they are not kept.
                         try store.restartUpload(upload.uploadID, at: now())
                         return refusal
                     }
-                    let fileID = try store.completeUpload(upload, digest: digest, mediaType: mediaType, principal: upload.principal ?? caller.principal, at: now())
+                    let fileID = try store.completeUpload(
+                        upload, digest: digest, mediaType: mediaType, principal: upload.principal ?? caller.principal, at: now())
                     try completePendingFiles(workspace: upload.workspace, digest: digest, fileID: fileID)
                     return uploadDone(updated, fileID: fileID, status: 201)
                 }
@@ -186,20 +224,30 @@ extension SyncServer {
     /// its principal (or any, for the back office).
     private func owned(_ request: HTTPRequest, by caller: Caller) throws -> StoredUpload? {
         let id = String(request.path.dropFirst("/uploads/".count))
-        guard Self.isIdentifier(id), let upload = try store.upload(id: id), upload.workspace == caller.workspace, caller.owns(upload.principal) else { return nil }
+        guard Self.isIdentifier(id), let upload = try store.upload(id: id), upload.workspace == caller.workspace,
+            caller.owns(upload.principal)
+        else { return nil }
         return upload
     }
 
     private func uploadState(_ upload: StoredUpload, status: Int) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [
-            ("Location", "/uploads/\(upload.uploadID)"), ("Upload-Offset", String(upload.offset)), ("Upload-Length", String(upload.length)),
-            ("Upload-Complete", upload.fileID == nil ? "?0" : "?1"), ("Upload-Draft-Interop-Version", "6"),
-        ], body: Data())
+        HTTPResponse(
+            status: status,
+            headers: [
+                ("Location", "/uploads/\(upload.uploadID)"), ("Upload-Offset", String(upload.offset)),
+                ("Upload-Length", String(upload.length)),
+                ("Upload-Complete", upload.fileID == nil ? "?0" : "?1"), ("Upload-Draft-Interop-Version", "6"),
+            ], body: Data())
     }
 
     private func uploadDone(_ upload: StoredUpload, fileID: Int64, status: Int) -> HTTPResponse {
-        .json(status, ["document_id": upload.documentID, "id": fileID, "byte_count": upload.length, "digest": "sha-256=:\(upload.digest.base64EncodedString()):"],
-              headers: [("Location", "/uploads/\(upload.uploadID)"), ("Upload-Offset", String(upload.length)), ("Upload-Complete", "?1")])
+        .json(
+            status,
+            [
+                "document_id": upload.documentID, "id": fileID, "byte_count": upload.length,
+                "digest": "sha-256=:\(upload.digest.base64EncodedString()):",
+            ],
+            headers: [("Location", "/uploads/\(upload.uploadID)"), ("Upload-Offset", String(upload.length)), ("Upload-Complete", "?1")])
     }
 }
 

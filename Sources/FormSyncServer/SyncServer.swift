@@ -125,7 +125,8 @@ public final class SyncServer: @unchecked Sendable {
         workspace: String? = nil, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     ) throws {
         try self.init(
-            directory: directory, registry: FormRegistry(forms), records: RecordRegistry(records), tokenLifetimeSeconds: tokenLifetimeSeconds,
+            directory: directory, registry: FormRegistry(forms), records: RecordRegistry(records),
+            tokenLifetimeSeconds: tokenLifetimeSeconds,
             workspace: workspace, now: now)
     }
 
@@ -136,9 +137,11 @@ public final class SyncServer: @unchecked Sendable {
         directory: String, registry: FormRegistry, records: RecordRegistry, tokenLifetimeSeconds: Int = 3600,
         workspace: String? = nil, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     ) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: SQLiteServerStore.ownerOnlyFolder)
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: SQLiteServerStore.ownerOnlyFolder)
         try self.init(
-            store: try SQLiteServerStore(directory: directory, now: now()), registry: registry, records: records, tokenLifetimeSeconds: tokenLifetimeSeconds,
+            store: try SQLiteServerStore(directory: directory, now: now()), registry: registry, records: records,
+            tokenLifetimeSeconds: tokenLifetimeSeconds,
             workspace: workspace, now: now)
     }
 
@@ -152,14 +155,19 @@ public final class SyncServer: @unchecked Sendable {
         recordTypes = records
         self.store = store
         // Uploads abandoned while the server was down expire now, not at the next create.
-        try store.exclusive { _ = try store.expireUploads(before: now().addingReportingOverflow(-UploadLimits().expiryMilliseconds).partialValue, limit: 10_000) }
+        try store.exclusive {
+            _ = try store.expireUploads(
+                before: now().addingReportingOverflow(-UploadLimits().expiryMilliseconds).partialValue, limit: 10_000)
+        }
         self.registry = registry
         self.now = now
         tokenLifetimeMilliseconds = Int64(tokenLifetimeSeconds) * 1000
     }
 
     /// The forms it accepts, by name, with their current versions.
-    public var acceptedForms: [(name: String, version: Int)] { registry.names.compactMap { name in registry[name].map { (name, $0.version) } } }
+    public var acceptedForms: [(name: String, version: Int)] {
+        registry.names.compactMap { name in registry[name].map { (name, $0.version) } }
+    }
     /// The record types it holds.
     public var recordTypeNames: [String] { recordTypes.names }
 
@@ -317,7 +325,8 @@ public final class SyncServer: @unchecked Sendable {
             switch failure {
             case .notDurable(let reason):
                 FileHandle.standardError.write(Data("formsync server: \(reason)\n".utf8))
-                response = .problem(500, "Internal Server Error", detail: "the server could not make its database durable", code: "internal")
+                response = .problem(
+                    500, "Internal Server Error", detail: "the server could not make its database durable", code: "internal")
             case .lost:
                 response = .problem(500, "Internal Server Error", detail: "the server could not commit this write", code: "internal")
             case nil:
@@ -334,11 +343,15 @@ public final class SyncServer: @unchecked Sendable {
     private func respond(_ request: HTTPRequest, route: FaultPlan.Route, fault: FaultPlan.Fault?) -> HTTPResponse? {
         switch fault {
         case .captivePortal:
-            return HTTPResponse(status: 200, headers: [("Content-Type", "text/html")], body: Data("<html><body><h1>Welcome to FuelStop Wi-Fi</h1><form>Log in to continue</form></body></html>".utf8))
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "text/html")],
+                body: Data("<html><body><h1>Welcome to FuelStop Wi-Fi</h1><form>Log in to continue</form></body></html>".utf8))
         case .unavailable(let seconds):
-            return .problem(503, "Service Unavailable", detail: "try again later", code: "busy", headers: [("Retry-After", String(seconds))])
+            return .problem(
+                503, "Service Unavailable", detail: "try again later", code: "busy", headers: [("Retry-After", String(seconds))])
         case .tooManyRequests(let seconds):
-            return .problem(429, "Too Many Requests", detail: "slow down", code: "rate-limited", headers: [("Retry-After", String(seconds))])
+            return .problem(
+                429, "Too Many Requests", detail: "slow down", code: "rate-limited", headers: [("Retry-After", String(seconds))])
         case .unauthorized:
             return .problem(401, "Unauthorized", detail: "the token expired", code: "bad-token", headers: [("WWW-Authenticate", "Bearer")])
         default:
@@ -363,7 +376,9 @@ public final class SyncServer: @unchecked Sendable {
         case ("GET", let path) where path.hasPrefix("/documents/"):
             return documentRoute(request)
         case ("POST", "/files"):
-            return write(request, fault: fault, prepare: { SHA256.hash(request.body) }) { try self.storeFile(request, digest: $0, caller: $1) }
+            return write(
+                request, fault: fault, prepare: { SHA256.hash(request.body) },
+                perform: { try self.storeFile(request, digest: $0, caller: $1) })
         case ("POST", "/uploads"):
             return createUpload(request)
         case ("HEAD", let path) where path.hasPrefix("/uploads/"):
@@ -371,7 +386,8 @@ public final class SyncServer: @unchecked Sendable {
         case ("PATCH", let path) where path.hasPrefix("/uploads/"):
             return appendUpload(request)
         case ("POST", _):
-            return write(request, fault: fault, prepare: { checkSubmission(request) }) { try self.submit(request, $0, caller: $1) }
+            return write(
+                request, fault: fault, prepare: { checkSubmission(request) }, perform: { try self.submit(request, $0, caller: $1) })
         case (_, "/health"), (_, "/files"):
             return .problem(405, "Method Not Allowed", code: "malformed")
         default:
@@ -425,16 +441,22 @@ public final class SyncServer: @unchecked Sendable {
 
     private func badProtocolHeaders(_ request: HTTPRequest) -> HTTPResponse? {
         guard Self.isIdentifier(request.header("idempotency-key")) else {
-            return .problem(400, "Bad Request", detail: "Idempotency-Key is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :", code: "bad-idempotency-key")
+            return .problem(
+                400, "Bad Request", detail: "Idempotency-Key is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :",
+                code: "bad-idempotency-key")
         }
         guard Self.isIdentifier(request.header("formsync-document")) else {
-            return .problem(400, "Bad Request", detail: "FormSync-Document is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :", code: "bad-document-id")
+            return .problem(
+                400, "Bad Request", detail: "FormSync-Document is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :",
+                code: "bad-document-id")
         }
         if let workspace = request.header("formsync-workspace"), !Self.isIdentifier(workspace) {
-            return .problem(400, "Bad Request", detail: "FormSync-Workspace: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :", code: "bad-workspace")
+            return .problem(
+                400, "Bad Request", detail: "FormSync-Workspace: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :", code: "bad-workspace")
         }
         if let ifMatch = request.header("if-match"), Self.entityTags(ifMatch) == nil {
-            return .problem(400, "Bad Request", detail: "If-Match must be * or a list of entity tags (RFC 9110 §13.1.1)", code: "bad-if-match")
+            return .problem(
+                400, "Bad Request", detail: "If-Match must be * or a list of entity tags (RFC 9110 §13.1.1)", code: "bad-if-match")
         }
         return nil
     }
@@ -483,7 +505,9 @@ public final class SyncServer: @unchecked Sendable {
     /// commit together. `prepare` runs outside the lock and the transaction: the work
     /// that depends on the request alone (decoding, validating, hashing), so that concurrent writers
     /// hold the lock only for what touches the store. (A replay's is wasted, and it is rare.)
-    private func write<P>(_ request: HTTPRequest, fault: FaultPlan.Fault?, prepare: () -> P, _ process: @escaping (P, Caller) throws -> HTTPResponse) -> HTTPResponse? {
+    private func write<P>(
+        _ request: HTTPRequest, fault: FaultPlan.Fault?, prepare: () -> P, perform process: @escaping (P, Caller) throws -> HTTPResponse
+    ) -> HTTPResponse? {
         let caller: Caller
         switch self.caller(of: request) {
         case .allowed(let found): caller = found
@@ -494,7 +518,10 @@ public final class SyncServer: @unchecked Sendable {
         // Keys are scoped to (workspace, principal): another device's key is another key.
         let key = "\(caller.workspace)\u{1F}\(caller.principal)\u{1F}\(request.header("idempotency-key")!)"
         var fingerprint = SHA256()
-        fingerprint.update(Data("\(request.method) \(request.path)\n\(request.header("formsync-form") ?? "")\n\(request.header("if-match") ?? "")\n\(document)\n".utf8))
+        fingerprint.update(
+            Data(
+                "\(request.method) \(request.path)\n\(request.header("formsync-form") ?? "")\n\(request.header("if-match") ?? "")\n\(document)\n"
+                    .utf8))
         fingerprint.update(request.body)
         let hash = fingerprint.finalize()
         let delay: Int? = if case .delay(let milliseconds) = fault { milliseconds } else { nil }
@@ -513,12 +540,15 @@ public final class SyncServer: @unchecked Sendable {
             if let hook = stateLocked({ commitHook }) { hook(locked { store.documentCount() }) }
             return response
         case .recorded(let recordedHash, _) where recordedHash != hash:
-            return .problem(422, "Unprocessable Content", detail: "this Idempotency-Key was used with a different request", code: "key-reused")
+            return .problem(
+                422, "Unprocessable Content", detail: "this Idempotency-Key was used with a different request", code: "key-reused")
         case .recorded(_, var replay):
             replay.headers.append(("Idempotent-Replayed", "true"))
             return replay
         case .inFlight:
-            return .problem(409, "Conflict", detail: "a request with this Idempotency-Key is still being processed", code: "key-in-flight", headers: [("Retry-After", "1")])
+            return .problem(
+                409, "Conflict", detail: "a request with this Idempotency-Key is still being processed", code: "key-in-flight",
+                headers: [("Retry-After", "1")])
         }
     }
 
@@ -535,16 +565,25 @@ public final class SyncServer: @unchecked Sendable {
         guard let formHeader = request.header("formsync-form"), let (name, version) = Self.parseForm(formHeader) else {
             return .refused(.problem(400, "Bad Request", detail: "FormSync-Form: Name; version=N is required", code: "bad-form-header"))
         }
-        guard let entry = registry[name] else { return .refused(.problem(404, "Not Found", detail: "this server does not accept form \(name)", code: "unknown-form")) }
+        guard let entry = registry[name] else {
+            return .refused(.problem(404, "Not Found", detail: "this server does not accept form \(name)", code: "unknown-form"))
+        }
         // Every older version is accepted and brought to the current one by the spec's
         // upgraders before anything is checked; a future version is refused in words.
         guard version <= entry.version else {
-            return .refused(.problem(422, "Unprocessable Content", detail: "form \(name) is at version \(entry.version) here; version \(version) is newer than this server knows",
-                            code: "unknown-form-version"))
+            return .refused(
+                .problem(
+                    422, "Unprocessable Content",
+                    detail: "form \(name) is at version \(entry.version) here; version \(version) is newer than this server knows",
+                    code: "unknown-form-version"))
         }
         guard version >= 1, let body = try? entry.upgrade(request.body, from: version) else {
-            return .refused(.problem(422, "Unprocessable Content", detail: "a version \(version) payload of \(name) cannot be brought to version \(entry.version)", code: "invalid-payload",
-                            errors: [["pointer": "#", "code": "upgrade", "detail": "the payload could not be upgraded"]]))
+            return .refused(
+                .problem(
+                    422, "Unprocessable Content",
+                    detail: "a version \(version) payload of \(name) cannot be brought to version \(entry.version)",
+                    code: "invalid-payload",
+                    errors: [["pointer": "#", "code": "upgrade", "detail": "the payload could not be upgraded"]]))
         }
         let admission: FormRegistry.Entry.Admission
         let files: [FileUse]
@@ -557,14 +596,21 @@ public final class SyncServer: @unchecked Sendable {
         switch admission {
         case .invalid(let errors):
             let upgraded = version < entry.version ? " (after upgrading it from version \(version))" : ""
-            return .refused(.problem(422, "Unprocessable Content", detail: "the payload breaks \(errors.count) rule(s)\(upgraded)", code: "invalid-payload",
-                            errors: errors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] }))
+            return .refused(
+                .problem(
+                    422, "Unprocessable Content", detail: "the payload breaks \(errors.count) rule(s)\(upgraded)", code: "invalid-payload",
+                    errors: errors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] }))
         case .holdsPlaceholders(let placeholders):
-            return .refused(.problem(422, "Unprocessable Content", detail: "the payload still holds placeholder ids \(placeholders); upload the files and create the records first", code: "placeholder",
-                            errors: [["pointer": "#", "code": "placeholder", "detail": "placeholder ids must be replaced by server ids"]]))
+            return .refused(
+                .problem(
+                    422, "Unprocessable Content",
+                    detail: "the payload still holds placeholder ids \(placeholders); upload the files and create the records first",
+                    code: "placeholder",
+                    errors: [["pointer": "#", "code": "placeholder", "detail": "placeholder ids must be replaced by server ids"]]))
         case .admitted(let payload, let endpoint):
             guard endpoint == request.path else {
-                return .refused(.problem(404, "Not Found", detail: "the payload belongs at \(endpoint), not \(request.path)", code: "wrong-path"))
+                return .refused(
+                    .problem(404, "Not Found", detail: "the payload belongs at \(endpoint), not \(request.path)", code: "wrong-path"))
             }
             return .accepted(name: name, entry: entry, canonical: (payload, endpoint), files: files)
         }
@@ -603,7 +649,9 @@ public final class SyncServer: @unchecked Sendable {
     }
 
     /// `submit`'s write, once its files are checked.
-    private func write(_ request: HTTPRequest, name: String, entry: FormRegistry.Entry, canonical: (payload: Data, endpoint: String), caller: Caller) throws -> HTTPResponse {
+    private func write(
+        _ request: HTTPRequest, name: String, entry: FormRegistry.Entry, canonical: (payload: Data, endpoint: String), caller: Caller
+    ) throws -> HTTPResponse {
         let documentID = request.header("formsync-document")!
         let workspace = caller.workspace
         let ifMatch = request.header("if-match").flatMap(Self.entityTags)
@@ -622,9 +670,12 @@ public final class SyncServer: @unchecked Sendable {
                 // A create for a document already held: the same record is an idempotent repeat;
                 // a different one must not be dropped silently, nor applied blindly.
                 let stored = try entry.remap(existing.payload, [:]).payload
-                if stored == canonical.payload { return recordResponse(existing, status: 200, entity: try entity(entry, id: existing.id, workspace: workspace)) }
-                return recordResponse(existing, status: 409, code: "document-exists",
-                                      detail: "document \(documentID) already exists with other content; edit it with If-Match")
+                if stored == canonical.payload {
+                    return recordResponse(existing, status: 200, entity: try entity(entry, id: existing.id, workspace: workspace))
+                }
+                return recordResponse(
+                    existing, status: 409, code: "document-exists",
+                    detail: "document \(documentID) already exists with other content; edit it with If-Match")
             }
             guard ifMatch.any || ifMatch.strong.contains(Self.etag(existing.version)) else {
                 return recordResponse(existing, status: 412, code: "stale-version")
@@ -635,8 +686,9 @@ public final class SyncServer: @unchecked Sendable {
             let stored = existing.payload
             let merge = try entry.merge(stored, canonical.payload, stored)
             if !merge.conflicts.isEmpty {
-                return recordResponse(existing, status: 409, code: "authority-conflict",
-                                      detail: "the edit changes \(merge.conflicts.map(\.pointer).joined(separator: ", ")), which the server owns")
+                return recordResponse(
+                    existing, status: 409, code: "authority-conflict",
+                    detail: "the edit changes \(merge.conflicts.map(\.pointer).joined(separator: ", ")), which the server owns")
             }
             let merged = merge.merged
             // A document that created a record edits the record too.
@@ -644,9 +696,13 @@ public final class SyncServer: @unchecked Sendable {
             if let action = entry.recordAction, action.kind == .creates,
                 let current = try store.record(workspace: workspace, type: action.recordType, id: existing.id)
             {
-                switch prepareRecord(action.recordType, payload: try RecordProjection.apply(form: merged, to: current.payload, action: action)) {
+                switch prepareRecord(
+                    action.recordType, payload: try RecordProjection.apply(form: merged, to: current.payload, action: action))
+                {
                 case .success(let prepared):
-                    let version = try store.putRecord(workspace: workspace, type: action.recordType, id: existing.id, scope: prepared.scope, payload: prepared.payload, at: now())
+                    let version = try store.putRecord(
+                        workspace: workspace, type: action.recordType, id: existing.id, scope: prepared.scope, payload: prepared.payload,
+                        at: now())
                     entity = Self.entityObject(type: action.recordType, id: existing.id, version: version, payload: prepared.payload)
                 case .failure(let refusal):
                     return refusal.response
@@ -656,13 +712,17 @@ public final class SyncServer: @unchecked Sendable {
             return recordResponse(updated, status: 200, entity: entity)
         }
         if ifMatch != nil {
-            return .problem(404, "Not Found", detail: "document \(documentID) does not exist; it cannot be edited", code: "no-such-document")
+            return .problem(
+                404, "Not Found", detail: "document \(documentID) does not exist; it cannot be edited", code: "no-such-document")
         }
         let created = try store.createDocument(
-            documentID, form: name, formVersion: entry.version, workspace: workspace, principal: caller.principal, payload: canonical.payload, at: now())
+            documentID, form: name, formVersion: entry.version, workspace: workspace, principal: caller.principal,
+            payload: canonical.payload, at: now())
         var entity: [String: Any]?
         if let createdRecord {
-            let version = try store.putRecord(workspace: workspace, type: createdRecord.type, id: created.id, scope: createdRecord.scope, payload: createdRecord.payload, at: now())
+            let version = try store.putRecord(
+                workspace: workspace, type: createdRecord.type, id: created.id, scope: createdRecord.scope, payload: createdRecord.payload,
+                at: now())
             entity = Self.entityObject(type: createdRecord.type, id: created.id, version: version, payload: createdRecord.payload)
         }
         return recordResponse(created, status: 201, entity: entity)
@@ -674,26 +734,39 @@ public final class SyncServer: @unchecked Sendable {
         guard let header = request.header("content-digest"), let claimed = Self.parseDigest(header) else {
             return .problem(400, "Bad Request", detail: "Content-Digest: sha-256=:…: is required", code: "digest-missing")
         }
-        guard claimed == digest else { return .problem(400, "Bad Request", detail: "Content-Digest does not match the bytes received", code: "digest-mismatch") }
+        guard claimed == digest else {
+            return .problem(400, "Bad Request", detail: "Content-Digest does not match the bytes received", code: "digest-mismatch")
+        }
         if let refusal = boundElsewhere(documentID, form: nil, caller: caller) { return refusal }
         if try store.upload(document: documentID) != nil {
-            return .problem(409, "Conflict", detail: "file document \(documentID) is a resumable upload; finish it at /uploads", code: "document-exists")
+            return .problem(
+                409, "Conflict", detail: "file document \(documentID) is a resumable upload; finish it at /uploads", code: "document-exists"
+            )
         }
         let contentType = request.header("content-type")
         let mediaType = MediaSignature.mediaType(of: request.body) ?? ""
         if try store.file(document: documentID) == nil,
-            let refusal = try refusalByPendingFiles(workspace: caller.workspace, digest: digest, byteCount: Int64(request.body.count), contentType: contentType, mediaType: mediaType)
+            let refusal = try refusalByPendingFiles(
+                workspace: caller.workspace, digest: digest, byteCount: Int64(request.body.count), contentType: contentType,
+                mediaType: mediaType)
         {
             return refusal
         }
         let (id, created, sameBytes) = try store.storeFile(
-            documentID, workspace: caller.workspace, principal: caller.principal, bytes: request.body, digest: digest, contentType: contentType, mediaType: mediaType, at: now())
+            documentID, workspace: caller.workspace, principal: caller.principal, bytes: request.body, digest: digest,
+            contentType: contentType, mediaType: mediaType, at: now())
         guard sameBytes else {
-            return .problem(409, "Conflict", detail: "file document \(documentID) already holds other bytes", code: "document-exists", extra: ["id": id])
+            return .problem(
+                409, "Conflict", detail: "file document \(documentID) already holds other bytes", code: "document-exists", extra: ["id": id]
+            )
         }
         if created { try completePendingFiles(workspace: caller.workspace, digest: digest, fileID: id) }
-        return .json(created ? 201 : 200, ["document_id": documentID, "id": id, "byte_count": request.body.count,
-                                         "digest": "sha-256=:\(digest.base64EncodedString()):"])
+        return .json(
+            created ? 201 : 200,
+            [
+                "document_id": documentID, "id": id, "byte_count": request.body.count,
+                "digest": "sha-256=:\(digest.base64EncodedString()):",
+            ])
     }
 
     /// A refusal when `documentID` already belongs to another workspace, another principal
@@ -703,14 +776,18 @@ public final class SyncServer: @unchecked Sendable {
     func boundElsewhere(_ documentID: String, form: String?, caller: Caller) -> HTTPResponse? {
         guard let owner = store.owner(of: documentID) else { return nil }
         if owner.workspace != caller.workspace {
-            return .problem(409, "Conflict", detail: "document \(documentID) belongs to another workspace", code: "document-workspace-mismatch")
+            return .problem(
+                409, "Conflict", detail: "document \(documentID) belongs to another workspace", code: "document-workspace-mismatch")
         }
         if !caller.owns(owner.principal) {
-            return .problem(409, "Conflict", detail: "document \(documentID) belongs to another principal", code: "document-principal-mismatch")
+            return .problem(
+                409, "Conflict", detail: "document \(documentID) belongs to another principal", code: "document-principal-mismatch")
         }
         if owner.form != form {
-            return .problem(409, "Conflict", detail: "document \(documentID) belongs to \(owner.form ?? "a file upload"), not \(form ?? "a file upload")",
-                            code: "document-form-mismatch")
+            return .problem(
+                409, "Conflict",
+                detail: "document \(documentID) belongs to \(owner.form ?? "a file upload"), not \(form ?? "a file upload")",
+                code: "document-form-mismatch")
         }
         return nil
     }
@@ -724,14 +801,17 @@ public final class SyncServer: @unchecked Sendable {
         }
         let id = String(request.path.dropFirst("/documents/".count))
         return locked {
-            guard Self.isIdentifier(id), let owner = store.owner(of: id), owner.form != nil, owner.workspace == caller.workspace, caller.owns(owner.principal),
+            guard Self.isIdentifier(id), let owner = store.owner(of: id), owner.form != nil, owner.workspace == caller.workspace,
+                caller.owns(owner.principal),
                 let document = store.document(id)
             else { return .problem(404, "Not Found", detail: "no document \(id) here", code: "no-such-document") }
             return recordResponse(document, status: 200)
         }
     }
 
-    func recordResponse(_ document: Document, status: Int, code: String? = nil, detail: String? = nil, entity: [String: Any]? = nil) -> HTTPResponse {
+    func recordResponse(
+        _ document: Document, status: Int, code: String? = nil, detail: String? = nil, entity: [String: Any]? = nil
+    ) -> HTTPResponse {
         let headers = [("ETag", Self.etag(document.version)), ("Location", "/documents/\(document.documentID)")]
         if code == nil, entity == nil, document.payload.first == UInt8(ascii: "{") {
             // The common reply, written around the stored payload's bytes (canonical JSON from
@@ -750,7 +830,9 @@ public final class SyncServer: @unchecked Sendable {
         if let entity { object["entity"] = entity }
         guard let code else { return .json(status, object, headers: headers) }
         object["record"] = nil
-        return .problem(status, HTTPResponse.reason(status), detail: detail, code: code, extra: object.merging(["record": record]) { a, _ in a }, headers: headers)
+        return .problem(
+            status, HTTPResponse.reason(status), detail: detail, code: code, extra: object.merging(["record": record]) { a, _ in a },
+            headers: headers)
     }
 
     static func etag(_ version: Int) -> String { "\"\(version)\"" }

@@ -70,7 +70,9 @@ public final class ChildProcess: @unchecked Sendable {
             var parentEnds: [Int32] = [-1, -1]
             var childEnds: [Int32] = []
             defer { for fd in childEnds { close(fd) } }
-            func failure(_ what: String) -> LaunchError { LaunchError(executable: executable, reason: "\(what): \(String(cString: strerror(errno)))") }
+            func failure(_ what: String) -> LaunchError {
+                LaunchError(executable: executable, reason: "\(what): \(String(cString: strerror(errno)))")
+            }
             for (index, (stream, target)) in [(standardOutput, STDOUT_FILENO), (standardError, STDERR_FILENO)].enumerated() {
                 switch stream {
                 case .inherit:
@@ -169,7 +171,8 @@ public final class ChildProcess: @unchecked Sendable {
     public static func run(
         _ executable: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil
     ) async throws -> (termination: Termination, output: String, errors: String) {
-        let child = try ChildProcess(executable, arguments, environment: environment, directory: directory, standardOutput: .pipe, standardError: .pipe)
+        let child = try ChildProcess(
+            executable, arguments, environment: environment, directory: directory, standardOutput: .pipe, standardError: .pipe)
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 final class Box: @unchecked Sendable { var data = Data() }
@@ -182,7 +185,8 @@ public final class ChildProcess: @unchecked Sendable {
                 let output = child.output?.readDataToEndOfFile() ?? Data()
                 done.wait()
                 let termination = child.waitUntilExit()
-                continuation.resume(returning: (termination, String(decoding: output, as: UTF8.self), String(decoding: errors.data, as: UTF8.self)))
+                continuation.resume(
+                    returning: (termination, String(decoding: output, as: UTF8.self), String(decoding: errors.data, as: UTF8.self)))
             }
         }
     }
@@ -218,7 +222,9 @@ public final class ChildProcess: @unchecked Sendable {
 
             mutating func closeTheRest() { posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_CLOEXEC_DEFAULT)) }
 
-            mutating func spawn(_ pid: inout pid_t, _ path: String, _ argv: [UnsafeMutablePointer<CChar>?], _ envp: [UnsafeMutablePointer<CChar>?]) -> Int32 {
+            mutating func spawn(
+                _ pid: inout pid_t, _ path: String, _ argv: [UnsafeMutablePointer<CChar>?], _ envp: [UnsafeMutablePointer<CChar>?]
+            ) -> Int32 {
                 posix_spawn(&pid, path, &actions, &attributes, argv, envp)
             }
 
@@ -245,7 +251,9 @@ public final class ChildProcess: @unchecked Sendable {
             /// glibc 2.34 and later; without it the child inherits descriptors not marked close-on-exec.
             mutating func closeTheRest() { if let closeFrom = Self.addCloseFrom { _ = closeFrom(&actions, 3) } }
 
-            mutating func spawn(_ pid: inout pid_t, _ path: String, _ argv: [UnsafeMutablePointer<CChar>?], _ envp: [UnsafeMutablePointer<CChar>?]) -> Int32 {
+            mutating func spawn(
+                _ pid: inout pid_t, _ path: String, _ argv: [UnsafeMutablePointer<CChar>?], _ envp: [UnsafeMutablePointer<CChar>?]
+            ) -> Int32 {
                 posix_spawn(&pid, path, &actions, nil, argv, envp)
             }
 
@@ -258,8 +266,10 @@ public final class ChildProcess: @unchecked Sendable {
             private typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
             private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
             private static let pipe2: Pipe2 = unsafeBitCast(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pipe2")!, to: Pipe2.self)
-            private static let addCloseFrom: AddCloseFrom? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
-                .map { unsafeBitCast($0, to: AddCloseFrom.self) }
+            private static let addCloseFrom: AddCloseFrom? = dlsym(
+                UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np"
+            )
+            .map { unsafeBitCast($0, to: AddCloseFrom.self) }
             private static let addChdir: AddChdir = unsafeBitCast(
                 dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np")!, to: AddChdir.self)
         #endif

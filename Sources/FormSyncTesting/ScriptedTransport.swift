@@ -60,7 +60,10 @@ public final class ScriptedTransport: OutboxTransport {
 
     /// Answers with `reachable`, counting the call.
     public func probe() async -> Bool {
-        state.withLock { $0.probes += 1; return $0.reachable }
+        state.withLock {
+            $0.probes += 1
+            return $0.reachable
+        }
     }
 
     /// Adds a step for the next request that `matches` (every request when omitted). Steps are

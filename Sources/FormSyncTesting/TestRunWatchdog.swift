@@ -20,7 +20,8 @@ package enum TestRunWatchdog {
         Thread.detachNewThread {
             Thread.sleep(forTimeInterval: Double(seconds))
             let names = open.withLock { $0.names.values.sorted() }
-            let message = "test watchdog: the test process ran for \(seconds) s, far longer than the suite takes; ending it. "
+            let message =
+                "test watchdog: the test process ran for \(seconds) s, far longer than the suite takes; ending it. "
                 + "Tests whose fixtures are still alive: \(names.isEmpty ? "none" : names.joined(separator: ", "))\n"
             FileHandle.standardError.write(Data(message.utf8))
             exit(1)

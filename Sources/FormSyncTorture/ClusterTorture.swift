@@ -65,7 +65,8 @@ package struct ClusterTorture {
                 "captured: \(device.captures) (logged as saved by the device)",
             ]
             guard failures.isEmpty else {
-                return (lines + ["FAILED: \(failures.count) invariant(s) broken"] + failures.prefix(30).map { "  - " + $0 }).joined(separator: "\n")
+                return (lines + ["FAILED: \(failures.count) invariant(s) broken"] + failures.prefix(30).map { "  - " + $0 }).joined(
+                    separator: "\n")
             }
             lines += [
                 "server: \(device.documents) logged documents, each exactly once; \(device.files) files intact and remapped; \(device.lanes) lanes in capture order; \(device.edits) edited deliveries carry the latest edit",
@@ -90,11 +91,14 @@ package struct ClusterTorture {
         let url = try cluster.makeDatabase()
         // The back office: a node of its own, in this process (it never listens).
         let backOffice = try SyncServer(
-            store: try PostgresServerStore(url: url, migrate: true, now: Int64(Date().timeIntervalSince1970 * 1000)), registry: FormRegistry(FormCatalog.forms),
+            store: try PostgresServerStore(url: url, migrate: true, now: Int64(Date().timeIntervalSince1970 * 1000)),
+            registry: FormRegistry(FormCatalog.forms),
             records: RecordRegistry(FormCatalog.records), workspace: TortureDevice.workspace)
         let known = try CrashTorture.morning(backOffice)
         let refreshToken = try backOffice.issueRefreshToken(principal: TortureDevice.courier, workspaces: [TortureDevice.workspace])
-        let nodes = (0..<options.nodes).map { ServerNode(executable: options.server, database: url, log: folder.appendingPathComponent("node-\($0).log").path) }
+        let nodes = (0..<options.nodes).map {
+            ServerNode(executable: options.server, database: url, log: folder.appendingPathComponent("node-\($0).log").path)
+        }
         for node in nodes { try node.start() }
         defer { for node in nodes { node.stop() } }
         let servers = nodes.map(\.url)
@@ -112,10 +116,12 @@ package struct ClusterTorture {
             // One device run, killed at a crash point or after a seeded delay (or left to
             // finish), while nodes die and come back under it.
             let roll = random.next() % 100
-            let crash: (CrashPoint, Int)? = roll < 40 ? (moments[Int(random.next() % UInt64(moments.count))], 1 + Int(random.next() % 3)) : nil
+            let crash: (CrashPoint, Int)? =
+                roll < 40 ? (moments[Int(random.next() % UInt64(moments.count))], 1 + Int(random.next() % 3)) : nil
             let lifetime = roll < 70 ? 0.3 + Double(random.next() % 900) / 1000 : 4.0
             let device = try CrashTorture.launchDevice(
-                executable: options.executable, seed: options.seed, database: database, servers: servers, refreshToken: refreshToken, log: log,
+                executable: options.executable, seed: options.seed, database: database, servers: servers, refreshToken: refreshToken,
+                log: log,
                 captures: captures, known: known, crash: crash, output: output)
             result.device.runs += 1
             let limit = Date().addingTimeInterval(lifetime)
@@ -133,7 +139,9 @@ package struct ClusterTorture {
                     if random.next() % 3 == 0 { try await Task.sleep(for: .milliseconds(Int(random.next() % 150))) }
                     let restarting = Date()
                     try node.start()
-                    if Date().timeIntervalSince(restarting) > 2 { options.progress(String(format: "a node took %.1f s to come back", Date().timeIntervalSince(restarting))) }
+                    if Date().timeIntervalSince(restarting) > 2 {
+                        options.progress(String(format: "a node took %.1f s to come back", Date().timeIntervalSince(restarting)))
+                    }
                     nextKill = Date().addingTimeInterval(Double(20 + random.next() % 200) / 1000)
                 }
                 if !restartedDatabase && result.nodeKills >= options.nodeKills / 2 {
@@ -159,10 +167,13 @@ package struct ClusterTorture {
             }
             let restarting = Date()
             for node in nodes where !node.isRunning { try node.start() }
-            if Date().timeIntervalSince(restarting) > 2 { options.progress(String(format: "nodes took %.1f s to come back", Date().timeIntervalSince(restarting))) }
+            if Date().timeIntervalSince(restarting) > 2 {
+                options.progress(String(format: "nodes took %.1f s to come back", Date().timeIntervalSince(restarting)))
+            }
             if result.device.runs % 3 == 0 { try retrying { try CrashTorture.backOffice(backOffice, &random) } }
             if result.device.runs % 25 == 0 {
-                options.progress("\(result.nodeKills) node kills, \(result.device.runs) device runs, \(TortureLog.read(log).count) captures logged")
+                options.progress(
+                    "\(result.nodeKills) node kills, \(result.device.runs) device runs, \(TortureLog.read(log).count) captures logged")
             }
         }
 
@@ -171,7 +182,8 @@ package struct ClusterTorture {
         defer { options.progress(String(format: "the last device run took %.1f s", Date().timeIntervalSince(lastStarted))) }
         try await CrashTorture.drain(
             CrashTorture.launchDevice(
-                executable: options.executable, seed: options.seed, database: database, servers: servers, refreshToken: refreshToken, log: log,
+                executable: options.executable, seed: options.seed, database: database, servers: servers, refreshToken: refreshToken,
+                log: log,
                 captures: captures, known: known, crash: nil, output: output),
             output: output)
         try await CrashTorture.check(seed: options.seed, server: backOffice, database: database, log: log, into: &result.device)
@@ -179,7 +191,9 @@ package struct ClusterTorture {
         let connection = try PostgresConnection(url: url)
         let counts = try connection.query("SELECT COUNT(*), COUNT(seq), COUNT(DISTINCT seq) FROM changes")
         result.changes = Int(counts.int(0, 0) ?? 0)
-        if counts.int(0, 1) != counts.int(0, 0) { result.device.failures.append("\((counts.int(0, 0) ?? 0) - (counts.int(0, 1) ?? 0)) committed change(s) have no feed number") }
+        if counts.int(0, 1) != counts.int(0, 0) {
+            result.device.failures.append("\((counts.int(0, 0) ?? 0) - (counts.int(0, 1) ?? 0)) committed change(s) have no feed number")
+        }
         if counts.int(0, 2) != counts.int(0, 1) { result.device.failures.append("a feed number was given twice") }
         result.device.seconds = Date().timeIntervalSince(started)
         return result

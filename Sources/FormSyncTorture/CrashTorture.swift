@@ -62,13 +62,15 @@ package struct CrashTorture {
                 "captured: \(captures) (logged as saved by the device)",
             ]
             guard failures.isEmpty else {
-                return (run + ["FAILED: \(failures.count) invariant(s) broken"] + failures.prefix(30).map { "  - " + $0 }).joined(separator: "\n")
+                return (run + ["FAILED: \(failures.count) invariant(s) broken"] + failures.prefix(30).map { "  - " + $0 }).joined(
+                    separator: "\n")
             }
-            return (run + [
-                "server: \(documents) logged documents, each exactly once; \(files) files intact and remapped; \(lanes) lanes in capture order; \(edits) edited deliveries carry the latest edit",
-                "deferred: \(deferred) of \(files) customers reached the server before their photo, which completed them",
-                "device: \(records) records equal the server's scope; nothing stranded; no orphan stash file",
-            ]).joined(separator: "\n")
+            return
+                (run + [
+                    "server: \(documents) logged documents, each exactly once; \(files) files intact and remapped; \(lanes) lanes in capture order; \(edits) edited deliveries carry the latest edit",
+                    "deferred: \(deferred) of \(files) customers reached the server before their photo, which completed them",
+                    "device: \(records) records equal the server's scope; nothing stranded; no orphan stash file",
+                ]).joined(separator: "\n")
         }
     }
 
@@ -82,7 +84,8 @@ package struct CrashTorture {
         let started = Date()
         let folder = options.folder
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
+        let server = try SyncServer(
+            directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
         _ = try server.start()
         defer { server.stop() }
         let workspace = TortureDevice.workspace
@@ -100,12 +103,15 @@ package struct CrashTorture {
         while result.kills < options.kills {
             // One device run: armed at a crash point, or killed after a seeded delay.
             let roll = random.next() % 100
-            let crash: (CrashPoint, Int)? = roll < 65 ? (moments[Int(random.next() % UInt64(moments.count))], 1 + Int(random.next() % 3)) : nil
+            let crash: (CrashPoint, Int)? =
+                roll < 65 ? (moments[Int(random.next() % UInt64(moments.count))], 1 + Int(random.next() % 3)) : nil
             let delay = 20 + Int(random.next() % 400)
             if random.next() % 5 == 0 { server.faults.add(.dropAfterCommit, count: 1 + Int(random.next() % 2)) }
             if random.next() % 17 == 0 { server.faults.add(.unavailable(retryAfterSeconds: 1), count: 1) }
             if random.next() % 23 == 0 { server.faults.add(.captivePortal, count: 1) }
-            let device = try launch(database: database, server: server.baseURL, refreshToken: refreshToken, log: log, captures: captures, known: known, crash: crash, output: output)
+            let device = try launch(
+                database: database, server: server.baseURL, refreshToken: refreshToken, log: log, captures: captures, known: known,
+                crash: crash, output: output)
             result.runs += 1
             let limit = Date().addingTimeInterval(crash == nil ? Double(delay) / 1000 : 3)
             var killedByUs = false
@@ -130,23 +136,30 @@ package struct CrashTorture {
                 throw TortureError("the device failed on its own (\(ended)):\n\(text.suffix(3000))")
             }
             if result.runs % 4 == 0 { try Self.backOffice(server, &random) }
-            if result.runs % 100 == 0 { options.progress("\(result.kills) kills, \(result.runs) runs, \(TortureLog.read(log).count) captures logged") }
+            if result.runs % 100 == 0 {
+                options.progress("\(result.kills) kills, \(result.runs) runs, \(TortureLog.read(log).count) captures logged")
+            }
         }
         server.faults.clear()
 
         // The last run: nothing armed, nothing killed; it must drain and catch up.
-        try await Self.drain(launch(database: database, server: server.baseURL, refreshToken: refreshToken, log: log, captures: captures, known: known, crash: nil, output: output),
-                             output: output)
+        try await Self.drain(
+            launch(
+                database: database, server: server.baseURL, refreshToken: refreshToken, log: log, captures: captures, known: known,
+                crash: nil, output: output),
+            output: output)
         try await Self.check(seed: options.seed, server: server, database: database, log: log, into: &result)
         result.seconds = Date().timeIntervalSince(started)
         return result
     }
 
     private func launch(
-        database: String, server: URL, refreshToken: String, log: String, captures: Int, known: [Int64], crash: (CrashPoint, Int)?, output: URL
+        database: String, server: URL, refreshToken: String, log: String, captures: Int, known: [Int64], crash: (CrashPoint, Int)?,
+        output: URL
     ) throws -> ChildProcess {
         try Self.launchDevice(
-            executable: options.executable, seed: options.seed, database: database, servers: [server], refreshToken: refreshToken, log: log, captures: captures,
+            executable: options.executable, seed: options.seed, database: database, servers: [server], refreshToken: refreshToken, log: log,
+            captures: captures,
             known: known, crash: crash, output: output)
     }
 
@@ -165,12 +178,15 @@ package struct CrashTorture {
 
     /// Starts `formsync-lab torture device` against `servers` (each request to one at random).
     static func launchDevice(
-        executable: String, seed: UInt64, database: String, servers: [URL], refreshToken: String, log: String, captures: Int, known: [Int64],
+        executable: String, seed: UInt64, database: String, servers: [URL], refreshToken: String, log: String, captures: Int,
+        known: [Int64],
         crash: (CrashPoint, Int)?, output: URL
     ) throws -> ChildProcess {
         var arguments = [
-            "torture", "device", "--db", database, "--server", servers.map(\.absoluteString).joined(separator: ","), "--refresh-token", refreshToken,
-            "--log", log, "--seed", String(seed), "--captures", String(captures), "--customers", known.map(String.init).joined(separator: ","),
+            "torture", "device", "--db", database, "--server", servers.map(\.absoluteString).joined(separator: ","), "--refresh-token",
+            refreshToken,
+            "--log", log, "--seed", String(seed), "--captures", String(captures), "--customers",
+            known.map(String.init).joined(separator: ","),
         ]
         if let crash { arguments += ["--crash", "\(crash.0.rawValue):\(crash.1)"] }
         return try ChildProcess(executable, arguments, standardOutput: .file(output.path), standardError: .file(output.path))
@@ -186,7 +202,9 @@ package struct CrashTorture {
         }
         for n in 0..<24 {
             let courier = n % 3 == 2 ? "bob" : TortureDevice.courier
-            _ = try server.putRecord(Delivery(courierId: courier, status: .assigned, stopOrder: n % 2 == 0 ? n + 1 : 1000 + n, address: "Rua \(n)"), workspace: workspace)
+            _ = try server.putRecord(
+                Delivery(courierId: courier, status: .assigned, stopOrder: n % 2 == 0 ? n + 1 : 1000 + n, address: "Rua \(n)"),
+                workspace: workspace)
         }
         return known
     }
@@ -203,8 +221,13 @@ package struct CrashTorture {
         changed.address = "Rua \(random.next() % 10_000)"
         _ = try server.putRecord(changed, workspace: workspace)
         let stop = random.next() % 2 == 0 ? Int(1 + random.next() % 999) : Int(1000 + random.next() % 1000)
-        _ = try server.putRecord(Delivery(courierId: random.next() % 3 == 0 ? "bob" : TortureDevice.courier, status: .assigned, stopOrder: stop, address: "Nova \(stop)"), workspace: workspace)
-        let movable = deliveries.filter { record in ((try? JSONDecoder().decode(Delivery.self, from: record.fields))?.stopOrder ?? 0) >= 1000 }
+        _ = try server.putRecord(
+            Delivery(
+                courierId: random.next() % 3 == 0 ? "bob" : TortureDevice.courier, status: .assigned, stopOrder: stop,
+                address: "Nova \(stop)"), workspace: workspace)
+        let movable = deliveries.filter { record in
+            ((try? JSONDecoder().decode(Delivery.self, from: record.fields))?.stopOrder ?? 0) >= 1000
+        }
         guard !movable.isEmpty, random.next() % 2 == 0 else { return }
         let target = movable[Int(random.next() % UInt64(movable.count))]
         if random.next() % 2 == 0 {
@@ -257,7 +280,9 @@ package struct CrashTorture {
                         if document.version > document.appliedWrites { result.deferred += 1 }
                     }
                 } else {
-                    if (object["customer_reference"] as? String) != plan.marker(i) { result.failures.append("order \(i) carries another order's marker") }
+                    if (object["customer_reference"] as? String) != plan.marker(i) {
+                        result.failures.append("order \(i) carries another order's marker")
+                    }
                     guard let customer = (object["customer_id"] as? NSNumber)?.int64Value, customer > 0 else {
                         result.failures.append("order \(i) reached the server without its customer's server id")
                         continue
@@ -273,15 +298,18 @@ package struct CrashTorture {
         // Lane order: within each customer, the server accepted orders in capture order.
         for (customer, orders) in lanes {
             let accepted = orders.sorted { $0.id < $1.id }.map(\.index)
-            if accepted != accepted.sorted() { result.failures.append("customer \(customer)'s orders were accepted as \(accepted.prefix(12)), not in capture order") }
+            if accepted != accepted.sorted() {
+                result.failures.append("customer \(customer)'s orders were accepted as \(accepted.prefix(12)), not in capture order")
+            }
         }
         result.lanes = lanes.count
         // No document on the server that the device did not make, and none of it twice.
-        let planned = Set(entries.compactMap { entry -> String? in
-            if case .edit = entry { return nil }
-            if case .skipped = entry { return nil }
-            return plan.documentID(entry.index)
-        })
+        let planned = Set(
+            entries.compactMap { entry -> String? in
+                if case .edit = entry { return nil }
+                if case .skipped = entry { return nil }
+                return plan.documentID(entry.index)
+            })
         for document in documents.values where document.documentID.hasPrefix("t\(seed)-") && !planned.contains(document.documentID) {
             // A capture that committed after the last log line (killed before logging it) is
             // logged by the next run under the same index, so nothing should be left over.
@@ -298,12 +326,15 @@ package struct CrashTorture {
                 continue
             }
             let landed = value.recipient.flatMap { $0.hasPrefix("r") ? Int($0.dropFirst()) : nil } ?? -1
-            if landed < index { result.failures.append("delivery \(delivery) shows recipient \(value.recipient ?? "nil"); the device saved r\(index) last") }
+            if landed < index {
+                result.failures.append("delivery \(delivery) shows recipient \(value.recipient ?? "nil"); the device saved r\(index) last")
+            }
         }
         result.edits = lastEdit.count
 
         // The device: records equal the server's scope; nothing stranded; no orphan stash file.
-        let outbox = try Outbox(path: database, forms: FormCatalog.forms, records: FormCatalog.records, transport: Unreachable(workspace: workspace))
+        let outbox = try Outbox(
+            path: database, forms: FormCatalog.forms, records: FormCatalog.records, transport: Unreachable(workspace: workspace))
         let counts = await outbox.stateCounts()
         for (state, count) in counts where state != .confirmed && count > 0 {
             let items = try await outbox.items(in: [state]).prefix(5).map { "\($0.id) \($0.form ?? "file"): \($0.lastError ?? "")" }
@@ -314,7 +345,10 @@ package struct CrashTorture {
         result.records = records
         let stash = database + ".stash"
         let db = try SQLiteConnection(path: database, create: false)
-        let referenced = Set(try db.query("SELECT file_path FROM items WHERE kind = 'file' AND state != 'confirmed' AND file_path IS NOT NULL") { $0.text(0) ?? "" })
+        let referenced = Set(
+            try db.query("SELECT file_path FROM items WHERE kind = 'file' AND state != 'confirmed' AND file_path IS NOT NULL") {
+                $0.text(0) ?? ""
+            })
         for name in (try? FileManager.default.contentsOfDirectory(atPath: stash)) ?? [] {
             let path = (stash as NSString).appendingPathComponent(name)
             if !referenced.contains(path) { result.failures.append("orphan stash file \(name)") }

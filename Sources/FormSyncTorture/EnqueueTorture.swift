@@ -53,7 +53,8 @@ package struct EnqueueTorture {
                 "last run: \(lastRun)",
             ]
             if failures.isEmpty {
-                lines.append("checks: all held (every document once, every logged one under its id, one file item per photo, no orphan stash file)")
+                lines.append(
+                    "checks: all held (every document once, every logged one under its id, one file item per photo, no orphan stash file)")
             } else {
                 lines = ["FAILED"] + failures + lines
             }
@@ -101,7 +102,9 @@ package struct EnqueueTorture {
         }
         let status = last.waitUntilExit()
         if status != .exit(0) { result.failures.append("the last enqueuer run ended with \(status): \(output())") }
-        if let line = output().split(separator: "\n").first(where: { $0.hasPrefix("saved: ") }) { result.lastRun = String(line.dropFirst(7)) }
+        if let line = output().split(separator: "\n").first(where: { $0.hasPrefix("saved: ") }) {
+            result.lastRun = String(line.dropFirst(7))
+        }
         try await check(&result)
         return result
     }
@@ -122,9 +125,14 @@ package struct EnqueueTorture {
             result.failures.append("document \(document) is held \(held.count) times")
         }
         let missing = expected.subtracting(byDocument.keys)
-        if !missing.isEmpty { result.failures.append("\(missing.count) documents are missing, \(missing.sorted().prefix(5).joined(separator: ", ")) among them") }
+        if !missing.isEmpty {
+            result.failures.append(
+                "\(missing.count) documents are missing, \(missing.sorted().prefix(5).joined(separator: ", ")) among them")
+        }
         let unknown = Set(byDocument.keys).subtracting(expected)
-        if !unknown.isEmpty { result.failures.append("\(unknown.count) documents no task enqueued: \(unknown.sorted().prefix(5).joined(separator: ", "))") }
+        if !unknown.isEmpty {
+            result.failures.append("\(unknown.count) documents no task enqueued: \(unknown.sorted().prefix(5).joined(separator: ", "))")
+        }
         // The log: one "document id" line per enqueue that returned; a line torn by a kill has no
         // newline and is not a claim.
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
@@ -145,7 +153,9 @@ package struct EnqueueTorture {
         }
         result.logged = logged.count
         for (document, id) in logged.sorted(by: { $0.key < $1.key }) where byDocument[document]?.first?.id != ItemID(id) {
-            result.failures.append("document \(document) was logged as saved under id \(id) and is \(byDocument[document].map { "held under \($0.map(\.id))" } ?? "gone")")
+            result.failures.append(
+                "document \(document) was logged as saved under id \(id) and is \(byDocument[document].map { "held under \($0.map(\.id))" } ?? "gone")"
+            )
         }
         // Photos: one file item each, and the stash holds exactly their copies.
         let files = items.filter { $0.kind == .file }
@@ -185,14 +195,23 @@ package struct EnqueueTorture {
                         if isCustomer(index) {
                             let (customer, photo) = (-Int64(1_000_000 + task * 10_000 + index), -Int64(2_000_000 + task * 10_000 + index))
                             let source = scratch.appendingPathComponent("\(document).jpg")
-                            try MediaSignature.stamped(Data((0..<(2_000 + index * 37)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ task) }), asFileNamed: "photo.jpg").write(to: source)
+                            try MediaSignature.stamped(
+                                Data((0..<(2_000 + index * 37)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ task) }),
+                                asFileNamed: "photo.jpg"
+                            ).write(to: source)
                             id = try await outbox.enqueue(
-                                NewCustomer(name: "Shop \(document)", segment: .retail, shopFront: FileRef(id: photo, contentType: "image/jpeg")),
-                                attachments: [.init(placeholder: photo, source: source, contentType: "image/jpeg")], documentID: document, creates: customer)
+                                NewCustomer(
+                                    name: "Shop \(document)", segment: .retail, shopFront: FileRef(id: photo, contentType: "image/jpeg")),
+                                attachments: [.init(placeholder: photo, source: source, contentType: "image/jpeg")], documentID: document,
+                                creates: customer)
                         } else {
                             let order = SalesOrder(
                                 customerId: EntityRef(Int64(task + 1)), orderDate: LocalDate("2026-12-02"),
-                                lines: [.init(sku: "AB-\(1000 + index)", quantity: 1 + index % 9, unitPrice: Money(minorUnits: 250, currency: "EUR"))])
+                                lines: [
+                                    .init(
+                                        sku: "AB-\(1000 + index)", quantity: 1 + index % 9,
+                                        unitPrice: Money(minorUnits: 250, currency: "EUR"))
+                                ])
                             id = try await outbox.enqueue(order, documentID: document)
                         }
                         try logFile.append("\(document) \(id)\n")

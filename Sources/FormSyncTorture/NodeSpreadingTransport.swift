@@ -8,7 +8,8 @@ import Synchronization
 /// without affinity would send it. What one node began, the next attempt may finish on another.
 final class NodeSpreadingTransport: OutboxTransport {
     let nodes: [HTTPTransport]
-    private let random = Mutex(SplitMix64(state: UInt64(truncatingIfNeeded: getpid()) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(Date().timeIntervalSince1970 * 1000)))
+    private let random = Mutex(
+        SplitMix64(state: UInt64(truncatingIfNeeded: getpid()) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(Date().timeIntervalSince1970 * 1000)))
 
     init(_ nodes: [HTTPTransport]) {
         precondition(!nodes.isEmpty)
@@ -24,7 +25,9 @@ final class NodeSpreadingTransport: OutboxTransport {
     func send(_ request: OutboundRequest) async -> DeliveryOutcome { await any().send(request) }
     func probe() async -> Bool { await any().probe() }
     func fetchChanges(cursor: String?, limit: Int) async -> PullOutcome { await any().fetchChanges(cursor: cursor, limit: limit) }
-    func deliver(_ request: OutboundRequest, progress: @escaping @Sendable (Int64, Int64) -> Void) async -> (DeliveryOutcome, DeliveryDetails) {
+    func deliver(
+        _ request: OutboundRequest, progress: @escaping @Sendable (Int64, Int64) -> Void
+    ) async -> (DeliveryOutcome, DeliveryDetails) {
         await any().deliver(request, progress: progress)
     }
 }

@@ -23,7 +23,8 @@ package final class PostgresCluster: @unchecked Sendable {
     }
 
     /// How to install what the tests need, printed when it is missing.
-    package static let installHint = "install PostgreSQL to run these tests: apt-get install postgresql libpq-dev (the tests start their own throwaway cluster)"
+    package static let installHint =
+        "install PostgreSQL to run these tests: apt-get install postgresql libpq-dev (the tests start their own throwaway cluster)"
 
     package let folder: String
     package private(set) var port: UInt16
@@ -54,14 +55,17 @@ package final class PostgresCluster: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try "\(getpid())".write(toFile: folder + "/owner.pid", atomically: true, encoding: .utf8)
         if geteuid() == 0 {
-            guard let entry = getpwnam("nobody") else { throw Unavailable(description: "running as root, and there is no user nobody to run PostgreSQL as") }
+            guard let entry = getpwnam("nobody") else {
+                throw Unavailable(description: "running as root, and there is no user nobody to run PostgreSQL as")
+            }
             user = (entry.pointee.pw_uid, entry.pointee.pw_gid)
             chown(folder, entry.pointee.pw_uid, entry.pointee.pw_gid)
         } else {
             user = nil
         }
         port = 0
-        let (status, output) = try runAs(binaries + "/initdb", ["-D", folder + "/data", "-U", "formsync", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"])
+        let (status, output) = try runAs(
+            binaries + "/initdb", ["-D", folder + "/data", "-U", "formsync", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"])
         guard status == .exit(0) else {
             destroy()
             throw Unavailable(description: "initdb failed (\(status)): \(output.suffix(600))")
@@ -116,7 +120,12 @@ package final class PostgresCluster: @unchecked Sendable {
     /// of its machine would); `start()` brings it back. (Backends left alive after their
     /// postmaster would go on answering their connections for a moment.)
     package func crash() {
-        guard let child = lock.withLock({ () -> ChildProcess? in defer { postmaster = nil }; return postmaster }) else { return }
+        guard
+            let child = lock.withLock({ () -> ChildProcess? in
+                defer { postmaster = nil }
+                return postmaster
+            })
+        else { return }
         // Frozen first, so that it forks no backend between the listing and the kill.
         child.signal(SIGSTOP)
         let backends = Self.children(of: child.pid)
@@ -141,19 +150,22 @@ package final class PostgresCluster: @unchecked Sendable {
             return text.split(separator: "\n").compactMap { pid_t($0) }
         #elseif canImport(Glibc) || canImport(Musl)
             return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { name -> pid_t? in
-            guard let pid = pid_t(name), let stat = try? String(contentsOfFile: "/proc/\(name)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
-            else { return nil }
-            // "pid (comm) state ppid …": the fields after the command's closing parenthesis.
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            return fields.count > 1 && pid_t(fields[1]) == parent ? pid : nil
-        }
+                guard let pid = pid_t(name), let stat = try? String(contentsOfFile: "/proc/\(name)/stat", encoding: .utf8),
+                    let close = stat.lastIndex(of: ")")
+                else { return nil }
+                // "pid (comm) state ppid …": the fields after the command's closing parenthesis.
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                return fields.count > 1 && pid_t(fields[1]) == parent ? pid : nil
+            }
         #endif
     }
 
     /// Stops the postmaster and removes the cluster's folder.
     package func destroy() {
-        if let child = lock.withLock({ () -> ChildProcess? in defer { postmaster = nil }; return postmaster }) {
+        if let child = lock.withLock({ () -> ChildProcess? in
+            defer { postmaster = nil }
+            return postmaster
+        }) {
             child.signal(SIGQUIT)
             child.waitUntilExit()
         }
@@ -174,12 +186,15 @@ package final class PostgresCluster: @unchecked Sendable {
         if let user {
             chown(log, user.uid, user.gid)
             let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) }
-            guard let setpriv else { throw Unavailable(description: "running as root needs setpriv (util-linux) to start PostgreSQL as nobody") }
+            guard let setpriv else {
+                throw Unavailable(description: "running as root needs setpriv (util-linux) to start PostgreSQL as nobody")
+            }
             return try ChildProcess(
                 setpriv, ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", "--", executable] + arguments,
                 environment: ["HOME": folder, "LC_ALL": "C"], directory: folder, standardOutput: .file(log), standardError: .file(log))
         }
-        return try ChildProcess(executable, arguments, environment: ["LC_ALL": "C"], directory: folder, standardOutput: .file(log), standardError: .file(log))
+        return try ChildProcess(
+            executable, arguments, environment: ["LC_ALL": "C"], directory: folder, standardOutput: .file(log), standardError: .file(log))
     }
 
     /// The folder holding `initdb` and `postgres`: `FORMSYNC_PG_BIN` (only there, when it is
@@ -191,7 +206,8 @@ package final class PostgresCluster: @unchecked Sendable {
             return found(in: candidates)
         }
         candidates += (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
-        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).compactMap(Int.init).sorted(by: >)
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).compactMap(Int.init).sorted(
+            by: >)
         candidates += versions.map { "/usr/lib/postgresql/\($0)/bin" }
         return found(in: candidates)
     }
@@ -212,10 +228,15 @@ package final class PostgresCluster: @unchecked Sendable {
         let temporary = FileManager.default.temporaryDirectory.path
         for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? [] where name.hasPrefix("formsync-pg-") {
             let folder = temporary + "/" + name
-            guard let owner = (try? String(contentsOfFile: folder + "/owner.pid", encoding: .utf8)).flatMap({ pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }),
+            guard
+                let owner = (try? String(contentsOfFile: folder + "/owner.pid", encoding: .utf8)).flatMap({
+                    pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
+                }),
                 kill(owner, 0) != 0 && errno == ESRCH
             else { continue }
-            if let line = (try? String(contentsOfFile: folder + "/data/postmaster.pid", encoding: .utf8))?.split(separator: "\n").first, let pid = pid_t(line) {
+            if let line = (try? String(contentsOfFile: folder + "/data/postmaster.pid", encoding: .utf8))?.split(separator: "\n").first,
+                let pid = pid_t(line)
+            {
                 _ = kill(pid, SIGQUIT)
             }
             try? FileManager.default.removeItem(atPath: folder)

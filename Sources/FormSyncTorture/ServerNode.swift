@@ -57,7 +57,12 @@ package final class ServerNode: @unchecked Sendable {
 
     /// SIGKILLs the node, as a crash would.
     package func kill() {
-        guard let child = lock.withLock({ () -> ChildProcess? in defer { process = nil }; return process }) else { return }
+        guard
+            let child = lock.withLock({ () -> ChildProcess? in
+                defer { process = nil }
+                return process
+            })
+        else { return }
         child.signal(SIGKILL)
         child.waitUntilExit()
     }
@@ -67,7 +72,12 @@ package final class ServerNode: @unchecked Sendable {
 
     /// Stops the node (SIGTERM) and waits for it.
     package func stop() {
-        guard let child = lock.withLock({ () -> ChildProcess? in defer { process = nil }; return process }) else { return }
+        guard
+            let child = lock.withLock({ () -> ChildProcess? in
+                defer { process = nil }
+                return process
+            })
+        else { return }
         child.signal(SIGTERM)
         child.waitUntilExit()
     }

@@ -17,7 +17,10 @@ final class SimulatedEngine {
     /// How many times the engine was woken by its own timers.
     private(set) var wakes = 0
 
-    init(environment: OutboxEnvironment, trueNow: @escaping @Sendable () -> Int64, setTrueTime: @escaping @Sendable (Int64) -> Void, trace: SimulationTrace) {
+    init(
+        environment: OutboxEnvironment, trueNow: @escaping @Sendable () -> Int64, setTrueTime: @escaping @Sendable (Int64) -> Void,
+        trace: SimulationTrace
+    ) {
         self.timers = VirtualTimers(now: trueNow)
         self.environment = environment
         self.trueNow = trueNow
@@ -31,7 +34,8 @@ final class SimulatedEngine {
         let engine = SyncEngine(
             outbox: outbox,
             configuration: SyncEngine.Configuration(
-                networkBackoff: RetryPolicy(baseDelay: .milliseconds(1000), maxDelay: .milliseconds(120_000)), tokenRetry: .milliseconds(60_000),
+                networkBackoff: RetryPolicy(baseDelay: .milliseconds(1000), maxDelay: .milliseconds(120_000)),
+                tokenRetry: .milliseconds(60_000),
                 pullInterval: nil),
             environment: environment, sleep: { await timers.sleep($0) })
         self.engine = engine

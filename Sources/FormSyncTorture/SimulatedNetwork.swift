@@ -2,10 +2,11 @@ import FormSyncHTTP
 import FormSyncServer
 import FormSyncTesting
 import Foundation
+import Synchronization
+
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
-import Synchronization
 
 /// The seeded simulation's network: every request of the device's real `HTTPTransport` comes
 /// here and goes to the reference server's real handler in-process, unless the schedule takes
@@ -53,7 +54,8 @@ final class SimulatedNetwork: Sendable {
         for (name, value) in http.allHTTPHeaderFields ?? [:] { headers[name.lowercased()] = value }
         let body = try file.map { try Data(contentsOf: $0) } ?? http.httpBody ?? Data()
         headers["content-length"] = String(body.count)
-        let key = "\(method) \(path) \(headers["idempotency-key"] ?? "") \(headers["upload-offset"] ?? "") \(components.percentEncodedQuery ?? "")"
+        let key =
+            "\(method) \(path) \(headers["idempotency-key"] ?? "") \(headers["upload-offset"] ?? "") \(components.percentEncodedQuery ?? "")"
         let (occurrence, outage, calm) = state.withLock { state -> (Int, Bool, Bool) in
             state.requests += 1
             state.seen[key, default: 0] += 1
@@ -63,7 +65,10 @@ final class SimulatedNetwork: Sendable {
         // Completions across lanes come back in a seeded order.
         for _ in 0..<(random.next() % 4) { await Task.yield() }
         let write = method != "GET" && method != "HEAD" && path != "/auth/refresh" && path != "/health"
-        func fault(_ name: String) { state.withLock { $0.faults[name, default: 0] += 1 }; trace.add("net: \(name) on \(method) \(path)") }
+        func fault(_ name: String) {
+            state.withLock { $0.faults[name, default: 0] += 1 }
+            trace.add("net: \(name) on \(method) \(path)")
+        }
         if outage {
             fault("outage")
             throw URLError(.notConnectedToInternet)
@@ -86,14 +91,25 @@ final class SimulatedNetwork: Sendable {
                 return (503, ["retry-after": retryAfter], Data())
             case 95..<110:
                 fault("429 Retry-After: \(retryAfter)")
-                return (429, ["retry-after": retryAfter, "content-type": "application/problem+json"], Data(#"{"status":429,"title":"Too Many Requests"}"#.utf8))
+                return (
+                    429, ["retry-after": retryAfter, "content-type": "application/problem+json"],
+                    Data(#"{"status":429,"title":"Too Many Requests"}"#.utf8)
+                )
             case 110..<118 where write && path != "/files" && !path.hasPrefix("/uploads") && !server.holds(headers["formsync-document"]):
                 // (Only before the server holds the document: a real server replays its reply.)
                 fault("422")
-                return (422, ["content-type": "application/problem+json"], Data(#"{"status":422,"title":"Unprocessable","detail":"refused by the simulation","code":"invalid-payload","errors":[]}"#.utf8))
+                return (
+                    422, ["content-type": "application/problem+json"],
+                    Data(
+                        #"{"status":422,"title":"Unprocessable","detail":"refused by the simulation","code":"invalid-payload","errors":[]}"#
+                            .utf8)
+                )
             case 118..<126 where write && occurrence == 1:
                 fault("409 key in flight")
-                return (409, ["content-type": "application/problem+json", "retry-after": "1"], Data(#"{"status":409,"title":"Conflict","code":"key-in-flight"}"#.utf8))
+                return (
+                    409, ["content-type": "application/problem+json", "retry-after": "1"],
+                    Data(#"{"status":409,"title":"Conflict","code":"key-in-flight"}"#.utf8)
+                )
             default:
                 break
             }

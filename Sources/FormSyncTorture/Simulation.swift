@@ -5,10 +5,11 @@ import FormSyncModel
 import FormSyncServer
 import FormSyncTesting
 import Foundation
+import Synchronization
+
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
-import Synchronization
 
 /// One seeded schedule of `formsync-lab torture sim`: a device's outbox (real SQLite, real
 /// `HTTPTransport`) against the reference server's real handler in-process, through
@@ -45,7 +46,8 @@ package struct Simulation {
             case .captureCustomer(let bytes): return "capture NewCustomer with a \(bytes)-byte photo"
             case .captureOrder(let slot): return "capture SalesOrder (customer slot \(slot))"
             case .editDelivery(let slot): return "edit a pulled Delivery (slot \(slot))"
-            case .editCustomer(let slot, let money): return "edit a pulled Customer (slot \(slot))\(money ? ", credit limit too (server-owned)" : "")"
+            case .editCustomer(let slot, let money):
+                return "edit a pulled Customer (slot \(slot))\(money ? ", credit limit too (server-owned)" : "")"
             case .flush: return "flush"
             case .engine(let ms): return "the sync engine runs for \(ms) ms"
             case .pull: return "pull"
@@ -81,7 +83,10 @@ package struct Simulation {
         for _ in 0..<steps {
             let roll = random.next() % 100
             switch roll {
-            case 0..<8: actions.append(.captureCustomer(photoBytes: random.next() % 4 == 0 ? 70_000 + Int(random.next() % 80_000) : 500 + Int(random.next() % 4000)))
+            case 0..<8:
+                actions.append(
+                    .captureCustomer(
+                        photoBytes: random.next() % 4 == 0 ? 70_000 + Int(random.next() % 80_000) : 500 + Int(random.next() % 4000)))
             case 8..<24: actions.append(.captureOrder(slot: Int(random.next() % 16)))
             case 24..<29: actions.append(.editDelivery(slot: Int(random.next() % 16)))
             case 29..<33: actions.append(.editCustomer(slot: Int(random.next() % 16), creditLimit: random.next() % 5 == 0))
@@ -89,7 +94,8 @@ package struct Simulation {
             case 43..<53: actions.append(.engine(milliseconds: 1_000 + Int64(random.next() % 300_000)))
             case 53..<60: actions.append(.pull)
             case 60..<70: actions.append(.advance(milliseconds: Int64(random.next() % 600_000)))
-            case 70..<73: actions.append(.clockJump(milliseconds: (random.next() % 2 == 0 ? -1 : 1) * Int64(60_000 + random.next() % 172_800_000)))
+            case 70..<73:
+                actions.append(.clockJump(milliseconds: (random.next() % 2 == 0 ? -1 : 1) * Int64(60_000 + random.next() % 172_800_000)))
             case 73..<79: actions.append(.outage(random.next() % 2 == 0))
             case 79..<86: actions.append(.backOffice(Int(random.next() % 1_000_000)))
             case 86..<89: actions.append(.expireTokens)
@@ -146,14 +152,20 @@ package struct Simulation {
         let time = Mutex<Int64>(1_764_460_800_000)  // the true time, which the server keeps
         let skew = Mutex<Int64>(0)  // how far the device's clock is off
         let server = try SyncServer(
-            directory: directory.appendingPathComponent("server").path, registry: try AppUpdate.nextBuild(), records: RecordRegistry(FormCatalog.records),
+            directory: directory.appendingPathComponent("server").path, registry: try AppUpdate.nextBuild(),
+            records: RecordRegistry(FormCatalog.records),
             tokenLifetimeSeconds: 3600, now: { time.withLock { $0 } })
         let workspaces = ["acme", "beta"]
         var known: [String: [Int64]] = [:]
         for workspace in workspaces {
-            for n in 0..<3 { known[workspace, default: []].append(try server.putRecord(Customer(name: "Known \(workspace) \(n)", segment: .wholesale), workspace: workspace).id) }
+            for n in 0..<3 {
+                known[workspace, default: []].append(
+                    try server.putRecord(Customer(name: "Known \(workspace) \(n)", segment: .wholesale), workspace: workspace).id)
+            }
             for n in 0..<6 {
-                _ = try server.putRecord(Delivery(courierId: n % 3 == 2 ? "bob" : "ada", status: .assigned, stopOrder: n + 1, address: "Rua \(n)"), workspace: workspace)
+                _ = try server.putRecord(
+                    Delivery(courierId: n % 3 == 2 ? "bob" : "ada", status: .assigned, stopOrder: n + 1, address: "Rua \(n)"),
+                    workspace: workspace)
             }
         }
         let network = SimulatedNetwork(seed: seed, server: server, trace: trace, sabotage: sabotage)
@@ -163,7 +175,8 @@ package struct Simulation {
         var transports: [String: HTTPTransport] = [:]
         for workspace in workspaces {
             transports[workspace] = HTTPTransport(
-                workspace: workspace, baseURL: URL(string: "http://sim.invalid")!, timeout: 5, resumableFromBytes: 64 << 10, chunkBytes: 64 << 10,
+                workspace: workspace, baseURL: URL(string: "http://sim.invalid")!, timeout: 5, resumableFromBytes: 64 << 10,
+                chunkBytes: 64 << 10,
                 network: { try await network.exchange($0, file: $1) }, token: { tokens.withLock { $0 } })
         }
         let transportFor: @Sendable (String) -> (any OutboxTransport)? = { [transports] workspace in transports[workspace] }
@@ -176,10 +189,13 @@ package struct Simulation {
         var registry = FormRegistry(FormCatalog.forms)
         func open(_ registry: FormRegistry, workspace: String) throws -> Outbox {
             try Outbox(
-                path: path, workspace: workspace, registry: registry, records: RecordRegistry(FormCatalog.records), transports: transportFor,
+                path: path, workspace: workspace, registry: registry, records: RecordRegistry(FormCatalog.records),
+                transports: transportFor,
                 configuration: Outbox.Configuration(
                     concurrency: 3,
-                    retry: RetryPolicy(baseDelay: .milliseconds(500), maxDelay: .milliseconds(60_000), maxAttempts: 12, maxRetryAfter: .milliseconds(3_600_000)),
+                    retry: RetryPolicy(
+                        baseDelay: .milliseconds(500), maxDelay: .milliseconds(60_000), maxAttempts: 12,
+                        maxRetryAfter: .milliseconds(3_600_000)),
                     lease: .milliseconds(30_000), uploadConcurrency: 2),
                 environment: environment,
                 refreshAuthentication: { [transports] in
@@ -191,7 +207,8 @@ package struct Simulation {
         var workspace = "acme"
         var outbox = try open(registry, workspace: workspace)
         let engine = SimulatedEngine(
-            environment: environment, trueNow: { time.withLock { $0 } }, setTrueTime: { value in time.withLock { $0 = value } }, trace: trace)
+            environment: environment, trueNow: { time.withLock { $0 } }, setTrueTime: { value in time.withLock { $0 = value } },
+            trace: trace)
         try await engine.start(outbox)
         var captured: [Captured] = []
         var customers: [String: [Int64]] = known
@@ -209,12 +226,16 @@ package struct Simulation {
                     try MediaSignature.stamped(Data(count: bytes), asFileNamed: photo.lastPathComponent).write(to: photo)
                     let placeholder = outbox.placeholderIDs.next()
                     let id = try await outbox.enqueue(
-                        NewCustomer(name: "Sim shop \(sequence)", segment: .retail, shopFront: FileRef(id: placeholder, contentType: "image/jpeg")),
+                        NewCustomer(
+                            name: "Sim shop \(sequence)", segment: .retail, shopFront: FileRef(id: placeholder, contentType: "image/jpeg")),
                         attachments: [.init(placeholder: placeholder, source: photo, contentType: "image/jpeg")])
                     try? FileManager.default.removeItem(at: photo)
                     guard let item = try await outbox.item(id) else { throw TortureError("item \(id) vanished after enqueue") }
                     if let created = item.producesPlaceholder { customers[workspace, default: []].append(created) }
-                    captured.append(Captured(workspace: workspace, item: id, documentID: item.documentID, form: "NewCustomer", customer: nil, sequence: sequence))
+                    captured.append(
+                        Captured(
+                            workspace: workspace, item: id, documentID: item.documentID, form: "NewCustomer", customer: nil,
+                            sequence: sequence))
                 case .captureOrder(let slot):
                     let list = customers[workspace] ?? []
                     let customer = list[slot % list.count]
@@ -227,7 +248,10 @@ package struct Simulation {
                         lines: [.init(sku: "SKU-\(1000 + slot)", quantity: 1 + slot, unitPrice: Money(minorUnits: 250, currency: "EUR"))])
                     let id = try await outbox.enqueue(order)
                     guard let item = try await outbox.item(id) else { throw TortureError("item \(id) vanished after enqueue") }
-                    captured.append(Captured(workspace: workspace, item: id, documentID: item.documentID, form: "SalesOrder", customer: customer, sequence: sequence))
+                    captured.append(
+                        Captured(
+                            workspace: workspace, item: id, documentID: item.documentID, form: "SalesOrder", customer: customer,
+                            sequence: sequence))
                 case .editDelivery(let slot):
                     let deliveries = try await outbox.records(Delivery.all)
                     guard !deliveries.isEmpty else { break }
@@ -333,7 +357,9 @@ package struct Simulation {
             if n % 3 == 0 { changed.recipient = "office-\(n)" }
             _ = try server.putRecord(changed, workspace: workspace)
         case 2:
-            _ = try server.putRecord(Delivery(courierId: n % 2 == 0 ? "ada" : "bob", status: .assigned, stopOrder: 1 + n % 50, address: "Nova \(n)"), workspace: workspace)
+            _ = try server.putRecord(
+                Delivery(courierId: n % 2 == 0 ? "ada" : "bob", status: .assigned, stopOrder: 1 + n % 50, address: "Nova \(n)"),
+                workspace: workspace)
         case 3:
             guard !deliveries.isEmpty else { return }
             let pick = deliveries[(n / 5) % deliveries.count]
@@ -355,22 +381,31 @@ package struct Simulation {
         }
     }
 
-    private func check(server: SyncServer, outbox: Outbox, captured: [Captured], workspaces: [String], outcome: inout Outcome) async throws {
+    private func check(server: SyncServer, outbox: Outbox, captured: [Captured], workspaces: [String], outcome: inout Outcome) async throws
+    {
         outcome.captured = captured.count
         let documents = Dictionary(server.documents().map { ($0.documentID, $0) }, uniquingKeysWith: { a, _ in a })
         var deviceDocuments = Set<String>()
         for workspace in workspaces {
             try await outbox.switchWorkspace(to: workspace)
-            for item in try await outbox.items(in: Set(SyncState.allCases)) where item.workspace == workspace { deviceDocuments.insert(item.documentID) }
+            for item in try await outbox.items(in: Set(SyncState.allCases)) where item.workspace == workspace {
+                deviceDocuments.insert(item.documentID)
+            }
             // Every parked or blocked item is listed, with a reason; nothing was exhausted.
             let parked = try await outbox.parkedItems().filter { $0.workspace == workspace }
             let counts = await outbox.stateCounts()
             let attention = SyncState.allCases.filter(\.needsAttention).reduce(0) { $0 + (counts[$1] ?? 0) }
-            if parked.count != attention { outcome.failures.append("\(workspace): \(attention) items need attention but \(parked.count) are listed") }
+            if parked.count != attention {
+                outcome.failures.append("\(workspace): \(attention) items need attention but \(parked.count) are listed")
+            }
             for item in parked {
                 outcome.parked[item.state.rawValue, default: 0] += 1
-                if (item.lastError ?? "").isEmpty { outcome.failures.append("\(workspace): parked item \(item.id) (\(item.state.rawValue)) has no reason") }
-                if item.state == .exhausted { outcome.failures.append("\(workspace): item \(item.id) was exhausted: \(item.lastError ?? "")") }
+                if (item.lastError ?? "").isEmpty {
+                    outcome.failures.append("\(workspace): parked item \(item.id) (\(item.state.rawValue)) has no reason")
+                }
+                if item.state == .exhausted {
+                    outcome.failures.append("\(workspace): item \(item.id) was exhausted: \(item.lastError ?? "")")
+                }
             }
         }
         // Nothing lost, nothing applied twice.
@@ -389,8 +424,12 @@ package struct Simulation {
                         outcome.failures.append("\(capture.form) \(capture.documentID) is confirmed on the device but not on the server")
                         continue
                     }
-                    if document.appliedWrites != 1 { outcome.failures.append("\(capture.form) \(capture.documentID) was applied \(document.appliedWrites) times") }
-                    if let customer = capture.customer { lanes["\(capture.workspace) \(customer)", default: []].append((capture.sequence, document.id)) }
+                    if document.appliedWrites != 1 {
+                        outcome.failures.append("\(capture.form) \(capture.documentID) was applied \(document.appliedWrites) times")
+                    }
+                    if let customer = capture.customer {
+                        lanes["\(capture.workspace) \(customer)", default: []].append((capture.sequence, document.id))
+                    }
                 case .rejected, .conflict, .blocked:
                     break  // listed with its reason above
                 default:
@@ -414,7 +453,8 @@ package struct Simulation {
                 if parked.isEmpty { break }
                 for item in parked { try? await outbox.discard(item.id) }
             }
-            let (problems, _) = try await RecordConvergence.check(server: server.records(workspace: workspace), outbox: outbox, courier: "ada")
+            let (problems, _) = try await RecordConvergence.check(
+                server: server.records(workspace: workspace), outbox: outbox, courier: "ada")
             outcome.failures += problems.map { "\(workspace): \($0)" }
         }
     }

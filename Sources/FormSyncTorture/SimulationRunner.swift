@@ -18,7 +18,8 @@ package struct SimulationRunner {
 
         package var description: String {
             let faultList = faults.sorted { $0.value > $1.value }.prefix(14).map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-            let parkedList = parked.isEmpty ? "none" : parked.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            let parkedList =
+                parked.isEmpty ? "none" : parked.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             var lines = [
                 "seeds: \(seeds) (\(steps) schedule steps) in \(String(format: "%.1f", seconds)) s; failed: \(failed.count)",
                 "captured: \(captured); confirmed on the server exactly once: \(confirmed); parked with a reason (then discarded): \(parkedList)",
@@ -58,7 +59,11 @@ package struct SimulationRunner {
                     let actions = Simulation.schedule(seed: seed, steps: steps)
                     let outcome = await simulation.run(actions)
                     guard !outcome.failures.isEmpty || trace else { return (seed, outcome, nil) }
-                    return (seed, outcome, await Self.report(seed: seed, simulation: simulation, actions: actions, outcome: outcome, shrink: !outcome.failures.isEmpty))
+                    return (
+                        seed, outcome,
+                        await Self.report(
+                            seed: seed, simulation: simulation, actions: actions, outcome: outcome, shrink: !outcome.failures.isEmpty)
+                    )
                 }
             }
             start()
@@ -82,7 +87,9 @@ package struct SimulationRunner {
     }
 
     /// The seed's report: what broke, the fewest steps that still break it, and their trace.
-    package static func report(seed: UInt64, simulation: Simulation, actions: [Simulation.Action], outcome: Simulation.Outcome, shrink: Bool) async -> String {
+    package static func report(
+        seed: UInt64, simulation: Simulation, actions: [Simulation.Action], outcome: Simulation.Outcome, shrink: Bool
+    ) async -> String {
         var smallest = actions
         var result = outcome
         if shrink {
@@ -110,7 +117,11 @@ package struct SimulationRunner {
         }
         var lines = ["seed \(seed): \(result.failures.isEmpty ? "passed" : "FAILED")"]
         lines += result.failures.prefix(10).map { "  - " + $0 }
-        if shrink { lines.append("  smallest failing schedule (\(smallest.count) of \(actions.count) steps): \(smallest.map(\.description).joined(separator: "; "))") }
+        if shrink {
+            lines.append(
+                "  smallest failing schedule (\(smallest.count) of \(actions.count) steps): \(smallest.map(\.description).joined(separator: "; "))"
+            )
+        }
         lines.append("  trace (replay: formsync-lab torture sim --first \(seed) --seeds 1 --trace):")
         lines += result.trace.suffix(120).map { "    " + $0 }
         return lines.joined(separator: "\n")

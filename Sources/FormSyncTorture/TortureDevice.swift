@@ -44,7 +44,9 @@ package struct TortureDevice {
     package static func openOutbox(database: String, servers: [URL], refreshToken: String) throws -> Outbox {
         let token = Mutex<String?>(nil)
         let nodes = servers.map { server in
-            HTTPTransport(workspace: workspace, baseURL: server, timeout: 1, maxConnections: 4, resumableFromBytes: 128 << 10, chunkBytes: 64 << 10) {
+            HTTPTransport(
+                workspace: workspace, baseURL: server, timeout: 1, maxConnections: 4, resumableFromBytes: 128 << 10, chunkBytes: 64 << 10
+            ) {
                 token.withLock { $0 }
             }
         }
@@ -55,10 +57,13 @@ package struct TortureDevice {
             transports: { $0 == workspace ? transport : nil },
             configuration: Outbox.Configuration(
                 concurrency: 3,
-                retry: RetryPolicy(baseDelay: .milliseconds(20), maxDelay: .milliseconds(300), maxAttempts: 100_000, maxRetryAfter: .milliseconds(1000)),
+                retry: RetryPolicy(
+                    baseDelay: .milliseconds(20), maxDelay: .milliseconds(300), maxAttempts: 100_000, maxRetryAfter: .milliseconds(1000)),
                 lease: .milliseconds(1500), uploadConcurrency: 2),
             refreshAuthentication: {
-                guard let fresh = await nodes[Int.random(in: 0..<nodes.count)].refreshAccessToken(refreshToken: refreshToken) else { return false }
+                guard let fresh = await nodes[Int.random(in: 0..<nodes.count)].refreshAccessToken(refreshToken: refreshToken) else {
+                    return false
+                }
                 token.withLock { $0 = fresh }
                 return true
             })
@@ -92,7 +97,8 @@ package struct TortureDevice {
             let counts = await outbox.stateCounts()
             let open = [SyncState.savedOnDevice, .waitingForNetwork, .sending, .sent].reduce(0) { $0 + (counts[$1] ?? 0) }
             if open == 0 && pulled.caughtUp {
-                print("drained: \(counts.filter { $0.value > 0 }.map { "\($0.key.rawValue) \($0.value)" }.sorted().joined(separator: ", "))")
+                print(
+                    "drained: \(counts.filter { $0.value > 0 }.map { "\($0.key.rawValue) \($0.value)" }.sorted().joined(separator: ", "))")
                 return 0
             }
             if report.offline { _ = await outbox.probe() }
@@ -109,7 +115,8 @@ package struct TortureDevice {
             try plan.photo(index).write(to: source)
             defer { try? FileManager.default.removeItem(at: source) }
             try await outbox.enqueue(
-                plan.customer(index), attachments: [.init(placeholder: plan.photoPlaceholder(index), source: source, contentType: "image/jpeg")],
+                plan.customer(index),
+                attachments: [.init(placeholder: plan.photoPlaceholder(index), source: source, contentType: "image/jpeg")],
                 documentID: plan.documentID(index), creates: plan.customerPlaceholder(index))
             return .customer(index: index)
         case .orderForNewCustomer(let customerIndex):

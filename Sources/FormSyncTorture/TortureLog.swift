@@ -39,8 +39,12 @@ package struct TortureLog {
             guard parts.count >= 2, let index = Int(parts[1]), index >= 0 else { return nil }
             switch (parts[0], parts.count) {
             case ("C", 2): self = .customer(index: index)
-            case ("O", 3): guard let c = Int64(parts[2]) else { return nil }; self = .order(index: index, customer: c)
-            case ("E", 3): guard let d = Int64(parts[2]) else { return nil }; self = .edit(index: index, delivery: d)
+            case ("O", 3):
+                guard let c = Int64(parts[2]) else { return nil }
+                self = .order(index: index, customer: c)
+            case ("E", 3):
+                guard let d = Int64(parts[2]) else { return nil }
+                self = .edit(index: index, delivery: d)
             case ("S", 2): self = .skipped(index: index)
             default: return nil
             }
@@ -66,7 +70,9 @@ package struct TortureLog {
     package func append(_ entry: Entry) throws {
         let bytes = Array((entry.line + "\n").utf8)
         let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        guard written == bytes.count, fsync(descriptor) == 0 else { throw TortureError("cannot write the log: \(String(cString: strerror(errno)))") }
+        guard written == bytes.count, fsync(descriptor) == 0 else {
+            throw TortureError("cannot write the log: \(String(cString: strerror(errno)))")
+        }
     }
 
     package func close() {

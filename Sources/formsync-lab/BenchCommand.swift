@@ -73,7 +73,13 @@ enum BenchCommand {
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta", "--megabytes", "--chunk", "--lines", "--parts", "--workers", "--identities", "--database", "--nodes", "--pull", "--rate", "--photo-megabytes", "--shared-megabytes"], flags: ["--help", "-h"])
+        let args = try Arguments(
+            raw,
+            options: [
+                "--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta",
+                "--megabytes", "--chunk", "--lines", "--parts", "--workers", "--identities", "--database", "--nodes", "--pull", "--rate",
+                "--photo-megabytes", "--shared-megabytes",
+            ], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
             return 0
@@ -89,22 +95,30 @@ enum BenchCommand {
                 parts: EnqueueBenchmark.parts(args.values["--parts"]))
         case "cold-open":
             return try await ColdOpenBenchmark.run(
-                items: args.integer("--items", default: 100_000, in: 1...10_000_000), rounds: args.integer("--rounds", default: 5, in: 3...100))
+                items: args.integer("--items", default: 100_000, in: 1...10_000_000),
+                rounds: args.integer("--rounds", default: 5, in: 3...100))
         case "cold-open-child":
-            guard args.positionals.count == 3, ["outbox", "raw"].contains(args.positionals[1]) else { throw UsageError("cold-open-child outbox|raw PATH") }
+            guard args.positionals.count == 3, ["outbox", "raw"].contains(args.positionals[1]) else {
+                throw UsageError("cold-open-child outbox|raw PATH")
+            }
             return try await ColdOpenBenchmark.childRun(args.positionals[1], args.positionals[2])
         case "outbox":
             return try await OutboxBenchmark.run(
-                items: args.integer("--items", default: 100_000, in: 1...10_000_000), lanes: args.integer("--lanes", default: 10_000, in: 1...10_000_000),
-                small: args.integer("--small", default: 1000, in: 1...10_000_000), concurrencies: try concurrencyList(args.values["--concurrency"] ?? "4,64"),
+                items: args.integer("--items", default: 100_000, in: 1...10_000_000),
+                lanes: args.integer("--lanes", default: 10_000, in: 1...10_000_000),
+                small: args.integer("--small", default: 1000, in: 1...10_000_000),
+                concurrencies: try concurrencyList(args.values["--concurrency"] ?? "4,64"),
                 rounds: args.integer("--rounds", default: 3, in: 3...100), lines: args.integer("--lines", default: 1, in: 1...200))
         case "http":
             return try await HTTPBenchmark.run(
-                items: args.integer("--items", default: 2000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 4, in: 1...256),
+                items: args.integer("--items", default: 2000, in: 1...1_000_000),
+                concurrency: args.integer("--concurrency", default: 4, in: 1...256),
                 rounds: args.integer("--rounds", default: 5, in: 3...100))
         case "server" where args.values["--database"] != nil || args.values["--nodes"] != nil:
             let nodes = try (args.values["--nodes"] ?? "1,2,4").split(separator: ",").map { text -> Int in
-                guard let count = Int(text), (1...16).contains(count) else { throw UsageError("--nodes lists node counts from 1 to 16, as 1,2,4") }
+                guard let count = Int(text), (1...16).contains(count) else {
+                    throw UsageError("--nodes lists node counts from 1 to 16, as 1,2,4")
+                }
                 return count
             }
             guard !nodes.isEmpty else { throw UsageError("--nodes lists node counts, as 1,2,4") }
@@ -112,30 +126,39 @@ enum BenchCommand {
                 throw UsageError("--database takes a postgres:// URL of a server the benchmark may create databases on")
             }
             return try ClusterBenchmark.run(
-                items: args.integer("--items", default: 4000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 16, in: 1...256),
+                items: args.integer("--items", default: 4000, in: 1...1_000_000),
+                concurrency: args.integer("--concurrency", default: 16, in: 1...256),
                 rounds: args.integer("--rounds", default: 3, in: 3...100), workers: args.integer("--workers", default: 4, in: 1...256),
                 database: args.values["--database"], nodes: nodes, pullRecords: args.integer("--pull", default: 20_000, in: 0...1_000_000))
         case "server":
             return try ServerBenchmark.run(
-                items: args.integer("--items", default: 4000, in: 1...1_000_000), concurrency: args.integer("--concurrency", default: 16, in: 1...256),
+                items: args.integer("--items", default: 4000, in: 1...1_000_000),
+                concurrency: args.integer("--concurrency", default: 16, in: 1...256),
                 rounds: args.integer("--rounds", default: 5, in: 3...100), workers: args.integer("--workers", default: 4, in: 1...256),
                 identities: try ServerBenchmark.identities(args.values["--identities"]))
         case "load":
             return try await LoadBenchmark.run(
-                items: args.integer("--items", default: 1000, in: 1...1_000_000), slow: args.integer("--slow", default: 1000, in: 0...10_000),
-                rounds: args.integer("--rounds", default: 3, in: 1...100), concurrency: args.integer("--concurrency", default: 4, in: 1...256))
+                items: args.integer("--items", default: 1000, in: 1...1_000_000),
+                slow: args.integer("--slow", default: 1000, in: 0...10_000),
+                rounds: args.integer("--rounds", default: 3, in: 1...100),
+                concurrency: args.integer("--concurrency", default: 4, in: 1...256))
         case "pull":
             return try await PullBenchmark.run(
-                records: args.integer("--records", default: 100_000, in: 1...10_000_000), rounds: args.integer("--rounds", default: 3, in: 1...100),
-                delta: args.integer("--delta", default: 100, in: 1...100_000), small: args.integer("--small", default: 1000, in: 1...10_000_000))
+                records: args.integer("--records", default: 100_000, in: 1...10_000_000),
+                rounds: args.integer("--rounds", default: 3, in: 1...100),
+                delta: args.integer("--delta", default: 100, in: 1...100_000),
+                small: args.integer("--small", default: 1000, in: 1...10_000_000))
         case "upload":
             return try await UploadBenchmark.run(
-                megabytes: args.integer("--megabytes", default: 50, in: 1...2000), rounds: args.integer("--rounds", default: 3, in: 1...100),
+                megabytes: args.integer("--megabytes", default: 50, in: 1...2000),
+                rounds: args.integer("--rounds", default: 3, in: 1...100),
                 chunkMegabytes: args.integer("--chunk", default: 4, in: 1...64))
         case "files":
             return try await DeferredFilesBenchmark.run(
-                bytesPerSecond: args.integer("--rate", default: 20_000, in: 1_000...1_000_000_000), photoBytes: args.integer("--photo-megabytes", default: 3, in: 1...200) * 1_000_000,
-                sharedBytes: args.integer("--shared-megabytes", default: 5, in: 1...200) * 1_000_000, rounds: args.integer("--rounds", default: 3, in: 1...100))
+                bytesPerSecond: args.integer("--rate", default: 20_000, in: 1_000...1_000_000_000),
+                photoBytes: args.integer("--photo-megabytes", default: 3, in: 1...200) * 1_000_000,
+                sharedBytes: args.integer("--shared-megabytes", default: 5, in: 1...200) * 1_000_000,
+                rounds: args.integer("--rounds", default: 3, in: 1...100))
         default:
             throw UsageError("name a benchmark: generator, enqueue, outbox, http, server, load, pull, upload or files")
         }
@@ -151,25 +174,29 @@ enum BenchCommand {
         }
         guard !sources.isEmpty, count > 0, rounds > 0 else { throw UsageError("no valid specs in \(folder)") }
         // N distinct specs: the records once, then copies of the forms, each under its own name.
-        let texts = Array(records.prefix(count)) + (0..<max(0, count - records.count)).map { i -> (path: String, text: String) in
-            let (name, text) = sources[i % sources.count]
-            return ("Bench\(i).yaml", text.replacingOccurrences(of: "form: \(name)", with: "form: \(name)\(i)"))
-        }
+        let texts =
+            Array(records.prefix(count))
+            + (0..<max(0, count - records.count)).map { i -> (path: String, text: String) in
+                let (name, text) = sources[i % sources.count]
+                return ("Bench\(i).yaml", text.replacingOccurrences(of: "form: \(name)", with: "form: \(name)\(i)"))
+            }
         var baseline: [Double] = []
         var full: [Double] = []
         var bytes = 0
         for _ in 0..<rounds {
-            baseline.append(measure {
-                for (path, text) in texts { _ = SpecLoader.parseOnly(text: text, path: path) }
-            })
-            full.append(measure {
-                bytes = 0
-                for (path, text) in texts {
-                    let checked = SpecLoader.check(text: text, path: path)
-                    guard checked.form != nil || checked.record != nil else { fatalError("bench spec \(path) has errors") }
-                    for file in GeneratedFile.outputs(for: checked) { bytes += file.contents.utf8.count }
-                }
-            })
+            baseline.append(
+                measure {
+                    for (path, text) in texts { _ = SpecLoader.parseOnly(text: text, path: path) }
+                })
+            full.append(
+                measure {
+                    bytes = 0
+                    for (path, text) in texts {
+                        let checked = SpecLoader.check(text: text, path: path)
+                        guard checked.form != nil || checked.record != nil else { fatalError("bench spec \(path) has errors") }
+                        for file in GeneratedFile.outputs(for: checked) { bytes += file.contents.utf8.count }
+                    }
+                })
         }
         let base = median(baseline)
         let total = median(full)
@@ -203,7 +230,8 @@ enum BenchCommand {
         // The plugin runs the formsync-gen of the build it is part of: a plain `swift build` runs
         // the debug one, which is timed too when it is there (beside this build's folder).
         let buildFolder = (generator as NSString).deletingLastPathComponent
-        let debugGenerator = (((buildFolder as NSString).deletingLastPathComponent as NSString).appendingPathComponent("debug") as NSString).appendingPathComponent("formsync-gen")
+        let debugGenerator = (((buildFolder as NSString).deletingLastPathComponent as NSString).appendingPathComponent("debug") as NSString)
+            .appendingPathComponent("formsync-gen")
         let debugTool = debugGenerator != generator && FileManager.default.isExecutableFile(atPath: debugGenerator) ? debugGenerator : nil
         func run(_ arguments: [String], tool: String = generator) throws {
             let process = Process()
@@ -240,15 +268,23 @@ enum BenchCommand {
         }
         let count = Double(specs.count)
         print("  build path, clean, processes included (median of \(rounds) interleaved rounds):")
-        print("    one formsync-gen per spec + catalog (before): \(format(median(perSpec) * 1000)) ms  \(format(count / median(perSpec))) specs/s")
-        print("    one formsync-gen per target (the plugin now):  \(format(median(perTarget) * 1000)) ms  \(format(count / median(perTarget))) specs/s")
+        print(
+            "    one formsync-gen per spec + catalog (before): \(format(median(perSpec) * 1000)) ms  \(format(count / median(perSpec))) specs/s"
+        )
+        print(
+            "    one formsync-gen per target (the plugin now):  \(format(median(perTarget) * 1000)) ms  \(format(count / median(perTarget))) specs/s"
+        )
         print("    speed-up: \(format(median(perSpec) / median(perTarget)))x")
         if debugTool != nil {
-            print("    one formsync-gen per target, the debug build (what a plain `swift build` runs): \(format(median(perTargetDebug) * 1000)) ms  \(format(count / median(perTargetDebug))) specs/s")
+            print(
+                "    one formsync-gen per target, the debug build (what a plain `swift build` runs): \(format(median(perTargetDebug) * 1000)) ms  \(format(count / median(perTargetDebug))) specs/s"
+            )
         } else if debugGenerator == generator {
             print("    (this is the debug build: the line above is what a plain `swift build` runs)")
         } else {
-            print("    the debug formsync-gen (what a plain `swift build` runs) was not found beside this build: swift build --product formsync-gen")
+            print(
+                "    the debug formsync-gen (what a plain `swift build` runs) was not found beside this build: swift build --product formsync-gen"
+            )
         }
     }
 
@@ -262,7 +298,9 @@ enum BenchCommand {
     /// `--concurrency 4,64`: one to four values from 1 to 256, each once.
     static func concurrencyList(_ text: String) throws -> [Int] {
         let values = text.split(separator: ",", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard (1...4).contains(values.count), values.allSatisfy({ $0.map { (1...256).contains($0) } ?? false }), Set(values).count == values.count else {
+        guard (1...4).contains(values.count), values.allSatisfy({ $0.map { (1...256).contains($0) } ?? false }),
+            Set(values).count == values.count
+        else {
             throw UsageError("--concurrency takes one to four different values from 1 to 256, such as 4,64, not '\(text.prefix(40))'")
         }
         return values.compactMap { $0 }

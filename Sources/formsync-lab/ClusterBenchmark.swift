@@ -50,10 +50,14 @@ enum ClusterBenchmark {
         }
     }
 
-    static func run(items: Int, concurrency: Int, rounds: Int, workers: Int, database: String?, nodes: [Int], pullRecords: Int) throws -> Int32 {
+    static func run(
+        items: Int, concurrency: Int, rounds: Int, workers: Int, database: String?, nodes: [Int], pullRecords: Int
+    ) throws -> Int32 {
         let databases = try Databases(url: database)
         defer { databases.dropAll() }
-        print("server benchmark, PostgreSQL\(database == nil ? " (a throwaway cluster on this machine, fsync on)" : ""): \(items) SalesOrder submissions per round from \(concurrency) keep-alive connections, \(workers) handler threads per node, nodes \(nodes.map(String.init).joined(separator: ",")), \(rounds) interleaved rounds")
+        print(
+            "server benchmark, PostgreSQL\(database == nil ? " (a throwaway cluster on this machine, fsync on)" : ""): \(items) SalesOrder submissions per round from \(concurrency) keep-alive connections, \(workers) handler threads per node, nodes \(nodes.map(String.init).joined(separator: ",")), \(rounds) interleaved rounds"
+        )
         var sqlite: [Double] = []
         var postgres: [Int: [Double]] = [:]
         for round in 0..<rounds {
@@ -62,9 +66,13 @@ enum ClusterBenchmark {
             order = Array(order[(round % order.count)...] + order[..<(round % order.count)])
             for configuration in order {
                 if let count = configuration {
-                    postgres[count, default: []].append(try measure(items: items, concurrency: concurrency, workers: workers, nodes: count, database: databases.make()))
+                    postgres[count, default: []].append(
+                        try measure(items: items, concurrency: concurrency, workers: workers, nodes: count, database: databases.make()))
                 } else {
-                    sqlite.append(try ServerBenchmark.measure(items: items, concurrency: concurrency, workers: workers, identities: .live, groupCommit: true).rate)
+                    sqlite.append(
+                        try ServerBenchmark.measure(
+                            items: items, concurrency: concurrency, workers: workers, identities: .live, groupCommit: true
+                        ).rate)
                 }
             }
         }
@@ -72,7 +80,9 @@ enum ClusterBenchmark {
         print("  SQLite store, one process (group commit):  \(spread(sqlite))")
         for count in nodes {
             let rates = postgres[count] ?? []
-            print("  PostgreSQL store, \(count) node\(count == 1 ? " " : "s"):           \(spread(rates))  \(String(format: "%.2f×", BenchCommand.median(rates) / BenchCommand.median(sqlite))) SQLite")
+            print(
+                "  PostgreSQL store, \(count) node\(count == 1 ? " " : "s"):           \(spread(rates))  \(String(format: "%.2f×", BenchCommand.median(rates) / BenchCommand.median(sqlite))) SQLite"
+            )
         }
         if pullRecords > 0 {
             var pullSQLite: [Double] = []
@@ -83,9 +93,13 @@ enum ClusterBenchmark {
                     if onPostgres { pullPostgres.append(rate) } else { pullSQLite.append(rate) }
                 }
             }
-            print("  pull of \(pullRecords) records from the change feed, pages of \(SyncServer.maxChangesPerPage) (the handler, no sockets):")
+            print(
+                "  pull of \(pullRecords) records from the change feed, pages of \(SyncServer.maxChangesPerPage) (the handler, no sockets):"
+            )
             print("    SQLite store:     \(spread(pullSQLite)) records")
-            print("    PostgreSQL store: \(spread(pullPostgres)) records  \(String(format: "%.2f×", BenchCommand.median(pullPostgres) / BenchCommand.median(pullSQLite)))")
+            print(
+                "    PostgreSQL store: \(spread(pullPostgres)) records  \(String(format: "%.2f×", BenchCommand.median(pullPostgres) / BenchCommand.median(pullSQLite)))"
+            )
         }
         return 0
     }
@@ -94,7 +108,8 @@ enum ClusterBenchmark {
     static func measure(items: Int, concurrency: Int, workers: Int, nodes count: Int, database: String) throws -> Double {
         let servers = try (0..<count).map { _ in
             let server = try SyncServer(
-                store: try PostgresServerStore(url: database, migrate: true, now: Int64(Date().timeIntervalSince1970 * 1000)), registry: FormRegistry(FormCatalog.forms),
+                store: try PostgresServerStore(url: database, migrate: true, now: Int64(Date().timeIntervalSince1970 * 1000)),
+                registry: FormRegistry(FormCatalog.forms),
                 records: RecordRegistry(FormCatalog.records))
             server.workers = workers
             return server
@@ -103,7 +118,8 @@ enum ClusterBenchmark {
         defer { for server in servers { server.stop() } }
         let token = try servers[0].issueAccessToken(workspaces: ["bench"])
         let live = OutboxEnvironment.live
-        let requests = try HTTPBenchmark.salesOrderRequests(items, server: servers[0], token: token, identity: { live.newID() }).map(ServerBenchmark.serialise)
+        let requests = try HTTPBenchmark.salesOrderRequests(items, server: servers[0], token: token, identity: { live.newID() }).map(
+            ServerBenchmark.serialise)
         let seconds = try ServerBenchmark.drive(requests, ports: ports, concurrency: concurrency)
         return Double(items) / seconds
     }
@@ -116,7 +132,8 @@ enum ClusterBenchmark {
         let server: SyncServer
         if let database {
             server = try SyncServer(
-                store: try PostgresServerStore(url: database, migrate: true, now: Int64(Date().timeIntervalSince1970 * 1000)), registry: FormRegistry(FormCatalog.forms),
+                store: try PostgresServerStore(url: database, migrate: true, now: Int64(Date().timeIntervalSince1970 * 1000)),
+                registry: FormRegistry(FormCatalog.forms),
                 records: RecordRegistry(FormCatalog.records))
         } else {
             server = try SyncServer(directory: folder.path, forms: FormCatalog.forms, records: FormCatalog.records)
@@ -124,7 +141,9 @@ enum ClusterBenchmark {
         defer { server.stop() }
         var seeds: [SyncServer.RecordSeed] = []
         for n in 0..<records {
-            seeds.append(SyncServer.RecordSeed(type: "Customer", fields: try FormRegistry.encode(Customer(name: "Shop \(n)", segment: .retail)), workspace: "bench"))
+            seeds.append(
+                SyncServer.RecordSeed(
+                    type: "Customer", fields: try FormRegistry.encode(Customer(name: "Shop \(n)", segment: .retail)), workspace: "bench"))
             if seeds.count == 2000 {
                 try server.putRecords(seeds)
                 seeds = []
@@ -137,8 +156,11 @@ enum ClusterBenchmark {
         var read = 0
         while true {
             let query = "limit=\(SyncServer.maxChangesPerPage)" + (cursor.isEmpty ? "" : "&cursor=\(cursor)")
-            guard let page = server.handle(HTTPRequest(method: "GET", path: "/changes", query: query,
-                                                        headers: ["authorization": "Bearer \(token)", "formsync-workspace": "bench"], body: Data())),
+            guard
+                let page = server.handle(
+                    HTTPRequest(
+                        method: "GET", path: "/changes", query: query,
+                        headers: ["authorization": "Bearer \(token)", "formsync-workspace": "bench"], body: Data())),
                 page.status == 200, let object = try JSONSerialization.jsonObject(with: page.body) as? [String: Any]
             else { throw BenchmarkFailure(message: "a feed page failed") }
             read += (object["changes"] as? [Any])?.count ?? 0

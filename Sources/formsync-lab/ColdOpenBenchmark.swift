@@ -37,17 +37,27 @@ enum ColdOpenBenchmark {
             }
         }
         let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) >> 20
-        print("cold-open benchmark: \(items) queued 10-line orders over 10,000 lanes (\(size) MiB database, filled in \(String(format: "%.0f", EnqueueBenchmark.seconds(since: fillStart))) s)")
+        print(
+            "cold-open benchmark: \(items) queued 10-line orders over 10,000 lanes (\(size) MiB database, filled in \(String(format: "%.0f", EnqueueBenchmark.seconds(since: fillStart))) s)"
+        )
         let executable = try LabExecutables.own(toRun: "the cold-open child")
-        var outboxTimes: [Double] = [], outboxRSS: [Double] = [], rawTimes: [Double] = [], rawRSS: [Double] = []
-        var outboxSpawn: [Double] = [], rawSpawn: [Double] = []
+        var outboxTimes: [Double] = []
+        var outboxRSS: [Double] = []
+        var rawTimes: [Double] = []
+        var rawRSS: [Double] = []
+        var outboxSpawn: [Double] = []
+        var rawSpawn: [Double] = []
         for round in 0..<rounds {
             for which in (round % 2 == 0 ? ["outbox", "raw"] : ["raw", "outbox"]) {
                 let (ms, rss, fromSpawn) = try child(executable, which, path)
                 if which == "outbox" {
-                    outboxTimes.append(ms); outboxRSS.append(rss); outboxSpawn.append(fromSpawn)
+                    outboxTimes.append(ms)
+                    outboxRSS.append(rss)
+                    outboxSpawn.append(fromSpawn)
                 } else {
-                    rawTimes.append(ms); rawRSS.append(rss); rawSpawn.append(fromSpawn)
+                    rawTimes.append(ms)
+                    rawRSS.append(rss)
+                    rawSpawn.append(fromSpawn)
                 }
             }
         }
@@ -91,7 +101,10 @@ enum ColdOpenBenchmark {
             var db: OpaquePointer?
             guard sqlite3_open(path, &db) == SQLITE_OK, let db else { return 1 }
             var statement: OpaquePointer?
-            sqlite3_prepare_v2(db, "SELECT i.id, i.payload FROM lanes l JOIN items i ON i.id = l.head WHERE l.workspace = 'bench' AND l.due_at IS NOT NULL ORDER BY l.due_at LIMIT 1", -1, &statement, nil)
+            sqlite3_prepare_v2(
+                db,
+                "SELECT i.id, i.payload FROM lanes l JOIN items i ON i.id = l.head WHERE l.workspace = 'bench' AND l.due_at IS NOT NULL ORDER BY l.due_at LIMIT 1",
+                -1, &statement, nil)
             guard sqlite3_step(statement) == SQLITE_ROW else { return 1 }
             _ = sqlite3_column_blob(statement, 1)
             stamp = DispatchTime.now().uptimeNanoseconds

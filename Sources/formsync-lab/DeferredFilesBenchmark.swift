@@ -35,7 +35,9 @@ enum DeferredFilesBenchmark {
         // socket's buffers at once and then drained at 20 KB/s: no byte moves for longer than
         // the timeout, and the whole upload starts over.)
         func outbox(_ name: String) throws -> Outbox {
-            let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 60, resumableFromBytes: 1_000_000, chunkBytes: 256 << 10) { token }
+            let transport = HTTPTransport(
+                workspace: "bench", baseURL: server.baseURL, timeout: 60, resumableFromBytes: 1_000_000, chunkBytes: 256 << 10
+            ) { token }
             return try Outbox(path: folder.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms, transport: transport)
         }
         func capture(_ outbox: Outbox, photo: URL, signature: URL, document: String) async throws {
@@ -43,12 +45,17 @@ enum DeferredFilesBenchmark {
             let delivery = DeliveryConfirmation(
                 deliveryId: EntityRef(4711), outcome: .delivered, deliveredAt: Timestamp(Date()), recipientName: "Ana Lima",
                 proofPhotos: [FileRef(id: shot, contentType: "image/jpeg")], signature: FileRef(id: ink, contentType: "image/png"))
-            try await outbox.enqueue(delivery, attachments: [
-                .init(placeholder: shot, source: photo, contentType: "image/jpeg"), .init(placeholder: ink, source: signature, contentType: "image/png"),
-            ], documentID: document)
+            try await outbox.enqueue(
+                delivery,
+                attachments: [
+                    .init(placeholder: shot, source: photo, contentType: "image/jpeg"),
+                    .init(placeholder: ink, source: signature, contentType: "image/png"),
+                ], documentID: document)
         }
         func photoLanded(_ document: String) -> Bool {
-            guard let held = server.document(document), let payload = try? JSONDecoder().decode(DeliveryConfirmation.self, from: held.payload) else { return false }
+            guard let held = server.document(document),
+                let payload = try? JSONDecoder().decode(DeliveryConfirmation.self, from: held.payload)
+            else { return false }
             return payload.proofPhotos.first.map { $0.id > 0 } ?? false
         }
 
@@ -84,10 +91,14 @@ enum DeferredFilesBenchmark {
                 let done = OutboxBenchmark.seconds(since: start)
                 flushing.cancel()
                 _ = await flushing.value
-                guard let landed, photoLanded(document) else { throw BenchmarkFailure(message: "\(mode): the delivery or its photo did not reach the server") }
+                guard let landed, photoLanded(document) else {
+                    throw BenchmarkFailure(message: "\(mode): the delivery or its photo did not reach the server")
+                }
                 delivered[mode, default: []].append(landed)
                 photoDone[mode, default: []].append(done)
-                print("  round \(round + 1), \(mode): delivered on the server after \(String(format: "%.2f", landed)) s, photo after \(String(format: "%.1f", done)) s")
+                print(
+                    "  round \(round + 1), \(mode): delivered on the server after \(String(format: "%.2f", landed)) s, photo after \(String(format: "%.1f", done)) s"
+                )
             }
         }
         server.faults.limitBandwidth(bytesPerSecond: 0)
@@ -104,7 +115,8 @@ enum DeferredFilesBenchmark {
             let server = sharing
             func outbox(_ name: String) throws -> Outbox {
                 let transport = HTTPTransport(workspace: "bench", baseURL: sharing.baseURL, timeout: 60) { sharingToken }
-                return try Outbox(path: folder.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms, transport: transport)
+                return try Outbox(
+                    path: folder.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms, transport: transport)
             }
             server.offersFileLookup = mode == "with look-up"
             let before = server.requestLog().count
@@ -118,19 +130,29 @@ enum DeferredFilesBenchmark {
                 _ = await device.flush()
                 try await Task.sleep(for: .milliseconds(50))
             }
-            guard await device.stateCounts()[.confirmed] == 6 else { throw BenchmarkFailure(message: "\(mode): the shared photo's deliveries did not land") }
-            received[mode] = server.requestLog().dropFirst(before).filter { ($0.method == "POST" && $0.path == "/files") || $0.method == "PATCH" }.map(\.bodyBytes).reduce(0, +)
+            guard await device.stateCounts()[.confirmed] == 6 else {
+                throw BenchmarkFailure(message: "\(mode): the shared photo's deliveries did not land")
+            }
+            received[mode] = server.requestLog().dropFirst(before).filter {
+                ($0.method == "POST" && $0.path == "/files") || $0.method == "PATCH"
+            }.map(\.bodyBytes).reduce(0, +)
         }
         server.offersFileLookup = true
 
         let rate = "\(bytesPerSecond / 1000) KB/s"
-        print("files benchmark: a delivery with a \(photoBytes / 1_000_000) MB photo and a 2 KB signature on a link read at \(rate), \(rounds) rounds interleaved")
+        print(
+            "files benchmark: a delivery with a \(photoBytes / 1_000_000) MB photo and a 2 KB signature on a link read at \(rate), \(rounds) rounds interleaved"
+        )
         print("  capture → delivered on the server, baseline files first: \(PullBenchmark.spread(delivered["files first"] ?? []))")
         print("  capture → delivered on the server, photo deferred:       \(PullBenchmark.spread(delivered["deferred"] ?? []))")
-        print("  ratio: the delivery lands \(String(format: "%.0f", PullBenchmark.median(delivered["files first"] ?? []) / max(PullBenchmark.median(delivered["deferred"] ?? []), 0.000_001)))× sooner")
+        print(
+            "  ratio: the delivery lands \(String(format: "%.0f", PullBenchmark.median(delivered["files first"] ?? []) / max(PullBenchmark.median(delivered["deferred"] ?? []), 0.000_001)))× sooner"
+        )
         print("  capture → photo on the server, files first:              \(PullBenchmark.spread(photoDone["files first"] ?? []))")
         print("  capture → photo on the server, deferred:                 \(PullBenchmark.spread(photoDone["deferred"] ?? []))")
-        print("shared photo: two deliveries holding the same \(sharedBytes / 1_000_000) MB photo (and a 2 KB signature each), bytes the server received for files")
+        print(
+            "shared photo: two deliveries holding the same \(sharedBytes / 1_000_000) MB photo (and a 2 KB signature each), bytes the server received for files"
+        )
         print("  without the look-up by digest (baseline): \(received["without look-up"] ?? 0)")
         print("  with the look-up by digest:               \(received["with look-up"] ?? 0)")
         return 0

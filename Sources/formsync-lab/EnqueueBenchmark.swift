@@ -40,7 +40,8 @@ enum EnqueueBenchmark {
         var parts: Set<Part> = []
         for name in text.split(separator: ",", omittingEmptySubsequences: false) {
             guard let part = Part(rawValue: String(name)) else {
-                throw UsageError("--parts takes a comma-separated list of sequential, concurrent, naive and prepare, not \"\(text.prefix(80))\"")
+                throw UsageError(
+                    "--parts takes a comma-separated list of sequential, concurrent, naive and prepare, not \"\(text.prefix(80))\"")
             }
             parts.insert(part)
         }
@@ -66,7 +67,8 @@ enum EnqueueBenchmark {
             var rawCPU: [Double] = []
             var enqueueCPU: [Double] = []
             for round in 0..<rounds {
-                var r = (seconds: 0.0, cpu: 0.0), e = (seconds: 0.0, fsyncs: 0, cpu: 0.0)
+                var r = (seconds: 0.0, cpu: 0.0)
+                var e = (seconds: 0.0, fsyncs: 0, cpu: 0.0)
                 if round % 2 == 0 {
                     r = try measuredRawCommits(path: path(), count: items, payload: bytes)
                     e = try await measuredEnqueues(path: path(), count: items, order: sample, tasks: 1)
@@ -83,7 +85,9 @@ enum EnqueueBenchmark {
             print("  \(label) (\(bytes.count) bytes of JSON):")
             print("    raw FULL single-row commit of the same bytes: \(spread(raw))")
             print("    enqueue (validate, digest, encode, lane, commit + group fdatasync): \(spread(enqueue))")
-            print("    enqueue rate / raw rate: \(ratio(median(raw) / median(enqueue))) (per round \(ratio(ratios.min()!))–\(ratio(ratios.max()!)))")
+            print(
+                "    enqueue rate / raw rate: \(ratio(median(raw) / median(enqueue))) (per round \(ratio(ratios.min()!))–\(ratio(ratios.max()!)))"
+            )
             print("    CPU per item (all threads, user + system): raw \(spread(rawCPU)), enqueue \(spread(enqueueCPU))")
         }
 
@@ -114,15 +118,20 @@ enum EnqueueBenchmark {
             sharing.append(Double(items) / Double(max(1, run.fsyncs)))
             cpu.append(run.cpu / Double(items))
         }
-        print("  10-line order, enqueue from 4 concurrent tasks: \(spread(concurrent)); rate / raw sequential rate: \(ratio(median(raw) / median(concurrent))); commits per log fsync \(String(format: "%.2f", median(sharing))); CPU per item (all threads, user + system) \(spread(cpu))")
+        print(
+            "  10-line order, enqueue from 4 concurrent tasks: \(spread(concurrent)); rate / raw sequential rate: \(ratio(median(raw) / median(concurrent))); commits per log fsync \(String(format: "%.2f", median(sharing))); CPU per item (all threads, user + system) \(spread(cpu))"
+        )
 
     }
 
     /// The work an enqueue does before it needs the database, piece by piece, for the 2 KB
     /// order: what the commit's time is compared against when the ratio is read.
     static func prepare(order: SalesOrder, items: Int, rounds: Int) throws {
-        var validate: [Double] = [], encode: [Double] = [], digest: [Double] = []
-        var failures = 0, bytes = 0
+        var validate: [Double] = []
+        var encode: [Double] = []
+        var digest: [Double] = []
+        var failures = 0
+        var bytes = 0
         for _ in 0..<rounds {
             var start = DispatchTime.now().uptimeNanoseconds
             for _ in 0..<items { failures += order.validate().count }
@@ -141,13 +150,17 @@ enum EnqueueBenchmark {
             digest.append(seconds(since: start) / Double(items))
         }
         guard failures == 0, bytes == 32 * items * rounds else { throw BenchmarkFailure(message: "the sample order does not validate") }
-        print("  10-line order, before the commit, µs per item: validate \(spread(validate)); encode \(spread(encode)); digest \(spread(digest))")
+        print(
+            "  10-line order, before the commit, µs per item: validate \(spread(validate)); encode \(spread(encode)); digest \(spread(digest))"
+        )
     }
 
     /// The naive queue against the outbox, per operation, as the queue grows: a tenth of
     /// `items`, `items`, and ten times `items` queued (100, 1,000 and 10,000 by default).
     static func naive(items: Int, big: SalesOrder, bytes: Data, path: () -> String) async throws {
-        print("  naive queue (one JSON array in one file, rewritten + fsynced per change) against the outbox, 10-line order, µs per operation:")
+        print(
+            "  naive queue (one JSON array in one file, rewritten + fsynced per change) against the outbox, 10-line order, µs per operation:"
+        )
         print("    queued   naive add   naive remove   outbox enqueue   outbox send+confirm (instant transport)")
         for size in [max(10, items / 10), items, items * 10] {
             var naiveAdd: [Double] = []
@@ -162,16 +175,21 @@ enum EnqueueBenchmark {
                 outboxAdd.append(enq)
                 outboxFlush.append(flush)
             }
-            print("    \(String(size).padding(toLength: 8, withPad: " ", startingAt: 0)) \(micro(median(naiveAdd)).padding(toLength: 11, withPad: " ", startingAt: 0)) \(micro(median(naiveRemove)).padding(toLength: 14, withPad: " ", startingAt: 0)) \(micro(median(outboxAdd)).padding(toLength: 16, withPad: " ", startingAt: 0)) \(micro(median(outboxFlush)))")
+            print(
+                "    \(String(size).padding(toLength: 8, withPad: " ", startingAt: 0)) \(micro(median(naiveAdd)).padding(toLength: 11, withPad: " ", startingAt: 0)) \(micro(median(naiveRemove)).padding(toLength: 14, withPad: " ", startingAt: 0)) \(micro(median(outboxAdd)).padding(toLength: 16, withPad: " ", startingAt: 0)) \(micro(median(outboxFlush)))"
+            )
         }
     }
 
     static func order(customer: Int64, lines: Int) -> SalesOrder {
         SalesOrder(
-            customerId: EntityRef(customer), orderDate: LocalDate("2026-11-30"), paymentTermsDays: 30, customerReference: "PO-2026-11-30-0042",
+            customerId: EntityRef(customer), orderDate: LocalDate("2026-11-30"), paymentTermsDays: 30,
+            customerReference: "PO-2026-11-30-0042",
             lines: (0..<lines).map { n in
-                .init(sku: "SKU-\(10_000 + n)", quantity: 1 + n % 12, unitPrice: Money(minorUnits: Int64(1999 + n * 250), currency: "EUR"),
-                      note: lines > 1 ? "Deliver with the pallet of line \(n + 1); fragile, keep upright, signed receipt needed at the door." : nil)
+                .init(
+                    sku: "SKU-\(10_000 + n)", quantity: 1 + n % 12, unitPrice: Money(minorUnits: Int64(1999 + n * 250), currency: "EUR"),
+                    note: lines > 1
+                        ? "Deliver with the pallet of line \(n + 1); fragile, keep upright, signed receipt needed at the door." : nil)
             })
     }
 
@@ -181,7 +199,9 @@ enum EnqueueBenchmark {
     }
 
     /// `enqueues`, with the log fsyncs it took and the process's CPU time (all threads) meanwhile.
-    static func measuredEnqueues(path: String, count: Int, order: SalesOrder, tasks: Int) async throws -> (seconds: Double, fsyncs: Int, cpu: Double) {
+    static func measuredEnqueues(
+        path: String, count: Int, order: SalesOrder, tasks: Int
+    ) async throws -> (seconds: Double, fsyncs: Int, cpu: Double) {
         let outbox = try Outbox(path: path, forms: [SalesOrder.self], transport: ScriptedTransport(workspace: "bench"))
         for n in 0..<warmUp {
             var copy = order
@@ -227,8 +247,12 @@ enum EnqueueBenchmark {
         var db: OpaquePointer?
         guard sqlite3_open(path, &db) == SQLITE_OK, let db else { throw BenchmarkFailure(message: "cannot open \(path)") }
         defer { sqlite3_close(db) }
-        sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, lane TEXT, payload BLOB)", nil, nil, nil)
-        var insert: OpaquePointer?, begin: OpaquePointer?, commit: OpaquePointer?
+        sqlite3_exec(
+            db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, lane TEXT, payload BLOB)", nil,
+            nil, nil)
+        var insert: OpaquePointer?
+        var begin: OpaquePointer?
+        var commit: OpaquePointer?
         sqlite3_prepare_v2(db, "INSERT INTO t (lane, payload) VALUES (?, ?)", -1, &insert, nil)
         sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, nil)
         sqlite3_prepare_v2(db, "COMMIT", -1, &commit, nil)
@@ -264,7 +288,9 @@ enum EnqueueBenchmark {
         func save() throws {
             let data = try JSONSerialization.data(withJSONObject: queue)
             let temporary = path + ".tmp"
-            guard FileManager.default.createFile(atPath: temporary, contents: data) else { throw BenchmarkFailure(message: "cannot write \(temporary)") }
+            guard FileManager.default.createFile(atPath: temporary, contents: data) else {
+                throw BenchmarkFailure(message: "cannot write \(temporary)")
+            }
             let fd = open(temporary, O_RDONLY)
             fsync(fd)
             close(fd)
@@ -289,7 +315,8 @@ enum EnqueueBenchmark {
     /// confirmed through the instant transport (a flush of `operations` items).
     static func outboxAtSize(path: String, queued: Int, order: SalesOrder, operations: Int) async throws -> (add: Double, flush: Double) {
         let transport = ScriptedTransport(workspace: "bench")
-        let outbox = try Outbox(path: path, forms: [SalesOrder.self], transport: transport, configuration: Outbox.Configuration(concurrency: 4))
+        let outbox = try Outbox(
+            path: path, forms: [SalesOrder.self], transport: transport, configuration: Outbox.Configuration(concurrency: 4))
         for n in 0..<queued {
             var copy = order
             copy.customerId = EntityRef(Int64(n % 1000 + 1))

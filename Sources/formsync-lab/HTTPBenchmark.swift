@@ -17,7 +17,9 @@ import Foundation
 /// sides are CPU-bound, so the ratio follows what the outbox spends on top of the raw POST.
 enum HTTPBenchmark {
     static func run(items: Int, concurrency: Int, rounds: Int) async throws -> Int32 {
-        print("http benchmark: \(items) SalesOrder submissions over loopback, concurrency \(concurrency), reference server, \(rounds) interleaved rounds")
+        print(
+            "http benchmark: \(items) SalesOrder submissions over loopback, concurrency \(concurrency), reference server, \(rounds) interleaved rounds"
+        )
         var raw: [Double] = []
         var flush: [Double] = []
         var alone: [Double] = []
@@ -54,13 +56,18 @@ enum HTTPBenchmark {
         /// Throughput against raw's: the ratio of the medians, and of each round's pair.
         func ratio(to seconds: [Double]) -> String {
             let ratios = zip(raw, seconds).map { $0 / $1 }
-            return String(format: "%.2f (per round %.2f–%.2f)", BenchCommand.median(raw) / BenchCommand.median(seconds), ratios.min()!, ratios.max()!)
+            return String(
+                format: "%.2f (per round %.2f–%.2f)", BenchCommand.median(raw) / BenchCommand.median(seconds), ratios.min()!, ratios.max()!)
         }
         print("  baseline: URLSession POSTs, \(concurrency) in flight: \(spread(raw))")
         print("  outbox flush via HTTPTransport:             \(spread(flush))")
         print("  ratio outbox / raw throughput: \(ratio(to: flush))")
-        print("  CPU per item, process (all threads, server included), µs: raw \(EnqueueBenchmark.spread(rawCPU)), outbox \(EnqueueBenchmark.spread(flushCPU))")
-        print("  where the gap is: the same prebuilt POSTs through HTTPTransport alone (no outbox): \(spread(alone)), ratio to raw \(ratio(to: alone)), CPU per item \(EnqueueBenchmark.spread(aloneCPU)) µs")
+        print(
+            "  CPU per item, process (all threads, server included), µs: raw \(EnqueueBenchmark.spread(rawCPU)), outbox \(EnqueueBenchmark.spread(flushCPU))"
+        )
+        print(
+            "  where the gap is: the same prebuilt POSTs through HTTPTransport alone (no outbox): \(spread(alone)), ratio to raw \(ratio(to: alone)), CPU per item \(EnqueueBenchmark.spread(aloneCPU)) µs"
+        )
         return 0
     }
 
@@ -83,7 +90,9 @@ enum HTTPBenchmark {
     /// Seconds for the same requests as `rawPosts`, built up front, sent through
     /// `HTTPTransport` (its reply bound, deadline and cancellation shield) without the outbox:
     /// what the transport costs on its own, apart from what the outbox adds.
-    static func transportPosts(_ items: Int, server: SyncServer, token: String, concurrency: Int) async throws -> (seconds: Double, cpu: Double) {
+    static func transportPosts(
+        _ items: Int, server: SyncServer, token: String, concurrency: Int
+    ) async throws -> (seconds: Double, cpu: Double) {
         let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 20, maxConnections: concurrency) { token }
         return try await timedPosts(items, server: server, token: token, side: "transport") { requests in
             await send(requests, concurrency: concurrency) { (try? await transport.perform($0))?.status == 201 }
@@ -106,7 +115,9 @@ enum HTTPBenchmark {
     }
 
     /// Seconds for the outbox's flush through HTTPTransport (the enqueues are not timed).
-    static func outboxFlush(_ items: Int, server: SyncServer, token: String, concurrency: Int, folder: URL) async throws -> (seconds: Double, cpu: Double) {
+    static func outboxFlush(
+        _ items: Int, server: SyncServer, token: String, concurrency: Int, folder: URL
+    ) async throws -> (seconds: Double, cpu: Double) {
         let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 20, maxConnections: concurrency) { token }
         let outbox = try Outbox(
             path: folder.appendingPathComponent("device.sqlite").path, forms: FormCatalog.forms,

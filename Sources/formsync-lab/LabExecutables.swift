@@ -5,7 +5,9 @@ import Foundation
 enum LabExecutables {
     /// This lab executable, which a harness starts again as its child (`role`).
     static func own(toRun role: String) throws -> String {
-        guard let executable = Bundle.main.executablePath else { throw UsageError("cannot find the formsync-lab executable to run \(role)") }
+        guard let executable = Bundle.main.executablePath else {
+            throw UsageError("cannot find the formsync-lab executable to run \(role)")
+        }
         return executable
     }
 

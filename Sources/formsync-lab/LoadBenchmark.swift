@@ -48,7 +48,8 @@ enum LoadBenchmark {
                 }
             }
         }
-        let q = median(quiet), l = median(loaded)
+        let q = median(quiet)
+        let l = median(loaded)
         print("  quiet:  median \(Int(q))/s (\(quiet.map { String(Int($0)) }.joined(separator: ", ")))")
         print("  loaded: median \(Int(l))/s (\(loaded.map { String(Int($0)) }.joined(separator: ", ")))")
         print("  loaded / quiet: \(String(format: "%.2f", l / q))")

@@ -17,8 +17,12 @@ enum OutboxBenchmark {
 
         let rawCount = min(items, 5000)
         let raw = try rawInserts(path: folder.appendingPathComponent("raw.sqlite").path, count: rawCount, payload: sample)
-        print("outbox benchmark: \(items) items over \(lanes) lanes, \(lines)-line order (\(sample.count) bytes of JSON); in-process transport, concurrency \(concurrencies.map(String.init).joined(separator: " and ")) (\(Outbox.Configuration().concurrency) is what an app gets by default)")
-        print("  baseline: raw SQLite insert, own transaction, WAL + synchronous=FULL: \(micro(raw / Double(rawCount))) µs/item (\(rawCount) rows)")
+        print(
+            "outbox benchmark: \(items) items over \(lanes) lanes, \(lines)-line order (\(sample.count) bytes of JSON); in-process transport, concurrency \(concurrencies.map(String.init).joined(separator: " and ")) (\(Outbox.Configuration().concurrency) is what an app gets by default)"
+        )
+        print(
+            "  baseline: raw SQLite insert, own transaction, WAL + synchronous=FULL: \(micro(raw / Double(rawCount))) µs/item (\(rawCount) rows)"
+        )
 
         // Both queues are built once; every round flushes fresh copies of them.
         let smallLanes = max(1, lanes * small / max(items, 1))
@@ -27,7 +31,9 @@ enum OutboxBenchmark {
         _ = try await enqueue(path: smallPath, items: small, lanes: smallLanes, lines: lines)
         let bigEnqueue = try await enqueue(path: bigPath, items: items, lanes: lanes, lines: lines)
         let enqueuePerItem = bigEnqueue / Double(items)
-        print("  enqueue (validate, commit, group fdatasync), measured once: \(micro(enqueuePerItem)) µs/item, \(rate(items, bigEnqueue)) items/s; ratio to raw insert: \(ratio(enqueuePerItem, raw / Double(rawCount)))x")
+        print(
+            "  enqueue (validate, commit, group fdatasync), measured once: \(micro(enqueuePerItem)) µs/item, \(rate(items, bigEnqueue)) items/s; ratio to raw insert: \(ratio(enqueuePerItem, raw / Double(rawCount)))x"
+        )
 
         func spread(_ values: [Double]) -> String {
             "\(micro(BenchCommand.median(values))) (\(micro(values.min()!))–\(micro(values.max()!)))"
@@ -41,22 +47,30 @@ enum OutboxBenchmark {
         for round in 0..<rounds {
             for concurrency in round % 2 == 0 ? concurrencies : concurrencies.reversed() {
                 if round % 2 == 0 {
-                    smallPerItem[concurrency, default: []].append(try await flush(copyOf: smallPath, round: round, items: small, concurrency: concurrency) / Double(small))
-                    bigPerItem[concurrency, default: []].append(try await flush(copyOf: bigPath, round: round, items: items, concurrency: concurrency) / Double(items))
+                    smallPerItem[concurrency, default: []].append(
+                        try await flush(copyOf: smallPath, round: round, items: small, concurrency: concurrency) / Double(small))
+                    bigPerItem[concurrency, default: []].append(
+                        try await flush(copyOf: bigPath, round: round, items: items, concurrency: concurrency) / Double(items))
                 } else {
-                    bigPerItem[concurrency, default: []].append(try await flush(copyOf: bigPath, round: round, items: items, concurrency: concurrency) / Double(items))
-                    smallPerItem[concurrency, default: []].append(try await flush(copyOf: smallPath, round: round, items: small, concurrency: concurrency) / Double(small))
+                    bigPerItem[concurrency, default: []].append(
+                        try await flush(copyOf: bigPath, round: round, items: items, concurrency: concurrency) / Double(items))
+                    smallPerItem[concurrency, default: []].append(
+                        try await flush(copyOf: smallPath, round: round, items: small, concurrency: concurrency) / Double(small))
                 }
             }
         }
         for concurrency in concurrencies {
-            let smallRuns = smallPerItem[concurrency] ?? [], bigRuns = bigPerItem[concurrency] ?? []
+            let smallRuns = smallPerItem[concurrency] ?? []
+            let bigRuns = bigPerItem[concurrency] ?? []
             let ratios = zip(bigRuns, smallRuns).map { $0 / $1 }
             let label = concurrency == Outbox.Configuration().concurrency ? " (the default)" : ""
-            print("  flush at concurrency \(concurrency)\(label), µs per item and items/s, median (min–max) of \(rounds) interleaved rounds:")
+            print(
+                "  flush at concurrency \(concurrency)\(label), µs per item and items/s, median (min–max) of \(rounds) interleaved rounds:")
             print("    \(small) items / \(smallLanes) lanes: \(spread(smallRuns)) µs; \(rates(smallRuns)) items/s")
             print("    \(items) items / \(lanes) lanes: \(spread(bigRuns)) µs; \(rates(bigRuns)) items/s")
-            print("    per-item flush cost, \(items) vs \(small): \(String(format: "%.2f", BenchCommand.median(bigRuns) / BenchCommand.median(smallRuns)))x (rounds \(String(format: "%.2f", ratios.min()!))–\(String(format: "%.2f", ratios.max()!)))")
+            print(
+                "    per-item flush cost, \(items) vs \(small): \(String(format: "%.2f", BenchCommand.median(bigRuns) / BenchCommand.median(smallRuns)))x (rounds \(String(format: "%.2f", ratios.min()!))–\(String(format: "%.2f", ratios.max()!)))"
+            )
         }
         return 0
     }
@@ -90,7 +104,8 @@ enum OutboxBenchmark {
         }
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy + suffix) } }
         let transport = ScriptedTransport(workspace: "bench")
-        let outbox = try Outbox(path: copy, forms: [SalesOrder.self], transport: transport, configuration: Outbox.Configuration(concurrency: concurrency))
+        let outbox = try Outbox(
+            path: copy, forms: [SalesOrder.self], transport: transport, configuration: Outbox.Configuration(concurrency: concurrency))
         let start = DispatchTime.now().uptimeNanoseconds
         let report = await outbox.flush()
         let flush = seconds(since: start)
@@ -115,7 +130,9 @@ enum OutboxBenchmark {
         var db: OpaquePointer?
         guard sqlite3_open(path, &db) == SQLITE_OK, let db else { throw BenchmarkFailure(message: "cannot open \(path)") }
         defer { sqlite3_close(db) }
-        sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, lane TEXT, payload BLOB)", nil, nil, nil)
+        sqlite3_exec(
+            db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, lane TEXT, payload BLOB)", nil,
+            nil, nil)
         var statement: OpaquePointer?
         sqlite3_prepare_v2(db, "INSERT INTO t (lane, payload) VALUES (?, ?)", -1, &statement, nil)
         defer { sqlite3_finalize(statement) }

@@ -25,7 +25,8 @@ enum PullBenchmark {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-pull-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = try SyncServer(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
+        let server = try SyncServer(
+            directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
         _ = try server.start()
         defer { server.stop() }
 
@@ -44,7 +45,9 @@ enum PullBenchmark {
         }
         let sample = payloads.first ?? Data()
         let refreshToken = try server.issueRefreshToken(principal: "ada", workspaces: ["big", "small"])
-        print("pull benchmark: \(records) Delivery records (\(sample.count) bytes of JSON each) for one courier, \(rounds) rounds interleaved")
+        print(
+            "pull benchmark: \(records) Delivery records (\(sample.count) bytes of JSON each) for one courier, \(rounds) rounds interleaved"
+        )
 
         // 1. Initial pull in a device process, against raw inserts of the same rows.
         var raw: [Double] = []
@@ -54,7 +57,10 @@ enum PullBenchmark {
         var pulledPath = ""
         for round in 0..<rounds {
             raw.append(try rawInserts(path: folder.appendingPathComponent("raw-\(round).sqlite").path, count: records, payload: sample))
-            rawIndexed.append(try rawInserts(path: folder.appendingPathComponent("raw-indexed-\(round).sqlite").path, count: records, payload: sample, indexed: true))
+            rawIndexed.append(
+                try rawInserts(
+                    path: folder.appendingPathComponent("raw-indexed-\(round).sqlite").path, count: records, payload: sample, indexed: true)
+            )
             pulledPath = folder.appendingPathComponent("device-\(round).sqlite").path
             let before = EnqueueBenchmark.processCPU(children: true)
             pull.append(try devicePull(db: pulledPath, server: server, refreshToken: refreshToken, expect: records))
@@ -63,11 +69,19 @@ enum PullBenchmark {
         let peakMiB = ProcessUsage.peakMiB(children: true)
         print("  baseline: raw SQLite inserts of the same rows, 1000 per transaction, WAL + synchronous=NORMAL:")
         print("            \(spread(raw)), \(rate(records, median(raw))) records/s")
-        print("  the same with the outbox's two keys per Delivery (status, stop_order) and their indexes built at the end, the floor of the pull's own schema:")
-        print("            \(spread(rawIndexed)), \(rate(records, median(rawIndexed))) records/s; rate / raw insert rate: \(String(format: "%.2f", median(raw) / median(rawIndexed)))×")
+        print(
+            "  the same with the outbox's two keys per Delivery (status, stop_order) and their indexes built at the end, the floor of the pull's own schema:"
+        )
+        print(
+            "            \(spread(rawIndexed)), \(rate(records, median(rawIndexed))) records/s; rate / raw insert rate: \(String(format: "%.2f", median(raw) / median(rawIndexed)))×"
+        )
         print("  initial pull, device process over loopback HTTP (pages of 1000, each page and its cursor one transaction, index kept):")
-        print("            \(spread(pull)), \(rate(records, median(pull))) records/s; rate / raw insert rate: \(String(format: "%.2f", median(raw) / median(pull)))× (per round \(perRound(raw: raw, pull: pull)))")
-        print("  device process CPU (user + system) per record: \(String(format: "%.1f", median(deviceCPU) / Double(records) * 1e6)) µs (median of the rounds)")
+        print(
+            "            \(spread(pull)), \(rate(records, median(pull))) records/s; rate / raw insert rate: \(String(format: "%.2f", median(raw) / median(pull)))× (per round \(perRound(raw: raw, pull: pull)))"
+        )
+        print(
+            "  device process CPU (user + system) per record: \(String(format: "%.1f", median(deviceCPU) / Double(records) * 1e6)) µs (median of the rounds)"
+        )
         print("  device process peak RSS (largest of the \(rounds) pulls): \(String(format: "%.1f", peakMiB)) MiB")
 
         // 2. Deltas: D changes on the N-record store against D changes on the S-record store.
@@ -78,7 +92,9 @@ enum PullBenchmark {
         }
         let bigStore = try outbox(pulledPath, workspace: "big")
         let smallStore = try outbox(folder.appendingPathComponent("small.sqlite").path, workspace: "small")
-        guard try await smallStore.pull(pageSize: 1000).caughtUp else { throw BenchmarkFailure(message: "the small store did not catch up") }
+        guard try await smallStore.pull(pageSize: 1000).caughtUp else {
+            throw BenchmarkFailure(message: "the small store did not catch up")
+        }
         var bigDeltas: [Double] = []
         var smallDeltas: [Double] = []
         for round in 0..<max(rounds, 5) {
@@ -88,26 +104,33 @@ enum PullBenchmark {
                 var seeds: [SyncServer.RecordSeed] = []
                 for k in 0..<min(delta, count) {
                     let n = (k * step + round) % count
-                    seeds.append(SyncServer.RecordSeed(type: "Delivery", id: Int64(n) + (workspace == "big" ? 1 : Int64(records) + 1),
-                                                       fields: try FormRegistry.encode(delivery(n, note: "round \(round)")), workspace: workspace))
+                    seeds.append(
+                        SyncServer.RecordSeed(
+                            type: "Delivery", id: Int64(n) + (workspace == "big" ? 1 : Int64(records) + 1),
+                            fields: try FormRegistry.encode(delivery(n, note: "round \(round)")), workspace: workspace))
                 }
                 try server.putRecords(seeds)
                 let start = DispatchTime.now().uptimeNanoseconds
                 let report = try await store.pull(pageSize: 1000)
                 let elapsed = OutboxBenchmark.seconds(since: start)
-                guard report.caughtUp, report.upserted == seeds.count else { throw BenchmarkFailure(message: "delta pull on \(workspace): \(report)") }
+                guard report.caughtUp, report.upserted == seeds.count else {
+                    throw BenchmarkFailure(message: "delta pull on \(workspace): \(report)")
+                }
                 if workspace == "big" { bigDeltas.append(elapsed) } else { smallDeltas.append(elapsed) }
             }
         }
         print("  delta of \(delta) changes, \(bigDeltas.count) rounds interleaved:")
         print("            on a \(small)-record store: \(spread(smallDeltas))")
-        print("            on a \(records)-record store: \(spread(bigDeltas)); ratio: \(String(format: "%.2f", median(bigDeltas) / median(smallDeltas)))x")
+        print(
+            "            on a \(records)-record store: \(spread(bigDeltas)); ratio: \(String(format: "%.2f", median(bigDeltas) / median(smallDeltas)))x"
+        )
         return 0
     }
 
     static func delivery(_ n: Int, note: String) -> Delivery {
         Delivery(
-            courierId: "ada", status: .assigned, stopOrder: n + 1, address: "Rua das Flores \(n), 1200-\(String(format: "%03d", n % 1000)) Lisboa",
+            courierId: "ada", status: .assigned, stopOrder: n + 1,
+            address: "Rua das Flores \(n), 1200-\(String(format: "%03d", n % 1000)) Lisboa",
             recipient: "Recipient \(n)", codAmount: Money(minorUnits: Int64(n % 50_000), currency: "EUR"),
             notes: "Ring twice; leave parcel \(n) with the concierge if nobody answers (\(note)).")
     }
@@ -141,13 +164,17 @@ enum PullBenchmark {
         var db: OpaquePointer?
         guard sqlite3_open(path, &db) == SQLITE_OK, let db else { throw BenchmarkFailure(message: "cannot open \(path)") }
         defer { sqlite3_close(db) }
-        sqlite3_exec(db, """
+        sqlite3_exec(
+            db,
+            """
             PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;
             CREATE TABLE records (workspace TEXT NOT NULL, type TEXT NOT NULL, id INTEGER NOT NULL, version INTEGER NOT NULL,
                                   payload BLOB NOT NULL, key1 TEXT, key2 TEXT, PRIMARY KEY (workspace, type, id)) WITHOUT ROWID
             """, nil, nil, nil)
         var statement: OpaquePointer?
-        sqlite3_prepare_v2(db, "INSERT INTO records (workspace, type, id, version, payload, key1, key2) VALUES ('big', 'Delivery', ?, 1, ?, ?, ?)", -1, &statement, nil)
+        sqlite3_prepare_v2(
+            db, "INSERT INTO records (workspace, type, id, version, payload, key1, key2) VALUES ('big', 'Delivery', ?, 1, ?, ?, ?)", -1,
+            &statement, nil)
         defer { sqlite3_finalize(statement) }
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         let start = DispatchTime.now().uptimeNanoseconds
@@ -167,7 +194,9 @@ enum PullBenchmark {
             if n % 1000 == 999 || n == count - 1 { sqlite3_exec(db, "COMMIT", nil, nil, nil) }
         }
         if indexed {
-            sqlite3_exec(db, """
+            sqlite3_exec(
+                db,
+                """
                 CREATE INDEX records_key1 ON records(workspace, type, key1) WHERE key1 IS NOT NULL;
                 CREATE INDEX records_key2 ON records(workspace, type, key2) WHERE key2 IS NOT NULL
                 """, nil, nil, nil)

@@ -34,12 +34,16 @@ enum ServerBenchmark {
 
     static func identities(_ text: String?) throws -> Identities {
         guard let text else { return .live }
-        guard let identities = Identities(rawValue: text) else { throw UsageError("--identities takes live or random, not \"\(text.prefix(80))\"") }
+        guard let identities = Identities(rawValue: text) else {
+            throw UsageError("--identities takes live or random, not \"\(text.prefix(80))\"")
+        }
         return identities
     }
 
     static func run(items: Int, concurrency: Int, rounds: Int, workers: Int, identities: Identities = .live) throws -> Int32 {
-        print("server benchmark: \(items) SalesOrder submissions per round from \(concurrency) keep-alive connections, \(workers) handler threads, \(identities.rawValue) identities, \(rounds) interleaved rounds")
+        print(
+            "server benchmark: \(items) SalesOrder submissions per round from \(concurrency) keep-alive connections, \(workers) handler threads, \(identities.rawValue) identities, \(rounds) interleaved rounds"
+        )
         var grouped: [Double] = []
         var alone: [Double] = []
         var perFsync: [Double] = []
@@ -63,17 +67,25 @@ enum ServerBenchmark {
         func spread(_ v: [Double]) -> String { String(format: "%.0f/s (%.0f–%.0f)", BenchCommand.median(v), v.min()!, v.max()!) }
         print("  baseline: each write committed FULL on its own: \(spread(alone))")
         print("  group commit (writes share one fdatasync):      \(spread(grouped))")
-        print(String(format: "    writes per fsync %.1f; each fsync %.0f µs, the log in fsync %.0f %% of the time; CPU per write (all threads, clients included) %.0f µs, %.0f %% of the two cores' time",
-                     BenchCommand.median(perFsync), BenchCommand.median(fsyncTime), BenchCommand.median(fsyncBusy), BenchCommand.median(cpu) * 1e6,
-                     BenchCommand.median(zip(cpu, grouped).map { $0 * $1 / 2 * 100 })))
-        print(String(format: "  ratio: %.2f× (per round %.2f×–%.2f×)", BenchCommand.median(grouped) / BenchCommand.median(alone),
-                     zip(grouped, alone).map { $0 / $1 }.min()!, zip(grouped, alone).map { $0 / $1 }.max()!))
+        print(
+            String(
+                format:
+                    "    writes per fsync %.1f; each fsync %.0f µs, the log in fsync %.0f %% of the time; CPU per write (all threads, clients included) %.0f µs, %.0f %% of the two cores' time",
+                BenchCommand.median(perFsync), BenchCommand.median(fsyncTime), BenchCommand.median(fsyncBusy),
+                BenchCommand.median(cpu) * 1e6,
+                BenchCommand.median(zip(cpu, grouped).map { $0 * $1 / 2 * 100 })))
+        print(
+            String(
+                format: "  ratio: %.2f× (per round %.2f×–%.2f×)", BenchCommand.median(grouped) / BenchCommand.median(alone),
+                zip(grouped, alone).map { $0 / $1 }.min()!, zip(grouped, alone).map { $0 / $1 }.max()!))
         return 0
     }
 
     /// Durable submissions per second: every one answered 201 (the server answers only once
     /// the write is on disk).
-    static func measure(items: Int, concurrency: Int, workers: Int, identities: Identities, groupCommit: Bool) throws -> (rate: Double, fsyncs: Int, fsyncSeconds: Double, cpu: Double) {
+    static func measure(
+        items: Int, concurrency: Int, workers: Int, identities: Identities, groupCommit: Bool
+    ) throws -> (rate: Double, fsyncs: Int, fsyncSeconds: Double, cpu: Double) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-bench-server-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
@@ -135,7 +147,9 @@ enum ServerBenchmark {
     static func serialise(_ request: URLRequest) -> [UInt8] {
         let body = request.httpBody ?? Data()
         var head = "\(request.httpMethod ?? "POST") \(request.url!.path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\n"
-        for (name, value) in request.allHTTPHeaderFields ?? [:] where name.lowercased() != "content-length" { head += "\(name): \(value)\r\n" }
+        for (name, value) in request.allHTTPHeaderFields ?? [:] where name.lowercased() != "content-length" {
+            head += "\(name): \(value)\r\n"
+        }
         head += "\r\n"
         return Array(head.utf8) + Array(body)
     }
@@ -194,7 +208,10 @@ enum ServerBenchmark {
         /// byte by byte so that the clients, which share the machine's two cores with the
         /// server, spend as little of them as they can.
         static func parse(_ bytes: [UInt8]) -> (status: Int, length: Int)? {
-            guard bytes.count >= 16, let end = (0...(bytes.count - 4)).first(where: { bytes[$0] == 13 && bytes[$0 + 1] == 10 && bytes[$0 + 2] == 13 && bytes[$0 + 3] == 10 })
+            guard bytes.count >= 16,
+                let end = (0...(bytes.count - 4)).first(where: {
+                    bytes[$0] == 13 && bytes[$0 + 1] == 10 && bytes[$0 + 2] == 13 && bytes[$0 + 3] == 10
+                })
             else { return nil }
             // "HTTP/1.1 201 ...": three digits at offset 9.
             let status = bytes[9..<12].reduce(0) { $0 * 10 + Int($1) - 48 }
@@ -205,7 +222,10 @@ enum ServerBenchmark {
                 if zip(bytes[i..<(i + name.count)], name).allSatisfy({ ((65...90).contains($0) ? $0 + 32 : $0) == $1 }) {
                     var j = i + name.count
                     while bytes[j] == 32 { j += 1 }
-                    while j < end, (48...57).contains(bytes[j]), length < 1 << 40 { length = length * 10 + Int(bytes[j]) - 48; j += 1 }
+                    while j < end, (48...57).contains(bytes[j]), length < 1 << 40 {
+                        length = length * 10 + Int(bytes[j]) - 48
+                        j += 1
+                    }
                     break
                 }
                 i += 1

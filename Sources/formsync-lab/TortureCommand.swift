@@ -83,7 +83,10 @@ enum TortureCommand {
         defer { removeFolder() }
         let executable = try LabExecutables.own(toRun: "the nodes and the device")
         printError("torture cluster: \(nodes) nodes, \(kills) node kills, seed \(seed), in \(folder.path)")
-        let torture = ClusterTorture(.init(nodes: nodes, nodeKills: kills, seed: seed, executable: executable, server: try LabExecutables.formsync(), folder: folder, progress: { printError("  \($0)") }))
+        let torture = ClusterTorture(
+            .init(
+                nodes: nodes, nodeKills: kills, seed: seed, executable: executable, server: try LabExecutables.formsync(), folder: folder,
+                progress: { printError("  \($0)") }))
         let result = try await torture.run()
         print(result.description)
         return result.failures.isEmpty ? 0 : 1
@@ -101,7 +104,8 @@ enum TortureCommand {
         defer { removeFolder() }
         let executable = try LabExecutables.own(toRun: "the device")
         printError("torture crash: \(kills) kills, seed \(seed), in \(folder.path)")
-        let torture = CrashTorture(.init(kills: kills, seed: seed, executable: executable, folder: folder, progress: { printError("  \($0)") }))
+        let torture = CrashTorture(
+            .init(kills: kills, seed: seed, executable: executable, folder: folder, progress: { printError("  \($0)") }))
         let result = try await torture.run()
         print(result.description)
         return result.failures.isEmpty ? 0 : 1
@@ -121,14 +125,18 @@ enum TortureCommand {
         defer { removeFolder() }
         let executable = try LabExecutables.own(toRun: "the enqueuer")
         printError("torture enqueue: \(kills) kills, seed \(seed), \(tasks) tasks of \(count) documents, in \(folder.path)")
-        let result = try await EnqueueTorture(.init(kills: kills, seed: seed, tasks: tasks, count: count, executable: executable, folder: folder)).run()
+        let result = try await EnqueueTorture(
+            .init(kills: kills, seed: seed, tasks: tasks, count: count, executable: executable, folder: folder)
+        ).run()
         print(result.description)
         return result.failures.isEmpty ? 0 : 1
     }
 
     static func enqueuer(_ raw: [String]) async throws -> Int32 {
         let args = try Arguments(raw, options: ["--db", "--log", "--tasks", "--count"], flags: [])
-        guard let database = args.values["--db"], let log = args.values["--log"] else { throw UsageError("torture enqueuer needs --db and --log") }
+        guard let database = args.values["--db"], let log = args.values["--log"] else {
+            throw UsageError("torture enqueuer needs --db and --log")
+        }
         return try await EnqueueTorture.enqueuer(
             database: database, log: log, tasks: try args.integer("--tasks", default: 4, in: enqueuerTasks),
             count: try args.integer("--count", default: 250, in: enqueuerDocuments))
@@ -146,7 +154,6 @@ enum TortureCommand {
         try? FileManager.default.removeItem(at: folder)
         return (folder, { if kept == nil { try? FileManager.default.removeItem(at: folder) } })
     }
-
 
     static func sim(_ raw: [String]) async throws -> Int32 {
         let args = try Arguments(raw, options: ["--seeds", "--first", "--steps"], flags: ["--help", "--trace"])
@@ -179,7 +186,8 @@ enum TortureCommand {
 
     /// Internal: the device process of `torture crash`.
     static func device(_ raw: [String]) async throws -> Int32 {
-        let args = try Arguments(raw, options: ["--db", "--server", "--refresh-token", "--log", "--seed", "--captures", "--customers", "--crash"])
+        let args = try Arguments(
+            raw, options: ["--db", "--server", "--refresh-token", "--log", "--seed", "--captures", "--customers", "--crash"])
         let servers = (args.values["--server"] ?? "").split(separator: ",").compactMap { URL(string: String($0)) }
         guard let db = args.values["--db"], !servers.isEmpty,
             let token = args.values["--refresh-token"], let log = args.values["--log"]
@@ -197,7 +205,8 @@ enum TortureCommand {
             crash = (point, n)
         }
         let device = TortureDevice(
-            database: db, servers: servers, refreshToken: token, log: log, plan: TorturePlan(seed: seed), captures: captures, knownCustomers: customers,
+            database: db, servers: servers, refreshToken: token, log: log, plan: TorturePlan(seed: seed), captures: captures,
+            knownCustomers: customers,
             crash: crash)
         return try await device.run()
     }

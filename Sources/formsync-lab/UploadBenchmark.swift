@@ -27,14 +27,17 @@ enum UploadBenchmark {
         let file = folder.appendingPathComponent("video.mp4")
         try data.write(to: file)
         let digest = SHA256.hash(data)
-        let resumable = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 120, resumableFromBytes: 1, chunkBytes: chunkMegabytes << 20) { token }
+        let resumable = HTTPTransport(
+            workspace: "bench", baseURL: server.baseURL, timeout: 120, resumableFromBytes: 1, chunkBytes: chunkMegabytes << 20
+        ) { token }
         let single = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 120, resumableFromBytes: Int64.max) { token }
         var chunked: [Double] = []
         var whole: [Double] = []
         for round in 0..<rounds {
             for (name, transport) in [("single", single), ("resumable", resumable)] {
                 let request = OutboundRequest(
-                    itemID: ItemID(Int64(round)), documentID: "bench-\(name)-\(round)-\(UUID().uuidString)", attemptID: UUID().uuidString, workspace: "bench",
+                    itemID: ItemID(Int64(round)), documentID: "bench-\(name)-\(round)-\(UUID().uuidString)", attemptID: UUID().uuidString,
+                    workspace: "bench",
                     body: .file(path: file.path, contentType: "video/mp4", byteCount: Int64(size), sha256: digest))
                 let start = DispatchTime.now().uptimeNanoseconds
                 let (outcome, _) = await transport.deliver(request) { _, _ in }
@@ -46,7 +49,9 @@ enum UploadBenchmark {
         func rate(_ seconds: Double) -> String { String(format: "%.0f MB/s", Double(size) / 1_000_000 / seconds) }
         print("upload benchmark: one \(megabytes) MB file over loopback to the embedded server, \(rounds) rounds interleaved")
         print("  baseline: a single POST /files:               \(PullBenchmark.spread(whole)), \(rate(PullBenchmark.median(whole)))")
-        print("  resumable, \(chunkMegabytes) MiB PATCH chunks, digest at the end: \(PullBenchmark.spread(chunked)), \(rate(PullBenchmark.median(chunked)))")
+        print(
+            "  resumable, \(chunkMegabytes) MiB PATCH chunks, digest at the end: \(PullBenchmark.spread(chunked)), \(rate(PullBenchmark.median(chunked)))"
+        )
         print("  ratio resumable / single: \(String(format: "%.2f", PullBenchmark.median(chunked) / PullBenchmark.median(whole)))x")
         return 0
     }

@@ -35,6 +35,10 @@ enum CheckCommand {
         }
         let errors = diagnostics.filter { $0.severity == .error }.count
         let warnings = diagnostics.count - errors
-        return format.emit(diagnostics, summary: "\(files.count) spec\(files.count == 1 ? "" : "s") checked: \(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")")
+        return format.emit(
+            diagnostics,
+            summary:
+                "\(files.count) spec\(files.count == 1 ? "" : "s") checked: \(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")"
+        )
     }
 }

@@ -30,22 +30,35 @@ extension Conformance {
         let digest = "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):"
         var routes: [Route] = []
         if let held, let (body, path) = encoded(held.form, held.object) {
-            routes.append(Route(name: "an edit of a document (If-Match: *)", method: "POST", path: path, headers: [
-                "FormSync-Document": held.document, "FormSync-Form": "\(held.form.name); version=\(held.form.version)", "Content-Type": "application/json", "If-Match": "*",
-            ], body: body, other: 409, office: 200))
-            routes.append(Route(name: "GET /documents/{id}", method: "GET", path: "/documents/\(held.document)", headers: [:], other: 404, office: 200))
+            routes.append(
+                Route(
+                    name: "an edit of a document (If-Match: *)", method: "POST", path: path,
+                    headers: [
+                        "FormSync-Document": held.document, "FormSync-Form": "\(held.form.name); version=\(held.form.version)",
+                        "Content-Type": "application/json", "If-Match": "*",
+                    ], body: body, other: 409, office: 200))
+            routes.append(
+                Route(
+                    name: "GET /documents/{id}", method: "GET", path: "/documents/\(held.document)", headers: [:], other: 404, office: 200))
         }
         routes += [
-            Route(name: "POST /files", method: "POST", path: "/files", headers: ["FormSync-Document": id("file"), "Content-Type": "text/plain", "Content-Digest": digest],
-                  body: bytes, other: 409, office: 200),
+            Route(
+                name: "POST /files", method: "POST", path: "/files",
+                headers: ["FormSync-Document": id("file"), "Content-Type": "text/plain", "Content-Digest": digest],
+                body: bytes, other: 409, office: 200),
             Route(name: "HEAD /uploads/{id}", method: "HEAD", path: upload.location, headers: [:], other: 404, office: 204),
-            Route(name: "PATCH /uploads/{id}", method: "PATCH", path: upload.location, headers: [
-                "Upload-Offset": "0", "Upload-Complete": "?0", "Content-Type": "application/partial-upload",
-            ], body: Data(), other: 404, office: 204),
+            Route(
+                name: "PATCH /uploads/{id}", method: "PATCH", path: upload.location,
+                headers: [
+                    "Upload-Offset": "0", "Upload-Complete": "?0", "Content-Type": "application/partial-upload",
+                ], body: Data(), other: 404, office: 204),
             Route(name: "GET /changes", method: "GET", path: "/changes", headers: [:], other: 200, office: 200),
         ]
         if let held, let type = held.form.binding?.record, held.form.binding?.action == .creates {
-            routes.append(Route(name: "GET /records/{type}/{id}", method: "GET", path: "/records/\(type)/\(held.id)", headers: [:], other: 200, office: 200))
+            routes.append(
+                Route(
+                    name: "GET /records/{type}/{id}", method: "GET", path: "/records/\(type)/\(held.id)", headers: [:], other: 200,
+                    office: 200))
         }
         for index in routes.indices where routes[index].method == "POST" { routes[index].headers["Idempotency-Key"] = id("wall-\(index)") }
         let foreign = String("conformance-not-yours-\(run)".prefix(128))
@@ -53,7 +66,9 @@ extension Conformance {
             var headers = route.headers
             if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-none-\(index)") }
             let none = await send(route.method, route.path, headers: headers, body: route.body, workspace: .none)
-            check(Rules.noWorkspace, none.status == 400 && (route.method == "HEAD" || none.code == "bad-workspace"), Self.describe(none), about: route.name)
+            check(
+                Rules.noWorkspace, none.status == 400 && (route.method == "HEAD" || none.code == "bad-workspace"), Self.describe(none),
+                about: route.name)
             if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-foreign-\(index)") }
             let elsewhere = await send(route.method, route.path, headers: headers, body: route.body, workspace: .named(foreign))
             check(Rules.foreignWorkspace, elsewhere.status == 403 || elsewhere.status == 421, Self.describe(elsewhere), about: route.name)
@@ -64,13 +79,16 @@ extension Conformance {
             }
             return
         }
-        let marker = held.flatMap { held in held.object.values.compactMap { $0 as? String }.first { $0.contains(run) } } ?? "conformance file \(run)"
+        let marker =
+            held.flatMap { held in held.object.values.compactMap { $0 as? String }.first { $0.contains(run) } } ?? "conformance file \(run)"
         for (index, route) in routes.enumerated() {
             var headers = route.headers
             if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-other-\(index)") }
             let other = await send(route.method, route.path, headers: headers, body: route.body, as: otherToken)
             check(Rules.otherPrincipal, other.status == route.other, "HTTP \(other.status), not \(route.other)", about: route.name)
-            check(Rules.otherPrincipalNothing, route.other == 200 || !other.text.contains(marker), "the reply holds the other principal's data", about: route.name)
+            check(
+                Rules.otherPrincipalNothing, route.other == 200 || !other.text.contains(marker),
+                "the reply holds the other principal's data", about: route.name)
             if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-office-\(index)") }
             let office = await send(route.method, route.path, headers: headers, body: route.body, as: backOfficeToken)
             check(Rules.backOffice, office.status == route.office, "HTTP \(office.status), not \(route.office)", about: route.name)
@@ -80,7 +98,10 @@ extension Conformance {
     /// What URLSession will not send: a body shorter than announced, a control character in a
     /// header, two lengths, a body announced past every limit.
     mutating func rawSocketChecks(form: FormDefinition?, object: [String: Any]?) async {
-        let raw = [Rules.shortBody, Rules.controlCharacter, Rules.twoLengths, Rules.bodyTooLarge, Rules.headTooLarge, Rules.longTarget, Rules.unsupportedEncoding]
+        let raw = [
+            Rules.shortBody, Rules.controlCharacter, Rules.twoLengths, Rules.bodyTooLarge, Rules.headTooLarge, Rules.longTarget,
+            Rules.unsupportedEncoding,
+        ]
         guard base.scheme == "http", let host = base.host else {
             for rule in raw { notChecked(rule, "over https (it needs a raw socket)") }
             return
@@ -94,26 +115,47 @@ extension Conformance {
             "POST \(path) HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(token ?? "")\r\nIdempotency-Key: \(key)\r\nFormSync-Document: \(document)\r\n"
                 + "FormSync-Workspace: \(workspace)\r\nFormSync-Form: \(form.name); version=\(form.version)\r\nContent-Type: application/json\r\n\(extra)"
         }
-        let short = Self.rawStatus(host: host, port: port, Data((head(id("short"), id("k12"), extra: "Content-Length: \(body.count + 100)\r\n") + "\r\n").utf8) + body)
+        let short = Self.rawStatus(
+            host: host, port: port,
+            Data((head(id("short"), id("k12"), extra: "Content-Length: \(body.count + 100)\r\n") + "\r\n").utf8) + body)
         let held = await send("GET", "/documents/\(id("short"))")
-        check(Rules.shortBody, short != 0 && !(200..<300).contains(short) && held.status == 404, "HTTP \(short), then GET /documents → \(held.status)")
-        let control = Self.rawStatus(host: host, port: port, Data((head(id("control"), id("k13"), extra: "X-Note: a\u{01}b\r\nContent-Length: \(body.count)\r\n") + "\r\n").utf8) + body)
+        check(
+            Rules.shortBody, short != 0 && !(200..<300).contains(short) && held.status == 404,
+            "HTTP \(short), then GET /documents → \(held.status)")
+        let control = Self.rawStatus(
+            host: host, port: port,
+            Data((head(id("control"), id("k13"), extra: "X-Note: a\u{01}b\r\nContent-Length: \(body.count)\r\n") + "\r\n").utf8) + body)
         check(Rules.controlCharacter, control == 400, "HTTP \(control)")
-        let twice = Self.rawStatus(host: host, port: port, Data((head(id("twice"), id("k14"), extra: "Content-Length: \(body.count)\r\nContent-Length: \(body.count)\r\n") + "\r\n").utf8) + body)
+        let twice = Self.rawStatus(
+            host: host, port: port,
+            Data((head(id("twice"), id("k14"), extra: "Content-Length: \(body.count)\r\nContent-Length: \(body.count)\r\n") + "\r\n").utf8)
+                + body)
         check(Rules.twoLengths, twice == 400, "HTTP \(twice)", about: "Content-Length twice")
-        let both = Self.rawStatus(host: host, port: port, Data((head(id("both"), id("k15"), extra: "Content-Length: \(body.count)\r\nTransfer-Encoding: chunked\r\n") + "\r\n").utf8) + body)
+        let both = Self.rawStatus(
+            host: host, port: port,
+            Data((head(id("both"), id("k15"), extra: "Content-Length: \(body.count)\r\nTransfer-Encoding: chunked\r\n") + "\r\n").utf8)
+                + body)
         check(Rules.twoLengths, both == 400, "HTTP \(both)", about: "Content-Length and Transfer-Encoding")
-        let huge = Self.rawStatus(host: host, port: port, Data((head(id("huge"), id("k16"), extra: "Content-Length: \(1 << 40)\r\n") + "\r\n").utf8) + body)
+        let huge = Self.rawStatus(
+            host: host, port: port, Data((head(id("huge"), id("k16"), extra: "Content-Length: \(1 << 40)\r\n") + "\r\n").utf8) + body)
         check(Rules.bodyTooLarge, huge == 413, "HTTP \(huge)", about: "1 TiB announced")
-        let bigHead = Self.rawStatus(host: host, port: port, Data((head(id("big"), id("k17"), extra: "X-Pad: \(String(repeating: "a", count: 17 << 10))\r\nContent-Length: \(body.count)\r\n") + "\r\n").utf8) + body)
+        let bigHead = Self.rawStatus(
+            host: host, port: port,
+            Data(
+                (head(id("big"), id("k17"), extra: "X-Pad: \(String(repeating: "a", count: 17 << 10))\r\nContent-Length: \(body.count)\r\n")
+                    + "\r\n").utf8) + body)
         check(Rules.headTooLarge, bigHead == 431, "HTTP \(bigHead)", about: "a 17 KiB header")
         let fields = (0..<101).map { "X-F\($0): 1\r\n" }.joined()
-        let many = Self.rawStatus(host: host, port: port, Data((head(id("many"), id("k18"), extra: fields + "Content-Length: \(body.count)\r\n") + "\r\n").utf8) + body)
+        let many = Self.rawStatus(
+            host: host, port: port,
+            Data((head(id("many"), id("k18"), extra: fields + "Content-Length: \(body.count)\r\n") + "\r\n").utf8) + body)
         check(Rules.headTooLarge, many == 431, "HTTP \(many)", about: "101 more header fields")
-        let target = "GET /changes?cursor=\(String(repeating: "c", count: 5000)) HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(token ?? "")\r\nFormSync-Workspace: \(workspace)\r\n\r\n"
+        let target =
+            "GET /changes?cursor=\(String(repeating: "c", count: 5000)) HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(token ?? "")\r\nFormSync-Workspace: \(workspace)\r\n\r\n"
         let long = Self.rawStatus(host: host, port: port, Data(target.utf8))
         check(Rules.longTarget, long == 400 || long == 414, "HTTP \(long)")
-        let gzip = Self.rawStatus(host: host, port: port, Data((head(id("gzip"), id("k19"), extra: "Transfer-Encoding: gzip\r\n") + "\r\n").utf8) + body)
+        let gzip = Self.rawStatus(
+            host: host, port: port, Data((head(id("gzip"), id("k19"), extra: "Transfer-Encoding: gzip\r\n") + "\r\n").utf8) + body)
         check(Rules.unsupportedEncoding, gzip == 501, "HTTP \(gzip)")
     }
 

@@ -43,37 +43,56 @@ extension Conformance {
         }
         notChecked(Rules.pendingUnsupported, "the server lists deferred-files: the refusal is the contract of a server without them")
         let announced = held(created)
-        check(Rules.pendingAccepted, Self.acknowledges(created, document: document) && announced?["digest"] as? String == FileRef.digestText(SHA256.hash(bytes))
-              && announced?["id"] == nil, "\(Self.describe(created)) \(announced.map { "\($0)" } ?? "no file in the record")")
+        check(
+            Rules.pendingAccepted,
+            Self.acknowledges(created, document: document) && announced?["digest"] as? String == FileRef.digestText(SHA256.hash(bytes))
+                && announced?["id"] == nil, "\(Self.describe(created)) \(announced.map { "\($0)" } ?? "no file in the record")")
         let listed = await send("GET", "/pending-files")
         let entries = listed.json?["pending"] as? [[String: Any]] ?? []
-        check(Rules.pendingListed, listed.status == 200 && entries.contains { $0["document_id"] as? String == document && ($0["pointer"] as? String)?.hasPrefix("#/\(field)") == true },
-              "HTTP \(listed.status), \(entries.count) listed")
+        check(
+            Rules.pendingListed,
+            listed.status == 200
+                && entries.contains {
+                    $0["document_id"] as? String == document && ($0["pointer"] as? String)?.hasPrefix("#/\(field)") == true
+                },
+            "HTTP \(listed.status), \(entries.count) listed")
 
         // Bytes announced with another size: their upload is refused, and nothing is stored.
         let other = Data(MediaSignature.signature(of: type) ?? []) + Data("conformance mismatching file \(run)".utf8)
         _ = await submit(form, naming(pending(other, size: other.count + 1)), document: id("deferred-2"), key: id("d2"))
         let mismatching = await upload(other, document: id("deferred-file-2"), type: type, key: id("d3"))
         let errors = mismatching.json?["errors"] as? [[String: Any]] ?? []
-        check(Rules.pendingMismatch, mismatching.status == 422 && mismatching.code == "file-mismatch"
-              && errors.contains { ($0["pointer"] as? String)?.hasPrefix("#/\(field)") == true }, "\(Self.describe(mismatching)) \(mismatching.text)")
+        check(
+            Rules.pendingMismatch,
+            mismatching.status == 422 && mismatching.code == "file-mismatch"
+                && errors.contains { ($0["pointer"] as? String)?.hasPrefix("#/\(field)") == true },
+            "\(Self.describe(mismatching)) \(mismatching.text)")
 
         let stored = await upload(bytes, document: id("deferred-file"), type: type, key: id("d4"))
         let fileID = (stored.json?["id"] as? NSNumber)?.int64Value ?? 0
         let after = await send("GET", "/documents/\(document)")
         let completed = held(after)
-        check(Rules.pendingCompleted, fileID > 0 && (completed?["id"] as? NSNumber)?.int64Value == fileID
-              && after.headers["etag"] != nil && after.headers["etag"] != created.headers["etag"],
-              "upload \(Self.describe(stored)); document \(Self.describe(after)) \(completed.map { "\($0)" } ?? "no file")")
+        check(
+            Rules.pendingCompleted,
+            fileID > 0 && (completed?["id"] as? NSNumber)?.int64Value == fileID
+                && after.headers["etag"] != nil && after.headers["etag"] != created.headers["etag"],
+            "upload \(Self.describe(stored)); document \(Self.describe(after)) \(completed.map { "\($0)" } ?? "no file")")
         let relisted = await send("GET", "/pending-files")
-        check(Rules.pendingGone, relisted.status == 200 && !(relisted.json?["pending"] as? [[String: Any]] ?? []).contains { $0["document_id"] as? String == document },
-              "HTTP \(relisted.status)")
+        check(
+            Rules.pendingGone,
+            relisted.status == 200
+                && !(relisted.json?["pending"] as? [[String: Any]] ?? []).contains { $0["document_id"] as? String == document },
+            "HTTP \(relisted.status)")
 
         // A file id whose size is not the stored file's.
         if fileID > 0 {
-            let wrong = await submit(form, naming(["id": fileID, "byte_count": bytes.count + 5, "content_type": type]), document: id("deferred-3"), key: id("d5"))
+            let wrong = await submit(
+                form, naming(["id": fileID, "byte_count": bytes.count + 5, "content_type": type]), document: id("deferred-3"), key: id("d5")
+            )
             let wrongErrors = wrong.json?["errors"] as? [[String: Any]] ?? []
-            check(Rules.fileReferenceChecked, wrong.status == 422 && wrongErrors.contains { $0["code"] as? String == "file-mismatch" }, "\(Self.describe(wrong)) \(wrong.text)")
+            check(
+                Rules.fileReferenceChecked, wrong.status == 422 && wrongErrors.contains { $0["code"] as? String == "file-mismatch" },
+                "\(Self.describe(wrong)) \(wrong.text)")
         }
         await lookups(features: features, bytes: fileID > 0 ? (bytes, fileID) : nil)
     }
@@ -81,33 +100,46 @@ extension Conformance {
     /// The look-up by digest, of bytes the server holds (when there are some).
     mutating func lookups(features: [String], bytes: (Data, Int64)?) async {
         guard features.contains("file-lookup") else {
-            for rule in [Rules.lookupFound, Rules.lookupMissing, Rules.downloadRange] { notChecked(rule, "the server does not list file-lookup in GET /health") }
+            for rule in [Rules.lookupFound, Rules.lookupMissing, Rules.downloadRange] {
+                notChecked(rule, "the server does not list file-lookup in GET /health")
+            }
             return
         }
         if let (data, fileID) = bytes {
             let whole = await send("GET", "/files/\(fileID)")
             let part = await send("GET", "/files/\(fileID)", headers: ["Range": "bytes=2-5"])
             let past = await send("GET", "/files/\(fileID)", headers: ["Range": "bytes=\(data.count + 10)-"])
-            check(Rules.downloadRange, whole.status == 200 && whole.data == data
-                  && part.status == 206 && part.data == data.subdata(in: 2..<6) && part.headers["content-range"] == "bytes 2-5/\(data.count)"
-                  && part.headers["repr-digest"] == FileRef.digestText(SHA256.hash(data)) && past.status == 416,
-                  "whole \(Self.describe(whole)), range \(Self.describe(part)) \(part.headers["content-range"] ?? "no Content-Range"), past the end \(Self.describe(past))")
+            check(
+                Rules.downloadRange,
+                whole.status == 200 && whole.data == data
+                    && part.status == 206 && part.data == data.subdata(in: 2..<6)
+                    && part.headers["content-range"] == "bytes 2-5/\(data.count)"
+                    && part.headers["repr-digest"] == FileRef.digestText(SHA256.hash(data)) && past.status == 416,
+                "whole \(Self.describe(whole)), range \(Self.describe(part)) \(part.headers["content-range"] ?? "no Content-Range"), past the end \(Self.describe(past))"
+            )
             let hex = SHA256.hash(data).map { String(format: "%02x", $0) }.joined()
             let found = await send("GET", "/files/sha-256/\(hex)")
-            check(Rules.lookupFound, found.status == 200 && (found.json?["id"] as? NSNumber)?.int64Value == fileID
-                  && (found.json?["byte_count"] as? NSNumber)?.intValue == data.count, "\(Self.describe(found)) \(found.text)")
+            check(
+                Rules.lookupFound,
+                found.status == 200 && (found.json?["id"] as? NSNumber)?.int64Value == fileID
+                    && (found.json?["byte_count"] as? NSNumber)?.intValue == data.count, "\(Self.describe(found)) \(found.text)")
         }
-        let missing = await send("GET", "/files/sha-256/\(SHA256.hash(Data("never stored \(run)".utf8)).map { String(format: "%02x", $0) }.joined())")
+        let missing = await send(
+            "GET", "/files/sha-256/\(SHA256.hash(Data("never stored \(run)".utf8)).map { String(format: "%02x", $0) }.joined())")
         let malformed = await send("GET", "/files/sha-256/not-a-digest")
-        check(Rules.lookupMissing, missing.status == 404 && missing.code == "no-such-file" && malformed.status == 400,
-              "\(Self.describe(missing)); malformed: \(Self.describe(malformed))")
+        check(
+            Rules.lookupMissing, missing.status == 404 && missing.code == "no-such-file" && malformed.status == 400,
+            "\(Self.describe(missing)); malformed: \(Self.describe(malformed))")
     }
 
     /// `POST /files` of `bytes` as `type`.
     func upload(_ bytes: Data, document: String, type: String, key: String) async -> Reply {
-        await send("POST", "/files", headers: [
-            "Idempotency-Key": key, "FormSync-Document": document, "Content-Type": type, "Content-Digest": FileRef.digestText(SHA256.hash(bytes)),
-        ], body: bytes)
+        await send(
+            "POST", "/files",
+            headers: [
+                "Idempotency-Key": key, "FormSync-Document": document, "Content-Type": type,
+                "Content-Digest": FileRef.digestText(SHA256.hash(bytes)),
+            ], body: bytes)
     }
 
     /// The forms of the specs with a top-level file field, each with its first such field and its rule.

@@ -19,23 +19,27 @@ extension Conformance {
 
     mutating func runAll() async {
         let health = await send("GET", "/health", authorized: false)
-        check(Rules.healthAnswers, health.status == 200 && health.json?["service"] as? String == "formsync" && health.json?["status"] as? String == "ok"
-              && (health.json?["protocol"] as? NSNumber)?.intValue == 1,
-              "HTTP \(health.status) \(health.text)")
+        check(
+            Rules.healthAnswers,
+            health.status == 200 && health.json?["service"] as? String == "formsync" && health.json?["status"] as? String == "ok"
+                && (health.json?["protocol"] as? NSNumber)?.intValue == 1,
+            "HTTP \(health.status) \(health.text)")
         guard health.status != 0 else {
             print("stop  nothing answered at \(base.absoluteString) within \(Int(timeout)) s: no further check is run")
             return
         }
         if let refreshToken {
-            let refreshed = await send("POST", "/auth/refresh", headers: ["Content-Type": "application/json"],
-                                       body: try? JSONSerialization.data(withJSONObject: ["refresh_token": refreshToken]), authorized: false)
+            let refreshed = await send(
+                "POST", "/auth/refresh", headers: ["Content-Type": "application/json"],
+                body: try? JSONSerialization.data(withJSONObject: ["refresh_token": refreshToken]), authorized: false)
             token = refreshed.json?["access_token"] as? String ?? token
             check(Rules.refreshTrades, refreshed.status == 200 && token != nil, "HTTP \(refreshed.status)")
         } else {
             notChecked(Rules.refreshTrades, "give --refresh-token")
         }
-        let unknownRefresh = await send("POST", "/auth/refresh", headers: ["Content-Type": "application/json"],
-                                        body: try? JSONSerialization.data(withJSONObject: ["refresh_token": "r-not-issued-\(run)"]), authorized: false)
+        let unknownRefresh = await send(
+            "POST", "/auth/refresh", headers: ["Content-Type": "application/json"],
+            body: try? JSONSerialization.data(withJSONObject: ["refresh_token": "r-not-issued-\(run)"]), authorized: false)
         check(Rules.refreshUnknown, unknownRefresh.status == 401, Self.describe(unknownRefresh))
         problem(unknownRefresh, "an unknown refresh token")
 
@@ -59,14 +63,17 @@ extension Conformance {
     /// Checks that an error reply is problem+json with its code (§5).
     mutating func problem(_ reply: Reply, _ what: String) {
         guard reply.status >= 400 else { return }
-        check(Rules.problemJSON, reply.headers["content-type"]?.hasPrefix("application/problem+json") == true && reply.code != nil,
-              "content type \(reply.headers["content-type"] ?? "none"), code \(reply.code ?? "none")", about: what)
+        check(
+            Rules.problemJSON, reply.headers["content-type"]?.hasPrefix("application/problem+json") == true && reply.code != nil,
+            "content type \(reply.headers["content-type"] ?? "none"), code \(reply.code ?? "none")", about: what)
     }
 
     /// The form the document checks use: one whose samples the server's specs let us make,
     /// preferring a form that creates a record (the records checks then have one).
     mutating func mainForm() async -> (FormDefinition, [String: Any], [String: Any])? {
-        let ordered = forms.filter { $0.binding?.action == .creates } + forms.filter { $0.binding?.action != .creates && $0.binding?.action != .edits }
+        let ordered =
+            forms.filter { $0.binding?.action == .creates }
+            + forms.filter { $0.binding?.action != .creates && $0.binding?.action != .edits }
         var reasons: [String] = []
         for form in ordered {
             let (first, problem) = await sample(form)
@@ -95,14 +102,20 @@ extension Conformance {
         let badDocument = await submit(form, object, document: "has space", key: id("k0b"))
         check(Rules.badDocument, badDocument.status == 400, Self.describe(badDocument))
         if let (body, path) = encoded(form, object) {
-            let malformed = await send("POST", path, headers: [
-                "Idempotency-Key": id("k0c"), "FormSync-Document": id("malformed-form"), "FormSync-Form": "\(form.name) version 1", "Content-Type": "application/json",
-            ], body: body)
+            let malformed = await send(
+                "POST", path,
+                headers: [
+                    "Idempotency-Key": id("k0c"), "FormSync-Document": id("malformed-form"), "FormSync-Form": "\(form.name) version 1",
+                    "Content-Type": "application/json",
+                ], body: body)
             check(Rules.badFormHeader, malformed.status == 400 && malformed.code == "bad-form-header", Self.describe(malformed))
-            let unknown = await send("POST", path, headers: [
-                "Idempotency-Key": id("k0d"), "FormSync-Document": id("unknown-form"), "FormSync-Form": "NoSuchForm\(run.prefix(4)); version=1",
-                "Content-Type": "application/json",
-            ], body: body)
+            let unknown = await send(
+                "POST", path,
+                headers: [
+                    "Idempotency-Key": id("k0d"), "FormSync-Document": id("unknown-form"),
+                    "FormSync-Form": "NoSuchForm\(run.prefix(4)); version=1",
+                    "Content-Type": "application/json",
+                ], body: body)
             check(Rules.unknownForm, unknown.status == 404 && unknown.code == "unknown-form", Self.describe(unknown))
         }
         let newer = await submit(form, object, document: id("newer"), key: id("k0e"), version: form.version + 1)
@@ -118,18 +131,22 @@ extension Conformance {
         if let type = form.binding?.record, form.binding?.action == .creates, createdID > 0 { samples.recordIDs[type] = createdID }
 
         let replay = await submit(form, object, document: document, key: id("k1"))
-        check(Rules.replay, replay.status == created.status && replay.data == created.data && replay.headers["idempotent-replayed"] == "true",
-              "HTTP \(replay.status) vs \(created.status), Idempotent-Replayed \(replay.headers["idempotent-replayed"] ?? "missing")")
+        check(
+            Rules.replay, replay.status == created.status && replay.data == created.data && replay.headers["idempotent-replayed"] == "true",
+            "HTTP \(replay.status) vs \(created.status), Idempotent-Replayed \(replay.headers["idempotent-replayed"] ?? "missing")")
         let reused = await submit(form, otherObject, document: document, key: id("k1"))
         check(Rules.keyReused, reused.status == 422 && reused.code == "key-reused", Self.describe(reused))
         problem(reused, "a reused key")
 
         let again = await submit(form, object, document: document, key: id("k2"))
-        check(Rules.repeatAcknowledged, Self.acknowledges(again, document: document) && again.headers["etag"] == etag,
-              "\(Self.describe(again)), ETag \(again.headers["etag"] ?? "missing") after \(etag ?? "missing")")
+        check(
+            Rules.repeatAcknowledged, Self.acknowledges(again, document: document) && again.headers["etag"] == etag,
+            "\(Self.describe(again)), ETag \(again.headers["etag"] ?? "missing") after \(etag ?? "missing")")
         let other = await submit(form, otherObject, document: document, key: id("k3"))
-        check(Rules.otherContent, other.status == 409 && other.code == "document-exists" && other.json?["record"] != nil && other.headers["etag"] != nil,
-              Self.describe(other))
+        check(
+            Rules.otherContent,
+            other.status == 409 && other.code == "document-exists" && other.json?["record"] != nil && other.headers["etag"] != nil,
+            Self.describe(other))
 
         // The same document id under another form (or as a file when the specs hold one form).
         let marker = (object.values.compactMap { $0 as? String }.first { $0.contains(run) }) ?? String(run)
@@ -137,23 +154,33 @@ extension Conformance {
             let (otherSample, _) = await sample(otherForm)
             if let otherSample {
                 let misbound = await submit(otherForm, otherSample, document: document, key: id("k4"))
-                check(Rules.formBinding, misbound.status == 409 && misbound.code == "document-form-mismatch" && !misbound.text.contains(marker),
-                      "\(Self.describe(misbound)): \(misbound.text)")
+                check(
+                    Rules.formBinding,
+                    misbound.status == 409 && misbound.code == "document-form-mismatch" && !misbound.text.contains(marker),
+                    "\(Self.describe(misbound)): \(misbound.text)")
             }
         }
         if !checked.contains(Rules.formBinding) {
             let bytes = Data("conformance \(run)".utf8)
-            let asFile = await send("POST", "/files", headers: ["Idempotency-Key": id("k4b"), "FormSync-Document": document, "Content-Type": "text/plain",
-                                                                "Content-Digest": "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):"], body: bytes)
-            check(Rules.formBinding, asFile.status == 409 && asFile.code == "document-form-mismatch" && !asFile.text.contains(marker),
-                  "\(Self.describe(asFile)): \(asFile.text)", about: "as a file")
+            let asFile = await send(
+                "POST", "/files",
+                headers: [
+                    "Idempotency-Key": id("k4b"), "FormSync-Document": document, "Content-Type": "text/plain",
+                    "Content-Digest": "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):",
+                ], body: bytes)
+            check(
+                Rules.formBinding, asFile.status == 409 && asFile.code == "document-form-mismatch" && !asFile.text.contains(marker),
+                "\(Self.describe(asFile)): \(asFile.text)", about: "as a file")
         }
 
         let edit = await submit(form, otherObject, document: document, key: id("k5"), ifMatch: etag)
-        check(Rules.editApplied, edit.status == 200 && edit.headers["etag"] != nil && edit.headers["etag"] != etag, "\(Self.describe(edit)) ETag \(edit.headers["etag"] ?? "missing")")
+        check(
+            Rules.editApplied, edit.status == 200 && edit.headers["etag"] != nil && edit.headers["etag"] != etag,
+            "\(Self.describe(edit)) ETag \(edit.headers["etag"] ?? "missing")")
         let stale = await submit(form, object, document: document, key: id("k6"), ifMatch: etag)
-        check(Rules.editStale, stale.status == 412 && stale.json?["record"] != nil && stale.headers["etag"] == edit.headers["etag"],
-              "\(Self.describe(stale)) ETag \(stale.headers["etag"] ?? "missing")")
+        check(
+            Rules.editStale, stale.status == 412 && stale.json?["record"] != nil && stale.headers["etag"] == edit.headers["etag"],
+            "\(Self.describe(stale)) ETag \(stale.headers["etag"] ?? "missing")")
 
         await authority()
         await fieldErrors(form, object)
@@ -169,10 +196,12 @@ extension Conformance {
         var reasons: [String] = []
         defer { if !checked.contains(Rules.authority) && !reasons.isEmpty { notChecked(Rules.authority, reasons.joined(separator: "; ")) } }
         for form in forms where form.binding?.action != .edits {
-            guard let field = form.fields.first(where: { field in
-                if case .money = field.kind { return field.serverAuthority }
-                return false
-            }) else { continue }
+            guard
+                let field = form.fields.first(where: { field in
+                    if case .money = field.kind { return field.serverAuthority }
+                    return false
+                })
+            else { continue }
             let (object, problem) = await sample(form, including: [field.name])
             guard var object else {
                 reasons.append("no valid \(form.name) could be made: \(problem ?? "")")
@@ -186,11 +215,18 @@ extension Conformance {
             }
             var money = object[field.name] as? [String: Any] ?? [:]
             let minor = (money["minor_units"] as? Int64) ?? Int64((money["minor_units"] as? Int) ?? 100)
-            if case .money(_, let max, _) = field.kind, let max, minor >= max { money["minor_units"] = minor - 1 } else { money["minor_units"] = minor + 1 }
+            if case .money(_, let max, _) = field.kind, let max, minor >= max {
+                money["minor_units"] = minor - 1
+            } else {
+                money["minor_units"] = minor + 1
+            }
             object[field.name] = money
             let raise = await submit(form, object, document: document, key: id("k6b"), ifMatch: placed.headers["etag"])
-            check(Rules.authority, raise.status == 409 && raise.code == "authority-conflict" && raise.json?["record"] != nil && raise.headers["etag"] == placed.headers["etag"],
-                  "\(Self.describe(raise)) ETag \(raise.headers["etag"] ?? "missing")", about: "\(form.name).\(field.name)")
+            check(
+                Rules.authority,
+                raise.status == 409 && raise.code == "authority-conflict" && raise.json?["record"] != nil
+                    && raise.headers["etag"] == placed.headers["etag"],
+                "\(Self.describe(raise)) ETag \(raise.headers["etag"] ?? "missing")", about: "\(form.name).\(field.name)")
             return
         }
     }
@@ -207,8 +243,9 @@ extension Conformance {
         let rejected = await submit(form, broken, document: document, key: id("k7"))
         let errors = rejected.json?["errors"] as? [[String: Any]] ?? []
         let pointers = errors.compactMap { $0["pointer"] as? String }
-        check(Rules.invalidPayload, rejected.status == 422 && rejected.code == "invalid-payload" && pointers.contains("#/\(field.name)"),
-              "\(Self.describe(rejected)) pointers \(pointers)", about: "\(form.name) without \(field.name)")
+        check(
+            Rules.invalidPayload, rejected.status == 422 && rejected.code == "invalid-payload" && pointers.contains("#/\(field.name)"),
+            "\(Self.describe(rejected)) pointers \(pointers)", about: "\(form.name) without \(field.name)")
         problem(rejected, "an invalid payload")
     }
 
@@ -234,7 +271,9 @@ extension Conformance {
     /// payload holds).
     mutating func olderVersion() async {
         var reasons: [String] = []
-        defer { if !checked.contains(Rules.olderVersion) && !reasons.isEmpty { notChecked(Rules.olderVersion, reasons.joined(separator: "; ")) } }
+        defer {
+            if !checked.contains(Rules.olderVersion) && !reasons.isEmpty { notChecked(Rules.olderVersion, reasons.joined(separator: "; ")) }
+        }
         for form in forms where form.version > 1 && form.binding?.action != .edits {
             let step = form.upgrades.last { $0.from == form.version - 1 }
             let (made, problem) = await sample(form)
@@ -259,12 +298,18 @@ extension Conformance {
             }
             let document = id("older")
             let oldBody = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-            let reply = await send("POST", path, headers: [
-                "Idempotency-Key": id("k9v"), "FormSync-Document": document, "FormSync-Form": "\(form.name); version=\(form.version - 1)",
-                "Content-Type": "application/json",
-            ], body: oldBody)
-            check(Rules.olderVersion, Self.acknowledges(reply, document: document) && (reply.json?["form_version"] as? NSNumber)?.intValue == form.version,
-                  "\(Self.describe(reply)) form_version \(reply.json?["form_version"] ?? "missing"): \(reply.text)", about: "\(form.name) version \(form.version - 1)")
+            let reply = await send(
+                "POST", path,
+                headers: [
+                    "Idempotency-Key": id("k9v"), "FormSync-Document": document,
+                    "FormSync-Form": "\(form.name); version=\(form.version - 1)",
+                    "Content-Type": "application/json",
+                ], body: oldBody)
+            check(
+                Rules.olderVersion,
+                Self.acknowledges(reply, document: document) && (reply.json?["form_version"] as? NSNumber)?.intValue == form.version,
+                "\(Self.describe(reply)) form_version \(reply.json?["form_version"] ?? "missing"): \(reply.text)",
+                about: "\(form.name) version \(form.version - 1)")
             return
         }
     }
@@ -272,21 +317,29 @@ extension Conformance {
     /// A negative id where a reference goes (§2, step 4).
     mutating func placeholder() async {
         for form in forms where form.binding?.action != .edits {
-            guard let field = form.fields.first(where: { field in
-                if case .reference = field.kind { return !form.endpointFields.contains(field.name) }
-                return false
-            }) else { continue }
+            guard
+                let field = form.fields.first(where: { field in
+                    if case .reference = field.kind { return !form.endpointFields.contains(field.name) }
+                    return false
+                })
+            else { continue }
             let (made, _) = await sample(form, including: [field.name])
             guard var object = made else { continue }
             object[field.name] = -7
-            guard let path = encoded(form, made!)?.path, let body = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { continue }
-            let reply = await send("POST", path, headers: [
-                "Idempotency-Key": id("k9p"), "FormSync-Document": id("placeholder"), "FormSync-Form": "\(form.name); version=\(form.version)",
-                "Content-Type": "application/json",
-            ], body: body)
+            guard let path = encoded(form, made!)?.path,
+                let body = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            else { continue }
+            let reply = await send(
+                "POST", path,
+                headers: [
+                    "Idempotency-Key": id("k9p"), "FormSync-Document": id("placeholder"),
+                    "FormSync-Form": "\(form.name); version=\(form.version)",
+                    "Content-Type": "application/json",
+                ], body: body)
             let codes = (reply.json?["errors"] as? [[String: Any]] ?? []).compactMap { $0["code"] as? String }
-            check(Rules.placeholder, reply.status == 422 && (reply.code == "placeholder" || codes.contains("placeholder")),
-                  "\(Self.describe(reply)) errors \(codes)", about: "\(form.name).\(field.name)")
+            check(
+                Rules.placeholder, reply.status == 422 && (reply.code == "placeholder" || codes.contains("placeholder")),
+                "\(Self.describe(reply)) errors \(codes)", about: "\(form.name).\(field.name)")
             return
         }
     }
@@ -303,7 +356,10 @@ extension Conformance {
         let theirs = id("scoped-theirs")
         let first = await submit(form, object, document: mine, key: id("shared-key"))
         let second = await submit(form, object, document: theirs, key: id("shared-key"), as: otherToken)
-        check(Rules.keyScoped, Self.acknowledges(first, document: mine) && Self.acknowledges(second, document: theirs) && second.headers["idempotent-replayed"] == nil,
-              "\(Self.describe(first)); then \(Self.describe(second))")
+        check(
+            Rules.keyScoped,
+            Self.acknowledges(first, document: mine) && Self.acknowledges(second, document: theirs)
+                && second.headers["idempotent-replayed"] == nil,
+            "\(Self.describe(first)); then \(Self.describe(second))")
     }
 }

@@ -24,8 +24,11 @@ extension Conformance {
             let number = Int64(String(digits)), number < Int64.max / 2
         {
             let ahead = String(cursor.dropLast(digits.count)) + String(number + 1_000_000_000)
-            let reply = await send("GET", "/changes?cursor=" + (ahead.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ahead))
-            check(Rules.cursorAhead, reply.status == 410 && reply.code == "cursor-expired", Self.describe(reply), about: "cursor \(ahead.prefix(40))")
+            let reply = await send(
+                "GET", "/changes?cursor=" + (ahead.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ahead))
+            check(
+                Rules.cursorAhead, reply.status == 410 && reply.code == "cursor-expired", Self.describe(reply),
+                about: "cursor \(ahead.prefix(40))")
         } else {
             notChecked(Rules.cursorAhead, "the server's cursors do not end in a number this check could raise")
         }
@@ -40,20 +43,26 @@ extension Conformance {
         }
         let scoped = Set(records.values.filter { $0.scope != nil }.map(\.name))
         let mine = await readFeed(from: nil)
-        guard let record = mine?.changes.first(where: { change in
-            guard let type = change["type"] as? String, scoped.contains(type), change["deleted"] as? Bool != true,
-                let fields = change["record"] as? [String: Any], let scope = records[type]?.scope, let value = fields[scope] as? String
-            else { return false }
-            return !value.isEmpty
-        }), let type = record["type"] as? String, let id = (record["id"] as? NSNumber)?.int64Value else {
+        guard
+            let record = mine?.changes.first(where: { change in
+                guard let type = change["type"] as? String, scoped.contains(type), change["deleted"] as? Bool != true,
+                    let fields = change["record"] as? [String: Any], let scope = records[type]?.scope, let value = fields[scope] as? String
+                else { return false }
+                return !value.isEmpty
+            }), let type = record["type"] as? String, let id = (record["id"] as? NSNumber)?.int64Value
+        else {
             notChecked(Rules.feedScope, "the feed holds no record scoped to the suite's principal (a back office assigns them)")
             return
         }
         let theirs = await readFeed(from: nil, as: otherToken)?.changes ?? []
-        let leaked = theirs.contains { $0["type"] as? String == type && ($0["id"] as? NSNumber)?.int64Value == id && $0["deleted"] as? Bool != true }
+        let leaked = theirs.contains {
+            $0["type"] as? String == type && ($0["id"] as? NSNumber)?.int64Value == id && $0["deleted"] as? Bool != true
+        }
         let one = await send("GET", "/records/\(type)/\(id)", as: otherToken)
-        check(Rules.feedScope, !leaked && one.status == 404, leaked ? "another principal's feed holds \(type) \(id)" : "GET /records as another principal: \(Self.describe(one))",
-              about: "\(type) \(id)")
+        check(
+            Rules.feedScope, !leaked && one.status == 404,
+            leaked ? "another principal's feed holds \(type) \(id)" : "GET /records as another principal: \(Self.describe(one))",
+            about: "\(type) \(id)")
     }
 
     mutating func recordChecks(_ held: Held) async {
@@ -64,13 +73,15 @@ extension Conformance {
             return
         }
         let listed = feed?.changes.last { $0["type"] as? String == type && ($0["id"] as? NSNumber)?.int64Value == held.id }
-        check(Rules.feedCarries, (listed?["version"] as? NSNumber)?.intValue ?? 0 >= 1 && listed?["record"] is [String: Any],
-              feed == nil ? "not a feed" : "\(type) \(held.id) \(listed == nil ? "missing" : "without its version or fields")")
+        check(
+            Rules.feedCarries, (listed?["version"] as? NSNumber)?.intValue ?? 0 >= 1 && listed?["record"] is [String: Any],
+            feed == nil ? "not a feed" : "\(type) \(held.id) \(listed == nil ? "missing" : "without its version or fields")")
         let one = await send("GET", "/records/\(type)/\(held.id)")
         let etag = one.headers["etag"]
         check(Rules.recordAnswers, one.status == 200 && etag != nil && one.json?["record"] is [String: Any], Self.describe(one))
 
-        guard let editForm = forms.first(where: { $0.binding?.action == .edits && $0.binding?.record == type }), let key = editForm.entity else {
+        guard let editForm = forms.first(where: { $0.binding?.action == .edits && $0.binding?.record == type }), let key = editForm.entity
+        else {
             notChecked(Rules.editRecord, "no form of the specs edits a \(type)")
             return
         }
@@ -85,11 +96,15 @@ extension Conformance {
         check(Rules.editNoIfMatch, noBase.status == 428, Self.describe(noBase))
         let applied = await submit(editForm, first, document: id("edit1"), key: id("r21"), ifMatch: etag)
         let entity = applied.json?["entity"] as? [String: Any]
-        check(Rules.editRecord, Self.acknowledges(applied, document: id("edit1")) && applied.headers["etag"] != etag && entity?["record"] is [String: Any],
-              "\(Self.describe(applied)), ETag \(applied.headers["etag"] ?? "missing") after \(etag ?? "missing")")
+        check(
+            Rules.editRecord,
+            Self.acknowledges(applied, document: id("edit1")) && applied.headers["etag"] != etag && entity?["record"] is [String: Any],
+            "\(Self.describe(applied)), ETag \(applied.headers["etag"] ?? "missing") after \(etag ?? "missing")")
         let refused = await submit(editForm, second, document: id("edit2"), key: id("r22"), ifMatch: etag)
-        check(Rules.editRecordStale, refused.status == 412 && refused.json?["record"] is [String: Any] && refused.headers["etag"] == applied.headers["etag"],
-              Self.describe(refused))
+        check(
+            Rules.editRecordStale,
+            refused.status == 412 && refused.json?["record"] is [String: Any] && refused.headers["etag"] == applied.headers["etag"],
+            Self.describe(refused))
         var ghost = first
         ghost[key] = 9_007_199_254_740_000
         let missing = await submit(editForm, ghost, document: id("edit3"), key: id("r23"), ifMatch: "\"1\"")
@@ -97,7 +112,10 @@ extension Conformance {
 
         let after = await readFeed(from: feed?.cursor)
         let changed = after?.changes.filter { $0["type"] as? String == type && ($0["id"] as? NSNumber)?.int64Value == held.id } ?? []
-        check(Rules.feedResumes, changed.count == 1 && (changed.first?["version"] as? NSNumber)?.intValue == (listed?["version"] as? NSNumber).map { $0.intValue + 1 },
-              after == nil ? "not a feed" : "\(changed.count) entries for \(type) \(held.id)")
+        check(
+            Rules.feedResumes,
+            changed.count == 1
+                && (changed.first?["version"] as? NSNumber)?.intValue == (listed?["version"] as? NSNumber).map { $0.intValue + 1 },
+            after == nil ? "not a feed" : "\(changed.count) entries for \(type) \(held.id)")
     }
 }

@@ -45,7 +45,8 @@ struct Conformance {
     var samples: ConformanceSamples
 
     init(
-        base: URL, token: String?, refreshToken: String?, workspace: String, timeout: TimeInterval, maxTime: TimeInterval, forms: [FormDefinition],
+        base: URL, token: String?, refreshToken: String?, workspace: String, timeout: TimeInterval, maxTime: TimeInterval,
+        forms: [FormDefinition],
         records: [String: RecordDefinition], registry: FormRegistry
     ) {
         runDeadline = ProcessInfo.processInfo.systemUptime + maxTime
@@ -98,7 +99,8 @@ struct Conformance {
     /// One exchange, bounded: `timeout` seconds and 32 MiB of reply at most, and nothing once
     /// the run's own deadline has passed. Status 0: no reply.
     func send(
-        _ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil, authorized: Bool = true, as bearer: String? = nil,
+        _ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil, authorized: Bool = true,
+        as bearer: String? = nil,
         workspace named: WorkspaceHeader = .suite
     ) async -> Reply {
         let left = runDeadline - ProcessInfo.processInfo.systemUptime
@@ -114,7 +116,10 @@ struct Conformance {
         }
         if authorized, let token = bearer ?? token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        guard let (http, data) = try? await collector.run(session.dataTask(with: request), limit: 32 << 20, deadline: max(1, min(timeout, left))) else {
+        guard
+            let (http, data) = try? await collector.run(
+                session.dataTask(with: request), limit: 32 << 20, deadline: max(1, min(timeout, left)))
+        else {
             return Reply(status: 0, headers: [:], data: Data())
         }
         var lowered: [String: String] = [:]
@@ -134,10 +139,13 @@ struct Conformance {
 
     /// Submits `object` as a document of `form`.
     func submit(
-        _ form: FormDefinition, _ object: [String: Any], document: String, key: String, ifMatch: String? = nil, path: String? = nil, version: Int? = nil,
+        _ form: FormDefinition, _ object: [String: Any], document: String, key: String, ifMatch: String? = nil, path: String? = nil,
+        version: Int? = nil,
         as bearer: String? = nil
     ) async -> Reply {
-        guard let (body, computed) = encoded(form, object) else { return Reply(status: -1, headers: [:], data: Data("the payload could not be encoded".utf8)) }
+        guard let (body, computed) = encoded(form, object) else {
+            return Reply(status: -1, headers: [:], data: Data("the payload could not be encoded".utf8))
+        }
         var headers = [
             "Idempotency-Key": key, "FormSync-Document": document, "FormSync-Form": "\(form.name); version=\(version ?? form.version)",
             "Content-Type": "application/json",
@@ -163,11 +171,16 @@ struct Conformance {
         let filler = Data("conformance file \(run) \(contentType)".utf8)
         let bytes = contentType == "image/png" ? Self.tinyPNG : Data(MediaSignature.signature(of: contentType) ?? []) + filler
         let document = id("sample-file-\(contentType.filter { $0.isLetter || $0.isNumber })")
-        let reply = await send("POST", "/files", headers: [
-            "Idempotency-Key": id("sample-file-key-\(contentType.filter { $0.isLetter || $0.isNumber })"), "FormSync-Document": document,
-            "Content-Type": contentType, "Content-Digest": "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):",
-        ], body: bytes)
-        guard Self.acknowledges(reply, document: document), let fileID = (reply.json?["id"] as? NSNumber)?.int64Value, fileID > 0 else { return nil }
+        let reply = await send(
+            "POST", "/files",
+            headers: [
+                "Idempotency-Key": id("sample-file-key-\(contentType.filter { $0.isLetter || $0.isNumber })"),
+                "FormSync-Document": document,
+                "Content-Type": contentType, "Content-Digest": "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):",
+            ], body: bytes)
+        guard Self.acknowledges(reply, document: document), let fileID = (reply.json?["id"] as? NSNumber)?.int64Value, fileID > 0 else {
+            return nil
+        }
         return (fileID, bytes.count, contentType)
     }
 
@@ -180,15 +193,20 @@ struct Conformance {
         case .failure(let problem): return (nil, problem.reason)
         case .success(let object):
             // The sample must pass the form's own rules, as the server will run them.
-            guard let (body, _) = encoded(form, object), let entry = registry[form.name] else { return (nil, "the sample could not be encoded") }
+            guard let (body, _) = encoded(form, object), let entry = registry[form.name] else {
+                return (nil, "the sample could not be encoded")
+            }
             let errors = entry.validate(body)
-            guard errors.isEmpty else { return (nil, "the sample breaks \(errors.map { "\($0.pointer) \($0.code)" }.joined(separator: ", "))") }
+            guard errors.isEmpty else {
+                return (nil, "the sample breaks \(errors.map { "\($0.pointer) \($0.code)" }.joined(separator: ", "))")
+            }
             return (object, nil)
         }
     }
 
     /// A 1×1 PNG, for fields that take images.
-    static let tinyPNG = Data(base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")!
+    static let tinyPNG = Data(
+        base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")!
 
     /// Follows the change feed from `cursor` to its end (at most 500 pages); the changes seen
     /// and the last cursor, or nil when a page was not a feed.
@@ -196,9 +214,12 @@ struct Conformance {
         var cursor = cursor
         var changes: [[String: Any]] = []
         for _ in 0..<500 {
-            let query = "limit=200" + (cursor.map { "&cursor=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? "")
+            let query =
+                "limit=200" + (cursor.map { "&cursor=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? "")
             let page = await send("GET", "/changes?" + query, as: bearer)
-            guard page.status == 200, let json = page.json, let items = json["changes"] as? [[String: Any]], let next = json["cursor"] as? String else { return nil }
+            guard page.status == 200, let json = page.json, let items = json["changes"] as? [[String: Any]],
+                let next = json["cursor"] as? String
+            else { return nil }
             changes += items
             cursor = next
             if json["more"] as? Bool != true { return (changes, cursor) }
@@ -223,7 +244,9 @@ struct Conformance {
                 guard let object else { continue }
                 let document = id("seed-\(type)")
                 let reply = await submit(form, object, document: document, key: id("seed-key-\(type)"))
-                if Self.acknowledges(reply, document: document), let created = (reply.json?["id"] as? NSNumber)?.int64Value { samples.recordIDs[type] = created }
+                if Self.acknowledges(reply, document: document), let created = (reply.json?["id"] as? NSNumber)?.int64Value {
+                    samples.recordIDs[type] = created
+                }
             }
         }
     }

@@ -48,7 +48,10 @@ enum ConformanceCommand {
 
     static func run(_ raw: [String]) async throws -> Int32 {
         let args = try Arguments(
-            raw, options: ["--token", "--refresh-token", "--workspace", "--timeout", "--max-time", "--other-token", "--back-office-token", "--specs"],
+            raw,
+            options: [
+                "--token", "--refresh-token", "--workspace", "--timeout", "--max-time", "--other-token", "--back-office-token", "--specs",
+            ],
             flags: ["--help", "-h", "--list"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
@@ -58,13 +61,18 @@ enum ConformanceCommand {
             print(list())
             return 0
         }
-        guard args.positionals.count == 1, let url = URL(string: args.positionals[0]), let scheme = url.scheme, ["http", "https"].contains(scheme),
+        guard args.positionals.count == 1, let url = URL(string: args.positionals[0]), let scheme = url.scheme,
+            ["http", "https"].contains(scheme),
             url.host != nil
         else { throw UsageError("expected one http(s) URL") }
-        guard args.values["--token"] != nil || args.values["--refresh-token"] != nil else { throw UsageError("give --token or --refresh-token") }
+        guard args.values["--token"] != nil || args.values["--refresh-token"] != nil else {
+            throw UsageError("give --token or --refresh-token")
+        }
         let folder = args.values["--specs"] ?? "FormSpecs"
         guard FileManager.default.fileExists(atPath: folder) else {
-            throw UsageError(args.values["--specs"] == nil ? "give --specs DIR: the folder of specs the server serves" : "--specs \(folder): no such folder")
+            throw UsageError(
+                args.values["--specs"] == nil
+                    ? "give --specs DIR: the folder of specs the server serves" : "--specs \(folder): no such folder")
         }
         let files = SpecLoader.specFiles(in: [folder])
         guard !files.isEmpty else { throw UsageError("--specs \(folder): no *.yaml specs") }
@@ -77,8 +85,10 @@ enum ConformanceCommand {
         let records = Dictionary(specs.compactMap(\.spec.record).map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         var suite = Conformance(
             base: url, token: args.values["--token"], refreshToken: args.values["--refresh-token"],
-            workspace: args.values["--workspace"] ?? "conformance", timeout: TimeInterval(try args.integer("--timeout", default: 10, in: 1...120)),
-            maxTime: TimeInterval(try args.integer("--max-time", default: 300, in: 1...86_400)), forms: forms, records: records, registry: registries.forms)
+            workspace: args.values["--workspace"] ?? "conformance",
+            timeout: TimeInterval(try args.integer("--timeout", default: 10, in: 1...120)),
+            maxTime: TimeInterval(try args.integer("--max-time", default: 300, in: 1...86_400)), forms: forms, records: records,
+            registry: registries.forms)
         suite.otherToken = args.values["--other-token"]
         suite.backOfficeToken = args.values["--back-office-token"]
         await suite.runAll()

@@ -1,4 +1,5 @@
 import FormSyncCommandLine
+
 /// Every rule docs/PROTOCOL.md states that `formsync conformance` knows of, with the section
 /// that states it: what each check enforces, and (`--list`) what no check covers, and why.
 struct ConformanceRule: Sendable, Hashable {
@@ -48,25 +49,34 @@ enum Rules {
     static let headTooLarge = ConformanceRule(limits, "a head over the server's limit (16 KiB, or 100 fields) is 431")
     static let longTarget = ConformanceRule(limits, "a request target over 4,096 bytes is 400")
     static let unsupportedEncoding = ConformanceRule(problems, "a transfer coding other than chunked is 501 unsupported-encoding")
-    static let busy = ConformanceRule(limits, "past the open-connection limit, with none idle, a connection is answered 503 with Retry-After",
-                                      notChecked: "it needs thousands of connections held open at once (4,096 on the reference server)")
-    static let slowHead = ConformanceRule(limits, "a head or body that takes too long is 408",
-                                          notChecked: "it takes the server's own deadline (10 s for the reference server) per case")
+    static let busy = ConformanceRule(
+        limits, "past the open-connection limit, with none idle, a connection is answered 503 with Retry-After",
+        notChecked: "it needs thousands of connections held open at once (4,096 on the reference server)")
+    static let slowHead = ConformanceRule(
+        limits, "a head or body that takes too long is 408",
+        notChecked: "it takes the server's own deadline (10 s for the reference server) per case")
 
     static let createAcknowledged = ConformanceRule(submissions, "a create is acknowledged with 2xx JSON echoing the document id")
     static let createVersion = ConformanceRule(submissions, "the create carries an ETag and a positive id")
-    static let repeatAcknowledged = ConformanceRule(submissions, "a create repeated with the same content under a new key is 200, applied once")
-    static let otherContent = ConformanceRule(submissions, "a create with other content for a held document is 409 document-exists with the record and ETag")
+    static let repeatAcknowledged = ConformanceRule(
+        submissions, "a create repeated with the same content under a new key is 200, applied once")
+    static let otherContent = ConformanceRule(
+        submissions, "a create with other content for a held document is 409 document-exists with the record and ETag")
     static let ifMatchNew = ConformanceRule(submissions, "an edit (If-Match) of a document that does not exist is 404 no-such-document")
-    static let formBinding = ConformanceRule(submissions, "a document id used under another form is 409 document-form-mismatch, never with the other record")
+    static let formBinding = ConformanceRule(
+        submissions, "a document id used under another form is 409 document-form-mismatch, never with the other record")
     static let editApplied = ConformanceRule(submissions, "an edit with the current If-Match is applied with a new ETag")
     static let editStale = ConformanceRule(submissions, "an edit with a stale If-Match is 412 with the current record and ETag")
-    static let authority = ConformanceRule(submissions, "an edit that changes a server-owned field (authority: server) is 409 authority-conflict with the record and ETag, not applied")
-    static let invalidPayload = ConformanceRule(fieldErrors, "a payload breaking a rule is 422 invalid-payload with JSON Pointers to the fields")
+    static let authority = ConformanceRule(
+        submissions,
+        "an edit that changes a server-owned field (authority: server) is 409 authority-conflict with the record and ETag, not applied")
+    static let invalidPayload = ConformanceRule(
+        fieldErrors, "a payload breaking a rule is 422 invalid-payload with JSON Pointers to the fields")
     static let wrongPath = ConformanceRule(submissions, "a path that does not match the payload is 404")
     static let unknownForm = ConformanceRule(submissions, "a form the server does not accept is 404 unknown-form")
     static let newerVersion = ConformanceRule(submissions, "a form version newer than the server knows is 422 unknown-form-version")
-    static let olderVersion = ConformanceRule(submissions, "a payload of an older form version is accepted, brought up by the form's upgraders")
+    static let olderVersion = ConformanceRule(
+        submissions, "a payload of an older form version is accepted, brought up by the form's upgraders")
     static let placeholder = ConformanceRule(submissions, "a negative id (a device placeholder) is 422")
 
     static let fileAcknowledged = ConformanceRule(files, "an upload with its Content-Digest is acknowledged")
@@ -87,8 +97,9 @@ enum Rules {
     static let uploadIncomplete = ConformanceRule(uploads, "a completing append that does not reach Upload-Length is 400 upload-incomplete")
     static let noSuchUpload = ConformanceRule(uploads, "HEAD of an upload that does not exist is 404 no-such-upload")
     static let fileOnUpload = ConformanceRule(uploads, "POST /files under an unfinished upload's document id is 409 document-exists")
-    static let uploadExpiry = ConformanceRule(uploads, "an unfinished upload with no append for 24 hours expires (404 no-such-upload)",
-                                              notChecked: "it takes 24 hours")
+    static let uploadExpiry = ConformanceRule(
+        uploads, "an unfinished upload with no append for 24 hours expires (404 no-such-upload)",
+        notChecked: "it takes 24 hours")
     static let uploadQuota = ConformanceRule(uploads, "past the unfinished-upload quota POST /uploads is 429 upload-quota with Retry-After")
 
     static let feedCarries = ConformanceRule(records, "GET /changes carries the record a create made, with its version and fields")
@@ -99,54 +110,74 @@ enum Rules {
     static let cursorAhead = ConformanceRule(records, "a cursor ahead of the server's feed is 410 cursor-expired")
     static let badLimit = ConformanceRule(records, "limit=0 is 400 bad-limit")
     static let bigLimit = ConformanceRule(records, "a limit above 1,000 is served (as 1,000), not refused")
-    static let feedScope = ConformanceRule(records, "a record in one principal's scope reaches no other principal's device, by the feed or by GET /records")
-    static let feedDeletions = ConformanceRule(records, "a record deleted or moved out of a scope is a removal (deleted: true) in that scope's feed",
-                                               notChecked: "the protocol has no deletion a client can make; the reference server's tests cover it")
+    static let feedScope = ConformanceRule(
+        records, "a record in one principal's scope reaches no other principal's device, by the feed or by GET /records")
+    static let feedDeletions = ConformanceRule(
+        records, "a record deleted or moved out of a scope is a removal (deleted: true) in that scope's feed",
+        notChecked: "the protocol has no deletion a client can make; the reference server's tests cover it")
     static let editNoIfMatch = ConformanceRule(recordForms, "an edit of a record without If-Match is 428")
-    static let editRecord = ConformanceRule(recordForms, "an edit of a record under its current ETag is applied, with the new version and fields in `entity`")
-    static let editRecordStale = ConformanceRule(recordForms, "an edit of a record under a stale ETag is 412 with the record as the form sees it")
+    static let editRecord = ConformanceRule(
+        recordForms, "an edit of a record under its current ETag is applied, with the new version and fields in `entity`")
+    static let editRecordStale = ConformanceRule(
+        recordForms, "an edit of a record under a stale ETag is 412 with the record as the form sees it")
     static let editRecordMissing = ConformanceRule(recordForms, "an edit of a record that does not exist is 404")
-    static let invalidRecord = ConformanceRule(recordForms, "a create whose record would break the record's rules is 422 invalid-record, nothing created",
-                                               notChecked: "it needs a form whose payload is valid while the record it makes is not, which a spec cannot be asked for")
+    static let invalidRecord = ConformanceRule(
+        recordForms, "a create whose record would break the record's rules is 422 invalid-record, nothing created",
+        notChecked: "it needs a form whose payload is valid while the record it makes is not, which a spec cannot be asked for")
 
     static let documentMissing = ConformanceRule(documents, "GET /documents/<id> of a document that does not exist is 404")
 
     static let noWorkspace = ConformanceRule(access, "a request without FormSync-Workspace is 400 bad-workspace")
-    static let foreignWorkspace = ConformanceRule(access, "a request naming a workspace the token is not issued for is 403 (421 on a one-workspace server)")
-    static let otherPrincipal = ConformanceRule(access, "another principal of the workspace reaches none of a principal's documents, files and uploads")
+    static let foreignWorkspace = ConformanceRule(
+        access, "a request naming a workspace the token is not issued for is 403 (421 on a one-workspace server)")
+    static let otherPrincipal = ConformanceRule(
+        access, "another principal of the workspace reaches none of a principal's documents, files and uploads")
     static let otherPrincipalNothing = ConformanceRule(access, "a refusal to another principal carries nothing of the document")
     static let backOffice = ConformanceRule(access, "the back office reaches every document, file and upload of its workspace")
 
-    static let replay = ConformanceRule(ledger, "the same request under the same key replays the recorded reply, with Idempotent-Replayed: true")
+    static let replay = ConformanceRule(
+        ledger, "the same request under the same key replays the recorded reply, with Idempotent-Replayed: true")
     static let keyReused = ConformanceRule(ledger, "another body under a used key is 422 key-reused")
     static let keyScoped = ConformanceRule(ledger, "the same key from another principal is another key")
     static let keyRetention = ConformanceRule(ledger, "a key is kept at least 30 days", notChecked: "it takes 30 days")
-    static let tokenDigests = ConformanceRule(refresh, "a server stores only digests of its tokens, in files only its owner reads",
-                                              notChecked: "a server's storage cannot be seen from the wire; the reference server's tests check it")
-    static let keyInFlight = ConformanceRule(ledger, "a key still in flight is 409 key-in-flight with Retry-After",
-                                             notChecked: "it needs a request held on the server; checked only when two racing requests happen to meet (printed when they do)")
+    static let tokenDigests = ConformanceRule(
+        refresh, "a server stores only digests of its tokens, in files only its owner reads",
+        notChecked: "a server's storage cannot be seen from the wire; the reference server's tests check it")
+    static let keyInFlight = ConformanceRule(
+        ledger, "a key still in flight is 409 key-in-flight with Retry-After",
+        notChecked: "it needs a request held on the server; checked only when two racing requests happen to meet (printed when they do)")
     static let problemJSON = ConformanceRule(problems, "an error reply is application/problem+json with its code")
 
-    static let pendingAccepted = ConformanceRule(deferred, "a submission naming a file by digest, size and type is stored with the file pending (no id)")
+    static let pendingAccepted = ConformanceRule(
+        deferred, "a submission naming a file by digest, size and type is stored with the file pending (no id)")
     static let pendingListed = ConformanceRule(deferred, "GET /pending-files lists the pending file with its document and pointer")
-    static let pendingCompleted = ConformanceRule(deferred, "the upload of those bytes completes the document: a new version naming the file by id")
+    static let pendingCompleted = ConformanceRule(
+        deferred, "the upload of those bytes completes the document: a new version naming the file by id")
     static let pendingGone = ConformanceRule(deferred, "a completed file is no longer listed as pending")
-    static let pendingMismatch = ConformanceRule(deferred, "an upload whose size or type is not what a document announced is 422 file-mismatch with the pointer")
-    static let pendingUnsupported = ConformanceRule(deferred, "a server that does not list deferred-files in /health refuses a pending file with 422")
-    static let fileReferenceChecked = ConformanceRule(deferred, "a file id whose size differs from the stored file is 422 file-mismatch with the pointer")
+    static let pendingMismatch = ConformanceRule(
+        deferred, "an upload whose size or type is not what a document announced is 422 file-mismatch with the pointer")
+    static let pendingUnsupported = ConformanceRule(
+        deferred, "a server that does not list deferred-files in /health refuses a pending file with 422")
+    static let fileReferenceChecked = ConformanceRule(
+        deferred, "a file id whose size differs from the stored file is 422 file-mismatch with the pointer")
     static let lookupFound = ConformanceRule(lookup, "GET /files/sha-256/<hex> of stored bytes is 200 with the file's id and size")
     static let lookupMissing = ConformanceRule(lookup, "bytes the workspace does not hold are 404 no-such-file; a malformed digest is 400")
-    static let downloadRange = ConformanceRule(download, "a stored file is served whole, and a range as 206 with Content-Range and Repr-Digest; a range past its end is 416")
+    static let downloadRange = ConformanceRule(
+        download, "a stored file is served whole, and a range as 206 with Content-Range and Repr-Digest; a range past its end is 416")
 
     /// Every rule, in the order of PROTOCOL.md.
     static let all: [ConformanceRule] = [
-        badToken, badKey, badDocument, badFormHeader, controlCharacter, twoLengths, bodyTooLarge, shortBody, headTooLarge, longTarget, busy, slowHead,
-        createAcknowledged, createVersion, repeatAcknowledged, otherContent, ifMatchNew, formBinding, editApplied, editStale, authority, wrongPath,
+        badToken, badKey, badDocument, badFormHeader, controlCharacter, twoLengths, bodyTooLarge, shortBody, headTooLarge, longTarget, busy,
+        slowHead,
+        createAcknowledged, createVersion, repeatAcknowledged, otherContent, ifMatchNew, formBinding, editApplied, editStale, authority,
+        wrongPath,
         unknownForm, newerVersion, olderVersion, placeholder,
         fileAcknowledged, fileAgain, fileOther, fileWrongDigest, fileNoDigest,
-        uploadCreate, uploadAppend, uploadWrongOffset, uploadHead, uploadFoundAgain, uploadComplete, uploadFinishedAgain, uploadDigest, uploadTooLong,
+        uploadCreate, uploadAppend, uploadWrongOffset, uploadHead, uploadFoundAgain, uploadComplete, uploadFinishedAgain, uploadDigest,
+        uploadTooLong,
         uploadIncomplete, noSuchUpload, fileOnUpload, uploadExpiry, uploadQuota,
-        pendingAccepted, pendingListed, pendingCompleted, pendingGone, pendingMismatch, pendingUnsupported, fileReferenceChecked, lookupFound, lookupMissing, downloadRange,
+        pendingAccepted, pendingListed, pendingCompleted, pendingGone, pendingMismatch, pendingUnsupported, fileReferenceChecked,
+        lookupFound, lookupMissing, downloadRange,
         healthAnswers, refreshTrades, refreshUnknown, tokenDigests,
         feedCarries, recordAnswers, recordMissing, feedResumes, badCursor, cursorAhead, badLimit, bigLimit, feedScope, feedDeletions,
         editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord,

@@ -94,7 +94,8 @@ struct ConformanceSamples {
                 defer { varied = true }
                 return text(min: min, max: max, variant: variant)
             }
-            guard let compiled = try? Pattern(pattern), let example = compiled.example(minLength: Swift.max(min ?? 0, field.required ? 1 : 0), maxLength: max ?? 256),
+            guard let compiled = try? Pattern(pattern),
+                let example = compiled.example(minLength: Swift.max(min ?? 0, field.required ? 1 : 0), maxLength: max ?? 256),
                 !example.allSatisfy(\.isWhitespace)
             else { throw Unmakeable(reason: "no value of \(field.name) matches its pattern within its lengths") }
             return example
@@ -132,7 +133,9 @@ struct ConformanceSamples {
         case .geopoint:
             return ["latitude": 38.7223, "longitude": -9.1393] as [String: Any]
         case .reference(let type):
-            guard let id = recordIDs[type] else { throw Unmakeable(reason: "\(field.name) refers to a \(type), and the server's feed holds none") }
+            guard let id = recordIDs[type] else {
+                throw Unmakeable(reason: "\(field.name) refers to a \(type), and the server's feed holds none")
+            }
             return id
         case .file(_, let rule):
             let type = Self.mediaType(accepted: rule.contentTypes)
@@ -179,7 +182,10 @@ struct ConformanceSamples {
         guard let first = accepted.first else { return "application/octet-stream" }
         guard first.hasSuffix("/*") else { return first }
         let major = first.dropLast(2).lowercased()
-        return ["image": "image/png", "audio": "audio/mp4", "video": "video/mp4", "text": "text/plain", "application": "application/octet-stream"][major]
+        return [
+            "image": "image/png", "audio": "audio/mp4", "video": "video/mp4", "text": "text/plain",
+            "application": "application/octet-stream",
+        ][major]
             ?? "\(major)/octet-stream"
     }
 }

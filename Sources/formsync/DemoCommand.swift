@@ -1,9 +1,9 @@
 import FieldForms
+import FieldFormsUpdate
 import FormSyncClient
 import FormSyncCommandLine
 import FormSyncModel
 import FormSyncServer
-import FieldFormsUpdate
 import Foundation
 import Synchronization
 
@@ -64,7 +64,8 @@ enum DemoCommand {
         let workers = try args.integer("--workers", default: 3)
         let items = try args.integer("--items", default: 8)
         guard (1...20).contains(workers), (1...200).contains(items) else { throw UsageError("--workers 1…20 and --items 1…200") }
-        let folder = args.values["--keep"].map { URL(fileURLWithPath: $0) }
+        let folder =
+            args.values["--keep"].map { URL(fileURLWithPath: $0) }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("formsync-demo-\(UUID().uuidString)")
         try? FileManager.default.removeItem(at: folder)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -116,7 +117,8 @@ struct FieldDay {
     mutating func run() async throws -> Int32 {
         // The server was updated first: it speaks SalesOrder versions 1 and 2 all day.
         let server = try SyncServer(
-            directory: folder.appendingPathComponent("server").path, registry: try AppUpdate.nextBuild(), records: RecordRegistry(FormCatalog.records))
+            directory: folder.appendingPathComponent("server").path, registry: try AppUpdate.nextBuild(),
+            records: RecordRegistry(FormCatalog.records))
         let port = try server.start()
         defer { server.stop() }
         note("server listening on 127.0.0.1:\(port)")
@@ -144,7 +146,10 @@ struct FieldDay {
             (.unavailable(retryAfterSeconds: 1), 3, .submissions, "503 with Retry-After: 1"),
             (.dropAfterCommit, 4 + Int(random.next() % 4), .all, "replies lost after the server committed"),
             (.tooManyRequests(retryAfterSeconds: 1), 3, .files, "429 on uploads"),
-            (.delay(milliseconds: (deviceTimeout + 1) * 1000), 2, .submissions, "replies slower than the \(deviceTimeout) s client timeout"),
+            (
+                .delay(milliseconds: (deviceTimeout + 1) * 1000), 2, .submissions,
+                "replies slower than the \(deviceTimeout) s client timeout"
+            ),
             (.unauthorized, 3, .submissions, "tokens expired"),
         ]
         for (fault, count, target, label) in plan {
@@ -155,7 +160,9 @@ struct FieldDay {
         // A slow uplink, when asked for: the sync's deadlines grow with the bytes it must carry.
         server.faults.limitBandwidth(bytesPerSecond: bandwidth)
         let syncSeconds = 55 + (bandwidth > 0 ? Double(fileBytes) / Double(bandwidth) * 1.5 : 0)
-        if bandwidth > 0 { note("the server reads at most \(bandwidth / 1000) KB/s from all devices together (\(fileBytes / 1000) KB of files to carry)") }
+        if bandwidth > 0 {
+            note("the server reads at most \(bandwidth / 1000) KB/s from all devices together (\(fileBytes / 1000) KB of files to carry)")
+        }
         let syncStarted = Date()
 
         // 3. Sync: each device is its own process. Worker 1's is killed mid-flush and restarted.
@@ -164,11 +171,14 @@ struct FieldDay {
         func device(_ worker: Int) throws -> Process {
             let process = Process()
             process.executableURL = executable
-            process.arguments = [
-                "demo-device", "--db", database(worker).path, "--server", server.baseURL.absoluteString, "--refresh-token", refreshTokens[worker]!,
-                "--clock-skew-ms", String(worker == clockAheadWorker ? -clockAhead : 0), "--deadline", String(Int(syncSeconds)), "--timeout", String(deviceTimeout),
-                "--lease-ms", String(max(8000, (deviceTimeout + 5) * 1000)),
-            ] + (updated(worker) ? ["--next-build"] : [])
+            process.arguments =
+                [
+                    "demo-device", "--db", database(worker).path, "--server", server.baseURL.absoluteString, "--refresh-token",
+                    refreshTokens[worker]!,
+                    "--clock-skew-ms", String(worker == clockAheadWorker ? -clockAhead : 0), "--deadline", String(Int(syncSeconds)),
+                    "--timeout", String(deviceTimeout),
+                    "--lease-ms", String(max(8000, (deviceTimeout + 5) * 1000)),
+                ] + (updated(worker) ? ["--next-build"] : [])
             // Each device's own account (engine states, passes) goes to a log beside its outbox;
             // a failed run prints the end of it.
             let log = deviceLog(worker)
@@ -185,8 +195,9 @@ struct FieldDay {
         let clockAhead: Int64 = 72 * 3_600_000
         note("device \(clockAheadWorker)'s clock ran 72 h ahead during capture (corrected before sync)")
         let updatedList = (1...workers).filter(updated).map(String.init).joined(separator: ", ")
-        note("app update mid-day: device\(workers > 2 ? "s" : "") \(updatedList) now run\(workers > 2 ? "" : "s") SalesOrder version 2 with their version 1 orders still queued"
-            + (workers >= 2 ? "; device \(workers) stays on the old build" : ""))
+        note(
+            "app update mid-day: device\(workers > 2 ? "s" : "") \(updatedList) now run\(workers > 2 ? "" : "s") SalesOrder version 2 with their version 1 orders still queued"
+                + (workers >= 2 ? "; device \(workers) stays on the old build" : ""))
         var processes: [Int: Process] = [:]
         for worker in 1...workers { processes[worker] = try device(worker) }
         note("\(workers) device processes syncing")
@@ -255,7 +266,9 @@ struct FieldDay {
         for entry in captured where entry.form == "DeliveryConfirmation" && photosAfter[entry.documentID] == nil {
             guard let held = server.document(entry.documentID) else { continue }
             if deliveredAfter[entry.documentID] == nil { deliveredAfter[entry.documentID] = now }
-            if let delivery = try? JSONDecoder().decode(DeliveryConfirmation.self, from: held.payload), delivery.proofPhotos.allSatisfy({ $0.id > 0 }) {
+            if let delivery = try? JSONDecoder().decode(DeliveryConfirmation.self, from: held.payload),
+                delivery.proofPhotos.allSatisfy({ $0.id > 0 })
+            {
                 photosAfter[entry.documentID] = now
             }
         }
@@ -296,7 +309,11 @@ struct FieldDay {
         let clock = ManualClock(1_796_025_600_000)
         let outbox = try Outbox(
             path: database(worker).path, forms: FormCatalog.forms, records: FormCatalog.records, transport: OfflineTransport(),
-            environment: OutboxEnvironment(now: { clock.advance(by: 1); return clock.now }, random: { 0.5 }, newID: { ids.next() }))
+            environment: OutboxEnvironment(
+                now: {
+                    clock.advance(by: 1)
+                    return clock.now
+                }, random: { 0.5 }, newID: { ids.next() }))
         let round = try await outbox.records(Delivery.all)
         let customers = try await outbox.records(Customer.all)
         func record(_ id: ItemID, _ form: String, _ marker: String) async throws {
@@ -310,9 +327,13 @@ struct FieldDay {
         let shopMarker = "w\(worker)-customer"
         let newCustomer = NewCustomer(
             name: "Shop \(shopMarker)", segment: pick([.retail, .wholesale, .horeca]),
-            shopLocation: GeoPoint(latitude: 38.7 + Double(worker) / 100, longitude: -9.1), shopFront: FileRef(id: shop, contentType: "image/jpeg"))
+            shopLocation: GeoPoint(latitude: 38.7 + Double(worker) / 100, longitude: -9.1),
+            shopFront: FileRef(id: shop, contentType: "image/jpeg"))
         try await record(
-            try await outbox.enqueue(newCustomer, attachments: [.init(placeholder: shop, source: try file("w\(worker)-shop.jpg", bytes: 40_000), contentType: "image/jpeg")], creates: customer),
+            try await outbox.enqueue(
+                newCustomer,
+                attachments: [.init(placeholder: shop, source: try file("w\(worker)-shop.jpg", bytes: 40_000), contentType: "image/jpeg")],
+                creates: customer),
             "NewCustomer", newCustomer.name!)
         // One photo of the damage, attached to the first delivery and to the first inspection:
         // stashed once and sent once (70 KB: large enough to be looked up by its digest).
@@ -328,7 +349,8 @@ struct FieldDay {
                 let order = SalesOrder(
                     customerId: EntityRef(customer), orderDate: LocalDate("2026-11-30"), customerReference: marker,
                     lines: (0..<lines).map { l in
-                        .init(sku: "SKU-\(1000 + l)", quantity: 1 + l % 9, unitPrice: Money(minorUnits: Int64(150 + l * 10), currency: "EUR"))
+                        .init(
+                            sku: "SKU-\(1000 + l)", quantity: 1 + l % 9, unitPrice: Money(minorUnits: Int64(150 + l * 10), currency: "EUR"))
                     })
                 try await record(try await outbox.enqueue(order), "SalesOrder", marker)
             case 1:
@@ -339,7 +361,10 @@ struct FieldDay {
                 for p in 0..<count {
                     let id = outbox.placeholderIDs.next()
                     refs.append(FileRef(id: id, contentType: "image/jpeg"))
-                    attachments.append(.init(placeholder: id, source: try file("\(marker)-p\(p).jpg", bytes: 20_000 + Int(random.next() % 60_000)), contentType: "image/jpeg"))
+                    attachments.append(
+                        .init(
+                            placeholder: id, source: try file("\(marker)-p\(p).jpg", bytes: 20_000 + Int(random.next() % 60_000)),
+                            contentType: "image/jpeg"))
                 }
                 if !sharedUsed.delivery {
                     let id = outbox.placeholderIDs.next()
@@ -347,7 +372,8 @@ struct FieldDay {
                     attachments.append(.init(placeholder: id, source: damage, contentType: "image/jpeg"))
                 }
                 let signature = outbox.placeholderIDs.next()
-                attachments.append(.init(placeholder: signature, source: try file("\(marker)-sig.png", bytes: 3000), contentType: "image/png"))
+                attachments.append(
+                    .init(placeholder: signature, source: try file("\(marker)-sig.png", bytes: 3000), contentType: "image/png"))
                 let delivery = DeliveryConfirmation(
                     deliveryId: EntityRef(round[n % round.count].id), outcome: .delivered, deliveredAt: Timestamp("2026-11-30T09:00:00Z"),
                     codAmount: Money(minorUnits: Int64(random.next() % 20_000), currency: "EUR"), recipientName: marker,
@@ -359,11 +385,15 @@ struct FieldDay {
                 let photo = outbox.placeholderIDs.next()
                 let findingPhoto = sharedUsed.inspection ? try file("\(marker)-f.jpg", bytes: 30_000) : damageAgain
                 let inspection = SiteInspection(
-                    siteCode: String(format: "LIS-%04d", worker * 100 + n), inspectorId: EntityRef(Int64(worker)), visitDate: LocalDate("2026-11-30"),
+                    siteCode: String(format: "LIS-%04d", worker * 100 + n), inspectorId: EntityRef(Int64(worker)),
+                    visitDate: LocalDate("2026-11-30"),
                     location: GeoPoint(latitude: 38.72, longitude: -9.14), hazards: [pick([.electrical, .gas, .height])],
-                    findings: [.init(title: "Finding \(marker)", severity: .medium, photos: [FileRef(id: photo, contentType: "image/jpeg")])])
+                    findings: [
+                        .init(title: "Finding \(marker)", severity: .medium, photos: [FileRef(id: photo, contentType: "image/jpeg")])
+                    ])
                 try await record(
-                    try await outbox.enqueue(inspection, attachments: [.init(placeholder: photo, source: findingPhoto, contentType: "image/jpeg")]),
+                    try await outbox.enqueue(
+                        inspection, attachments: [.init(placeholder: photo, source: findingPhoto, contentType: "image/jpeg")]),
                     "SiteInspection", "Finding \(marker)")
                 if !sharedUsed.inspection { sharedPhotoHolders.append(captured.last!.documentID) }
                 sharedUsed.inspection = true
@@ -375,9 +405,12 @@ struct FieldDay {
         let note = "w\(worker)-note"
         try await record(try await outbox.edit(DeliveryUpdate.self, id: round[0].id) { $0.notes = note }, "DeliveryUpdate", note)
         let recipient = "w\(worker)-recipient"
-        try await record(try await outbox.edit(DeliveryUpdate.self, id: round[2].id) { $0.recipient = recipient }, "DeliveryUpdate", recipient)
+        try await record(
+            try await outbox.edit(DeliveryUpdate.self, id: round[2].id) { $0.recipient = recipient }, "DeliveryUpdate", recipient)
         let phone = "+351 91\(worker) 000 000"
-        try await record(try await outbox.edit(CustomerUpdate.self, id: customers[(worker - 1) % customers.count].id) { $0.phone = phone }, "CustomerUpdate", phone)
+        try await record(
+            try await outbox.edit(CustomerUpdate.self, id: customers[(worker - 1) % customers.count].id) { $0.phone = phone },
+            "CustomerUpdate", phone)
     }
 
     func courier(_ worker: Int) -> String { "courier-\(worker)" }
@@ -392,8 +425,9 @@ struct FieldDay {
             let courier = worker > workers ? "courier-x" : courier(worker)
             for stop in 1...(worker > workers ? 4 : 6) {
                 try server.putRecord(
-                    Delivery(courierId: courier, status: .assigned, stopOrder: stop, address: "Rua \(worker * 10 + stop), Lisboa",
-                             codAmount: Money(minorUnits: Int64(stop * 1250), currency: "EUR")),
+                    Delivery(
+                        courierId: courier, status: .assigned, stopOrder: stop, address: "Rua \(worker * 10 + stop), Lisboa",
+                        codAmount: Money(minorUnits: Int64(stop * 1250), currency: "EUR")),
                     workspace: "demo")
             }
         }
@@ -444,7 +478,9 @@ struct FieldDay {
             }
             changed += 1
         }
-        note("back office, while the devices are out: readdressed, reassigned and deleted deliveries, changed customers (\(changed) records)")
+        note(
+            "back office, while the devices are out: readdressed, reassigned and deleted deliveries, changed customers (\(changed) records)"
+        )
     }
 
     /// The report, and the verdict on the invariants.
@@ -493,7 +529,9 @@ struct FieldDay {
         }
         print("  files                  \(server.fileIDs().count)")
         let log = server.requestLog()
-        print("  requests seen          \(log.count) (\(log.filter(\.replayed).count) idempotent replays, \(log.filter { $0.status == nil }.count) replies dropped)")
+        print(
+            "  requests seen          \(log.count) (\(log.filter(\.replayed).count) idempotent replays, \(log.filter { $0.status == nil }.count) replies dropped)"
+        )
 
         // Invariants.
         let held = Dictionary(grouping: documents, by: \.documentID)
@@ -507,10 +545,15 @@ struct FieldDay {
         var recordsHeld = 0
         let serverRecords = server.records(workspace: "demo")
         for worker in 1...workers {
-            let outbox = try Outbox(path: database(worker).path, forms: FormCatalog.forms, records: FormCatalog.records, transport: OfflineTransport())
+            let outbox = try Outbox(
+                path: database(worker).path, forms: FormCatalog.forms, records: FormCatalog.records, transport: OfflineTransport())
             var device: [String: (Int, Data)] = [:]
-            for record in try await outbox.records(Delivery.all) { device["Delivery \(record.id)"] = (record.version, try FormRegistry.encode(record)) }
-            for record in try await outbox.records(Customer.all) { device["Customer \(record.id)"] = (record.version, try FormRegistry.encode(record)) }
+            for record in try await outbox.records(Delivery.all) {
+                device["Delivery \(record.id)"] = (record.version, try FormRegistry.encode(record))
+            }
+            for record in try await outbox.records(Customer.all) {
+                device["Customer \(record.id)"] = (record.version, try FormRegistry.encode(record))
+            }
             recordsHeld += device.count
             let scope = serverRecords.filter { $0.scope.isEmpty || $0.scope == courier(worker) }
             for record in scope {
@@ -519,10 +562,15 @@ struct FieldDay {
                     diverged.append("device \(worker) lacks \(key)")
                     continue
                 }
-                let theirs: Data = record.type == "Delivery"
-                    ? try FormRegistry.encode(RecordProjection.decode(Delivery.self, fields: record.fields, id: record.id, version: record.version))
-                    : try FormRegistry.encode(RecordProjection.decode(Customer.self, fields: record.fields, id: record.id, version: record.version))
-                if mine.0 != record.version || mine.1 != theirs { diverged.append("device \(worker) holds \(key) at version \(mine.0), the server at \(record.version)") }
+                let theirs: Data =
+                    record.type == "Delivery"
+                    ? try FormRegistry.encode(
+                        RecordProjection.decode(Delivery.self, fields: record.fields, id: record.id, version: record.version))
+                    : try FormRegistry.encode(
+                        RecordProjection.decode(Customer.self, fields: record.fields, id: record.id, version: record.version))
+                if mine.0 != record.version || mine.1 != theirs {
+                    diverged.append("device \(worker) holds \(key) at version \(mine.0), the server at \(record.version)")
+                }
             }
             for extra in device.keys.sorted() { diverged.append("device \(worker) still holds \(extra), which left its scope") }
         }
@@ -542,7 +590,9 @@ struct FieldDay {
         print("  orders sent as version 1 by the old build:   \(ordersOldBuildStayedV1) of \(ordersOnOldBuild) (upgraded by the server)")
         print("  orders stored as version 2 on the server:    \(storedV2) of \(storedOrders.count)")
         print("  device edits on the server's records:        \(edited) of \(2 * workers) delivery edits")
-        print("  device stores equal the server's scope:      \(diverged.isEmpty ? "yes (\(recordsHeld) records on \(workers) devices)" : "NO, \(diverged.count) differences")")
+        print(
+            "  device stores equal the server's scope:      \(diverged.isEmpty ? "yes (\(recordsHeld) records on \(workers) devices)" : "NO, \(diverged.count) differences")"
+        )
         for line in diverged.prefix(10) { print("    " + line) }
         // Deliveries: how long after the sync began each reached the server, and its photos.
         let deliveries = captured.filter { $0.form == "DeliveryConfirmation" }
@@ -550,28 +600,44 @@ struct FieldDay {
         for entry in deliveries {
             let delivered = deliveredAfter[entry.documentID].map { String(format: "%6.2f s", $0) } ?? "   never"
             let photoTime = photosAfter[entry.documentID].map { String(format: "%6.2f s", $0) } ?? "   never"
-            print("  \(entry.marker.padding(toLength: 10, withPad: " ", startingAt: 0)) delivered on the server \(delivered), its photos \(photoTime)")
+            print(
+                "  \(entry.marker.padding(toLength: 10, withPad: " ", startingAt: 0)) delivered on the server \(delivered), its photos \(photoTime)"
+            )
         }
-        let waits = deliveries.compactMap { entry in photosAfter[entry.documentID].flatMap { photos in deliveredAfter[entry.documentID].map { photos - $0 } } }
-        if !waits.isEmpty { print(String(format: "  a delivery was on the server a median %.2f s before its photos", waits.sorted()[waits.count / 2])) }
+        let waits = deliveries.compactMap { entry in
+            photosAfter[entry.documentID].flatMap { photos in deliveredAfter[entry.documentID].map { photos - $0 } }
+        }
+        if !waits.isEmpty {
+            print(String(format: "  a delivery was on the server a median %.2f s before its photos", waits.sorted()[waits.count / 2]))
+        }
         // The shared photo: one file on the server, named by every document that holds it.
         var sharedIDs: Set<Int64> = []
         for documentID in sharedPhotoHolders {
             guard let held = server.document(documentID) else { continue }
-            if let delivery = try? JSONDecoder().decode(DeliveryConfirmation.self, from: held.payload), let last = delivery.proofPhotos.last { sharedIDs.insert(last.id) }
-            if let inspection = try? JSONDecoder().decode(SiteInspection.self, from: held.payload), let first = inspection.findings.first?.photos.first { sharedIDs.insert(first.id) }
+            if let delivery = try? JSONDecoder().decode(DeliveryConfirmation.self, from: held.payload), let last = delivery.proofPhotos.last
+            {
+                sharedIDs.insert(last.id)
+            }
+            if let inspection = try? JSONDecoder().decode(SiteInspection.self, from: held.payload),
+                let first = inspection.findings.first?.photos.first
+            {
+                sharedIDs.insert(first.id)
+            }
         }
         // (With fewer than 3 items a worker captures no inspection, and shares nothing.)
         let sharedOnce = items < 3 || (sharedIDs.count == workers && !sharedIDs.contains { $0 <= 0 })
         if items >= 3 {
-            print("  the damage photo, on a delivery and an inspection per worker: \(sharedOnce ? "stored and sent once per worker" : "NOT sent once (\(sharedIDs.sorted()))")")
+            print(
+                "  the damage photo, on a delivery and an inspection per worker: \(sharedOnce ? "stored and sent once per worker" : "NOT sent once (\(sharedIDs.sorted()))")"
+            )
         }
 
         print("\nParked items: \(parked.isEmpty ? "none" : "")")
         for line in parked { print("  " + line) }
         print("\nTimeline:")
         for line in timeline { print("  " + line) }
-        let ok = missing.isEmpty && duplicates.isEmpty && appliedTwice.isEmpty && unresolved.isEmpty && parked.isEmpty && sharedOnce
+        let ok =
+            missing.isEmpty && duplicates.isEmpty && appliedTwice.isEmpty && unresolved.isEmpty && parked.isEmpty && sharedOnce
             && server.fileIDs().count == photos && diverged.isEmpty && edited == 2 * workers
             && ordersUpgraded == ordersOnUpdated && ordersOldBuildStayedV1 == ordersOnOldBuild && storedV2 == storedOrders.count
         if !ok {

@@ -1,8 +1,8 @@
 import FieldForms
+import FieldFormsUpdate
 import FormSyncClient
 import FormSyncCommandLine
 import FormSyncModel
-import FieldFormsUpdate
 import Foundation
 import Synchronization
 
@@ -26,7 +26,11 @@ enum DemoDeviceCommand {
 
     static func run(_ raw: [String]) async throws -> Int32 {
         let args = try Arguments(
-            raw, options: ["--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms", "--workspace", "--page-size", "--resumable-from", "--chunk-bytes", "--deadline"],
+            raw,
+            options: [
+                "--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms", "--workspace", "--page-size",
+                "--resumable-from", "--chunk-bytes", "--deadline",
+            ],
             flags: ["--pull-only", "--next-build", "--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
@@ -47,7 +51,8 @@ enum DemoDeviceCommand {
         let seconds = Double(try args.integer("--deadline", default: 55, in: 1...86_400))
         let chunkBytes = try args.integer("--chunk-bytes", default: 4 << 20, in: (64 << 10)...(64 << 20))
         let transport = HTTPTransport(
-            workspace: workspace, baseURL: server, timeout: TimeInterval(timeout), maxConnections: 3, resumableFromBytes: Int64(resumableFrom), chunkBytes: chunkBytes
+            workspace: workspace, baseURL: server, timeout: TimeInterval(timeout), maxConnections: 3,
+            resumableFromBytes: Int64(resumableFrom), chunkBytes: chunkBytes
         ) { token.withLock { $0 } }
         let live = OutboxEnvironment.live
         let environment = OutboxEnvironment(now: { live.now() + skew }, random: live.random, newID: live.newID)
@@ -58,7 +63,8 @@ enum DemoDeviceCommand {
             transports: { $0 == workspace ? transport : nil },
             configuration: Outbox.Configuration(
                 concurrency: 3,
-                retry: RetryPolicy(baseDelay: .milliseconds(200), maxDelay: .milliseconds(2000), maxAttempts: 60, maxRetryAfter: .milliseconds(5000)),
+                retry: RetryPolicy(
+                    baseDelay: .milliseconds(200), maxDelay: .milliseconds(2000), maxAttempts: 60, maxRetryAfter: .milliseconds(5000)),
                 lease: .milliseconds(lease)),
             environment: environment,
             refreshAuthentication: {
@@ -80,7 +86,9 @@ enum DemoDeviceCommand {
             return 1
         }
         let engine = SyncEngine(
-            outbox: outbox, configuration: SyncEngine.Configuration(networkBackoff: RetryPolicy(baseDelay: .milliseconds(250), maxDelay: .milliseconds(1000))),
+            outbox: outbox,
+            configuration: SyncEngine.Configuration(
+                networkBackoff: RetryPolicy(baseDelay: .milliseconds(250), maxDelay: .milliseconds(1000))),
             environment: environment)
         let running = Task { await engine.run() }
         let states = Task {

@@ -35,7 +35,8 @@ enum DiffCommand {
         if args.flags.contains("--lock") {
             guard (1...2).contains(args.positionals.count) else { throw UsageError("diff --lock [LOCK] SPECS") }
             let folder = args.positionals.last!
-            let lockPath = args.positionals.count == 2 ? args.positionals[0] : (folder as NSString).appendingPathComponent(SpecLock.fileName)
+            let lockPath =
+                args.positionals.count == 2 ? args.positionals[0] : (folder as NSString).appendingPathComponent(SpecLock.fileName)
             var info = stat()
             guard stat(lockPath, &info) == 0 else { throw UsageError("\(lockPath): \(String(cString: strerror(errno)))") }
             let lock = try SpecLock.read(lockPath)

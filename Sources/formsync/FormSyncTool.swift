@@ -26,7 +26,8 @@ enum FormSyncTool {
     /// One line per command, the summaries in one column whatever the longest name.
     static var commandList: String {
         let width = commands.map(\.name.count).max() ?? 0
-        return commands.map { "  " + $0.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n")
+        return commands.map { "  " + $0.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.summary }.joined(
+            separator: "\n")
     }
 
     static var help: String {

@@ -47,7 +47,8 @@ enum OutboxCommand {
         let path = args.positionals[1]
         if args.positionals[0] == "create" {
             do {
-                _ = try Outbox(path: path, forms: FormCatalog.forms, records: FormCatalog.records, transport: OfflineTransport(workspace: "default"))
+                _ = try Outbox(
+                    path: path, forms: FormCatalog.forms, records: FormCatalog.records, transport: OfflineTransport(workspace: "default"))
             } catch {
                 printError("formsync outbox: \(error)")
                 return 1
@@ -81,7 +82,8 @@ enum OutboxCommand {
             if let bundle = args.values["--bundle"] {
                 let object: [String: Any] = [
                     "formsync_bundle": 1, "workspaces": workspaces, "created_at": ISO8601DateFormatter().string(from: Date()),
-                    "counts": counts, "records_held": try outbox.recordCount(workspace: workspace), "items": try all.map { try detail($0, outbox) },
+                    "counts": counts, "records_held": try outbox.recordCount(workspace: workspace),
+                    "items": try all.map { try detail($0, outbox) },
                     "note": "no file contents and no tokens: an outbox never stores tokens, and files are described, not copied",
                 ]
                 try Data(try render(object).utf8).write(to: URL(fileURLWithPath: bundle), options: .atomic)
@@ -103,8 +105,11 @@ enum OutboxCommand {
     }
 
     static func summary(_ item: OutboxItem) -> [String: Any] {
-        ["id": item.id.rawValue, "workspace": item.workspace, "kind": item.kind.rawValue, "form": item.form ?? "file", "state": item.state.rawValue, "attempts": item.attempts,
-         "last_error": item.lastError ?? "", "document_id": item.documentID, "lane": item.lane]
+        [
+            "id": item.id.rawValue, "workspace": item.workspace, "kind": item.kind.rawValue, "form": item.form ?? "file",
+            "state": item.state.rawValue, "attempts": item.attempts,
+            "last_error": item.lastError ?? "", "document_id": item.documentID, "lane": item.lane,
+        ]
     }
 
     /// One item in full, for a person: payload and versions as JSON, field errors, conflicts,
@@ -123,7 +128,9 @@ enum OutboxCommand {
         object["field_errors"] = item.fieldErrors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] }
         object["conflicts"] = item.conflicts.map { ["pointer": $0.pointer, "reason": $0.reason] }
         object["history"] = try outbox.history(of: item.id).map { record -> [String: Any] in
-            var entry: [String: Any] = ["at": record.at.millisecondsSince1970, "outcome": record.outcome, "milliseconds": record.duration.clampedMilliseconds]
+            var entry: [String: Any] = [
+                "at": record.at.millisecondsSince1970, "outcome": record.outcome, "milliseconds": record.duration.clampedMilliseconds,
+            ]
             if let status = record.status { entry["status"] = status }
             if let reason = record.reason { entry["reason"] = reason }
             return entry
@@ -132,6 +139,8 @@ enum OutboxCommand {
     }
 
     static func render(_ object: [String: Any]) throws -> String {
-        String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]), as: UTF8.self)
+        String(
+            decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]),
+            as: UTF8.self)
     }
 }

@@ -57,7 +57,11 @@ enum ServeCommand {
             }
         }
         let args = try Arguments(
-            rest, options: ["--port", "--host", "--db", "--database", "--token-lifetime", "--workspace", "--records", "--principal", "--specs", "--bandwidth"],
+            rest,
+            options: [
+                "--port", "--host", "--db", "--database", "--token-lifetime", "--workspace", "--records", "--principal", "--specs",
+                "--bandwidth",
+            ],
             flags: ["--help", "-h", "--migrate", "--no-deferred-files"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
@@ -67,7 +71,9 @@ enum ServeCommand {
         guard (0...65535).contains(port) else { throw UsageError("--port must be 0 to 65535") }
         var registries = (forms: FormRegistry(FormCatalog.forms), records: RecordRegistry(FormCatalog.records))
         if let folder = args.values["--specs"] {
-            guard FileManager.default.fileExists(atPath: folder) else { throw UsageError("--specs \(folder): \(String(cString: strerror(ENOENT)))") }
+            guard FileManager.default.fileExists(atPath: folder) else {
+                throw UsageError("--specs \(folder): \(String(cString: strerror(ENOENT)))")
+            }
             let files = SpecLoader.specFiles(in: [folder])
             guard !files.isEmpty else { throw UsageError("--specs \(folder): no *.yaml specs") }
             let specs = SpecLoader.check(filesAt: files)
@@ -77,7 +83,8 @@ enum ServeCommand {
             registries = SpecInterpreter.registries(specs.map(\.spec))
         }
         let lifetime = try args.integer("--token-lifetime", default: 3600, in: 1...31_536_000)
-        let database = args.values["--database"] ?? ProcessInfo.processInfo.environment["FORMSYNC_DATABASE"].flatMap { $0.isEmpty ? nil : $0 }
+        let database =
+            args.values["--database"] ?? ProcessInfo.processInfo.environment["FORMSYNC_DATABASE"].flatMap { $0.isEmpty ? nil : $0 }
         let server: SyncServer
         if let database {
             guard args.values["--db"] == nil else { throw UsageError("--db and --database name two stores: give one") }
@@ -86,18 +93,23 @@ enum ServeCommand {
             }
             let store: PostgresServerStore
             do {
-                store = try PostgresServerStore(url: database, migrate: args.flags.contains("--migrate"), now: Int64(Date().timeIntervalSince1970 * 1000))
+                store = try PostgresServerStore(
+                    url: database, migrate: args.flags.contains("--migrate"), now: Int64(Date().timeIntervalSince1970 * 1000))
             } catch {
                 printError("formsync serve: \(error)")
                 return 1
             }
-            server = try SyncServer(store: store, registry: registries.forms, records: registries.records, tokenLifetimeSeconds: lifetime,
-                                    workspace: args.values["--workspace"])
+            server = try SyncServer(
+                store: store, registry: registries.forms, records: registries.records, tokenLifetimeSeconds: lifetime,
+                workspace: args.values["--workspace"])
             printNow("store: PostgreSQL at \(PostgresConnection.redacted(database)) (schema \(PostgresServerStore.schemaVersion))")
         } else {
-            guard !args.flags.contains("--migrate") else { throw UsageError("--migrate is for --database: the embedded store migrates itself") }
+            guard !args.flags.contains("--migrate") else {
+                throw UsageError("--migrate is for --database: the embedded store migrates itself")
+            }
             server = try SyncServer(
-                directory: args.values["--db"] ?? "formsync-server", registry: registries.forms, records: registries.records, tokenLifetimeSeconds: lifetime,
+                directory: args.values["--db"] ?? "formsync-server", registry: registries.forms, records: registries.records,
+                tokenLifetimeSeconds: lifetime,
                 workspace: args.values["--workspace"])
         }
         for fault in faults {
@@ -128,7 +140,9 @@ enum ServeCommand {
         let grant = SyncServer.Grant(principal: principal, workspaces: [args.values["--workspace"] ?? "default"])
         printNow("workspace: \(grant.workspaces[0])")
         printNow("refresh token: \(try server.issueRefreshToken(grant))")
-        printNow("back-office token: \(try server.issueAccessToken(SyncServer.Grant(principal: "back-office", workspaces: grant.workspaces, role: .backOffice)))")
+        printNow(
+            "back-office token: \(try server.issueAccessToken(SyncServer.Grant(principal: "back-office", workspaces: grant.workspaces, role: .backOffice)))"
+        )
         printNow("access token:  \(try server.issueAccessToken(grant))")
         while true { try await Task.sleep(for: .seconds(3600)) }
     }
@@ -159,7 +173,8 @@ enum ServeCommand {
             }
             let named = entry["workspace"] as? String ?? workspace
             if let hosted, named != hosted {
-                throw UsageError("--records \(path): entry \(index) is for workspace \"\(named.prefix(40))\", and this server hosts only \(hosted)")
+                throw UsageError(
+                    "--records \(path): entry \(index) is for workspace \"\(named.prefix(40))\", and this server hosts only \(hosted)")
             }
             seeds.append(SyncServer.RecordSeed(type: type, id: id, fields: fields, workspace: named))
         }

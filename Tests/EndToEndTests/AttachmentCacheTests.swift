@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
+import Foundation
 import Synchronization
 import Testing
 
@@ -87,7 +87,9 @@ struct AttachmentCacheTests {
         world.clock.advance(by: 1)
         let (outbox, _) = try tablet(world, budget: 15_000)
         // An edit waiting on the tablet names the first photo.
-        try await outbox.enqueue(NewCustomer(name: "Shop 0 again", segment: .retail, shopFront: FileRef(id: photos[0].id, byteCount: 10_000, contentType: "image/jpeg")))
+        try await outbox.enqueue(
+            NewCustomer(
+                name: "Shop 0 again", segment: .retail, shopFront: FileRef(id: photos[0].id, byteCount: 10_000, contentType: "image/jpeg")))
         let first = try await outbox.file(for: FileRef(id: photos[0].id))
         let second = try await outbox.file(for: FileRef(id: photos[1].id))
         #expect(FileManager.default.fileExists(atPath: first.path), "named by a queued item: kept over the budget")

@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
+import Foundation
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -31,7 +31,8 @@ struct BackgroundUploadTests {
         // The OS runs the upload from the stashed file.
         let upload = try #require(try JSONDecoder().decode([BackgroundUpload].self, from: kept).first)
         let request = await world.transport().backgroundRequest(for: upload)
-        let (body, response) = try await withCheckedThrowingContinuation { (done: CheckedContinuation<(Data, HTTPURLResponse), any Error>) in
+        let (body, response) = try await withCheckedThrowingContinuation {
+            (done: CheckedContinuation<(Data, HTTPURLResponse), any Error>) in
             URLSession.shared.uploadTask(with: request, fromFile: upload.file) { data, response, error in
                 if let error { return done.resume(throwing: error) }
                 done.resume(returning: (data ?? Data(), response as! HTTPURLResponse))
@@ -42,7 +43,9 @@ struct BackgroundUploadTests {
         // A relaunched app hears of it and records it with the outbox's own reading of replies.
         outbox = try world.device("courier")
         var headers: [String: String] = [:]
-        for (name, value) in response.allHeaderFields { if let name = name as? String, let value = value as? String { headers[name] = value } }
+        for (name, value) in response.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name] = value }
+        }
         let outcome = DeliveryOutcome(status: response.statusCode, headers: headers, body: body, documentID: upload.documentID)
         guard case .done(let ack) = outcome else {
             Issue.record("the reply was not read as an acknowledgement: \(outcome)")

@@ -1,9 +1,9 @@
 import FieldForms
-import Foundation
-import FormSyncTesting
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
+import FormSyncTesting
+import Foundation
 import Testing
 
 /// The device's environment turns hostile under a running outbox: its stash folder is deleted,
@@ -23,7 +23,9 @@ struct BadEnvironmentTests {
 
         _ = await outbox.flush()
         let parked = try await outbox.parkedItems()
-        #expect(parked.contains { $0.kind == .file && $0.state == .rejected && $0.lastError == "the stashed copy of the file is missing" }, "\(parked)")
+        #expect(
+            parked.contains { $0.kind == .file && $0.state == .rejected && $0.lastError == "the stashed copy of the file is missing" },
+            "\(parked)")
         #expect(try await outbox.item(customer)?.state == .blocked)
         #expect(try await outbox.item(customer)?.lastError?.isEmpty == false)
         #expect(world.server.documents().isEmpty)
@@ -66,7 +68,9 @@ struct BadEnvironmentTests {
             _ = await outbox!.flush()
         }
         #expect(try await outbox!.item(before)?.state == .confirmed)
-        let markers = world.server.documents().compactMap { (try? JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])?["customer_reference"] as? String }
+        let markers = world.server.documents().compactMap {
+            (try? JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])?["customer_reference"] as? String
+        }
         #expect(markers == ["before"])
         #expect(world.server.documents().allSatisfy { $0.appliedWrites == 1 })
     }
@@ -76,30 +80,42 @@ struct BadEnvironmentTests {
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build the lab first (swift build)")
         let world = try World()
         let filler = String(repeating: "x", count: 150)
-        try world.server.putRecords((0..<2000).map { n in
-            SyncServer.RecordSeed(
-                type: "Delivery", fields: Data(#"{"courier_id":"ada","status":"assigned","stop_order":\#(n + 1),"address":"Rua \#(n) \#(filler)"}"#.utf8),
-                workspace: "acme")
-        })
+        try world.server.putRecords(
+            (0..<2000).map { n in
+                SyncServer.RecordSeed(
+                    type: "Delivery",
+                    fields: Data(#"{"courier_id":"ada","status":"assigned","stop_order":\#(n + 1),"address":"Rua \#(n) \#(filler)"}"#.utf8),
+                    workspace: "acme")
+            })
         let db = world.directory.appendingPathComponent("full.sqlite").path
-        let run = try await ProcessRunner.run(binary, [
-            "torture", "disk-full", "--db", db, "--server", world.server.baseURL.absoluteString,
-            "--refresh-token", try world.server.issueRefreshToken(principal: "ada", workspaces: ["acme"]), "--headroom", String(256 << 10),
-        ])
+        let run = try await ProcessRunner.run(
+            binary,
+            [
+                "torture", "disk-full", "--db", db, "--server", world.server.baseURL.absoluteString,
+                "--refresh-token", try world.server.issueRefreshToken(principal: "ada", workspaces: ["acme"]), "--headroom",
+                String(256 << 10),
+            ])
         #expect(run.status == 0, "\(run.output)\n\(run.errors)")
         let failure = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("pull failed: ") }, "\(run.output)")
         #expect(failure.contains("full") || failure.contains("I/O") || failure.contains("disk"), "\(failure)")
-        let stored = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("stored after the failure: ") }.flatMap { Int($0.split(separator: " ").last!) })
+        let stored = try #require(
+            run.output.split(separator: "\n").first { $0.hasPrefix("stored after the failure: ") }.flatMap {
+                Int($0.split(separator: " ").last!)
+            })
         #expect(stored % 50 == 0 && stored < 2000, "a pull that failed mid-page keeps whole pages only: \(stored)")
         #expect(run.output.contains("caught up: 2000 records"), "\(run.output)")
-        let reader = try Outbox(path: db, forms: FormCatalog.forms, records: FormCatalog.records, transport: world.transport(workspace: "acme", principal: "ada"))
+        let reader = try Outbox(
+            path: db, forms: FormCatalog.forms, records: FormCatalog.records,
+            transport: world.transport(workspace: "acme", principal: "ada"))
         #expect(try await reader.records(Delivery.all).count == 2000)
     }
 
     private func chattr(_ flag: String, _ paths: [String]) throws {
         let process = try ChildProcess("/usr/bin/chattr", [flag] + paths.filter { FileManager.default.fileExists(atPath: $0) })
         guard process.waitUntilExit() == .exit(0) else {
-            throw CocoaError(.fileWriteNoPermission, userInfo: [NSLocalizedDescriptionKey: "chattr \(flag) needs root on ext4 (the CI machine runs as root)"])
+            throw CocoaError(
+                .fileWriteNoPermission,
+                userInfo: [NSLocalizedDescriptionKey: "chattr \(flag) needs root on ext4 (the CI machine runs as root)"])
         }
     }
 }

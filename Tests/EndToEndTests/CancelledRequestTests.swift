@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncHTTP
 import FormSyncServer
+import Foundation
 import Synchronization
 import Testing
 

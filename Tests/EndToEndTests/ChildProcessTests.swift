@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncTesting
+import Foundation
 import Testing
 
 #if canImport(Glibc)
@@ -20,10 +20,13 @@ struct ChildProcessTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         // The shell starts a server that names the shell as its parent, prints its pid and exits.
-        let run = try await ChildProcess.run("/bin/sh", [
-            "-c", "FORMSYNC_PARENT_PID=$$ \"$0\" serve --port 0 --db \"$1\" >/dev/null 2>&1 & echo $!; sleep 1; kill -0 $! && echo alive",
-            DemoProcessTests.formsync.path, folder.path,
-        ])
+        let run = try await ChildProcess.run(
+            "/bin/sh",
+            [
+                "-c",
+                "FORMSYNC_PARENT_PID=$$ \"$0\" serve --port 0 --db \"$1\" >/dev/null 2>&1 & echo $!; sleep 1; kill -0 $! && echo alive",
+                DemoProcessTests.formsync.path, folder.path,
+            ])
         #expect(run.termination == .exit(0))
         let lines = run.output.split(separator: "\n")
         #expect(lines.last == "alive", "the server was not running while its parent was")

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncTesting
+import Foundation
 import Testing
 
 /// The cluster torture, short: three `formsync serve --database` nodes on one PostgreSQL, the
@@ -37,7 +37,8 @@ struct ClusterTortureTests {
 /// A machine without PostgreSQL is told how to install it, in one line; nothing is skipped.
 struct PostgresMissingTests {
     @Test func withoutPostgreSQLTheClusterCommandSaysHowToInstallIt() async throws {
-        let run = try await ChildProcess.run(DemoProcessTests.lab.path, ["torture", "cluster", "--node-kills", "1"], environment: ["FORMSYNC_PG_BIN": "/nonexistent"])
+        let run = try await ChildProcess.run(
+            DemoProcessTests.lab.path, ["torture", "cluster", "--node-kills", "1"], environment: ["FORMSYNC_PG_BIN": "/nonexistent"])
         #expect(run.termination == .exit(1))
         let lines = run.errors.split(separator: "\n").filter { $0.contains("apt-get install postgresql libpq-dev") }
         #expect(lines.count == 1, "\(run.errors)")

@@ -1,6 +1,6 @@
 import FieldForms
-import Foundation
 import FormSyncServer
+import Foundation
 import Testing
 
 /// The `formsync` binary as a user runs it: exit status 0 ok, 1 problems, 2 usage mistakes.
@@ -28,7 +28,8 @@ struct CommandLineTests {
         #expect(broken.output.isEmpty)  // diagnostics are not data: standard error
         let lines = broken.errors.split(separator: "\n").filter { $0.contains(": error: ") }
         #expect(lines.count == 7)
-        #expect(lines.allSatisfy { $0.hasPrefix("Tests/FormSpecTests/BrokenSpecs/36-many-problems-at-once.yaml:") && $0.contains(": error: ") })
+        #expect(
+            lines.allSatisfy { $0.hasPrefix("Tests/FormSpecTests/BrokenSpecs/36-many-problems-at-once.yaml:") && $0.contains(": error: ") })
     }
 
     @Test func serveRefusesASeedFileWithABadRecordAndSeedsNothingOfIt() async throws {
@@ -36,7 +37,10 @@ struct CommandLineTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let seed = folder.appendingPathComponent("seed.json")
-        try Data(#"[{"type":"Delivery","record":{"courier_id":"ada","status":"assigned","address":"Rua 1"}},{"type":"Delivery","record":{"status":"lost"}}]"#.utf8).write(to: seed)
+        try Data(
+            #"[{"type":"Delivery","record":{"courier_id":"ada","status":"assigned","address":"Rua 1"}},{"type":"Delivery","record":{"status":"lost"}}]"#
+                .utf8
+        ).write(to: seed)
         let db = folder.appendingPathComponent("db").path
         let refused = try await formsync("serve", "--port", "0", "--db", db, "--records", seed.path)
         #expect(refused.status == 2)
@@ -52,7 +56,8 @@ struct CommandLineTests {
         try FileManager.default.createDirectory(at: specs, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         for name in ["Customer.yaml", "SalesOrder.yaml", "formspecs.lock"] {
-            try FileManager.default.copyItem(at: Self.root.appendingPathComponent("FormSpecs/\(name)"), to: specs.appendingPathComponent(name))
+            try FileManager.default.copyItem(
+                at: Self.root.appendingPathComponent("FormSpecs/\(name)"), to: specs.appendingPathComponent(name))
         }
         let output = folder.appendingPathComponent("out").path
         #expect(try await formsync("generate", specs.path, "--output", output).status == 0)
@@ -60,14 +65,17 @@ struct CommandLineTests {
         // A field becomes required, the version stays: refused, naming the version to bump to.
         let path = specs.appendingPathComponent("SalesOrder.yaml")
         let text = try String(contentsOf: path, encoding: .utf8)
-        try text.replacingOccurrences(of: "  payment_terms_days:\n    type: integer\n", with: "  payment_terms_days:\n    type: integer\n    required: true\n")
-            .write(to: path, atomically: true, encoding: .utf8)
+        try text.replacingOccurrences(
+            of: "  payment_terms_days:\n    type: integer\n", with: "  payment_terms_days:\n    type: integer\n    required: true\n"
+        )
+        .write(to: path, atomically: true, encoding: .utf8)
         let edited = try await formsync("generate", specs.path, "--output", output, "--check")
         #expect(edited.status == 1)
         #expect(edited.errors.contains("the shape of form SalesOrder changed but its version is still 1"))
         #expect(edited.errors.contains("bump version to 2"))
         // Bumped: generate records version 2, diff --lock shows what it means, and exits 0 (a warning).
-        try String(contentsOf: path, encoding: .utf8).replacingOccurrences(of: "version: 1", with: "version: 2").write(to: path, atomically: true, encoding: .utf8)
+        try String(contentsOf: path, encoding: .utf8).replacingOccurrences(of: "version: 1", with: "version: 2").write(
+            to: path, atomically: true, encoding: .utf8)
         #expect(try await formsync("generate", specs.path, "--output", output).status == 0)
         let lock = try String(contentsOf: specs.appendingPathComponent("formspecs.lock"), encoding: .utf8)
         #expect(lock.contains("\"2\" : {"))
@@ -96,7 +104,9 @@ struct CommandLineTests {
         #expect((first["message"] as? String)?.contains("did you mean 'fields'") == true)
         // github: workflow commands, properties escaped.
         let github = try await formsync("check", broken, "--format", "github")
-        #expect(github.output.split(separator: "\n").contains("::error file=\(broken),line=4,col=1,title=formsync::unknown key 'fileds' at the top of a spec (did you mean 'fields'?)"))
+        #expect(
+            github.output.split(separator: "\n").contains(
+                "::error file=\(broken),line=4,col=1,title=formsync::unknown key 'fileds' at the top of a spec (did you mean 'fields'?)"))
         // text: standard error only.
         let text = try await formsync("check", broken)
         #expect(text.output.isEmpty)
@@ -105,7 +115,9 @@ struct CommandLineTests {
         let pair = "Tests/FormSpecTests/EvolutionPairs/04-field-removed-without-upgrader"
         let diff = try await formsync("diff", pair + "/before", pair + "/after", "--format", "github")
         #expect(diff.status == 1)
-        #expect(diff.output.hasPrefix("::error file=\(pair)/after/Visit.yaml,line=2,col=10,title=formsync::version 1 → 2: field 'note' was removed"))
+        #expect(
+            diff.output.hasPrefix(
+                "::error file=\(pair)/after/Visit.yaml,line=2,col=10,title=formsync::version 1 → 2: field 'note' was removed"))
         let diffJSON = try await formsync("diff", pair + "/before", pair + "/after", "--format", "json")
         #expect((try JSONSerialization.jsonObject(with: Data(diffJSON.output.utf8)) as? [String: Any])?["errors"] as? Int == 1)
         let generated = try await formsync("generate", "FormSpecs", "--output", "Generated", "--check", "--format", "json")
@@ -152,7 +164,8 @@ struct CommandLineTests {
         #expect(try await formsync("generate", "FormSpecs", "--output", folder.path, "--check").status == 0)
         try Data("// DO NOT EDIT. Generated by formsync-gen from Old.yaml.\n".utf8).write(to: folder.appendingPathComponent("Old.swift"))
         try FileManager.default.removeItem(at: folder.appendingPathComponent("SalesOrder.schema.json"))
-        try Data("// DO NOT EDIT. Generated by formsync-gen, but edited by hand\n".utf8).write(to: folder.appendingPathComponent("NewCustomer.swift"))
+        try Data("// DO NOT EDIT. Generated by formsync-gen, but edited by hand\n".utf8).write(
+            to: folder.appendingPathComponent("NewCustomer.swift"))
         let stale = try await formsync("generate", "FormSpecs", "--output", folder.path, "--check")
         #expect(stale.status == 1)
         #expect(stale.errors.contains("SalesOrder.schema.json:1:1: error: missing"))
@@ -178,8 +191,14 @@ struct TortureArgumentTests {
         ["torture", "crash", "--kills", "99999999999999999999"],
         ["torture", "sim", "--steps", "100000"],
         ["torture", "sim", "--seeds", "-5"],
-        ["torture", "device", "--db", "/tmp/x", "--server", "http://127.0.0.1:1", "--refresh-token", "t", "--log", "/tmp/l", "--customers", "1", "--crash", "nowhere:1"],
-        ["torture", "device", "--db", "/tmp/x", "--server", "http://127.0.0.1:1", "--refresh-token", "t", "--log", "/tmp/l", "--customers", "1", "--crash", "leased:0"],
+        [
+            "torture", "device", "--db", "/tmp/x", "--server", "http://127.0.0.1:1", "--refresh-token", "t", "--log", "/tmp/l",
+            "--customers", "1", "--crash", "nowhere:1",
+        ],
+        [
+            "torture", "device", "--db", "/tmp/x", "--server", "http://127.0.0.1:1", "--refresh-token", "t", "--log", "/tmp/l",
+            "--customers", "1", "--crash", "leased:0",
+        ],
         ["torture", "disk-full", "--db", "/tmp/x", "--server", "http://127.0.0.1:1", "--refresh-token", "t", "--headroom", "-1"],
         ["torture", "nonsense"],
         ["bench", "enqueue", "--rounds", "1"],

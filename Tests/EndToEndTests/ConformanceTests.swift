@@ -1,9 +1,9 @@
 import FieldForms
-import Foundation
-import FormSyncTorture
 import FormSyncHTTP
 import FormSyncServer
 import FormSyncTesting
+import FormSyncTorture
+import Foundation
 import Testing
 
 /// `formsync conformance` passes against the reference server, and fails against a server that
@@ -23,12 +23,13 @@ struct ConformanceTests {
     ]
 
     static func notChecked(_ output: String) -> Set<String> {
-        Set(output.split(separator: "\n").filter { $0.hasPrefix("not checked  ") }.compactMap { line -> String? in
-            let rest = line.dropFirst("not checked  ".count)
-            guard let start = rest.range(of: ": ") else { return nil }
-            let text = rest[start.upperBound...]
-            return Self.uncoveredWithExamples.first { text.hasPrefix($0) } ?? String(text.prefix(60))
-        })
+        Set(
+            output.split(separator: "\n").filter { $0.hasPrefix("not checked  ") }.compactMap { line -> String? in
+                let rest = line.dropFirst("not checked  ".count)
+                guard let start = rest.range(of: ": ") else { return nil }
+                let text = rest[start.upperBound...]
+                return Self.uncoveredWithExamples.first { text.hasPrefix($0) } ?? String(text.prefix(60))
+            })
     }
 
     @Test func theReferenceServerPassesEveryCheckAndEachRuleIsNamedByItsSection() async throws {
@@ -37,10 +38,14 @@ struct ConformanceTests {
         let office = try world.server.issueAccessToken(principal: "office", workspaces: World.workspaces, role: .backOffice)
         // Records the example forms refer to, as a back office would have made them.
         _ = try world.server.putRecord(Technician(name: "Tess"), workspace: "conformance")
-        _ = try world.server.putRecord(Delivery(courierId: "default", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "conformance")
+        _ = try world.server.putRecord(
+            Delivery(courierId: "default", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "conformance")
         let result = try await ProcessRunner.run(
             DemoProcessTests.formsync,
-            ["conformance", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken, "--other-token", other, "--back-office-token", office])
+            [
+                "conformance", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken, "--other-token", other,
+                "--back-office-token", office,
+            ])
         #expect(result.status == 0, "\(result.output)\(result.errors)")
         #expect(result.output.contains("pass  §2 POST <form endpoint>: a payload of an older form version is accepted"), "\(result.output)")
         #expect(result.output.contains(" 0 failed"))
@@ -49,7 +54,10 @@ struct ConformanceTests {
         // (and what its reply carries), the back office.
         let wall = result.output.split(separator: "\n").filter { $0.hasPrefix("pass  §2 Access rules: ") }
         #expect(wall.count == 7 * 5, "\(wall.count) access checks passed")
-        #expect(result.output.contains("pass  §2 Access rules: another principal of the workspace reaches none of a principal's documents, files and uploads (GET /documents/{id})"))
+        #expect(
+            result.output.contains(
+                "pass  §2 Access rules: another principal of the workspace reaches none of a principal's documents, files and uploads (GET /documents/{id})"
+            ))
         // Every line of a verdict names its section of PROTOCOL.md.
         for line in result.output.split(separator: "\n") where line.hasPrefix("pass  ") {
             #expect(line.dropFirst(6).hasPrefix("§"), "\(line)")
@@ -57,15 +65,21 @@ struct ConformanceTests {
         #expect(Self.notChecked(result.output) == Self.uncoveredWithExamples, "\(result.output)")
         let passed = result.output.split(separator: "\n").filter { $0.hasPrefix("pass  ") }.count
         #expect(passed >= 95, "\(passed) checks passed")
-        print("conformance, reference server on \(TestStore.isPostgres ? "PostgreSQL" : "SQLite"): \(result.output.split(separator: "\n").last ?? "")")
+        print(
+            "conformance, reference server on \(TestStore.isPostgres ? "PostgreSQL" : "SQLite"): \(result.output.split(separator: "\n").last ?? "")"
+        )
     }
 
     @Test func aServerWithoutDeferredFilesPassesByRefusingThem() async throws {
         let world = try World()
         world.server.acceptsDeferredFiles = false
-        let result = try await ProcessRunner.run(DemoProcessTests.formsync, ["conformance", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken])
+        let result = try await ProcessRunner.run(
+            DemoProcessTests.formsync, ["conformance", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken])
         #expect(result.status == 0, "\(result.output)")
-        #expect(result.output.contains("pass  §2 Deferred files: a server that does not list deferred-files in /health refuses a pending file with 422"), "\(result.output)")
+        #expect(
+            result.output.contains(
+                "pass  §2 Deferred files: a server that does not list deferred-files in /health refuses a pending file with 422"),
+            "\(result.output)")
         #expect(result.output.contains("not checked  §2 Deferred files: a submission naming a file by digest"))
     }
 
@@ -77,11 +91,15 @@ struct ConformanceTests {
         let other = try nodes[1].issueAccessToken(principal: "someone-else", workspaces: World.workspaces)
         let office = try nodes[0].issueAccessToken(principal: "office", workspaces: World.workspaces, role: .backOffice)
         _ = try nodes[1].putRecord(Technician(name: "Tess"), workspace: "conformance")
-        _ = try nodes[0].putRecord(Delivery(courierId: "default", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "conformance")
+        _ = try nodes[0].putRecord(
+            Delivery(courierId: "default", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "conformance")
         for (index, node) in nodes.enumerated() {
             let result = try await ProcessRunner.run(
                 DemoProcessTests.formsync,
-                ["conformance", node.baseURL.absoluteString, "--refresh-token", refresh, "--other-token", other, "--back-office-token", office])
+                [
+                    "conformance", node.baseURL.absoluteString, "--refresh-token", refresh, "--other-token", other, "--back-office-token",
+                    office,
+                ])
             #expect(result.status == 0, "node \(index): \(result.output)")
             #expect(result.output.contains(" 0 failed"), "node \(index)")
             let passed = result.output.split(separator: "\n").filter { $0.hasPrefix("pass  ") }.count
@@ -97,7 +115,8 @@ struct ConformanceTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("conformance-specs-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let process = try ChildProcess(
-            DemoProcessTests.formsync.path, ["serve", "--port", "0", "--db", folder.path, "--workspace", "conformance", "--specs", "Tests/CorpusForms"],
+            DemoProcessTests.formsync.path,
+            ["serve", "--port", "0", "--db", folder.path, "--workspace", "conformance", "--specs", "Tests/CorpusForms"],
             standardOutput: .pipe, standardError: .discard)
         defer {
             process.signal()
@@ -111,10 +130,12 @@ struct ConformanceTests {
             text += String(decoding: chunk, as: UTF8.self)
         }
         let lines = text.split(separator: "\n")
-        let port = try #require(lines.first { $0.hasPrefix("FormSync reference server on") }?.split(separator: ":").last.flatMap { UInt16($0) }, "\(text)")
+        let port = try #require(
+            lines.first { $0.hasPrefix("FormSync reference server on") }?.split(separator: ":").last.flatMap { UInt16($0) }, "\(text)")
         let token = try #require(lines.first { $0.hasPrefix("access token:") }?.split(separator: " ").last.map(String.init), "\(text)")
         let result = try await ProcessRunner.run(
-            DemoProcessTests.formsync, ["conformance", "http://127.0.0.1:\(port)", "--token", token, "--workspace", "conformance", "--specs", "Tests/CorpusForms"])
+            DemoProcessTests.formsync,
+            ["conformance", "http://127.0.0.1:\(port)", "--token", token, "--workspace", "conformance", "--specs", "Tests/CorpusForms"])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("note  documents are checked with NewPlate"))
         #expect(!result.output.contains("NewCustomer"))
@@ -125,15 +146,22 @@ struct ConformanceTests {
 
     @Test func withoutTheOtherTokensTheWallBetweenPrincipalsIsListedAsNotChecked() async throws {
         let world = try World()
-        let result = try await ProcessRunner.run(DemoProcessTests.formsync, ["conformance", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken])
+        let result = try await ProcessRunner.run(
+            DemoProcessTests.formsync, ["conformance", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken])
         #expect(result.status == 0, "\(result.output)")
-        #expect(result.output.contains("not checked  §2 Access rules: the back office reaches every document, file and upload of its workspace: give --other-token"))
+        #expect(
+            result.output.contains(
+                "not checked  §2 Access rules: the back office reaches every document, file and upload of its workspace: give --other-token"
+            ))
     }
 
     @Test func theListNamesEveryRuleBySectionAndWhatNoCheckCovers() async throws {
         let result = try await ProcessRunner.run(DemoProcessTests.formsync, ["conformance", "--list"])
         #expect(result.status == 0)
-        for section in ["§1 Syntax of what the client sends", "§2 POST <form endpoint>", "§2 Resumable uploads", "§2 Access rules", "§3 The idempotency ledger", "§6 Field errors"] {
+        for section in [
+            "§1 Syntax of what the client sends", "§2 POST <form endpoint>", "§2 Resumable uploads", "§2 Access rules",
+            "§3 The idempotency ledger", "§6 Field errors",
+        ] {
             #expect(result.output.contains("\n\(section)\n") || result.output.hasPrefix("\(section)\n"), "\(section)")
         }
         let open = result.output.split(separator: "\n").filter { $0.contains("[not checked: ") }
@@ -144,7 +172,9 @@ struct ConformanceTests {
     /// A server whose `/health` answers as FormSync's does and whose every other reply is
     /// `misbehave`'s.
     static func hostile(_ misbehave: @escaping @Sendable (Int32) -> Void) throws -> RawSocket.Server {
-        let health = Data("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 49\r\n\r\n{\"service\":\"formsync\",\"status\":\"ok\",\"protocol\":1}".utf8)
+        let health = Data(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 49\r\n\r\n{\"service\":\"formsync\",\"status\":\"ok\",\"protocol\":1}"
+                .utf8)
         let server = try RawSocket.Server()
         server.start { fd in
             guard let request = RawSocket.readRequest(fd) else { return }
@@ -178,14 +208,19 @@ struct ConformanceTests {
             let chunk = Data(repeating: 0x61, count: 1 << 16)
             for _ in 0..<4096 { RawSocket.send(fd, chunk) }  // once the peer is gone, each send fails at once
         }
-        let flooded = try await ProcessRunner.run(DemoProcessTests.formsync, ["conformance", flood.url.absoluteString, "--token", "t", "--timeout", "2", "--max-time", "20"])
+        let flooded = try await ProcessRunner.run(
+            DemoProcessTests.formsync, ["conformance", flood.url.absoluteString, "--token", "t", "--timeout", "2", "--max-time", "20"])
         #expect(flooded.status == 1)
         #expect(flooded.output.contains("pass  §2 GET /health"))
 
         // A port where a socket accepts and never answers: one line, and the run stops.
         let silent = try RawSocket.Server()
-        silent.start { fd in _ = RawSocket.readRequest(fd); Thread.sleep(forTimeInterval: 30) }
-        let stopped = try await ProcessRunner.run(DemoProcessTests.formsync, ["conformance", silent.url.absoluteString, "--token", "t", "--timeout", "1"])
+        silent.start { fd in
+            _ = RawSocket.readRequest(fd)
+            Thread.sleep(forTimeInterval: 30)
+        }
+        let stopped = try await ProcessRunner.run(
+            DemoProcessTests.formsync, ["conformance", silent.url.absoluteString, "--token", "t", "--timeout", "1"])
         #expect(stopped.status == 1)
         #expect(stopped.output.contains("stop  nothing answered"))
         #expect(stopped.output.contains("1 failed"))

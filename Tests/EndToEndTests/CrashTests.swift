@@ -1,10 +1,10 @@
 import FieldForms
-import Foundation
-import Synchronization
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
 import FormSyncTesting
+import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -35,7 +35,9 @@ struct CrashTests {
                 let photo = outbox.placeholderIDs.next()
                 let id = try await outbox.enqueue(
                     NewCustomer(name: "Shop \(n)", segment: .retail, shopFront: FileRef(id: photo, contentType: "image/jpeg")),
-                    attachments: [.init(placeholder: photo, source: try world.file("shop\(n).jpg", bytes: 50_000), contentType: "image/jpeg")],
+                    attachments: [
+                        .init(placeholder: photo, source: try world.file("shop\(n).jpg", bytes: 50_000), contentType: "image/jpeg")
+                    ],
                     creates: customer)
                 files += 1
                 documents.append(try #require(try await outbox.item(id)).documentID)
@@ -47,7 +49,7 @@ struct CrashTests {
         }
         world.server.faults.add(.dropAfterCommit, count: 3)
 
-        var seed = UInt64(20261130)  // the kill moments are seeded, so a failure can be replayed
+        var seed = UInt64(20_261_130)  // the kill moments are seeded, so a failure can be replayed
         var logs: [URL] = []
         func device() throws -> ChildProcess {
             let log = world.directory.appendingPathComponent("device-\(UUID().uuidString).log")
@@ -73,7 +75,7 @@ struct CrashTests {
         }
         var thresholds: [Int] = []
         for round in 0..<4 {
-            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             thresholds.append(1 + round * 7 + Int(seed >> 33) % 6)
         }
         for threshold in thresholds {
@@ -90,7 +92,8 @@ struct CrashTests {
                 Issue.record("the device neither drained nor was killed within 30 s")
             } else if process.waitUntilExit() != .signal(SIGKILL) {
                 let text = (try? String(contentsOf: logs.last!, encoding: .utf8)) ?? ""
-                Issue.record("the device was not killed at \(threshold) documents (server holds \(world.server.documents().count)):\n\(text)")
+                Issue.record(
+                    "the device was not killed at \(threshold) documents (server holds \(world.server.documents().count)):\n\(text)")
             }
         }
         world.server.afterCommit = nil

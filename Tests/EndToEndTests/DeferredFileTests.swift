@@ -1,9 +1,9 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
 import FormSyncTesting
+import Foundation
 import Synchronization
 import Testing
 
@@ -22,10 +22,12 @@ struct DeferredFileTests {
         let delivery = DeliveryConfirmation(
             deliveryId: EntityRef(4711), outcome: .delivered, deliveredAt: Timestamp("2026-12-03T10:00:00Z"), recipientName: "Ana Lima",
             proofPhotos: [FileRef(id: shot, contentType: "image/jpeg")], signature: FileRef(id: signature, contentType: "image/png"))
-        try await outbox.enqueue(delivery, attachments: [
-            .init(placeholder: shot, source: photo, contentType: "image/jpeg"),
-            .init(placeholder: signature, source: try world.file("\(document)-sig.png", bytes: 2_000), contentType: "image/png"),
-        ], documentID: document)
+        try await outbox.enqueue(
+            delivery,
+            attachments: [
+                .init(placeholder: shot, source: photo, contentType: "image/jpeg"),
+                .init(placeholder: signature, source: try world.file("\(document)-sig.png", bytes: 2_000), contentType: "image/png"),
+            ], documentID: document)
     }
 
     @Test func aDeliveryIsConfirmedWhileItsPhotoUploadsOnASlowLinkAndAKilledUploadResumes() async throws {
@@ -40,10 +42,12 @@ struct DeferredFileTests {
 
         func device() throws -> ChildProcess {
             let log = world.directory.appendingPathComponent("device-\(UUID().uuidString).log").path
-            return try ChildProcess(binary.path, [
-                "demo-device", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken,
-                "--timeout", "3", "--lease-ms", "4000", "--resumable-from", "1000000", "--chunk-bytes", "262144",
-            ], standardOutput: .file(log), standardError: .file(log))
+            return try ChildProcess(
+                binary.path,
+                [
+                    "demo-device", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken,
+                    "--timeout", "3", "--lease-ms", "4000", "--resumable-from", "1000000", "--chunk-bytes", "262144",
+                ], standardOutput: .file(log), standardError: .file(log))
         }
         func photoBytesReceived() -> Int { world.server.requestLog().filter { $0.method == "PATCH" }.map(\.bodyBytes).reduce(0, +) }
 
@@ -94,25 +98,36 @@ struct DeferredFileTests {
             try bytes.write(to: copy)
             let (shot, signature) = (outbox.placeholderIDs.next(), outbox.placeholderIDs.next())
             let delivery = DeliveryConfirmation(
-                deliveryId: EntityRef(4711 + Int64(n)), outcome: .delivered, deliveredAt: Timestamp("2026-12-03T10:00:00Z"), recipientName: "Rui",
+                deliveryId: EntityRef(4711 + Int64(n)), outcome: .delivered, deliveredAt: Timestamp("2026-12-03T10:00:00Z"),
+                recipientName: "Rui",
                 proofPhotos: [FileRef(id: shot, contentType: "image/jpeg")], signature: FileRef(id: signature, contentType: "image/png"))
-            try await outbox.enqueue(delivery, attachments: [
-                .init(placeholder: shot, source: copy, contentType: "image/jpeg"),
-                .init(placeholder: signature, source: try world.file("sig-\(n).png", bytes: 1_000 + n), contentType: "image/png"),
-            ], documentID: "claim-\(n)")
+            try await outbox.enqueue(
+                delivery,
+                attachments: [
+                    .init(placeholder: shot, source: copy, contentType: "image/jpeg"),
+                    .init(placeholder: signature, source: try world.file("sig-\(n).png", bytes: 1_000 + n), contentType: "image/png"),
+                ], documentID: "claim-\(n)")
             documents.append("claim-\(n)")
         }
-        let stash = try FileManager.default.contentsOfDirectory(atPath: world.directory.appendingPathComponent("phone.sqlite.stash").path).filter { $0.hasSuffix(".blob") }
+        let stash = try FileManager.default.contentsOfDirectory(atPath: world.directory.appendingPathComponent("phone.sqlite.stash").path)
+            .filter { $0.hasSuffix(".blob") }
         #expect(stash.count == 3, "one copy of the photo, and the two signatures")
         let report = try await world.drain()
         #expect(report.remaining == 0)
         let log = world.server.requestLog()
         let fileBytes = log.filter { ($0.method == "POST" && $0.path == "/files") || $0.method == "PATCH" }.map(\.bodyBytes).reduce(0, +)
         #expect(fileBytes == 5_000_000 + 1_000 + 1_001, "the photo's bytes travel once")
-        #expect(log.contains { $0.method == "GET" && $0.path.hasPrefix("/files/sha-256/") && $0.status == 200 }, "the second upload found the first by its digest")
-        let photos = try documents.map { try JSONDecoder().decode(DeliveryConfirmation.self, from: #require(world.server.document($0)).payload).proofPhotos.first?.id }
+        #expect(
+            log.contains { $0.method == "GET" && $0.path.hasPrefix("/files/sha-256/") && $0.status == 200 },
+            "the second upload found the first by its digest")
+        let photos = try documents.map {
+            try JSONDecoder().decode(DeliveryConfirmation.self, from: #require(world.server.document($0)).payload).proofPhotos.first?.id
+        }
         #expect(photos[0] != nil && photos[0] == photos[1])
-        #expect(try FileManager.default.contentsOfDirectory(atPath: world.directory.appendingPathComponent("phone.sqlite.stash").path).filter { $0.hasSuffix(".blob") }.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: world.directory.appendingPathComponent("phone.sqlite.stash").path).filter {
+                $0.hasSuffix(".blob")
+            }.isEmpty)
     }
 
     @Test func aServerWithoutDeferredFilesGetsTheFilesFirstAndNothingIsParked() async throws {
@@ -123,10 +138,12 @@ struct DeferredFileTests {
         let delivery = DeliveryConfirmation(
             deliveryId: EntityRef(4711), outcome: .delivered, deliveredAt: Timestamp("2026-12-03T10:00:00Z"), recipientName: "Ana",
             proofPhotos: [FileRef(id: shot, contentType: "image/jpeg")], signature: FileRef(id: signature, contentType: "image/png"))
-        let id = try await outbox.enqueue(delivery, attachments: [
-            .init(placeholder: shot, source: try world.file("a.jpg", bytes: 100_000), contentType: "image/jpeg"),
-            .init(placeholder: signature, source: try world.file("a.png", bytes: 1_000), contentType: "image/png"),
-        ])
+        let id = try await outbox.enqueue(
+            delivery,
+            attachments: [
+                .init(placeholder: shot, source: try world.file("a.jpg", bytes: 100_000), contentType: "image/jpeg"),
+                .init(placeholder: signature, source: try world.file("a.png", bytes: 1_000), contentType: "image/png"),
+            ])
         #expect(try await world.drain().remaining == 0)
         let posts = world.server.requestLog().filter { $0.method == "POST" }.map(\.path)
         #expect(posts == ["/files", "/files", "/deliveries/4711/confirmations"], "both files before the delivery")
@@ -138,15 +155,17 @@ struct DeferredFileTests {
         let learnt = try world.device("second")
         let warmUp = learnt.placeholderIDs.next()
         try await learnt.enqueue(
-            DeliveryConfirmation(deliveryId: EntityRef(1), outcome: .refused, deliveredAt: Timestamp("2026-12-03T09:00:00Z"),
-                                 proofPhotos: [FileRef(id: warmUp, contentType: "image/jpeg")]),
+            DeliveryConfirmation(
+                deliveryId: EntityRef(1), outcome: .refused, deliveredAt: Timestamp("2026-12-03T09:00:00Z"),
+                proofPhotos: [FileRef(id: warmUp, contentType: "image/jpeg")]),
             attachments: [.init(placeholder: warmUp, source: try world.file("w.jpg", bytes: 1_000), contentType: "image/jpeg")])
         #expect(try await world.drain("second").remaining == 0)
         world.server.acceptsDeferredFiles = false
         let later = learnt.placeholderIDs.next()
         let second = try await learnt.enqueue(
-            DeliveryConfirmation(deliveryId: EntityRef(2), outcome: .refused, deliveredAt: Timestamp("2026-12-03T11:00:00Z"),
-                                 proofPhotos: [FileRef(id: later, contentType: "image/jpeg")]),
+            DeliveryConfirmation(
+                deliveryId: EntityRef(2), outcome: .refused, deliveredAt: Timestamp("2026-12-03T11:00:00Z"),
+                proofPhotos: [FileRef(id: later, contentType: "image/jpeg")]),
             attachments: [.init(placeholder: later, source: try world.file("l.jpg", bytes: 200_000), contentType: "image/jpeg")])
         #expect(try await world.drain("second").remaining == 0)
         let refused = world.server.requestLog().filter { $0.path == "/deliveries/2/confirmations" }.map(\.status)
@@ -160,14 +179,16 @@ struct DeferredFileTests {
 
     @Test func anEditBehindADeliveryWhosePhotoIsPendingIsNotHeldByThePhoto() async throws {
         let world = try World()
-        let stop = try world.server.putRecord(Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme")
+        let stop = try world.server.putRecord(
+            Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme")
         let outbox = try world.device("ada", principal: "ada")
         _ = try await outbox.pull()
         let shot = outbox.placeholderIDs.next()
         // Nobody home: a photo of the door, no signature.
         try await outbox.enqueue(
-            DeliveryConfirmation(deliveryId: EntityRef(stop.id), outcome: .notHome, deliveredAt: Timestamp("2026-12-03T10:00:00Z"),
-                                 proofPhotos: [FileRef(id: shot, contentType: "image/jpeg")]),
+            DeliveryConfirmation(
+                deliveryId: EntityRef(stop.id), outcome: .notHome, deliveredAt: Timestamp("2026-12-03T10:00:00Z"),
+                proofPhotos: [FileRef(id: shot, contentType: "image/jpeg")]),
             attachments: [.init(placeholder: shot, source: try world.file("door.jpg", bytes: 100_000), contentType: "image/jpeg")])
         // The edit of the same delivery queues behind the confirmation, in the delivery's lane.
         try await outbox.edit(DeliveryUpdate.self, id: stop.id) { $0.notes = "left with the neighbour" }
@@ -176,7 +197,11 @@ struct DeferredFileTests {
         _ = try await world.drain("ada", principal: "ada")
         let log = world.server.requestLog()
         let photoStored = try #require(log.lastIndex { $0.method == "POST" && $0.path == "/files" && $0.status == 201 })
-        let edit = try #require(log.firstIndex { $0.path == "/deliveries/\(stop.id)/updates" || ($0.method == "POST" && $0.path.hasPrefix("/deliveries/\(stop.id)") && !$0.path.hasSuffix("/confirmations")) })
+        let edit = try #require(
+            log.firstIndex {
+                $0.path == "/deliveries/\(stop.id)/updates"
+                    || ($0.method == "POST" && $0.path.hasPrefix("/deliveries/\(stop.id)") && !$0.path.hasSuffix("/confirmations"))
+            })
         let confirmation = try #require(log.firstIndex { $0.path == "/deliveries/\(stop.id)/confirmations" && $0.status == 201 })
         #expect(confirmation < edit, "in lane order")
         #expect(edit < photoStored, "the edit did not wait for the confirmation's photo")

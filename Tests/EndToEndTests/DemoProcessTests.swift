@@ -15,7 +15,8 @@ struct DemoProcessTests {
 
     @Test func theDemoSurvivesAKilledDeviceWithNothingLostOrAppliedTwice() async throws {
         let binary = Self.formsync
-        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build), looked for \(binary.path)")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build), looked for \(binary.path)")
         let run = try await ProcessRunner.run(binary, ["demo", "--seed", "11", "--workers", "2", "--items", "5"])
         let text = run.output
         #expect(run.status == 0, "\(text)")

@@ -1,7 +1,7 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
+import Foundation
 import Testing
 
 /// A document's edit (`If-Match` on a document the server holds) follows the same rule as a

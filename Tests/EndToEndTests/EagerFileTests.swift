@@ -1,9 +1,9 @@
 import CorpusForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
 import FormSyncTorture
+import Foundation
 import Testing
 
 /// A record whose file field says `download: eager` has its files fetched as soon as a device
@@ -13,13 +13,15 @@ struct EagerFileTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("eager-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = try TestStore.server(directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
+        let server = try TestStore.server(
+            directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
         _ = try server.start()
         defer { server.stop() }
         let token = try server.issueAccessToken(workspaces: ["acme"])
         func device(_ name: String) throws -> Outbox {
-            try Outbox(path: folder.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms, records: FormCatalog.records,
-                       transport: HTTPTransport(workspace: "acme", baseURL: server.baseURL) { token })
+            try Outbox(
+                path: folder.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms, records: FormCatalog.records,
+                transport: HTTPTransport(workspace: "acme", baseURL: server.baseURL) { token })
         }
         // A cook photographs a plate; it lands, its photo completing it.
         let cook = try device("cook")
@@ -27,8 +29,9 @@ struct EagerFileTests {
         let bytes = MediaSignature.stamped(Data((0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }), asFileNamed: "plate.jpg")
         let source = folder.appendingPathComponent("plate.jpg")
         try bytes.write(to: source)
-        try await cook.enqueue(NewPlate(name: "Bacalhau", photo: FileRef(id: photo, contentType: "image/jpeg")),
-                               attachments: [.init(placeholder: photo, source: source, contentType: "image/jpeg")])
+        try await cook.enqueue(
+            NewPlate(name: "Bacalhau", photo: FileRef(id: photo, contentType: "image/jpeg")),
+            attachments: [.init(placeholder: photo, source: source, contentType: "image/jpeg")])
         for _ in 0..<5 where await cook.stateCounts()[.confirmed] != 2 { _ = await cook.flush() }
         #expect(await cook.stateCounts()[.confirmed] == 2)
 

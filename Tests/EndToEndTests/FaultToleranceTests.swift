@@ -1,9 +1,9 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncSQLite
 import FormSyncServer
+import Foundation
 import Testing
 
 /// Real HTTP on 127.0.0.1 against the reference server, real SQLite on both sides: every fault

@@ -1,10 +1,10 @@
 import FieldForms
-import Foundation
-import FormSyncTorture
 import FormSyncClient
 import FormSyncHTTP
 import FormSyncModel
 import FormSyncServer
+import FormSyncTorture
+import Foundation
 import Synchronization
 import Testing
 
@@ -53,9 +53,10 @@ struct HostileHTTPTests {
         #expect(await transport.probe() == false)
         for status in [301, 303, 307, 308] {
             let other = try Recorder { _ in HTTPResponse(status: status, headers: [("Location", "http://127.0.0.1:\(portal.port)/")]) }
-            let outcome = await HTTPTransport(workspace: "acme", baseURL: other.url, timeout: 3) { "secret-token" }.send(OutboundRequest(
-                itemID: 1, documentID: "doc-1", attemptID: "k", workspace: "acme",
-                body: .submission(form: "SalesOrder", version: 1, endpoint: "/x", payload: Data("{}".utf8), baseVersion: nil)))
+            let outcome = await HTTPTransport(workspace: "acme", baseURL: other.url, timeout: 3) { "secret-token" }.send(
+                OutboundRequest(
+                    itemID: 1, documentID: "doc-1", attemptID: "k", workspace: "acme",
+                    body: .submission(form: "SalesOrder", version: 1, endpoint: "/x", payload: Data("{}".utf8), baseVersion: nil)))
             guard case .unreachable = outcome else {
                 Issue.record("\(status) was followed or trusted: \(outcome)")
                 continue
@@ -69,7 +70,9 @@ struct HostileHTTPTests {
 
     @Test(arguments: ["99999999999999999999999", "9223372036854775807", "Fri, 31 Dec 9999 23:59:59 GMT", "-5", "1e300", ""])
     func anAbsurdRetryAfterIsCappedNeverTrapsAndNeverHoldsAnItemForLong(_ value: String) async throws {
-        let server = try Recorder { _ in HTTPResponse(status: 503, headers: [("Retry-After", value), ("Content-Type", "application/json")], body: Data("{}".utf8)) }
+        let server = try Recorder { _ in
+            HTTPResponse(status: 503, headers: [("Retry-After", value), ("Content-Type", "application/json")], body: Data("{}".utf8))
+        }
         let world = try World()
         let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 3) { "t" }
         let outbox = try Outbox(
@@ -88,9 +91,10 @@ struct HostileHTTPTests {
         let server = try Recorder { _ in .json(201, ["document_id": "d", "id": 1]) }
         let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 3) { "t" }
         let endpoint = "/sites/" + PathSegment.encode("..") + "/inspections"
-        _ = await transport.send(OutboundRequest(
-            itemID: 1, documentID: "d", attemptID: "k", workspace: "acme",
-            body: .submission(form: "SiteInspection", version: 1, endpoint: endpoint, payload: Data("{}".utf8), baseVersion: nil)))
+        _ = await transport.send(
+            OutboundRequest(
+                itemID: 1, documentID: "d", attemptID: "k", workspace: "acme",
+                body: .submission(form: "SiteInspection", version: 1, endpoint: endpoint, payload: Data("{}".utf8), baseVersion: nil)))
         #expect(server.requests.withLock { $0.map(\.path) } == ["/sites/%2E%2E/inspections"])
     }
 
@@ -110,7 +114,8 @@ struct HostileHTTPTests {
 
     @Test func eachWorkspaceGoesOnlyToItsOwnServer() async throws {
         let acme = try World()
-        let globexServer = try TestStore.server(directory: acme.directory.appendingPathComponent("globex").path, forms: FormCatalog.forms, workspace: "globex")
+        let globexServer = try TestStore.server(
+            directory: acme.directory.appendingPathComponent("globex").path, forms: FormCatalog.forms, workspace: "globex")
         _ = try globexServer.start()
         defer { globexServer.stop() }
         let globexToken = try globexServer.issueAccessToken(workspaces: ["globex"])
@@ -135,9 +140,12 @@ struct HostileHTTPTests {
 
         // A server hosting one workspace refuses another's request outright (421, parked).
         let stray = HTTPTransport(workspace: "acme", baseURL: globexServer.baseURL, timeout: 5) { globexToken }
-        let outcome = await stray.send(OutboundRequest(
-            itemID: 1, documentID: "stray", attemptID: "stray-key", workspace: "acme",
-            body: .submission(form: "SalesOrder", version: SalesOrder.formVersion, endpoint: "/customers/9/orders", payload: try FormRegistry.encode(salesOrder(customer: 9)), baseVersion: nil)))
+        let outcome = await stray.send(
+            OutboundRequest(
+                itemID: 1, documentID: "stray", attemptID: "stray-key", workspace: "acme",
+                body: .submission(
+                    form: "SalesOrder", version: SalesOrder.formVersion, endpoint: "/customers/9/orders",
+                    payload: try FormRegistry.encode(salesOrder(customer: 9)), baseVersion: nil)))
         guard case .rejected(let reason, _) = outcome else {
             Issue.record("expected a refusal, got \(outcome)")
             return

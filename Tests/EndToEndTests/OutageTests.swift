@@ -1,17 +1,18 @@
 import FieldForms
-import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
+import Foundation
 import Synchronization
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Ten minutes with no server at all, on a virtual clock, through the real HTTP stack: the
 /// engine stops draining at the first refused connection, probes once per backoff step, and
@@ -55,9 +56,9 @@ struct OutageTests {
 
         init(_ port: UInt16) throws {
             #if canImport(Glibc)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             #else
-            let fd = socket(AF_INET, SOCK_STREAM, 0)
+                let fd = socket(AF_INET, SOCK_STREAM, 0)
             #endif
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)

@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncSQLite
+import Foundation
 import Testing
 
 /// Issue 31, 2: `formsync outbox inspect` changes nothing it is pointed at: not the bytes, the
@@ -20,13 +20,15 @@ struct OutboxInspectReadOnlyTests {
     static func state(of folder: URL) throws -> [String: FileState] {
         var result: [String: FileState] = [:]
         let root = try FileManager.default.attributesOfItem(atPath: folder.path)
-        result["."] = FileState(bytes: Data(), mode: root[.posixPermissions] as? Int ?? -1, modified: root[.modificationDate] as? Date ?? .distantPast)
+        result["."] = FileState(
+            bytes: Data(), mode: root[.posixPermissions] as? Int ?? -1, modified: root[.modificationDate] as? Date ?? .distantPast)
         for name in try FileManager.default.subpathsOfDirectory(atPath: folder.path) {
             let path = folder.appendingPathComponent(name).path
             let attributes = try FileManager.default.attributesOfItem(atPath: path)
             let isFolder = attributes[.type] as? FileAttributeType == .typeDirectory
             result[name] = FileState(
-                bytes: isFolder ? Data() : try Data(contentsOf: URL(fileURLWithPath: path)), mode: attributes[.posixPermissions] as? Int ?? -1,
+                bytes: isFolder ? Data() : try Data(contentsOf: URL(fileURLWithPath: path)),
+                mode: attributes[.posixPermissions] as? Int ?? -1,
                 modified: attributes[.modificationDate] as? Date ?? .distantPast)
         }
         return result
@@ -48,12 +50,14 @@ struct OutboxInspectReadOnlyTests {
         let live = folder.appendingPathComponent("live.sqlite").path
         let hold = HoldingTransport()
         let open = try Outbox(
-            path: live, forms: FormCatalog.forms, transport: hold, configuration: Outbox.Configuration(lease: .milliseconds(1000)), environment: environment)
+            path: live, forms: FormCatalog.forms, transport: hold, configuration: Outbox.Configuration(lease: .milliseconds(1000)),
+            environment: environment)
         let photoURL = folder.appendingPathComponent("photo.jpg")
         try MediaSignature.stamped(Data(repeating: 9, count: 4000), asFileNamed: "photo.jpg").write(to: photoURL)
         let photo = open.placeholderIDs.next()
-        try await open.enqueue(NewCustomer(name: "Shop", segment: .retail, shopFront: FileRef(id: photo, contentType: "image/jpeg")),
-                               attachments: [.init(placeholder: photo, source: photoURL, contentType: "image/jpeg")])
+        try await open.enqueue(
+            NewCustomer(name: "Shop", segment: .retail, shopFront: FileRef(id: photo, contentType: "image/jpeg")),
+            attachments: [.init(placeholder: photo, source: photoURL, contentType: "image/jpeg")])
         try await open.enqueue(NewCustomer(name: "Other shop", segment: .wholesale))
         let flushing = Task { await open.flush() }
         await hold.waitForFirstSend()
@@ -99,9 +103,14 @@ struct OutboxInspectReadOnlyTests {
         #expect((object["items"] as? [Any])?.count == 3, "the live outbox's items, read from its log")
         #expect(object["workspaces"] as? [String] == ["default"], "every workspace by default")
         #expect(try await inspect(live, "--item", "1").status == 0)
-        #expect(try await inspect(live, "--bundle", folder.appendingPathComponent("../bundle-\(UUID().uuidString).json").standardized.path).status == 0)
+        #expect(
+            try await inspect(live, "--bundle", folder.appendingPathComponent("../bundle-\(UUID().uuidString).json").standardized.path)
+                .status == 0)
         #expect(try await inspect(closed, "--item", "1").output.contains("Closed shop"))
-        for (path, reason) in [(foreign, "another program"), (rollback, "another program"), (text, "not an SQLite database"), (subfolder.path, "folder"), (damaged, "cannot be read")] {
+        for (path, reason) in [
+            (foreign, "another program"), (rollback, "another program"), (text, "not an SQLite database"), (subfolder.path, "folder"),
+            (damaged, "cannot be read"),
+        ] {
             let refused = try await inspect(path)
             #expect(refused.status == 1, "\(path): \(refused.output)")
             #expect(refused.errors.contains("is not a FormSync outbox") && refused.errors.contains(reason), "\(path): \(refused.errors)")

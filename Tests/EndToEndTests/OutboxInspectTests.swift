@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
+import Foundation
 import Testing
 
 /// `formsync outbox inspect` as a support engineer uses it on a device's outbox: counts and
@@ -15,12 +15,14 @@ struct OutboxInspectTests {
         let transport = HTTPTransport(workspace: "acme", baseURL: world.server.baseURL, timeout: 5) { token }
         let path = world.directory.appendingPathComponent("support.sqlite").path
         let outbox = try Outbox(path: path, forms: FormCatalog.forms, transport: transport)
-        let photoBytes = Data(MediaSignature.signature(of: "image/jpeg")!) + Data("JPEG-SECRET-PIXELS-".utf8) + Data(repeating: 7, count: 2000)
+        let photoBytes =
+            Data(MediaSignature.signature(of: "image/jpeg")!) + Data("JPEG-SECRET-PIXELS-".utf8) + Data(repeating: 7, count: 2000)
         let photoURL = world.directory.appendingPathComponent("front.jpg")
         try photoBytes.write(to: photoURL)
         let photo = outbox.placeholderIDs.next()
-        try await outbox.enqueue(NewCustomer(name: "Shop", segment: .retail, shopFront: FileRef(id: photo, contentType: "image/jpeg")),
-                                 attachments: [.init(placeholder: photo, source: photoURL, contentType: "image/jpeg")])
+        try await outbox.enqueue(
+            NewCustomer(name: "Shop", segment: .retail, shopFront: FileRef(id: photo, contentType: "image/jpeg")),
+            attachments: [.init(placeholder: photo, source: photoURL, contentType: "image/jpeg")])
         var bad = salesOrder(customer: 4711, marker: "PO-77")
         bad.paymentTermsDays = 90
         // The shop's record (its photo goes after it) and the order each meet a 503 once.
@@ -50,7 +52,8 @@ struct OutboxInspectTests {
         let pending = try await inspect("--state", "saved_on_device")
         let waiting = items.filter { $0["state"] as? String == "saved_on_device" }.count
         #expect(waiting == 2, "the shop and the order wait out their 503")
-        #expect(((try JSONSerialization.jsonObject(with: Data(pending.output.utf8)) as? [String: Any])?["items"] as? [Any])?.count == waiting)
+        #expect(
+            ((try JSONSerialization.jsonObject(with: Data(pending.output.utf8)) as? [String: Any])?["items"] as? [Any])?.count == waiting)
 
         let bundle = world.directory.appendingPathComponent("bundle.json")
         #expect(try await inspect("--bundle", bundle.path).status == 0)

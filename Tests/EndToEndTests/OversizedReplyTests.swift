@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncClient
+import Foundation
 import Synchronization
 import Testing
 
@@ -66,7 +66,8 @@ struct OversizedReplyTests {
         let server = try FloodingServer(declared: true, total: 64 << 20)
         let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 10, maxReplyBytes: 1 << 20) { "token" }
         let outcome = await transport.send(Self.submission("flood-1"))
-        #expect(outcome == .unreachable(reason: "the reply declared \(64 << 20) bytes, more than the 1048576 accepted; the rest was dropped"))
+        #expect(
+            outcome == .unreachable(reason: "the reply declared \(64 << 20) bytes, more than the 1048576 accepted; the rest was dropped"))
     }
 
     @Test func aReplyWithNoLengthThatGrowsPastTheLimitFailsItsRequestThere() async throws {
@@ -74,7 +75,9 @@ struct OversizedReplyTests {
             let server = try FloodingServer(declared: false, chunked: chunked)
             let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 10, maxReplyBytes: 1 << 20) { "token" }
             let outcome = await transport.send(Self.submission("flood-2"))
-            #expect(outcome == .unreachable(reason: "the reply grew past the 1048576 bytes accepted; the rest was dropped"), "chunked: \(chunked)")
+            #expect(
+                outcome == .unreachable(reason: "the reply grew past the 1048576 bytes accepted; the rest was dropped"),
+                "chunked: \(chunked)")
         }
     }
 
@@ -84,7 +87,9 @@ struct OversizedReplyTests {
         // (With 1 s, one CI run, its two cores shared by 80 suites, got another outcome than the
         // bound's: a second without a byte is within reach there.)
         let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 2, maxReplyBytes: 1 << 20) { "token" }
-        #expect(await transport.send(Self.submission("flood-4")) == .unreachable(reason: "the reply grew past the 1048576 bytes accepted; the rest was dropped"))
+        #expect(
+            await transport.send(Self.submission("flood-4"))
+                == .unreachable(reason: "the reply grew past the 1048576 bytes accepted; the rest was dropped"))
         let stopped = try await server.cutShort.reaches(1, within: 25)
         #expect(stopped, "the drained reply was never stopped")
     }
@@ -112,6 +117,8 @@ struct OversizedReplyTests {
         }
         let server = try FloodingServer(declared: true)
         let tiny = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 10, maxReplyBytes: 0) { "token" }
-        #expect(await tiny.send(Self.submission("flood-3")) == .unreachable(reason: "the reply declared \(server.total) bytes, more than the 65536 accepted; the rest was dropped"))
+        #expect(
+            await tiny.send(Self.submission("flood-3"))
+                == .unreachable(reason: "the reply declared \(server.total) bytes, more than the 65536 accepted; the rest was dropped"))
     }
 }

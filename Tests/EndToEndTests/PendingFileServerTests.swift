@@ -1,9 +1,9 @@
 import CorpusForms
-import Foundation
 import FormSyncHTTP
 import FormSyncModel
 import FormSyncServer
 import FormSyncTorture
+import Foundation
 import Testing
 
 /// The server's side of deferred files and of the checks it makes of every file reference
@@ -27,8 +27,11 @@ struct PendingFileServerTests {
 
         deinit { try? FileManager.default.removeItem(at: folder) }
 
-        func send(_ method: String, _ path: String, query: String? = nil, as who: String = "ada", workspace: String = "acme", headers extra: [String: String] = [:],
-                  body: Data = Data()) -> (status: Int, json: [String: Any], headers: [(String, String)]) {
+        func send(
+            _ method: String, _ path: String, query: String? = nil, as who: String = "ada", workspace: String = "acme",
+            headers extra: [String: String] = [:],
+            body: Data = Data()
+        ) -> (status: Int, json: [String: Any], headers: [(String, String)]) {
             key += 1
             var headers = ["authorization": "Bearer \(tokens[who]!)", "idempotency-key": "k-\(key)", "formsync-workspace": workspace]
             headers.merge(extra) { _, new in new }
@@ -38,16 +41,24 @@ struct PendingFileServerTests {
         }
 
         /// Creates a plate whose photo is `photo` (a FileRef as the device sends it).
-        func plate(_ document: String, photo: FileRef, as who: String = "ada", workspace: String = "acme") -> (status: Int, json: [String: Any], headers: [(String, String)]) {
+        func plate(
+            _ document: String, photo: FileRef, as who: String = "ada", workspace: String = "acme"
+        ) -> (status: Int, json: [String: Any], headers: [(String, String)]) {
             let body = try! FormRegistry.encode(NewPlate(name: "Bacalhau", photo: photo))
-            return send("POST", "/plates", as: who, workspace: workspace, headers: ["formsync-document": document, "formsync-form": "NewPlate; version=1", "content-type": "application/json"],
-                        body: body)
+            return send(
+                "POST", "/plates", as: who, workspace: workspace,
+                headers: ["formsync-document": document, "formsync-form": "NewPlate; version=1", "content-type": "application/json"],
+                body: body)
         }
 
-        func upload(_ bytes: Data, document: String, type: String, as who: String = "ada", workspace: String = "acme") -> (status: Int, json: [String: Any], headers: [(String, String)]) {
-            send("POST", "/files", as: who, workspace: workspace, headers: [
-                "formsync-document": document, "content-type": type, "content-digest": FileRef.digestText(SHA256.hash(bytes)),
-            ], body: bytes)
+        func upload(
+            _ bytes: Data, document: String, type: String, as who: String = "ada", workspace: String = "acme"
+        ) -> (status: Int, json: [String: Any], headers: [(String, String)]) {
+            send(
+                "POST", "/files", as: who, workspace: workspace,
+                headers: [
+                    "formsync-document": document, "content-type": type, "content-digest": FileRef.digestText(SHA256.hash(bytes)),
+                ], body: bytes)
         }
 
         func errors(_ json: [String: Any]) -> [[String: String]] {
@@ -106,7 +117,9 @@ struct PendingFileServerTests {
         #expect(((created.json["record"] as? [String: Any])?["photo"] as? [String: Any])?["id"] as? NSNumber == NSNumber(value: fileID))
         #expect((s.send("GET", "/pending-files").json["pending"] as? [Any])?.count == 0)
         // The same bytes in another workspace are not this workspace's: there they stay pending.
-        let elsewhere = s.plate("plate-2", photo: .pending(sha256: SHA256.hash(photo), byteCount: 5_000, contentType: "image/jpeg"), as: "globex", workspace: "globex")
+        let elsewhere = s.plate(
+            "plate-2", photo: .pending(sha256: SHA256.hash(photo), byteCount: 5_000, contentType: "image/jpeg"), as: "globex",
+            workspace: "globex")
         #expect(elsewhere.status == 201)
         #expect(((elsewhere.json["record"] as? [String: Any])?["photo"] as? [String: Any])?["id"] == nil)
     }
@@ -134,10 +147,13 @@ struct PendingFileServerTests {
         #expect(s.errors(lying.json).first?["detail"]?.contains("image/png") == true)
         let relabelled = s.upload(png, document: "file-3", type: "image/png")
         #expect(relabelled.status == 422, "the upload says image/png; the document announced image/jpeg")
-        let resumable = s.send("POST", "/uploads", headers: [
-            "formsync-document": "upload-2", "upload-length": "6000", "repr-digest": FileRef.digestText(SHA256.hash(png)), "content-type": "image/png",
-            "upload-complete": "?0",
-        ])
+        let resumable = s.send(
+            "POST", "/uploads",
+            headers: [
+                "formsync-document": "upload-2", "upload-length": "6000", "repr-digest": FileRef.digestText(SHA256.hash(png)),
+                "content-type": "image/png",
+                "upload-complete": "?0",
+            ])
         #expect(resumable.status == 422, "refused before any byte travels")
         #expect(s.server.fileIDs().isEmpty)
     }
@@ -146,8 +162,11 @@ struct PendingFileServerTests {
         let s = try Setup()
         let photo = Self.jpeg(4_000)
         let id = try #require((s.upload(photo, document: "file-1", type: "image/jpeg").json["id"] as? NSNumber)?.int64Value)
-        let foreign = try #require((s.upload(Self.jpeg(4_000, seed: 9), document: "file-g", type: "image/jpeg", as: "globex", workspace: "globex").json["id"] as? NSNumber)?.int64Value)
-        let notJPEG = try #require((s.upload(Data(repeating: 1, count: 4_000), document: "file-2", type: "image/jpeg").json["id"] as? NSNumber)?.int64Value)
+        let foreign = try #require(
+            (s.upload(Self.jpeg(4_000, seed: 9), document: "file-g", type: "image/jpeg", as: "globex", workspace: "globex").json["id"]
+                as? NSNumber)?.int64Value)
+        let notJPEG = try #require(
+            (s.upload(Data(repeating: 1, count: 4_000), document: "file-2", type: "image/jpeg").json["id"] as? NSNumber)?.int64Value)
 
         func refusal(_ ref: FileRef) -> [String: String]? {
             let reply = s.plate("plate-\(UUID().uuidString)", photo: ref)

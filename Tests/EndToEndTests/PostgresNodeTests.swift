@@ -1,12 +1,13 @@
 import FieldForms
-import Foundation
 import FormSyncHTTP
 import FormSyncModel
-@testable import FormSyncPostgres
-@testable import FormSyncServer
 import FormSyncTorture
+import Foundation
 import Synchronization
 import Testing
+
+@testable import FormSyncPostgres
+@testable import FormSyncServer
 
 /// Several server nodes on one PostgreSQL database: what one node began or issued, any other
 /// finishes or honours, and the rules one process kept with its lock hold across processes.
@@ -14,7 +15,9 @@ import Testing
 struct PostgresNodeTests {
     static func nodes(_ count: Int, url: String? = nil) throws -> (url: String, nodes: [SyncServer]) {
         let url = try url ?? PostgresCluster.shared().makeDatabase()
-        let nodes = try (0..<count).map { _ in try TestStore.postgresServer(url: url, forms: FormCatalog.forms, records: FormCatalog.records) }
+        let nodes = try (0..<count).map { _ in
+            try TestStore.postgresServer(url: url, forms: FormCatalog.forms, records: FormCatalog.records)
+        }
         return (url, nodes)
     }
 
@@ -96,7 +99,9 @@ struct PostgresNodeTests {
             committed.signal()
         }
         written.wait()
-        _ = try late.putRecord(workspace: "acme", type: "Customer", id: 2, scope: "", payload: Data(#"{"name":"Committed first","segment":"retail"}"#.utf8), at: 0)
+        _ = try late.putRecord(
+            workspace: "acme", type: "Customer", id: 2, scope: "", payload: Data(#"{"name":"Committed first","segment":"retail"}"#.utf8),
+            at: 0)
         let first = try reader.feed(workspace: "acme", principal: "ada", after: 0, limit: 100)
         #expect(first.map(\.id) == [2], "only the committed change is in the feed")
         let cursor = try #require(first.last?.seq)
@@ -111,29 +116,38 @@ struct PostgresNodeTests {
         let (_, nodes) = try Self.nodes(3)
         let refresh = try nodes[0].issueRefreshToken(principal: "ada", workspaces: ["acme"])
         // A refresh token issued by node 0, traded on node 1, used on node 2.
-        let traded = nodes[1].handle(HTTPRequest(method: "POST", path: "/auth/refresh", query: nil, headers: ["content-type": "application/json"],
-                                                 body: Data(#"{"refresh_token":"\#(refresh)"}"#.utf8)))
+        let traded = nodes[1].handle(
+            HTTPRequest(
+                method: "POST", path: "/auth/refresh", query: nil, headers: ["content-type": "application/json"],
+                body: Data(#"{"refresh_token":"\#(refresh)"}"#.utf8)))
         #expect(traded?.status == 200)
-        let token = try #require((try JSONSerialization.jsonObject(with: traded?.body ?? Data()) as? [String: Any])?["access_token"] as? String)
+        let token = try #require(
+            (try JSONSerialization.jsonObject(with: traded?.body ?? Data()) as? [String: Any])?["access_token"] as? String)
         #expect(nodes[2].handle(try ServerGroupCommitTests.order(1, token: token))?.status == 201)
 
         // A resumable upload begun on node 0, appended on node 1, finished on node 2.
         let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         let digest = "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):"
         let headers = ["authorization": "Bearer \(token)", "formsync-workspace": "acme"]
-        let created = nodes[0].handle(HTTPRequest(method: "POST", path: "/uploads", query: nil,
-                                                  headers: headers.merging(["formsync-document": "photo-1", "upload-length": "\(bytes.count)", "repr-digest": digest]) { $1 },
-                                                  body: Data()))
+        let created = nodes[0].handle(
+            HTTPRequest(
+                method: "POST", path: "/uploads", query: nil,
+                headers: headers.merging(["formsync-document": "photo-1", "upload-length": "\(bytes.count)", "repr-digest": digest]) { $1 },
+                body: Data()))
         #expect(created?.status == 201)
         let location = try #require(created?.headers.first { $0.0 == "Location" }?.1)
         let half = bytes.count / 2
-        let appended = nodes[1].handle(HTTPRequest(method: "PATCH", path: location, query: nil,
-                                                   headers: headers.merging(["upload-offset": "0", "upload-complete": "?0"]) { $1 }, body: bytes.prefix(half)))
+        let appended = nodes[1].handle(
+            HTTPRequest(
+                method: "PATCH", path: location, query: nil,
+                headers: headers.merging(["upload-offset": "0", "upload-complete": "?0"]) { $1 }, body: bytes.prefix(half)))
         #expect(appended?.status == 204)
         let offset = nodes[2].handle(HTTPRequest(method: "HEAD", path: location, query: nil, headers: headers, body: Data()))
         #expect(offset?.headers.first { $0.0 == "Upload-Offset" }?.1 == "\(half)")
-        let finished = nodes[2].handle(HTTPRequest(method: "PATCH", path: location, query: nil,
-                                                   headers: headers.merging(["upload-offset": "\(half)", "upload-complete": "?1"]) { $1 }, body: bytes.suffix(from: half)))
+        let finished = nodes[2].handle(
+            HTTPRequest(
+                method: "PATCH", path: location, query: nil,
+                headers: headers.merging(["upload-offset": "\(half)", "upload-complete": "?1"]) { $1 }, body: bytes.suffix(from: half)))
         #expect(finished?.status == 201)
         let fileID = try #require(nodes[0].fileIDs().first)
         #expect(nodes[1].fileBytes(fileID) == bytes)
@@ -143,9 +157,11 @@ struct PostgresNodeTests {
         let feedHeaders = headers
         let page1 = nodes[0].handle(HTTPRequest(method: "GET", path: "/changes", query: "limit=3", headers: feedHeaders, body: Data()))
         let cursor = try #require((try JSONSerialization.jsonObject(with: page1?.body ?? Data()) as? [String: Any])?["cursor"] as? String)
-        let page2 = nodes[1].handle(HTTPRequest(method: "GET", path: "/changes", query: "cursor=\(cursor)&limit=100", headers: feedHeaders, body: Data()))
+        let page2 = nodes[1].handle(
+            HTTPRequest(method: "GET", path: "/changes", query: "cursor=\(cursor)&limit=100", headers: feedHeaders, body: Data()))
         let names = [page1, page2].flatMap { page -> [String] in
-            let changes = (try? JSONSerialization.jsonObject(with: page?.body ?? Data()) as? [String: Any])?["changes"] as? [[String: Any]] ?? []
+            let changes =
+                (try? JSONSerialization.jsonObject(with: page?.body ?? Data()) as? [String: Any])?["changes"] as? [[String: Any]] ?? []
             return changes.compactMap { ($0["record"] as? [String: Any])?["name"] as? String }
         }
         #expect(names.filter { $0.hasPrefix("C") }.sorted() == ["C0", "C1", "C2", "C3", "C4"])
@@ -174,7 +190,9 @@ struct PostgresNodeTests {
         #expect(failures.withLock { $0 }.isEmpty)
         let connection = try PostgresConnection(url: url)
         #expect(try connection.query("SELECT COUNT(*) FROM formsync_schema").int(0, 0) == Int64(PostgresSchema.latest))
-        try connection.query("INSERT INTO formsync_schema (version, name, applied_at) VALUES ($1, 'from the future', 0)", [.integer(Int64(PostgresSchema.latest + 1))])
+        try connection.query(
+            "INSERT INTO formsync_schema (version, name, applied_at) VALUES ($1, 'from the future', 0)",
+            [.integer(Int64(PostgresSchema.latest + 1))])
         let refused = #expect(throws: PostgresSchema.Mismatch.self) { _ = try PostgresServerStore(url: url, migrate: true, now: 0) }
         #expect(refused?.description.contains("newer than this node knows") == true)
     }
@@ -220,8 +238,10 @@ struct PostgresOutageTests {
         let during = node.handle(try ServerGroupCommitTests.order(2, token: token))
         #expect(during?.status == 503, "\(String(decoding: during?.body ?? Data(), as: UTF8.self))")
         #expect(during?.headers.contains { $0.0 == "Retry-After" } == true)
-        let refreshed = node.handle(HTTPRequest(method: "POST", path: "/auth/refresh", query: nil, headers: ["content-type": "application/json"],
-                                                body: Data(#"{"refresh_token":"\#(refresh)"}"#.utf8)))
+        let refreshed = node.handle(
+            HTTPRequest(
+                method: "POST", path: "/auth/refresh", query: nil, headers: ["content-type": "application/json"],
+                body: Data(#"{"refresh_token":"\#(refresh)"}"#.utf8)))
         #expect(refreshed?.status == 503, "a refresh token is not called unknown while the database is down")
         try cluster.start()
         #expect(node.handle(try ServerGroupCommitTests.order(2, token: token))?.status == 201)

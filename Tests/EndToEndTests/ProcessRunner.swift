@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncTesting
+import Foundation
 
 /// Runs a process to its end on threads of its own, so that waiting for it never occupies one
 /// of the few threads of Swift's concurrency pool (two on a two-core machine), which the other

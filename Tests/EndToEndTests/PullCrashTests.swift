@@ -1,9 +1,9 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
 import FormSyncTesting
+import Foundation
 import Synchronization
 import Testing
 
@@ -21,14 +21,18 @@ struct PullCrashTests {
         let binary = DemoProcessTests.formsync
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
         let world = try World()
-        var random = SplitMix64(state: 20261130)
+        var random = SplitMix64(state: 20_261_130)
         var ada: [Delivery] = []
         var bob: [Delivery] = []
         for n in 0..<1200 {
-            ada.append(try world.server.putRecord(Delivery(courierId: "ada", status: .assigned, stopOrder: n + 1, address: "Rua \(n)"), workspace: "acme"))
+            ada.append(
+                try world.server.putRecord(
+                    Delivery(courierId: "ada", status: .assigned, stopOrder: n + 1, address: "Rua \(n)"), workspace: "acme"))
         }
         for n in 0..<300 {
-            bob.append(try world.server.putRecord(Delivery(courierId: "bob", status: .assigned, stopOrder: n + 1, address: "Avenida \(n)"), workspace: "acme"))
+            bob.append(
+                try world.server.putRecord(
+                    Delivery(courierId: "bob", status: .assigned, stopOrder: n + 1, address: "Avenida \(n)"), workspace: "acme"))
         }
         for n in 0..<200 { _ = try world.server.putRecord(Customer(name: "Shop \(n)", segment: .retail), workspace: "acme") }
 
@@ -41,7 +45,8 @@ struct PullCrashTests {
             return try ChildProcess(
                 binary.path,
                 [
-                    "demo-device", "--pull-only", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", refreshToken,
+                    "demo-device", "--pull-only", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token",
+                    refreshToken,
                     "--workspace", "acme", "--page-size", "40", "--timeout", "5",
                 ],
                 standardOutput: .file(log.path), standardError: .file(log.path))
@@ -63,7 +68,9 @@ struct PullCrashTests {
             var toAda = bob.remove(at: Int(random.next() % UInt64(bob.count)))
             toAda.courierId = "ada"
             ada.append(try world.server.putRecord(toAda, workspace: "acme"))
-            ada.append(try world.server.putRecord(Delivery(courierId: "ada", status: .assigned, address: "New \(random.next() % 1000)"), workspace: "acme"))
+            ada.append(
+                try world.server.putRecord(
+                    Delivery(courierId: "ada", status: .assigned, address: "New \(random.next() % 1000)"), workspace: "acme"))
         }
 
         // Kills while a page is on its way: when the server has made page N, before it is sent.
@@ -113,7 +120,9 @@ struct PullCrashTests {
         let lastLog = (try? String(contentsOf: logs.last!, encoding: .utf8)) ?? ""
         #expect(last.waitUntilExit() == .exit(0), "\(lastLog)")
 
-        let reader = try Outbox(path: db, forms: FormCatalog.forms, records: FormCatalog.records, transport: world.transport(workspace: "acme", principal: "ada"))
+        let reader = try Outbox(
+            path: db, forms: FormCatalog.forms, records: FormCatalog.records,
+            transport: world.transport(workspace: "acme", principal: "ada"))
         let deliveries = try await reader.records(Delivery.all)
         let expected = Dictionary(uniqueKeysWithValues: ada.map { ($0.id, $0) })
         #expect(deliveries.count == expected.count)

@@ -88,7 +88,8 @@ enum RawSocket {
         while true {
             if let end = request.range(of: Data("\r\n\r\n".utf8)) {
                 let head = String(decoding: request[..<end.lowerBound], as: UTF8.self).lowercased()
-                let length = head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+                let length =
+                    head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
                     .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
                 if request.count - end.upperBound >= length { return request }
             }

@@ -1,9 +1,9 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
 import FormSyncTesting
+import Foundation
 import Testing
 
 // Every Swift example of README.md, verbatim (ReadmeTests checks that README and this file
@@ -43,7 +43,9 @@ struct AppContext {
         signatureURL = world.directory.appendingPathComponent("signature.png")
         try MediaSignature.stamped(Data(repeating: 0xD8, count: 30_000), asFileNamed: "photo.jpg").write(to: cameraURL)
         try MediaSignature.stamped(Data(repeating: 0x89, count: 4_000), asFileNamed: "signature.png").write(to: signatureURL)
-        deliveryID = try world.server.putRecord(Delivery(courierId: "courier-7", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme").id
+        deliveryID = try world.server.putRecord(
+            Delivery(courierId: "courier-7", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme"
+        ).id
     }
 }
 
@@ -65,9 +67,9 @@ struct ReadmeExamples {
         let sync = Task { await engine.run(connectivity: connectivity) }
         hint.yield(true)
 
-        try await outbox.setNetworkCost(.expensive)        // the OS says: cellular
+        try await outbox.setNetworkCost(.expensive)  // the OS says: cellular
         let waitingForWiFi = await outbox.stateCounts()[.waitingForUnmeteredNetwork] ?? 0
-        try await outbox.setNetworkCost(.unmetered)        // back on Wi-Fi: they go
+        try await outbox.setNetworkCost(.unmetered)  // back on Wi-Fi: they go
         #expect(waitingForWiFi == 0)
 
         let photo = outbox.placeholderIDs.next()
@@ -75,10 +77,12 @@ struct ReadmeExamples {
         let delivery = DeliveryConfirmation(
             deliveryId: EntityRef(deliveryID), outcome: .delivered, deliveredAt: Timestamp(Date()), recipientName: "Ana Lima",
             proofPhotos: [FileRef(id: photo, contentType: "image/jpeg")], signature: FileRef(id: signature, contentType: "image/png"))
-        let result = try await outbox.submit(delivery, attachments: [
-            .init(placeholder: photo, source: cameraURL, contentType: "image/jpeg"),
-            .init(placeholder: signature, source: signatureURL, contentType: "image/png"),
-        ], timeout: .seconds(5))
+        let result = try await outbox.submit(
+            delivery,
+            attachments: [
+                .init(placeholder: photo, source: cameraURL, contentType: "image/jpeg"),
+                .init(placeholder: signature, source: signatureURL, contentType: "image/png"),
+            ], timeout: .seconds(5))
         switch result {
         case .confirmed: print("saved and sent")
         case .queued(_, let state): print("saved on the device: \(state)")
@@ -96,15 +100,15 @@ struct ReadmeExamples {
         let counts = await outbox.stateCounts()
         for item in try await outbox.parkedItems() { print(item.id, item.state, item.lastError ?? "", item.fieldErrors) }
         engine.stop()
-        let report = await engine.sync(for: .seconds(10))   // an iOS background task: both ways, bounded
+        let report = await engine.sync(for: .seconds(10))  // an iOS background task: both ways, bounded
         events.cancel()
         _ = (counts, report, sync)
 
         // Pull the round before leaving the depot (the engine also pulls by itself).
-        let pulled = try await outbox.pull()              // pages until caught up: .upserted, .deleted, .caughtUp, .stoppedBecause
+        let pulled = try await outbox.pull()  // pages until caught up: .upserted, .deleted, .caughtUp, .stoppedBecause
 
         // Read without the network. Unsent work shows on top of what was pulled.
-        let records = outbox.recordStore                  // the device's records (the outbox forwards these calls too)
+        let records = outbox.recordStore  // the device's records (the outbox forwards these calls too)
         let todo = try await records.records(Delivery.byStatus(.assigned))
         let stop = try await records.record(Delivery.self, id: deliveryID)
         let notices = Task { for await changed in await records.recordChanges() { print(changed.changes["Delivery"] ?? []) } }
@@ -117,9 +121,10 @@ struct ReadmeExamples {
         // and is re-keyed to its server id when the create lands (references follow).
         let item = try await outbox.enqueue(NewCustomer(name: "Mercearia Nova", segment: .retail))
         let placeholder = try await outbox.item(item)!.producesPlaceholder!
-        try await outbox.enqueue(SalesOrder(
-            customerId: EntityRef(placeholder), orderDate: LocalDate("2026-11-30"),
-            lines: [.init(sku: "AB-1234", quantity: 2, unitPrice: Money(minorUnits: 999, currency: "EUR"))]))
+        try await outbox.enqueue(
+            SalesOrder(
+                customerId: EntityRef(placeholder), orderDate: LocalDate("2026-11-30"),
+                lines: [.init(sku: "AB-1234", quantity: 2, unitPrice: Money(minorUnits: 999, currency: "EUR"))]))
         try await outbox.edit(CustomerUpdate.self, id: placeholder) { $0.phone = "+351 930 000 000" }
         notices.cancel()
         _ = (pulled, todo, stop)

@@ -19,7 +19,9 @@ struct ReadmeTests {
         let runnable = Self.normalized(examples).joined(separator: "\n")
         for block in blocks {
             let lines = Self.normalized(block).joined(separator: "\n")
-            #expect(runnable.contains(lines) || Self.normalized(manifest).joined(separator: "\n") == lines, "README example not run by a test:\n\(block.prefix(300))")
+            #expect(
+                runnable.contains(lines) || Self.normalized(manifest).joined(separator: "\n") == lines,
+                "README example not run by a test:\n\(block.prefix(300))")
         }
     }
 }

@@ -1,9 +1,9 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
 import FormSyncTesting
+import Foundation
 import Synchronization
 import Testing
 
@@ -34,7 +34,8 @@ struct ResumableUploadTests {
         let outbox = try world.device("tech")
         let placeholder = outbox.placeholderIDs.next()
         let inspection = SiteInspection(
-            siteCode: siteCode, inspectorId: EntityRef(7), visitDate: LocalDate("2026-11-30"), location: GeoPoint(latitude: 38.7, longitude: -9.1), hazards: [.none],
+            siteCode: siteCode, inspectorId: EntityRef(7), visitDate: LocalDate("2026-11-30"),
+            location: GeoPoint(latitude: 38.7, longitude: -9.1), hazards: [.none],
             walkthroughVideo: FileRef(id: placeholder, contentType: "video/mp4"))
         try await outbox.enqueue(inspection, attachments: [.init(placeholder: placeholder, source: video, contentType: "video/mp4")])
         let events = outbox.events()
@@ -80,7 +81,8 @@ struct ResumableUploadTests {
         let appends = world.server.requestLog().filter { $0.method == "PATCH" }
         #expect(appends.map(\.bodyBytes).reduce(0, +) == size)
         #expect(appends.filter { $0.status == nil }.count == 3)
-        #expect(world.server.requestLog().filter { $0.method == "POST" && $0.path == "/uploads" }.count == flushes)  // one creation per attempt
+        // one creation per attempt
+        #expect(world.server.requestLog().filter { $0.method == "POST" && $0.path == "/uploads" }.count == flushes)
         let held = try #require(world.server.documents().first)
         #expect(try JSONDecoder().decode(SiteInspection.self, from: held.payload).walkthroughVideo?.id == stored)
 
@@ -123,9 +125,11 @@ struct ResumableUploadTests {
         world.server.faults.add(.dropAfterCommit, count: 1, target: .appends)
         let placeholder = try world.device("tech").placeholderIDs.next()
         let inspection = SiteInspection(
-            siteCode: "LIS-0043", inspectorId: EntityRef(7), visitDate: LocalDate("2026-11-30"), location: GeoPoint(latitude: 38.7, longitude: -9.1), hazards: [.none],
+            siteCode: "LIS-0043", inspectorId: EntityRef(7), visitDate: LocalDate("2026-11-30"),
+            location: GeoPoint(latitude: 38.7, longitude: -9.1), hazards: [.none],
             walkthroughVideo: FileRef(id: placeholder, contentType: "video/mp4"))
-        try await world.device("tech").enqueue(inspection, attachments: [.init(placeholder: placeholder, source: video, contentType: "video/mp4")])
+        try await world.device("tech").enqueue(
+            inspection, attachments: [.init(placeholder: placeholder, source: video, contentType: "video/mp4")])
         _ = try await world.drain("tech", rounds: 6)
         #expect(world.server.requestLog().filter { $0.method == "PATCH" }.map(\.bodyBytes).reduce(0, +) == 20 * 1_000_000)
         #expect(world.server.documents().count == 1)
@@ -134,7 +138,8 @@ struct ResumableUploadTests {
     @Test func theServerRefusesAbsurdLengthsDigestsAndOffsets() async throws {
         let world = try World()
         let token = try world.server.issueAccessToken(workspaces: ["acme"])
-        func call(_ method: String, _ path: String, _ headers: [String: String], body: Data? = nil) async throws -> (Int, [String: String]) {
+        func call(_ method: String, _ path: String, _ headers: [String: String], body: Data? = nil) async throws -> (Int, [String: String])
+        {
             var request = URLRequest(url: URL(string: world.server.baseURL.absoluteString + path)!)
             request.httpMethod = method
             request.httpBody = body
@@ -144,12 +149,16 @@ struct ResumableUploadTests {
             let (_, response) = try await URLSession.shared.data(for: request)
             let http = response as! HTTPURLResponse
             var lowered: [String: String] = [:]
-            for (key, value) in http.allHeaderFields { if let key = key as? String, let value = value as? String { lowered[key.lowercased()] = value } }
+            for (key, value) in http.allHeaderFields {
+                if let key = key as? String, let value = value as? String { lowered[key.lowercased()] = value }
+            }
             return (http.statusCode, lowered)
         }
         let digest = "sha-256=:\(SHA256.hash(Data("abc".utf8)).base64EncodedString()):"
         func create(_ length: String, digest: String = digest, document: String) async throws -> (Int, [String: String]) {
-            try await call("POST", "/uploads", ["Idempotency-Key": document, "FormSync-Document": document, "Upload-Length": length, "Repr-Digest": digest])
+            try await call(
+                "POST", "/uploads",
+                ["Idempotency-Key": document, "FormSync-Document": document, "Upload-Length": length, "Repr-Digest": digest])
         }
         #expect(try await create("99999999999999999999", document: "u1").0 == 400)
         #expect(try await create("-3", document: "u2").0 == 400)
@@ -158,7 +167,8 @@ struct ResumableUploadTests {
         let (status, headers) = try await create("3", document: "u5")
         #expect(status == 201)
         let location = try #require(headers["location"])
-        #expect(try await call("PATCH", location, ["Upload-Offset": "0", "Upload-Complete": "?1"], body: Data("abcdef".utf8)).0 == 400)  // past the length
+        // past the length
+        #expect(try await call("PATCH", location, ["Upload-Offset": "0", "Upload-Complete": "?1"], body: Data("abcdef".utf8)).0 == 400)
         #expect(try await call("PATCH", location, ["Upload-Offset": "1e3"], body: Data("a".utf8)).0 == 400)
         #expect(try await call("PATCH", "/uploads/../files", ["Upload-Offset": "0"], body: Data("a".utf8)).0 != 201)
         #expect(try await call("PATCH", location, ["Upload-Offset": "0", "Upload-Complete": "?1"], body: Data("abc".utf8)).0 == 201)

@@ -16,16 +16,20 @@ struct RoughEdgeTests {
         #expect(help.status == 0)
         let lines = help.output.split(separator: "\n").drop { $0 != "commands:" }.dropFirst()
         #expect(lines.count >= 2)
-        let columns = Set(lines.map { line in line.dropFirst(2).firstIndex(of: " ").map { line.distance(from: line.startIndex, to: $0) } ?? -1 })
+        let columns = Set(
+            lines.map { line in line.dropFirst(2).firstIndex(of: " ").map { line.distance(from: line.startIndex, to: $0) } ?? -1 })
         for line in lines {
             let name = line.dropFirst(2).prefix { $0 != " " }
-            #expect(["check", "generate", "diff", "schema", "serve", "conformance", "outbox", "demo", "bench", "torture"].contains(String(name)), "\(line)")
+            #expect(
+                ["check", "generate", "diff", "schema", "serve", "conformance", "outbox", "demo", "bench", "torture"].contains(
+                    String(name)), "\(line)")
         }
         // Every summary starts in the same column, two spaces at least after the longest name.
-        let starts = Set(lines.map { line -> Int in
-            let afterName = line.dropFirst(2).drop { $0 != " " }
-            return line.count - afterName.drop { $0 == " " }.count
-        })
+        let starts = Set(
+            lines.map { line -> Int in
+                let afterName = line.dropFirst(2).drop { $0 != " " }
+                return line.count - afterName.drop { $0 == " " }.count
+            })
         #expect(starts.count == 1, "\(lines)")
         #expect(!columns.contains(-1))
     }
@@ -44,7 +48,8 @@ struct RoughEdgeTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-folder-\(UUID().uuidString)")
         try Data().write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let run = try await ProcessRunner.run(DemoProcessTests.formsync, ["generate", "FormSpecs", "--output", file.path + "/Generated"], in: Self.root)
+        let run = try await ProcessRunner.run(
+            DemoProcessTests.formsync, ["generate", "FormSpecs", "--output", file.path + "/Generated"], in: Self.root)
         #expect(run.status == 1)
         #expect(run.errors.contains("cannot write \(file.path)/Generated: Not a directory"), "\(run.errors)")
         #expect(!run.errors.contains("NSCocoaErrorDomain") && !run.errors.contains("Error Domain"))
@@ -54,14 +59,21 @@ struct RoughEdgeTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("to-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        try Data("form: Visit\nversion: 1\nendpoint: /visits\nfields:\n  site: { type: reference, to: Site }\n  note: { type: text, max_length: -5 }\n".utf8)
-            .write(to: folder.appendingPathComponent("Visit.yaml"))
+        try Data(
+            "form: Visit\nversion: 1\nendpoint: /visits\nfields:\n  site: { type: reference, to: Site }\n  note: { type: text, max_length: -5 }\n"
+                .utf8
+        )
+        .write(to: folder.appendingPathComponent("Visit.yaml"))
         let run = try await ProcessRunner.run(DemoProcessTests.formsync, ["check", folder.path])
         #expect(run.status == 1)
-        #expect(run.errors.contains("Visit.yaml:5:32: error: reference 'site' points to 'Site', which no record spec declares; add a record spec for it (a file starting 'record: Site') beside this one"), "\(run.errors)")
+        #expect(
+            run.errors.contains(
+                "Visit.yaml:5:32: error: reference 'site' points to 'Site', which no record spec declares; add a record spec for it (a file starting 'record: Site') beside this one"
+            ), "\(run.errors)")
         #expect(run.errors.contains("Visit.yaml:6:35: error: max_length must be 1 or more"))
         // A record spec that is there but broken is its own problem, not the reference's.
-        try Data("record: Site\nversion: 1\nfields:\n  name: { type: text, max_length: 0 }\n".utf8).write(to: folder.appendingPathComponent("Site.yaml"))
+        try Data("record: Site\nversion: 1\nfields:\n  name: { type: text, max_length: 0 }\n".utf8).write(
+            to: folder.appendingPathComponent("Site.yaml"))
         let broken = try await ProcessRunner.run(DemoProcessTests.formsync, ["check", folder.path])
         #expect(!broken.errors.contains("which no record spec declares"), "\(broken.errors)")
     }
@@ -69,11 +81,13 @@ struct RoughEdgeTests {
     @Test func serveScriptsAnOutageAndRefusesAnAbsurdOne() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("outage-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let absurd = try await ProcessRunner.run(DemoProcessTests.formsync, ["serve", "--port", "0", "--db", folder.path, "--fault", "outage=999999"])
+        let absurd = try await ProcessRunner.run(
+            DemoProcessTests.formsync, ["serve", "--port", "0", "--db", folder.path, "--fault", "outage=999999"])
         #expect(absurd.status == 2)
         #expect(absurd.errors.contains("--fault outage takes outage=SECONDS or outage=SECONDS@AFTER"))
         let server = try ChildProcess(
-            DemoProcessTests.formsync.path, ["serve", "--port", "0", "--db", folder.path, "--fault", "outage=600"], standardOutput: .pipe, standardError: .discard)
+            DemoProcessTests.formsync.path, ["serve", "--port", "0", "--db", folder.path, "--fault", "outage=600"], standardOutput: .pipe,
+            standardError: .discard)
         defer {
             server.signal()
             server.waitUntilExit()
@@ -85,7 +99,10 @@ struct RoughEdgeTests {
             if chunk.isEmpty { break }
             text += String(decoding: chunk, as: UTF8.self)
         }
-        let port = try #require(text.split(separator: "\n").first { $0.hasPrefix("FormSync reference server on") }?.split(separator: ":").last.flatMap { UInt16($0) }, "\(text)")
+        let port = try #require(
+            text.split(separator: "\n").first { $0.hasPrefix("FormSync reference server on") }?.split(separator: ":").last.flatMap {
+                UInt16($0)
+            }, "\(text)")
         // Nothing answers, not even the health check: the connection closes with no reply.
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/health")!)
         request.timeoutInterval = 10
@@ -97,7 +114,8 @@ struct RoughEdgeTests {
         // Killed after its first line: with standard output held in stdio's buffer (as it was
         // when piped), that line would never arrive.
         let long = try ChildProcess(
-            DemoProcessTests.lab.path, ["bench", "enqueue", "--items", "100000", "--parts", "naive"], standardOutput: .pipe, standardError: .discard)
+            DemoProcessTests.lab.path, ["bench", "enqueue", "--items", "100000", "--parts", "naive"], standardOutput: .pipe,
+            standardError: .discard)
         let output = try #require(long.output)
         let firstLine = DispatchSemaphore(value: 0)
         final class Box: @unchecked Sendable { var text = "" }
@@ -115,9 +133,12 @@ struct RoughEdgeTests {
         long.waitUntilExit()
         #expect(arrived && box.text.hasPrefix("enqueue benchmark: 100000 items"), "\(box.text)")
         // --items sets the naive queue's sizes too: a tenth, the count, ten times.
-        let run = try await ProcessRunner.run(DemoProcessTests.lab, ["bench", "enqueue", "--items", "20", "--rounds", "3", "--parts", "naive"])
+        let run = try await ProcessRunner.run(
+            DemoProcessTests.lab, ["bench", "enqueue", "--items", "20", "--rounds", "3", "--parts", "naive"])
         #expect(run.status == 0, "\(run.errors)")
-        let rows = run.output.split(separator: "\n").filter { $0.hasPrefix("    ") }.compactMap { Int($0.split(separator: " ").first ?? "") }
+        let rows = run.output.split(separator: "\n").filter { $0.hasPrefix("    ") }.compactMap {
+            Int($0.split(separator: " ").first ?? "")
+        }
         #expect(rows == [10, 20, 200], "\(run.output)")
     }
 }

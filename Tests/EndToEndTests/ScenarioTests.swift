@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
+import Foundation
 import Testing
 
 @Suite(.serialized)
@@ -50,7 +50,8 @@ struct ScenarioTests {
         let world = try World()
         var outbox = try world.device()
         let customer = outbox.placeholderIDs.next()
-        try await outbox.enqueue(NewCustomer(name: "Café Lima", segment: .horeca, shopLocation: GeoPoint(latitude: 38.7, longitude: -9.1)), creates: customer)
+        try await outbox.enqueue(
+            NewCustomer(name: "Café Lima", segment: .horeca, shopLocation: GeoPoint(latitude: 38.7, longitude: -9.1)), creates: customer)
         outbox = try world.device()
         let order = try await outbox.enqueue(salesOrder(customer: customer, lines: 50))
         outbox = try world.device()
@@ -64,7 +65,9 @@ struct ScenarioTests {
         #expect(held.lines.count == 50)
         #expect(held.lines.map(\.quantity) == salesOrder(customer: 1, lines: 50).lines.map(\.quantity))
         #expect(world.server.requestLog().map(\.path) == ["/customers", "/customers/\(created.id)/orders"])
-        #expect(try await world.device().item(order)?.payload.map { try JSONDecoder().decode(SalesOrder.self, from: $0).customerId } == EntityRef(customer))
+        #expect(
+            try await world.device().item(order)?.payload.map { try JSONDecoder().decode(SalesOrder.self, from: $0).customerId }
+                == EntityRef(customer))
     }
 
     @Test func aStaleEditIsMergedCleanlyAndSentAgainstTheServersVersion() async throws {
@@ -103,10 +106,12 @@ struct ScenarioTests {
             deliveryId: EntityRef(9), outcome: .delivered, deliveredAt: Timestamp("2026-11-30T10:00:00Z"),
             codAmount: Money(minorUnits: 5000, currency: "EUR"), recipientName: "Rui",
             proofPhotos: [FileRef(id: photo, contentType: "image/jpeg")], signature: FileRef(id: signature, contentType: "image/png"))
-        try await dispatch.enqueue(captured, attachments: [
-            .init(placeholder: photo, source: try world.file("door.jpg", bytes: 5000), contentType: "image/jpeg"),
-            .init(placeholder: signature, source: try world.file("sig.png", bytes: 800), contentType: "image/png"),
-        ], documentID: "del-9")
+        try await dispatch.enqueue(
+            captured,
+            attachments: [
+                .init(placeholder: photo, source: try world.file("door.jpg", bytes: 5000), contentType: "image/jpeg"),
+                .init(placeholder: signature, source: try world.file("sig.png", bytes: 800), contentType: "image/png"),
+            ], documentID: "del-9")
         _ = await dispatch.flush()
         // The confirmation as the server holds it: its files by their server ids.
         let original = try JSONDecoder().decode(DeliveryConfirmation.self, from: #require(world.server.document("del-9")).payload)
@@ -131,7 +136,8 @@ struct ScenarioTests {
         #expect(server.leftWithNeighbour == true)
         // Nothing was silently overwritten on the server.
         let held = try #require(world.server.document("del-9"))
-        #expect(try JSONDecoder().decode(DeliveryConfirmation.self, from: held.payload).codAmount == Money(minorUnits: 5000, currency: "EUR"))
+        #expect(
+            try JSONDecoder().decode(DeliveryConfirmation.self, from: held.payload).codAmount == Money(minorUnits: 5000, currency: "EUR"))
         #expect(held.version == 2)
     }
 
@@ -174,21 +180,30 @@ struct ScenarioTests {
         var bad = salesOrder(customer: 5, lines: 3)
         bad.lines[2].quantity = 0
         bad.lines[0].sku = "x"
-        let outcome = await transport.send(OutboundRequest(
-            itemID: 1, documentID: "bad-order", attemptID: "key-bad", workspace: "acme",
-            body: .submission(form: "SalesOrder", version: 1, endpoint: "/customers/5/orders", payload: try FormRegistry.encode(bad), baseVersion: nil)))
+        let outcome = await transport.send(
+            OutboundRequest(
+                itemID: 1, documentID: "bad-order", attemptID: "key-bad", workspace: "acme",
+                body: .submission(
+                    form: "SalesOrder", version: 1, endpoint: "/customers/5/orders", payload: try FormRegistry.encode(bad), baseVersion: nil
+                )))
         guard case .rejected(_, let errors) = outcome else {
             Issue.record("expected rejected, got \(outcome)")
             return
         }
         #expect(errors.map(\.pointer) == ["#/lines/0/sku", "#/lines/2/quantity"])
-        #expect(errors.compactMap { SalesOrder.Field(pointer: $0.pointer) } == [.lines(index: 0, field: .sku), .lines(index: 2, field: .quantity)])
+        #expect(
+            errors.compactMap { SalesOrder.Field(pointer: $0.pointer) } == [
+                .lines(index: 0, field: .sku), .lines(index: 2, field: .quantity),
+            ])
 
         // The first request's key reused with another payload is refused (422), never applied.
         let first = try #require(world.server.requestLog().first?.idempotencyKey)
-        let reused = await transport.send(OutboundRequest(
-            itemID: 2, documentID: "other", attemptID: first, workspace: "acme",
-            body: .submission(form: "SalesOrder", version: 1, endpoint: "/customers/6/orders", payload: try FormRegistry.encode(salesOrder(customer: 6)), baseVersion: nil)))
+        let reused = await transport.send(
+            OutboundRequest(
+                itemID: 2, documentID: "other", attemptID: first, workspace: "acme",
+                body: .submission(
+                    form: "SalesOrder", version: 1, endpoint: "/customers/6/orders",
+                    payload: try FormRegistry.encode(salesOrder(customer: 6)), baseVersion: nil)))
         guard case .rejected(let reason, _) = reused else {
             Issue.record("expected rejected, got \(reused)")
             return

@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncHTTP
 import FormSyncModel
 import FormSyncSQLite
+import Foundation
 import Synchronization
 import Testing
 
@@ -17,13 +17,15 @@ struct ServerGroupCommitTests {
         let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
         let payload = Data(#"{"a":[1,2.5,"x\"y"],"b":{"c":null,"d":"é/ü"}}"#.utf8)
         for documentID in ["plain", "quote\"back\\slash", "tab\tnew\nline\u{1}", "ünïcode/😀"] {
-            let document = SyncServer.Document(documentID: documentID, id: 42, form: "SalesOrder", formVersion: 2, version: 7, payload: payload, appliedWrites: 1)
+            let document = SyncServer.Document(
+                documentID: documentID, id: 42, form: "SalesOrder", formVersion: 2, version: 7, payload: payload, appliedWrites: 1)
             let fast = server.recordResponse(document, status: 201)
             let general: [String: Any] = [
                 "document_id": documentID, "id": 42, "form": "SalesOrder", "form_version": 2, "version": "\"7\"",
                 "record": try JSONSerialization.jsonObject(with: payload),
             ]
-            let parsed = try #require(try JSONSerialization.jsonObject(with: fast.body) as? NSDictionary, "\(String(decoding: fast.body, as: UTF8.self))")
+            let parsed = try #require(
+                try JSONSerialization.jsonObject(with: fast.body) as? NSDictionary, "\(String(decoding: fast.body, as: UTF8.self))")
             #expect(parsed == general as NSDictionary, "\(documentID): \(String(decoding: fast.body, as: UTF8.self))")
             #expect(fast.status == 201)
             #expect(fast.headers.contains { $0.0 == "ETag" && $0.1 == "\"7\"" })
@@ -82,15 +84,26 @@ struct ServerGroupCommitTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = try SQLiteServerStore(directory: folder.path, now: 0)
         let floor = store.committedNumber + 1
-        _ = try store.batchedTransaction { try store.createDocument("a", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0) }
+        _ = try store.batchedTransaction {
+            try store.createDocument(
+                "a", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
+        }
         let gate = store.durabilityGate
         #expect(gate == floor, "the first write opened the batch it waits for")
         struct Abandoned: Error {}
         // As SQLite does after a full disk: the whole transaction is gone, not just the savepoint.
-        #expect(throws: Abandoned.self) { try store.batchedTransaction { try store.db.run("ROLLBACK"); throw Abandoned() } }
+        #expect(throws: Abandoned.self) {
+            try store.batchedTransaction {
+                try store.db.run("ROLLBACK")
+                throw Abandoned()
+            }
+        }
         #expect(store.lostBatch(in: floor...gate) != nil, "the first write's reply must not say it was saved")
         #expect(store.document("a") == nil)
-        _ = try store.batchedTransaction { try store.createDocument("b", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0) }
+        _ = try store.batchedTransaction {
+            try store.createDocument(
+                "b", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
+        }
         let next = store.durabilityGate
         #expect(next > gate, "a new batch never reuses a lost one's number")
         #expect(store.lostBatch(in: next...next) == nil)
@@ -98,9 +111,15 @@ struct ServerGroupCommitTests {
         #expect(store.committedNumber == next)
         #expect(store.document("b") != nil)
         // A write that fails on its own rolls back only its savepoint.
-        _ = try store.batchedTransaction { try store.createDocument("c", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0) }
+        _ = try store.batchedTransaction {
+            try store.createDocument(
+                "c", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
+        }
         #expect(throws: (any Error).self) {
-            try store.batchedTransaction { try store.createDocument("c", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0) }
+            try store.batchedTransaction {
+                try store.createDocument(
+                    "c", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
+            }
         }
         store.commitBatch()
         #expect(store.document("c") != nil)
@@ -134,7 +153,8 @@ struct ServerGroupCommitTests {
         return HTTPRequest(
             method: "POST", path: order.endpoint, query: nil,
             headers: [
-                "authorization": "Bearer \(token)", "idempotency-key": "k-\(n)", "formsync-document": "d-\(n)", "formsync-workspace": "acme",
+                "authorization": "Bearer \(token)", "idempotency-key": "k-\(n)", "formsync-document": "d-\(n)",
+                "formsync-workspace": "acme",
                 "formsync-form": "SalesOrder; version=\(SalesOrder.formVersion)", "content-type": "application/json",
             ],
             body: try FormRegistry.encode(order))
@@ -175,7 +195,8 @@ struct ServerGroupCommitTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("token-cache-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let clock = Atomic<Int64>(1_000_000)
-        let server = try SyncServer(directory: folder.path, forms: FormCatalog.forms, tokenLifetimeSeconds: 60, now: { clock.load(ordering: .relaxed) })
+        let server = try SyncServer(
+            directory: folder.path, forms: FormCatalog.forms, tokenLifetimeSeconds: 60, now: { clock.load(ordering: .relaxed) })
         let expired = try server.issueAccessToken(workspaces: ["acme"])
         #expect(server.handle(try Self.order(1, token: expired))?.status == 201)
         server.expireAccessTokens()
@@ -221,7 +242,8 @@ struct ServerFileDurabilityTests {
         HTTPRequest(
             method: "POST", path: "/files", query: nil,
             headers: [
-                "authorization": "Bearer \(token)", "idempotency-key": "k-\(document)", "formsync-document": document, "formsync-workspace": "acme",
+                "authorization": "Bearer \(token)", "idempotency-key": "k-\(document)", "formsync-document": document,
+                "formsync-workspace": "acme",
                 "content-type": "image/jpeg", "content-digest": "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):",
             ],
             body: bytes)
@@ -242,7 +264,9 @@ struct ServerFileDurabilityTests {
         #expect(server.handle(Self.file(photo, document: "photo-1", token: token))?.status == 500)
         #expect(syncs.load(ordering: .relaxed) == 1, "the file's own fsync was asked for and refused")
         #expect(server.store.fileIDs().isEmpty)
-        let stored = try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("files").path).filter { !$0.hasPrefix("uploads") }
+        let stored = try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("files").path).filter {
+            !$0.hasPrefix("uploads")
+        }
         #expect(stored.isEmpty, "nothing left beside the database: \(stored)")
 
         // A disk that syncs: the file and its folder are synced, and the same request is stored.

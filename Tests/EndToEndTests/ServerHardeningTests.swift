@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
-import FormSyncTesting
 import FormSyncClient
 import FormSyncModel
+import FormSyncTesting
+import Foundation
 import Testing
 
 @testable import FormSyncHTTP
@@ -25,7 +25,8 @@ struct ServerHardeningTests {
         let world = try World()
         let port = world.server.port
         for size in ["7fffffffffffffff", "ffffffffffffffffffff", "-1", "0x10", ""] {
-            let reply = raw.exchange(port, Data("POST /auth/refresh HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\(size)\r\nabc\r\n0\r\n\r\n".utf8))
+            let reply = raw.exchange(
+                port, Data("POST /auth/refresh HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\(size)\r\nabc\r\n0\r\n\r\n".utf8))
             #expect(reply.hasPrefix("HTTP/1.1 413 ") || reply.hasPrefix("HTTP/1.1 400 "), "\(size): \(reply.prefix(40))")
         }
         #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n".utf8)).contains("\"service\":\"formsync\""))
@@ -51,9 +52,14 @@ struct ServerHardeningTests {
         #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\n\(many)\r\n".utf8)).hasPrefix("HTTP/1.1 431 "))
         let huge = "GET /health HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 40_000))\r\n\r\n"
         #expect(raw.exchange(port, Data(huge.utf8)).hasPrefix("HTTP/1.1 431 "))
-        #expect(raw.exchange(port, Data("POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
+        #expect(
+            raw.exchange(port, Data("POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
         let token = try world.server.issueAccessToken(workspaces: ["acme"])
-        let badKey = raw.exchange(port, Data("POST /customers HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nFormSync-Workspace: acme\r\nIdempotency-Key: has space\r\nFormSync-Document: d\r\nContent-Length: 2\r\n\r\n{}".utf8))
+        let badKey = raw.exchange(
+            port,
+            Data(
+                "POST /customers HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nFormSync-Workspace: acme\r\nIdempotency-Key: has space\r\nFormSync-Document: d\r\nContent-Length: 2\r\n\r\n{}"
+                    .utf8))
         #expect(badKey.hasPrefix("HTTP/1.1 400 "))
         #expect(badKey.contains("bad-idempotency-key"))
     }
@@ -172,7 +178,9 @@ struct ServerHardeningTests {
             close(fd)
         }
         let log = (try? String(contentsOf: folder.appendingPathComponent("stderr.log"), encoding: .utf8)) ?? ""
-        #expect(answered, """
+        #expect(
+            answered,
+            """
             the server did not answer /health within 60 s of the descriptors coming back; \
             attempts: \(attempts.suffix(8)); server's stderr (\(log.count) bytes) ends: \(log.suffix(600))
             """)

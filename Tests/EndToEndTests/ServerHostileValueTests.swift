@@ -1,7 +1,7 @@
 import FieldForms
-import Foundation
-import FormSyncTorture
 import FormSyncModel
+import FormSyncTorture
+import Foundation
 import Testing
 
 @testable import FormSyncServer
@@ -11,7 +11,9 @@ import Testing
 struct ServerHostileValueTests {
     @Test func theTokenCacheStaysBoundedAndHoldsOnlyTokensTheTableKnows() throws {
         let cache = AccessTokenCache()
-        for n in 0...AccessTokenCache.capacity { cache.insert("t-\(n)", .init(grant: .init(principal: "p", workspaces: ["acme"]), expiresAt: 1)) }
+        for n in 0...AccessTokenCache.capacity {
+            cache.insert("t-\(n)", .init(grant: .init(principal: "p", workspaces: ["acme"]), expiresAt: 1))
+        }
         #expect(cache.count <= AccessTokenCache.capacity)
         #expect(cache.entry("t-\(AccessTokenCache.capacity)") != nil, "the newest entry survives a start-over")
 
@@ -20,7 +22,9 @@ struct ServerHostileValueTests {
         let server = try TestStore.server(directory: folder.path, forms: FormCatalog.forms)
         let token = try server.issueAccessToken(workspaces: ["acme"])
         var order = try ServerGroupCommitTests.order(1, token: token)
-        for forged in ["a-unknown", "", "Bearer", String(repeating: "x", count: 600), "a-\u{0}", "' OR 1=1 --"] + (0..<500).map({ "a-\($0)" }) {
+        for forged in ["a-unknown", "", "Bearer", String(repeating: "x", count: 600), "a-\u{0}", "' OR 1=1 --"]
+            + (0..<500).map({ "a-\($0)" })
+        {
             order.headers["authorization"] = "Bearer \(forged)"
             #expect(server.handle(order)?.status == 401, "\(forged.prefix(20))")
         }
@@ -53,8 +57,11 @@ struct ServerByteRangeTests {
         #expect(SyncServer.byteRange("bytes=0-9", total: 100)! == (0, 9))
         #expect(SyncServer.byteRange("bytes=90-", total: 100)! == (90, 99))
         #expect(SyncServer.byteRange("bytes=90-1000", total: 100)! == (90, 99), "the end is clamped to the file")
-        for hostile in ["bytes=100-", "bytes=-5", "bytes=5-4", "bytes=0-5,7-9", "items=0-5", "bytes=99999999999999999999-", "bytes=0-99999999999999999999",
-                        "bytes=" + String(repeating: "1", count: 60) + "-", "", "bytes=-", "bytes=+5-9", "bytes=5-+9"] {
+        for hostile in [
+            "bytes=100-", "bytes=-5", "bytes=5-4", "bytes=0-5,7-9", "items=0-5", "bytes=99999999999999999999-",
+            "bytes=0-99999999999999999999",
+            "bytes=" + String(repeating: "1", count: 60) + "-", "", "bytes=-", "bytes=+5-9", "bytes=5-+9",
+        ] {
             #expect(SyncServer.byteRange(hostile, total: 100) == nil, "\(hostile)")
         }
     }

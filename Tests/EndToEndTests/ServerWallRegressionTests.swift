@@ -1,9 +1,9 @@
 import FieldForms
-import Foundation
-import FormSyncTorture
 import FormSyncClient
 import FormSyncHTTP
 import FormSyncModel
+import FormSyncTorture
+import Foundation
 import Synchronization
 import Testing
 
@@ -28,7 +28,10 @@ struct ServerWallRegressionTests {
         }
 
         func get(_ path: String, query: String? = nil) -> HTTPResponse? {
-            server.handle(HTTPRequest(method: "GET", path: path, query: query, headers: ["authorization": "Bearer \(token)", "formsync-workspace": "acme"], body: Data()))
+            server.handle(
+                HTTPRequest(
+                    method: "GET", path: path, query: query, headers: ["authorization": "Bearer \(token)", "formsync-workspace": "acme"],
+                    body: Data()))
         }
     }
 
@@ -37,7 +40,8 @@ struct ServerWallRegressionTests {
     @Test func aSeedWithTheLargestIdLeavesLaterCreatesWorking() throws {
         let fixture = try Server()
         let largest: Int64 = 9_007_199_254_740_991
-        _ = try fixture.server.putRecord("Customer", id: largest, fields: try FormRegistry.encode(Customer(name: "Last", segment: .retail)), workspace: "acme")
+        _ = try fixture.server.putRecord(
+            "Customer", id: largest, fields: try FormRegistry.encode(Customer(name: "Last", segment: .retail)), workspace: "acme")
         let order = try ServerGroupCommitTests.order(1, token: fixture.token)
         #expect(fixture.server.handle(order)?.status == 201, "a create after a seed at 2^53 - 1")
         let next = try fixture.server.putRecord(Customer(name: "Next", segment: .retail), workspace: "acme")
@@ -53,7 +57,8 @@ struct ServerWallRegressionTests {
             }
         }
         let seeds = [
-            SyncServer.RecordSeed(type: "Customer", fields: try FormRegistry.encode(Customer(name: "Fine", segment: .retail)), workspace: "acme"),
+            SyncServer.RecordSeed(
+                type: "Customer", fields: try FormRegistry.encode(Customer(name: "Fine", segment: .retail)), workspace: "acme"),
             SyncServer.RecordSeed(type: String(repeating: "T", count: 200), fields: Data("{}".utf8), workspace: "acme"),
         ]
         #expect(throws: SyncServer.RecordSeedError.self) { try fixture.server.putRecords(seeds) }
@@ -66,21 +71,31 @@ struct ServerWallRegressionTests {
     @Test func aSeedWithoutAWorkspaceAnyTokenCouldNameIsRefused() throws {
         let fixture = try Server()
         for workspace in ["", "has space", String(repeating: "w", count: 129)] {
-            #expect(throws: SyncServer.RecordError.self) { try fixture.server.putRecord(Customer(name: "Lost", segment: .retail), workspace: workspace) }
+            #expect(throws: SyncServer.RecordError.self) {
+                try fixture.server.putRecord(Customer(name: "Lost", segment: .retail), workspace: workspace)
+            }
         }
     }
 
     @Test func oneIdUnderTwoTypesOrUnderADocumentIsRefused() throws {
         let fixture = try Server()
-        _ = try fixture.server.putRecord("Customer", id: 77, fields: try FormRegistry.encode(Customer(name: "Ana", segment: .retail)), workspace: "acme")
+        _ = try fixture.server.putRecord(
+            "Customer", id: 77, fields: try FormRegistry.encode(Customer(name: "Ana", segment: .retail)), workspace: "acme")
         let delivery = try FormRegistry.encode(Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1"))
-        #expect(throws: SyncServer.RecordError.self) { try fixture.server.putRecord("Delivery", id: 77, fields: delivery, workspace: "acme") }
-        #expect(throws: SyncServer.RecordError.self) { try fixture.server.putRecord("Delivery", id: 77, fields: delivery, workspace: "other") }
+        #expect(throws: SyncServer.RecordError.self) {
+            try fixture.server.putRecord("Delivery", id: 77, fields: delivery, workspace: "acme")
+        }
+        #expect(throws: SyncServer.RecordError.self) {
+            try fixture.server.putRecord("Delivery", id: 77, fields: delivery, workspace: "other")
+        }
         #expect(fixture.server.handle(try ServerGroupCommitTests.order(1, token: fixture.token))?.status == 201)
         let orderID = try #require(fixture.server.documents().first?.id)
-        #expect(throws: SyncServer.RecordError.self) { try fixture.server.putRecord("Delivery", id: orderID, fields: delivery, workspace: "acme") }
+        #expect(throws: SyncServer.RecordError.self) {
+            try fixture.server.putRecord("Delivery", id: orderID, fields: delivery, workspace: "acme")
+        }
         // The same type and id again is a replacement, as before.
-        _ = try fixture.server.putRecord("Customer", id: 77, fields: try FormRegistry.encode(Customer(name: "Bea", segment: .retail)), workspace: "acme")
+        _ = try fixture.server.putRecord(
+            "Customer", id: 77, fields: try FormRegistry.encode(Customer(name: "Bea", segment: .retail)), workspace: "acme")
         #expect(fixture.server.record("Customer", id: 77, workspace: "acme")?.version == 2)
     }
 
@@ -90,9 +105,12 @@ struct ServerWallRegressionTests {
         let fixture = try Server()
         let port = try fixture.server.start()
         for head in ["HEAD /health", "HEAD /documents/nothing", "HEAD /nowhere"] {
-            let text = RawSocket.exchange(port, Data("\(head) HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+            let text = RawSocket.exchange(
+                port, Data("\(head) HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
             let parts = text.components(separatedBy: "\r\n\r\n")
-            #expect(parts.count >= 2 && parts[1].hasPrefix("HTTP/1.1 200 OK"), "\(head): the second reply does not follow the first head: \(text.prefix(300))")
+            #expect(
+                parts.count >= 2 && parts[1].hasPrefix("HTTP/1.1 200 OK"),
+                "\(head): the second reply does not follow the first head: \(text.prefix(300))")
         }
     }
 
@@ -100,9 +118,11 @@ struct ServerWallRegressionTests {
 
     @Test func aFeedLimitAboveAThousandIsServedAsAThousand() throws {
         let fixture = try Server()
-        try fixture.server.putRecords((0..<1005).map { n in
-            SyncServer.RecordSeed(type: "Customer", fields: try! FormRegistry.encode(Customer(name: "C\(n)", segment: .retail)), workspace: "acme")
-        })
+        try fixture.server.putRecords(
+            (0..<1005).map { n in
+                SyncServer.RecordSeed(
+                    type: "Customer", fields: try! FormRegistry.encode(Customer(name: "C\(n)", segment: .retail)), workspace: "acme")
+            })
         for limit in ["1000000", "1001", "99999999999999999999999999"] {
             let page = try #require(fixture.get("/changes", query: "limit=\(limit)"))
             #expect(page.status == 200, "limit=\(limit)")
@@ -128,7 +148,11 @@ struct ServerWallRegressionTests {
         #expect(fixture.server.requestLogBytes <= SyncServer.requestLogByteBudget)
         let log = fixture.server.requestLog()
         #expect(!log.isEmpty && log.count <= SyncServer.requestLogCapacity)
-        #expect(log.allSatisfy { $0.path.utf8.count <= SyncServer.requestLogFieldBytes && ($0.idempotencyKey?.utf8.count ?? 0) <= SyncServer.requestLogFieldBytes })
+        #expect(
+            log.allSatisfy {
+                $0.path.utf8.count <= SyncServer.requestLogFieldBytes
+                    && ($0.idempotencyKey?.utf8.count ?? 0) <= SyncServer.requestLogFieldBytes
+            })
         #expect(log.last?.path.hasSuffix("…") == true, "the newest entry is kept, cut")
     }
 }
@@ -149,7 +173,9 @@ struct UploadWallRegressionTests {
 
         static func open(_ folder: URL, _ clock: ManualClock) throws -> SyncServer {
             // The embedded store: these tests read its upload parts on disk and hold its fsyncs.
-            try SyncServer(directory: folder.path, forms: FormCatalog.forms, records: FormCatalog.records, tokenLifetimeSeconds: 10 * 86_400, now: { clock.now })
+            try SyncServer(
+                directory: folder.path, forms: FormCatalog.forms, records: FormCatalog.records, tokenLifetimeSeconds: 10 * 86_400,
+                now: { clock.now })
         }
 
         func reopen() throws {
@@ -163,20 +189,32 @@ struct UploadWallRegressionTests {
         }
 
         func create(_ document: String, length: Int64, digest: Data = SHA256.hash(Data("x".utf8))) -> HTTPResponse? {
-            server.handle(HTTPRequest(method: "POST", path: "/uploads", query: nil, headers: [
-                "authorization": "Bearer \(token)", "formsync-workspace": "acme", "idempotency-key": "k-\(document)", "formsync-document": document,
-                "upload-length": String(length), "repr-digest": "sha-256=:\(digest.base64EncodedString()):", "upload-complete": "?0",
-            ], body: Data()))
+            server.handle(
+                HTTPRequest(
+                    method: "POST", path: "/uploads", query: nil,
+                    headers: [
+                        "authorization": "Bearer \(token)", "formsync-workspace": "acme", "idempotency-key": "k-\(document)",
+                        "formsync-document": document,
+                        "upload-length": String(length), "repr-digest": "sha-256=:\(digest.base64EncodedString()):",
+                        "upload-complete": "?0",
+                    ], body: Data()))
         }
 
         func append(_ location: String, _ bytes: Data, at offset: Int, complete: Bool) -> HTTPResponse? {
-            server.handle(HTTPRequest(method: "PATCH", path: location, query: nil, headers: [
-                "authorization": "Bearer \(token)", "formsync-workspace": "acme", "upload-offset": String(offset), "upload-complete": complete ? "?1" : "?0",
-            ], body: bytes))
+            server.handle(
+                HTTPRequest(
+                    method: "PATCH", path: location, query: nil,
+                    headers: [
+                        "authorization": "Bearer \(token)", "formsync-workspace": "acme", "upload-offset": String(offset),
+                        "upload-complete": complete ? "?1" : "?0",
+                    ], body: bytes))
         }
 
         func head(_ location: String) -> HTTPResponse? {
-            server.handle(HTTPRequest(method: "HEAD", path: location, query: nil, headers: ["authorization": "Bearer \(token)", "formsync-workspace": "acme"], body: Data()))
+            server.handle(
+                HTTPRequest(
+                    method: "HEAD", path: location, query: nil,
+                    headers: ["authorization": "Bearer \(token)", "formsync-workspace": "acme"], body: Data()))
         }
     }
 
@@ -234,9 +272,12 @@ struct UploadWallRegressionTests {
         let server = fixture.server
         let token = fixture.token
         Thread.detachNewThread {
-            _ = server.handle(HTTPRequest(method: "PATCH", path: location, query: nil, headers: [
-                "authorization": "Bearer \(token)", "formsync-workspace": "acme", "upload-offset": "0", "upload-complete": "?1",
-            ], body: bytes))
+            _ = server.handle(
+                HTTPRequest(
+                    method: "PATCH", path: location, query: nil,
+                    headers: [
+                        "authorization": "Bearer \(token)", "formsync-workspace": "acme", "upload-offset": "0", "upload-complete": "?1",
+                    ], body: bytes))
             appended.signal()
         }
         #expect(inSync.wait(timeout: .now() + 30) == .success, "the append reached its fsync")
@@ -246,9 +287,16 @@ struct UploadWallRegressionTests {
         Thread.detachNewThread {
             let order = try! ServerGroupCommitTests.order(1, token: token)
             status.withLock { $0.append(server.handle(order)?.status ?? 0) }
-            status.withLock { $0.append(server.handle(HTTPRequest(method: "PATCH", path: location, query: nil, headers: [
-                "authorization": "Bearer \(token)", "formsync-workspace": "acme", "upload-offset": "0", "upload-complete": "?0",
-            ], body: Data([1])))?.status ?? 0) }
+            status.withLock {
+                $0.append(
+                    server.handle(
+                        HTTPRequest(
+                            method: "PATCH", path: location, query: nil,
+                            headers: [
+                                "authorization": "Bearer \(token)", "formsync-workspace": "acme", "upload-offset": "0",
+                                "upload-complete": "?0",
+                            ], body: Data([1])))?.status ?? 0)
+            }
             answered.signal()
         }
         let meanwhile = answered.wait(timeout: .now() + 30)
@@ -271,7 +319,9 @@ struct UploadWallRegressionTests {
         #expect(fixture.create("stored", length: Int64(bytes.count), digest: SHA256.hash(bytes))?.status == 200, "the same file is done")
         // An unfinished upload's id is not a file for POST /files, nor a form document.
         #expect(fixture.create("pending", length: 10)?.status == 201)
-        #expect(fixture.server.handle(ServerFileDurabilityTests.file(Data("0123456789".utf8), document: "pending", token: fixture.token))?.status == 409)
+        #expect(
+            fixture.server.handle(ServerFileDurabilityTests.file(Data("0123456789".utf8), document: "pending", token: fixture.token))?
+                .status == 409)
         var order = try ServerGroupCommitTests.order(9, token: fixture.token)
         order.headers["formsync-document"] = "pending"
         #expect(fixture.server.handle(order)?.status == 409)

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncTorture
+import Foundation
 import Testing
 
 /// The short run of the seeded simulation (`formsync-lab torture sim`): a few hundred fault
@@ -19,7 +19,8 @@ struct SimulationTortureTests {
         for fault in ["outage", "request dropped", "reply lost after commit", "captive portal", "redirect", "422", "409 key in flight"] {
             #expect(summary.faults[fault, default: 0] > 0, "no \(fault) in \(summary.faults)")
         }
-        #expect(summary.faults.keys.contains { $0.hasPrefix("503 Retry-After: 999999999999") || $0.hasPrefix("429 Retry-After: 999999999999") })
+        #expect(
+            summary.faults.keys.contains { $0.hasPrefix("503 Retry-After: 999999999999") || $0.hasPrefix("429 Retry-After: 999999999999") })
     }
 
     @Test func aNetworkThatDeliversSubmissionsTwiceIsCaughtWithItsSeedAndTrace() async throws {

@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
+import Foundation
 import Testing
 
 /// Issue 32: `SyncEngine.sync(for:)`, what an app's background task runs: against the reference
@@ -22,12 +22,17 @@ struct SyncForTests {
         let world = try World()
         let shop = try world.server.putRecord(Customer(name: "Shop", segment: .retail), workspace: "acme")
         let outbox = try Self.liveDevice(world, "live")
-        for n in 1...3 { try await outbox.enqueue(SalesOrder(
-            customerId: EntityRef(shop.id), orderDate: LocalDate("2026-12-03"),
-            lines: [.init(sku: "AB-\(1000 + n)", quantity: n, unitPrice: Money(minorUnits: 250, currency: "EUR"))]), documentID: "order-\(n)") }
+        for n in 1...3 {
+            try await outbox.enqueue(
+                SalesOrder(
+                    customerId: EntityRef(shop.id), orderDate: LocalDate("2026-12-03"),
+                    lines: [.init(sku: "AB-\(1000 + n)", quantity: n, unitPrice: Money(minorUnits: 250, currency: "EUR"))]),
+                documentID: "order-\(n)")
+        }
         world.server.faults.add(.dropAfterCommit, count: 1, target: .submissions)
         world.server.faults.add(.unavailable(retryAfterSeconds: 1), count: 1, target: .submissions)
-        let engine = SyncEngine(outbox: outbox, configuration: .init(networkBackoff: RetryPolicy(baseDelay: .milliseconds(200), maxDelay: .seconds(1))))
+        let engine = SyncEngine(
+            outbox: outbox, configuration: .init(networkBackoff: RetryPolicy(baseDelay: .milliseconds(200), maxDelay: .seconds(1))))
         let report = await engine.sync(for: .seconds(60))
         #expect(report.finished, "\(report)")
         #expect(report.passes >= 3, "a lost reply and a 503 each need another pass: \(report)")

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncClient
+import Foundation
 import Synchronization
 import Testing
 
@@ -52,7 +52,8 @@ struct TrickledReplyTests {
     @Test func aTrickledRequestIsStoppedOnTheWireAtItsDeadlineNotLeftRunning() async throws {
         let server = try TricklingServer()
         let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 1) { "token" }
-        #expect(await transport.send(CancelledRequestTests.submission("trickled-2")) == .unreachable(reason: "no complete reply within 6 s"))
+        #expect(
+            await transport.send(CancelledRequestTests.submission("trickled-2")) == .unreachable(reason: "no complete reply within 6 s"))
         // The client closed the connection (the trickle would otherwise run its whole minute).
         let closed = try await server.cutShort.reaches(1, within: 10)
         #expect(closed)

@@ -1,12 +1,13 @@
 import FieldForms
-import Foundation
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 import FormSyncClient
 import FormSyncModel
 import FormSyncServer
+import Foundation
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Records both ways over real HTTP and SQLite: the back office writes records on the reference
 /// server, devices pull their scope into their outbox database, read it locally, and change it
@@ -20,8 +21,11 @@ struct TwoWaySyncTests {
     /// The server's records of `type` that a device of `principal` receives, typed.
     static func serverScope<R: SyncRecord>(_ type: R.Type, _ world: World, principal: String) throws -> [Int64: (Int, R)] {
         var result: [Int64: (Int, R)] = [:]
-        for record in world.server.records(workspace: "acme") where record.type == R.recordType && (record.scope.isEmpty || record.scope == principal) {
-            result[record.id] = (record.version, try RecordProjection.decode(R.self, fields: record.fields, id: record.id, version: record.version))
+        for record in world.server.records(workspace: "acme")
+        where record.type == R.recordType && (record.scope.isEmpty || record.scope == principal) {
+            result[record.id] = (
+                record.version, try RecordProjection.decode(R.self, fields: record.fields, id: record.id, version: record.version)
+            )
         }
         return result
     }
@@ -31,7 +35,8 @@ struct TwoWaySyncTests {
         let server = try serverScope(type, world, principal: principal)
         #expect(device.keys.sorted() == server.keys.sorted(), "\(R.recordType): device and server hold different records")
         for (id, (version, record)) in server {
-            #expect(device[id]?.0 == version, "\(R.recordType) \(id): version \(device[id]?.0 ?? -1) on the device, \(version) on the server")
+            #expect(
+                device[id]?.0 == version, "\(R.recordType) \(id): version \(device[id]?.0 ?? -1) on the device, \(version) on the server")
             #expect(device[id]?.1 == record, "\(R.recordType) \(id) differs")
         }
     }
@@ -40,9 +45,12 @@ struct TwoWaySyncTests {
         let world = try World()
         var ada: [Delivery] = []
         for n in 1...3 {
-            ada.append(try world.server.putRecord(Delivery(courierId: "ada", status: .assigned, stopOrder: n, address: "Rua \(n)"), workspace: "acme"))
+            ada.append(
+                try world.server.putRecord(
+                    Delivery(courierId: "ada", status: .assigned, stopOrder: n, address: "Rua \(n)"), workspace: "acme"))
         }
-        let bobs = try world.server.putRecord(Delivery(courierId: "bob", status: .assigned, stopOrder: 1, address: "Avenida 1"), workspace: "acme")
+        let bobs = try world.server.putRecord(
+            Delivery(courierId: "bob", status: .assigned, stopOrder: 1, address: "Avenida 1"), workspace: "acme")
         let shop = try world.server.putRecord(Customer(name: "Shop", segment: .retail), workspace: "acme")
         _ = try world.server.putRecord(Customer(name: "Elsewhere", segment: .retail), workspace: "globex")
 
@@ -83,11 +91,16 @@ struct TwoWaySyncTests {
 
     @Test func backOfficeAndDeviceEditsMadeWhileOfflineConvergeByThePolicies() async throws {
         let world = try World()
-        let c1 = try world.server.putRecord(Customer(name: "Padaria Lopes", email: "old@lopes.pt", phone: "+351 210 000 001", segment: .retail), workspace: "acme")
-        let c2 = try world.server.putRecord(Customer(name: "Café Central", segment: .horeca, creditLimit: Money(minorUnits: 50_000, currency: "EUR")), workspace: "acme")
-        let d1 = try world.server.putRecord(Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1", notes: "ring twice"), workspace: "acme")
-        let d2 = try world.server.putRecord(Delivery(courierId: "ada", status: .assigned, stopOrder: 2, address: "Rua 2"), workspace: "acme")
-        let d3 = try world.server.putRecord(Delivery(courierId: "ada", status: .assigned, stopOrder: 3, address: "Rua 3"), workspace: "acme")
+        let c1 = try world.server.putRecord(
+            Customer(name: "Padaria Lopes", email: "old@lopes.pt", phone: "+351 210 000 001", segment: .retail), workspace: "acme")
+        let c2 = try world.server.putRecord(
+            Customer(name: "Café Central", segment: .horeca, creditLimit: Money(minorUnits: 50_000, currency: "EUR")), workspace: "acme")
+        let d1 = try world.server.putRecord(
+            Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1", notes: "ring twice"), workspace: "acme")
+        let d2 = try world.server.putRecord(
+            Delivery(courierId: "ada", status: .assigned, stopOrder: 2, address: "Rua 2"), workspace: "acme")
+        let d3 = try world.server.putRecord(
+            Delivery(courierId: "ada", status: .assigned, stopOrder: 3, address: "Rua 3"), workspace: "acme")
         let outbox = try world.device("ada", principal: "ada")
         _ = try await outbox.pull()
 
@@ -96,7 +109,8 @@ struct TwoWaySyncTests {
             $0.phone = "+351 910 000 111"  // conflict: client — the device's value wins
             $0.tradeName = "Lopes & Filhos"  // merge — nobody else touched it
         }
-        try await outbox.edit(CustomerUpdate.self, id: c2.id) { $0.creditLimit = Money(minorUnits: 90_000, currency: "EUR") }  // the server owns it
+        // the server owns it
+        try await outbox.edit(CustomerUpdate.self, id: c2.id) { $0.creditLimit = Money(minorUnits: 90_000, currency: "EUR") }
         try await outbox.edit(DeliveryUpdate.self, id: d1.id) { $0.notes = "gate code 4411" }  // conflict: ask
         try await outbox.edit(DeliveryUpdate.self, id: d2.id) { $0.recipient = "Sra. Costa" }
         try await outbox.edit(DeliveryUpdate.self, id: d3.id) { $0.recipient = "Sr. Dias" }
@@ -142,15 +156,22 @@ struct TwoWaySyncTests {
         #expect(parked.count == 3)
         let creditConflict = try #require(parked.first { $0.form == "CustomerUpdate" })
         #expect(creditConflict.conflicts.map(\.pointer) == ["#/credit_limit"])
-        #expect(world.server.record("Customer", id: c2.id, workspace: "acme").map { String(decoding: $0.fields, as: UTF8.self) }?.contains("20000") == true)
+        #expect(
+            world.server.record("Customer", id: c2.id, workspace: "acme").map { String(decoding: $0.fields, as: UTF8.self) }?.contains(
+                "20000") == true)
         let notesConflict = try #require(parked.first { $0.form == "DeliveryUpdate" && $0.state == .conflict })
         #expect(notesConflict.conflicts.map(\.pointer) == ["#/notes"])
-        #expect(parked.contains { $0.state == .rejected && $0.lastError?.contains("no-such-record") == true || $0.lastError?.contains("does not exist") == true })
+        #expect(
+            parked.contains {
+                $0.state == .rejected && $0.lastError?.contains("no-such-record") == true
+                    || $0.lastError?.contains("does not exist") == true
+            })
 
         // The device's store equals the server's scope, and the unsent edits still show on top.
         let storedC1 = try await outbox.records(Customer.all).first { $0.id == c1.id }
         #expect(storedC1?.phone == "+351 910 000 111")
-        #expect(try await outbox.record(Customer.self, id: c2.id)?.creditLimit == Money(minorUnits: 90_000, currency: "EUR"))  // the parked edit, shown
+        // the parked edit, shown
+        #expect(try await outbox.record(Customer.self, id: c2.id)?.creditLimit == Money(minorUnits: 90_000, currency: "EUR"))
         #expect(try await outbox.record(Delivery.self, id: d3.id) == nil)  // deleted on the server: gone from the device
 
         // The person settles the notes conflict with the server's version; then everything agrees.
@@ -238,7 +259,8 @@ struct TwoWaySyncTests {
 struct EditBehindASentEditTests {
     @Test func aSecondEditWhileTheFirstIsUnconfirmedLandsWithoutAConflict() async throws {
         let world = try World()
-        let delivery = try world.server.putRecord(Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1", recipient: "Ana"), workspace: "acme")
+        let delivery = try world.server.putRecord(
+            Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1", recipient: "Ana"), workspace: "acme")
         let outbox = try world.device("ada", principal: "ada")
         #expect(try await outbox.pull().caughtUp)
 
@@ -267,7 +289,8 @@ struct EditBehindASentEditTests {
 struct ReplayedAcknowledgementTests {
     @Test func aReplayedReplyDoesNotBringBackARecordTheFeedDeleted() async throws {
         let world = try World()
-        let delivery = try world.server.putRecord(Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme")
+        let delivery = try world.server.putRecord(
+            Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme")
         let outbox = try world.device("ada", principal: "ada")
         #expect(try await outbox.pull().caughtUp)
         let edit = try await outbox.edit(DeliveryUpdate.self, id: delivery.id) { $0.recipient = "Rui" }

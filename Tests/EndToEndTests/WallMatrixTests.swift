@@ -1,9 +1,9 @@
 import FieldForms
-import Foundation
-import FormSyncTorture
-import FormSyncPostgres
 import FormSyncHTTP
 import FormSyncModel
+import FormSyncPostgres
+import FormSyncTorture
+import Foundation
 import Testing
 
 @testable import FormSyncServer
@@ -33,7 +33,9 @@ struct WallMatrixTests {
             tokens["bob"] = try server.issueAccessToken(principal: "bob", workspaces: ["acme"])
             tokens["office"] = try server.issueAccessToken(principal: "office", workspaces: ["acme"], role: .backOffice)
             tokens["ada-both"] = try server.issueAccessToken(principal: "ada", workspaces: ["acme", "globex"])
-            deliveryID = try server.putRecord(Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme").id
+            deliveryID = try server.putRecord(
+                Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme"
+            ).id
             _ = try server.putRecord(Delivery(courierId: "ada", status: .assigned, stopOrder: 1, address: "Elsewhere"), workspace: "globex")
 
             let created = handle(submission(token: "ada", workspace: "acme", ifMatch: nil))
@@ -89,19 +91,35 @@ struct WallMatrixTests {
         func request(_ route: Route, token: String, workspace: String?) -> HTTPRequest {
             switch route {
             case .submission: return submission(token: token, workspace: workspace)
-            case .document: return HTTPRequest(method: "GET", path: "/documents/\(documentID)", query: nil, headers: headers(token: token, workspace: workspace), body: Data())
+            case .document:
+                return HTTPRequest(
+                    method: "GET", path: "/documents/\(documentID)", query: nil, headers: headers(token: token, workspace: workspace),
+                    body: Data())
             case .file: return file(token: token, workspace: workspace)
             case .uploadCreate: return uploadCreate(token: token, workspace: workspace)
-            case .uploadOffset: return HTTPRequest(method: "HEAD", path: uploadPath, query: nil, headers: headers(token: token, workspace: workspace), body: Data())
+            case .uploadOffset:
+                return HTTPRequest(
+                    method: "HEAD", path: uploadPath, query: nil, headers: headers(token: token, workspace: workspace), body: Data())
             case .uploadAppend:
                 var headers = headers(token: token, workspace: workspace)
                 headers["upload-offset"] = "0"
                 headers["upload-complete"] = "?0"
                 return HTTPRequest(method: "PATCH", path: uploadPath, query: nil, headers: headers, body: Data())
-            case .changes: return HTTPRequest(method: "GET", path: "/changes", query: "limit=1000", headers: headers(token: token, workspace: workspace), body: Data())
-            case .customer: return HTTPRequest(method: "GET", path: "/records/Customer/\(customerID)", query: nil, headers: headers(token: token, workspace: workspace), body: Data())
-            case .scopedRecord: return HTTPRequest(method: "GET", path: "/records/Delivery/\(deliveryID)", query: nil, headers: headers(token: token, workspace: workspace), body: Data())
-            case .health: return HTTPRequest(method: "GET", path: "/health", query: nil, headers: headers(token: token, workspace: workspace), body: Data())
+            case .changes:
+                return HTTPRequest(
+                    method: "GET", path: "/changes", query: "limit=1000", headers: headers(token: token, workspace: workspace), body: Data()
+                )
+            case .customer:
+                return HTTPRequest(
+                    method: "GET", path: "/records/Customer/\(customerID)", query: nil,
+                    headers: headers(token: token, workspace: workspace), body: Data())
+            case .scopedRecord:
+                return HTTPRequest(
+                    method: "GET", path: "/records/Delivery/\(deliveryID)", query: nil,
+                    headers: headers(token: token, workspace: workspace), body: Data())
+            case .health:
+                return HTTPRequest(
+                    method: "GET", path: "/health", query: nil, headers: headers(token: token, workspace: workspace), body: Data())
             }
         }
     }
@@ -162,7 +180,9 @@ struct WallMatrixTests {
                 cells += 3
             }
             let across = setup.handle(setup.request(route, token: "ada-both", workspace: "globex"))
-            #expect(across.status == Self.otherGrantedWorkspace[route], "\(route.rawValue) by ada naming globex, a workspace her token is also for")
+            #expect(
+                across.status == Self.otherGrantedWorkspace[route],
+                "\(route.rawValue) by ada naming globex, a workspace her token is also for")
             cells += 1
         }
         #expect(cells == Route.allCases.count * 10)
@@ -176,7 +196,8 @@ struct WallMatrixTests {
                 // The Customer record the document created has no scope: every device of acme
                 // receives it (the feed, GET /records); ada's document itself stays hers.
                 let sharedRecord = caller == "bob" && workspace == "acme" && [.changes, .customer].contains(route)
-                #expect(sharedRecord || !body.contains("Ana "), "\(route.rawValue) by \(caller) in \(workspace ?? "none") shows ada's customer")
+                #expect(
+                    sharedRecord || !body.contains("Ana "), "\(route.rawValue) by \(caller) in \(workspace ?? "none") shows ada's customer")
                 #expect(!body.contains("Rua 1"), "\(route.rawValue) by \(caller) in \(workspace ?? "none") shows ada's delivery")
             }
         }
@@ -211,12 +232,14 @@ struct WallMatrixTests {
         let database: Data
         if let postgres = setup.server.store as? PostgresServerStore {
             // Every byte of the grants table, as PostgreSQL returns it.
-            let rows = try PostgresConnection(url: postgres.url).query("SELECT digest, kind, principal, role, workspaces, expires_at::text FROM grants")
+            let rows = try PostgresConnection(url: postgres.url).query(
+                "SELECT digest, kind, principal, role, workspaces, expires_at::text FROM grants")
             database = (0..<rows.count).reduce(into: Data()) { all, row in
                 for column in 0..<6 { all.append(rows.bytes(row, column) ?? Data()) }
             }
         } else {
-            database = try Data(contentsOf: setup.folder.appendingPathComponent("server.sqlite"))
+            database =
+                try Data(contentsOf: setup.folder.appendingPathComponent("server.sqlite"))
                 + ((try? Data(contentsOf: setup.folder.appendingPathComponent("server.sqlite-wal"))) ?? Data())
         }
         for token in Array(setup.tokens.values) + [refresh] {
@@ -247,7 +270,9 @@ struct ServerFileModeTests {
             let attributes = try FileManager.default.attributesOfItem(atPath: path)
             let mode = (attributes[.posixPermissions] as? Int ?? 0o777) & 0o777
             let isFolder = attributes[.type] as? FileAttributeType == .typeDirectory
-            #expect(mode == (isFolder ? 0o700 : 0o600), "\(relative.isEmpty ? "the server's folder" : relative) has mode \(String(mode, radix: 8))")
+            #expect(
+                mode == (isFolder ? 0o700 : 0o600),
+                "\(relative.isEmpty ? "the server's folder" : relative) has mode \(String(mode, radix: 8))")
             checked += 1
         }
         #expect(checked >= 6, "the folder, server.sqlite and its log, files/, a stored file, uploads/ and a part")

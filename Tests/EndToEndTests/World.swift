@@ -1,11 +1,11 @@
 import FieldForms
-import Foundation
-import FormSyncTorture
 import FormSyncClient
 import FormSyncModel
 import FormSyncSQLite
 import FormSyncServer
 import FormSyncTesting
+import FormSyncTorture
+import Foundation
 import Synchronization
 import Testing
 
@@ -28,7 +28,8 @@ final class World: @unchecked Sendable {
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        server = try TestStore.server(directory: directory.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
+        server = try TestStore.server(
+            directory: directory.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
         _ = try server.start()
         refreshToken = try server.issueRefreshToken(workspaces: Self.workspaces)
         token = Mutex(try server.issueAccessToken(workspaces: Self.workspaces))
@@ -54,7 +55,9 @@ final class World: @unchecked Sendable {
             }
             return HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: timeout, maxConnections: concurrency) { token }
         }
-        return HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: timeout, maxConnections: concurrency) { [self] in token.withLock { $0 } }
+        return HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: timeout, maxConnections: concurrency) { [self] in
+            token.withLock { $0 }
+        }
     }
 
     /// The outbox of device `name`, opened (again) on its own database file; `principal` is
@@ -66,7 +69,10 @@ final class World: @unchecked Sendable {
         return try Outbox(
             path: directory.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms, records: FormCatalog.records,
             transport: transport,
-            configuration: Outbox.Configuration(concurrency: concurrency, retry: RetryPolicy(baseDelay: .milliseconds(1000), maxDelay: .milliseconds(30_000), maxAttempts: 8), lease: .milliseconds(60_000)),
+            configuration: Outbox.Configuration(
+                concurrency: concurrency,
+                retry: RetryPolicy(baseDelay: .milliseconds(1000), maxDelay: .milliseconds(30_000), maxAttempts: 8),
+                lease: .milliseconds(60_000)),
             environment: OutboxEnvironment(now: { clock.now }, random: { 0.5 }, newID: OutboxEnvironment.live.newID),
             refreshAuthentication: { [self] in
                 refreshes.withLock { $0 += 1 }
@@ -97,7 +103,8 @@ final class World: @unchecked Sendable {
     func file(_ name: String, bytes: Int) throws -> URL {
         let url = directory.appendingPathComponent(name)
         var generator = SystemRandomNumberGenerator()
-        try MediaSignature.stamped(Data((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &generator) }), asFileNamed: name).write(to: url)
+        try MediaSignature.stamped(Data((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &generator) }), asFileNamed: name).write(
+            to: url)
         return url
     }
 

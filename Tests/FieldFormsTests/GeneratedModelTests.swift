@@ -23,9 +23,10 @@ struct GeneratedModelTests {
             hazards: [.electrical], overallSeverity: .medium, temperatureCelsius: Decimal(string: "21.35"),
             audioNote: FileRef(id: -201, contentType: "audio/aac"),
             findings: [
-                .init(title: "Loose cable", severity: .high, photos: [FileRef(id: -202), FileRef(id: -203)],
-                      followUpNeeded: true, followUpBy: LocalDate("2026-12-07"),
-                      measurements: [.init(label: "gap", value: Decimal(string: "1.5"), unit: .mm)]),
+                .init(
+                    title: "Loose cable", severity: .high, photos: [FileRef(id: -202), FileRef(id: -203)],
+                    followUpNeeded: true, followUpBy: LocalDate("2026-12-07"),
+                    measurements: [.init(label: "gap", value: Decimal(string: "1.5"), unit: .mm)]),
                 .init(title: "Rust", severity: .low, photos: [FileRef(id: 555)]),
             ])
     }
@@ -78,9 +79,10 @@ struct GeneratedModelTests {
         d.signature = nil
         d.proofPhotos = []
         d.codAmount = Money(minorUnits: 100, currency: "USD")
-        #expect(d.validate().map { "\($0.pointer) \($0.code)" } == [
-            "#/cod_amount currency", "#/recipient_name required", "#/proof_photos min_count", "#/signature required",
-        ])
+        #expect(
+            d.validate().map { "\($0.pointer) \($0.code)" } == [
+                "#/cod_amount currency", "#/recipient_name required", "#/proof_photos min_count", "#/signature required",
+            ])
         d.outcome = .notHome
         #expect(d.validate().map(\.pointer) == ["#/cod_amount", "#/proof_photos"])
 
@@ -90,13 +92,14 @@ struct GeneratedModelTests {
         s.findings[1].followUpNeeded = true
         s.findings[0].measurements[0].unit = nil
         s.findings[0].photos = (1...7).map { FileRef(id: Int64(-300 - $0)) }
-        #expect(s.validate().map { "\($0.pointer) \($0.code)" } == [
-            "#/site_code pattern",
-            "#/findings/0/photos max_count",
-            "#/findings/0/measurements/0/unit required",
-            "#/findings/1/title min_length",
-            "#/findings/1/follow_up_by required",
-        ])
+        #expect(
+            s.validate().map { "\($0.pointer) \($0.code)" } == [
+                "#/site_code pattern",
+                "#/findings/0/photos max_count",
+                "#/findings/0/measurements/0/unit required",
+                "#/findings/1/title min_length",
+                "#/findings/1/follow_up_by required",
+            ])
     }
 
     @Test func salesOrderLinesAreValidatedOneByOne() {
@@ -106,9 +109,10 @@ struct GeneratedModelTests {
             .init(sku: "AB-1234", quantity: 2, unitPrice: Money(minorUnits: 999, currency: "EUR")),
             .init(sku: "x", quantity: 0, unitPrice: nil),
         ]
-        #expect(order.validate().map { "\($0.pointer) \($0.code)" } == [
-            "#/lines/1/sku pattern", "#/lines/1/quantity min", "#/lines/1/unit_price required",
-        ])
+        #expect(
+            order.validate().map { "\($0.pointer) \($0.code)" } == [
+                "#/lines/1/sku pattern", "#/lines/1/quantity min", "#/lines/1/unit_price required",
+            ])
     }
 
     @Test func fieldEnumsMapPointersBackToFieldsAtAnyDepth() throws {

@@ -51,7 +51,9 @@ struct JSONReaderEquivalenceTests {
     @Test func plainPayloadsAreReadWithoutTheDecoder() throws {
         let order = SalesOrder(
             customerId: EntityRef(42), orderDate: LocalDate("2026-11-30"), paymentTermsDays: 30, customerReference: "PO 7/12",
-            lines: (1...10).map { .init(sku: "AB-\(1000 + $0)", quantity: $0, unitPrice: Money(minorUnits: 999, currency: "EUR"), note: "Größe M") },
+            lines: (1...10).map {
+                .init(sku: "AB-\(1000 + $0)", quantity: $0, unitPrice: Money(minorUnits: 999, currency: "EUR"), note: "Größe M")
+            },
             signedByCustomer: FileRef(id: -3, byteCount: 1200, contentType: "image/png"))
         let bytes = try FormRegistry.encode(order)
         #expect(JSONInput.value(SalesOrder.self, from: bytes) == order)
@@ -113,7 +115,9 @@ struct JSONReaderEquivalenceTests {
                     }
                 }
                 let outcome = Self.compare(type, Data(bytes))
-                #expect(outcome.agree, "\(type), seed \(seed): read \(outcome.read), decoded \(outcome.decoded): \(String(decoding: bytes, as: UTF8.self))")
+                #expect(
+                    outcome.agree,
+                    "\(type), seed \(seed): read \(outcome.read), decoded \(outcome.decoded): \(String(decoding: bytes, as: UTF8.self))")
                 if outcome.read { read += 1 } else { declined += 1 }
             }
         }

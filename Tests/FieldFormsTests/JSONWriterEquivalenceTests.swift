@@ -23,7 +23,9 @@ struct JSONWriterEquivalenceTests {
             var output = JSONOutput()
             try value.writeJSON(to: &output)
             let expected = try encoderBytes(value)
-            #expect(output.data == expected, "\(T.self), seed \(seed):\n\(String(decoding: output.bytes, as: UTF8.self))\n\(String(decoding: expected, as: UTF8.self))")
+            #expect(
+                output.data == expected,
+                "\(T.self), seed \(seed):\n\(String(decoding: output.bytes, as: UTF8.self))\n\(String(decoding: expected, as: UTF8.self))")
             #expect(try FormRegistry.encode(value) == expected)
             compared += 1
         }
@@ -67,7 +69,9 @@ struct JSONWriterEquivalenceTests {
             bytes += try Self.encoderBytes(try SalesOrder(from: RandomDecoder(source: source, depth: 0)))
         }
         let text = String(decoding: bytes, as: UTF8.self)
-        for needle in ["\\u00", "\\\"", "\\\\", "\\n", "😀", "/", "\"minor_units\":", "\"latitude\":", "e-", "\"findings\":[{", "\"photos\":[{"] {
+        for needle in [
+            "\\u00", "\\\"", "\\\\", "\\n", "😀", "/", "\"minor_units\":", "\"latitude\":", "e-", "\"findings\":[{", "\"photos\":[{",
+        ] {
             #expect(text.contains(needle), "no payload held \(needle)")
         }
     }
@@ -94,7 +98,9 @@ final class RandomValues {
     /// `JSONInput` reads itself (`JSONReaderEquivalenceTests`).
     var plain = false
 
-    static let plainPieces: [String] = ["a", "Z", "0", " ", "/", "é", "😀", "日本", "e\u{301}", "</script>", "%20", "{", "]", "\u{2028}", "\u{7F}"]
+    static let plainPieces: [String] = [
+        "a", "Z", "0", " ", "/", "é", "😀", "日本", "e\u{301}", "</script>", "%20", "{", "]", "\u{2028}", "\u{7F}",
+    ]
 
     func string() -> String {
         let pieces = plain ? Self.plainPieces : Self.pieces
@@ -112,7 +118,9 @@ final class RandomValues {
 
     func double() -> Double {
         switch int(0...4) {
-        case 0: return [0.1, -0.0, 1e-7, 1e21, 1e16, 52.123456789, -180, Double.leastNonzeroMagnitude, Double.greatestFiniteMagnitude][int(0...8)]
+        case 0:
+            return [0.1, -0.0, 1e-7, 1e21, 1e16, 52.123456789, -180, Double.leastNonzeroMagnitude, Double.greatestFiniteMagnitude][
+                int(0...8)]
         case 1: return Double(int(-1000...1000))
         case 2: return Double(int(-90_000_000...90_000_000)) / 1_000_000
         default:
@@ -184,7 +192,9 @@ struct RandomDecoder: Decoder {
         func contains(_ key: Key) -> Bool { source.chance(75) }
         func decodeNil(forKey key: Key) throws -> Bool { false }
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try source.value(type, depth: depth) }
-        func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        func nestedContainer<NestedKey: CodingKey>(
+            keyedBy type: NestedKey.Type, forKey key: Key
+        ) throws -> KeyedDecodingContainer<NestedKey> {
             KeyedDecodingContainer(Keyed<NestedKey>(source: source, depth: depth + 1))
         }
         func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncPattern
+import Foundation
 import Testing
 
 @testable import FormSpec

@@ -1,4 +1,5 @@
 import CYAML
+
 @testable import FormSpec
 
 /// libyaml's parser as a `YAMLEventSource`: the oracle the Swift reader is held against. It lives
@@ -25,10 +26,11 @@ final class LibYAMLEvents: YAMLEventSource {
         var raw = yaml_event_t()
         guard yaml_parser_parse(&parser, &raw) == 1 else {
             let mark = parser.problem_mark
-            return .failure(YAMLSyntaxError(
-                problem: parser.problem.map { String(cString: $0) } ?? "malformed YAML",
-                context: parser.context.map { String(cString: $0) },
-                mark: YAMLMark(index: mark.index, line: mark.line, column: mark.column)))
+            return .failure(
+                YAMLSyntaxError(
+                    problem: parser.problem.map { String(cString: $0) } ?? "malformed YAML",
+                    context: parser.context.map { String(cString: $0) },
+                    mark: YAMLMark(index: mark.index, line: mark.line, column: mark.column)))
         }
         defer { yaml_event_delete(&raw) }
         let start = YAMLMark(index: raw.start_mark.index, line: raw.start_mark.line, column: raw.start_mark.column)
@@ -51,8 +53,9 @@ final class LibYAMLEvents: YAMLEventSource {
             case YAML_FOLDED_SCALAR_STYLE: style = .folded
             default: style = .plain
             }
-            return .success(YAMLEvent(
-                kind: .scalar, start: start, value: value, style: style, hasAnchor: scalar.anchor != nil, hasTag: scalar.tag != nil))
+            return .success(
+                YAMLEvent(
+                    kind: .scalar, start: start, value: value, style: style, hasAnchor: scalar.anchor != nil, hasTag: scalar.tag != nil))
         case YAML_SEQUENCE_START_EVENT:
             let data = raw.data.sequence_start
             return .success(YAMLEvent(kind: .sequenceStart, start: start, hasAnchor: data.anchor != nil, hasTag: data.tag != nil))

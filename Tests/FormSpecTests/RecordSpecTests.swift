@@ -43,9 +43,10 @@ struct RecordSpecTests {
         ])
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let order = try #require(results.first { $0.path.hasSuffix("Order.yaml") })
-        #expect(order.spec.diagnostics.map(\.description) == [
-            "\(dir)/Order.yaml:5:36: error: reference 'customer' points to 'Custommer', which no record spec declares (did you mean 'Customer'?)"
-        ])
+        #expect(
+            order.spec.diagnostics.map(\.description) == [
+                "\(dir)/Order.yaml:5:36: error: reference 'customer' points to 'Custommer', which no record spec declares (did you mean 'Customer'?)"
+            ])
         #expect(order.spec.form == nil)
     }
 
@@ -53,40 +54,45 @@ struct RecordSpecTests {
         let (dir, results) = try checkTogether([
             "Customer.yaml": customer,
             "NewCustomer.yaml": """
-                form: NewCustomer
-                version: 1
-                endpoint: /customers
-                creates: Customer
-                fields:
-                  owner: { type: text, required: true }
-                  phone: integer
-                """,
+            form: NewCustomer
+            version: 1
+            endpoint: /customers
+            creates: Customer
+            fields:
+              owner: { type: text, required: true }
+              phone: integer
+            """,
             "CustomerEdit.yaml": """
-                form: CustomerEdit
-                version: 1
-                endpoint: /customers/{customer}
-                entity: customer
-                edits: Customer
-                fields:
-                  customer: { type: reference, to: Customer, required: true }
-                  segment: { type: choice, options: [retail, horeca] }
-                  fax: text
-                """,
+            form: CustomerEdit
+            version: 1
+            endpoint: /customers/{customer}
+            entity: customer
+            edits: Customer
+            fields:
+              customer: { type: reference, to: Customer, required: true }
+              segment: { type: choice, options: [retail, horeca] }
+              fax: text
+            """,
             "Ghost.yaml": "form: Ghost\nversion: 1\nendpoint: /g\ncreates: Custmer\nfields:\n  a: text\n",
         ])
         defer { try? FileManager.default.removeItem(atPath: dir) }
         func messages(_ name: String) -> [String] {
             results.first { $0.path.hasSuffix("/" + name) }!.spec.diagnostics.map(\.description)
         }
-        #expect(messages("NewCustomer.yaml") == [
-            "\(dir)/NewCustomer.yaml:7:3: error: field 'phone' is an integer field here but a text field in record Customer (Customer.yaml); the shapes must match",
-            "\(dir)/NewCustomer.yaml:4:10: error: record Customer requires 'name', which form NewCustomer does not have",
-        ])
-        #expect(messages("CustomerEdit.yaml") == [
-            "\(dir)/CustomerEdit.yaml:8:3: error: field 'segment' is a choice of [retail, horeca] here but a choice of [retail, wholesale] in record Customer (Customer.yaml); the shapes must match",
-            "\(dir)/CustomerEdit.yaml:9:3: error: field 'fax': CustomerEdit edits Customer, which has no field 'fax'",
-        ])
-        #expect(messages("Ghost.yaml") == ["\(dir)/Ghost.yaml:4:10: error: form Ghost creates 'Custmer', which no record spec declares (did you mean 'Customer'?)"])
+        #expect(
+            messages("NewCustomer.yaml") == [
+                "\(dir)/NewCustomer.yaml:7:3: error: field 'phone' is an integer field here but a text field in record Customer (Customer.yaml); the shapes must match",
+                "\(dir)/NewCustomer.yaml:4:10: error: record Customer requires 'name', which form NewCustomer does not have",
+            ])
+        #expect(
+            messages("CustomerEdit.yaml") == [
+                "\(dir)/CustomerEdit.yaml:8:3: error: field 'segment' is a choice of [retail, horeca] here but a choice of [retail, wholesale] in record Customer (Customer.yaml); the shapes must match",
+                "\(dir)/CustomerEdit.yaml:9:3: error: field 'fax': CustomerEdit edits Customer, which has no field 'fax'",
+            ])
+        #expect(
+            messages("Ghost.yaml") == [
+                "\(dir)/Ghost.yaml:4:10: error: form Ghost creates 'Custmer', which no record spec declares (did you mean 'Customer'?)"
+            ])
         #expect(messages("Customer.yaml").isEmpty)
     }
 
@@ -96,7 +102,10 @@ struct RecordSpecTests {
             "B.yaml": "form: Customer\nversion: 1\nendpoint: /c\nfields:\n  a: text\n",
         ])
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        #expect(results[1].spec.diagnostics.map(\.description) == ["\(dir)/B.yaml:1:7: error: form 'Customer' is already declared as a record in \(dir)/A.yaml"])
+        #expect(
+            results[1].spec.diagnostics.map(\.description) == [
+                "\(dir)/B.yaml:1:7: error: form 'Customer' is already declared as a record in \(dir)/A.yaml"
+            ])
     }
 
     @Test func theExampleSpecsCheckTogetherWithoutAProblem() throws {

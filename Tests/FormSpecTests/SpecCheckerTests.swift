@@ -33,7 +33,8 @@ struct SpecCheckerTests {
     }
 
     @Test func aCheckedSpecKeepsFieldsRulesAndChoicesInDeclarationOrder() throws {
-        let result = check("""
+        let result = check(
+            """
             form: Visit
             version: 2
             endpoint: /sites/{site}/visits
@@ -70,11 +71,14 @@ struct SpecCheckerTests {
         let ok = check("form: Poll\nversion: 1\nendpoint: /a\nfields:\n  a: { type: choice, options: [\"yes\", \"no\"], required: true }\n")
         #expect(ok.diagnostics.isEmpty)
         let bad = check("form: A\nversion: 1\nendpoint: /a\nfields:\n  a: { type: text, required: True }\n")
-        #expect(bad.diagnostics.map(\.message) == ["'True' is not a boolean in a FormSync spec (YAML 1.1 reads it as one); write true or false"])
+        #expect(
+            bad.diagnostics.map(\.message) == ["'True' is not a boolean in a FormSync spec (YAML 1.1 reads it as one); write true or false"]
+        )
     }
 
     @Test func byteSizesUseBinaryUnits() throws {
-        let result = check("form: A\nversion: 1\nendpoint: /a\nfields:\n  p: { type: photo, max_bytes: 8MB }\n  q: { type: file, max_bytes: 1500 }\n")
+        let result = check(
+            "form: A\nversion: 1\nendpoint: /a\nfields:\n  p: { type: photo, max_bytes: 8MB }\n  q: { type: file, max_bytes: 1500 }\n")
         let form = try #require(result.form)
         guard case .file(.photo, let p) = form.fields[0].kind, case .file(.file, let q) = form.fields[1].kind else {
             Issue.record("unexpected kinds")
@@ -94,9 +98,10 @@ struct SpecCheckerTests {
         try text.write(to: dir.appendingPathComponent("B.yaml"), atomically: true, encoding: .utf8)
         let results = SpecLoader.check(filesAt: SpecLoader.specFiles(in: [dir.path]))
         #expect(results[0].spec.diagnostics.isEmpty)
-        #expect(results[1].spec.diagnostics.map(\.description) == [
-            "\(dir.path)/B.yaml:1:7: error: form 'Same' is already declared in \(dir.path)/A.yaml"
-        ])
+        #expect(
+            results[1].spec.diagnostics.map(\.description) == [
+                "\(dir.path)/B.yaml:1:7: error: form 'Same' is already declared in \(dir.path)/A.yaml"
+            ])
     }
 
     @Test func caseConversionFollowsSwiftConventions() {
@@ -128,7 +133,8 @@ struct SpecCheckerTests {
         let text = "form: Anchored\nversion: 1\nendpoint: /a\nfields:\n  code: { type: text, pattern: \"^[A-Z]{3}-[0-9]+$\" }\n"
         let anchored = SpecLoader.check(text: text, path: "Anchored.yaml")
         #expect(anchored.diagnostics.filter { $0.severity == .error }.isEmpty, "\(anchored.diagnostics)")
-        let bare = SpecLoader.check(text: text.replacingOccurrences(of: "^[A-Z]{3}-[0-9]+$", with: "[A-Z]{3}-[0-9]+"), path: "Anchored.yaml")
+        let bare = SpecLoader.check(
+            text: text.replacingOccurrences(of: "^[A-Z]{3}-[0-9]+$", with: "[A-Z]{3}-[0-9]+"), path: "Anchored.yaml")
         let field = try #require(anchored.form?.fields.first)
         #expect(field.kind == bare.form?.fields.first?.kind)
     }

@@ -27,9 +27,11 @@ struct SpecEvolutionTests {
         #expect(names.count >= 20)
         let all = names.flatMap { Self.diff($0) }.joined(separator: "\n")
         for phrase in [
-            "compatible: optional field", "required field 'visited_on' was added", "filled by the upgrade's default", "was removed (or renamed)",
+            "compatible: optional field", "required field 'visited_on' was added", "filled by the upgrade's default",
+            "was removed (or renamed)",
             "covered by the upgrade", "its type changed", "max_length changed from 200 to 100: queued values that break it are parked",
-            "compatible: field 'note': max_length changed from 200 to 500", "option 'cancelled' added", "option 'partial' removed", "became required",
+            "compatible: field 'note': max_length changed from 200 to 500", "option 'cancelled' added", "option 'partial' removed",
+            "became required",
             "authority changed", "conflict policy changed", "bump version to 2", "versions only go up", "'lines.qty' was removed",
             "pattern changed from none", "was removed: items queued under it", "now refers to Depot",
         ] {
@@ -57,12 +59,15 @@ struct SpecEvolutionTests {
         let reread = try JSONDecoder().decode(SpecLock.self, from: Data(lock.rendered().utf8))
         #expect(reread == lock)
 
-        let edited = SpecLoader.check(text: "form: Visit\nversion: 1\nendpoint: /v\nfields:\n  a: { type: text, required: true }\n", path: "Visit.yaml")
+        let edited = SpecLoader.check(
+            text: "form: Visit\nversion: 1\nendpoint: /v\nfields:\n  a: { type: text, required: true }\n", path: "Visit.yaml")
         let (_, inPlace) = lock.updated(with: [("Visit.yaml", edited)])
-        #expect(inPlace.map(\.diagnostic.description) == [
-            "Visit.yaml:2:10: error: the shape of form Visit changed but its version is still 1, released in formspecs.lock: field 'a': became required: queued items may lack it; bump version to 2"
-        ])
-        let bumped = SpecLoader.check(text: "form: Visit\nversion: 2\nendpoint: /v\nfields:\n  a: { type: text, required: true }\n", path: "Visit.yaml")
+        #expect(
+            inPlace.map(\.diagnostic.description) == [
+                "Visit.yaml:2:10: error: the shape of form Visit changed but its version is still 1, released in formspecs.lock: field 'a': became required: queued items may lack it; bump version to 2"
+            ])
+        let bumped = SpecLoader.check(
+            text: "form: Visit\nversion: 2\nendpoint: /v\nfields:\n  a: { type: text, required: true }\n", path: "Visit.yaml")
         let (next, none) = lock.updated(with: [("Visit.yaml", bumped)])
         #expect(none.isEmpty)
         #expect(next.versions(of: "Visit").map(\.version) == [1, 2])
@@ -73,42 +78,48 @@ struct SpecEvolutionTests {
         // lost that old step is refused: items of version 1 could still be queued.
         var lock = SpecLock()
         let v1 = SpecLoader.check(text: "form: Visit\nversion: 1\nendpoint: /v\nfields:\n  a: text\n  fax: text\n", path: "Visit.yaml")
-        let v2 = SpecLoader.check(text: "form: Visit\nversion: 2\nendpoint: /v\nupgrades:\n  1: { drop: [fax] }\nfields:\n  a: text\n", path: "Visit.yaml")
+        let v2 = SpecLoader.check(
+            text: "form: Visit\nversion: 2\nendpoint: /v\nupgrades:\n  1: { drop: [fax] }\nfields:\n  a: text\n", path: "Visit.yaml")
         lock = lock.updated(with: [("Visit.yaml", v1)]).lock
         lock = lock.updated(with: [("Visit.yaml", v2)]).lock
-        let kept = SpecLoader.check(text: "form: Visit\nversion: 3\nendpoint: /v\nupgrades:\n  1: { drop: [fax] }\nfields:\n  a: text\n  b: text\n", path: "Visit.yaml")
+        let kept = SpecLoader.check(
+            text: "form: Visit\nversion: 3\nendpoint: /v\nupgrades:\n  1: { drop: [fax] }\nfields:\n  a: text\n  b: text\n",
+            path: "Visit.yaml")
         #expect(SpecDiff.check(kept, path: "Visit.yaml", lock: lock).filter { $0.severity == .error }.isEmpty)
         let lost = SpecLoader.check(text: "form: Visit\nversion: 3\nendpoint: /v\nfields:\n  a: text\n  b: text\n", path: "Visit.yaml")
-        #expect(SpecDiff.check(lost, path: "Visit.yaml", lock: lock).filter { $0.severity == .error }.map(\.message) == [
-            "version 1 → 2: field 'fax' was removed (or renamed): queued items still hold it; say what becomes of it: upgrades: { 1: { rename: { fax: new_name } } } or { drop: [fax] }"
-        ])
+        #expect(
+            SpecDiff.check(lost, path: "Visit.yaml", lock: lock).filter { $0.severity == .error }.map(\.message) == [
+                "version 1 → 2: field 'fax' was removed (or renamed): queued items still hold it; say what becomes of it: upgrades: { 1: { rename: { fax: new_name } } } or { drop: [fax] }"
+            ])
     }
 
     @Test func upgradersAreCheckedAgainstTheSpecTheyBelongTo() throws {
-        let spec = SpecLoader.check(text: """
-            form: Visit
-            version: 2
-            endpoint: /v
-            upgrades:
-              2: { drop: [x] }
-              1:
-                rename: { a: b, ghost: nowhere }
-                map: { outcome: { partial: maybe }, a: { x: y } }
-                default: { outcome: later, when: 2026-13, b: 3 }
-            fields:
-              a: text
-              b: text
-              outcome: { type: choice, options: [done, missed] }
-              when: date
-            """, path: "Visit.yaml")
-        #expect(spec.diagnostics.map(\.description) == [
-            "Visit.yaml:5:3: error: upgrades: 2 must be an older version than this spec's version 2",
-            "Visit.yaml:7:15: error: rename: 'a' is still a field of this version; rename an old field that is gone",
-            "Visit.yaml:7:28: error: rename: 'nowhere' is not a field of this version",
-            "Visit.yaml:8:32: error: map: 'maybe' is not an option of 'outcome' (expected one of: done, missed)",
-            "Visit.yaml:8:41: error: map: 'a' is not a choice or multi_choice field of this version",
-            "Visit.yaml:9:25: error: default: 'later' is not an option of 'outcome' (expected one of: done, missed)",
-            "Visit.yaml:9:38: error: default: '2026-13' is not a date such as 2026-11-30",
-        ])
+        let spec = SpecLoader.check(
+            text: """
+                form: Visit
+                version: 2
+                endpoint: /v
+                upgrades:
+                  2: { drop: [x] }
+                  1:
+                    rename: { a: b, ghost: nowhere }
+                    map: { outcome: { partial: maybe }, a: { x: y } }
+                    default: { outcome: later, when: 2026-13, b: 3 }
+                fields:
+                  a: text
+                  b: text
+                  outcome: { type: choice, options: [done, missed] }
+                  when: date
+                """, path: "Visit.yaml")
+        #expect(
+            spec.diagnostics.map(\.description) == [
+                "Visit.yaml:5:3: error: upgrades: 2 must be an older version than this spec's version 2",
+                "Visit.yaml:7:15: error: rename: 'a' is still a field of this version; rename an old field that is gone",
+                "Visit.yaml:7:28: error: rename: 'nowhere' is not a field of this version",
+                "Visit.yaml:8:32: error: map: 'maybe' is not an option of 'outcome' (expected one of: done, missed)",
+                "Visit.yaml:8:41: error: map: 'a' is not a choice or multi_choice field of this version",
+                "Visit.yaml:9:25: error: default: 'later' is not an option of 'outcome' (expected one of: done, missed)",
+                "Visit.yaml:9:38: error: default: '2026-13' is not a date such as 2026-11-30",
+            ])
     }
 }

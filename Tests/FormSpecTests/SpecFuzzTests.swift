@@ -17,10 +17,12 @@ struct SpecFuzzTests {
         }
     }
 
-    static let fragments = ["yes", "010", "&a", "*a", "<<: {}", "- ", "{", "}", "[", "\t", ":", "type: list", "required: true",
-                            "class", "\"", "'", "---", "fields:", "options: [a, a]", "min: -1", "é", "\u{0}", "to: x", "{x}",
-                            String(repeating: "[", count: 200), String(repeating: "{a: ", count: 100), "pattern: \"(a+)+\"",
-                            "endpoint: /a/../b", "max: 99999999999999999999", "type: list\n    fields:\n      x: { type: list, fields: { y: text } }"]
+    static let fragments = [
+        "yes", "010", "&a", "*a", "<<: {}", "- ", "{", "}", "[", "\t", ":", "type: list", "required: true",
+        "class", "\"", "'", "---", "fields:", "options: [a, a]", "min: -1", "é", "\u{0}", "to: x", "{x}",
+        String(repeating: "[", count: 200), String(repeating: "{a: ", count: 100), "pattern: \"(a+)+\"",
+        "endpoint: /a/../b", "max: 99999999999999999999", "type: list\n    fields:\n      x: { type: list, fields: { y: text } }",
+    ]
 
     func mutate(_ text: String, _ random: inout Random) -> String {
         var lines = text.components(separatedBy: "\n")
@@ -43,8 +45,10 @@ struct SpecFuzzTests {
 
     @Test func mutatedSpecsNeverCrashTheCheckerAndEveryDiagnosticPointsIntoTheFile() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let specs = try SpecLoader.specFiles(in: [root.appendingPathComponent("FormSpecs").path]).map { try String(contentsOfFile: $0, encoding: .utf8) }
-        var random = Random(state: 20261130)
+        let specs = try SpecLoader.specFiles(in: [root.appendingPathComponent("FormSpecs").path]).map {
+            try String(contentsOfFile: $0, encoding: .utf8)
+        }
+        var random = Random(state: 20_261_130)
         var rejected = 0
         for round in 0..<1500 {
             let text = mutate(specs[round % specs.count], &random)

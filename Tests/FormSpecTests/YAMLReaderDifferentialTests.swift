@@ -28,11 +28,14 @@ struct YAMLReaderDifferentialTests {
     /// YAML's corners that specs rarely use but a reader must still get right.
     static let corners: [String] = [
         "", " ", "\n", "# only a comment\n", "---\n", "---\n...\n", "a: 1\n...\n", "a: 1\n...\nb: 2\n", "--- a\n--- b\n",
-        "%YAML 1.1\n---\na: 1\n", "%YAML 1.3\n---\na: 1\n", "%YAML 1.1\n%YAML 1.1\n---\n", "%TAG !e! tag:example.com,2000:\n---\na: !e!x 1\n",
+        "%YAML 1.1\n---\na: 1\n", "%YAML 1.3\n---\na: 1\n", "%YAML 1.1\n%YAML 1.1\n---\n",
+        "%TAG !e! tag:example.com,2000:\n---\na: !e!x 1\n",
         "a: !e!x 1\n", "%FOO bar\n---\n", "%\n", "a: !<tag:yaml.org,2002:str> b\n", "a: !!str b\n", "a: ! b\n", "a: !x%41 b\n",
-        "a: !x%zz b\n", "a: &x 1\nb: *x\n", "a: &x\nb: &\n", "? a\n: b\n", "? - a\n  - b\n: c\n", "[a, b: c, ? d : e]\n", "{a: b, c, ? d}\n",
+        "a: !x%zz b\n", "a: &x 1\nb: *x\n", "a: &x\nb: &\n", "? a\n: b\n", "? - a\n  - b\n: c\n", "[a, b: c, ? d : e]\n",
+        "{a: b, c, ? d}\n",
         "{a: [b, {c: d}], e: }\n", "[a, [b, [c]]]\n", "a:\n- b\n- c\nd: e\n", "a:\n  - b\n  -\n  - c\n", "- - a\n  - b\n- c: d\n  e: f\n",
-        "a: |\n  line\n   more\n\n  end\n", "a: >\n  folded\n  text\n\n  para\nb: 1\n", "a: |-\n  x\n\n", "a: |+\n  x\n\n\n", "a: |2\n   x\n",
+        "a: |\n  line\n   more\n\n  end\n", "a: >\n  folded\n  text\n\n  para\nb: 1\n", "a: |-\n  x\n\n", "a: |+\n  x\n\n\n",
+        "a: |2\n   x\n",
         "a: >1-\n  x\n", "a: |0\n x\n", "a: |\n\tx\n", "a: | # c\n  x\n", "a: | x\n", "a: \"x\\ny\\t\\u00e9\\x41\\U0001F600\"\n",
         "a: \"\\q\"\n", "a: \"\\uD800\"\n", "a: \"\\x4\"\n", "a: \"line\n  folded\n\n  kept\"\n", "a: \"x\\\n  y\"\n", "a: 'it''s'\n",
         "a: 'multi\n  line'\n", "a: \"open\n", "a: 'open\n", "a: \"x\n---\ny\"\n", "a: plain\n  continued\n\n  again\n", "a: b: c\n",
@@ -135,7 +138,9 @@ struct YAMLReaderDifferentialTests {
             return .different("event \(index): Swift \(a), libyaml \(b)")
         }
         if mine.events.count != theirs.events.count {
-            return .different("Swift read \(mine.events.count) events, libyaml \(theirs.events.count); errors \(String(describing: mine.error)) / \(String(describing: theirs.error))")
+            return .different(
+                "Swift read \(mine.events.count) events, libyaml \(theirs.events.count); errors \(String(describing: mine.error)) / \(String(describing: theirs.error))"
+            )
         }
         switch (mine.error, theirs.error) {
         case (nil, nil):
@@ -190,7 +195,7 @@ struct YAMLReaderDifferentialTests {
 
     @Test func tenThousandMutatedSpecsReadTheSameAsWithLibYAML() throws {
         let texts = try Self.corpus() + Self.corners
-        var random = Random(state: 20261203)
+        var random = Random(state: 20_261_203)
         var same = 0
         var refused = 0
         var failures: [String] = []
@@ -219,7 +224,9 @@ struct YAMLReaderDifferentialTests {
         for _ in 0..<4000 {
             var text = ""
             for _ in 0..<(1 + random.below(30)) {
-                text += random.below(3) == 0 ? ["a", "b: ", "- c", "\n  ", "\n"][random.below(5)] : Self.pieces[random.below(Self.pieces.count)]
+                text +=
+                    random.below(3) == 0
+                    ? ["a", "b: ", "- c", "\n  ", "\n"][random.below(5)] : Self.pieces[random.below(Self.pieces.count)]
             }
             switch Self.compare(text) {
             case .same: read += 1

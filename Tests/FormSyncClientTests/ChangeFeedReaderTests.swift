@@ -1,6 +1,6 @@
-import Foundation
 import FormSyncModel
 import FormSyncTesting
+import Foundation
 import Testing
 
 @testable import FormSyncClient
@@ -15,7 +15,9 @@ struct ChangeFeedReaderTests {
         guard let page = JSONObjectSlices(body), let list = page["changes"], let items = JSONObjectSlices.elements(ofArray: list),
             let cursorBytes = page["cursor"], let cursor = try? JSONDecoder().decode(String.self, from: cursorBytes)
         else { return .unreachable(reason: "HTTP 200 that is not a change feed (a captive portal or proxy?)") }
-        guard !cursor.isEmpty, cursor.utf8.count <= 256, cursor.utf8.allSatisfy({ (0x21...0x7E).contains($0) }), items.count <= HTTPTransport.maxChangesPerPage else {
+        guard !cursor.isEmpty, cursor.utf8.count <= 256, cursor.utf8.allSatisfy({ (0x21...0x7E).contains($0) }),
+            items.count <= HTTPTransport.maxChangesPerPage
+        else {
             return .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfter: nil)
         }
         var changes: [RecordChange] = []
@@ -29,7 +31,8 @@ struct ChangeFeedReaderTests {
     }
 
     static func change(_ object: JSONObjectSlices) -> RecordChange? {
-        guard let typeBytes = object["type"], let type = try? JSONDecoder().decode(String.self, from: typeBytes), (1...128).contains(type.utf8.count),
+        guard let typeBytes = object["type"], let type = try? JSONDecoder().decode(String.self, from: typeBytes),
+            (1...128).contains(type.utf8.count),
             let id = HTTPTransport.wholeNumber(object["id"]), HTTPTransport.serverIDs.contains(id)
         else { return nil }
         if object["deleted"] == Data("true".utf8) { return RecordChange(type: type, id: id, version: 0, fields: nil) }
@@ -44,7 +47,8 @@ struct ChangeFeedReaderTests {
     }
 
     @Test func aWellFormedPageKeepsEachRecordsExactBytes() {
-        let text = #"{ "more" : true, "changes" : [ {"type":"Delivery","id":7,"version":2,"record":{"b": 1.50, "a":"x"}} , {"type":"Delivery","id":8,"deleted":true} ], "cursor":"c-9" }"#
+        let text =
+            #"{ "more" : true, "changes" : [ {"type":"Delivery","id":7,"version":2,"record":{"b": 1.50, "a":"x"}} , {"type":"Delivery","id":8,"deleted":true} ], "cursor":"c-9" }"#
         let expected = ChangePage(
             changes: [
                 RecordChange(type: "Delivery", id: 7, version: 2, fields: Data(#"{"b": 1.50, "a":"x"}"#.utf8)),
@@ -54,25 +58,39 @@ struct ChangeFeedReaderTests {
     }
 
     @Test func membersGivenTwiceCountTheLastTimeAndNullCountsAsAbsent() {
-        #expect(Self.read(#"{"changes":[{"type":"A","id":1,"deleted":true}],"cursor":"c1","changes":[]}"#) == .page(ChangePage(changes: [], cursor: "c1", more: false)))
-        #expect(Self.read(#"{"changes":[],"cursor":"c1","more":true,"more":null}"#) == .page(ChangePage(changes: [], cursor: "c1", more: false)))
-        #expect(Self.read(#"{"changes":[{"type":"A","id":1,"id":2,"deleted":true,"deleted":null,"version":3,"record":{}}],"cursor":"c1"}"#)
-            == .page(ChangePage(changes: [RecordChange(type: "A", id: 2, version: 3, fields: Data("{}".utf8))], cursor: "c1", more: false)))
-        if case .unreachable = Self.read(#"{"changes":[],"cursor":"c1","cursor":null}"#) {} else { Issue.record("a cursor given as null is no cursor") }
+        #expect(
+            Self.read(#"{"changes":[{"type":"A","id":1,"deleted":true}],"cursor":"c1","changes":[]}"#)
+                == .page(ChangePage(changes: [], cursor: "c1", more: false)))
+        #expect(
+            Self.read(#"{"changes":[],"cursor":"c1","more":true,"more":null}"#) == .page(ChangePage(changes: [], cursor: "c1", more: false))
+        )
+        #expect(
+            Self.read(#"{"changes":[{"type":"A","id":1,"id":2,"deleted":true,"deleted":null,"version":3,"record":{}}],"cursor":"c1"}"#)
+                == .page(
+                    ChangePage(changes: [RecordChange(type: "A", id: 2, version: 3, fields: Data("{}".utf8))], cursor: "c1", more: false)))
+        if case .unreachable = Self.read(#"{"changes":[],"cursor":"c1","cursor":null}"#) {
+        } else {
+            Issue.record("a cursor given as null is no cursor")
+        }
     }
 
     @Test func escapedTypesAreDecodedAndControlCharactersRefused() {
-        #expect(Self.read(#"{"changes":[{"type":"Deli\u0076ery","id":1,"deleted":true}],"cursor":"c1"}"#)
-            == .page(ChangePage(changes: [RecordChange(type: "Delivery", id: 1, version: 0, fields: nil)], cursor: "c1", more: false)))
-        if case .failed = Self.read("{\"changes\":[{\"type\":\"A\u{1}B\",\"id\":1,\"deleted\":true}],\"cursor\":\"c1\"}") {} else {
+        #expect(
+            Self.read(#"{"changes":[{"type":"Deli\u0076ery","id":1,"deleted":true}],"cursor":"c1"}"#)
+                == .page(ChangePage(changes: [RecordChange(type: "Delivery", id: 1, version: 0, fields: nil)], cursor: "c1", more: false)))
+        if case .failed = Self.read("{\"changes\":[{\"type\":\"A\u{1}B\",\"id\":1,\"deleted\":true}],\"cursor\":\"c1\"}") {
+        } else {
             Issue.record("a raw control character in a type is not JSON")
         }
     }
 
     @Test func aPageOfMoreChangesThanTheLimitIsRefusedWithoutKeepingThem() {
         let one = #"{"type":"A","id":1,"deleted":true}"#
-        let text = #"{"cursor":"c1","changes":["# + Array(repeating: one, count: HTTPTransport.maxChangesPerPage + 1).joined(separator: ",") + "]}"
-        #expect(ChangeFeedReader.read(Data(text.utf8), limit: HTTPTransport.maxChangesPerPage)?.changes.count == HTTPTransport.maxChangesPerPage)
+        let text =
+            #"{"cursor":"c1","changes":["# + Array(repeating: one, count: HTTPTransport.maxChangesPerPage + 1).joined(separator: ",") + "]}"
+        #expect(
+            ChangeFeedReader.read(Data(text.utf8), limit: HTTPTransport.maxChangesPerPage)?.changes.count == HTTPTransport.maxChangesPerPage
+        )
         #expect(Self.read(text) == .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfter: nil))
     }
 
@@ -80,7 +98,9 @@ struct ChangeFeedReaderTests {
     func theOnePassReaderAgreesWithTheMemberByMemberReadingOnHostilePages(batch: Int) {
         var random = SplitMix64(state: UInt64(batch) &* 0x9E37_79B9_7F4A_7C15 &+ 11)
         var disagreements: [String] = []
-        var pages = 0, refused = 0, notFeeds = 0
+        var pages = 0
+        var refused = 0
+        var notFeeds = 0
         for _ in 0..<1500 {
             var text = Self.page(&random)
             switch random.next() % 4 {
@@ -106,7 +126,9 @@ struct ChangeFeedReaderTests {
             }
         }
         #expect(disagreements.isEmpty, "\(disagreements.prefix(3))")
-        #expect([pages, refused, notFeeds].allSatisfy { $0 > 50 }, "the pages reach every outcome: \(pages) with changes, \(refused) refused, \(notFeeds) no feed")
+        #expect(
+            [pages, refused, notFeeds].allSatisfy { $0 > 50 },
+            "the pages reach every outcome: \(pages) with changes, \(refused) refused, \(notFeeds) no feed")
     }
 
     /// A page as a server, a portal or a broken proxy might write it.
@@ -118,15 +140,27 @@ struct ChangeFeedReaderTests {
         var changes: [String] = []
         for _ in 0..<Int(random.next() % 4) {
             var members: [String] = []
-            members.append(#""type":"# + pick([#""Delivery""#, #""Site""#, #""Deli\u0076ery""#, #""\u00e9t\u00e9""#], else: [#""""#, "\"A\u{1}\"", "7", "null", "\"" + String(repeating: "x", count: 129) + "\""]))
-            members.append(#""id":"# + pick(["1", "42", "9007199254740991", "007"], else: ["-4", "0", "1e3", "9007199254740992", "12345678901234567", "\"5\"", "null", "3.0"]))
+            members.append(
+                #""type":"#
+                    + pick(
+                        [#""Delivery""#, #""Site""#, #""Deli\u0076ery""#, #""\u00e9t\u00e9""#],
+                        else: [#""""#, "\"A\u{1}\"", "7", "null", "\"" + String(repeating: "x", count: 129) + "\""]))
+            members.append(
+                #""id":"#
+                    + pick(
+                        ["1", "42", "9007199254740991", "007"],
+                        else: ["-4", "0", "1e3", "9007199254740992", "12345678901234567", "\"5\"", "null", "3.0"]))
             switch random.next() % 3 {
             case 0: members.append(#""deleted":"# + pick(["true", "false", "null", "\"true\"", "1", "trueish"]))
             default:
                 members.append(#""version":"# + pick(["1", "2", "2147483646"], else: ["0", "2147483647", "-1", "null", "\"3\""]))
-                members.append(#""record":"# + pick([#"{"status":"assigned"}"#, "{}", #"{"a":[1,{"b":null}]}"#], else: ["[1]", "null", #""{}""#, "7"]))
+                members.append(
+                    #""record":"#
+                        + pick([#"{"status":"assigned"}"#, "{}", #"{"a":[1,{"b":null}]}"#], else: ["[1]", "null", #""{}""#, "7"]))
             }
-            if random.next() % 3 == 0 { members.append(pick([#""extra":[1,2]"#, #""id":5"#, #""record":null"#, #""type":"Site""#, #""deleted":true"#])) }
+            if random.next() % 3 == 0 {
+                members.append(pick([#""extra":[1,2]"#, #""id":5"#, #""record":null"#, #""type":"Site""#, #""deleted":true"#]))
+            }
             if random.next() % 2 == 0 { members.reverse() }
             if random.next() % 4 == 0 { members.swapAt(0, members.count - 1) }
             changes.append(pick(["{", "{ "]) + members.joined(separator: "," + space()) + space() + "}")
@@ -134,10 +168,14 @@ struct ChangeFeedReaderTests {
         if random.next() % 12 == 0 { changes.append(pick(["null", "[]", "\"x\"", "12"])) }
         var top: [String] = [
             #""changes":"# + space() + "[" + changes.joined(separator: "," + space()) + "]",
-            #""cursor":"# + pick([#""c1""#, #""c\u0032""#], else: [#""""#, "null", "7", #""c 1""#, "\"" + String(repeating: "c", count: 257) + "\""]),
+            #""cursor":"#
+                + pick(
+                    [#""c1""#, #""c\u0032""#], else: [#""""#, "null", "7", #""c 1""#, "\"" + String(repeating: "c", count: 257) + "\""]),
             #""more":"# + pick(["true", "false", "null", "\"true\"", "truer"]),
         ]
-        if random.next() % 4 == 0 { top.append(pick([#""changes":null"#, #""cursor":"c2""#, #""more":true"#, #""note":{"x":[]}"#, #""changes":{}"#])) }
+        if random.next() % 4 == 0 {
+            top.append(pick([#""changes":null"#, #""cursor":"c2""#, #""more":true"#, #""note":{"x":[]}"#, #""changes":{}"#]))
+        }
         if random.next() % 2 == 0 { top.shuffle(using: &random) }
         if random.next() % 8 == 0 { top.removeFirst() }
         return space() + "{" + space() + top.joined(separator: "," + space()) + space() + "}" + space()

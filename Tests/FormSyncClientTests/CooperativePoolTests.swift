@@ -1,7 +1,7 @@
 import FieldForms
-import Foundation
 import FormSyncModel
 import FormSyncTesting
+import Foundation
 import Synchronization
 import Testing
 
@@ -103,7 +103,8 @@ struct CooperativePoolTests {
             onOpenQueue.withLock { $0.append(DispatchQueue.getSpecific(key: Outbox.openQueueKey) == true) }
             return fdatasync(descriptor)
         }
-        let outbox = try await Outbox.open(path: h.path, forms: Harness.forms, transport: h.transport, configuration: h.configuration, environment: environment)
+        let outbox = try await Outbox.open(
+            path: h.path, forms: Harness.forms, transport: h.transport, configuration: h.configuration, environment: environment)
         #expect(onOpenQueue.withLock { $0 } == [true], "the open's fsync ran off the open queue")
         try await outbox.enqueue(order(1), documentID: "after-open")
         #expect(await outbox.stateCounts()[.savedOnDevice] == 1)
@@ -127,23 +128,23 @@ struct CooperativePoolTests {
     }
 
     #if os(Linux)
-    /// The outbox's thread carries its name where the system shows threads (`perf`, `top -H`,
-    /// `/proc`): Foundation's `Thread.name` alone leaves it named after the pool thread that
-    /// opened the outbox, and a profile then cannot tell the database's work from the pool's.
-    @Test func anOutboxsThreadIsNamedForTheSystem() async throws {
-        let h = try Harness()
-        let outbox = try h.open()
-        try await outbox.enqueue(order(1), documentID: "one")
-        func names() -> [String] {
-            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-            return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+        /// The outbox's thread carries its name where the system shows threads (`perf`, `top -H`,
+        /// `/proc`): Foundation's `Thread.name` alone leaves it named after the pool thread that
+        /// opened the outbox, and a profile then cannot tell the database's work from the pool's.
+        @Test func anOutboxsThreadIsNamedForTheSystem() async throws {
+            let h = try Harness()
+            let outbox = try h.open()
+            try await outbox.enqueue(order(1), documentID: "one")
+            func names() -> [String] {
+                let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+                return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+            }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !names().contains(where: { $0.hasPrefix("formsync.outbox") }) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(names().contains { $0.hasPrefix("formsync.outbox") }, "threads: \(Set(names()).sorted())")
+            _ = outbox
         }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !names().contains(where: { $0.hasPrefix("formsync.outbox") }) && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(names().contains { $0.hasPrefix("formsync.outbox") }, "threads: \(Set(names()).sorted())")
-        _ = outbox
-    }
     #endif
 }

@@ -1,6 +1,6 @@
-import Foundation
 import FormSyncClient
 import FormSyncModel
+import Foundation
 import Testing
 
 /// An app whose upload went through a transfer service of its own (an iOS background session)
@@ -16,8 +16,11 @@ struct DeliveryOutcomeReadingTests {
         #expect(acknowledgement.serverID == 17)
         // The same bytes for another document, or as a portal's HTML, acknowledge nothing.
         #expect(DeliveryOutcome(status: 201, headers: ["Content-Type": "application/json"], body: echo, documentID: "d-2").isUnreachable)
-        #expect(DeliveryOutcome(status: 200, headers: ["content-type": "text/html"], body: Data("<html>Login</html>".utf8), documentID: "d-1").isUnreachable)
-        #expect(DeliveryOutcome(status: 302, headers: ["Location": "http://portal.example/"], body: Data(), documentID: "d-1").isUnreachable)
+        #expect(
+            DeliveryOutcome(status: 200, headers: ["content-type": "text/html"], body: Data("<html>Login</html>".utf8), documentID: "d-1")
+                .isUnreachable)
+        #expect(
+            DeliveryOutcome(status: 302, headers: ["Location": "http://portal.example/"], body: Data(), documentID: "d-1").isUnreachable)
         #expect(DeliveryOutcome(status: 401, headers: [:], body: Data(), documentID: "d-1") == .authExpired)
         let busy = DeliveryOutcome(status: 503, headers: ["Retry-After": "30"], body: Data(), documentID: "d-1")
         guard case .transient(_, let retryAfter) = busy else {

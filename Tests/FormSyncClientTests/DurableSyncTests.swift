@@ -1,6 +1,6 @@
 import FieldForms
-import Foundation
 import FormSyncClient
+import Foundation
 import Testing
 
 /// Issue 32, 5: one way to make bytes durable on every platform. Every sync of the shipping
@@ -14,7 +14,8 @@ struct DurableSyncTests {
         var scanned = 0
         for module in ["FormSyncSQLite", "FormSyncClient", "FormSyncServer"] {
             let folder = Self.root.appendingPathComponent("Sources/\(module)")
-            for case let name as String in FileManager.default.enumerator(atPath: folder.path) ?? NSEnumerator() where name.hasSuffix(".swift") {
+            for case let name as String in FileManager.default.enumerator(atPath: folder.path) ?? NSEnumerator()
+            where name.hasSuffix(".swift") {
                 guard name != "DurableSync.swift" else { continue }
                 scanned += 1
                 let text = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)

@@ -1,12 +1,12 @@
 import FieldForms
-import Foundation
+import FormSyncModel
+import FormSyncSQLite
 import FormSyncTesting
+import Foundation
 import Synchronization
 import Testing
 
 @testable import FormSyncClient
-import FormSyncModel
-import FormSyncSQLite
 
 /// Concurrent enqueues share a transaction as well as an fsync: each in a savepoint of its own,
 /// so that one that fails is undone alone, and each reading what the ones before it wrote.
@@ -44,7 +44,8 @@ import FormSyncSQLite
         delivery.signature = FileRef(id: signature)
         let (file, ink) = (try h.cameraFile("held.jpg"), try h.cameraFile("held.png"))
         let held = Task { [delivery] in
-            try await outbox.enqueue(delivery, attachments: [.init(placeholder: photo, source: file), .init(placeholder: signature, source: ink)])
+            try await outbox.enqueue(
+                delivery, attachments: [.init(placeholder: photo, source: file), .init(placeholder: signature, source: ink)])
         }
         await eventually("the delivery holds the actor") { holding.load(ordering: .acquiring) }
         let work = Task {
@@ -81,7 +82,9 @@ import FormSyncSQLite
         #expect(try await reopened.items(in: [.savedOnDevice]).filter { $0.kind == .submission }.map(\.id).sorted() == ids.sorted())
         _ = await reopened.flush()
         for task in 0..<4 {
-            #expect(h.sentDocuments.filter { $0.hasPrefix("t\(task)-") } == (0..<25).map { "t\(task)-\($0)" }, "each task's lane keeps its order")
+            #expect(
+                h.sentDocuments.filter { $0.hasPrefix("t\(task)-") } == (0..<25).map { "t\(task)-\($0)" },
+                "each task's lane keeps its order")
         }
     }
 
@@ -98,10 +101,12 @@ import FormSyncSQLite
             delivery.proofPhotos = [FileRef(id: photo)]
             delivery.signature = FileRef(id: signature)
             return try await outbox.enqueue(
-                delivery, attachments: [.init(placeholder: photo, source: photos[task]), .init(placeholder: signature, source: signatures[task])],
+                delivery,
+                attachments: [.init(placeholder: photo, source: photos[task]), .init(placeholder: signature, source: signatures[task])],
                 documentID: "refused-\(task)-\(n)")
         } before: { path in
-            try SQLiteConnection(path: path).execute("""
+            try SQLiteConnection(path: path).execute(
+                """
                 CREATE TRIGGER refuse BEFORE INSERT ON items WHEN NEW.kind = 'submission' AND NEW.document_id LIKE 'refused-%'
                 BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
                 """)

@@ -17,10 +17,12 @@ struct FileStashTests {
         try Data(repeating: 7, count: 5000).write(to: source)
         let stashFolder = folder.appendingPathComponent("stash").path
         _ = try FileStash(directory: stashFolder)
-        let refusing = try FileStash(directory: stashFolder, syncFolder: { _ in
-            errno = EIO
-            return -1
-        })
+        let refusing = try FileStash(
+            directory: stashFolder,
+            syncFolder: { _ in
+                errno = EIO
+                return -1
+            })
         do {
             _ = try refusing.store(source, name: "copy-1")
             Issue.record("a copy whose name may not survive a power loss was reported stored")
@@ -39,10 +41,12 @@ struct FileStashTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stash-parent-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         #expect(throws: OutboxError.self) {
-            _ = try FileStash(directory: folder.appendingPathComponent("stash").path, syncFolder: { _ in
-                errno = EIO
-                return -1
-            })
+            _ = try FileStash(
+                directory: folder.appendingPathComponent("stash").path,
+                syncFolder: { _ in
+                    errno = EIO
+                    return -1
+                })
         }
     }
 }

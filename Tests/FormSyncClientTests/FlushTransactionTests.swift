@@ -1,7 +1,7 @@
 import FieldForms
-import Foundation
 import FormSyncModel
 import FormSyncSQLite
+import Foundation
 import Synchronization
 import Testing
 

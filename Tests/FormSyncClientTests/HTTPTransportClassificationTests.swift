@@ -1,9 +1,9 @@
+import FieldForms
+import FormSyncModel
 import Foundation
 import Testing
 
 @testable import FormSyncClient
-import FieldForms
-import FormSyncModel
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -17,8 +17,9 @@ struct HTTPTransportClassificationTests {
     }
 
     @Test func onlyATwoHundredThatEchoesTheDocumentIsAnAcknowledgement() {
-        #expect(classify(201, json.merging(["etag": "\"3\""]) { a, _ in a }, #"{"document_id":"doc-1","id":42}"#)
-            == .done(ServerAcknowledgement(serverID: 42, version: "\"3\"")))
+        #expect(
+            classify(201, json.merging(["etag": "\"3\""]) { a, _ in a }, #"{"document_id":"doc-1","id":42}"#)
+                == .done(ServerAcknowledgement(serverID: 42, version: "\"3\"")))
         for (headers, body) in [
             (["content-type": "text/html"], "<html>Welcome to the Wi-Fi</html>"),
             (json, #"{"document_id":"doc-2","id":42}"#),
@@ -34,9 +35,13 @@ struct HTTPTransportClassificationTests {
 
     @Test func theQuickReadingOfAnAcknowledgementAgreesWithTheFullOne() throws {
         let record = try FormRegistry.encode(order(1))
-        let common = #"{"document_id":"doc-1","form":"SalesOrder","form_version":1,"id":42,"record":"# + String(decoding: record, as: UTF8.self) + #","version":"\"3\""}"#
+        let common =
+            #"{"document_id":"doc-1","form":"SalesOrder","form_version":1,"id":42,"record":"# + String(decoding: record, as: UTF8.self)
+            + #","version":"\"3\""}"#
         let etag = json.merging(["etag": "\"3\""]) { a, _ in a }
-        #expect(HTTPTransport.quickAcknowledgement(headers: etag, body: Data(common.utf8), documentID: "doc-1") == ServerAcknowledgement(serverID: 42, version: "\"3\""))
+        #expect(
+            HTTPTransport.quickAcknowledgement(headers: etag, body: Data(common.utf8), documentID: "doc-1")
+                == ServerAcknowledgement(serverID: 42, version: "\"3\""))
         let replies: [(String, [String: String], String)] = [
             ("doc-1", etag, common),
             ("doc-1", json, common),  // no ETag: the version is the body's (the full reading)
@@ -64,19 +69,25 @@ struct HTTPTransportClassificationTests {
 
     @Test func aServerIDOrVersionOutsideWhatTheProtocolAllowsIsNotTakenOnTrust() {
         for id in ["0", "-5", "1.5", "1e300", "9007199254740992", "\"7\"", "null"] {
-            #expect(classify(201, json, #"{"document_id":"doc-1","id":\#(id)}"#) == .done(ServerAcknowledgement(serverID: nil, version: nil)), "\(id)")
+            #expect(
+                classify(201, json, #"{"document_id":"doc-1","id":\#(id)}"#) == .done(ServerAcknowledgement(serverID: nil, version: nil)),
+                "\(id)")
         }
-        #expect(classify(201, json, #"{"document_id":"doc-1","id":9007199254740991}"#) == .done(ServerAcknowledgement(serverID: 9_007_199_254_740_991)))
+        #expect(
+            classify(201, json, #"{"document_id":"doc-1","id":9007199254740991}"#)
+                == .done(ServerAcknowledgement(serverID: 9_007_199_254_740_991)))
         let smuggled = json.merging(["etag": "\"3\"\r\nX-Evil: 1"]) { a, _ in a }
         #expect(classify(201, smuggled, #"{"document_id":"doc-1","id":4}"#) == .done(ServerAcknowledgement(serverID: 4, version: nil)))
-        #expect(classify(201, json.merging(["etag": String(repeating: "9", count: 300)]) { a, _ in a }, #"{"document_id":"doc-1","id":4}"#)
-            == .done(ServerAcknowledgement(serverID: 4, version: nil)))
+        #expect(
+            classify(201, json.merging(["etag": String(repeating: "9", count: 300)]) { a, _ in a }, #"{"document_id":"doc-1","id":4}"#)
+                == .done(ServerAcknowledgement(serverID: 4, version: nil)))
     }
 
     @Test func statusesMapToTheFailureTaxonomy() {
         #expect(classify(401) == .authExpired)
-        #expect(classify(412, json.merging(["etag": "\"7\""]) { a, _ in a }, #"{"record":{"b":1,"a":2}}"#)
-            == .conflict(current: Data(#"{"a":2,"b":1}"#.utf8), version: "\"7\""))
+        #expect(
+            classify(412, json.merging(["etag": "\"7\""]) { a, _ in a }, #"{"record":{"b":1,"a":2}}"#)
+                == .conflict(current: Data(#"{"a":2,"b":1}"#.utf8), version: "\"7\""))
         #expect(classify(503, ["retry-after": "120"]) == .transient(reason: "HTTP 503", retryAfter: .milliseconds(120_000)))
         for status in [408, 409, 425, 429, 500, 502] {
             guard case .transient = classify(status) else {
@@ -92,9 +103,13 @@ struct HTTPTransportClassificationTests {
             #expect(reason == "HTTP \(status)")
             #expect(errors.isEmpty)
         }
-        let problem = ##"{"title":"Unprocessable","detail":"1 rule","errors":[{"pointer":"#/lines/0/sku","code":"pattern","detail":"Bad format."}]}"##
-        #expect(classify(422, ["content-type": "application/problem+json"], problem)
-            == .rejected(reason: "HTTP 422: 1 rule", fieldErrors: [FieldError(pointer: "#/lines/0/sku", code: "pattern", detail: "Bad format.")]))
+        let problem =
+            ##"{"title":"Unprocessable","detail":"1 rule","errors":[{"pointer":"#/lines/0/sku","code":"pattern","detail":"Bad format."}]}"##
+        #expect(
+            classify(422, ["content-type": "application/problem+json"], problem)
+                == .rejected(
+                    reason: "HTTP 422: 1 rule", fieldErrors: [FieldError(pointer: "#/lines/0/sku", code: "pattern", detail: "Bad format.")])
+        )
     }
 
     @Test func retryAfterReadsSecondsAndHTTPDates() {
@@ -114,9 +129,10 @@ struct HTTPTransportClassificationTests {
     @Test func aRefusedConnectionIsUnreachableAndTheProbeReadsOffline() async throws {
         // Port 9 (discard) has no listener on this loopback.
         let transport = HTTPTransport(workspace: "w", baseURL: URL(string: "http://127.0.0.1:9")!, timeout: 2) { "t" }
-        let outcome = await transport.send(OutboundRequest(
-            itemID: 1, documentID: "d", attemptID: "a", workspace: "w",
-            body: .submission(form: "F", version: 1, endpoint: "/x", payload: Data("{}".utf8), baseVersion: nil)))
+        let outcome = await transport.send(
+            OutboundRequest(
+                itemID: 1, documentID: "d", attemptID: "a", workspace: "w",
+                body: .submission(form: "F", version: 1, endpoint: "/x", payload: Data("{}".utf8), baseVersion: nil)))
         guard case .unreachable(let reason) = outcome else {
             Issue.record("expected unreachable, got \(outcome)")
             return

@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncTesting
+import Foundation
 import Testing
 
 /// A temporary outbox database with a hand-moved clock, sequential identities, a fixed random
@@ -46,7 +46,8 @@ final class Harness: @unchecked Sendable {
         var environment = OutboxEnvironment(now: { clock.now }, random: { random }, newID: { ids.next() })
         if let syncLog { environment.syncLog = syncLog }
         return try Outbox(
-            path: path, workspace: workspace, forms: Self.forms, transports: { [transports] in transports[$0] }, configuration: configuration,
+            path: path, workspace: workspace, forms: Self.forms, transports: { [transports] in transports[$0] },
+            configuration: configuration,
             environment: environment, refreshAuthentication: refresh)
     }
 

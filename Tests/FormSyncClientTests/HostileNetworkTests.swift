@@ -1,10 +1,11 @@
 import FieldForms
-import Foundation
-@testable import FormSyncClient
 import FormSyncModel
 import FormSyncTesting
+import Foundation
 import Synchronization
 import Testing
+
+@testable import FormSyncClient
 
 /// What a network or a clock can do to a flush: an outage, a jumped clock, a zero jitter draw,
 /// absurd Retry-After values, a lost wake-up, a cancelled caller.
@@ -76,7 +77,13 @@ struct HostileNetworkTests {
         let clock = Mutex<Int64>(1_800_000_000_000)
         let outbox = try Outbox(
             path: h.path, forms: Harness.forms, transport: h.transport, configuration: h.configuration,
-            environment: OutboxEnvironment(now: { clock.withLock { $0 += 10_000; return $0 } }, random: { 0 }, newID: { h.ids.next() }))
+            environment: OutboxEnvironment(
+                now: {
+                    clock.withLock {
+                        $0 += 10_000
+                        return $0
+                    }
+                }, random: { 0 }, newID: { h.ids.next() }))
         try await outbox.enqueue(order(1))
         for _ in 0..<6 { h.transport.script(.transient(reason: "503", retryAfter: .milliseconds(0))) }
         let report = await outbox.flush()

@@ -1,7 +1,7 @@
 import FieldForms
-import Foundation
 import FormSyncModel
 import FormSyncSQLite
+import Foundation
 import Testing
 
 @testable import FormSyncClient
@@ -16,11 +16,13 @@ import Testing
         try SQLiteMigrator(migrations: Array(OutboxMigrations.all.migrations.filter { $0.version <= 6 })).migrate(db, now: 0)
         let payload = try FormRegistry.encode(order(1))
         func insert(_ state: String, lane: String, produces: Int64? = nil) throws -> Int64 {
-            try db.run("""
+            try db.run(
+                """
                 INSERT INTO items (kind, workspace, lane, document_id, attempt_id, form, form_version, payload, produces, state, next_attempt_at,
                     lease_expires_at, created_at, updated_at, sends)
                 VALUES ('submission', 'acme', ?, ?, ?, 'SalesOrder', ?, ?, ?, ?, 0, ?, 0, 0, ?)
-                """, [
+                """,
+                [
                     .text(lane), .text("doc-\(state)-\(lane)"), .text("key-\(state)-\(lane)"), .integer(Int64(SalesOrder.formVersion)),
                     .blob(payload), produces.map(SQLValue.integer) ?? .null, .text(state), state == "leased" ? .integer(1) : .null,
                     .integer(state == "pending" ? 0 : 1),

@@ -1,10 +1,11 @@
 import FieldForms
-import Foundation
-@testable import FormSyncClient
 import FormSyncModel
 import FormSyncTesting
+import Foundation
 import Synchronization
 import Testing
+
+@testable import FormSyncClient
 
 /// The same document enqueued again never reaches the server twice, and an edit made before the
 /// first one left the device replaces it.
@@ -94,7 +95,10 @@ struct OnceMeansOnceTests {
         let after = await outbox.flush()
         #expect(during.sent + after.sent == 2)
         #expect(h.transport.requests.map(\.documentID) == ["order-5", "order-5"])
-        #expect(try h.transport.requests.map { try JSONDecoder().decode(SalesOrder.self, from: $0.payload ?? Data()).lines[0].quantity } == [2, 3])
+        #expect(
+            try h.transport.requests.map { try JSONDecoder().decode(SalesOrder.self, from: $0.payload ?? Data()).lines[0].quantity } == [
+                2, 3,
+            ])
     }
 
     @Test func aDiscardedDocumentCanBeCapturedAgain() async throws {

@@ -1,24 +1,28 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncTesting
+import Foundation
 import Testing
 
 struct OutboxDependencyTests {
     @Test func photosAreStashedUploadedFirstAndRemappedWhileTheStoredPayloadKeepsItsPlaceholders() async throws {
         let h = try Harness()
         var outbox = try h.open()
-        let p1 = outbox.placeholderIDs.next(), p2 = outbox.placeholderIDs.next(), sig = outbox.placeholderIDs.next()
+        let p1 = outbox.placeholderIDs.next()
+        let p2 = outbox.placeholderIDs.next()
+        let sig = outbox.placeholderIDs.next()
         var delivery = GeneratedFixtures.delivery()
         delivery.proofPhotos = [FileRef(id: p1, contentType: "image/jpeg"), FileRef(id: p2, contentType: "image/jpeg")]
         delivery.signature = FileRef(id: sig, contentType: "image/png")
         let cameraFiles = try [h.cameraFile("a.jpg", bytes: 3000), h.cameraFile("b.jpg", bytes: 70_000), h.cameraFile("s.png", bytes: 10)]
-        let id = try await outbox.enqueue(delivery, attachments: [
-            .init(placeholder: p1, source: cameraFiles[0], contentType: "image/jpeg"),
-            .init(placeholder: p2, source: cameraFiles[1], contentType: "image/jpeg"),
-            .init(placeholder: sig, source: cameraFiles[2], contentType: "image/png"),
-        ])
+        let id = try await outbox.enqueue(
+            delivery,
+            attachments: [
+                .init(placeholder: p1, source: cameraFiles[0], contentType: "image/jpeg"),
+                .init(placeholder: p2, source: cameraFiles[1], contentType: "image/jpeg"),
+                .init(placeholder: sig, source: cameraFiles[2], contentType: "image/png"),
+            ])
         // The camera cache is purged: the outbox owns its copies.
         for file in cameraFiles { try FileManager.default.removeItem(at: file) }
         let stash = h.path + ".stash"
@@ -50,14 +54,20 @@ struct OutboxDependencyTests {
     @Test func nestedListFileFieldsAreRemapped() async throws {
         let h = try Harness()
         let outbox = try h.open()
-        let a = outbox.placeholderIDs.next(), b = outbox.placeholderIDs.next()
+        let a = outbox.placeholderIDs.next()
+        let b = outbox.placeholderIDs.next()
         let inspection = SiteInspection(
             siteCode: "LIS-0042", inspectorId: EntityRef(7), visitDate: LocalDate("2026-11-30"),
             location: GeoPoint(latitude: 38.7, longitude: -9.1), hazards: [.gas],
-            findings: [.init(title: "Rust", severity: .low), .init(title: "Crack", severity: .high, photos: [FileRef(id: a), FileRef(id: b)])])
-        try await outbox.enqueue(inspection, attachments: [
-            .init(placeholder: a, source: try h.cameraFile("a.jpg", bytes: 100)), .init(placeholder: b, source: try h.cameraFile("b.jpg", bytes: 200)),
-        ])
+            findings: [
+                .init(title: "Rust", severity: .low), .init(title: "Crack", severity: .high, photos: [FileRef(id: a), FileRef(id: b)]),
+            ])
+        try await outbox.enqueue(
+            inspection,
+            attachments: [
+                .init(placeholder: a, source: try h.cameraFile("a.jpg", bytes: 100)),
+                .init(placeholder: b, source: try h.cameraFile("b.jpg", bytes: 200)),
+            ])
         _ = await outbox.flush()
         // The two uploads run side by side: each photo takes the server id of its own upload,
         // in whatever order they arrived.

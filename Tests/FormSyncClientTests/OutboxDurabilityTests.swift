@@ -1,11 +1,11 @@
 import FieldForms
-import Foundation
+import FormSyncModel
+import FormSyncSQLite
 import FormSyncTesting
+import Foundation
 import Testing
 
 @testable import FormSyncClient
-import FormSyncModel
-import FormSyncSQLite
 
 struct OutboxDurabilityTests {
     @Test func anInvalidPayloadThrowsItsFieldErrorsAndQueuesNothing() async throws {
@@ -13,7 +13,9 @@ struct OutboxDurabilityTests {
         let outbox = try h.open()
         var bad = order(1)
         bad.lines[0].quantity = 0
-        await #expect(throws: OutboxError.invalidPayload([FieldError(pointer: "#/lines/0/quantity", code: "min", detail: "Must be at least 1.")])) {
+        await #expect(
+            throws: OutboxError.invalidPayload([FieldError(pointer: "#/lines/0/quantity", code: "min", detail: "Must be at least 1.")])
+        ) {
             try await outbox.enqueue(bad)
         }
         #expect(await outbox.stateCounts().isEmpty)
@@ -45,7 +47,8 @@ struct OutboxDurabilityTests {
         var delivery = GeneratedFixtures.delivery()
         delivery.proofPhotos = [FileRef(id: photo)]
         do {
-            try await outbox.enqueue(delivery, attachments: [.init(placeholder: photo, source: h.directory.appendingPathComponent("gone.jpg"))])
+            try await outbox.enqueue(
+                delivery, attachments: [.init(placeholder: photo, source: h.directory.appendingPathComponent("gone.jpg"))])
             Issue.record("enqueue succeeded without its file")
         } catch OutboxError.stashFailed(let path, _) {
             #expect(path.hasSuffix("gone.jpg"))
@@ -58,7 +61,9 @@ struct OutboxDurabilityTests {
         let outbox = try h.open()
         // A second connection makes the database refuse submissions, as a full disk would.
         let saboteur = try SQLiteConnection(path: h.path)
-        try saboteur.execute("CREATE TRIGGER refuse BEFORE INSERT ON items WHEN NEW.kind = 'submission' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+        try saboteur.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON items WHEN NEW.kind = 'submission' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+        )
         let photo = outbox.placeholderIDs.next()
         var delivery = GeneratedFixtures.delivery()
         delivery.proofPhotos = [FileRef(id: photo)]
@@ -81,7 +86,11 @@ struct OutboxDurabilityTests {
         _ = try h.open()
         let db = try SQLiteConnection(path: h.path)
         #expect(try db.query("PRAGMA journal_mode") { $0.text(0) } == ["wal"])
-        #expect(try db.query("SELECT version, name FROM migrations") { "\($0.int(0)) \($0.text(1) ?? "")" } == ["1 outbox", "2 workspace walls, sends, documents", "3 records", "4 attempt history", "5 record tombstones", "6 leased items index", "7 lean items", "8 resolved by server id", "9 record keys", "10 deferred files"])
+        #expect(
+            try db.query("SELECT version, name FROM migrations") { "\($0.int(0)) \($0.text(1) ?? "")" } == [
+                "1 outbox", "2 workspace walls, sends, documents", "3 records", "4 attempt history", "5 record tombstones",
+                "6 leased items index", "7 lean items", "8 resolved by server id", "9 record keys", "10 deferred files",
+            ])
         _ = try h.open()  // a second open applies nothing twice
         #expect(try db.query("SELECT COUNT(*) FROM migrations") { $0.int(0) } == [Int64(OutboxMigrations.all.latestVersion)])
     }

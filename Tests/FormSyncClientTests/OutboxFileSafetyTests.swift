@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncModel
 import FormSyncSQLite
 import FormSyncTesting
+import Foundation
 import Synchronization
 import Testing
 
@@ -82,7 +82,8 @@ struct OutboxFileSafetyTests {
             try db.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
             try db.execute(OutboxMigrations.all.migrations[0].sql)
             try db.execute("INSERT INTO migrations VALUES (1, 'outbox', 0)")
-            try db.run("""
+            try db.run(
+                """
                 INSERT INTO items (kind, workspace, lane, document_id, attempt_id, form, form_version, payload, state, next_attempt_at, created_at, updated_at)
                 VALUES ('submission', 'acme', 'Customer:1', 'old-doc', 'old-key', 'SalesOrder', ?, ?, 'pending', 0, 0, 0)
                 """, [.integer(Int64(SalesOrder.formVersion)), .blob(try FormRegistry.encode(order(1)))])
@@ -123,8 +124,9 @@ struct OutboxFileSafetyTests {
         let outbox = try h.open()
         func enqueue(_ source: URL, as type: String) async throws {
             let photo = outbox.placeholderIDs.next()
-            try await outbox.enqueue(NewCustomer(name: "Shop", segment: .retail, shopFront: FileRef(id: photo, contentType: type)),
-                                     attachments: [.init(placeholder: photo, source: source, contentType: type)])
+            try await outbox.enqueue(
+                NewCustomer(name: "Shop", segment: .retail, shopFront: FileRef(id: photo, contentType: type)),
+                attachments: [.init(placeholder: photo, source: source, contentType: type)])
         }
         func refusal(_ source: URL, as type: String) async -> [FieldError] {
             do {
@@ -144,7 +146,9 @@ struct OutboxFileSafetyTests {
         let noise = await refusal(try h.cameraFile("front.bin", bytes: 3000), as: "image/jpeg")
         #expect(noise.map(\.code) == ["content_type"])
         #expect(try await outbox.items(in: Set(SyncState.allCases)).isEmpty, "nothing was queued")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: h.path + ".stash").filter { $0.hasSuffix(".blob") }.isEmpty, "nothing stashed")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: h.path + ".stash").filter { $0.hasSuffix(".blob") }.isEmpty,
+            "nothing stashed")
         // A real JPEG goes in.
         try await enqueue(try h.cameraFile("front.jpg", bytes: 3000), as: "image/jpeg")
         #expect(try await outbox.items(in: Set(SyncState.allCases)).count == 2)
@@ -164,19 +168,23 @@ struct OutboxFileSafetyTests {
         let photoFile = try h.cameraFile("p.jpg", bytes: 2000)
         let tooBig = try h.cameraFile("sig.png", bytes: 600 * 1024)
         await #expect {
-            try await outbox.enqueue(delivery, attachments: [
-                .init(placeholder: photo, source: photoFile, contentType: "image/jpeg"),
-                .init(placeholder: signature, source: tooBig, contentType: "image/png"),
-            ])
+            try await outbox.enqueue(
+                delivery,
+                attachments: [
+                    .init(placeholder: photo, source: photoFile, contentType: "image/jpeg"),
+                    .init(placeholder: signature, source: tooBig, contentType: "image/png"),
+                ])
         } throws: { error in
             guard case OutboxError.invalidPayload(let errors) = error else { return false }
             return errors.map(\.pointer) == ["#/signature"] && errors.map(\.code) == ["max_bytes"]
         }
         await #expect {
-            try await outbox.enqueue(delivery, attachments: [
-                .init(placeholder: photo, source: photoFile, contentType: "image/gif"),
-                .init(placeholder: signature, source: try h.cameraFile("ok.png", bytes: 3000), contentType: "image/png"),
-            ])
+            try await outbox.enqueue(
+                delivery,
+                attachments: [
+                    .init(placeholder: photo, source: photoFile, contentType: "image/gif"),
+                    .init(placeholder: signature, source: try h.cameraFile("ok.png", bytes: 3000), contentType: "image/png"),
+                ])
         } throws: { error in
             guard case OutboxError.invalidPayload(let errors) = error else { return false }
             return errors.map(\.pointer) == ["#/proof_photos/0"] && errors.map(\.code) == ["content_type"]
@@ -185,10 +193,12 @@ struct OutboxFileSafetyTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: h.path + ".stash").isEmpty)
 
         // Accepted: the stored payload carries the measured size, so the server sees the truth.
-        let id = try await outbox.enqueue(delivery, attachments: [
-            .init(placeholder: photo, source: photoFile, contentType: "image/jpeg"),
-            .init(placeholder: signature, source: try h.cameraFile("fine.png", bytes: 3000), contentType: "image/png"),
-        ])
+        let id = try await outbox.enqueue(
+            delivery,
+            attachments: [
+                .init(placeholder: photo, source: photoFile, contentType: "image/jpeg"),
+                .init(placeholder: signature, source: try h.cameraFile("fine.png", bytes: 3000), contentType: "image/png"),
+            ])
         let stored = try #require(try await outbox.item(id)?.decodedPayload(as: DeliveryConfirmation.self))
         #expect(stored.proofPhotos.map(\.byteCount) == [2000])
         #expect(stored.signature?.byteCount == 3000)

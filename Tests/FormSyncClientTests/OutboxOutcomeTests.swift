@@ -1,9 +1,10 @@
 import FieldForms
-import Foundation
-@testable import FormSyncClient
 import FormSyncModel
 import FormSyncTesting
+import Foundation
 import Testing
+
+@testable import FormSyncClient
 
 struct OutboxOutcomeTests {
     @Test func backoffIsExponentialWithJitterAboveAFloorOfHalfTheStepCappedAndDrawnPerItem() {
@@ -75,7 +76,10 @@ struct OutboxOutcomeTests {
     @Test func authExpiryPausesRefreshesOnceAndResumesWithoutCountingAnAttempt() async throws {
         let h = try Harness()
         let refreshes = Counter()
-        h.refresh = { refreshes.increment(); return true }
+        h.refresh = {
+            refreshes.increment()
+            return true
+        }
         let outbox = try h.open()
         for n in 1...3 { try await outbox.enqueue(order(Int64(n)), documentID: "d\(n)") }
         for _ in 0..<3 { h.transport.script(.authExpired) }
@@ -194,8 +198,16 @@ struct OutboxOutcomeTests {
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
-    func increment() { lock.lock(); count += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+    func increment() {
+        lock.lock()
+        count += 1
+        lock.unlock()
+    }
+    var value: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return count
+    }
 }
 
 enum GeneratedFixtures {

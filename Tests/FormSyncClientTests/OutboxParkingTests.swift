@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncTesting
+import Foundation
 import Testing
 
 struct OutboxParkingTests {
@@ -10,7 +10,8 @@ struct OutboxParkingTests {
         let h = try Harness()
         var outbox = try h.open()
         let id = try await outbox.enqueue(order(1, sku: "OLD-0001"), documentID: "order-1")
-        h.transport.script(.rejected(reason: "unknown sku", fieldErrors: [FieldError(pointer: "#/lines/0/sku", code: "unknown", detail: "")]))
+        h.transport.script(
+            .rejected(reason: "unknown sku", fieldErrors: [FieldError(pointer: "#/lines/0/sku", code: "unknown", detail: "")]))
         _ = await outbox.flush()
         outbox = try h.open()
         let parked = try #require(try await outbox.item(id))

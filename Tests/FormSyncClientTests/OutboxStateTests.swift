@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncTesting
+import Foundation
 import Testing
 
 struct OutboxStateTests {

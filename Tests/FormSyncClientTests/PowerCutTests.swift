@@ -1,7 +1,7 @@
 import FieldForms
-import Foundation
 import FormSyncModel
 import FormSyncTesting
+import Foundation
 import Synchronization
 import Testing
 

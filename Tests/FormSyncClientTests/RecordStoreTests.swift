@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncModel
 import FormSyncSQLite
 import FormSyncTesting
+import Foundation
 import Testing
 
 @testable import FormSyncClient
@@ -80,7 +80,8 @@ struct RecordStoreTests {
     @Test func anOlderChangeNeverOverwritesANewerOneAndDeletionsAreIdempotent() async throws {
         let outbox = try open()
         harness.transport.scriptFeed(Self.page([Self.delivery(1, version: 3, stop: 9)], "c1"))
-        harness.transport.scriptFeed(Self.page([Self.delivery(1, version: 2, stop: 4), RecordChange(type: "Delivery", id: 77, version: 0, fields: nil)], "c2"))
+        harness.transport.scriptFeed(
+            Self.page([Self.delivery(1, version: 2, stop: 4), RecordChange(type: "Delivery", id: 77, version: 0, fields: nil)], "c2"))
         _ = try await outbox.pull()
         _ = try await outbox.pull()
         let stored = try #require(try await outbox.record(Delivery.self, id: 1))
@@ -195,7 +196,9 @@ struct RecordStoreTests {
     /// The key indexes a pull into an empty store leaves out while it inserts.
     static func keyIndexes(_ path: String) throws -> [String] {
         let db = try SQLiteConnection(path: path, create: false)
-        return try db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'records_key%' ORDER BY name") { $0.text(0) ?? "" }
+        return try db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'records_key%' ORDER BY name") {
+            $0.text(0) ?? ""
+        }
     }
 
     /// A pull into an empty store inserts its records without the indexes of the keys its
@@ -241,10 +244,12 @@ struct RecordStoreTests {
         let reopened = try open()
         #expect(try Self.keyIndexes(harness.path).count == 8)
         let fresh = try SQLiteConnection(path: harness.path, create: false)
-        let plan = try fresh.query("""
+        let plan = try fresh.query(
+            """
             EXPLAIN QUERY PLAN SELECT id, version, payload FROM records WHERE workspace = ?1 AND type = ?2
             AND id IN (SELECT id FROM records WHERE workspace = ?1 AND type = ?2 AND key2 = ?3) ORDER BY id
-            """, [.text("acme"), .text("Delivery"), .text("2")]) { $0.text(3) ?? "" }
+            """, [.text("acme"), .text("Delivery"), .text("2")]
+        ) { $0.text(3) ?? "" }
         #expect(plan.contains { $0.contains("records_key2") }, "\(plan)")
         #expect(try await reopened.records(Delivery.byStopOrder(2)).map(\.id) == [2])
     }
@@ -275,13 +280,31 @@ struct RecordStoreTests {
             HTTPTransport.classifyPage(status: status, headers: headers ?? json, body: Data(text.utf8))
         }
         #expect(page(#"{"changes":[],"cursor":"c1","more":false}"#) == .page(ChangePage(changes: [], cursor: "c1", more: false)))
-        if case .unreachable = page("<html>Log in</html>", headers: ["content-type": "text/html"]) {} else { Issue.record("a portal's page is no feed") }
-        if case .failed = page(#"{"changes":[{"type":"Delivery","id":-4,"version":1,"record":{}}],"cursor":"c1"}"#) {} else { Issue.record("a negative id") }
-        if case .failed = page(#"{"changes":[{"type":"Delivery","id":1e300,"version":1,"record":{}}],"cursor":"c1"}"#) {} else { Issue.record("a huge id") }
-        if case .failed = page(#"{"changes":[{"type":"Delivery","id":3,"version":0,"record":{}}],"cursor":"c1"}"#) {} else { Issue.record("version 0") }
-        if case .failed = page(#"{"changes":[{"type":"Delivery","id":3,"version":1,"record":[1]}],"cursor":"c1"}"#) {} else { Issue.record("fields not an object") }
+        if case .unreachable = page("<html>Log in</html>", headers: ["content-type": "text/html"]) {
+        } else {
+            Issue.record("a portal's page is no feed")
+        }
+        if case .failed = page(#"{"changes":[{"type":"Delivery","id":-4,"version":1,"record":{}}],"cursor":"c1"}"#) {
+        } else {
+            Issue.record("a negative id")
+        }
+        if case .failed = page(#"{"changes":[{"type":"Delivery","id":1e300,"version":1,"record":{}}],"cursor":"c1"}"#) {
+        } else {
+            Issue.record("a huge id")
+        }
+        if case .failed = page(#"{"changes":[{"type":"Delivery","id":3,"version":0,"record":{}}],"cursor":"c1"}"#) {
+        } else {
+            Issue.record("version 0")
+        }
+        if case .failed = page(#"{"changes":[{"type":"Delivery","id":3,"version":1,"record":[1]}],"cursor":"c1"}"#) {
+        } else {
+            Issue.record("fields not an object")
+        }
         if case .failed = page(#"{"changes":[],"cursor":"c1\r\nX-Evil: 1"}"#) {} else { Issue.record("a cursor with control characters") }
-        if case .failed = page(#"{"changes":[{"type":"","id":3,"version":1,"record":{}}],"cursor":"c1"}"#) {} else { Issue.record("an empty type") }
+        if case .failed = page(#"{"changes":[{"type":"","id":3,"version":1,"record":{}}],"cursor":"c1"}"#) {
+        } else {
+            Issue.record("an empty type")
+        }
         #expect(page("", status: 401) == .authExpired)
         #expect(page("", status: 410) == .cursorExpired)
         if case .unreachable = page("", status: 302) {} else { Issue.record("a redirect") }

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncSQLite
+import Foundation
 import Testing
 
 /// The small SQLite layer under the outbox and the server: its statement cache never carries

@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncTesting
+import Foundation
 import Synchronization
 import Testing
 
@@ -135,7 +135,8 @@ struct SyncEngineTests {
         // Real sleeps, and a first backoff of a minute: only the hint can end the wait in time.
         let engine = SyncEngine(
             outbox: outbox,
-            configuration: SyncEngine.Configuration(networkBackoff: RetryPolicy(baseDelay: .milliseconds(60_000), maxDelay: .milliseconds(60_000))),
+            configuration: SyncEngine.Configuration(
+                networkBackoff: RetryPolicy(baseDelay: .milliseconds(60_000), maxDelay: .milliseconds(60_000))),
             environment: environment(h))
         let states = engine.states()
         let running = Task { await engine.run(connectivity: hints) }
@@ -198,7 +199,10 @@ struct SyncEngineTests {
     @Test func aFailedTokenRefreshIsRetriedSoonNotAfterAMinute() async throws {
         let h = try Harness()
         let refreshes = Counter()
-        h.refresh = { refreshes.increment(); return refreshes.value > 1 }  // the first refresh fails (a portal answered it)
+        h.refresh = {
+            refreshes.increment()
+            return refreshes.value > 1
+        }  // the first refresh fails (a portal answered it)
         let outbox = try h.open()
         try await outbox.enqueue(order(1))
         h.transport.script(.authExpired)

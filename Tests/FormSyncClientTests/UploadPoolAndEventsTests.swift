@@ -1,7 +1,7 @@
 import FieldForms
-import Foundation
 import FormSyncModel
 import FormSyncTesting
+import Foundation
 import Testing
 
 @testable import FormSyncClient
@@ -33,7 +33,9 @@ struct UploadPoolAndEventsTests {
         h.configuration = Outbox.Configuration(attachmentTransform: { source, _, scratch in
             // "Downscale": keep every fourth byte, re-encoded as JPEG.
             let original = try Data(contentsOf: source)
-            try MediaSignature.stamped(Data(original.enumerated().compactMap { $0.offset % 4 == 0 ? $0.element : nil }), asFileNamed: "small.jpg").write(to: scratch)
+            try MediaSignature.stamped(
+                Data(original.enumerated().compactMap { $0.offset % 4 == 0 ? $0.element : nil }), asFileNamed: "small.jpg"
+            ).write(to: scratch)
             return (scratch, "image/jpeg")
         })
         let outbox = try h.open()
@@ -50,7 +52,8 @@ struct UploadPoolAndEventsTests {
         guard case .file(let path, let type, let count, let sha) = upload.body else { return }
         #expect(count == 10_000)
         #expect(type == "image/jpeg")
-        let expected = MediaSignature.stamped(Data(try Data(contentsOf: source).enumerated().compactMap { $0.offset % 4 == 0 ? $0.element : nil }), asFileNamed: "small.jpg")
+        let expected = MediaSignature.stamped(
+            Data(try Data(contentsOf: source).enumerated().compactMap { $0.offset % 4 == 0 ? $0.element : nil }), asFileNamed: "small.jpg")
         #expect(sha == SHA256.hash(expected))
         #expect(!FileManager.default.fileExists(atPath: path))  // deleted once confirmed
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: h.path + ".stash").filter { $0.hasPrefix("scratch-") }
@@ -91,14 +94,32 @@ struct UploadPoolAndEventsTests {
         let seen = await StreamReading.read(events) { $0 == .online }.elements
         #expect(seen.count == 10)
         #expect(seen[0] == .attemptStarted(item: id, kind: .submission, form: "SalesOrder", attempt: 1))
-        guard case .attemptFinished(id, .transient, _, _, _, _) = seen[1] else { Issue.record("\(seen[1])"); return }
-        guard case .backoffScheduled(id, let until, "HTTP 503") = seen[2] else { Issue.record("\(seen[2])"); return }
+        guard case .attemptFinished(id, .transient, _, _, _, _) = seen[1] else {
+            Issue.record("\(seen[1])")
+            return
+        }
+        guard case .backoffScheduled(id, let until, "HTTP 503") = seen[2] else {
+            Issue.record("\(seen[2])")
+            return
+        }
         #expect(until.millisecondsSince1970 >= h.clock.now - 60_000 + 5000)
         #expect(seen[3] == .attemptStarted(item: id, kind: .submission, form: "SalesOrder", attempt: 2))
-        guard case .attemptFinished(id, .rejected, _, _, _, _) = seen[4] else { Issue.record("\(seen[4])"); return }
-        guard case .parked(id, .rejected, "HTTP 422") = seen[5] else { Issue.record("\(seen[5])"); return }
-        guard case .attemptStarted(id, .submission, "SalesOrder", _) = seen[6] else { Issue.record("\(seen[6])"); return }
-        guard case .attemptFinished(id, .unreachable, _, _, _, _) = seen[7] else { Issue.record("\(seen[7])"); return }
+        guard case .attemptFinished(id, .rejected, _, _, _, _) = seen[4] else {
+            Issue.record("\(seen[4])")
+            return
+        }
+        guard case .parked(id, .rejected, "HTTP 422") = seen[5] else {
+            Issue.record("\(seen[5])")
+            return
+        }
+        guard case .attemptStarted(id, .submission, "SalesOrder", _) = seen[6] else {
+            Issue.record("\(seen[6])")
+            return
+        }
+        guard case .attemptFinished(id, .unreachable, _, _, _, _) = seen[7] else {
+            Issue.record("\(seen[7])")
+            return
+        }
         #expect(seen[8] == .offline(reason: "no signal"))
         #expect(seen[9] == .online)
 
@@ -109,7 +130,8 @@ struct UploadPoolAndEventsTests {
 
     @Test func theHistoryKeepsTheNewestTwentyAttempts() async throws {
         let h = try Harness()
-        h.configuration = Outbox.Configuration(retry: RetryPolicy(baseDelay: .milliseconds(1000), maxDelay: .milliseconds(1000), maxAttempts: 100))
+        h.configuration = Outbox.Configuration(
+            retry: RetryPolicy(baseDelay: .milliseconds(1000), maxDelay: .milliseconds(1000), maxAttempts: 100))
         let outbox = try h.open()
         let id = try await outbox.enqueue(order(1))
         for n in 0..<25 {

@@ -1,6 +1,6 @@
-import Foundation
 import FormSyncClient
 import FormSyncSQLite
+import Foundation
 import Testing
 
 /// Checkpoints off the writer's path: the log is copied back by a second connection, bounded

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncSQLite
+import Foundation
 import Synchronization
 import Testing
 
@@ -35,7 +35,12 @@ struct WALSyncTests {
         try db.run("INSERT INTO t (body) VALUES (randomblob(10))")
         #expect(db.commitCount == before + 2, "an autocommit statement is a commit too")
         struct Abandon: Error {}
-        #expect(throws: Abandon.self) { try db.transaction(.normal) { try db.run("INSERT INTO t (body) VALUES (1)"); throw Abandon() } }
+        #expect(throws: Abandon.self) {
+            try db.transaction(.normal) {
+                try db.run("INSERT INTO t (body) VALUES (1)")
+                throw Abandon()
+            }
+        }
         #expect(db.commitCount == before + 2, "a rolled-back transaction is not numbered")
         _ = try db.query("SELECT COUNT(*) FROM t") { $0.int(0) }
         #expect(db.commitCount == before + 2, "a read commits nothing")
@@ -65,7 +70,12 @@ struct WALSyncTests {
         let release = DispatchSemaphore(value: 0)
         let wal = WALSync(databasePath: path) { descriptor in
             // The first fsync is held until the other writers wait behind it.
-            if syncs.withLock({ $0 += 1; return $0 }) == 1 { release.wait() }
+            if syncs.withLock({
+                $0 += 1
+                return $0
+            }) == 1 {
+                release.wait()
+            }
             return WALSync.dataSync(descriptor)
         }
         let first = try commit(db)
@@ -98,7 +108,10 @@ struct WALSyncTests {
         let started = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let wal = WALSync(databasePath: path) { descriptor in
-            if syncs.withLock({ $0 += 1; return $0 }) == 1 {
+            if syncs.withLock({
+                $0 += 1
+                return $0
+            }) == 1 {
                 started.signal()
                 release.wait()
             }

@@ -1,8 +1,8 @@
 import FieldForms
-import Foundation
 import FormSyncClient
 import FormSyncModel
 import FormSyncTesting
+import Foundation
 import Testing
 
 /// A workspace (server + tenant) is a wall: its items, placeholders and server ids never cross.
@@ -58,9 +58,10 @@ struct WorkspaceWallTests {
 
     @Test func aTransportRefusesARequestOfAnotherWorkspace() async throws {
         let transport = ScriptedTransport(workspace: "acme")
-        let outcome = await transport.send(OutboundRequest(
-            itemID: 1, documentID: "d", attemptID: "a", workspace: "globex",
-            body: .submission(form: "SalesOrder", version: 1, endpoint: "/x", payload: Data("{}".utf8), baseVersion: nil)))
+        let outcome = await transport.send(
+            OutboundRequest(
+                itemID: 1, documentID: "d", attemptID: "a", workspace: "globex",
+                body: .submission(form: "SalesOrder", version: 1, endpoint: "/x", payload: Data("{}".utf8), baseVersion: nil)))
         guard case .rejected = outcome else {
             Issue.record("sent across the wall: \(outcome)")
             return

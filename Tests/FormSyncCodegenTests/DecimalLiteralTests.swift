@@ -14,7 +14,9 @@ struct DecimalLiteralTests {
             return Decimal(string: String(quoted), locale: Locale(identifier: "en_US_POSIX"))
         }
         let pattern = #"^Decimal\(sign: \.(plus|minus), exponent: (-?[0-9]+), significand: Decimal\(([0-9]+)\)\)$"#
-        guard let match = literal.range(of: pattern, options: .regularExpression), match == literal.startIndex..<literal.endIndex else { return nil }
+        guard let match = literal.range(of: pattern, options: .regularExpression), match == literal.startIndex..<literal.endIndex else {
+            return nil
+        }
         let parts = literal.replacingOccurrences(of: pattern, with: "$1 $2 $3", options: .regularExpression).split(separator: " ")
         guard parts.count == 3, let exponent = Int(parts[1]), let significand = Int64(parts[2]) else { return nil }
         return Decimal(sign: parts[0] == "minus" ? .minus : .plus, exponent: exponent, significand: Decimal(significand))

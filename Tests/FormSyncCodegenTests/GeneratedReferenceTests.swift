@@ -21,7 +21,9 @@ struct GeneratedReferenceTests {
         #expect(outputs.map(\.name).sorted() == [base + ".schema.json", base + ".swift"])
         for file in outputs {
             let checkedIn = try Data(contentsOf: Self.root.appendingPathComponent("Generated").appendingPathComponent(file.name))
-            #expect(checkedIn == Data(file.contents.utf8), "Generated/\(file.name) is stale: run swift run formsync generate FormSpecs --output Generated")
+            #expect(
+                checkedIn == Data(file.contents.utf8),
+                "Generated/\(file.name) is stale: run swift run formsync generate FormSpecs --output Generated")
         }
     }
 
@@ -58,7 +60,9 @@ struct GeneratedReferenceTests {
     func everyJSONSchemaIsValidJSONDeclaringDraft2020AndTheFormsFields(_ specPath: String) throws {
         let spec = SpecLoader.check(fileAt: specPath)
         let fields = try #require(spec.form?.fields ?? spec.record?.fields)
-        let text = try #require(spec.form.map { JSONSchemaGenerator.schema(for: $0) } ?? spec.record.map { JSONSchemaGenerator.schema(for: $0) }).rendered()
+        let text = try #require(
+            spec.form.map { JSONSchemaGenerator.schema(for: $0) } ?? spec.record.map { JSONSchemaGenerator.schema(for: $0) }
+        ).rendered()
         let object = try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         #expect(object["$schema"] as? String == "https://json-schema.org/draft/2020-12/schema")
         let properties = try #require(object["properties"] as? [String: Any])

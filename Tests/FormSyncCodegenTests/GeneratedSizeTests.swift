@@ -1,7 +1,7 @@
-@testable import FormSpec
 import Foundation
 import Testing
 
+@testable import FormSpec
 @testable import FormSyncCodegen
 
 /// The checker's limits bound what the generator writes: the largest spec they allow (every
@@ -11,9 +11,11 @@ struct GeneratedSizeTests {
         // Three nested lists, each level with as many fields as the total allows.
         let perLevel = (SpecChecker.maxFields - 3) / 4
         func fields(_ level: Int, indent: String) -> String {
-            var text = (0..<perLevel).map { "\(indent)f\(level)x\($0): { type: text, max_length: 40, pattern: \"[A-Z]{2}[0-9]{3}\" }" }.joined(separator: "\n")
+            var text = (0..<perLevel).map { "\(indent)f\(level)x\($0): { type: text, max_length: 40, pattern: \"[A-Z]{2}[0-9]{3}\" }" }
+                .joined(separator: "\n")
             if level < SpecChecker.maxListDepth {
-                text += "\n\(indent)nested\(level):\n\(indent)  type: list\n\(indent)  fields:\n" + fields(level + 1, indent: indent + "    ")
+                text +=
+                    "\n\(indent)nested\(level):\n\(indent)  type: list\n\(indent)  fields:\n" + fields(level + 1, indent: indent + "    ")
             }
             return text
         }

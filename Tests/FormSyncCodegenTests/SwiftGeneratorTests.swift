@@ -17,7 +17,8 @@ struct SwiftGeneratorTests {
     }
 
     @Test func requiredIfBecomesAConditionOnTheSiblingsTypedValue() throws {
-        let source = try generate("""
+        let source = try generate(
+            """
             form: Visit
             version: 1
             endpoint: /v
@@ -26,12 +27,15 @@ struct SwiftGeneratorTests {
               flag: boolean
               reason: { type: text, required_if: { outcome: [not_home, done], flag: true } }
             """)
-        #expect(source.contains(
-            "if (outcome == Visit.Outcome.notHome || outcome == Visit.Outcome.done) && flag == true { validator.require(reason, at: JSONPointer.appending(pointer(), \"reason\")) }"))
+        #expect(
+            source.contains(
+                "if (outcome == Visit.Outcome.notHome || outcome == Visit.Outcome.done) && flag == true { validator.require(reason, at: JSONPointer.appending(pointer(), \"reason\")) }"
+            ))
     }
 
     @Test func nestedTypesAreFullyQualifiedSoAnItemCannotShadowAFormLevelChoice() throws {
-        let source = try generate("""
+        let source = try generate(
+            """
             form: Visit
             version: 1
             endpoint: /v
@@ -55,8 +59,11 @@ struct SwiftGeneratorTests {
     }
 
     @Test func moneyWithServerAuthorityMergesThroughServerAuthority() throws {
-        let source = try generate("form: Visit\nversion: 1\nendpoint: /v\nfields:\n  cod: { type: money, authority: server }\n  note: { type: text, conflict: ask }\n")
+        let source = try generate(
+            "form: Visit\nversion: 1\nendpoint: /v\nfields:\n  cod: { type: money, authority: server }\n  note: { type: text, conflict: ask }\n"
+        )
         #expect(source.contains("merged.cod = merge.serverAuthority(\"#/cod\""))
-        #expect(source.contains("merged.note = merge.field(\"#/note\", base: base.note, local: local.note, server: server.note, policy: .ask)"))
+        #expect(
+            source.contains("merged.note = merge.field(\"#/note\", base: base.note, local: local.note, server: server.note, policy: .ask)"))
     }
 }

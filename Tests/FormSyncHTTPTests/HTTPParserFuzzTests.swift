@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncTesting
+import Foundation
 import Testing
 
 @testable import FormSyncHTTP
@@ -12,13 +12,16 @@ struct HTTPParserFuzzTests {
         "POST /files HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n10\r\n0123456789abcdef\r\n0\r\n\r\n",
         "GET /health HTTP/1.1\r\nConnection: keep-alive\r\n\r\nGET /x?y=1 HTTP/1.0\r\n\r\n",
     ]
-    static let fragments = ["\r\n", "\r\n\r\n", ":", " ", "\u{1}", "\u{7f}", "7fffffffffffffff", "-1", "Content-Length: 9999999\r\n",
-                            "Transfer-Encoding: chunked\r\n", "ffffffffffffffffffff\r\n", "é", "\0", String(repeating: "A", count: 20_000)]
+    static let fragments = [
+        "\r\n", "\r\n\r\n", ":", " ", "\u{1}", "\u{7f}", "7fffffffffffffff", "-1", "Content-Length: 9999999\r\n",
+        "Transfer-Encoding: chunked\r\n", "ffffffffffffffffffff\r\n", "é", "\0", String(repeating: "A", count: 20_000),
+    ]
 
     @Test func fiveThousandMutatedRequestsInRandomReadsNeverBreakTheParser() {
-        var random = SplitMix64(state: 20261130)
+        var random = SplitMix64(state: 20_261_130)
         let limit = 64
-        var requests = 0, refusals = 0
+        var requests = 0
+        var refusals = 0
         for round in 0..<5_000 {
             var bytes = Array(Self.seeds[round % Self.seeds.count].utf8)
             for _ in 0..<(1 + Int(random.next() % 4)) {

@@ -49,9 +49,10 @@ struct FieldValidatorTests {
         v.money(Money(minorUnits: -1, currency: "EUR"), min: 0, max: nil, currency: "EUR", at: "#/m1")
         v.money(Money(minorUnits: 5, currency: "USD"), min: 0, max: nil, currency: "EUR", at: "#/m2")
         v.money(Money(minorUnits: 5, currency: "eur"), min: nil, max: nil, currency: nil, at: "#/m3")
-        #expect(v.errors.map { "\($0.pointer) \($0.code)" } == [
-            "#/q min", "#/d max", "#/photos max_count", "#/m1 min", "#/m2 currency", "#/m3 currency",
-        ])
+        #expect(
+            v.errors.map { "\($0.pointer) \($0.code)" } == [
+                "#/q min", "#/d max", "#/photos max_count", "#/m1 min", "#/m2 currency", "#/m3 currency",
+            ])
     }
 
     @Test func filesAreCheckedForSizeAndMediaTypeWithWildcards() {

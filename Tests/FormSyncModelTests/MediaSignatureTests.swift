@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 import Testing
 
 /// A file's media type read from its bytes (issue 34, 3): each recognised signature, what is
@@ -9,28 +9,34 @@ struct MediaSignatureTests {
     static func ascii(_ text: String) -> [UInt8] { Array(text.utf8) }
     static func iso(_ brand: String) -> [UInt8] { bytes([0, 0, 0, 0x18], ascii("ftyp"), ascii(brand), [0, 0, 0, 0], ascii("isommp42")) }
 
-    @Test(arguments: [
-        (bytes([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10], ascii("JFIF")), "image/jpeg"),
-        (Array(Data(base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")!), "image/png"),
-        (ascii("%PDF-1.7\n%\u{E2}"), "application/pdf"),
-        (bytes(ascii("RIFF"), [0x24, 0x08, 0, 0], ascii("WAVEfmt ")), "audio/wav"),
-        (iso("mp42"), "video/mp4"),
-        (iso("isom"), "video/mp4"),
-        (iso("qt  "), "video/quicktime"),
-        (iso("heic"), "image/heic"),
-        (iso("mif1"), "image/heif"),
-        (iso("M4A "), "audio/mp4"),
-        (iso("3gp4"), "video/3gpp"),
-        (bytes([0xFF, 0xF1, 0x50, 0x80, 0x02, 0x1F, 0xFC]), "audio/aac"),
-    ] as [([UInt8], String)])
+    @Test(
+        arguments: [
+            (bytes([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10], ascii("JFIF")), "image/jpeg"),
+            (
+                Array(
+                    Data(base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")!
+                ), "image/png"
+            ),
+            (ascii("%PDF-1.7\n%\u{E2}"), "application/pdf"),
+            (bytes(ascii("RIFF"), [0x24, 0x08, 0, 0], ascii("WAVEfmt ")), "audio/wav"),
+            (iso("mp42"), "video/mp4"),
+            (iso("isom"), "video/mp4"),
+            (iso("qt  "), "video/quicktime"),
+            (iso("heic"), "image/heic"),
+            (iso("mif1"), "image/heif"),
+            (iso("M4A "), "audio/mp4"),
+            (iso("3gp4"), "video/3gpp"),
+            (bytes([0xFF, 0xF1, 0x50, 0x80, 0x02, 0x1F, 0xFC]), "audio/aac"),
+        ] as [([UInt8], String)])
     func aKnownSignatureNamesItsMediaType(_ bytes: [UInt8], _ type: String) {
         #expect(MediaSignature.mediaType(of: bytes) == type)
     }
 
-    @Test(arguments: [
-        [], [0xFF, 0xD8], [0x89, 0x50, 0x4E, 0x47], ascii("hello, world"), ascii("ID3\u{04}"), [0xFF, 0xFB, 0x90, 0x64],
-        bytes(ascii("RIFF"), [0x24, 0x08, 0, 0], ascii("AVI LIST")), iso("abcd"), bytes([0, 0, 0, 0x18], ascii("ftyp")),
-    ] as [[UInt8]])
+    @Test(
+        arguments: [
+            [], [0xFF, 0xD8], [0x89, 0x50, 0x4E, 0x47], ascii("hello, world"), ascii("ID3\u{04}"), [0xFF, 0xFB, 0x90, 0x64],
+            bytes(ascii("RIFF"), [0x24, 0x08, 0, 0], ascii("AVI LIST")), iso("abcd"), bytes([0, 0, 0, 0x18], ascii("ftyp")),
+        ] as [[UInt8]])
     func bytesThatAreNoKnownSignatureAreUnknown(_ bytes: [UInt8]) {
         #expect(MediaSignature.mediaType(of: bytes) == nil)
     }

@@ -70,18 +70,26 @@ struct PatternTests {
     /// `new RegExp("^(?:" + body + ")$", "u")` gives it in Node.js, and every accepted pattern
     /// must compile there.
     @Test func everyAnswerIsTheAnswerOfARealECMAScriptEngine() throws {
-        guard let node = ["/usr/bin/node", "/usr/local/bin/node", "/usr/bin/nodejs"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        guard
+            let node = ["/usr/bin/node", "/usr/local/bin/node", "/usr/bin/nodejs"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else {
             Issue.record("Node.js is needed to compare with a real ECMA-262 engine: apt-get install nodejs (.ci/run installs it)")
             return
         }
         var generator = SeededGenerator(seed: 2026)
-        let atoms = ["a", "b", "ab", ".", "\\d", "\\w", "\\s", "\\D", "\\W", "\\S", "[a-c]", "[^ab]", "[\\d_]", "[\\s\\w]", "é", "😀", "\\.", "\\-?", "-", "[-a]", "[a\\-z]"]
+        let atoms = [
+            "a", "b", "ab", ".", "\\d", "\\w", "\\s", "\\D", "\\W", "\\S", "[a-c]", "[^ab]", "[\\d_]", "[\\s\\w]", "é", "😀", "\\.", "\\-?",
+            "-", "[-a]", "[a\\-z]",
+        ]
         let quantifiers = ["", "", "", "?", "*", "+", "{2}", "{1,3}", "{0,2}", "{2,}"]
         func piece(_ depth: Int) -> String {
             let roll = Int.random(in: 0..<10, using: &generator)
             if depth < 2 && roll == 0 {
                 let inner = (0..<Int.random(in: 1...2, using: &generator)).map { _ in atoms.randomElement(using: &generator)! }.joined()
-                return "(?:" + inner + "|" + atoms.randomElement(using: &generator)! + ")" + ["", "?", "{2}"].randomElement(using: &generator)!
+                return "(?:" + inner + "|" + atoms.randomElement(using: &generator)! + ")" + ["", "?", "{2}"].randomElement(
+                    using: &generator)!
             }
             return atoms.randomElement(using: &generator)! + quantifiers.randomElement(using: &generator)!
         }
@@ -94,7 +102,11 @@ struct PatternTests {
             guard let pattern = try? Pattern(source) else { continue }
             accepted += 1
             for _ in 0..<10 {
-                cases.append((pattern, (0..<Int.random(in: 0...6, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }.joined()))
+                cases.append(
+                    (
+                        pattern,
+                        (0..<Int.random(in: 0...6, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }.joined()
+                    ))
             }
         }
         let input = try JSONSerialization.data(withJSONObject: cases.map { [$0.pattern.body, $0.value] })
@@ -111,7 +123,10 @@ struct PatternTests {
         process.standardInput = stdin
         process.standardOutput = stdout
         try process.run()
-        let writer = Thread { stdin.fileHandleForWriting.write(input); try? stdin.fileHandleForWriting.close() }
+        let writer = Thread {
+            stdin.fileHandleForWriting.write(input)
+            try? stdin.fileHandleForWriting.close()
+        }
         writer.start()
         let output = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
@@ -123,7 +138,9 @@ struct PatternTests {
             let ours = pattern.matches(value)
             if (verdicts[index] == 1) != ours {
                 differences += 1
-                if differences <= 5 { Issue.record("\(pattern.source) on \(value.debugDescription): ECMA-262 \(verdicts[index] == 1), FormSync \(ours)") }
+                if differences <= 5 {
+                    Issue.record("\(pattern.source) on \(value.debugDescription): ECMA-262 \(verdicts[index] == 1), FormSync \(ours)")
+                }
             }
         }
         #expect(differences == 0)

@@ -59,13 +59,21 @@ struct PlatformGuardTests {
             let code = line.components(separatedBy: "//").first ?? line
             let current = stack.map { $0.branches.last ?? "" }
             for pattern in linuxOnly where code.contains(pattern) {
-                if !current.contains(where: { $0.contains("canImport(Glibc)") || $0.contains("canImport(Musl)") || $0.contains("os(Linux)") }) {
-                    problems.append(Problem(file: file, line: number, message: "'\(pattern)' exists only on Linux: put it in a #if canImport(Glibc) / canImport(Musl) branch"))
+                if !current.contains(where: {
+                    $0.contains("canImport(Glibc)") || $0.contains("canImport(Musl)") || $0.contains("os(Linux)")
+                }) {
+                    problems.append(
+                        Problem(
+                            file: file, line: number,
+                            message: "'\(pattern)' exists only on Linux: put it in a #if canImport(Glibc) / canImport(Musl) branch"))
                 }
             }
             for pattern in darwinOnly where code.contains(pattern) {
                 if !current.contains(where: { $0.contains("canImport(Darwin)") || $0.contains("os(macOS)") || $0.contains("os(iOS)") }) {
-                    problems.append(Problem(file: file, line: number, message: "'\(pattern)' exists only on Apple platforms: put it in a #if canImport(Darwin) branch"))
+                    problems.append(
+                        Problem(
+                            file: file, line: number,
+                            message: "'\(pattern)' exists only on Apple platforms: put it in a #if canImport(Darwin) branch"))
                 }
             }
         }
@@ -79,7 +87,8 @@ struct PlatformGuardTests {
         guard platforms.contains(where: { joined.contains("canImport(\($0))") }) else { return [] }
         if branches.last == "else" { return [] }
         let missing = platforms.filter { !joined.contains("canImport(\($0))") }
-        return missing.isEmpty ? [] : [Problem(file: file, line: line, message: "this #if has no branch for \(missing.joined(separator: ", "))")]
+        return missing.isEmpty
+            ? [] : [Problem(file: file, line: line, message: "this #if has no branch for \(missing.joined(separator: ", "))")]
     }
 
     @Test func everyPlatformSpecificCallInSourcesIsInsideItsPlatformsBranch() throws {
@@ -99,11 +108,15 @@ struct PlatformGuardTests {
     @Test func theCheckFindsAnUnguardedCallAndAChainWithoutABranch() {
         let unguarded = Self.problems(in: "let n = send(fd, p, c, Int32(MSG_NOSIGNAL))\n", file: "x.swift")
         #expect(unguarded.count == 1)
-        let guarded = Self.problems(in: "#if canImport(Glibc)\nlet n = send(fd, p, c, Int32(MSG_NOSIGNAL))\n#else\nlet n = 0\n#endif\n", file: "x.swift")
+        let guarded = Self.problems(
+            in: "#if canImport(Glibc)\nlet n = send(fd, p, c, Int32(MSG_NOSIGNAL))\n#else\nlet n = 0\n#endif\n", file: "x.swift")
         #expect(guarded.isEmpty)
-        let noMusl = Self.problems(in: "#if canImport(Glibc)\nimport Glibc\n#elseif canImport(Darwin)\nimport Darwin\n#endif\n", file: "x.swift")
+        let noMusl = Self.problems(
+            in: "#if canImport(Glibc)\nimport Glibc\n#elseif canImport(Darwin)\nimport Darwin\n#endif\n", file: "x.swift")
         #expect(noMusl.map(\.message) == ["this #if has no branch for Musl"])
-        let darwinOutside = Self.problems(in: "#if canImport(Glibc)\nx()\n#elseif canImport(Musl)\ny()\n#elseif canImport(Darwin)\nz()\n#endif\nfcntl(fd, F_FULLFSYNC)\n", file: "x.swift")
+        let darwinOutside = Self.problems(
+            in: "#if canImport(Glibc)\nx()\n#elseif canImport(Musl)\ny()\n#elseif canImport(Darwin)\nz()\n#endif\nfcntl(fd, F_FULLFSYNC)\n",
+            file: "x.swift")
         #expect(darwinOutside.count == 1)
     }
 }

@@ -30,11 +30,15 @@ struct InterpreterDifferentialTests {
         folders.flatMap { specs($0).compactMap(\.record?.name) }
     }
 
-    static func definitions(_ name: String) -> (form: FormDefinition?, record: RecordDefinition?, interpreted: (forms: FormRegistry, records: RecordRegistry)) {
+    static func definitions(
+        _ name: String
+    ) -> (form: FormDefinition?, record: RecordDefinition?, interpreted: (forms: FormRegistry, records: RecordRegistry)) {
         for folder in folders {
             let all = specs(folder)
             if let form = all.compactMap(\.form).first(where: { $0.name == name }) { return (form, nil, SpecInterpreter.registries(all)) }
-            if let record = all.compactMap(\.record).first(where: { $0.name == name }) { return (nil, record, SpecInterpreter.registries(all)) }
+            if let record = all.compactMap(\.record).first(where: { $0.name == name }) {
+                return (nil, record, SpecInterpreter.registries(all))
+            }
         }
         return (nil, nil, SpecInterpreter.registries([]))
     }
@@ -43,9 +47,11 @@ struct InterpreterDifferentialTests {
 
     @Test func theCorpusReachesEveryFieldTypeAndBothOutcomes() throws {
         let kitchen = try #require(Self.definitions("Kitchen").form)
-        #expect(Set(kitchen.fields.map(\.kind.typeName)).isSuperset(of: [
-            "text", "integer", "decimal", "boolean", "date", "time", "datetime", "choice", "multi_choice", "money", "geopoint", "reference", "photo", "list",
-        ]))
+        #expect(
+            Set(kitchen.fields.map(\.kind.typeName)).isSuperset(of: [
+                "text", "integer", "decimal", "boolean", "date", "time", "datetime", "choice", "multi_choice", "money", "geopoint",
+                "reference", "photo", "list",
+            ]))
         var random = RandomPayloads(seed: 1)
         let entry = try #require(Self.generatedForms["Kitchen"])
         var valid = 0
@@ -109,7 +115,9 @@ struct InterpreterDifferentialTests {
         var random = RandomPayloads(seed: UInt64(name.utf8.reduce(11) { $0 &* 31 &+ UInt64($1) }))
         for round in 0..<400 {
             let json = Data(random.payload(record.fields).utf8)
-            #expect(Self.errors(generated.validate(json)) == Self.errors(interpreter.validate(json)), "round \(round): \(String(decoding: json, as: UTF8.self))")
+            #expect(
+                Self.errors(generated.validate(json)) == Self.errors(interpreter.validate(json)),
+                "round \(round): \(String(decoding: json, as: UTF8.self))")
             let indexA = try? generated.indexEntries(json)
             let indexB = try? interpreter.indexEntries(json)
             #expect(indexA.map(Set.init) == indexB.map(Set.init), "index of \(String(decoding: json, as: UTF8.self))")

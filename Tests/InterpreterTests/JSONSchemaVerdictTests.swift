@@ -15,13 +15,16 @@ struct JSONSchemaVerdictTests {
     static func schema(_ name: String) throws -> SchemaChecker {
         for folder in InterpreterDifferentialTests.folders {
             for spec in InterpreterDifferentialTests.specs(folder) {
-                if let form = spec.form, form.name == name { return SchemaChecker(schema: JSONSchemaGenerator.schema(for: form).rendered()) }
+                if let form = spec.form, form.name == name {
+                    return SchemaChecker(schema: JSONSchemaGenerator.schema(for: form).rendered())
+                }
             }
         }
         throw CocoaError(.fileNoSuchFile)
     }
 
-    static let kitchen = #"{"code":"AB12","size":"small","servings":4,"vegan":false,"cuisines":["thai"],"gallery":[{"id":8,"content_type":"image/png"}],"dishes":[{"name":"Pad thai","price":{"minor_units":1200,"currency":"EUR"},"course":"main"}]}"#
+    static let kitchen =
+        #"{"code":"AB12","size":"small","servings":4,"vegan":false,"cuisines":["thai"],"gallery":[{"id":8,"content_type":"image/png"}],"dishes":[{"name":"Pad thai","price":{"minor_units":1200,"currency":"EUR"},"course":"main"}]}"#
 
     /// The base payload with top-level members set (raw JSON) or removed (nil).
     static func kitchen(_ changes: [String: String?]) -> String {
@@ -44,35 +47,71 @@ struct JSONSchemaVerdictTests {
         Case(form: "Kitchen", what: "required text blank", json: kitchen(["code": #""   ""#]), valid: false),
         Case(form: "Kitchen", what: "required text missing", json: kitchen(["code": nil]), valid: false),
         Case(form: "Kitchen", what: "pattern broken", json: kitchen(["code": #""ab12""#]), valid: false),
-        Case(form: "Kitchen", what: "text too long", json: kitchen(["label": "\"" + String(repeating: "x", count: 41) + "\""]), valid: false),
-        Case(form: "Kitchen", what: "text at its longest, in code points", json: kitchen(["label": "\"" + String(repeating: "é", count: 40) + "\""]), valid: true),
+        Case(
+            form: "Kitchen", what: "text too long", json: kitchen(["label": "\"" + String(repeating: "x", count: 41) + "\""]), valid: false),
+        Case(
+            form: "Kitchen", what: "text at its longest, in code points",
+            json: kitchen(["label": "\"" + String(repeating: "é", count: 40) + "\""]), valid: true),
         Case(form: "Kitchen", what: "a multi-choice option chosen twice", json: kitchen(["cuisines": #"["thai","thai"]"#]), valid: false),
         Case(form: "Kitchen", what: "a multi-choice with too few options", json: kitchen(["cuisines": "[]"]), valid: false),
         Case(form: "Kitchen", what: "a multi-choice with a min_count left out", json: kitchen(["cuisines": nil]), valid: false),
-        Case(form: "Kitchen", what: "a multi-choice with too many options", json: kitchen(["cuisines": #"["thai","basque","nordic","lebanese"]"#]), valid: false),
+        Case(
+            form: "Kitchen", what: "a multi-choice with too many options",
+            json: kitchen(["cuisines": #"["thai","basque","nordic","lebanese"]"#]), valid: false),
         Case(form: "Kitchen", what: "an unknown option", json: kitchen(["size": #""huge""#]), valid: false),
         Case(form: "Kitchen", what: "a required list empty", json: kitchen(["dishes": "[]"]), valid: false),
-        Case(form: "Kitchen", what: "a list over its max_count", json: kitchen(["dishes": "[" + Array(repeating: #"{"name":"x","price":{"minor_units":1,"currency":"EUR"},"course":"main"}"#, count: 5).joined(separator: ",") + "]"]), valid: false),
-        Case(form: "Kitchen", what: "a list item missing a required field", json: kitchen(["dishes": #"[{"name":"x","course":"main"}]"#]), valid: false),
-        Case(form: "Kitchen", what: "a nested list item out of range", json: kitchen(["dishes": #"[{"name":"x","price":{"minor_units":1,"currency":"EUR"},"course":"main","allergens":[{"kind":"nuts","severity":4}]}]"#]), valid: false),
-        Case(form: "Kitchen", what: "a nested list item in range", json: kitchen(["dishes": #"[{"name":"x","price":{"minor_units":1,"currency":"EUR"},"course":"main","allergens":[{"kind":"nuts","severity":3}]}]"#]), valid: true),
-        Case(form: "Kitchen", what: "a media type in capitals", json: kitchen(["hero_shot": #"{"id":3,"content_type":"IMAGE/JPEG"}"#]), valid: true),
-        Case(form: "Kitchen", what: "a media type not accepted", json: kitchen(["hero_shot": #"{"id":3,"content_type":"image/png"}"#]), valid: false),
+        Case(
+            form: "Kitchen", what: "a list over its max_count",
+            json: kitchen([
+                "dishes": "["
+                    + Array(repeating: #"{"name":"x","price":{"minor_units":1,"currency":"EUR"},"course":"main"}"#, count: 5).joined(
+                        separator: ",") + "]"
+            ]), valid: false),
+        Case(
+            form: "Kitchen", what: "a list item missing a required field", json: kitchen(["dishes": #"[{"name":"x","course":"main"}]"#]),
+            valid: false),
+        Case(
+            form: "Kitchen", what: "a nested list item out of range",
+            json: kitchen([
+                "dishes":
+                    #"[{"name":"x","price":{"minor_units":1,"currency":"EUR"},"course":"main","allergens":[{"kind":"nuts","severity":4}]}]"#
+            ]), valid: false),
+        Case(
+            form: "Kitchen", what: "a nested list item in range",
+            json: kitchen([
+                "dishes":
+                    #"[{"name":"x","price":{"minor_units":1,"currency":"EUR"},"course":"main","allergens":[{"kind":"nuts","severity":3}]}]"#
+            ]), valid: true),
+        Case(
+            form: "Kitchen", what: "a media type in capitals", json: kitchen(["hero_shot": #"{"id":3,"content_type":"IMAGE/JPEG"}"#]),
+            valid: true),
+        Case(
+            form: "Kitchen", what: "a media type not accepted", json: kitchen(["hero_shot": #"{"id":3,"content_type":"image/png"}"#]),
+            valid: false),
         Case(form: "Kitchen", what: "a file over max_bytes", json: kitchen(["hero_shot": #"{"id":3,"byte_count":3000000}"#]), valid: false),
         Case(form: "Kitchen", what: "a file with id 0", json: kitchen(["hero_shot": #"{"id":0}"#]), valid: false),
-        Case(form: "Kitchen", what: "a wildcard media type", json: kitchen(["gallery": #"[{"id":8,"content_type":"Image/WebP"}]"#]), valid: true),
+        Case(
+            form: "Kitchen", what: "a wildcard media type", json: kitchen(["gallery": #"[{"id":8,"content_type":"Image/WebP"}]"#]),
+            valid: true),
         Case(form: "Kitchen", what: "files with a min_count left out", json: kitchen(["gallery": nil]), valid: false),
         Case(form: "Kitchen", what: "an integer over max", json: kitchen(["servings": "51"]), valid: false),
         Case(form: "Kitchen", what: "an integer at max", json: kitchen(["servings": "50"]), valid: true),
         Case(form: "Kitchen", what: "a decimal at max", json: kitchen(["weight": "99.75"]), valid: true),
         Case(form: "Kitchen", what: "a decimal over max", json: kitchen(["weight": "99.76"]), valid: false),
-        Case(form: "Kitchen", what: "money in another currency", json: kitchen(["budget": #"{"minor_units":10,"currency":"USD"}"#]), valid: false),
-        Case(form: "Kitchen", what: "money with a malformed currency", json: kitchen(["tip": #"{"minor_units":10,"currency":"eur"}"#]), valid: false),
+        Case(
+            form: "Kitchen", what: "money in another currency", json: kitchen(["budget": #"{"minor_units":10,"currency":"USD"}"#]),
+            valid: false),
+        Case(
+            form: "Kitchen", what: "money with a malformed currency", json: kitchen(["tip": #"{"minor_units":10,"currency":"eur"}"#]),
+            valid: false),
         Case(form: "Kitchen", what: "money below min", json: kitchen(["tip": #"{"minor_units":-1,"currency":"USD"}"#]), valid: false),
         Case(form: "Kitchen", what: "a reference 0", json: kitchen(["chef": "0"]), valid: false),
         Case(form: "Kitchen", what: "a placeholder reference", json: kitchen(["chef": "-3"]), valid: true),
-        Case(form: "Kitchen", what: "a latitude out of range", json: kitchen(["location": #"{"latitude":91,"longitude":0}"#]), valid: false),
-        Case(form: "Kitchen", what: "a negative accuracy", json: kitchen(["location": #"{"latitude":1,"longitude":0,"accuracy":-1}"#]), valid: false),
+        Case(
+            form: "Kitchen", what: "a latitude out of range", json: kitchen(["location": #"{"latitude":91,"longitude":0}"#]), valid: false),
+        Case(
+            form: "Kitchen", what: "a negative accuracy", json: kitchen(["location": #"{"latitude":1,"longitude":0,"accuracy":-1}"#]),
+            valid: false),
         Case(form: "Kitchen", what: "required_if on a choice holding", json: kitchen(["size": #""large""#]), valid: false),
         Case(form: "Kitchen", what: "required_if on a choice satisfied", json: kitchen(["size": #""large""#, "spice": "2"]), valid: true),
         Case(form: "Kitchen", what: "required_if on a boolean holding", json: kitchen(["vegan": "true"]), valid: false),
@@ -83,10 +122,16 @@ struct JSONSchemaVerdictTests {
         Case(form: "Kitchen", what: "a date that is not one", json: kitchen(["opened": #""nope""#]), valid: false),
         Case(form: "Kitchen", what: "a date", json: kitchen(["opened": #""2026-11-30""#]), valid: true),
         Case(form: "Kitchen", what: "a value of the wrong type", json: kitchen(["servings": #""4""#]), valid: false),
-        Case(form: "NewCustomer", what: "an optional pattern field left empty", json: #"{"name":"Shop","segment":"retail","tax_id":""}"#, valid: true),
-        Case(form: "NewCustomer", what: "an optional pattern field that does not match", json: #"{"name":"Shop","segment":"retail","tax_id":"x"}"#, valid: false),
+        Case(
+            form: "NewCustomer", what: "an optional pattern field left empty", json: #"{"name":"Shop","segment":"retail","tax_id":""}"#,
+            valid: true),
+        Case(
+            form: "NewCustomer", what: "an optional pattern field that does not match",
+            json: #"{"name":"Shop","segment":"retail","tax_id":"x"}"#, valid: false),
         Case(form: "NewCustomer", what: "a required name of spaces", json: #"{"name":"   ","segment":"retail"}"#, valid: false),
-        Case(form: "SalesOrder", what: "an order without lines", json: #"{"customer_id":5,"order_date":"2026-11-30","lines":[]}"#, valid: false),
+        Case(
+            form: "SalesOrder", what: "an order without lines", json: #"{"customer_id":5,"order_date":"2026-11-30","lines":[]}"#,
+            valid: false),
     ]
 
     @Test(arguments: cases)
@@ -100,9 +145,15 @@ struct JSONSchemaVerdictTests {
 
     /// What JSON Schema cannot say; docs/PROTOCOL.md §7 lists each.
     static let gaps: [Case] = [
-        Case(form: "Kitchen", what: "a day that does not exist (schema: the shape of a date only)", json: kitchen(["opened": #""2026-02-30""#]), valid: false),
-        Case(form: "Kitchen", what: "a member validate() does not know (it is dropped; the schema refuses it)", json: kitchen(["extra": "1"]), valid: true),
-        Case(form: "Kitchen", what: "a blank text under required_if (schema: present is enough)", json: kitchen(["label": #""special""#, "why": #"" ""#]), valid: false),
+        Case(
+            form: "Kitchen", what: "a day that does not exist (schema: the shape of a date only)",
+            json: kitchen(["opened": #""2026-02-30""#]), valid: false),
+        Case(
+            form: "Kitchen", what: "a member validate() does not know (it is dropped; the schema refuses it)",
+            json: kitchen(["extra": "1"]), valid: true),
+        Case(
+            form: "Kitchen", what: "a blank text under required_if (schema: present is enough)",
+            json: kitchen(["label": #""special""#, "why": #"" ""#]), valid: false),
     ]
 
     @Test(arguments: gaps)
@@ -110,6 +161,8 @@ struct JSONSchemaVerdictTests {
         let entry = try #require(InterpreterDifferentialTests.generatedForms[test.form])
         #expect(entry.validate(Data(test.json.utf8)).isEmpty == test.valid)
         let instance = try #require(SchemaChecker.parse(test.json))
-        #expect(try Self.schema(test.form).accepts(instance) != test.valid, "this gap is closed: update docs/PROTOCOL.md §7 and move the case to the corpus")
+        #expect(
+            try Self.schema(test.form).accepts(instance) != test.valid,
+            "this gap is closed: update docs/PROTOCOL.md §7 and move the case to the corpus")
     }
 }

@@ -1,8 +1,8 @@
 import EvolutionV4
-import Foundation
 import FormSpec
 import FormSyncCodegen
 import FormSyncModel
+import Foundation
 import Testing
 
 /// A server that is not written in Swift reads a form's upgraders from its JSON Schema

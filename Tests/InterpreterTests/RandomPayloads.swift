@@ -46,7 +46,8 @@ struct RandomPayloads {
         }
         switch kind {
         case .text:
-            return string(pick(["", " ", "AB12", "ab", "ZZ9999", String(repeating: "x", count: 45), "special", "é✓", "AB123", "Rua 1", "AB1"]))
+            return string(
+                pick(["", " ", "AB12", "ab", "ZZ9999", String(repeating: "x", count: 45), "special", "é✓", "AB123", "Rua 1", "AB1"]))
         case .integer:
             return pick(["0", "1", "13", "50", "51", "-3", "5", "2", "4", "3"])
         case .decimal:

@@ -8,7 +8,12 @@ import Foundation
 /// `format` is an annotation, as the draft says. Test support, not a general validator.
 struct SchemaChecker {
     indirect enum JSON: Equatable {
-        case null, bool(Bool), number(Decimal), string(String), array([JSON]), object([(String, JSON)])
+        case null
+        case bool(Bool)
+        case number(Decimal)
+        case string(String)
+        case array([JSON])
+        case object([(String, JSON)])
 
         static func == (a: JSON, b: JSON) -> Bool {
             switch (a, b) {
@@ -46,7 +51,10 @@ struct SchemaChecker {
                 index += 1
                 var pairs: [(String, JSON)] = []
                 space()
-                if index < scalars.count, scalars[index] == "}" { index += 1; return .object(pairs) }
+                if index < scalars.count, scalars[index] == "}" {
+                    index += 1
+                    return .object(pairs)
+                }
                 while true {
                     space()
                     guard case .string(let key)? = value() else { return nil }
@@ -57,22 +65,37 @@ struct SchemaChecker {
                     pairs.append((key, v))
                     space()
                     guard index < scalars.count else { return nil }
-                    if scalars[index] == "," { index += 1; continue }
-                    if scalars[index] == "}" { index += 1; return .object(pairs) }
+                    if scalars[index] == "," {
+                        index += 1
+                        continue
+                    }
+                    if scalars[index] == "}" {
+                        index += 1
+                        return .object(pairs)
+                    }
                     return nil
                 }
             case "[":
                 index += 1
                 var items: [JSON] = []
                 space()
-                if index < scalars.count, scalars[index] == "]" { index += 1; return .array(items) }
+                if index < scalars.count, scalars[index] == "]" {
+                    index += 1
+                    return .array(items)
+                }
                 while true {
                     guard let v = value() else { return nil }
                     items.append(v)
                     space()
                     guard index < scalars.count else { return nil }
-                    if scalars[index] == "," { index += 1; continue }
-                    if scalars[index] == "]" { index += 1; return .array(items) }
+                    if scalars[index] == "," {
+                        index += 1
+                        continue
+                    }
+                    if scalars[index] == "]" {
+                        index += 1
+                        return .array(items)
+                    }
                     return nil
                 }
             case "\"":
@@ -100,9 +123,15 @@ struct SchemaChecker {
                 }
                 index += 1
                 return .string(text)
-            case "t": index += 4; return .bool(true)
-            case "f": index += 5; return .bool(false)
-            case "n": index += 4; return .null
+            case "t":
+                index += 4
+                return .bool(true)
+            case "f":
+                index += 5
+                return .bool(false)
+            case "n":
+                index += 4
+                return .null
             default:
                 let start = index
                 while index < scalars.count, "-+.eE0123456789".unicodeScalars.contains(scalars[index]) { index += 1 }
@@ -127,16 +156,21 @@ struct SchemaChecker {
 
     func check(_ value: JSON, _ schema: JSON) -> Bool {
         if case .bool(let b) = schema { return b }
-        if case .string(let ref)? = schema["$ref"], ref.hasPrefix("#/$defs/"), let target = root["$defs"]?[String(ref.dropFirst("#/$defs/".count))] {
+        if case .string(let ref)? = schema["$ref"], ref.hasPrefix("#/$defs/"),
+            let target = root["$defs"]?[String(ref.dropFirst("#/$defs/".count))]
+        {
             guard check(value, target) else { return false }
         }
         var types: [String] = []
         if case .string(let type)? = schema["type"] { types = [type] }
-        if case .array(let list)? = schema["type"] { types = list.compactMap { if case .string(let t) = $0 { return t } else { return nil } } }
+        if case .array(let list)? = schema["type"] {
+            types = list.compactMap { if case .string(let t) = $0 { return t } else { return nil } }
+        }
         if !types.isEmpty {
             let fits = types.contains { type in
                 switch (type, value) {
-                case ("string", .string), ("boolean", .bool), ("array", .array), ("object", .object), ("null", .null), ("number", .number): return true
+                case ("string", .string), ("boolean", .bool), ("array", .array), ("object", .object), ("null", .null), ("number", .number):
+                    return true
                 case ("integer", .number(var n)):
                     var whole = Decimal()
                     NSDecimalRound(&whole, &n, 0, .plain)

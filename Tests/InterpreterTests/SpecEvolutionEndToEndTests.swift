@@ -7,9 +7,9 @@ import FormSyncClient
 import FormSyncInterpreter
 import FormSyncModel
 import FormSyncServer
-import Foundation
-import FormSyncTorture
 import FormSyncTesting
+import FormSyncTorture
+import Foundation
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -50,16 +50,24 @@ struct SpecEvolutionEndToEndTests {
         // Build 1 queues two visits; build 2 one; build 3 two. None is sent: no signal all week.
         var queued: [String: ItemID] = [:]
         do {
-            let outbox = try Outbox(path: fixture.directory.appendingPathComponent("device.sqlite").path, forms: [EvolutionV1.Visit.self], transport: Unreachable())
-            queued["v1-done"] = try await outbox.enqueue(EvolutionV1.Visit(site: "LIS-1", outcome: .partial, note: "gate stuck", fax: "+351 21", amount: Money(minorUnits: 900, currency: "EUR")))
+            let outbox = try Outbox(
+                path: fixture.directory.appendingPathComponent("device.sqlite").path, forms: [EvolutionV1.Visit.self],
+                transport: Unreachable())
+            queued["v1-done"] = try await outbox.enqueue(
+                EvolutionV1.Visit(
+                    site: "LIS-1", outcome: .partial, note: "gate stuck", fax: "+351 21", amount: Money(minorUnits: 900, currency: "EUR")))
             queued["v1-missed"] = try await outbox.enqueue(EvolutionV1.Visit(site: "LIS-2", outcome: .missed, note: "nobody home"))
         }
         do {
-            let outbox = try Outbox(path: fixture.directory.appendingPathComponent("device.sqlite").path, forms: [EvolutionV2.Visit.self], transport: Unreachable())
+            let outbox = try Outbox(
+                path: fixture.directory.appendingPathComponent("device.sqlite").path, forms: [EvolutionV2.Visit.self],
+                transport: Unreachable())
             queued["v2-done"] = try await outbox.enqueue(EvolutionV2.Visit(site: "LIS-3", outcome: .done, remarks: "all fine"))
         }
         do {
-            let outbox = try Outbox(path: fixture.directory.appendingPathComponent("device.sqlite").path, forms: [EvolutionV3.Visit.self], transport: Unreachable())
+            let outbox = try Outbox(
+                path: fixture.directory.appendingPathComponent("device.sqlite").path, forms: [EvolutionV3.Visit.self],
+                transport: Unreachable())
             queued["v3-high"] = try await outbox.enqueue(EvolutionV3.Visit(site: "LIS-4", outcome: .done, priority: .high))
             queued["v3-missed"] = try await outbox.enqueue(EvolutionV3.Visit(site: "LIS-5", outcome: .missed, priority: .low))
         }
@@ -68,9 +76,13 @@ struct SpecEvolutionEndToEndTests {
         let report = await outbox.flush()
         #expect(report.sent == 3)
         #expect(report.rejected == 2)
-        let held = Dictionary(uniqueKeysWithValues: try fixture.server.documents().map { doc in
-            (try JSONDecoder().decode(EvolutionV4.Visit.self, from: doc.payload).site ?? "", (doc, try JSONDecoder().decode(EvolutionV4.Visit.self, from: doc.payload)))
-        })
+        let held = Dictionary(
+            uniqueKeysWithValues: try fixture.server.documents().map { doc in
+                (
+                    try JSONDecoder().decode(EvolutionV4.Visit.self, from: doc.payload).site ?? "",
+                    (doc, try JSONDecoder().decode(EvolutionV4.Visit.self, from: doc.payload))
+                )
+            })
         #expect(held.count == 3)
         let first = try #require(held["LIS-1"])
         #expect(first.0.formVersion == 4)
@@ -95,17 +107,21 @@ struct SpecEvolutionEndToEndTests {
         #expect(second.sent == 2)
         #expect(fixture.server.documents().count == 5)
         #expect(fixture.server.documents().allSatisfy { $0.formVersion == 4 && $0.appliedWrites == 1 })
-        let lis2 = fixture.server.documents().compactMap { try? JSONDecoder().decode(EvolutionV4.Visit.self, from: $0.payload) }.first { $0.site == "LIS-2" }
+        let lis2 = fixture.server.documents().compactMap { try? JSONDecoder().decode(EvolutionV4.Visit.self, from: $0.payload) }.first {
+            $0.site == "LIS-2"
+        }
         #expect(lis2?.remarks == "nobody home")
     }
 
     @Test func aServerSpeaksVersionsThreeAndFourAtOnceAndRefusesAFutureOne() async throws {
         let fixture = try Fixture(forms: [EvolutionV4.Visit.self])
         // A device still on build 3 and one on build 4 send to the same server.
-        let old = try Outbox(path: fixture.directory.appendingPathComponent("old.sqlite").path, forms: [EvolutionV3.Visit.self],
-                             transport: HTTPTransport(workspace: "field", baseURL: fixture.server.baseURL) { [token = fixture.token] in token })
-        let new = try Outbox(path: fixture.directory.appendingPathComponent("new.sqlite").path, forms: [EvolutionV4.Visit.self],
-                             transport: HTTPTransport(workspace: "field", baseURL: fixture.server.baseURL) { [token = fixture.token] in token })
+        let old = try Outbox(
+            path: fixture.directory.appendingPathComponent("old.sqlite").path, forms: [EvolutionV3.Visit.self],
+            transport: HTTPTransport(workspace: "field", baseURL: fixture.server.baseURL) { [token = fixture.token] in token })
+        let new = try Outbox(
+            path: fixture.directory.appendingPathComponent("new.sqlite").path, forms: [EvolutionV4.Visit.self],
+            transport: HTTPTransport(workspace: "field", baseURL: fixture.server.baseURL) { [token = fixture.token] in token })
         try await old.enqueue(EvolutionV3.Visit(site: "OLD-1", outcome: .done, priority: .low))
         try await new.enqueue(EvolutionV4.Visit(site: "NEW-1", outcome: .missed, priority: .high, rescheduledTo: LocalDate("2026-12-01")))
         #expect(await old.flush().sent == 1)
@@ -114,8 +130,9 @@ struct SpecEvolutionEndToEndTests {
 
         // A server still on version 3 meets a build-4 device: a clear 422, parked, nothing lost.
         let behind = try Fixture(forms: [EvolutionV3.Visit.self])
-        let ahead = try Outbox(path: behind.directory.appendingPathComponent("ahead.sqlite").path, forms: [EvolutionV4.Visit.self],
-                               transport: HTTPTransport(workspace: "field", baseURL: behind.server.baseURL) { [token = behind.token] in token })
+        let ahead = try Outbox(
+            path: behind.directory.appendingPathComponent("ahead.sqlite").path, forms: [EvolutionV4.Visit.self],
+            transport: HTTPTransport(workspace: "field", baseURL: behind.server.baseURL) { [token = behind.token] in token })
         let id = try await ahead.enqueue(EvolutionV4.Visit(site: "NEW-2", outcome: .done, priority: .normal))
         #expect(await ahead.flush().rejected == 1)
         let item = try #require(try await ahead.item(id))
@@ -128,21 +145,22 @@ struct SpecEvolutionEndToEndTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         try """
-            form: PestControlVisit
-            version: 2
-            endpoint: /sites/{site}/pest-visits
-            entity: site
-            upgrades:
-              1: { rename: { bait: baits_checked } }
-            fields:
-              site: { type: text, required: true, pattern: "[A-Z]{3}-[0-9]{3}" }
-              baits_checked: { type: integer, min: 0, max: 40, required: true }
-              rodents_seen: boolean
-            """.write(to: folder.appendingPathComponent("PestControlVisit.yaml"), atomically: true, encoding: .utf8)
+        form: PestControlVisit
+        version: 2
+        endpoint: /sites/{site}/pest-visits
+        entity: site
+        upgrades:
+          1: { rename: { bait: baits_checked } }
+        fields:
+          site: { type: text, required: true, pattern: "[A-Z]{3}-[0-9]{3}" }
+          baits_checked: { type: integer, min: 0, max: 40, required: true }
+          rodents_seen: boolean
+        """.write(to: folder.appendingPathComponent("PestControlVisit.yaml"), atomically: true, encoding: .utf8)
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("formsync")
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
         let process = try ChildProcess(
-            binary.path, ["serve", "--port", "0", "--db", folder.appendingPathComponent("db").path, "--specs", folder.path], standardOutput: .pipe)
+            binary.path, ["serve", "--port", "0", "--db", folder.appendingPathComponent("db").path, "--specs", folder.path],
+            standardOutput: .pipe)
         defer {
             process.signal()
             process.waitUntilExit()
@@ -162,13 +180,23 @@ struct SpecEvolutionEndToEndTests {
             }
         }
         #expect(text.contains("forms: PestControlVisit v2"))
-        let url = try #require(text.split(separator: "\n").first { $0.hasPrefix("FormSync reference server on ") }.map { String($0.dropFirst("FormSync reference server on ".count)) })
-        let token = try #require(text.split(separator: "\n").first { $0.hasPrefix("access token:") }.map { $0.split(separator: " ").last.map(String.init) ?? "" })
-        func post(_ body: String, version: Int, key: String, path: String = "/sites/ABC-123/pest-visits") async throws -> (Int, [String: Any]) {
+        let url = try #require(
+            text.split(separator: "\n").first { $0.hasPrefix("FormSync reference server on ") }.map {
+                String($0.dropFirst("FormSync reference server on ".count))
+            })
+        let token = try #require(
+            text.split(separator: "\n").first { $0.hasPrefix("access token:") }.map { $0.split(separator: " ").last.map(String.init) ?? "" }
+        )
+        func post(
+            _ body: String, version: Int, key: String, path: String = "/sites/ABC-123/pest-visits"
+        ) async throws -> (Int, [String: Any]) {
             var request = URLRequest(url: URL(string: url + path)!)
             request.httpMethod = "POST"
             request.httpBody = Data(body.utf8)
-            for (name, value) in ["Authorization": "Bearer \(token)", "FormSync-Workspace": "default", "Idempotency-Key": key, "FormSync-Document": key, "FormSync-Form": "PestControlVisit; version=\(version)", "Content-Type": "application/json"] {
+            for (name, value) in [
+                "Authorization": "Bearer \(token)", "FormSync-Workspace": "default", "Idempotency-Key": key, "FormSync-Document": key,
+                "FormSync-Form": "PestControlVisit; version=\(version)", "Content-Type": "application/json",
+            ] {
                 request.setValue(value, forHTTPHeaderField: name)
             }
             let (data, response) = try await URLSession.shared.data(for: request)

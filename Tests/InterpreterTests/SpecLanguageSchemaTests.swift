@@ -17,7 +17,9 @@ struct SpecLanguageSchemaTests {
             if text == "true" { return .bool(true) }
             if text == "false" { return .bool(false) }
             if ["", "~", "null"].contains(text) { return .null }
-            if text.range(of: #"^-?[0-9]+(\.[0-9]+)?$"#, options: .regularExpression) != nil, let number = Decimal(string: text) { return .number(number) }
+            if text.range(of: #"^-?[0-9]+(\.[0-9]+)?$"#, options: .regularExpression) != nil, let number = Decimal(string: text) {
+                return .number(number)
+            }
             return .string(text)
         case .mapping(let pairs): return .object(pairs.map { ($0.key.scalar ?? "", json($0.value)) })
         case .sequence(let items): return .array(items.map(json))

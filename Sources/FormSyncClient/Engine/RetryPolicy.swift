@@ -1,4 +1,5 @@
 import FormSyncModel
+
 /// Exponential backoff with jitter: the n-th retry waits a random time in
 /// [step/2, step], step = min(cap, base × 2^(n−1)), drawn per item so that a crowd of devices
 /// coming back online does not retry in step, and never zero; a server's Retry-After is a
@@ -18,7 +19,10 @@ public struct RetryPolicy: Sendable, Equatable {
     /// The longest a server's `Retry-After` is honoured (default one hour).
     public var maxRetryAfter: Duration { .milliseconds(maxRetryAfterMilliseconds) }
 
-    public init(baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(120), maxAttempts: Int = 10, maxRetryAfter: Duration = .seconds(3600)) {
+    public init(
+        baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(120), maxAttempts: Int = 10,
+        maxRetryAfter: Duration = .seconds(3600)
+    ) {
         self.baseDelayMilliseconds = max(1, baseDelay.clampedMilliseconds)
         self.maxDelayMilliseconds = max(self.baseDelayMilliseconds, maxDelay.clampedMilliseconds)
         self.maxAttempts = max(1, maxAttempts)

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 import Synchronization
 
 /// Runs an outbox by itself: an app starts it once and it flushes whenever work is due — at the
@@ -60,7 +60,9 @@ public final class SyncEngine: Sendable {
     }
 
     enum Event: Sendable {
-        case work, online, timer(Int), stop
+        case work, online
+        case timer(Int)
+        case stop
     }
 
     private struct Shared {
@@ -234,7 +236,8 @@ public final class SyncEngine: Sendable {
         }
 
         let tokenBackoff = RetryPolicy(
-            baseDelay: .milliseconds(min(1000, configuration.tokenRetryMilliseconds)), maxDelay: .milliseconds(configuration.tokenRetryMilliseconds))
+            baseDelay: .milliseconds(min(1000, configuration.tokenRetryMilliseconds)),
+            maxDelay: .milliseconds(configuration.tokenRetryMilliseconds))
 
         /// Waits `milliseconds` (forever when nil) or for a wake-up; false when the engine must end.
         func wait(_ milliseconds: Int64?, wakeOnWork: Bool) async -> Bool {
@@ -285,12 +288,16 @@ public final class SyncEngine: Sendable {
             }
             tokenSteps = 0
             if report.sent > 0 || lastPullAt == nil { startPull() }
-            if let interval = configuration.pullIntervalMilliseconds, let last = lastPullAt, now() >= last.addingClamped(interval) || now() < last {
+            if let interval = configuration.pullIntervalMilliseconds, let last = lastPullAt,
+                now() >= last.addingClamped(interval) || now() < last
+            {
                 startPull()
             }
             let due = await outbox.nextDueMilliseconds()
             set(.idle(nextDue: due.map { Date(millisecondsSince1970: $0) }))
-            let nextPull = configuration.pullIntervalMilliseconds.flatMap { interval in lastPullAt.map { max(0, $0.addingClamped(interval) - now()) } }
+            let nextPull = configuration.pullIntervalMilliseconds.flatMap { interval in
+                lastPullAt.map { max(0, $0.addingClamped(interval) - now()) }
+            }
             guard var delay = [due.map({ max(0, $0 - now()) }), nextPull].compactMap({ $0 }).min() else {
                 guard await wait(nil, wakeOnWork: true) else { break }
                 continue
@@ -312,7 +319,9 @@ public final class SyncEngine: Sendable {
     /// beside `run()`.
     public func sync(for budget: Duration) async -> SyncReport {
         let milliseconds = budget.components.seconds.multipliedReportingOverflow(by: 1000)
-        let total = milliseconds.overflow ? Int64.max : milliseconds.partialValue.addingClamped(budget.components.attoseconds / 1_000_000_000_000_000)
+        let total =
+            milliseconds.overflow
+            ? Int64.max : milliseconds.partialValue.addingClamped(budget.components.attoseconds / 1_000_000_000_000_000)
         return await sync(deadline: now().addingClamped(max(0, total)))
     }
 
@@ -369,9 +378,11 @@ public final class SyncEngine: Sendable {
         let counts = await outbox.stateCounts()
         report.remaining = [.savedOnDevice, .waitingForNetwork, .sending, .sent].reduce(0) { $0 + (counts[$1] ?? 0) }
         report.needsAttention = [.rejected, .conflict, .exhausted, .blocked].reduce(0) { $0 + (counts[$1] ?? 0) }
-        report.finished = delivered && report.remaining == 0 && (configuration.pullIntervalMilliseconds == nil || report.pulled?.caughtUp == true)
+        report.finished =
+            delivered && report.remaining == 0 && (configuration.pullIntervalMilliseconds == nil || report.pulled?.caughtUp == true)
         if !report.finished && report.stoppedBecause == nil {
-            report.stoppedBecause = Task.isCancelled ? "cancelled" : now() >= deadline.subtractingClamped(margin) ? "the deadline came" : nil
+            report.stoppedBecause =
+                Task.isCancelled ? "cancelled" : now() >= deadline.subtractingClamped(margin) ? "the deadline came" : nil
         }
         return report
     }
@@ -387,7 +398,11 @@ public final class SyncEngine: Sendable {
             await sleep(window)
             task.cancel()
         }
-        let result = await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+        let result = await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
+        }
         timer.cancel()
         return result
     }
@@ -401,7 +416,11 @@ public final class SyncEngine: Sendable {
         }) {
             flush.cancel()
         }
-        let report = await withTaskCancellationHandler { await flush.value } onCancel: { flush.cancel() }
+        let report = await withTaskCancellationHandler {
+            await flush.value
+        } onCancel: {
+            flush.cancel()
+        }
         shared.withLock {
             $0.flush = nil
             $0.lastReport = report

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 extension ItemLifecycle {
     /// An enqueue's writes, inside the transaction the outbox opened for it: what it reads
@@ -26,11 +26,13 @@ extension ItemLifecycle {
         // A form that creates a record always stands for it under a placeholder id, so the
         // record shows on the device (and can be referenced and edited) before it lands.
         // (A later write to a document already sent is an edit of it, and creates nothing.)
-        let creates = creates ?? { () -> Int64? in
-            guard P.recordAction?.kind == .creates, base == nil else { return nil }
-            guard let earlier else { return placeholderIDs.next() }
-            return (earlier.state == .pending || earlier.state == .blocked) && earlier.sends == 0 ? earlier.produces : nil
-        }()
+        let creates =
+            creates
+            ?? { () -> Int64? in
+                guard P.recordAction?.kind == .creates, base == nil else { return nil }
+                guard let earlier else { return placeholderIDs.next() }
+                return (earlier.state == .pending || earlier.state == .blocked) && earlier.sends == 0 ? earlier.produces : nil
+            }()
         let attached = Dictionary(attachments.map { ($0.placeholder, $0) }, uniquingKeysWith: { a, _ in a })
         let placeholders = payload.placeholders
         let fresh = try attached.keys.filter { try placeholders.contains($0) && !isKnown($0) }
@@ -42,7 +44,8 @@ extension ItemLifecycle {
                 var (used, copy) = try stashed(attachment)
                 // One copy per digest: bytes already stashed for a waiting upload are not kept twice.
                 var shared = false
-                if let existing = try copies.values.first(where: { $0.copy.sha256 == copy.sha256 })?.copy.path ?? store.stashedCopy(workspace: workspace, sha256: copy.sha256),
+                if let existing = try copies.values.first(where: { $0.copy.sha256 == copy.sha256 })?.copy.path
+                    ?? store.stashedCopy(workspace: workspace, sha256: copy.sha256),
                     existing != copy.path, FileManager.default.fileExists(atPath: existing)
                 {
                     stash.remove(copy.path)
@@ -73,7 +76,8 @@ extension ItemLifecycle {
                     guard let (_, copy, _) = copies[use.ref.id] else { continue }
                     // (A type the field refuses outright was reported by its own rule.)
                     if !errors.contains(where: { $0.pointer == use.pointer && $0.code == "content_type" }),
-                        let problem = MediaSignature.problem(detected: copy.mediaType, declared: use.ref.contentType, accepted: use.contentTypes)
+                        let problem = MediaSignature.problem(
+                            detected: copy.mediaType, declared: use.ref.contentType, accepted: use.contentTypes)
                     {
                         errors.append(FieldError(pointer: use.pointer, code: "content_type", detail: problem))
                     }
@@ -89,7 +93,9 @@ extension ItemLifecycle {
                     // Files with the same bytes share a lane: the second asks the server for the
                     // first's bytes by digest once the first landed, and sends none of them.
                     let lane = "file:" + copy.sha256.map { String(format: "%02x", $0) }.joined()
-                    var file = OutboxStore.Row.new(kind: .file, workspace: workspace, lane: lane, documentID: environment.newID(), attemptID: environment.newID(), now: now, produces: placeholder)
+                    var file = OutboxStore.Row.new(
+                        kind: .file, workspace: workspace, lane: lane, documentID: environment.newID(), attemptID: environment.newID(),
+                        now: now, produces: placeholder)
                     file.filePath = copy.path
                     file.contentType = declaredTypes[placeholder] ?? attachment.contentType
                     file.byteCount = copy.byteCount
@@ -115,8 +121,13 @@ extension ItemLifecycle {
                     withRecords { $0.noteRecord(of: replaced) }
                     return replaced.id
                 }
-                let lane = try earlier.flatMap { $0.state == .pending || $0.state == .leased ? $0.lane : nil } ?? payload.lane.map { try store.entityLane($0, workspace: workspace) } ?? "document:\(documentID)"
-                var row = OutboxStore.Row.new(kind: .submission, workspace: workspace, lane: lane, documentID: documentID, attemptID: environment.newID(), now: now, produces: creates)
+                let lane =
+                    try earlier.flatMap { $0.state == .pending || $0.state == .leased ? $0.lane : nil } ?? payload.lane.map {
+                        try store.entityLane($0, workspace: workspace)
+                    } ?? "document:\(documentID)"
+                var row = OutboxStore.Row.new(
+                    kind: .submission, workspace: workspace, lane: lane, documentID: documentID, attemptID: environment.newID(), now: now,
+                    produces: creates)
                 row.form = P.formName
                 row.formVersion = P.formVersion
                 row.payload = json
@@ -130,7 +141,9 @@ extension ItemLifecycle {
                 row.id = try store.insert(row, now: now)
                 created(row)
                 withRecords { $0.noteRecord(of: row) }
-                for placeholder in placeholders { try store.addDependency(item: row.id, placeholder: placeholder, deferrable: deferrable[placeholder] ?? false) }
+                for placeholder in placeholders {
+                    try store.addDependency(item: row.id, placeholder: placeholder, deferrable: deferrable[placeholder] ?? false)
+                }
                 try store.recordDocument(workspace: workspace, documentID: documentID, digest: digest, item: row.id)
                 if placeholders.isEmpty {
                     if !blocked { try store.addToLane(workspace: workspace, lane: lane, head: row.id, due: now) }
@@ -152,7 +165,9 @@ extension ItemLifecycle {
     /// Copies an attachment into the stash, through the attachment transform when there is one:
     /// what is measured, digested and uploaded is what the transform made.
     func stashed(_ attachment: Outbox.Attachment) throws -> (attachment: Outbox.Attachment, copy: FileStash.Copy) {
-        guard let transform = configuration.attachmentTransform else { return (attachment, try stash.store(attachment.source, name: environment.newID())) }
+        guard let transform = configuration.attachmentTransform else {
+            return (attachment, try stash.store(attachment.source, name: environment.newID()))
+        }
         let scratch = stash.scratchPath()
         defer { stash.remove(scratch) }
         var transformed = attachment

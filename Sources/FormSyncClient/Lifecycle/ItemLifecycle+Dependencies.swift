@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 extension ItemLifecycle {
     /// Whether an item in `state` waits for a person (parked or blocked).
@@ -60,7 +60,9 @@ extension ItemLifecycle {
     func checkDependencies(_ placeholders: [Int64]) throws -> Bool {
         var stuck = false
         for placeholder in placeholders where try !store.isResolved(placeholder, workspace: workspace) {
-            guard let producer = try store.producer(of: placeholder, workspace: workspace) else { throw OutboxError.unknownPlaceholder(placeholder) }
+            guard let producer = try store.producer(of: placeholder, workspace: workspace) else {
+                throw OutboxError.unknownPlaceholder(placeholder)
+            }
             if Self.isStuck(producer.state) { stuck = true }
         }
         return stuck
@@ -76,6 +78,8 @@ extension ItemLifecycle {
     func replaceDependencies(of id: Int64, with placeholders: [Int64], deferrable: [Int64: Bool] = [:]) throws {
         _ = try checkDependencies(placeholders)
         try store.removeDependencies(item: id)
-        for placeholder in placeholders { try store.addDependency(item: id, placeholder: placeholder, deferrable: deferrable[placeholder] ?? false) }
+        for placeholder in placeholders {
+            try store.addDependency(item: id, placeholder: placeholder, deferrable: deferrable[placeholder] ?? false)
+        }
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 extension ItemLifecycle {
     /// A person's answer to a parked item.
@@ -81,16 +81,18 @@ extension ItemLifecycle {
 
     /// The stored states that hold items shown in `states`.
     static func storedStates(showing states: Set<SyncState>) -> [State] {
-        Set(states.map { state -> State in
-            switch state {
-            case .savedOnDevice, .waitingForNetwork, .waitingForUnmeteredNetwork: return .pending
-            case .sending, .sent: return .leased
-            case .confirmed: return .confirmed
-            case .rejected: return .rejected
-            case .conflict: return .conflict
-            case .exhausted: return .exhausted
-            case .blocked: return .blocked
+        Set(
+            states.map { state -> State in
+                switch state {
+                case .savedOnDevice, .waitingForNetwork, .waitingForUnmeteredNetwork: return .pending
+                case .sending, .sent: return .leased
+                case .confirmed: return .confirmed
+                case .rejected: return .rejected
+                case .conflict: return .conflict
+                case .exhausted: return .exhausted
+                case .blocked: return .blocked
+                }
             }
-        }).sorted { $0.rawValue < $1.rawValue }
+        ).sorted { $0.rawValue < $1.rawValue }
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 extension ItemLifecycle {
     /// An item on the wire: which attempt of it, under which key, and the request itself.
@@ -27,7 +27,8 @@ extension ItemLifecycle {
         let skip = inFlight.count + retrying.count + skipping.count
         let candidates = try store.dueLanes(
             workspace: workspace, now: now, horizon: configuration.horizonMilliseconds, limit: skip + count, files: files)
-        return Array(candidates.filter { !inFlight.contains($0.head) && !retrying.contains($0.head) && !skipping.contains($0.head) }.prefix(count))
+        return Array(
+            candidates.filter { !inFlight.contains($0.head) && !retrying.contains($0.head) && !skipping.contains($0.head) }.prefix(count))
     }
 
     /// Leases due lane heads inside the caller's transaction (a flush pass's, on its own or
@@ -82,7 +83,8 @@ extension ItemLifecycle {
             body = .file(path: path, contentType: row.contentType, byteCount: row.byteCount ?? 0, sha256: sha)
         case .submission:
             guard let name = row.form, let entry = registry[name], row.payload != nil else {
-                try park(&row, as: .rejected, reason: "form \(row.form ?? "?") is not registered with this outbox", fieldErrors: [], now: now)
+                try park(
+                    &row, as: .rejected, reason: "form \(row.form ?? "?") is not registered with this outbox", fieldErrors: [], now: now)
                 return nil
             }
             if let stored = row.formVersion, stored != entry.version {
@@ -104,10 +106,12 @@ extension ItemLifecycle {
                         namesPending = true
                     }
                     let remapped = try entry.remap(source, resolved)
-                    body = .submission(form: name, version: version, endpoint: remapped.endpoint, payload: remapped.payload, baseVersion: row.baseVersion)
+                    body = .submission(
+                        form: name, version: version, endpoint: remapped.endpoint, payload: remapped.payload, baseVersion: row.baseVersion)
                 }
             } catch {
-                try park(&row, as: .rejected, reason: "the stored payload no longer decodes as \(name): \(error)", fieldErrors: [], now: now)
+                try park(
+                    &row, as: .rejected, reason: "the stored payload no longer decodes as \(name): \(error)", fieldErrors: [], now: now)
                 return nil
             }
         }
@@ -122,7 +126,8 @@ extension ItemLifecycle {
         }
         return Lease(
             itemID: row.id, attemptID: row.attemptID, attempt: row.attempts + 1,
-            request: OutboundRequest(itemID: ItemID(row.id), documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace, body: body),
+            request: OutboundRequest(
+                itemID: ItemID(row.id), documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace, body: body),
             namesPendingFiles: namesPending)
     }
 

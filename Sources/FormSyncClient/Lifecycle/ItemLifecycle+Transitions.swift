@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 extension ItemLifecycle {
     /// What one answer did to its item, inside the flush's transaction: the stash file to
@@ -19,9 +19,11 @@ extension ItemLifecycle {
         var settled = Settled(id: lease.itemID)
         guard var row = try store.item(lease.itemID), row.state == .leased, row.attemptID == lease.attemptID else { return settled }
         row.leaseExpiresAt = nil
-        try store.recordAttempt(item: row.id, sends: row.sends, AttemptRecord(
-            at: Date(millisecondsSince1970: now), outcome: outcome.name, status: details.status, reason: Self.outcomeReason(outcome),
-            duration: .milliseconds(milliseconds)))
+        try store.recordAttempt(
+            item: row.id, sends: row.sends,
+            AttemptRecord(
+                at: Date(millisecondsSince1970: now), outcome: outcome.name, status: details.status, reason: Self.outcomeReason(outcome),
+                duration: .milliseconds(milliseconds)))
         try learnFeatures(details, outcome, namesPending: lease.namesPendingFiles)
         // A server that does not take deferred files refused the digests: the item waits for
         // its files instead, with nothing counted against it, as a new request (the refused one
@@ -130,7 +132,8 @@ extension ItemLifecycle {
         row.attempts += 1
         row.lastError = reason
         if row.attempts >= configuration.retry.maxAttempts {
-            try park(&row, as: .exhausted, reason: "gave up after \(row.attempts) attempts; last error: \(reason)", fieldErrors: [], now: now)
+            try park(
+                &row, as: .exhausted, reason: "gave up after \(row.attempts) attempts; last error: \(reason)", fieldErrors: [], now: now)
             return
         }
         let delay = configuration.retry.delay(afterAttempts: row.attempts, random: environment.random(), retryAfterMilliseconds: retryAfter)
@@ -149,7 +152,10 @@ extension ItemLifecycle {
         row.serverPayload = current
         row.serverVersion = version
         guard let name = row.form, let entry = registry[name], let local = row.payload, let base = row.basePayload else {
-            row.conflicts = try? FormRegistry.encode([FieldConflict(pointer: JSONPointer.root, reason: "The server holds a newer version and this item has no base to merge from.")])
+            row.conflicts = try? FormRegistry.encode([
+                FieldConflict(
+                    pointer: JSONPointer.root, reason: "The server holds a newer version and this item has no base to merge from.")
+            ])
             try park(&row, as: .conflict, reason: "the server's record changed (version \(version))", fieldErrors: [], now: now)
             return
         }
@@ -157,7 +163,9 @@ extension ItemLifecycle {
         do {
             merged = try entry.merge(base, local, current)
         } catch {
-            row.conflicts = try? FormRegistry.encode([FieldConflict(pointer: JSONPointer.root, reason: "The server's record could not be read as \(name).")])
+            row.conflicts = try? FormRegistry.encode([
+                FieldConflict(pointer: JSONPointer.root, reason: "The server's record could not be read as \(name).")
+            ])
             try park(&row, as: .conflict, reason: "the server's record does not decode: \(error)", fieldErrors: [], now: now)
             return
         }
@@ -167,7 +175,9 @@ extension ItemLifecycle {
             return
         }
         if row.attempts >= configuration.retry.maxAttempts {
-            try park(&row, as: .exhausted, reason: "gave up after \(row.attempts) attempts; the server's record kept changing", fieldErrors: [], now: now)
+            try park(
+                &row, as: .exhausted, reason: "gave up after \(row.attempts) attempts; the server's record kept changing", fieldErrors: [],
+                now: now)
             return
         }
         row.payload = merged.merged
@@ -209,7 +219,9 @@ extension ItemLifecycle {
         move(&row, to: try dependencyProblem(row.id, workspace: row.workspace) ? .blocked : .pending)
         try store.update(row, now: now)
         try store.refreshLane(workspace: row.workspace, lane: row.lane)
-        if let placeholder = row.produces, row.state == .pending { try releaseDependents(of: placeholder, workspace: row.workspace, now: now) }
+        if let placeholder = row.produces, row.state == .pending {
+            try releaseDependents(of: placeholder, workspace: row.workspace, now: now)
+        }
         rescanRequested = true
         observers.signalWork()
     }
@@ -234,11 +246,16 @@ extension ItemLifecycle {
     /// one written by a newer build is parked as it is. False when the item was parked.
     func upgrade(_ row: inout OutboxStore.Row, entry: FormRegistry.Entry, from stored: Int, now: Int64) throws -> Bool {
         guard stored < entry.version else {
-            try park(&row, as: .rejected, reason: "queued by a newer build (\(row.form ?? "?") version \(stored)); this build knows version \(entry.version)", fieldErrors: [], now: now)
+            try park(
+                &row, as: .rejected,
+                reason: "queued by a newer build (\(row.form ?? "?") version \(stored)); this build knows version \(entry.version)",
+                fieldErrors: [], now: now)
             return false
         }
         guard let payload = row.payload, let upgraded = try? entry.upgrade(payload, from: stored) else {
-            try park(&row, as: .rejected, reason: "version \(stored) of \(entry.name) cannot be brought to version \(entry.version)", fieldErrors: [], now: now)
+            try park(
+                &row, as: .rejected, reason: "version \(stored) of \(entry.name) cannot be brought to version \(entry.version)",
+                fieldErrors: [], now: now)
             return false
         }
         row.payload = upgraded
@@ -249,8 +266,11 @@ extension ItemLifecycle {
         row.attemptID = environment.newID()
         let errors = entry.validate(upgraded)
         guard errors.isEmpty else {
-            try park(&row, as: .rejected, reason: "upgraded from version \(stored) to \(entry.version); complete \(errors.map(\.pointer).joined(separator: ", ")) and resubmit",
-                     fieldErrors: errors, now: now)
+            try park(
+                &row, as: .rejected,
+                reason:
+                    "upgraded from version \(stored) to \(entry.version); complete \(errors.map(\.pointer).joined(separator: ", ")) and resubmit",
+                fieldErrors: errors, now: now)
             return false
         }
         try store.update(row, now: now)

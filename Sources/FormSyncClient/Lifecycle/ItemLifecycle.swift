@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 /// The life of an outbox's items in its store: every move from one state to another (captured,
 /// leased, confirmed, retrying, parked, reopened, blocked, released), written inside the
@@ -55,7 +55,8 @@ final class ItemLifecycle {
     /// durable before anything of it is reported, the stash's partial copies are removed, and
     /// the counts are read.
     init(
-        database: OutboxDatabase, stashDirectory: String, registry: FormRegistry, recordTypes: RecordRegistry, configuration: Outbox.Configuration,
+        database: OutboxDatabase, stashDirectory: String, registry: FormRegistry, recordTypes: RecordRegistry,
+        configuration: Outbox.Configuration,
         environment: OutboxEnvironment, observers: ObservationHub, recordStore: RecordStore, workspace: String
     ) throws {
         let store = database.store
@@ -104,13 +105,17 @@ final class ItemLifecycle {
                 if let from = change.from { counts[change.workspace, default: [:]][from, default: 0] -= 1 }
                 if let to = change.to { counts[change.workspace, default: [:]][to, default: 0] += 1 }
             }
-            return (result, { [self] in
-                withRecords { $0.announce(notices) }
-                guard observers.hasSnapshotListeners else { return }
-                for change in committed where change.workspace == workspace {
-                    emitSnapshot(changed: change.to.map { OutboxItemChange(id: ItemID(change.id), state: publicState(id: change.id, $0)) })
+            return (
+                result,
+                { [self] in
+                    withRecords { $0.announce(notices) }
+                    guard observers.hasSnapshotListeners else { return }
+                    for change in committed where change.workspace == workspace {
+                        emitSnapshot(
+                            changed: change.to.map { OutboxItemChange(id: ItemID(change.id), state: publicState(id: change.id, $0)) })
+                    }
                 }
-            })
+            )
         } catch {
             changes = []
             _ = withRecords { $0.takeNotices() }

@@ -22,7 +22,10 @@ public struct BackgroundUpload: Sendable, Codable, Equatable {
     /// The file's SHA-256 (`Content-Digest`).
     public var sha256: Data
 
-    public init(itemID: ItemID, attemptID: String, documentID: String, workspace: String, file: URL, contentType: String, byteCount: Int64, sha256: Data) {
+    public init(
+        itemID: ItemID, attemptID: String, documentID: String, workspace: String, file: URL, contentType: String, byteCount: Int64,
+        sha256: Data
+    ) {
         self.itemID = itemID
         self.attemptID = attemptID
         self.documentID = documentID

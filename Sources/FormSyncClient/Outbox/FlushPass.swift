@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 /// One flush pass: it leases due lane heads into the free slots of two pools (submissions and
 /// uploads, so a form never waits behind another item's video), sends them, and records the
@@ -32,7 +32,10 @@ final class FlushPass {
                 for lease in leases {
                     running += 1
                     if lease.request.isFileUpload { uploads += 1 }
-                    hub.emit(.attemptStarted(item: ItemID(lease.itemID), kind: lease.request.isFileUpload ? .file : .submission, form: lease.request.form, attempt: lease.attempt))
+                    hub.emit(
+                        .attemptStarted(
+                            item: ItemID(lease.itemID), kind: lease.request.isFileUpload ? .file : .submission, form: lease.request.form,
+                            attempt: lease.attempt))
                     group.addTask(executorPreference: executor) {
                         CrashPoint.leased.reach()
                         let started = clock()
@@ -41,7 +44,8 @@ final class FlushPass {
                             hub.emit(.uploadProgress(item: item, sent: sent, total: total))
                         }
                         if case .done = outcome { CrashPoint.delivered.reach() }
-                        inbox.put(FlushInbox.Arrival(lease: lease, outcome: outcome, details: details, milliseconds: max(0, clock() - started)))
+                        inbox.put(
+                            FlushInbox.Arrival(lease: lease, outcome: outcome, details: details, milliseconds: max(0, clock() - started)))
                     }
                 }
             }
@@ -89,13 +93,18 @@ final class FlushPass {
     }
 
     /// Leases due lane heads into the free slots, in one transaction (none when nothing is due now).
-    private func nextLeases(_ outbox: isolated Outbox, transport: any OutboxTransport, free: (submissions: Int, uploads: Int)) -> [ItemLifecycle.Lease] {
+    private func nextLeases(
+        _ outbox: isolated Outbox, transport: any OutboxTransport, free: (submissions: Int, uploads: Int)
+    ) -> [ItemLifecycle.Lease] {
         let lifecycle = outbox.lifecycle
         guard transport.workspace == outbox.workspace else { return [] }
         let now = outbox.environment.now()
         // Nothing due (the usual answer for the upload pool): no transaction.
         guard (try? lifecycle.anyDue(submissions: free.submissions, uploads: free.uploads, now: now)) == true else { return [] }
-        guard let leases = try? outbox.write(.normal, { try lifecycle.leaseDue(submissions: free.submissions, uploads: free.uploads, now: now) }) else { return [] }
+        guard
+            let leases = try? outbox.write(
+                .normal, { try lifecycle.leaseDue(submissions: free.submissions, uploads: free.uploads, now: now) })
+        else { return [] }
         lifecycle.markSent(leases)
         return leases
     }
@@ -115,9 +124,11 @@ final class FlushPass {
         let now = outbox.environment.now()
         for arrival in arrivals {
             lifecycle.inFlight.remove(arrival.lease.itemID)
-            outbox.observers.emit(.attemptFinished(
-                item: ItemID(arrival.lease.itemID), outcome: arrival.outcome, status: arrival.details.status,
-                duration: .milliseconds(arrival.milliseconds), bytesSent: arrival.details.bytesSent, bytesReceived: arrival.details.bytesReceived))
+            outbox.observers.emit(
+                .attemptFinished(
+                    item: ItemID(arrival.lease.itemID), outcome: arrival.outcome, status: arrival.details.status,
+                    duration: .milliseconds(arrival.milliseconds), bytesSent: arrival.details.bytesSent,
+                    bytesReceived: arrival.details.bytesReceived))
             lifecycle.retrying.remove(arrival.lease.itemID)
             switch arrival.outcome {
             case .unreachable(let reason): if !cancelled { outbox.setNetworkDown(true, reason: reason) }
@@ -126,10 +137,11 @@ final class FlushPass {
         }
         // A stash copy is deleted only after its confirmation is on disk (FULL): a power loss
         // that undid a NORMAL commit would bring back an upload whose file is gone.
-        let durability: OutboxDatabase.Durability = arrivals.contains { arrival in
-            if case .done = arrival.outcome { return arrival.lease.request.isFileUpload }
-            return false
-        } ? .full : .normal
+        let durability: OutboxDatabase.Durability =
+            arrivals.contains { arrival in
+                if case .done = arrival.outcome { return arrival.lease.request.isFileUpload }
+                return false
+            } ? .full : .normal
         var settled: [ItemLifecycle.Settled] = []
         var leases: [ItemLifecycle.Lease] = []
         do {

@@ -1,4 +1,5 @@
 import FormSyncModel
+
 /// What one flush did, and what is left. A badge, a spinner and a "needs attention" list are
 /// different questions, so each count is separate.
 public struct FlushReport: Sendable, Equatable, CustomStringConvertible {

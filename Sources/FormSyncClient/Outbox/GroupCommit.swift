@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 /// How enqueues become durable: one alone commits and fsyncs at once on the outbox's thread;
 /// several under way share one transaction (each in a savepoint of its own) and one fsync,

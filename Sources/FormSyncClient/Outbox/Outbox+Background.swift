@@ -12,13 +12,16 @@ extension Outbox {
     public func leaseBackgroundUploads(limit: Int = 4) throws -> [BackgroundUpload] {
         let now = environment.now()
         let leases = try write(.normal) {
-            try lifecycle.leaseDue(submissions: 0, uploads: max(0, min(limit, 64)), now: now, leaseMilliseconds: configuration.backgroundLeaseMilliseconds)
+            try lifecycle.leaseDue(
+                submissions: 0, uploads: max(0, min(limit, 64)), now: now, leaseMilliseconds: configuration.backgroundLeaseMilliseconds)
         }
         return leases.compactMap { lease in
             guard case .file(let path, let contentType, let byteCount, let sha256) = lease.request.body else { return nil }
             return BackgroundUpload(
-                itemID: ItemID(lease.itemID), attemptID: lease.attemptID, documentID: lease.request.documentID, workspace: lease.request.workspace,
-                file: URL(fileURLWithPath: path), contentType: contentType ?? "application/octet-stream", byteCount: byteCount, sha256: sha256)
+                itemID: ItemID(lease.itemID), attemptID: lease.attemptID, documentID: lease.request.documentID,
+                workspace: lease.request.workspace,
+                file: URL(fileURLWithPath: path), contentType: contentType ?? "application/octet-stream", byteCount: byteCount,
+                sha256: sha256)
         }
     }
 
@@ -33,13 +36,15 @@ extension Outbox {
         }
         let lease = ItemLifecycle.Lease(
             itemID: upload.itemID.rawValue, attemptID: upload.attemptID, attempt: 0,
-            request: OutboundRequest(itemID: upload.itemID, documentID: upload.documentID, attemptID: upload.attemptID, workspace: upload.workspace,
-                                     body: .file(path: upload.file.path, contentType: upload.contentType, byteCount: upload.byteCount, sha256: upload.sha256)))
+            request: OutboundRequest(
+                itemID: upload.itemID, documentID: upload.documentID, attemptID: upload.attemptID, workspace: upload.workspace,
+                body: .file(path: upload.file.path, contentType: upload.contentType, byteCount: upload.byteCount, sha256: upload.sha256)))
         let arrival = FlushInbox.Arrival(lease: lease, outcome: outcome, details: DeliveryDetails(), milliseconds: 0)
         let durability: OutboxDatabase.Durability = { if case .done = outcome { return .full } else { return .normal } }()
         let settled = try write(durability) { try lifecycle.settle(arrival, cancelled: false, now: now) }
         if let removed = settled.removedFile { stash.remove(removed) }
-        observers.emit(.attemptFinished(item: upload.itemID, outcome: outcome, status: nil, duration: .zero, bytesSent: 0, bytesReceived: 0))
+        observers.emit(
+            .attemptFinished(item: upload.itemID, outcome: outcome, status: nil, duration: .zero, bytesSent: 0, bytesReceived: 0))
         signalWork()
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 extension Outbox {
     // MARK: Enqueue
@@ -35,7 +35,8 @@ extension Outbox {
         // Validating, encoding and digesting need nothing of the actor's: done here, they run
         // beside other enqueues' commits instead of in the actor's queue.
         let prepared = try PreparedPayload(payload, base: base)
-        let saved = try await saveCommitted(payload, attachments: attachments, documentID: documentID, creates: creates, base: base, prepared: prepared)
+        let saved = try await saveCommitted(
+            payload, attachments: attachments, documentID: documentID, creates: creates, base: base, prepared: prepared)
         // Waited for here, off the outbox's thread: the answer comes back to the caller's
         // thread without passing through the outbox's.
         if saved.pending > 0 { try await database.durable(through: saved.pending, alone: false) }
@@ -63,11 +64,15 @@ extension Outbox {
         // Once means once: a document already stored with these bytes is that item, found
         // without a transaction. The save that stored it may still wait for its fsync: this
         // one waits for it too, so that nothing is reported saved before it is on disk.
-        if let documentID, let existing = try storage({ try store.documentItem(workspace: workspace, documentID: documentID, digest: prepared.digest) }) {
+        if let documentID,
+            let existing = try storage({ try store.documentItem(workspace: workspace, documentID: documentID, digest: prepared.digest) })
+        {
             return GroupCommit.Saved(id: existing, pending: groupCommit.lastSaveCommit)
         }
         return try await groupCommit.save { [lifecycle] copiesMade in
-            try lifecycle.capture(payload, attachments: attachments, documentID: documentID, creates: creates, base: base, prepared: prepared, copiesMade: &copiesMade)
+            try lifecycle.capture(
+                payload, attachments: attachments, documentID: documentID, creates: creates, base: base, prepared: prepared,
+                copiesMade: &copiesMade)
         }
     }
 

@@ -1,6 +1,6 @@
-import Foundation
 import FormSyncModel
 import FormSyncSQLite
+import Foundation
 
 extension Outbox {
     // MARK: Files of pulled records
@@ -61,8 +61,12 @@ extension Outbox {
         }
         try makeCacheDirectory()
         let partial = final.path + ".partial"
-        if !FileManager.default.fileExists(atPath: partial) { FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600]) }
-        guard let handle = FileHandle(forUpdatingAtPath: partial) else { throw OutboxError.fileUnavailable(id: id, reason: "cannot write \(partial)") }
+        if !FileManager.default.fileExists(atPath: partial) {
+            FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
+        guard let handle = FileHandle(forUpdatingAtPath: partial) else {
+            throw OutboxError.fileUnavailable(id: id, reason: "cannot write \(partial)")
+        }
         defer { try? handle.close() }
         var offset = Int64((try? handle.seekToEnd()) ?? 0)
         var total: Int64?
@@ -72,7 +76,9 @@ extension Outbox {
             if let total, offset >= total { break }
             switch await transport.fetchFile(id: id, from: offset, maxBytes: 4 << 20) {
             case .piece(let bytes, let size, let sha256, _):
-                guard size > 0, size <= (1 << 42), total.map({ $0 == size }) ?? true, digest.map({ $0 == sha256 }) ?? true, !bytes.isEmpty || offset == size else {
+                guard size > 0, size <= (1 << 42), total.map({ $0 == size }) ?? true, digest.map({ $0 == sha256 }) ?? true,
+                    !bytes.isEmpty || offset == size
+                else {
                     throw OutboxError.fileUnavailable(id: id, reason: "the server's pieces do not agree on the file's size or digest")
                 }
                 (total, digest) = (size, sha256)
@@ -89,11 +95,14 @@ extension Outbox {
                 throw OutboxError.fileUnavailable(id: id, reason: reason)
             }
         }
-        guard let total, let digest, offset == total else { throw OutboxError.fileUnavailable(id: id, reason: "the file did not arrive whole") }
+        guard let total, let digest, offset == total else {
+            throw OutboxError.fileUnavailable(id: id, reason: "the file did not arrive whole")
+        }
         try handle.synchronize()
         guard (try? SHA256.hash(fileAt: partial)) == digest else {
             try? FileManager.default.removeItem(atPath: partial)
-            throw OutboxError.fileUnavailable(id: id, reason: "the bytes fetched are not the file's (digest mismatch); fetched again next time")
+            throw OutboxError.fileUnavailable(
+                id: id, reason: "the bytes fetched are not the file's (digest mismatch); fetched again next time")
         }
         guard rename(partial, final.path) == 0 else { throw OutboxError.fileUnavailable(id: id, reason: "cannot move the copy into place") }
         try write(.normal) { try store.noteCachedFile(workspace: workspace, id: id, byteCount: total, sha256: digest, usedAt: now) }
@@ -118,7 +127,9 @@ extension Outbox {
 
     /// Server file ids the payloads of this workspace's items that have not landed name.
     func namedByQueuedItems() throws -> Set<Int64> {
-        let rows = try storage { try store.items(workspace: workspace, states: [.pending, .leased, .blocked, .rejected, .conflict, .exhausted]) }
+        let rows = try storage {
+            try store.items(workspace: workspace, states: [.pending, .leased, .blocked, .rejected, .conflict, .exhausted])
+        }
         var ids: Set<Int64> = []
         for row in rows {
             guard let form = row.form, let entry = registry[form], let payload = row.payload else { continue }
@@ -135,7 +146,8 @@ extension Outbox {
 
     private func makeCacheDirectory() throws {
         do {
-            try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: cacheDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw OutboxError.fileUnavailable(id: 0, reason: "cannot create \(cacheDirectory): \(error.localizedDescription)")
         }

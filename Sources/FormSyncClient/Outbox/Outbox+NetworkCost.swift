@@ -29,11 +29,17 @@ extension Outbox {
     public func sendOnAnyNetwork(_ id: ItemID) throws {
         try write(.normal) {
             guard let row = try store.item(id.rawValue) else { throw OutboxError.noSuchItem(id) }
-            guard row.workspace == workspace else { throw OutboxError.otherWorkspace(id: id, itemWorkspace: row.workspace, current: workspace) }
+            guard row.workspace == workspace else {
+                throw OutboxError.otherWorkspace(id: id, itemWorkspace: row.workspace, current: workspace)
+            }
             var files: [OutboxStore.Row] = row.kind == .file ? [row] : []
             if row.kind == .submission {
                 for placeholder in try store.dependencies(of: row.id) {
-                    if let producer = try store.producer(of: placeholder, workspace: workspace), let file = try store.item(producer.id), file.kind == .file { files.append(file) }
+                    if let producer = try store.producer(of: placeholder, workspace: workspace), let file = try store.item(producer.id),
+                        file.kind == .file
+                    {
+                        files.append(file)
+                    }
                 }
             }
             for file in files {

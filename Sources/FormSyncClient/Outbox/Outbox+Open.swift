@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 extension Outbox {
     /// Opens (or creates) an outbox from async code, off the caller's thread: an open reads the
@@ -29,11 +29,12 @@ extension Outbox {
     ) async throws -> Outbox {
         try await withCheckedThrowingContinuation { continuation in
             openQueue.async {
-                continuation.resume(with: Result {
-                    try Outbox(
-                        path: path, workspace: workspace, registry: registry, records: records, transports: transports,
-                        configuration: configuration, environment: environment, refreshAuthentication: refreshAuthentication)
-                })
+                continuation.resume(
+                    with: Result {
+                        try Outbox(
+                            path: path, workspace: workspace, registry: registry, records: records, transports: transports,
+                            configuration: configuration, environment: environment, refreshAuthentication: refreshAuthentication)
+                    })
             }
         }
     }

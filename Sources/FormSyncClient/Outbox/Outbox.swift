@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 /// The durable outbox: every submission is committed to SQLite before anything else happens,
 /// goes out in order within its lane and in parallel across lanes, is classified on every
@@ -89,8 +89,11 @@ public actor Outbox {
         configuration: Configuration = Configuration(), environment: OutboxEnvironment = .live,
         refreshAuthentication: @escaping @Sendable () async -> Bool = { false }
     ) throws {
-        guard let transport = transports(workspace), transport.workspace == workspace else { throw OutboxError.noTransport(workspace: workspace) }
-        let database = try OutboxDatabase(path: path, now: environment.now(), openFlags: configuration.fileProtection.sqliteOpenFlag, syncLog: environment.syncLog)
+        guard let transport = transports(workspace), transport.workspace == workspace else {
+            throw OutboxError.noTransport(workspace: workspace)
+        }
+        let database = try OutboxDatabase(
+            path: path, now: environment.now(), openFlags: configuration.fileProtection.sqliteOpenFlag, syncLog: environment.syncLog)
         let observers = ObservationHub()
         let recordStore = RecordStore(database: database, registry: registry, recordTypes: records, workspace: workspace)
         lifecycle = try ItemLifecycle(
@@ -128,7 +131,8 @@ public actor Outbox {
         refreshAuthentication: @escaping @Sendable () async -> Bool = { false }
     ) throws {
         try self.init(
-            path: path, workspace: transport.workspace, forms: forms, records: records, transports: { $0 == transport.workspace ? transport : nil },
+            path: path, workspace: transport.workspace, forms: forms, records: records,
+            transports: { $0 == transport.workspace ? transport : nil },
             configuration: configuration, environment: environment, refreshAuthentication: refreshAuthentication)
     }
 
@@ -138,7 +142,9 @@ public actor Outbox {
     /// workspace's items, through that workspace's own transport. Other workspaces' items stay
     /// stored, untouched. Throws `noTransport` (and stays where it was) when none serves it.
     public func switchWorkspace(to workspace: String) throws {
-        guard let transport = transports(workspace), transport.workspace == workspace else { throw OutboxError.noTransport(workspace: workspace) }
+        guard let transport = transports(workspace), transport.workspace == workspace else {
+            throw OutboxError.noTransport(workspace: workspace)
+        }
         lifecycle.workspace = workspace
         self.transport = transport
         withRecords { $0.workspace = workspace }

@@ -57,7 +57,8 @@ extension Outbox {
             concurrency: Int = 4, retry: RetryPolicy = RetryPolicy(), lease: Duration = .seconds(60), maxAuthRefreshesPerFlush: Int = 3,
             uploadConcurrency: Int = 2, attachmentTransform: AttachmentTransform? = nil,
             fileProtection: FileProtection = .completeUntilFirstUserAuthentication, expensiveNetworkFileLimit: Int64 = 25_000_000,
-            constrainedNetworkFileLimit: Int64 = 2_000_000, backgroundLease: Duration = .seconds(86_400), attachmentCacheBytes: Int64 = 256_000_000
+            constrainedNetworkFileLimit: Int64 = 2_000_000, backgroundLease: Duration = .seconds(86_400),
+            attachmentCacheBytes: Int64 = 256_000_000
         ) {
             self.attachmentCacheBytes = max(0, attachmentCacheBytes)
             self.backgroundLeaseMilliseconds = min(max(1000, backgroundLease.clampedMilliseconds), 7 * 86_400_000)

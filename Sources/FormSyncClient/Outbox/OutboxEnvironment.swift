@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 import Synchronization
 
 /// The outside world the outbox reads: the clock, randomness and fresh identities. Injected so
@@ -91,6 +91,10 @@ public final class SequentialIDs: Sendable {
 
     /// The next identity.
     public func next() -> String {
-        "\(prefix)-\(counter.withLock { $0 += 1; return $0 })"
+        let number = counter.withLock { value in
+            value += 1
+            return value
+        }
+        return "\(prefix)-\(number)"
     }
 }

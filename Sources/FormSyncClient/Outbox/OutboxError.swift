@@ -1,4 +1,5 @@
 import FormSyncModel
+
 /// Why an outbox call did not do what was asked. Nothing is half-stored when one is thrown.
 public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The payload breaks its form's rules; nothing was queued.

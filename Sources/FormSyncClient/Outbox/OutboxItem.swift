@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 /// One item as stored, for lists, badges and the fix-and-resubmit flow.
 public struct OutboxItem: Sendable, Equatable, Identifiable {

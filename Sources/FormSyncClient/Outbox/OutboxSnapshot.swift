@@ -1,4 +1,5 @@
 import FormSyncModel
+
 /// The outbox at one moment: counts per state for the current workspace, and the item whose
 /// change produced this snapshot (nil for the first one).
 public struct OutboxSnapshot: Sendable, Equatable {

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 /// A payload checked and encoded before the outbox's thread is needed: validating, encoding and
 /// digesting run on the caller's thread, beside other enqueues' commits.
@@ -32,7 +32,9 @@ struct PreparedPayload: Sendable {
         do {
             return try FormRegistry.encode(value)
         } catch {
-            throw OutboxError.invalidPayload([FieldError(pointer: JSONPointer.root, code: "invalid", detail: "The payload cannot be encoded: \(error)")])
+            throw OutboxError.invalidPayload([
+                FieldError(pointer: JSONPointer.root, code: "invalid", detail: "The payload cannot be encoded: \(error)")
+            ])
         }
     }
 }

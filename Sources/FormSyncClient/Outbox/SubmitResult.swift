@@ -1,4 +1,5 @@
 import FormSyncModel
+
 /// The fast path's answer: what became of the first attempt of an item just enqueued, so that a
 /// form can show the server's field errors while the person is still on it. The item is stored
 /// durably in every case.

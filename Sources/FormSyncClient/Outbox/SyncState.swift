@@ -1,4 +1,5 @@
 import FormSyncModel
+
 /// Where an item stands, as a person should see it.
 public enum SyncState: String, Sendable, Hashable, Codable, CaseIterable {
     /// Stored durably on this device, not sent yet (or waiting to retry).

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 extension Outbox {
     // MARK: Editing
@@ -15,7 +15,9 @@ extension Outbox {
     ///
     /// - Returns: the outbox item's id.
     @discardableResult
-    public func edit<F: FormPayload>(_ form: F.Type, id: Int64, attachments: [Attachment] = [], _ change: (inout F) throws -> Void) async throws -> ItemID {
+    public func edit<F: FormPayload>(
+        _ form: F.Type, id: Int64, attachments: [Attachment] = [], _ change: (inout F) throws -> Void
+    ) async throws -> ItemID {
         let inFlight = lifecycle.inFlight
         let newID = environment.newID
         var draft = try withRecords { try $0.editDraft(F.self, id: id, inFlight: inFlight, newID: newID) }

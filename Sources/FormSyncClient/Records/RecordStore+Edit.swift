@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 extension RecordStore {
     /// What an edit starts from: the record as the device shows it, read through the edit
@@ -22,10 +22,13 @@ extension RecordStore {
     /// the server id it landed as.
     func editDraft<F: FormPayload>(_ form: F.Type, id: Int64, inFlight: Set<Int64>, newID: () -> String) throws -> EditDraft<F> {
         guard let action = F.recordAction, action.kind == .edits else { throw OutboxError.notAnEditForm(F.formName) }
-        let (key, base, shown, earlier) = try OutboxDatabase.mapping { () throws -> (Int64, OutboxStore.StoredRecord?, (version: Int, payload: Data)?, OutboxStore.Row?) in
+        let (key, base, shown, earlier) = try OutboxDatabase.mapping {
+            () throws -> (Int64, OutboxStore.StoredRecord?, (version: Int, payload: Data)?, OutboxStore.Row?) in
             let key = id < 0 ? (try store.resolvedID(id, workspace: workspace) ?? id) : id
             let base = key > 0 ? try store.storedRecord(workspace: workspace, type: action.recordType, id: key) : nil
-            let shown = try Self.overlay(store, registry: registry, type: action.recordType, workspace: workspace)[key] ?? base.map { ($0.version, $0.payload) }
+            let shown =
+                try Self.overlay(store, registry: registry, type: action.recordType, workspace: workspace)[key]
+                ?? base.map { ($0.version, $0.payload) }
             let earlier = try store.unconfirmedSubmissions(workspace: workspace, forms: [F.formName]).last { row in
                 guard let payload = row.payload, let edited = RecordProjection.editedID(form: payload, action: action) else { return false }
                 let resolved = edited < 0 ? ((try? store.resolvedID(edited, workspace: workspace)) ?? nil) ?? edited : edited
@@ -38,15 +41,23 @@ extension RecordStore {
             do {
                 return try JSONDecoder().decode(F.self, from: try RecordProjection.editPayload(record: record, id: key, action: action))
             } catch {
-                throw OutboxError.invalidPayload([FieldError(pointer: JSONPointer.root, code: "invalid", detail: "the \(what) \(action.recordType) \(id) cannot be read as \(F.formName): \(error)")])
+                throw OutboxError.invalidPayload([
+                    FieldError(
+                        pointer: JSONPointer.root, code: "invalid",
+                        detail: "the \(what) \(action.recordType) \(id) cannot be read as \(F.formName): \(error)")
+                ])
             }
         }
         let payload = try read(shown.payload, as: "stored")
-        let replaceable = earlier.flatMap { row in (row.state == .pending || row.state == .blocked) && row.sends == 0 && !inFlight.contains(row.id) ? row : nil }
+        let replaceable = earlier.flatMap { row in
+            (row.state == .pending || row.state == .blocked) && row.sends == 0 && !inFlight.contains(row.id) ? row : nil
+        }
         guard let base else { return EditDraft(payload: payload, base: nil, documentID: replaceable?.documentID ?? newID()) }
         if let earlier, replaceable == nil, earlier.state == .pending || earlier.state == .leased {
             return EditDraft(payload: payload, base: (try read(shown.payload, as: "shown"), "\"\(base.version)\""), documentID: newID())
         }
-        return EditDraft(payload: payload, base: (try read(base.payload, as: "stored"), "\"\(base.version)\""), documentID: replaceable?.documentID ?? newID())
+        return EditDraft(
+            payload: payload, base: (try read(base.payload, as: "stored"), "\"\(base.version)\""),
+            documentID: replaceable?.documentID ?? newID())
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 /// What a pull needs of the outbox it runs for: the current workspace's transport and the
 /// outbox's hooks (token refresh, network state, events).
@@ -62,7 +62,8 @@ extension RecordStore {
                 // A server that says "more" must move: a page with nothing in it, or a cursor
                 // that does not change, would otherwise keep the device pulling forever.
                 if page.more && (page.changes.isEmpty || page.cursor == cursor) {
-                    report.stoppedBecause = .failed(reason: "the feed says there is more but does not advance past \(cursor ?? "the start")", retryAfter: nil)
+                    report.stoppedBecause = .failed(
+                        reason: "the feed says there is more but does not advance past \(cursor ?? "the start")", retryAfter: nil)
                     return report
                 }
                 // Every record is read by its type before anything is stored: a page holding one
@@ -73,7 +74,9 @@ extension RecordStore {
                 }
                 if page.more {
                     let next = page.cursor
-                    ahead = (next, Task { await Self.fetchPage(transport: transport, cursor: next, limit: pageSize, recordTypes: recordTypes) })
+                    ahead = (
+                        next, Task { await Self.fetchPage(transport: transport, cursor: next, limit: pageSize, recordTypes: recordTypes) }
+                    )
                 }
                 CrashPoint.pullPage.reach()
                 try writeAnnouncing {
@@ -101,14 +104,17 @@ extension RecordStore {
                 fromScratch = false
                 cursor = page.cursor
                 report.pages += 1
-                bytes = page.changes.reduce(bytes) { $0.addingReportingOverflow(($1.fields?.count ?? 0) + $1.type.utf8.count + 32).partialValue }
+                bytes = page.changes.reduce(bytes) {
+                    $0.addingReportingOverflow(($1.fields?.count ?? 0) + $1.type.utf8.count + 32).partialValue
+                }
                 if !page.more {
                     report.caughtUp = true
                     return report
                 }
                 if let bound = limits.reached(pages: report.pages, bytes: bytes, elapsed: started.duration(to: clock.now)) {
                     ahead?.task.cancel()
-                    report.stoppedBecause = .failed(reason: "the pull stopped at its bound of \(bound); the next pull goes on from here", retryAfter: nil)
+                    report.stoppedBecause = .failed(
+                        reason: "the pull stopped at its bound of \(bound); the next pull goes on from here", retryAfter: nil)
                     return report
                 }
             case .authExpired:
@@ -160,7 +166,9 @@ extension RecordStore {
     }
 
     /// Fetches the page after `cursor` and reads every record in it by its type.
-    nonisolated static func fetchPage(transport: any OutboxTransport, cursor: String?, limit: Int, recordTypes: RecordRegistry) async -> FetchedPage {
+    nonisolated static func fetchPage(
+        transport: any OutboxTransport, cursor: String?, limit: Int, recordTypes: RecordRegistry
+    ) async -> FetchedPage {
         let outcome = await transport.fetchChanges(cursor: cursor, limit: limit)
         guard case .page(let page) = outcome else { return FetchedPage(outcome: outcome) }
         var fetched = FetchedPage(outcome: outcome)

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 /// Which records changed on the device, by type: pulled, created or edited here, landed
 /// (a record created offline is re-keyed from its placeholder id to its server id: both ids
@@ -73,12 +73,16 @@ public actor RecordStore {
             }
             var result: [R] = []
             for record in stored where shown[record.id] == nil {
-                if let typed = try? RecordProjection.decode(R.self, fields: record.payload, id: record.id, version: record.version), wanted.matches(typed) {
+                if let typed = try? RecordProjection.decode(R.self, fields: record.payload, id: record.id, version: record.version),
+                    wanted.matches(typed)
+                {
                     result.append(typed)
                 }
             }
             for (id, record) in shown {
-                if let typed = try? RecordProjection.decode(R.self, fields: record.payload, id: id, version: record.version), wanted.matches(typed) {
+                if let typed = try? RecordProjection.decode(R.self, fields: record.payload, id: id, version: record.version),
+                    wanted.matches(typed)
+                {
                     result.append(typed)
                 }
             }
@@ -161,16 +165,21 @@ public actor RecordStore {
 
     /// The records of `type` that unconfirmed submissions change, by id, with those changes
     /// applied in the order they were captured.
-    static func overlay(_ store: OutboxStore, registry: FormRegistry, type: String, workspace: String) throws -> [Int64: (version: Int, payload: Data)] {
+    static func overlay(
+        _ store: OutboxStore, registry: FormRegistry, type: String, workspace: String
+    ) throws -> [Int64: (version: Int, payload: Data)] {
         let forms = registry.names.filter { registry[$0]?.recordAction?.recordType == type }
         var shown: [Int64: (version: Int, payload: Data)] = [:]
         for row in try store.unconfirmedSubmissions(workspace: workspace, forms: forms) {
-            guard let form = row.form, let entry = registry[form], let action = entry.recordAction, var payload = row.payload else { continue }
+            guard let form = row.form, let entry = registry[form], let action = entry.recordAction, var payload = row.payload else {
+                continue
+            }
             let resolved = try store.resolvedDependencies(of: row.id, workspace: workspace)
             if !resolved.isEmpty, let remapped = try? entry.remap(payload, resolved).payload { payload = remapped }
             switch action.kind {
             case .creates:
-                guard let placeholder = row.produces, let fields = try? RecordProjection.apply(form: payload, to: nil, action: action) else { continue }
+                guard let placeholder = row.produces, let fields = try? RecordProjection.apply(form: payload, to: nil, action: action)
+                else { continue }
                 shown[placeholder] = (0, fields)
             case .edits:
                 guard var id = RecordProjection.editedID(form: payload, action: action) else { continue }
@@ -204,7 +213,9 @@ public actor RecordStore {
                 RecordProjection.editedID(form: payload, action: editAction) == placeholder
             else { continue }
             edit.baseVersion = ack.version ?? ack.record.map { "\"\($0.version)\"" }
-            if let fields = ack.record?.fields { edit.basePayload = try? RecordProjection.editPayload(record: fields, id: serverID, action: editAction) }
+            if let fields = ack.record?.fields {
+                edit.basePayload = try? RecordProjection.editPayload(record: fields, id: serverID, action: editAction)
+            }
             try store.update(edit, now: now)
         }
     }
@@ -214,7 +225,9 @@ public actor RecordStore {
         let entry = recordTypes[change.type]
         let index = index ?? entry.flatMap { try? $0.indexEntries(fields) } ?? []
         let keys = OutboxStore.recordKeys(index, fields: entry?.indexedFields ?? [])
-        if try store.upsertRecord(workspace: workspace, type: change.type, id: change.id, version: change.version, payload: fields, keys: keys) {
+        if try store.upsertRecord(
+            workspace: workspace, type: change.type, id: change.id, version: change.version, payload: fields, keys: keys)
+        {
             noteRecord(change.type, change.id)
         }
     }

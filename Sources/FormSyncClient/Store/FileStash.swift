@@ -1,6 +1,6 @@
-import Foundation
 import FormSyncModel
 import FormSyncSQLite
+import Foundation
 
 #if canImport(Darwin)
     import Darwin
@@ -34,7 +34,8 @@ struct FileStash: Sendable {
         self.syncFolder = syncFolder
         let existed = FileManager.default.fileExists(atPath: directory)
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw OutboxError.stashFailed(path: directory, reason: "cannot create the stash folder: \(error.localizedDescription)")
         }
@@ -80,7 +81,9 @@ struct FileStash: Sendable {
                     written += w
                 }
                 hasher.update(Data(chunk[0..<n]))
-                if head.count < MediaSignature.prefixLength { head.append(contentsOf: chunk[0..<min(n, MediaSignature.prefixLength - head.count)]) }
+                if head.count < MediaSignature.prefixLength {
+                    head.append(contentsOf: chunk[0..<min(n, MediaSignature.prefixLength - head.count)])
+                }
                 total += Int64(n)
             }
             guard DurableSync.full(output) == 0 else { throw failure(temporary, "cannot sync the copy: \(errnoText())") }
@@ -111,7 +114,9 @@ struct FileStash: Sendable {
         do {
             try FolderSync.sync(folder, with: syncFolder)
         } catch {
-            throw failure(folder, error.call == "open" ? "cannot open the folder to sync it: \(error.reason)" : "cannot sync the folder: \(error.reason)")
+            throw failure(
+                folder,
+                error.call == "open" ? "cannot open the folder to sync it: \(error.reason)" : "cannot sync the folder: \(error.reason)")
         }
     }
 
@@ -130,7 +135,9 @@ struct FileStash: Sendable {
     /// The process id in a stash name (`<id>.p<pid>.blob[.partial]`).
     static func owner(of name: String) -> pid_t? {
         let parts = name.split(separator: ".")
-        guard let tag = parts.first(where: { $0.hasPrefix("p") && $0.count > 1 && $0.dropFirst().allSatisfy(\.isNumber) }) else { return nil }
+        guard let tag = parts.first(where: { $0.hasPrefix("p") && $0.count > 1 && $0.dropFirst().allSatisfy(\.isNumber) }) else {
+            return nil
+        }
         return pid_t(tag.dropFirst())
     }
 

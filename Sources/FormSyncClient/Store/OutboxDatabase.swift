@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncSQLite
+import Foundation
 
 /// An outbox file and its one owner in this process (`Database`): the store's tables over the
 /// writer connection, the thread every write runs on, the group commit of the log, and reader

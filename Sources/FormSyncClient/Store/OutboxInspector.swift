@@ -1,6 +1,6 @@
-import Foundation
 import FormSyncModel
 import FormSyncSQLite
+import Foundation
 
 /// A read-only look at an outbox database, for support tools (`formsync outbox inspect`): items
 /// by workspace and state, one item's attempt history, counts. It changes nothing it is pointed
@@ -34,7 +34,9 @@ public final class OutboxInspector {
         } catch {
             try? FileManager.default.removeItem(atPath: folder)
             if let error = error as? OutboxError { throw error }
-            if let error = error as? SQLiteError { throw OutboxError.notAnOutbox(path: path, reason: "it cannot be read (\(error.message))") }
+            if let error = error as? SQLiteError {
+                throw OutboxError.notAnOutbox(path: path, reason: "it cannot be read (\(error.message))")
+            }
             throw OutboxError.notAnOutbox(path: path, reason: "it cannot be copied for reading (\(error.localizedDescription))")
         }
     }
@@ -45,14 +47,19 @@ public final class OutboxInspector {
 
     /// The workspaces that hold items or records, sorted.
     public func workspaces() throws -> [String] {
-        try read { Set(try store.counts().keys).union(try store.db.query("SELECT DISTINCT workspace FROM records", [], { $0.text(0) ?? "" })).sorted() }
+        try read {
+            Set(try store.counts().keys).union(try store.db.query("SELECT DISTINCT workspace FROM records", [], { $0.text(0) ?? "" }))
+                .sorted()
+        }
     }
 
     /// Items of `workspace` (every workspace when nil) in `states`, in enqueue order. Leased
     /// items show as `sending`, pending ones as `savedOnDevice`: a file has no network state.
     public func items(workspace: String?, in states: Set<SyncState> = Set(SyncState.allCases)) throws -> [OutboxItem] {
         let rows = try read {
-            try (workspace.map { [$0] } ?? workspaces()).flatMap { try store.items(workspace: $0, states: [.pending, .leased, .confirmed, .rejected, .conflict, .exhausted, .blocked]) }
+            try (workspace.map { [$0] } ?? workspaces()).flatMap {
+                try store.items(workspace: $0, states: [.pending, .leased, .confirmed, .rejected, .conflict, .exhausted, .blocked])
+            }
         }
         return rows.sorted { $0.id < $1.id }.map { OutboxItem($0, state: Self.state($0.state)) }.filter { states.contains($0.state) }
     }
@@ -109,7 +116,9 @@ public final class OutboxInspector {
             throw OutboxError.notAnOutbox(path: path, reason: "there is no such file")
         }
         guard !isFolder.boolValue else { throw OutboxError.notAnOutbox(path: path, reason: "it is a folder") }
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw OutboxError.notAnOutbox(path: path, reason: "it cannot be read") }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw OutboxError.notAnOutbox(path: path, reason: "it cannot be read")
+        }
         defer { try? handle.close() }
         let header = (try? handle.read(upToCount: 100)) ?? Data()
         guard !header.isEmpty else { throw OutboxError.notAnOutbox(path: path, reason: "the file is empty") }
@@ -127,14 +136,16 @@ public final class OutboxInspector {
     private static func open(_ copy: String, original: String) throws -> OutboxStore {
         var db = try SQLiteConnection(readingOnly: copy)
         let stamped = try db.query("PRAGMA application_id") { $0.int(0) }.first == OutboxStore.applicationID
-        let hasMigrations = try db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'") { _ in true }.first ?? false
+        let hasMigrations =
+            try db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'") { _ in true }.first ?? false
         let schema = hasMigrations ? (try db.query("SELECT MAX(version) FROM migrations") { $0.optionalInt(0) }.first ?? nil) ?? 0 : 0
         let first = hasMigrations ? (try db.query("SELECT name FROM migrations WHERE version = 1") { $0.text(0) }.first ?? nil) : nil
         let legacy = first == "outbox"
         guard stamped || legacy else { throw OutboxError.notAnOutbox(path: original, reason: "it is another program's SQLite database") }
         let latest = Int64(OutboxMigrations.all.latestVersion)
         guard schema <= latest else {
-            throw OutboxError.notAnOutbox(path: original, reason: "it was written by a newer FormSync (schema \(schema), this build knows \(latest))")
+            throw OutboxError.notAnOutbox(
+                path: original, reason: "it was written by a newer FormSync (schema \(schema), this build knows \(latest))")
         }
         if schema < latest || !stamped {
             db = try OutboxStore(path: copy, now: 0).db

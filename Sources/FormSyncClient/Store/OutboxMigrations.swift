@@ -16,7 +16,9 @@ enum OutboxMigrations {
         deferredFiles,
     ])
 
-    static let outbox = SQLiteMigrator.Migration(version: 1, name: "outbox", sql: """
+    static let outbox = SQLiteMigrator.Migration(
+        version: 1, name: "outbox",
+        sql: """
             CREATE TABLE items (
                 id INTEGER PRIMARY KEY AUTOINCREMENT,
                 kind TEXT NOT NULL,
@@ -68,7 +70,9 @@ enum OutboxMigrations {
             CREATE INDEX lanes_due ON lanes(workspace, due_at) WHERE due_at IS NOT NULL;
             """)
 
-    static let workspaceWalls = SQLiteMigrator.Migration(version: 2, name: "workspace walls, sends, documents", sql: """
+    static let workspaceWalls = SQLiteMigrator.Migration(
+        version: 2, name: "workspace walls, sends, documents",
+        sql: """
             CREATE TABLE resolved_by_workspace (
                 workspace TEXT NOT NULL,
                 placeholder INTEGER NOT NULL,
@@ -94,57 +98,65 @@ enum OutboxMigrations {
             DROP INDEX items_attempt;
             """)
 
-    static let records = SQLiteMigrator.Migration(version: 3, name: "records", sql: """
-        CREATE TABLE records (
-            workspace TEXT NOT NULL,
-            type TEXT NOT NULL,
-            id INTEGER NOT NULL,
-            version INTEGER NOT NULL,
-            payload BLOB NOT NULL,
-            PRIMARY KEY (workspace, type, id)
-        ) WITHOUT ROWID;
-        CREATE TABLE record_index (
-            workspace TEXT NOT NULL,
-            type TEXT NOT NULL,
-            field TEXT NOT NULL,
-            value TEXT NOT NULL,
-            id INTEGER NOT NULL,
-            PRIMARY KEY (workspace, type, field, value, id)
-        ) WITHOUT ROWID;
-        CREATE TABLE pull_cursors (workspace TEXT PRIMARY KEY, cursor TEXT NOT NULL, pulled_at INTEGER NOT NULL) WITHOUT ROWID;
-        CREATE TABLE record_index_fields (type TEXT PRIMARY KEY, fields TEXT NOT NULL) WITHOUT ROWID;
-        """)
+    static let records = SQLiteMigrator.Migration(
+        version: 3, name: "records",
+        sql: """
+            CREATE TABLE records (
+                workspace TEXT NOT NULL,
+                type TEXT NOT NULL,
+                id INTEGER NOT NULL,
+                version INTEGER NOT NULL,
+                payload BLOB NOT NULL,
+                PRIMARY KEY (workspace, type, id)
+            ) WITHOUT ROWID;
+            CREATE TABLE record_index (
+                workspace TEXT NOT NULL,
+                type TEXT NOT NULL,
+                field TEXT NOT NULL,
+                value TEXT NOT NULL,
+                id INTEGER NOT NULL,
+                PRIMARY KEY (workspace, type, field, value, id)
+            ) WITHOUT ROWID;
+            CREATE TABLE pull_cursors (workspace TEXT PRIMARY KEY, cursor TEXT NOT NULL, pulled_at INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE TABLE record_index_fields (type TEXT PRIMARY KEY, fields TEXT NOT NULL) WITHOUT ROWID;
+            """)
 
-    static let attempts = SQLiteMigrator.Migration(version: 4, name: "attempt history", sql: """
-        CREATE TABLE attempts (
-            item_id INTEGER NOT NULL,
-            at INTEGER NOT NULL,
-            outcome TEXT NOT NULL,
-            status INTEGER,
-            reason TEXT,
-            milliseconds INTEGER NOT NULL
-        );
-        CREATE INDEX attempts_item ON attempts(item_id);
-        """)
+    static let attempts = SQLiteMigrator.Migration(
+        version: 4, name: "attempt history",
+        sql: """
+            CREATE TABLE attempts (
+                item_id INTEGER NOT NULL,
+                at INTEGER NOT NULL,
+                outcome TEXT NOT NULL,
+                status INTEGER,
+                reason TEXT,
+                milliseconds INTEGER NOT NULL
+            );
+            CREATE INDEX attempts_item ON attempts(item_id);
+            """)
 
     /// Records the feed said are gone from this device's view (deleted, or moved to another
     /// scope): an acknowledgement replayed later (a reply lost after commit, answered again by
     /// the server's ledger) carries the record as it was then and must not bring it back. Only
     /// the feed, which is in commit order, puts such a record back.
-    static let tombstones = SQLiteMigrator.Migration(version: 5, name: "record tombstones", sql: """
-        CREATE TABLE record_tombstones (
-            workspace TEXT NOT NULL,
-            type TEXT NOT NULL,
-            id INTEGER NOT NULL,
-            PRIMARY KEY (workspace, type, id)
-        ) WITHOUT ROWID;
-        """)
+    static let tombstones = SQLiteMigrator.Migration(
+        version: 5, name: "record tombstones",
+        sql: """
+            CREATE TABLE record_tombstones (
+                workspace TEXT NOT NULL,
+                type TEXT NOT NULL,
+                id INTEGER NOT NULL,
+                PRIMARY KEY (workspace, type, id)
+            ) WITHOUT ROWID;
+            """)
 
     /// Leased items, found without reading the table: the lease reclaim at open used to scan
     /// every row (100,000 queued 2 KB items: 400 MB) to learn that nothing was leased.
-    static let leasedIndex = SQLiteMigrator.Migration(version: 6, name: "leased items index", sql: """
-        CREATE INDEX items_leased ON items(lease_expires_at) WHERE state = 'leased';
-        """)
+    static let leasedIndex = SQLiteMigrator.Migration(
+        version: 6, name: "leased items index",
+        sql: """
+            CREATE INDEX items_leased ON items(lease_expires_at) WHERE state = 'leased';
+            """)
 
     /// A lean `items` table: what an enqueue writes besides its own row was most of its cost.
     /// Each commit goes to the log page by page, and one 2 KB order touched about nine pages
@@ -155,97 +167,102 @@ enum OutboxMigrations {
     /// them reads no payload). Large columns go last, so that reading an item's state never walks
     /// a payload's overflow pages. `dependencies` is rebuilt beside it: with foreign keys on,
     /// dropping the old `items` would otherwise cascade into it.
-    static let leanItems = SQLiteMigrator.Migration(version: 7, name: "lean items", sql: """
-        CREATE TABLE outbox_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-        INSERT INTO outbox_counters (name, value) SELECT 'items', seq FROM sqlite_sequence WHERE name = 'items';
-        CREATE TABLE items_lean (
-            id INTEGER PRIMARY KEY,
-            kind TEXT NOT NULL,
-            workspace TEXT NOT NULL,
-            lane TEXT NOT NULL,
-            state TEXT NOT NULL,
-            document_id TEXT NOT NULL,
-            attempt_id TEXT NOT NULL,
-            form TEXT,
-            form_version INTEGER,
-            endpoint TEXT,
-            base_version TEXT,
-            produces INTEGER,
-            server_id INTEGER,
-            server_version TEXT,
-            file_path TEXT,
-            content_type TEXT,
-            byte_count INTEGER,
-            sha256 BLOB,
-            attempts INTEGER NOT NULL DEFAULT 0,
-            sends INTEGER NOT NULL DEFAULT 0,
-            next_attempt_at INTEGER NOT NULL,
-            lease_expires_at INTEGER,
-            last_error TEXT,
-            created_at INTEGER NOT NULL,
-            updated_at INTEGER NOT NULL,
-            field_errors BLOB,
-            conflicts BLOB,
-            base_payload BLOB,
-            server_payload BLOB,
-            payload BLOB
-        );
-        INSERT INTO items_lean (
-            id, kind, workspace, lane, state, document_id, attempt_id, form, form_version, endpoint, base_version, produces,
-            server_id, server_version, file_path, content_type, byte_count, sha256, attempts, sends, next_attempt_at,
-            lease_expires_at, last_error, created_at, updated_at, field_errors, conflicts, base_payload, server_payload, payload)
-        SELECT
-            id, kind, workspace, lane, state, document_id, attempt_id, form, form_version, endpoint, base_version, produces,
-            server_id, server_version, file_path, content_type, byte_count, sha256, attempts, sends, next_attempt_at,
-            lease_expires_at, last_error, created_at, updated_at, field_errors, conflicts, base_payload, server_payload, payload
-        FROM items ORDER BY id;
-        CREATE TEMP TABLE dependencies_kept AS SELECT item_id, placeholder FROM dependencies;
-        DROP TABLE dependencies;
-        DROP TABLE items;
-        ALTER TABLE items_lean RENAME TO items;
-        CREATE TABLE dependencies (
-            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
-            placeholder INTEGER NOT NULL,
-            PRIMARY KEY (item_id, placeholder)
-        ) WITHOUT ROWID;
-        INSERT INTO dependencies (item_id, placeholder) SELECT item_id, placeholder FROM temp.dependencies_kept;
-        DROP TABLE temp.dependencies_kept;
-        CREATE INDEX dependencies_placeholder ON dependencies(placeholder);
-        CREATE INDEX items_open ON items(workspace, lane, id, state) WHERE state IN ('pending', 'leased');
-        CREATE INDEX items_state ON items(workspace, state, id) WHERE state NOT IN ('pending', 'leased');
-        CREATE UNIQUE INDEX items_produces ON items(produces) WHERE produces IS NOT NULL;
-        CREATE INDEX items_file ON items(file_path) WHERE file_path IS NOT NULL;
-        CREATE INDEX items_leased ON items(lease_expires_at) WHERE state = 'leased';
-        """)
+    static let leanItems = SQLiteMigrator.Migration(
+        version: 7, name: "lean items",
+        sql: """
+            CREATE TABLE outbox_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+            INSERT INTO outbox_counters (name, value) SELECT 'items', seq FROM sqlite_sequence WHERE name = 'items';
+            CREATE TABLE items_lean (
+                id INTEGER PRIMARY KEY,
+                kind TEXT NOT NULL,
+                workspace TEXT NOT NULL,
+                lane TEXT NOT NULL,
+                state TEXT NOT NULL,
+                document_id TEXT NOT NULL,
+                attempt_id TEXT NOT NULL,
+                form TEXT,
+                form_version INTEGER,
+                endpoint TEXT,
+                base_version TEXT,
+                produces INTEGER,
+                server_id INTEGER,
+                server_version TEXT,
+                file_path TEXT,
+                content_type TEXT,
+                byte_count INTEGER,
+                sha256 BLOB,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                sends INTEGER NOT NULL DEFAULT 0,
+                next_attempt_at INTEGER NOT NULL,
+                lease_expires_at INTEGER,
+                last_error TEXT,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL,
+                field_errors BLOB,
+                conflicts BLOB,
+                base_payload BLOB,
+                server_payload BLOB,
+                payload BLOB
+            );
+            INSERT INTO items_lean (
+                id, kind, workspace, lane, state, document_id, attempt_id, form, form_version, endpoint, base_version, produces,
+                server_id, server_version, file_path, content_type, byte_count, sha256, attempts, sends, next_attempt_at,
+                lease_expires_at, last_error, created_at, updated_at, field_errors, conflicts, base_payload, server_payload, payload)
+            SELECT
+                id, kind, workspace, lane, state, document_id, attempt_id, form, form_version, endpoint, base_version, produces,
+                server_id, server_version, file_path, content_type, byte_count, sha256, attempts, sends, next_attempt_at,
+                lease_expires_at, last_error, created_at, updated_at, field_errors, conflicts, base_payload, server_payload, payload
+            FROM items ORDER BY id;
+            CREATE TEMP TABLE dependencies_kept AS SELECT item_id, placeholder FROM dependencies;
+            DROP TABLE dependencies;
+            DROP TABLE items;
+            ALTER TABLE items_lean RENAME TO items;
+            CREATE TABLE dependencies (
+                item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+                placeholder INTEGER NOT NULL,
+                PRIMARY KEY (item_id, placeholder)
+            ) WITHOUT ROWID;
+            INSERT INTO dependencies (item_id, placeholder) SELECT item_id, placeholder FROM temp.dependencies_kept;
+            DROP TABLE temp.dependencies_kept;
+            CREATE INDEX dependencies_placeholder ON dependencies(placeholder);
+            CREATE INDEX items_open ON items(workspace, lane, id, state) WHERE state IN ('pending', 'leased');
+            CREATE INDEX items_state ON items(workspace, state, id) WHERE state NOT IN ('pending', 'leased');
+            CREATE UNIQUE INDEX items_produces ON items(produces) WHERE produces IS NOT NULL;
+            CREATE INDEX items_file ON items(file_path) WHERE file_path IS NOT NULL;
+            CREATE INDEX items_leased ON items(lease_expires_at) WHERE state = 'leased';
+            """)
 
     /// A landed record's placeholder, found by its server id (one lane per entity).
-    static let resolvedByServerID = SQLiteMigrator.Migration(version: 8, name: "resolved by server id", sql: "CREATE INDEX resolved_server ON resolved(workspace, server_id);")
+    static let resolvedByServerID = SQLiteMigrator.Migration(
+        version: 8, name: "resolved by server id", sql: "CREATE INDEX resolved_server ON resolved(workspace, server_id);")
 
     /// A record's indexed values become columns of its row (`key1` … `key8`, the type's
     /// indexed fields in spec order) with SQLite's own partial indexes, instead of rows of
     /// `record_index`: a pulled record is one insert, and an initial pull can build the indexes
     /// once at its end. The keys are filled from the stored records at the next open (the
     /// emptied `record_index_fields` makes every type's index look changed).
-    static let recordKeys = SQLiteMigrator.Migration(version: 9, name: "record keys", sql: """
-        ALTER TABLE records ADD COLUMN key1 TEXT;
-        ALTER TABLE records ADD COLUMN key2 TEXT;
-        ALTER TABLE records ADD COLUMN key3 TEXT;
-        ALTER TABLE records ADD COLUMN key4 TEXT;
-        ALTER TABLE records ADD COLUMN key5 TEXT;
-        ALTER TABLE records ADD COLUMN key6 TEXT;
-        ALTER TABLE records ADD COLUMN key7 TEXT;
-        ALTER TABLE records ADD COLUMN key8 TEXT;
-        DROP TABLE record_index;
-        DELETE FROM record_index_fields;
-        CREATE INDEX records_key1 ON records(workspace, type, key1) WHERE key1 IS NOT NULL;
-        CREATE INDEX records_key2 ON records(workspace, type, key2) WHERE key2 IS NOT NULL;
-        CREATE INDEX records_key3 ON records(workspace, type, key3) WHERE key3 IS NOT NULL;
-        CREATE INDEX records_key4 ON records(workspace, type, key4) WHERE key4 IS NOT NULL;
-        CREATE INDEX records_key5 ON records(workspace, type, key5) WHERE key5 IS NOT NULL;
-        CREATE INDEX records_key6 ON records(workspace, type, key6) WHERE key6 IS NOT NULL;
-        CREATE INDEX records_key7 ON records(workspace, type, key7) WHERE key7 IS NOT NULL;
-        CREATE INDEX records_key8 ON records(workspace, type, key8) WHERE key8 IS NOT NULL;
-        """)
+    static let recordKeys = SQLiteMigrator.Migration(
+        version: 9, name: "record keys",
+        sql: """
+            ALTER TABLE records ADD COLUMN key1 TEXT;
+            ALTER TABLE records ADD COLUMN key2 TEXT;
+            ALTER TABLE records ADD COLUMN key3 TEXT;
+            ALTER TABLE records ADD COLUMN key4 TEXT;
+            ALTER TABLE records ADD COLUMN key5 TEXT;
+            ALTER TABLE records ADD COLUMN key6 TEXT;
+            ALTER TABLE records ADD COLUMN key7 TEXT;
+            ALTER TABLE records ADD COLUMN key8 TEXT;
+            DROP TABLE record_index;
+            DELETE FROM record_index_fields;
+            CREATE INDEX records_key1 ON records(workspace, type, key1) WHERE key1 IS NOT NULL;
+            CREATE INDEX records_key2 ON records(workspace, type, key2) WHERE key2 IS NOT NULL;
+            CREATE INDEX records_key3 ON records(workspace, type, key3) WHERE key3 IS NOT NULL;
+            CREATE INDEX records_key4 ON records(workspace, type, key4) WHERE key4 IS NOT NULL;
+            CREATE INDEX records_key5 ON records(workspace, type, key5) WHERE key5 IS NOT NULL;
+            CREATE INDEX records_key6 ON records(workspace, type, key6) WHERE key6 IS NOT NULL;
+            CREATE INDEX records_key7 ON records(workspace, type, key7) WHERE key7 IS NOT NULL;
+            CREATE INDEX records_key8 ON records(workspace, type, key8) WHERE key8 IS NOT NULL;
+            """)
 
     /// A submission may go before the files it depends on when their fields defer
     /// (`may_defer`) and the server announced deferred files (`outbox_counters`'
@@ -255,22 +272,24 @@ enum OutboxMigrations {
     /// A file a person sent "now" goes on any network (`any_network`); the file size that waits
     /// for an unmetered network is `outbox_counters`' `metered_file_limit` (none: no limit).
     /// Stored files fetched to the device (`Outbox.file(for:)`) are listed in `cached_files`.
-    static let deferredFiles = SQLiteMigrator.Migration(version: 10, name: "deferred files", sql: """
-        ALTER TABLE dependencies ADD COLUMN may_defer INTEGER NOT NULL DEFAULT 0;
-        ALTER TABLE dependencies ADD COLUMN sent_attempt TEXT;
-        ALTER TABLE dependencies ADD COLUMN sent_sha256 BLOB;
-        ALTER TABLE dependencies ADD COLUMN sent_byte_count INTEGER;
-        ALTER TABLE dependencies ADD COLUMN sent_content_type TEXT;
-        CREATE INDEX items_file_digest ON items(workspace, sha256) WHERE kind = 'file' AND file_path IS NOT NULL;
-        CREATE TABLE any_network (item_id INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE);
-        CREATE TABLE cached_files (
-            workspace TEXT NOT NULL,
-            file_id INTEGER NOT NULL,
-            byte_count INTEGER NOT NULL,
-            sha256 BLOB NOT NULL,
-            used_at INTEGER NOT NULL,
-            PRIMARY KEY (workspace, file_id)
-        ) WITHOUT ROWID;
-        CREATE INDEX cached_files_used ON cached_files(used_at);
-        """)
+    static let deferredFiles = SQLiteMigrator.Migration(
+        version: 10, name: "deferred files",
+        sql: """
+            ALTER TABLE dependencies ADD COLUMN may_defer INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE dependencies ADD COLUMN sent_attempt TEXT;
+            ALTER TABLE dependencies ADD COLUMN sent_sha256 BLOB;
+            ALTER TABLE dependencies ADD COLUMN sent_byte_count INTEGER;
+            ALTER TABLE dependencies ADD COLUMN sent_content_type TEXT;
+            CREATE INDEX items_file_digest ON items(workspace, sha256) WHERE kind = 'file' AND file_path IS NOT NULL;
+            CREATE TABLE any_network (item_id INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE);
+            CREATE TABLE cached_files (
+                workspace TEXT NOT NULL,
+                file_id INTEGER NOT NULL,
+                byte_count INTEGER NOT NULL,
+                sha256 BLOB NOT NULL,
+                used_at INTEGER NOT NULL,
+                PRIMARY KEY (workspace, file_id)
+            ) WITHOUT ROWID;
+            CREATE INDEX cached_files_used ON cached_files(used_at);
+            """)
 }

@@ -1,6 +1,6 @@
-import Foundation
 import FormSyncModel
 import FormSyncSQLite
+import Foundation
 
 /// The device's copy of the records in its scope, in the outbox's own database (one writer):
 /// `records` holds each record's fields and version, and the values of its indexed fields in
@@ -27,7 +27,9 @@ extension OutboxStore {
     /// indexes stay: a record with no value there costs them nothing, and building one means
     /// reading every record). Queries stay correct meanwhile (they scan).
     func dropRecordKeyIndexes(slots: Int) throws {
-        for slot in stride(from: 1, through: min(slots, Self.recordKeySlots), by: 1) { try db.run("DROP INDEX IF EXISTS records_key\(slot)") }
+        for slot in stride(from: 1, through: min(slots, Self.recordKeySlots), by: 1) {
+            try db.run("DROP INDEX IF EXISTS records_key\(slot)")
+        }
     }
 
     /// Creates any key index that is missing (after a pull that dropped them, or at open after
@@ -44,11 +46,13 @@ extension OutboxStore {
     }
 
     func addTombstone(workspace: String, type: String, id: Int64) throws {
-        try db.run("INSERT OR IGNORE INTO record_tombstones (workspace, type, id) VALUES (?, ?, ?)", [.text(workspace), .text(type), .integer(id)])
+        try db.run(
+            "INSERT OR IGNORE INTO record_tombstones (workspace, type, id) VALUES (?, ?, ?)", [.text(workspace), .text(type), .integer(id)])
     }
 
     func removeTombstone(workspace: String, type: String, id: Int64) throws {
-        try db.run("DELETE FROM record_tombstones WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)])
+        try db.run(
+            "DELETE FROM record_tombstones WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)])
     }
 
     /// Whether the workspace has any tombstone: a pull page need not clear them one by one
@@ -58,7 +62,9 @@ extension OutboxStore {
     }
 
     func hasTombstone(workspace: String, type: String, id: Int64) throws -> Bool {
-        try !db.query("SELECT 1 FROM record_tombstones WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)]) { $0.int(0) }.isEmpty
+        try !db.query(
+            "SELECT 1 FROM record_tombstones WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)]
+        ) { $0.int(0) }.isEmpty
     }
 
     /// Makes each registered type's keys match the fields its spec indexes now: an app update
@@ -72,11 +78,14 @@ extension OutboxStore {
             let stored = try db.query("SELECT fields FROM record_index_fields WHERE type = ?", [.text(name)]) { $0.text(0) }.first ?? nil
             if stored == fields { continue }
             try db.transaction(.normal) {
-                let rows = try db.query("SELECT workspace, id, payload FROM records WHERE type = ?", [.text(name)]) { ($0.text(0) ?? "", $0.int(1), $0.blob(2) ?? Data()) }
+                let rows = try db.query("SELECT workspace, id, payload FROM records WHERE type = ?", [.text(name)]) {
+                    ($0.text(0) ?? "", $0.int(1), $0.blob(2) ?? Data())
+                }
                 for (workspace, id, payload) in rows {
                     let keys = Self.recordKeys((try? entry.indexEntries(payload)) ?? [], fields: entry.indexedFields)
-                    try db.run("UPDATE records SET \(Self.keyAssignments) WHERE workspace = ? AND type = ? AND id = ?",
-                               keys.map { $0.map(SQLValue.text) ?? .null } + [.text(workspace), .text(name), .integer(id)])
+                    try db.run(
+                        "UPDATE records SET \(Self.keyAssignments) WHERE workspace = ? AND type = ? AND id = ?",
+                        keys.map { $0.map(SQLValue.text) ?? .null } + [.text(workspace), .text(name), .integer(id)])
                 }
                 try db.run("INSERT OR REPLACE INTO record_index_fields (type, fields) VALUES (?, ?)", [.text(name), .text(fields)])
             }
@@ -96,13 +105,17 @@ extension OutboxStore {
     }
 
     func storedRecord(workspace: String, type: String, id: Int64) throws -> StoredRecord? {
-        try db.query("SELECT id, version, payload FROM records WHERE workspace = ? AND type = ? AND id = ?",
-                     [.text(workspace), .text(type), .integer(id)]) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }.first
+        try db.query(
+            "SELECT id, version, payload FROM records WHERE workspace = ? AND type = ? AND id = ?",
+            [.text(workspace), .text(type), .integer(id)]
+        ) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }.first
     }
 
     func storedRecords(workspace: String, type: String) throws -> [StoredRecord] {
-        try db.query("SELECT id, version, payload FROM records WHERE workspace = ? AND type = ? ORDER BY id",
-                     [.text(workspace), .text(type)]) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }
+        try db.query(
+            "SELECT id, version, payload FROM records WHERE workspace = ? AND type = ? ORDER BY id",
+            [.text(workspace), .text(type)]
+        ) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }
     }
 
     /// The records of a type whose key in `slot` (0-based: the type's indexed fields in spec
@@ -110,10 +123,12 @@ extension OutboxStore {
     /// then each row by its primary key: asked for the rows directly, SQLite's planner would
     /// rather walk every record of the type in id order.
     func storedRecords(workspace: String, type: String, slot: Int, value: String) throws -> [StoredRecord] {
-        try db.query("""
+        try db.query(
+            """
             SELECT id, version, payload FROM records WHERE workspace = ?1 AND type = ?2
             AND id IN (SELECT id FROM records WHERE workspace = ?1 AND type = ?2 AND key\(slot + 1) = ?3) ORDER BY id
-            """, [.text(workspace), .text(type), .text(value)]) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }
+            """, [.text(workspace), .text(type), .text(value)]
+        ) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }
     }
 
     func recordCount(workspace: String) throws -> Int {
@@ -124,12 +139,16 @@ extension OutboxStore {
     /// one statement, which SQLite's indexes follow. False when the change was older than what
     /// is stored.
     func upsertRecord(workspace: String, type: String, id: Int64, version: Int, payload: Data, keys: [String?]) throws -> Bool {
-        try db.run(Self.upsertRecordStatement, [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)] + keys.map { $0.map(SQLValue.text) ?? .null }) == 1
+        try db.run(
+            Self.upsertRecordStatement,
+            [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)]
+                + keys.map { $0.map(SQLValue.text) ?? .null }) == 1
     }
 
     /// Declared once: a pull runs it for every record, and a statement found by its text would
     /// hash these 300 characters each time.
-    private static let upsertRecordStatement = SQLiteConnection.Statement("""
+    private static let upsertRecordStatement = SQLiteConnection.Statement(
+        """
         INSERT INTO records (workspace, type, id, version, payload, \(keyColumns)) VALUES (?, ?, ?, ?, ?, \(keyPlaceholders))
         ON CONFLICT (workspace, type, id) DO UPDATE SET version = excluded.version, payload = excluded.payload, \(keyUpdates)
         WHERE excluded.version >= records.version
@@ -152,13 +171,17 @@ extension OutboxStore {
     }
 
     func setPullCursor(_ cursor: String, workspace: String, at now: Int64) throws {
-        try db.run("INSERT OR REPLACE INTO pull_cursors (workspace, cursor, pulled_at) VALUES (?, ?, ?)", [.text(workspace), .text(cursor), .integer(now)])
+        try db.run(
+            "INSERT OR REPLACE INTO pull_cursors (workspace, cursor, pulled_at) VALUES (?, ?, ?)",
+            [.text(workspace), .text(cursor), .integer(now)])
     }
 
     /// The server id a placeholder landed as, in `workspace`.
     /// The placeholder of this device that landed as `serverID`, if one did.
     func placeholder(resolvedTo serverID: Int64, workspace: String) throws -> Int64? {
-        try db.query("SELECT placeholder FROM resolved WHERE workspace = ? AND server_id = ?", [.text(workspace), .integer(serverID)]) { $0.int(0) }.first
+        try db.query("SELECT placeholder FROM resolved WHERE workspace = ? AND server_id = ?", [.text(workspace), .integer(serverID)]) {
+            $0.int(0)
+        }.first
     }
 
     /// Whether `lane` holds an open item (pending, waiting for a dependency, or on the wire).
@@ -169,7 +192,9 @@ extension OutboxStore {
     }
 
     func resolvedID(_ placeholder: Int64, workspace: String) throws -> Int64? {
-        try db.query("SELECT server_id FROM resolved WHERE workspace = ? AND placeholder = ?", [.text(workspace), .integer(placeholder)]) { $0.int(0) }.first
+        try db.query("SELECT server_id FROM resolved WHERE workspace = ? AND placeholder = ?", [.text(workspace), .integer(placeholder)]) {
+            $0.int(0)
+        }.first
     }
 
     /// The submissions of `forms` not yet confirmed, oldest first: what the device shows on top
@@ -178,7 +203,8 @@ extension OutboxStore {
         guard !forms.isEmpty else { return [] }
         let marks = forms.indices.map { "?\($0 + 2)" }.joined(separator: ", ")
         // Open ones through `items_open`, parked ones through `items_state`.
-        return try db.query("""
+        return try db.query(
+            """
             SELECT \(Self.columns) FROM items WHERE workspace = ?1 AND \(Self.openCondition) AND kind = 'submission' AND form IN (\(marks))
             UNION ALL
             SELECT \(Self.columns) FROM items WHERE workspace = ?1 AND \(Self.settledCondition) AND state != 'confirmed' AND kind = 'submission' AND form IN (\(marks))

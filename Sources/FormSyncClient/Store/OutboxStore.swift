@@ -1,6 +1,6 @@
-import Foundation
 import FormSyncModel
 import FormSyncSQLite
+import Foundation
 
 #if canImport(Darwin)
     import Darwin
@@ -41,7 +41,9 @@ final class OutboxStore {
     init(path: String, now: Int64, openFlags: Int32 = 0) throws {
         if access(path, F_OK) != 0 { try Self.create(path: path, now: now) }
         var info = stat()
-        guard stat(path, &info) == 0 else { throw OutboxError.notAnOutbox(path: path, reason: "it cannot be read: \(String(cString: strerror(errno)))") }
+        guard stat(path, &info) == 0 else {
+            throw OutboxError.notAnOutbox(path: path, reason: "it cannot be read: \(String(cString: strerror(errno)))")
+        }
         guard info.st_size > 0 else { throw OutboxError.notAnOutbox(path: path, reason: "the file is empty") }
         for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
         do {
@@ -49,7 +51,8 @@ final class OutboxStore {
             try OutboxMigrations.all.migrate(db, now: now) { [db] in try Self.checkIdentity(db, path: path) }
         } catch let error as SQLiteError {
             if error.message.contains("newer than this build") {
-                throw OutboxError.notAnOutbox(path: path, reason: "it was written by a newer FormSync (\(error.message)); this build will not touch it")
+                throw OutboxError.notAnOutbox(
+                    path: path, reason: "it was written by a newer FormSync (\(error.message)); this build will not touch it")
             }
             if error.isNotADatabase {
                 throw OutboxError.notAnOutbox(path: path, reason: "it is not a readable SQLite database (\(error.message))")
@@ -70,7 +73,8 @@ final class OutboxStore {
         if id == applicationID { return }
         let legacy = id == 0 && (try? db.query("SELECT name FROM migrations WHERE version = 1") { $0.text(0) }.first) == "outbox"
         guard legacy else {
-            throw OutboxError.notAnOutbox(path: path, reason: id == 0 ? "it is another program's SQLite database" : "its application id is \(id), not FormSync's")
+            throw OutboxError.notAnOutbox(
+                path: path, reason: id == 0 ? "it is another program's SQLite database" : "its application id is \(id), not FormSync's")
         }
         try db.execute("PRAGMA application_id = \(applicationID)")
     }
@@ -96,7 +100,8 @@ final class OutboxStore {
         } catch let error as SQLiteError {
             throw OutboxDatabase.mapped(error)
         }
-        let folder = open((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent, O_RDONLY)
+        let folder = open(
+            (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent, O_RDONLY)
         let linked = link(temporary, path)
         let reason = errno
         if folder >= 0 {
@@ -144,7 +149,9 @@ final class OutboxStore {
         var sends: Int
 
         /// A new pending item, due `now`, not yet inserted (`id` 0).
-        static func new(kind: OutboxItem.Kind, workspace: String, lane: String, documentID: String, attemptID: String, now: Int64, produces: Int64?) -> Row {
+        static func new(
+            kind: OutboxItem.Kind, workspace: String, lane: String, documentID: String, attemptID: String, now: Int64, produces: Int64?
+        ) -> Row {
             Row(
                 id: 0, kind: kind, workspace: workspace, lane: lane, documentID: documentID, attemptID: attemptID,
                 form: nil, formVersion: nil, payload: nil, basePayload: nil, baseVersion: nil, produces: produces, serverID: nil,
@@ -182,7 +189,8 @@ final class OutboxStore {
         // Open items are in `items_open`, the rest in `items_state`: one query per index, each
         // naming its index's condition so that SQLite can use it.
         var rows: [Row] = []
-        for (condition, wanted) in [(Self.openCondition, states.filter(\.isOpen)), (Self.settledCondition, states.filter { !$0.isOpen })] where !wanted.isEmpty {
+        for (condition, wanted) in [(Self.openCondition, states.filter(\.isOpen)), (Self.settledCondition, states.filter { !$0.isOpen })]
+        where !wanted.isEmpty {
             let marks = wanted.map { _ in "?" }.joined(separator: ", ")
             rows += try db.query(
                 "SELECT \(Self.columns) FROM items WHERE workspace = ? AND \(condition) AND state IN (\(marks)) ORDER BY id",
@@ -199,7 +207,9 @@ final class OutboxStore {
     /// Inserts an item under the next id never given out: past the newest stored item and past
     /// every deleted one (`lastItemIDCounter`).
     func insert(_ row: Row, now: Int64) throws -> Int64 {
-        try db.run(Self.insertStatement, [
+        try db.run(
+            Self.insertStatement,
+            [
                 .text(row.kind.rawValue), .text(row.workspace), .text(row.lane), .text(row.documentID), .text(row.attemptID),
                 row.form.map(SQLValue.text) ?? .null, row.formVersion.map { .integer(Int64($0)) } ?? .null,
                 row.payload.map(SQLValue.blob) ?? .null, row.basePayload.map(SQLValue.blob) ?? .null,
@@ -212,7 +222,8 @@ final class OutboxStore {
         return db.lastInsertRowID
     }
 
-    static let insertStatement = SQLiteConnection.Statement("""
+    static let insertStatement = SQLiteConnection.Statement(
+        """
         INSERT INTO items (id, kind, workspace, lane, document_id, attempt_id, form, form_version, payload, base_payload,
             base_version, produces, file_path, content_type, byte_count, sha256, state, next_attempt_at, created_at, updated_at,
             endpoint, last_error)
@@ -223,12 +234,14 @@ final class OutboxStore {
 
     /// Writes back every mutable column of `row`.
     func update(_ row: Row, now: Int64) throws {
-        try db.run("""
+        try db.run(
+            """
             UPDATE items SET attempt_id = ?, payload = ?, endpoint = ?, base_payload = ?, base_version = ?, server_id = ?, server_version = ?,
                 state = ?, attempts = ?, next_attempt_at = ?, lease_expires_at = ?, last_error = ?, field_errors = ?,
                 server_payload = ?, conflicts = ?, updated_at = ?, sends = ?, form_version = ?
             WHERE id = ?
-            """, [
+            """,
+            [
                 .text(row.attemptID), row.payload.map(SQLValue.blob) ?? .null, row.endpoint.map(SQLValue.text) ?? .null,
                 row.basePayload.map(SQLValue.blob) ?? .null,
                 row.baseVersion.map(SQLValue.text) ?? .null, row.serverID.map(SQLValue.integer) ?? .null,
@@ -240,7 +253,8 @@ final class OutboxStore {
             ])
     }
 
-    static let markConfirmedStatement = SQLiteConnection.Statement("""
+    static let markConfirmedStatement = SQLiteConnection.Statement(
+        """
         UPDATE items SET state = 'confirmed', attempts = ?, server_id = ?, server_version = ?, lease_expires_at = ?, last_error = ?, updated_at = ?
         WHERE id = ?
         """)
@@ -248,9 +262,12 @@ final class OutboxStore {
     /// Writes a confirmation: the columns an acknowledgement changes (`update` would also
     /// write the payloads back, unchanged).
     func markConfirmed(_ row: Row, now: Int64) throws {
-        try db.run(Self.markConfirmedStatement, [
+        try db.run(
+            Self.markConfirmedStatement,
+            [
                 .integer(Int64(row.attempts)), row.serverID.map(SQLValue.integer) ?? .null, row.serverVersion.map(SQLValue.text) ?? .null,
-                row.leaseExpiresAt.map(SQLValue.integer) ?? .null, row.lastError.map(SQLValue.text) ?? .null, .integer(now), .integer(row.id),
+                row.leaseExpiresAt.map(SQLValue.integer) ?? .null, row.lastError.map(SQLValue.text) ?? .null, .integer(now),
+                .integer(row.id),
             ])
     }
 
@@ -271,12 +288,14 @@ final class OutboxStore {
 
     func deleteConfirmed(workspace: String, before cutoff: Int64) throws -> Int {
         try rememberLastItemID()
-        try db.run("""
+        try db.run(
+            """
             DELETE FROM attempts WHERE item_id IN (
                 SELECT id FROM items WHERE workspace = ? AND \(Self.settledCondition) AND state = 'confirmed' AND updated_at < ?)
             """, [.text(workspace), .integer(cutoff)])
-        return try db.run("DELETE FROM items WHERE workspace = ? AND \(Self.settledCondition) AND state = 'confirmed' AND updated_at < ?",
-                          [.text(workspace), .integer(cutoff)])
+        return try db.run(
+            "DELETE FROM items WHERE workspace = ? AND \(Self.settledCondition) AND state = 'confirmed' AND updated_at < ?",
+            [.text(workspace), .integer(cutoff)])
     }
 
     func delete(_ id: Int64) throws {
@@ -287,7 +306,8 @@ final class OutboxStore {
 
     /// Keeps the newest item's id before anything is deleted, so that it is never given out again.
     func rememberLastItemID() throws {
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO outbox_counters (name, value) SELECT '\(Self.lastItemIDCounter)', id FROM items WHERE true ORDER BY id DESC LIMIT 1
             ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)
             """)
@@ -297,8 +317,9 @@ final class OutboxStore {
 
     /// `deferrable`: the item may go before `placeholder`'s file lands (a deferred file).
     func addDependency(item: Int64, placeholder: Int64, deferrable: Bool = false) throws {
-        try db.run("INSERT OR IGNORE INTO dependencies (item_id, placeholder, may_defer) VALUES (?, ?, ?)",
-                   [.integer(item), .integer(placeholder), .integer(deferrable ? 1 : 0)])
+        try db.run(
+            "INSERT OR IGNORE INTO dependencies (item_id, placeholder, may_defer) VALUES (?, ?, ?)",
+            [.integer(item), .integer(placeholder), .integer(deferrable ? 1 : 0)])
     }
 
     /// The files attempt `attempt` of `item` names by digest: those it named so when it was
@@ -306,22 +327,27 @@ final class OutboxStore {
     /// deferrable dependencies that have not landed (recorded as named by this attempt).
     func deferredFiles(of item: Int64, attempt: String, workspace: String) throws -> [Int64: FileRef] {
         var files: [Int64: FileRef] = [:]
-        for (placeholder, sha, count, type) in try db.query("""
+        for (placeholder, sha, count, type) in try db.query(
+            """
             SELECT placeholder, sent_sha256, sent_byte_count, sent_content_type FROM dependencies WHERE item_id = ? AND sent_attempt = ?
-            """, [.integer(item), .text(attempt)], { ($0.int(0), $0.blob(1), $0.int(2), $0.text(3)) }) {
+            """, [.integer(item), .text(attempt)], { ($0.int(0), $0.blob(1), $0.int(2), $0.text(3)) })
+        {
             guard let sha, sha.count == 32, let type else { continue }
             files[placeholder] = FileRef.pending(sha256: sha, byteCount: count, contentType: type)
         }
         guard defersFiles else { return files }
-        let fresh = try db.query("""
+        let fresh = try db.query(
+            """
             SELECT d.placeholder, i.sha256, i.byte_count, i.content_type FROM dependencies d
             JOIN items i ON i.produces = d.placeholder AND i.workspace = ?1 AND i.kind = 'file'
             WHERE d.item_id = ?2 AND d.may_defer = 1 AND (d.sent_attempt IS NULL OR d.sent_attempt != ?3)
             AND NOT EXISTS (SELECT 1 FROM resolved r WHERE r.workspace = ?1 AND r.placeholder = d.placeholder)
-            """, [.text(workspace), .integer(item), .text(attempt)]) { ($0.int(0), $0.blob(1), $0.int(2), $0.text(3)) }
+            """, [.text(workspace), .integer(item), .text(attempt)]
+        ) { ($0.int(0), $0.blob(1), $0.int(2), $0.text(3)) }
         for (placeholder, sha, count, type) in fresh {
             guard let sha, sha.count == 32, let type else { continue }
-            try db.run("""
+            try db.run(
+                """
                 UPDATE dependencies SET sent_attempt = ?, sent_sha256 = ?, sent_byte_count = ?, sent_content_type = ? WHERE item_id = ? AND placeholder = ?
                 """, [.text(attempt), .blob(sha), .integer(count), .text(type), .integer(item), .integer(placeholder)])
             files[placeholder] = FileRef.pending(sha256: sha, byteCount: count, contentType: type)
@@ -341,8 +367,9 @@ final class OutboxStore {
     /// Records what the server said of deferred files; true when that changed.
     func setDefersFiles(_ value: Bool) throws -> Bool {
         guard value != defersFiles else { return false }
-        try db.run("INSERT INTO outbox_counters (name, value) VALUES ('server_defers_files', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                   [.integer(value ? 1 : 0)])
+        try db.run(
+            "INSERT INTO outbox_counters (name, value) VALUES ('server_defers_files', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            [.integer(value ? 1 : 0)])
         return true
     }
 
@@ -355,8 +382,9 @@ final class OutboxStore {
     func setMeteredFileLimit(_ limit: Int64?) throws -> Bool {
         guard limit != meteredFileLimit else { return false }
         if let limit {
-            try db.run("INSERT INTO outbox_counters (name, value) VALUES ('metered_file_limit', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                       [.integer(limit)])
+            try db.run(
+                "INSERT INTO outbox_counters (name, value) VALUES ('metered_file_limit', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                [.integer(limit)])
         } else {
             try db.run("DELETE FROM outbox_counters WHERE name = 'metered_file_limit'")
         }
@@ -376,10 +404,13 @@ final class OutboxStore {
     /// Whether a pending file of `workspace` waits for an unmetered network, by id; or how many do.
     func heldForUnmeteredNetwork(workspace: String, item: Int64? = nil) throws -> Int {
         guard let limit = meteredFileLimit else { return 0 }
-        return Int(try db.query("""
-            SELECT COUNT(*) FROM items WHERE workspace = ? AND kind = 'file' AND state = 'pending' AND byte_count > ? AND (? IS NULL OR id = ?)
-            AND NOT EXISTS (SELECT 1 FROM any_network a WHERE a.item_id = items.id)
-            """, [.text(workspace), .integer(limit), item.map(SQLValue.integer) ?? .null, item.map(SQLValue.integer) ?? .null]) { $0.int(0) }.first ?? 0)
+        return Int(
+            try db.query(
+                """
+                SELECT COUNT(*) FROM items WHERE workspace = ? AND kind = 'file' AND state = 'pending' AND byte_count > ? AND (? IS NULL OR id = ?)
+                AND NOT EXISTS (SELECT 1 FROM any_network a WHERE a.item_id = items.id)
+                """, [.text(workspace), .integer(limit), item.map(SQLValue.integer) ?? .null, item.map(SQLValue.integer) ?? .null]
+            ) { $0.int(0) }.first ?? 0)
     }
 
     /// The lanes whose head waits for a dependency that has not landed.
@@ -389,16 +420,20 @@ final class OutboxStore {
 
     /// Whether a lane's head waits for a file that may land after it.
     func anyHeadWaitsForDeferrableFile() throws -> Bool {
-        try !db.query("""
+        try !db.query(
+            """
             SELECT 1 FROM lanes l JOIN dependencies d ON d.item_id = l.head WHERE l.due_at IS NULL AND d.may_defer = 1 LIMIT 1
-            """) { $0.int(0) }.isEmpty
+            """
+        ) { $0.int(0) }.isEmpty
     }
 
     /// A stashed copy of these bytes that an open file item of `workspace` holds, if any.
     func stashedCopy(workspace: String, sha256: Data) throws -> String? {
-        try db.query("""
+        try db.query(
+            """
             SELECT file_path FROM items WHERE workspace = ? AND sha256 = ? AND kind = 'file' AND file_path IS NOT NULL AND state != 'confirmed' LIMIT 1
-            """, [.text(workspace), .blob(sha256)]) { $0.text(0) }.first ?? nil
+            """, [.text(workspace), .blob(sha256)]
+        ) { $0.text(0) }.first ?? nil
     }
 
     func removeDependencies(item: Int64) throws {
@@ -415,20 +450,25 @@ final class OutboxStore {
 
     /// Server ids of this item's landed dependencies (its own workspace's only).
     func resolvedDependencies(of item: Int64, workspace: String) throws -> [Int64: Int64] {
-        let pairs = try db.query("""
+        let pairs = try db.query(
+            """
             SELECT d.placeholder, r.server_id FROM dependencies d JOIN resolved r ON r.workspace = ? AND r.placeholder = d.placeholder
             WHERE d.item_id = ?
-            """, [.text(workspace), .integer(item)]) { ($0.int(0), $0.int(1)) }
+            """, [.text(workspace), .integer(item)]
+        ) { ($0.int(0), $0.int(1)) }
         return Dictionary(pairs, uniquingKeysWith: { a, _ in a })
     }
 
     func resolve(placeholder: Int64, serverID: Int64, workspace: String) throws {
-        try db.run("INSERT OR REPLACE INTO resolved (workspace, placeholder, server_id) VALUES (?, ?, ?)",
-                   [.text(workspace), .integer(placeholder), .integer(serverID)])
+        try db.run(
+            "INSERT OR REPLACE INTO resolved (workspace, placeholder, server_id) VALUES (?, ?, ?)",
+            [.text(workspace), .integer(placeholder), .integer(serverID)])
     }
 
     func isResolved(_ placeholder: Int64, workspace: String) throws -> Bool {
-        try !db.query("SELECT 1 FROM resolved WHERE workspace = ? AND placeholder = ?", [.text(workspace), .integer(placeholder)]) { $0.int(0) }.isEmpty
+        try !db.query("SELECT 1 FROM resolved WHERE workspace = ? AND placeholder = ?", [.text(workspace), .integer(placeholder)]) {
+            $0.int(0)
+        }.isEmpty
     }
 
     /// The item of `workspace` that produces `placeholder`, with its state.
@@ -445,12 +485,16 @@ final class OutboxStore {
         try db.query(Self.documentItemQuery, [.text(workspace), .text(documentID), .blob(digest)]) { $0.int(0) }.first
     }
 
-    static let documentItemQuery = SQLiteConnection.Statement("SELECT item_id FROM documents WHERE workspace = ? AND document_id = ? AND digest = ?")
+    static let documentItemQuery = SQLiteConnection.Statement(
+        "SELECT item_id FROM documents WHERE workspace = ? AND document_id = ? AND digest = ?")
 
     /// The document's most recent item, when it is still stored.
     func latestDocumentItem(workspace: String, documentID: String) throws -> Row? {
-        guard let id = try db.query("SELECT MAX(item_id) FROM documents WHERE workspace = ? AND document_id = ?",
-                                    [.text(workspace), .text(documentID)], { $0.optionalInt(0) }).first ?? nil
+        guard
+            let id = try db.query(
+                "SELECT MAX(item_id) FROM documents WHERE workspace = ? AND document_id = ?",
+                [.text(workspace), .text(documentID)], { $0.optionalInt(0) }
+            ).first ?? nil
         else { return nil }
         return try item(id)
     }
@@ -459,11 +503,13 @@ final class OutboxStore {
         try db.run(Self.recordDocumentStatement, [.text(workspace), .text(documentID), .blob(digest), .integer(item)])
     }
 
-    static let recordDocumentStatement = SQLiteConnection.Statement("INSERT OR REPLACE INTO documents (workspace, document_id, digest, item_id) VALUES (?, ?, ?, ?)")
+    static let recordDocumentStatement = SQLiteConnection.Statement(
+        "INSERT OR REPLACE INTO documents (workspace, document_id, digest, item_id) VALUES (?, ?, ?, ?)")
 
     func forgetDocumentDigests(item: Int64, workspace: String, documentID: String) throws {
-        try db.run("DELETE FROM documents WHERE workspace = ? AND document_id = ? AND item_id = ?",
-                   [.text(workspace), .text(documentID), .integer(item)])
+        try db.run(
+            "DELETE FROM documents WHERE workspace = ? AND document_id = ? AND item_id = ?",
+            [.text(workspace), .text(documentID), .integer(item)])
     }
 
     /// Whether a stored item still references this stash file.
@@ -475,10 +521,12 @@ final class OutboxStore {
 
     /// The most negative placeholder this outbox has seen, so a restarted id source never repeats one.
     func mostNegativePlaceholder() throws -> Int64 {
-        let values = try db.query("""
+        let values = try db.query(
+            """
             SELECT MIN(m) FROM (SELECT MIN(produces) AS m FROM items WHERE produces IS NOT NULL UNION ALL SELECT MIN(placeholder) FROM dependencies
             UNION ALL SELECT MIN(placeholder) FROM resolved)
-            """) { $0.optionalInt(0) }
+            """
+        ) { $0.optionalInt(0) }
         return min(values.first.flatMap { $0 } ?? 0, 0)
     }
 
@@ -527,7 +575,8 @@ final class OutboxStore {
     /// The lane's head, with whether it waits for a dependency that has not landed.
     /// (A deferrable dependency does not hold the head while the server takes deferred files; a
     /// file above the metered limit waits, as for a dependency, unless a person sent it "now".)
-    static let laneHeadQuery = SQLiteConnection.Statement("""
+    static let laneHeadQuery = SQLiteConnection.Statement(
+        """
         SELECT id, state, next_attempt_at, lease_expires_at, EXISTS (
             SELECT 1 FROM dependencies d WHERE d.item_id = items.id
             AND NOT (d.may_defer = 1 AND COALESCE((SELECT value FROM outbox_counters WHERE name = 'server_defers_files'), 0) = 1)
@@ -540,7 +589,8 @@ final class OutboxStore {
     static let updateLaneStatement = SQLiteConnection.Statement("UPDATE lanes SET head = ?, due_at = ? WHERE workspace = ? AND lane = ?")
     static let insertLaneStatement = SQLiteConnection.Statement("INSERT INTO lanes (head, due_at, workspace, lane) VALUES (?, ?, ?, ?)")
 
-    static let addToLaneStatement = SQLiteConnection.Statement("INSERT OR IGNORE INTO lanes (workspace, lane, head, due_at) VALUES (?, ?, ?, ?)")
+    static let addToLaneStatement = SQLiteConnection.Statement(
+        "INSERT OR IGNORE INTO lanes (workspace, lane, head, due_at) VALUES (?, ?, ?, ?)")
 
     /// Adds a lane for a newly inserted open item when the lane has none; a lane that already
     /// has a head keeps it (the new item is behind it), so nothing is read or rewritten.
@@ -560,18 +610,24 @@ final class OutboxStore {
             // File lanes by their key range (`+due_at` keeps the due index out of it): a scan of
             // the due index for the few file lanes read every due submission lane whenever the
             // submission pool was full (100,000 queued orders: 15× the per-item flush cost).
-            lanes = try db.query(Self.dueFileLanesQuery, [.text(workspace), .integer(now), .integer(now.addingClamped(horizon)), .integer(Int64(limit))]) { ($0.text(0) ?? "", $0.int(1)) }
+            lanes = try db.query(
+                Self.dueFileLanesQuery, [.text(workspace), .integer(now), .integer(now.addingClamped(horizon)), .integer(Int64(limit))]
+            ) { ($0.text(0) ?? "", $0.int(1)) }
             return lanes
         }
-        let (dueNow, dueBeyond) = files == false ? (Self.dueSubmissionLanesQuery, Self.beyondSubmissionLanesQuery) : (Self.dueLanesQuery, Self.beyondLanesQuery)
+        let (dueNow, dueBeyond) =
+            files == false ? (Self.dueSubmissionLanesQuery, Self.beyondSubmissionLanesQuery) : (Self.dueLanesQuery, Self.beyondLanesQuery)
         lanes = try db.query(dueNow, [.text(workspace), .integer(now), .integer(Int64(limit))]) { ($0.text(0) ?? "", $0.int(1)) }
         if lanes.count < limit {
-            lanes += try db.query(dueBeyond, [.text(workspace), .integer(now.addingClamped(horizon)), .integer(Int64(limit - lanes.count))]) { ($0.text(0) ?? "", $0.int(1)) }
+            lanes += try db.query(
+                dueBeyond, [.text(workspace), .integer(now.addingClamped(horizon)), .integer(Int64(limit - lanes.count))]
+            ) { ($0.text(0) ?? "", $0.int(1)) }
         }
         return lanes
     }
 
-    static let dueFileLanesQuery = SQLiteConnection.Statement("""
+    static let dueFileLanesQuery = SQLiteConnection.Statement(
+        """
         SELECT lane, head FROM lanes WHERE workspace = ? AND lane >= 'file:' AND lane < 'file;' AND +due_at IS NOT NULL
         AND (+due_at <= ? OR +due_at > ?) ORDER BY due_at, head LIMIT ?
         """)
@@ -580,13 +636,15 @@ final class OutboxStore {
     static let beyondLanesQuery = SQLiteConnection.Statement(
         "SELECT lane, head FROM lanes WHERE workspace = ? AND due_at > ? ORDER BY due_at, head LIMIT ?")
     static let dueSubmissionLanesQuery = SQLiteConnection.Statement(
-        "SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND due_at <= ? AND lane NOT LIKE 'file:%' ORDER BY due_at, head LIMIT ?")
+        "SELECT lane, head FROM lanes WHERE workspace = ? AND due_at IS NOT NULL AND due_at <= ? AND lane NOT LIKE 'file:%' ORDER BY due_at, head LIMIT ?"
+    )
     static let beyondSubmissionLanesQuery = SQLiteConnection.Statement(
         "SELECT lane, head FROM lanes WHERE workspace = ? AND due_at > ? AND lane NOT LIKE 'file:%' ORDER BY due_at, head LIMIT ?")
 
     /// The earliest due time of `workspace`'s lanes (nil when nothing is due at any time).
     func earliestDue(workspace: String) throws -> Int64? {
-        try db.query("SELECT MIN(due_at) FROM lanes WHERE workspace = ? AND due_at IS NOT NULL", [.text(workspace)]) { $0.optionalInt(0) }.first ?? nil
+        try db.query("SELECT MIN(due_at) FROM lanes WHERE workspace = ? AND due_at IS NOT NULL", [.text(workspace)]) { $0.optionalInt(0) }
+            .first ?? nil
     }
 
     /// Returns expired leases to pending (not an attempt); the attempt identity is kept. A lease
@@ -594,10 +652,13 @@ final class OutboxStore {
     func reclaimExpiredLeases(now: Int64, horizon: Int64) throws -> [(workspace: String, lane: String)] {
         let limit = now.addingClamped(horizon)
         guard try !db.query("SELECT 1 FROM items WHERE state = 'leased' LIMIT 1", [], { $0.int(0) }).isEmpty else { return [] }
-        let lanes = try db.query("""
+        let lanes = try db.query(
+            """
             SELECT DISTINCT workspace, lane FROM items WHERE state = 'leased' AND (lease_expires_at <= ? OR lease_expires_at > ?)
-            """, [.integer(now), .integer(limit)]) { ($0.text(0) ?? "", $0.text(1) ?? "") }
-        try db.run("""
+            """, [.integer(now), .integer(limit)]
+        ) { ($0.text(0) ?? "", $0.text(1) ?? "") }
+        try db.run(
+            """
             UPDATE items SET state = 'pending', lease_expires_at = NULL, updated_at = ?
             WHERE state = 'leased' AND (lease_expires_at <= ? OR lease_expires_at > ?)
             """, [.integer(now), .integer(now), .integer(limit)])
@@ -622,9 +683,12 @@ final class OutboxStore {
             result[workspace, default: [:]][.leased, default: 0] += count
             result[workspace, default: [:]][.pending, default: 0] -= count
         }
-        for (workspace, state, count) in try db.query(Self.settledCountQuery, [], {
-            ($0.text(0) ?? "", State(rawValue: $0.text(1) ?? "") ?? .pending, Int($0.int(2)))
-        }) {
+        for (workspace, state, count) in try db.query(
+            Self.settledCountQuery, [],
+            {
+                ($0.text(0) ?? "", State(rawValue: $0.text(1) ?? "") ?? .pending, Int($0.int(2)))
+            })
+        {
             result[workspace, default: [:]][state, default: 0] += count
         }
         return result

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 /// Reads a page of the change feed (`GET /changes`) in one pass over its bytes. Each record
 /// keeps the exact bytes the server sent and is decoded once, by its type, before it is
@@ -108,7 +108,9 @@ enum ChangeFeedReader {
         guard read else { return nil }
         guard let type, (1...128).contains(type.utf8.count), let id, HTTPTransport.serverIDs.contains(id) else { return nil }
         if deleted { return RecordChange(type: type, id: id, version: 0, fields: nil) }
-        guard let version, version >= 1, version < Int64(Int32.max), let record, scanner.bytes[record.lowerBound] == 0x7B else { return nil }
+        guard let version, version >= 1, version < Int64(Int32.max), let record, scanner.bytes[record.lowerBound] == 0x7B else {
+            return nil
+        }
         return RecordChange(type: type, id: id, version: Int(version), fields: Data(scanner.bytes[record]))
     }
 

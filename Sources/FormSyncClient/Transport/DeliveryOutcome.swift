@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 /// What the server made of one attempt, classified by the transport before the outbox decides
 /// anything.
@@ -38,7 +38,6 @@ public struct ServerAcknowledgement: Sendable, Equatable, Codable {
         self.record = record
     }
 }
-
 
 extension DeliveryOutcome {
     /// The outcome's name for a log line or an attempt's history: `done`, `transient`,

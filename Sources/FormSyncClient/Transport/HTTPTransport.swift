@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -48,7 +48,8 @@ public final class HTTPTransport: OutboxTransport {
         token: @escaping @Sendable () async -> String?
     ) {
         self.init(
-            workspace: workspace, baseURL: baseURL, timeout: timeout, maxConnections: maxConnections, resumableFromBytes: resumableFromBytes,
+            workspace: workspace, baseURL: baseURL, timeout: timeout, maxConnections: maxConnections,
+            resumableFromBytes: resumableFromBytes,
             chunkBytes: chunkBytes, maxReplyBytes: maxReplyBytes, network: nil, token: token)
     }
 
@@ -93,9 +94,15 @@ public final class HTTPTransport: OutboxTransport {
 
     /// Sends one attempt, reporting its cost and, for a file, its progress. A file at least
     /// `resumableFromBytes` large goes up as a resumable upload.
-    public func deliver(_ request: OutboundRequest, progress: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void) async -> (DeliveryOutcome, DeliveryDetails) {
+    public func deliver(
+        _ request: OutboundRequest, progress: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void
+    ) async -> (DeliveryOutcome, DeliveryDetails) {
         guard request.workspace == workspace else {
-            return (.rejected(reason: "this transport serves workspace \(workspace), not \(request.workspace); nothing was sent", fieldErrors: []), DeliveryDetails())
+            return (
+                .rejected(
+                    reason: "this transport serves workspace \(workspace), not \(request.workspace); nothing was sent", fieldErrors: []),
+                DeliveryDetails()
+            )
         }
         if case .file(_, let contentType, let byteCount, let sha256) = request.body, byteCount >= Self.lookUpFromBytes {
             switch await lookUp(sha256: sha256, byteCount: byteCount, contentType: contentType, for: request) {
@@ -107,7 +114,10 @@ public final class HTTPTransport: OutboxTransport {
             }
         }
         if case .file(let path, let contentType, let byteCount, let sha256) = request.body, byteCount >= resumableFromBytes {
-            return await ResumableUpload(transport: self, request: request, path: path, contentType: contentType, length: byteCount, sha256: sha256, progress: progress).run()
+            return await ResumableUpload(
+                transport: self, request: request, path: path, contentType: contentType, length: byteCount, sha256: sha256,
+                progress: progress
+            ).run()
         }
         var http: URLRequest
         var fileToUpload: URL?
@@ -134,8 +144,9 @@ public final class HTTPTransport: OutboxTransport {
         do {
             let reply = try await perform(http, uploading: fileToUpload, bytes: bodyBytes)
             if fileToUpload != nil { progress(bodyBytes, bodyBytes) }
-            let details = DeliveryDetails(status: reply.status, bytesSent: bodyBytes, bytesReceived: Int64(reply.body.count),
-                                          serverFeatures: DeliveryDetails.features(reply.headers["formsync-features"]))
+            let details = DeliveryDetails(
+                status: reply.status, bytesSent: bodyBytes, bytesReceived: Int64(reply.body.count),
+                serverFeatures: DeliveryDetails.features(reply.headers["formsync-features"]))
             return (Self.classify(status: reply.status, headers: reply.headers, body: reply.body, documentID: request.documentID), details)
         } catch {
             return (.unreachable(reason: Task.isCancelled ? "cancelled" : Self.describe(error)), DeliveryDetails(bytesSent: 0))
@@ -167,7 +178,9 @@ public final class HTTPTransport: OutboxTransport {
     /// going `exchangeDeadline` after it started is stopped and its caller answered. A reply
     /// past `maxReplyBytes` fails its caller at once; the rest is drained and dropped until the
     /// same deadline (`ReplyCollector`).
-    package func perform(_ http: URLRequest, uploading file: URL? = nil, bytes: Int64? = nil) async throws -> (status: Int, headers: [String: String], body: Data) {
+    package func perform(
+        _ http: URLRequest, uploading file: URL? = nil, bytes: Int64? = nil
+    ) async throws -> (status: Int, headers: [String: String], body: Data) {
         if let network { return try await network(http, file) }
         let collector = self.collector
         let limit = maxReplyBytes
@@ -216,9 +229,12 @@ public final class HTTPTransport: OutboxTransport {
         let request = OutboundRequest(
             itemID: upload.itemID, documentID: upload.documentID, attemptID: upload.attemptID, workspace: upload.workspace,
             body: .file(path: upload.file.path, contentType: upload.contentType, byteCount: upload.byteCount, sha256: upload.sha256))
-        await prepare(&http, request, with: [
-            "Content-Type": upload.contentType, "Content-Digest": FileRef.digestText(upload.sha256), "Content-Length": String(upload.byteCount),
-        ])
+        await prepare(
+            &http, request,
+            with: [
+                "Content-Type": upload.contentType, "Content-Digest": FileRef.digestText(upload.sha256),
+                "Content-Length": String(upload.byteCount),
+            ])
         return http
     }
 
@@ -229,10 +245,14 @@ public final class HTTPTransport: OutboxTransport {
         guard id > 0, offset >= 0, maxBytes > 0 else { return .missing }
         var http = URLRequest(url: url("/files/\(id)"))
         http.timeoutInterval = timeout
-        var headers = ["FormSync-Workspace": workspace, "Range": "bytes=\(offset)-\(offset.addingClamped(Int64(min(maxBytes, maxReplyBytes)) - 1))"]
+        var headers = [
+            "FormSync-Workspace": workspace, "Range": "bytes=\(offset)-\(offset.addingClamped(Int64(min(maxBytes, maxReplyBytes)) - 1))",
+        ]
         if let token = await token() { headers["Authorization"] = "Bearer \(token)" }
         http.allHTTPHeaderFields = headers
-        guard let reply = try? await perform(http) else { return .failed(reason: Task.isCancelled ? "cancelled" : "no server answered", retryAfter: nil) }
+        guard let reply = try? await perform(http) else {
+            return .failed(reason: Task.isCancelled ? "cancelled" : "no server answered", retryAfter: nil)
+        }
         switch reply.status {
         case 200, 206:
             guard let digest = reply.headers["repr-digest"].flatMap(FileRef.sha256(of:)) else {
@@ -242,13 +262,16 @@ public final class HTTPTransport: OutboxTransport {
                 guard offset == 0 else { return .failed(reason: "the server sent the whole file for a range", retryAfter: nil) }
                 return .piece(bytes: reply.body, total: Int64(reply.body.count), sha256: digest, contentType: reply.headers["content-type"])
             }
-            guard let range = reply.headers["content-range"], let (first, last, total) = Self.contentRange(range), first == offset, last - first + 1 == Int64(reply.body.count)
+            guard let range = reply.headers["content-range"], let (first, last, total) = Self.contentRange(range), first == offset,
+                last - first + 1 == Int64(reply.body.count)
             else { return .failed(reason: "the reply's Content-Range is not the range asked for", retryAfter: nil) }
             return .piece(bytes: reply.body, total: total, sha256: digest, contentType: reply.headers["content-type"])
         case 404:
-            return reply.headers["content-type"]?.hasPrefix("application/problem+json") == true ? .missing : .failed(reason: "HTTP 404 from something not FormSync", retryAfter: nil)
+            return reply.headers["content-type"]?.hasPrefix("application/problem+json") == true
+                ? .missing : .failed(reason: "HTTP 404 from something not FormSync", retryAfter: nil)
         default:
-            return .failed(reason: "HTTP \(reply.status)", retryAfter: Self.retryAfter(reply.headers["retry-after"]).map { .milliseconds($0) })
+            return .failed(
+                reason: "HTTP \(reply.status)", retryAfter: Self.retryAfter(reply.headers["retry-after"]).map { .milliseconds($0) })
         }
     }
 
@@ -256,10 +279,14 @@ public final class HTTPTransport: OutboxTransport {
     static func contentRange(_ header: String) -> (Int64, Int64, Int64)? {
         guard header.hasPrefix("bytes "), header.utf8.count <= 64 else { return nil }
         let parts = header.dropFirst(6).split(separator: "/")
-        guard parts.count == 2, parts[1].utf8.allSatisfy({ (48...57).contains($0) }), let total = Int64(parts[1]), total > 0 else { return nil }
+        guard parts.count == 2, parts[1].utf8.allSatisfy({ (48...57).contains($0) }), let total = Int64(parts[1]), total > 0 else {
+            return nil
+        }
         let bounds = parts[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         func number(_ text: Substring) -> Int64? { text.isEmpty || !text.utf8.allSatisfy { (48...57).contains($0) } ? nil : Int64(text) }
-        guard bounds.count == 2, let first = number(bounds[0]), let last = number(bounds[1]), first <= last, last < total else { return nil }
+        guard bounds.count == 2, let first = number(bounds[0]), let last = number(bounds[1]), first <= last, last < total else {
+            return nil
+        }
         return (first, last, total)
     }
 
@@ -295,15 +322,23 @@ public final class HTTPTransport: OutboxTransport {
     func lookUp(sha256: Data, byteCount: Int64, contentType: String?, for request: OutboundRequest) async -> LookUp {
         var http = URLRequest(url: url("/files/sha-256/" + sha256.map { String(format: "%02x", $0) }.joined()))
         await prepare(&http, request)
-        guard let reply = try? await perform(http) else { return .unreachable(Task.isCancelled ? "cancelled" : "the file look-up got no reply") }
-        let details = DeliveryDetails(status: reply.status, bytesReceived: Int64(reply.body.count), serverFeatures: DeliveryDetails.features(reply.headers["formsync-features"]))
+        guard let reply = try? await perform(http) else {
+            return .unreachable(Task.isCancelled ? "cancelled" : "the file look-up got no reply")
+        }
+        let details = DeliveryDetails(
+            status: reply.status, bytesReceived: Int64(reply.body.count),
+            serverFeatures: DeliveryDetails.features(reply.headers["formsync-features"]))
         guard reply.status == 200, reply.headers["content-type"]?.hasPrefix("application/json") == true,
             let object = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any],
             let id = Self.serverID(object["id"]),
             (object["byte_count"] as? NSNumber)?.int64Value == byteCount,
             object["digest"] as? String == FileRef.digestText(sha256)
         else { return .absent }
-        if let held = object["content_type"] as? String, let contentType, MediaSignature.canonical(held) != MediaSignature.canonical(contentType) { return .absent }
+        if let held = object["content_type"] as? String, let contentType,
+            MediaSignature.canonical(held) != MediaSignature.canonical(contentType)
+        {
+            return .absent
+        }
         return .held(ServerAcknowledgement(serverID: id), details)
     }
 
@@ -367,7 +402,8 @@ public final class HTTPTransport: OutboxTransport {
         case 409 where ["document-form-mismatch", "document-workspace-mismatch"].contains(json?["code"] as? String ?? ""):
             return .rejected(reason: "HTTP 409\(problemText(json))", fieldErrors: [])
         case 408, 409, 425, 429, 500..<600:
-            return .transient(reason: "HTTP \(status)\(problemText(json))", retryAfter: retryAfter(headers["retry-after"]).map { .milliseconds($0) })
+            return .transient(
+                reason: "HTTP \(status)\(problemText(json))", retryAfter: retryAfter(headers["retry-after"]).map { .milliseconds($0) })
         case 422:
             let errors = (json?["errors"] as? [[String: Any]] ?? []).compactMap { e -> FieldError? in
                 guard let pointer = e["pointer"] as? String else { return nil }
@@ -427,11 +463,15 @@ public final class HTTPTransport: OutboxTransport {
     static func classifyPage(status: Int, headers: [String: String], body: Data) -> PullOutcome {
         switch status {
         case 200:
-            guard headers["content-type"]?.lowercased().hasPrefix("application/json") == true, let feed = ChangeFeedReader.read(body, limit: maxChangesPerPage) else {
+            guard headers["content-type"]?.lowercased().hasPrefix("application/json") == true,
+                let feed = ChangeFeedReader.read(body, limit: maxChangesPerPage)
+            else {
                 return .unreachable(reason: "HTTP 200 that is not a change feed (a captive portal or proxy?)")
             }
             let cursor = feed.cursor
-            guard !cursor.isEmpty, cursor.utf8.count <= 256, cursor.utf8.allSatisfy({ (0x21...0x7E).contains($0) }), feed.count <= maxChangesPerPage else {
+            guard !cursor.isEmpty, cursor.utf8.count <= 256, cursor.utf8.allSatisfy({ (0x21...0x7E).contains($0) }),
+                feed.count <= maxChangesPerPage
+            else {
                 return .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfter: nil)
             }
             guard !feed.malformed else { return .failed(reason: "the change feed holds a malformed change", retryAfter: nil) }
@@ -444,7 +484,8 @@ public final class HTTPTransport: OutboxTransport {
             return .cursorExpired
         case 100..<600:
             let json = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
-            return .failed(reason: "HTTP \(status)\(problemText(json))", retryAfter: retryAfter(headers["retry-after"]).map { .milliseconds($0) })
+            return .failed(
+                reason: "HTTP \(status)\(problemText(json))", retryAfter: retryAfter(headers["retry-after"]).map { .milliseconds($0) })
         default:
             return .unreachable(reason: "HTTP \(status) is not a FormSync reply")
         }
@@ -459,7 +500,8 @@ public final class HTTPTransport: OutboxTransport {
     static func change(_ object: [String: Any]) -> RecordChange? {
         guard let type = object["type"] as? String, (1...128).contains(type.utf8.count), let id = serverID(object["id"]) else { return nil }
         if object["deleted"] as? Bool == true { return RecordChange(type: type, id: id, version: 0, fields: nil) }
-        guard let number = object["version"] as? NSNumber, let version = Int(exactly: number.doubleValue), version >= 1, version < Int(Int32.max),
+        guard let number = object["version"] as? NSNumber, let version = Int(exactly: number.doubleValue), version >= 1,
+            version < Int(Int32.max),
             let record = object["record"] as? [String: Any],
             let fields = try? JSONSerialization.data(withJSONObject: record, options: [.sortedKeys, .withoutEscapingSlashes])
         else { return nil }
@@ -483,7 +525,9 @@ public final class HTTPTransport: OutboxTransport {
     static func serverID(_ value: Any?) -> Int64? {
         guard let number = value as? NSNumber else { return nil }
         let double = number.doubleValue
-        guard double.isFinite, double >= 1, double <= Double(serverIDs.upperBound), double == double.rounded(.towardZero) else { return nil }
+        guard double.isFinite, double >= 1, double <= Double(serverIDs.upperBound), double == double.rounded(.towardZero) else {
+            return nil
+        }
         return Int64(double)
     }
 

@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 /// One attempt as the transport sees it: everything needed to send it, with the payload's
 /// placeholders already swapped for server ids. Tokens are not here: a transport asks for one
@@ -56,7 +56,9 @@ public protocol OutboxTransport: Sendable {
     /// server answers. Asked once per outbox launch; a transport that cannot tell says nil.
     func serverFeatures() async -> Set<String>?
     /// `send` with the attempt's cost and a file upload's progress.
-    func deliver(_ request: OutboundRequest, progress: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void) async -> (DeliveryOutcome, DeliveryDetails)
+    func deliver(
+        _ request: OutboundRequest, progress: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void
+    ) async -> (DeliveryOutcome, DeliveryDetails)
 }
 
 /// What one attempt cost on the wire, for the engine's events.
@@ -82,7 +84,10 @@ public struct DeliveryDetails: Sendable, Equatable {
     /// at most 64 characters are read).
     package static func features(_ header: String?) -> Set<String>? {
         guard let header, header.utf8.count <= 4_096 else { return nil }
-        return Set(header.split(separator: ",").prefix(32).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && $0.utf8.count <= 64 })
+        return Set(
+            header.split(separator: ",").prefix(32).map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty && $0.utf8.count <= 64
+            })
     }
 }
 
@@ -90,7 +95,9 @@ extension OutboxTransport {
     /// Sends one attempt and also says what it cost and how a file upload progresses
     /// (`progress(sent, total)`, bytes of the whole file). A transport without these details
     /// sends as `send` does.
-    public func deliver(_ request: OutboundRequest, progress: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void) async -> (DeliveryOutcome, DeliveryDetails) {
+    public func deliver(
+        _ request: OutboundRequest, progress: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void
+    ) async -> (DeliveryOutcome, DeliveryDetails) {
         (await send(request), DeliveryDetails())
     }
 

@@ -155,9 +155,11 @@ package final class ReplyCollector: NSObject, URLSessionDataDelegate, Sendable {
         let id = dataTask.taskIdentifier
         let declared = dataTask.response?.expectedContentLength ?? -1
         let overflow = state.withLock { state -> ReplyTooLarge? in
-            guard state.exchanges[id]?.done != nil, let limit = state.exchanges[id]?.limit, let count = state.exchanges[id]?.body.count else { return nil }
+            guard state.exchanges[id]?.done != nil, let limit = state.exchanges[id]?.limit, let count = state.exchanges[id]?.body.count
+            else { return nil }
             let overflow =
-                declared > Int64(limit) ? ReplyTooLarge(limit: limit, declared: declared)
+                declared > Int64(limit)
+                ? ReplyTooLarge(limit: limit, declared: declared)
                 : count + data.count > limit ? ReplyTooLarge(limit: limit, declared: nil) : nil
             if overflow == nil { state.exchanges[id]?.body.append(data) } else { state.exchanges[id]?.body = Data() }
             return overflow

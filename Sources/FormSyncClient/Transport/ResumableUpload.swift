@@ -1,5 +1,5 @@
-import Foundation
 import FormSyncModel
+import Foundation
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -61,7 +61,9 @@ struct ResumableUpload {
             } catch {
                 return (.rejected(reason: "the stashed copy of the file cannot be read: \(error)", fieldErrors: []), details)
             }
-            guard chunk.count == count else { return (.rejected(reason: "the stashed copy of the file is shorter than its \(length) bytes", fieldErrors: []), details) }
+            guard chunk.count == count else {
+                return (.rejected(reason: "the stashed copy of the file is shorter than its \(length) bytes", fieldErrors: []), details)
+            }
             let last = offset + Int64(count) == length
             var append = URLRequest(url: transport.url(location))
             append.httpMethod = "PATCH"
