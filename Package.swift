@@ -36,7 +36,7 @@ let package = Package(
         // The small SQLite layer the device and the reference server share.
         .target(name: "FormSyncSQLite", dependencies: ["CSQLite"]),
         // The device side: Store/, Outbox/, Engine/, Transport/, Stash/.
-        .target(name: "FormSyncClient", dependencies: ["FormSyncModel", "FormSyncSQLite"]),
+        .target(name: "FormSyncClient", dependencies: ["CSQLite", "FormSyncModel", "FormSyncSQLite"]),
         // A small HTTP/1.1 server (parser, limits, workers): it knows nothing of the protocol.
         .target(name: "FormSyncHTTP"),
         // The reference server: the protocol's logic and its stores, served through FormSyncHTTP.
@@ -55,7 +55,8 @@ let package = Package(
         .executableTarget(
             name: "formsync",
             dependencies: [
-                "FormSpec", "FormSyncCodegen", "FormSyncCommandLine", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncSQLite",
+                "FormSpec", "FormSyncCodegen", "FormSyncCommandLine", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncPattern",
+                "FormSyncSQLite",
                 "FieldForms", "FieldFormsUpdate", "FormSyncServer", "FormSyncInterpreter", "FormSyncPostgres",
             ]
         ),
@@ -80,7 +81,7 @@ let package = Package(
                 ]),
             dependencies: ["formsync-gen"]),
         // Test doubles for apps' own tests: a scriptable in-process transport.
-        .target(name: "FormSyncTesting", dependencies: ["FormSyncClient"]),
+        .target(name: "FormSyncTesting", dependencies: ["FormSyncClient", "FormSyncModel"]),
         // `formsync-lab torture`: the crash harness and the seeded simulation (not a product).
         .target(
             name: "FormSyncTorture",
@@ -107,7 +108,7 @@ let package = Package(
         .target(name: "EvolutionV3", dependencies: ["FormSyncModel"], path: "Tests/Evolution/V3", plugins: ["FormSyncPlugin"]),
         .target(name: "EvolutionV4", dependencies: ["FormSyncModel"], path: "Tests/Evolution/V4", plugins: ["FormSyncPlugin"]),
         .testTarget(
-            name: "InterpreterTests",
+            name: "FormSyncInterpreterTests",
             dependencies: [
                 "FieldForms", "CorpusForms", "EvolutionV1", "EvolutionV2", "EvolutionV3", "EvolutionV4", "FormSpec", "FormSyncCodegen",
                 "FormSyncModel",
@@ -125,6 +126,13 @@ let package = Package(
             name: "FormSyncClientTests",
             dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FormSyncTesting"]),
         .testTarget(name: "FormSyncHTTPTests", dependencies: ["FormSyncHTTP", "FormSyncTesting"]),
+        .testTarget(name: "FormSyncSQLiteTests", dependencies: ["FormSyncSQLite"]),
+        .testTarget(
+            name: "FormSyncServerTests",
+            dependencies: ["CorpusForms", "FormSyncHTTP", "FormSyncModel", "FormSyncServer", "FormSyncTorture"]),
+        .testTarget(name: "FormSyncPostgresTests", dependencies: ["FormSyncPostgres", "FormSyncTorture"]),
+        .testTarget(name: "FormSyncTestingTests", dependencies: ["FormSyncTesting"]),
+        .testTarget(name: "FormSyncCommandLineTests", dependencies: ["FormSyncCommandLine"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

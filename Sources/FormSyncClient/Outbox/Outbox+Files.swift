@@ -62,7 +62,7 @@ extension Outbox {
         try makeCacheDirectory()
         let partial = final.path + ".partial"
         if !FileManager.default.fileExists(atPath: partial) {
-            FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600])
         }
         guard let handle = FileHandle(forUpdatingAtPath: partial) else {
             throw OutboxError.fileUnavailable(id: id, reason: "cannot write \(partial)")

@@ -9,6 +9,11 @@ import Testing
 /// Children the tests start must never outlive them: an orphaned server holds the test
 /// runner's output pipe open, and the runner then waits for it forever (a CI timeout).
 struct ChildProcessTests {
+    /// The `formsync` tool built beside this test bundle.
+    static var formsync: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("formsync")
+    }
+
     /// Whether `pid` has ended (gone, or a zombie nobody reaped yet).
     static func ended(_ pid: Int32) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
@@ -25,7 +30,7 @@ struct ChildProcessTests {
             [
                 "-c",
                 "FORMSYNC_PARENT_PID=$$ \"$0\" serve --port 0 --db \"$1\" >/dev/null 2>&1 & echo $!; sleep 1; kill -0 $! && echo alive",
-                DemoProcessTests.formsync.path, folder.path,
+                Self.formsync.path, folder.path,
             ])
         #expect(run.termination == .exit(0))
         let lines = run.output.split(separator: "\n")
@@ -48,7 +53,7 @@ struct ChildProcessTests {
     }
 
     @Test func aParentPidThatIsNotTheParentEndsTheToolAndGarbageIsIgnored() async throws {
-        let tool = DemoProcessTests.formsync.path
+        let tool = Self.formsync.path
         // Not its parent: it exits at once (70) rather than outlive whoever set it.
         let stranger = try await ChildProcess.run(tool, ["--version"], environment: ["FORMSYNC_PARENT_PID": "999999999"])
         #expect(stranger.termination == .exit(70))
