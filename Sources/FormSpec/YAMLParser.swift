@@ -33,7 +33,7 @@ struct YAMLParser: YAMLEventSource {
         case end
     }
 
-    private var scanner: YAMLScanner
+    private let scanner: YAMLScanner
     private var state = State.streamStart
     private var states: [State] = []
     private var marks: [YAMLMark] = []

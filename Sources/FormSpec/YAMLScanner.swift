@@ -52,9 +52,11 @@ enum YAMLScalarStyle: Sendable, Equatable {
 /// Turns YAML text into tokens: a port of libyaml 0.2.5's scanner (the reference reader of YAML
 /// 1.1), rule for rule, so that the spec language keeps the exact grammar, positions and refusals
 /// it had when specs were read through libyaml. Nothing recurses: nesting lives in arrays.
-struct YAMLScanner {
+final class YAMLScanner {
     /// The text as UTF-8, followed by NULs so that looking a few bytes ahead never leaves it.
-    private let bytes: [UInt8]
+    /// A pointer, not an array: the scanner reads it a byte at a time, and in a debug build (the
+    /// one the build plugin runs) each read of an array costs a retain and a release.
+    private let bytes: UnsafeMutablePointer<UInt8>
     private var pos = 0
     private(set) var mark = YAMLMark()
 
@@ -82,16 +84,22 @@ struct YAMLScanner {
     /// Reads `utf8`. A byte-order mark at the start of a line is skipped as one character of the
     /// line (libyaml's behaviour when told the text is UTF-8, as the spec reader always did).
     init(_ utf8: [UInt8]) {
-        var text = utf8
-        text.append(contentsOf: repeatElement(0, count: 12))
-        bytes = text
-        checkCharacters(count: text.count - 12)
+        bytes = .allocate(capacity: utf8.count + 12)
+        bytes.initialize(repeating: 0, count: utf8.count + 12)
+        utf8.withUnsafeBufferPointer { source in
+            if let start = source.baseAddress { bytes.update(from: start, count: source.count) }
+        }
+        checkCharacters(count: utf8.count)
+    }
+
+    deinit {
+        bytes.deallocate()
     }
 
     /// libyaml's reader refuses control characters (and so a NUL, which would end the text early)
     /// before it scans anything. Unlike libyaml, which reports the refusal at 1:1, the position
     /// here is the character's own.
-    private mutating func checkCharacters(count: Int) {
+    private func checkCharacters(count: Int) {
         var index = 0
         var probe = YAMLMark()
         while index < count {
@@ -126,7 +134,7 @@ struct YAMLScanner {
     // MARK: - The token queue, as the parser sees it
 
     /// The next token, scanning as far ahead as simple keys need; nil after an error.
-    mutating func peek() -> YAMLToken? {
+    func peek() -> YAMLToken? {
         if error != nil { return nil }
         if !tokenAvailable {
             guard fetchMoreTokens() else { return nil }
@@ -135,7 +143,7 @@ struct YAMLScanner {
     }
 
     /// Consumes the token `peek` returned.
-    mutating func skipToken() {
+    func skipToken() {
         tokenAvailable = false
         tokensParsed += 1
         streamEndProduced = tokens[head].kind == .streamEnd
@@ -148,20 +156,20 @@ struct YAMLScanner {
 
     private var queued: Int { tokens.count - head }
 
-    private mutating func enqueue(_ token: YAMLToken) {
+    private func enqueue(_ token: YAMLToken) {
         tokens.append(token)
     }
 
-    private mutating func insert(_ token: YAMLToken, at number: Int) {
+    private func insert(_ token: YAMLToken, at number: Int) {
         tokens.insert(token, at: head + number - tokensParsed)
     }
 
-    private mutating func fail(_ context: String?, _ problem: String) -> Bool {
+    private func fail(_ context: String?, _ problem: String) -> Bool {
         error = YAMLSyntaxError(problem: problem, context: context, mark: mark)
         return false
     }
 
-    private mutating func fetchMoreTokens() -> Bool {
+    private func fetchMoreTokens() -> Bool {
         while true {
             var needMore = false
             if queued == 0 {
@@ -219,13 +227,13 @@ struct YAMLScanner {
         byte & 0x80 == 0 ? 1 : byte & 0xE0 == 0xC0 ? 2 : byte & 0xF0 == 0xE0 ? 3 : byte & 0xF8 == 0xF0 ? 4 : 0
     }
 
-    private mutating func skip() {
+    private func skip() {
         mark.index += 1
         mark.column += 1
         pos += Self.width(of: at(0))
     }
 
-    private mutating func skipLine() {
+    private func skipLine() {
         if isCRLF() {
             mark.index += 2
             mark.column = 0
@@ -239,15 +247,15 @@ struct YAMLScanner {
         }
     }
 
-    private mutating func read(into string: inout [UInt8]) {
+    private func read(into string: inout [UInt8]) {
         let width = Self.width(of: at(0))
-        string.append(contentsOf: bytes[pos..<(pos + width)])
+        for k in 0..<width { string.append(bytes[pos + k]) }
         pos += width
         mark.index += 1
         mark.column += 1
     }
 
-    private mutating func readLine(into string: inout [UInt8]) {
+    private func readLine(into string: inout [UInt8]) {
         if at(0) == 0x0D && at(1) == 0x0A {
             string.append(0x0A)
             pos += 2
@@ -261,7 +269,9 @@ struct YAMLScanner {
             pos += 2
             mark.index += 1
         } else if at(0) == 0xE2 && at(1) == 0x80 && (at(2) == 0xA8 || at(2) == 0xA9) {
-            string.append(contentsOf: bytes[pos..<(pos + 3)])
+            string.append(bytes[pos])
+            string.append(bytes[pos + 1])
+            string.append(bytes[pos + 2])
             pos += 3
             mark.index += 1
         } else {
@@ -279,7 +289,7 @@ struct YAMLScanner {
 
     // MARK: - The dispatcher
 
-    private mutating func fetchNextToken() -> Bool {
+    private func fetchNextToken() -> Bool {
         if !streamStartProduced { return fetchStreamStart() }
         guard scanToNextToken() else { return false }
         guard staleSimpleKeys() else { return false }
@@ -331,7 +341,7 @@ struct YAMLScanner {
 
     // MARK: - Simple keys and indentation
 
-    private mutating func staleSimpleKeys() -> Bool {
+    private func staleSimpleKeys() -> Bool {
         for index in simpleKeys.indices {
             let key = simpleKeys[index]
             if key.possible && (key.mark.line < mark.line || key.mark.index + 1024 < mark.index) {
@@ -345,7 +355,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func saveSimpleKey() -> Bool {
+    private func saveSimpleKey() -> Bool {
         let required = flowLevel == 0 && indent == mark.column
         if simpleKeyAllowed {
             let key = SimpleKey(possible: true, required: required, tokenNumber: tokensParsed + queued, mark: mark)
@@ -355,7 +365,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func removeSimpleKey() -> Bool {
+    private func removeSimpleKey() -> Bool {
         let last = simpleKeys.count - 1
         if simpleKeys[last].possible && simpleKeys[last].required {
             return fail("while scanning a simple key", "could not find expected ':'")
@@ -364,19 +374,19 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func increaseFlowLevel() {
+    private func increaseFlowLevel() {
         simpleKeys.append(SimpleKey())
         flowLevel += 1
     }
 
-    private mutating func decreaseFlowLevel() {
+    private func decreaseFlowLevel() {
         if flowLevel > 0 {
             flowLevel -= 1
             simpleKeys.removeLast()
         }
     }
 
-    private mutating func rollIndent(_ column: Int, number: Int?, _ kind: YAMLToken.Kind, _ at: YAMLMark) {
+    private func rollIndent(_ column: Int, number: Int?, _ kind: YAMLToken.Kind, _ at: YAMLMark) {
         if flowLevel > 0 { return }
         if indent < column {
             indents.append(indent)
@@ -386,7 +396,7 @@ struct YAMLScanner {
         }
     }
 
-    private mutating func unrollIndent(_ column: Int) {
+    private func unrollIndent(_ column: Int) {
         if flowLevel > 0 { return }
         while indent > column {
             enqueue(YAMLToken(kind: .blockEnd, start: mark, end: mark))
@@ -396,7 +406,7 @@ struct YAMLScanner {
 
     // MARK: - Fetchers
 
-    private mutating func fetchStreamStart() -> Bool {
+    private func fetchStreamStart() -> Bool {
         indent = -1
         simpleKeys.append(SimpleKey())
         simpleKeyAllowed = true
@@ -405,7 +415,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchStreamEnd() -> Bool {
+    private func fetchStreamEnd() -> Bool {
         if mark.column != 0 {
             mark.column = 0
             mark.line += 1
@@ -417,7 +427,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchDirective() -> Bool {
+    private func fetchDirective() -> Bool {
         unrollIndent(-1)
         guard removeSimpleKey() else { return false }
         simpleKeyAllowed = false
@@ -426,7 +436,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchDocumentIndicator(_ kind: YAMLToken.Kind) -> Bool {
+    private func fetchDocumentIndicator(_ kind: YAMLToken.Kind) -> Bool {
         unrollIndent(-1)
         guard removeSimpleKey() else { return false }
         simpleKeyAllowed = false
@@ -438,7 +448,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchFlowCollectionStart(_ kind: YAMLToken.Kind) -> Bool {
+    private func fetchFlowCollectionStart(_ kind: YAMLToken.Kind) -> Bool {
         guard saveSimpleKey() else { return false }
         increaseFlowLevel()
         simpleKeyAllowed = true
@@ -448,7 +458,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchFlowCollectionEnd(_ kind: YAMLToken.Kind) -> Bool {
+    private func fetchFlowCollectionEnd(_ kind: YAMLToken.Kind) -> Bool {
         guard removeSimpleKey() else { return false }
         decreaseFlowLevel()
         simpleKeyAllowed = false
@@ -458,7 +468,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchFlowEntry() -> Bool {
+    private func fetchFlowEntry() -> Bool {
         guard removeSimpleKey() else { return false }
         simpleKeyAllowed = true
         let start = mark
@@ -467,7 +477,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchBlockEntry() -> Bool {
+    private func fetchBlockEntry() -> Bool {
         if flowLevel == 0 {
             if !simpleKeyAllowed {
                 return fail(nil, "block sequence entries are not allowed in this context")
@@ -482,7 +492,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchKey() -> Bool {
+    private func fetchKey() -> Bool {
         if flowLevel == 0 {
             if !simpleKeyAllowed {
                 return fail(nil, "mapping keys are not allowed in this context")
@@ -497,7 +507,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchValue() -> Bool {
+    private func fetchValue() -> Bool {
         let last = simpleKeys.count - 1
         let key = simpleKeys[last]
         if key.possible {
@@ -520,7 +530,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchAnchor(_ kind: YAMLToken.Kind) -> Bool {
+    private func fetchAnchor(_ kind: YAMLToken.Kind) -> Bool {
         guard saveSimpleKey() else { return false }
         simpleKeyAllowed = false
         guard let token = scanAnchor(kind) else { return false }
@@ -528,7 +538,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchTag() -> Bool {
+    private func fetchTag() -> Bool {
         guard saveSimpleKey() else { return false }
         simpleKeyAllowed = false
         guard let token = scanTag() else { return false }
@@ -536,7 +546,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchBlockScalar(literal: Bool) -> Bool {
+    private func fetchBlockScalar(literal: Bool) -> Bool {
         guard removeSimpleKey() else { return false }
         simpleKeyAllowed = true
         guard let token = scanBlockScalar(literal: literal) else { return false }
@@ -544,7 +554,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchFlowScalar(single: Bool) -> Bool {
+    private func fetchFlowScalar(single: Bool) -> Bool {
         guard saveSimpleKey() else { return false }
         simpleKeyAllowed = false
         guard let token = scanFlowScalar(single: single) else { return false }
@@ -552,7 +562,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func fetchPlainScalar() -> Bool {
+    private func fetchPlainScalar() -> Bool {
         guard saveSimpleKey() else { return false }
         simpleKeyAllowed = false
         guard let token = scanPlainScalar() else { return false }
@@ -562,7 +572,7 @@ struct YAMLScanner {
 
     // MARK: - Scanners
 
-    private mutating func scanToNextToken() -> Bool {
+    private func scanToNextToken() -> Bool {
         while true {
             if mark.column == 0 && isBOM() { skip() }
             while check(0x20) || ((flowLevel > 0 || !simpleKeyAllowed) && check(0x09)) {
@@ -581,7 +591,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func scanDirective() -> YAMLToken? {
+    private func scanDirective() -> YAMLToken? {
         let start = mark
         skip()
         var name: [UInt8] = []
@@ -635,7 +645,7 @@ struct YAMLScanner {
         return token
     }
 
-    private mutating func scanVersionNumber() -> Int? {
+    private func scanVersionNumber() -> Int? {
         var value = 0
         var length = 0
         while isDigit() {
@@ -654,7 +664,7 @@ struct YAMLScanner {
         return value
     }
 
-    private mutating func scanAnchor(_ kind: YAMLToken.Kind) -> YAMLToken? {
+    private func scanAnchor(_ kind: YAMLToken.Kind) -> YAMLToken? {
         let start = mark
         skip()
         var name: [UInt8] = []
@@ -672,7 +682,7 @@ struct YAMLScanner {
         return YAMLToken(kind: kind, start: start, end: end, value: name)
     }
 
-    private mutating func scanTag() -> YAMLToken? {
+    private func scanTag() -> YAMLToken? {
         let start = mark
         var handle: [UInt8]
         var suffix: [UInt8]
@@ -711,7 +721,7 @@ struct YAMLScanner {
         return YAMLToken(kind: .tag, start: start, end: mark, value: suffix, handle: handle)
     }
 
-    private mutating func scanTagHandle(directive: Bool) -> [UInt8]? {
+    private func scanTagHandle(directive: Bool) -> [UInt8]? {
         if !check(0x21) {
             _ = fail(directive ? "while scanning a tag directive" : "while scanning a tag", "did not find expected '!'")
             return nil
@@ -728,7 +738,7 @@ struct YAMLScanner {
         return string
     }
 
-    private mutating func scanTagURI(uriChar: Bool, directive: Bool, head: [UInt8]?) -> [UInt8]? {
+    private func scanTagURI(uriChar: Bool, directive: Bool, head: [UInt8]?) -> [UInt8]? {
         var length = head?.count ?? 0
         var string: [UInt8] = []
         if let head, head.count > 1 { string.append(contentsOf: head[1...]) }
@@ -758,7 +768,7 @@ struct YAMLScanner {
         return string
     }
 
-    private mutating func scanURIEscapes(directive: Bool, into string: inout [UInt8]) -> Bool {
+    private func scanURIEscapes(directive: Bool, into string: inout [UInt8]) -> Bool {
         let context = directive ? "while parsing a %TAG directive" : "while parsing a tag"
         var width = 0
         repeat {
@@ -783,7 +793,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func scanBlockScalar(literal: Bool) -> YAMLToken? {
+    private func scanBlockScalar(literal: Bool) -> YAMLToken? {
         var string: [UInt8] = []
         var leadingBreak: [UInt8] = []
         var trailingBreaks: [UInt8] = []
@@ -854,7 +864,7 @@ struct YAMLScanner {
         return YAMLToken(kind: .scalar, start: start, end: end, value: string, style: literal ? .literal : .folded)
     }
 
-    private mutating func scanBlockScalarBreaks(indent blockIndent: inout Int, breaks: inout [UInt8], end: inout YAMLMark) -> Bool {
+    private func scanBlockScalarBreaks(indent blockIndent: inout Int, breaks: inout [UInt8], end: inout YAMLMark) -> Bool {
         var maxIndent = 0
         end = mark
         while true {
@@ -873,7 +883,7 @@ struct YAMLScanner {
         return true
     }
 
-    private mutating func scanFlowScalar(single: Bool) -> YAMLToken? {
+    private func scanFlowScalar(single: Bool) -> YAMLToken? {
         var string: [UInt8] = []
         var leadingBreak: [UInt8] = []
         var trailingBreaks: [UInt8] = []
@@ -1002,7 +1012,7 @@ struct YAMLScanner {
         return YAMLToken(kind: .scalar, start: start, end: mark, value: string, style: single ? .singleQuoted : .doubleQuoted)
     }
 
-    private mutating func scanPlainScalar() -> YAMLToken? {
+    private func scanPlainScalar() -> YAMLToken? {
         var string: [UInt8] = []
         var leadingBreak: [UInt8] = []
         var trailingBreaks: [UInt8] = []

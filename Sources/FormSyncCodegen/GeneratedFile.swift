@@ -31,6 +31,18 @@ public struct GeneratedFile: Sendable, Equatable {
         return []
     }
 
+    /// The Swift source alone, for a build that compiles it and has no use for the schema (the
+    /// build plugin's path: rendering a schema nobody reads cost a fifth of its time).
+    public static func swiftSource(for spec: CheckedSpec) -> GeneratedFile? {
+        if let form = spec.form {
+            return GeneratedFile(name: baseName(ofSpec: form.sourceName) + ".swift", contents: SwiftGenerator.source(for: form))
+        }
+        if let record = spec.record {
+            return GeneratedFile(name: baseName(ofSpec: record.sourceName) + ".swift", contents: RecordGenerator.source(for: record))
+        }
+        return nil
+    }
+
     /// The name of the catalog file, which lists every form and record of a folder of specs.
     public static let catalogName = "FormCatalog.swift"
 

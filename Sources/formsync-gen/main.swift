@@ -30,10 +30,14 @@ if arguments.first == "generate" {
 }
 
 /// Writes only when the contents change, so an unchanged spec does not trigger a recompile.
+/// Replaced whole (a temporary file renamed over it) but not synced to disk: the output is
+/// derived, and a file a crash left short differs from what the next build generates, which
+/// then rewrites it.
 func write(_ contents: String, to path: String, reportingAgainst spec: String) {
-    if let existing = FileManager.default.contents(atPath: path), existing == Data(contents.utf8) { return }
+    let data = Data(contents.utf8)
+    if let existing = FileManager.default.contents(atPath: path), existing == data { return }
     do {
-        try Data(contents.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        try DerivedFile.replace(path, with: data)
     } catch {
         FileHandle.standardError.write(Data("\(spec):1:1: error: \(WriteFailure(path: path, error))\n".utf8))
         exit(1)
@@ -80,7 +84,7 @@ if arguments.first == "--target" || arguments.first == "--catalog" {
     guard !failed, writeCatalog(specs, to: catalog) else { exit(1) }
     for (path, checked) in specs {
         let base = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
-        for file in GeneratedFile.outputs(for: checked) where file.name.hasSuffix(".swift") {
+        if let file = GeneratedFile.swiftSource(for: checked) {
             write(file.contents, to: (folder as NSString).appendingPathComponent(base + ".swift"), reportingAgainst: path)
         }
     }
