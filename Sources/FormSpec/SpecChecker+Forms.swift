@@ -1,0 +1,84 @@
+import FormSyncPattern
+import Foundation
+
+/// Checking a form spec (`form: Name`): the top level, the entity, what it creates or edits.
+extension SpecChecker {
+    mutating func check(root: YAMLNode, sourceName: String) -> FormDefinition? {
+        guard let pairs = mapping(root, "a spec") else { return nil }
+        let keys = keyed(pairs, allowed: Self.topLevelKeys, context: "at the top of a spec")
+        for required in ["form", "version", "endpoint", "fields"] where keys[required] == nil {
+            error(root.location, "missing required key '\(required)'")
+        }
+
+        let name = typeName(keys, "form")
+        let version = version(keys)
+        let summary = keys["description"].flatMap { text($0.value, "description") }
+
+        var formScope = TypeScope(owner: name ?? "")
+        let choices = choiceLists(keys, scope: &formScope)
+        let fields = topFields(keys, scope: &formScope, choices: choices, what: "form")
+
+        var entity: String?
+        if let node = keys["entity"]?.value, let value = text(node, "entity") {
+            if let field = fields.first(where: { $0.name == value }) {
+                if !field.kind.canNameAPath {
+                    error(
+                        node.location,
+                        "entity '\(value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; a lane needs a text, integer, choice or reference field"
+                    )
+                } else if !field.required {
+                    error(node.location, "entity field '\(value)' must be required: every submission needs a lane")
+                } else {
+                    entity = value
+                }
+            } else {
+                error(node.location, "entity '\(value)' names no field\(suggestion(value, fields.map(\.name)))")
+            }
+        }
+
+        var endpoint: String?
+        var endpointSegments: [EndpointSegment] = []
+        if let node = keys["endpoint"]?.value, let value = text(node, "endpoint") {
+            endpointSegments = checkEndpoint(value, node: node, fields: fields)
+            endpoint = value
+        }
+
+        var binding: RecordBinding?
+        if keys["creates"] != nil && keys["edits"] != nil {
+            error(keys["edits"]!.key.location, "a form either creates a record or edits one, not both")
+        }
+        for action in [RecordBinding.Action.creates, .edits] {
+            guard let node = keys[action.rawValue]?.value, let target = text(node, action.rawValue) else { continue }
+            guard Naming.isIdentifier(target, firstLowercase: false) else {
+                error(node.location, "'\(action.rawValue)' must name a record type in upper camel case, such as Customer")
+                continue
+            }
+            if action == .edits {
+                // The record edited is the lane: edits of one record go out in order.
+                guard let entity, let field = fields.first(where: { $0.name == entity }), case .reference(let to) = field.kind, to == target
+                else {
+                    error(
+                        node.location,
+                        "a form that edits \(target) needs 'entity:' naming a required reference field with 'to: \(target)': the record it edits"
+                    )
+                    continue
+                }
+            }
+            binding = RecordBinding(action: action, record: target, location: node.location)
+        }
+
+        guard let name, let version, let endpoint else { return nil }
+        var form = FormDefinition(
+            name: name, version: version, summary: summary, endpoint: endpoint, endpointSegments: endpointSegments,
+            entity: entity, choiceLists: choices.order.map { choices.named[$0]!.set }, fields: fields,
+            sourceName: sourceName, nameLocation: keys["form"]?.value.location ?? root.location, binding: binding)
+        form.fieldLocations = fieldLocations
+        form.references = references
+        form.versionLocation = keys["version"]?.value.location
+        if let node = keys["upgrades"]?.value { form.upgrades = checkUpgrades(node, version: version, fields: fields) }
+        return form
+    }
+
+    /// Splits the endpoint into literal text and `{field}` placeholders, reporting each problem
+    /// at its column.
+}

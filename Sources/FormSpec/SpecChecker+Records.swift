@@ -1,0 +1,72 @@
+import FormSyncPattern
+import Foundation
+
+/// Checking a record spec (`record: Name`): its scope, its indexed fields.
+extension SpecChecker {
+    mutating func checkRecord(root: YAMLNode, sourceName: String) -> RecordDefinition? {
+        guard let pairs = mapping(root, "a spec") else { return nil }
+        let keys = keyed(pairs, allowed: Self.recordKeys, context: "at the top of a record spec")
+        for required in ["record", "version", "fields"] where keys[required] == nil {
+            error(root.location, "missing required key '\(required)'")
+        }
+        let name = typeName(keys, "record")
+        let version = version(keys)
+        let summary = keys["description"].flatMap { text($0.value, "description") }
+        var scope = TypeScope(owner: name ?? "")
+        let choices = choiceLists(keys, scope: &scope)
+        let fields = topFields(keys, scope: &scope, choices: choices, what: "record")
+        for field in fields where field.name == "id" || field.name == "version" {
+            error(
+                fieldLocations[field.name] ?? root.location,
+                "field name '\(field.name)' is reserved in a record: every record carries its server id and version")
+        }
+        var scopeField: String?
+        if let node = keys["scope"]?.value, let value = text(node, "scope") {
+            if let field = fields.first(where: { $0.name == value }) {
+                let isText: Bool
+                if case .text = field.kind { isText = true } else { isText = false }
+                if !isText {
+                    error(
+                        node.location,
+                        "scope '\(value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; a scope is a text field compared with the device's principal"
+                    )
+                } else if !field.required {
+                    error(node.location, "scope field '\(value)' must be required: a record without one would reach no device")
+                } else {
+                    scopeField = value
+                }
+            } else {
+                error(node.location, "scope '\(value)' names no field\(suggestion(value, fields.map(\.name)))")
+            }
+        }
+        var indexes: [String] = []
+        if let node = keys["index"]?.value {
+            for item in stringList(node, "index") {
+                guard let field = fields.first(where: { $0.name == item.value }) else {
+                    error(item.location, "index '\(item.value)' names no field\(suggestion(item.value, fields.map(\.name)))")
+                    continue
+                }
+                if !field.kind.isIndexable {
+                    error(
+                        item.location,
+                        "index '\(item.value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; local queries look up text, integer, boolean, date, choice and reference fields"
+                    )
+                } else if indexes.contains(item.value) {
+                    error(item.location, "index '\(item.value)' is listed twice")
+                } else if indexes.count == Self.maxIndexedFields {
+                    error(
+                        item.location,
+                        "index '\(item.value)' is one too many: a record indexes at most \(Self.maxIndexedFields) fields (the device keeps one indexed column per field); query the others by reading the records"
+                    )
+                } else {
+                    indexes.append(item.value)
+                }
+            }
+        }
+        guard let name, let version else { return nil }
+        return RecordDefinition(
+            name: name, version: version, summary: summary, choiceLists: choices.order.map { choices.named[$0]!.set }, fields: fields,
+            scope: scopeField, indexes: indexes, sourceName: sourceName, nameLocation: keys["record"]?.value.location ?? root.location,
+            fieldLocations: fieldLocations, references: references, versionLocation: keys["version"]?.value.location)
+    }
+}
