@@ -21,7 +21,8 @@ let package = Package(
         .testTarget(
             name: "FieldAppTests",
             dependencies: [
-                "FieldAppForms", .product(name: "FormSyncClient", package: "FormSync"), .product(name: "FormSyncTesting", package: "FormSync"),
+                "FieldAppForms", .product(name: "FormSyncClient", package: "FormSync"),
+                .product(name: "FormSyncTesting", package: "FormSync"),
             ]),
     ],
     swiftLanguageModes: [.v6]

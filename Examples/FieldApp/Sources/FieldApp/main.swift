@@ -34,10 +34,14 @@ print("pulled \(pulled.upserted) records; \(traps.count) active traps")
 let photoFile = FileManager.default.temporaryDirectory.appendingPathComponent("evidence-\(UUID().uuidString).jpg")
 try (Data([0xFF, 0xD8, 0xFF, 0xE0]) + Data(repeating: 0, count: 20_000)).write(to: photoFile)  // a JPEG's first bytes: the type is read from them
 let photo = outbox.placeholderIDs.next()
-let visit = PestControlVisit(site: traps.first?.site ?? "LIS-001", rodentsSeen: true, evidence: FileRef(id: photo, contentType: "image/jpeg"))
+let visit = PestControlVisit(
+    site: traps.first?.site ?? "LIS-001", rodentsSeen: true, evidence: FileRef(id: photo, contentType: "image/jpeg"))
 try await outbox.enqueue(visit, attachments: [.init(placeholder: photo, source: photoFile, contentType: "image/jpeg")])
 if let trap = traps.first {
-    try await outbox.edit(TrapCheck.self, id: trap.id) { $0.baitLevel = 20; $0.note = "refilled" }
+    try await outbox.edit(TrapCheck.self, id: trap.id) {
+        $0.baitLevel = 20
+        $0.note = "refilled"
+    }
 }
 
 // Back in coverage: push, then pull.
@@ -45,5 +49,7 @@ let report = await outbox.flush()
 _ = try await outbox.pull()
 var refreshed: Trap?
 if let trap = traps.first { refreshed = try await outbox.record(Trap.self, id: trap.id) }
-print("sent \(report.sent), parked \(report.rejected + report.conflicts + report.exhausted); trap now at \(refreshed?.baitLevel.map(String.init) ?? "-")%")
+print(
+    "sent \(report.sent), parked \(report.rejected + report.conflicts + report.exhausted); trap now at \(refreshed?.baitLevel.map(String.init) ?? "-")%"
+)
 exit(report.remaining == 0 && report.rejected == 0 && report.conflicts == 0 && refreshed?.baitLevel == 20 ? 0 : 1)
