@@ -98,7 +98,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     }
 
     package func idempotentWrite(
-        key: String, hash: Data, holdMilliseconds: Int?, now: Int64, _ body: () throws -> HTTPResponse
+        key: String, hash: Data, hold: (() -> Void)?, now: Int64, _ body: () throws -> HTTPResponse
     ) throws -> LedgerOutcome {
         try pool.scope {
             var attempt = 0
@@ -118,7 +118,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
                             }
                             guard claimed == 1 else { return try recorded(key) ?? .inFlight }
                             try pool.with { try $0.run("SET LOCAL lock_timeout = \(Self.lockWaitMilliseconds)") }
-                            if let holdMilliseconds { Thread.sleep(forTimeInterval: Double(holdMilliseconds) / 1000) }
+                            hold?()
                             let response = try body()
                             let headers = response.headers.map { "\($0.0):\($0.1)" }.joined(separator: "\n")
                             _ = try pool.with {

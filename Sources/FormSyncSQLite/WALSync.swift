@@ -47,6 +47,12 @@ package final class WALSync: @unchecked Sendable {
     package private(set) var fsyncCount = 0
     /// Time spent in those fsyncs, in nanoseconds (benchmarks report how busy the log was).
     package private(set) var fsyncNanoseconds: UInt64 = 0
+    /// Writers suspended in `durable(through:)` now (tests wait for them, not for a guess of time).
+    package var suspendedWriters: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return waiters.count
+    }
 
     private let sync: @Sendable (Int32) -> Int32
     private var beforeRound: (@Sendable () -> UInt64)?

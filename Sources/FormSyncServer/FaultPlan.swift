@@ -10,6 +10,9 @@ public final class FaultPlan: Sendable {
         case dropAfterCommit
         /// Hold the request this long (after marking its key in flight), then process it.
         case delay(milliseconds: Int)
+        /// Hold the request (after marking its key in flight) until `releaseHeld()`: a test orders
+        /// events by it (`waitUntilHolding`) instead of by a guess of time.
+        case hold
         /// 503 with `Retry-After`, before processing.
         case unavailable(retryAfterSeconds: Int)
         /// 429 with `Retry-After`, before processing.
@@ -39,6 +42,10 @@ public final class FaultPlan: Sendable {
     }
 
     private let entries = Mutex<[Entry]>([])
+    /// Requests a delay or hold fault is holding now, and the releases granted to held ones.
+    private let held = NSCondition()
+    nonisolated(unsafe) private var holdingCount = 0
+    nonisolated(unsafe) private var releases = 0
     private let outageWindow = Mutex<(start: Date, end: Date)?>(nil)
     private let bytesPerSecond = Atomic<Int>(0)
 
@@ -77,6 +84,46 @@ public final class FaultPlan: Sendable {
     }
 
     public init() {}
+
+    /// Runs `body` (a delay, a wait for release) counted as a request being held.
+    func holding(_ body: () -> Void) {
+        held.lock()
+        holdingCount += 1
+        held.broadcast()
+        held.unlock()
+        body()
+        held.lock()
+        holdingCount -= 1
+        held.broadcast()
+        held.unlock()
+    }
+
+    /// Blocks a `.hold` request until a test releases it.
+    func waitForRelease() {
+        held.lock()
+        while releases == 0 { held.wait() }
+        releases -= 1
+        held.unlock()
+    }
+
+    /// Waits until `count` requests are being held (by `.delay` or `.hold`); false after `seconds`.
+    public func waitUntilHolding(_ count: Int = 1, seconds: TimeInterval = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        held.lock()
+        defer { held.unlock() }
+        while holdingCount < count {
+            if !held.wait(until: deadline) { return holdingCount >= count }
+        }
+        return true
+    }
+
+    /// Lets `count` requests held by `.hold` go on.
+    public func releaseHeld(_ count: Int = 1) {
+        held.lock()
+        releases += count
+        held.broadcast()
+        held.unlock()
+    }
 
     /// Applies `fault` to the next `count` requests that `target` matches, after the faults
     /// already planned for them.

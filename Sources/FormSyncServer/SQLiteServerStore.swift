@@ -242,9 +242,9 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     // MARK: Ledger
 
     func idempotentWrite(
-        key: String, hash: Data, holdMilliseconds: Int?, now: Int64, _ body: () throws -> HTTPResponse
+        key: String, hash: Data, hold: (() -> Void)?, now: Int64, _ body: () throws -> HTTPResponse
     ) throws -> LedgerOutcome {
-        if let holdMilliseconds {
+        if let hold {
             // Marked in flight first and then held, so that a retry arriving meanwhile meets 409.
             if let known = exclusive({ () -> LedgerOutcome? in
                 if let entry = ledgerEntry(key) { return Self.outcome(entry) }
@@ -253,10 +253,10 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
             }) {
                 return known
             }
-            Thread.sleep(forTimeInterval: Double(holdMilliseconds) / 1000)
+            hold()
         }
         return try exclusive {
-            if holdMilliseconds == nil, let entry = ledgerEntry(key) { return Self.outcome(entry) }
+            if hold == nil, let entry = ledgerEntry(key) { return Self.outcome(entry) }
             do {
                 return .processed(
                     try batchedTransaction {

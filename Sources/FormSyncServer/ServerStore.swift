@@ -24,10 +24,11 @@ package protocol ServerStore: AnyObject, Sendable {
     /// Runs `body` in one transaction (inside `exclusive`): all of it commits, or none.
     func transaction<T>(_ body: () throws -> T) throws -> T
     /// The idempotency ledger around a write: the recorded reply when `key` was answered, a
-    /// mark that it is in flight, or `body`'s reply committed together with its work. `holdMilliseconds`:
-    /// the request is marked in flight, then held that long before its work (a fault for tests).
+    /// mark that it is in flight, or `body`'s reply committed together with its work. `hold`: the
+    /// request is marked in flight, then `hold` runs before its work (a delay or a held request:
+    /// faults for tests).
     func idempotentWrite(
-        key: String, hash: Data, holdMilliseconds: Int?, now: Int64, _ body: () throws -> HTTPResponse
+        key: String, hash: Data, hold: (() -> Void)?, now: Int64, _ body: () throws -> HTTPResponse
     ) throws -> LedgerOutcome
 
     /// A mark taken before a request runs; `whenDurable(since:)` waits for what it wrote.

@@ -100,6 +100,8 @@ public final class SyncServer: @unchecked Sendable {
     package var workers = 4
     /// Open connections at most (see `HTTPServer.Limits`); set before `start`.
     package var maxConnections = HTTPServer.Limits().maxConnections
+    /// The connections its HTTP server holds open now (tests wait for a crowd to be seen).
+    package var openConnections: Int { http?.connectionCount ?? 0 }
     /// Whether writes share fsyncs (set before `start`); off, each write commits FULL alone.
     package var groupCommit: Bool {
         get { store.groupCommit }
@@ -524,11 +526,17 @@ public final class SyncServer: @unchecked Sendable {
                     .utf8))
         fingerprint.update(request.body)
         let hash = fingerprint.finalize()
-        let delay: Int? = if case .delay(let milliseconds) = fault { milliseconds } else { nil }
+        let faults = self.faults
+        let hold: (() -> Void)? =
+            switch fault {
+            case .delay(let milliseconds): { faults.holding { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) } }
+            case .hold: { faults.holding { faults.waitForRelease() } }
+            default: nil
+            }
         let prepared = prepare()
         let outcome: LedgerOutcome
         do {
-            outcome = try store.idempotentWrite(key: key, hash: hash, holdMilliseconds: delay, now: now()) { try process(prepared, caller) }
+            outcome = try store.idempotentWrite(key: key, hash: hash, hold: hold, now: now()) { try process(prepared, caller) }
         } catch {
             // The details (paths, SQL) go to the server's log, never to the client.
             let reference = UUID().uuidString.lowercased()

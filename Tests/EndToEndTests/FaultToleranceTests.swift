@@ -112,11 +112,13 @@ struct FaultToleranceTests {
         let outbox = try world.device()
         for n in 0..<8 { try await outbox.enqueue(salesOrder(customer: 1, marker: "m\(n)")) }
         // The third request is held; meanwhile every access token expires on the server.
-        world.server.faults.add(.delay(milliseconds: 300), count: 1, target: .submissions)
+        world.server.faults.add(.hold, count: 1, target: .submissions)
         world.server.faults.add(.delay(milliseconds: 0), count: 1, target: .submissions)
         let flushing = Task { await outbox.flush() }
-        try await Task.sleep(for: .milliseconds(150))
+        let faults = world.server.faults
+        #expect(await Task.detached { faults.waitUntilHolding(1) }.value)
         world.server.expireAccessTokens()
+        faults.releaseHeld()
         let report = await flushing.value
         #expect(report.sent == 8)
         #expect(world.refreshes.withLock { $0 } == 1)

@@ -55,15 +55,16 @@ struct PostgresNodeTests {
         let (_, nodes) = try Self.nodes(2)
         let token = try nodes[0].issueAccessToken(workspaces: ["acme"])
         let request = try ServerGroupCommitTests.order(7, token: token)
-        nodes[0].faults.add(.delay(milliseconds: 1500), count: 1, target: .submissions)
+        nodes[0].faults.add(.hold, count: 1, target: .submissions)
         let first = Mutex<HTTPResponse?>(nil)
         let finished = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             first.withLock { $0 = nodes[0].handle(request) }
             finished.signal()
         }
-        Thread.sleep(forTimeInterval: 0.4)
+        #expect(nodes[0].faults.waitUntilHolding(1))
         let meanwhile = nodes[1].handle(request)
+        nodes[0].faults.releaseHeld()
         #expect(meanwhile?.status == 409)
         #expect(meanwhile?.headers.contains { $0 == ("Retry-After", "1") } == true)
         finished.wait()

@@ -216,7 +216,7 @@ struct ServerGroupCommitTests {
         let first = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
         let second = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
         let token = try first.issueAccessToken(workspaces: ["acme"])
-        first.faults.add(.delay(milliseconds: 300))
+        first.faults.add(.hold)
         let held = Mutex<HTTPResponse?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
@@ -224,8 +224,9 @@ struct ServerGroupCommitTests {
             held.withLock { $0 = response }
             done.signal()
         }
-        Thread.sleep(forTimeInterval: 0.1)
+        #expect(first.faults.waitUntilHolding(1))
         let answered = second.handle(try Self.order(1, token: token))
+        first.faults.releaseHeld()
         #expect(answered?.status == 201)
         done.wait()
         let replayed = try #require(held.withLock { $0 })

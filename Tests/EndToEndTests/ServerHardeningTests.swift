@@ -121,7 +121,10 @@ struct ServerHardeningTests {
             if fd >= 0 { idle.append(fd) }
         }
         #expect(idle.count >= 500)
-        try await Task.sleep(for: .milliseconds(300))
+        // The crowd fills the server's table before the device comes: waited for, not guessed.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while world.server.openConnections < 128 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(world.server.openConnections >= 128)
         let outbox = try world.device()
         try await outbox.enqueue(salesOrder(customer: 1, marker: "through-the-crowd"))
         let report = await outbox.flush()

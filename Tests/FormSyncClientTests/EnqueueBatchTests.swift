@@ -62,8 +62,9 @@ import Testing
                 return await group.reduce(into: []) { $0 += $1 }
             }
         }
+        // Every task has entered enqueue (and is counted, so the batch sees company) before the
+        // held one lets go: the order the test needs, waited for rather than slept for.
         await eventually("every task enqueues") { outbox.enqueueCallers.value.load(ordering: .relaxed) >= tasks + 1 }
-        try await Task.sleep(for: .milliseconds(50))
         release.signal()
         let heldResult: Result<ItemID, any Error> = await held.result
         return (outbox, [heldResult] + (await work.value), commits.load(ordering: .relaxed))

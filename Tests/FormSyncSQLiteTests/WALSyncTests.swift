@@ -89,7 +89,8 @@ struct WALSyncTests {
         let later = try (0..<5).map { _ in try commit(db) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for number in later { group.addTask { try await wal.durable(through: number) } }
-            try await Task.sleep(for: .milliseconds(50))
+            // Every later writer is waiting behind the held fsync before it ends.
+            while wal.suspendedWriters < later.count { try await Task.sleep(for: .milliseconds(1)) }
             release.signal()
             try await group.waitForAll()
         }

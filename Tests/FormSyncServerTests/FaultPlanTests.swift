@@ -28,3 +28,21 @@ struct FaultPlanTests {
         #expect(!over.isOutage)
     }
 }
+
+/// A held request waits for its release; a test waits for the hold, not for a guess of time.
+struct FaultPlanHoldTests {
+    @Test func aHeldRequestWaitsForItsReleaseAndIsSeenHeld() {
+        let faults = FaultPlan()
+        #expect(!faults.waitUntilHolding(1, seconds: 0.05))
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            faults.holding { faults.waitForRelease() }
+            finished.signal()
+        }
+        #expect(faults.waitUntilHolding(1))
+        #expect(finished.wait(timeout: .now() + 0.05) == .timedOut)
+        faults.releaseHeld()
+        finished.wait()
+        #expect(!faults.waitUntilHolding(1, seconds: 0.01))
+    }
+}
