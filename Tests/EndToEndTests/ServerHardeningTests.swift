@@ -158,7 +158,13 @@ struct ServerHardeningTests {
             let fd = Self.connectTo(port, blocking: false)
             if fd >= 0 { crowd.append(fd) }
         }
-        try await Task.sleep(for: .milliseconds(500))
+        // The server runs out of descriptors (it says so and backs off) before the crowd leaves:
+        // waited for in its log, not guessed.
+        let serverLog = folder.appendingPathComponent("stderr.log")
+        func backedOff() -> Bool { ((try? String(contentsOf: serverLog, encoding: .utf8)) ?? "").contains("backing off") }
+        let ranOut = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < ranOut, !backedOff() { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(backedOff(), "the server never ran out of descriptors")
         for fd in crowd { close(fd) }
         // Once the descriptors are back, the server answers again: asked until it does, for at
         // most 60 s. Alone this takes under a second; beside the whole suite on two cores the
