@@ -32,7 +32,8 @@ print("pulled \(pulled.upserted) records; \(traps.count) active traps")
 
 // On site, offline: a visit with a photo, and a reading of the first trap.
 let photoFile = FileManager.default.temporaryDirectory.appendingPathComponent("evidence-\(UUID().uuidString).jpg")
-try (Data([0xFF, 0xD8, 0xFF, 0xE0]) + Data(repeating: 0, count: 20_000)).write(to: photoFile)  // a JPEG's first bytes: the type is read from them
+// A JPEG's first bytes: the type is read from them.
+try (Data([0xFF, 0xD8, 0xFF, 0xE0]) + Data(repeating: 0, count: 20_000)).write(to: photoFile)
 let photo = outbox.placeholderIDs.next()
 let visit = PestControlVisit(
     site: traps.first?.site ?? "LIS-001", rodentsSeen: true, evidence: FileRef(id: photo, contentType: "image/jpeg"))
