@@ -6,17 +6,12 @@ import Foundation
 /// doubles and the harnesses, which no app should carry. Exit status as `formsync`'s.
 @main
 enum FormSyncLab {
-    static let commands: [(name: String, summary: String, run: @Sendable ([String]) async throws -> Int32)] = [
-        ("bench", "Measure throughput against a same-run baseline (see BENCHMARKS.md)", BenchCommand.run),
-        ("torture", "Prove it: thousands of SIGKILLs of a real device, seeded fault schedules", TortureCommand.run),
-    ]
-
-    /// One line per command, the summaries in one column whatever the longest name.
-    static var commandList: String {
-        let width = commands.map(\.name.count).max() ?? 0
-        return commands.map { "  " + $0.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.summary }.joined(
-            separator: "\n")
-    }
+    static let commands = CommandTable(
+        tool: "formsync-lab",
+        [
+            .init("bench", "Measure throughput against a same-run baseline (see BENCHMARKS.md)", BenchCommand.run),
+            .init("torture", "Prove it: thousands of SIGKILLs of a real device, seeded fault schedules", TortureCommand.run),
+        ])
 
     static var help: String {
         """
@@ -25,7 +20,7 @@ enum FormSyncLab {
         The lab: what measures and proves FormSync, not what apps run (that is `formsync`).
 
         commands:
-        \(commandList)
+        \(commands.list)
         """
     }
 
@@ -35,27 +30,6 @@ enum FormSyncLab {
         StandardOutput.lineBuffered()
         // Before any SQLite use, the benchmarks' raw baselines included: one setting for all.
         SQLiteConnection.configureProcess()
-        let arguments = Array(CommandLine.arguments.dropFirst())
-        guard let name = arguments.first else {
-            printError(help)
-            exit(2)
-        }
-        if ["--help", "-h", "help"].contains(name) {
-            print(help)
-            exit(0)
-        }
-        guard let command = commands.first(where: { $0.name == name }) else {
-            printError("formsync-lab: unknown command '\(name)'\n\n\(help)")
-            exit(2)
-        }
-        do {
-            exit(try await command.run(Array(arguments.dropFirst())))
-        } catch let error as UsageError {
-            printError("formsync-lab \(name): \(error.message) (see formsync-lab \(name) --help)")
-            exit(2)
-        } catch {
-            printError("formsync-lab \(name): \(error)")
-            exit(1)
-        }
+        await commands.run(Array(CommandLine.arguments.dropFirst()), help: help)
     }
 }
