@@ -1,0 +1,63 @@
+/// An expression of the spec language, as `relevant:`, `constraint:`, `calculate:` and
+/// `choice_filter:` hold it: parsed (and, by the checker, typed) when the spec is checked, so a
+/// mistake is a build error at its column, and turned into plain Swift by the generator.
+public struct SpecExpression: Sendable, Equatable {
+    /// What a node is. Children are expressions of their own, each with its offset.
+    public indirect enum Kind: Sendable, Equatable {
+        /// A whole number, such as `90`.
+        case integer(Int64)
+        /// A decimal number, kept exactly as written (`2.5`): never a binary floating point.
+        case decimal(String)
+        /// A text in quotes: `'field'`.
+        case text(String)
+        case boolean(Bool)
+        /// A field: `name` or `.name` at this level, `../name` one level up, `lines.quantity` a
+        /// list's column (inside `count`, `sum`, `min` or `max`).
+        case field(FieldPath)
+        case negate(SpecExpression)
+        case not(SpecExpression)
+        case binary(BinaryOperator, SpecExpression, SpecExpression)
+        case call(Function, [SpecExpression])
+    }
+
+    /// A field named by an expression.
+    public struct FieldPath: Sendable, Equatable, CustomStringConvertible {
+        /// How many levels up (`../`), 0 for this level.
+        public var up: Int
+        /// The names, outermost first: `["lines", "quantity"]` for `lines.quantity`.
+        public var names: [String]
+
+        public var description: String { String(repeating: "../", count: up) + names.joined(separator: ".") }
+    }
+
+    public enum BinaryOperator: String, Sendable, Equatable, CaseIterable {
+        case or, and
+        case equal = "="
+        case notEqual = "!="
+        case less = "<"
+        case lessOrEqual = "<="
+        case greater = ">"
+        case greaterOrEqual = ">="
+        case plus = "+"
+        case minus = "-"
+        case times = "*"
+        case divide = "div"
+    }
+
+    /// The functions an expression may call: no others, and none of the author's own.
+    public enum Function: String, Sendable, Equatable, CaseIterable {
+        case count, sum, min, max
+        case `if`
+        case today, now
+        case length, selected
+    }
+
+    public var kind: Kind
+    /// Where the node starts, in characters from the start of the expression's text.
+    public var offset: Int
+
+    public init(_ kind: Kind, at offset: Int) {
+        self.kind = kind
+        self.offset = offset
+    }
+}
