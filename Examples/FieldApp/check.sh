@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Examples/FieldApp (its tests too, which use FormSyncTesting) and runs its binary
 # against `formsync serve --specs Examples/FieldApp/Specs`: a scoped pull, a visit with a
-# photo, an edit of a pulled record, all sent. Part of the README's test command; it runs
+# photo, an edit of a pulled record, all sent. A step of Scripts/test (the test command); it runs
 # after `swift test`, not beside it, since it compiles FormSync a second time.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
