@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds one libFuzzer target with -sanitize=fuzzer,address and runs it for SECONDS.
 #   Fuzz/run.sh http 600     # the reference server's HTTP request parser
-#   Fuzz/run.sh spec 600     # the spec compiler's YAML reader and checker
+#   Fuzz/run.sh spec 600     # the spec compiler's YAML reader (Swift) and checker
 #   Fuzz/run.sh json 600     # the device's JSON slicer (change-feed pages), against Foundation
 #   Fuzz/run.sh pattern 600  # the pattern engine, against a second reading of the same tree
 # Crashes are written to .build/fuzz/<target>/ as crash-*; the corpus grows in
@@ -24,7 +24,7 @@ case "$target" in
     swiftc -sanitize=fuzzer,address -parse-as-library -module-name FormSyncPattern -package-name FormSync -O -g -wmo \
       -emit-module -emit-module-path "$work/modules/FormSyncPattern.swiftmodule" -c Sources/FormSyncPattern/*.swift -o "$work/modules/FormSyncPattern.o"
     sources=(Sources/FormSpec/*.swift Fuzz/spec/Entry.swift)
-    flags=(-I Sources/CYAML -I "$work/modules" "$work/modules/FormSyncPattern.o" $(pkg-config --libs yaml-0.1))
+    flags=(-I "$work/modules" "$work/modules/FormSyncPattern.o")
     cp -n FormSpecs/*.yaml Tests/FormSpecTests/BrokenSpecs/*.yaml "$work/corpus/" 2>/dev/null || true
     ;;
   json)
