@@ -63,6 +63,9 @@ struct OutboxStateTests {
         h.transport.script(.hang)
         let result = try await outbox.submit(order(1), timeout: .milliseconds(50))
         #expect(result == .queued(id: 1, state: .sent))
+        // Released once the attempt is held: a release before it reached the transport let go of
+        // nothing, the attempt then hung for good, and the next submit waited out its minute.
+        await eventually("the first attempt hangs in the transport") { h.transport.hangingCount == 1 }
         h.transport.release(.transient(reason: "offline", retryAfter: nil))
         h.transport.script(.transient(reason: "offline", retryAfter: nil))
         let offline = try await outbox.submit(order(2), timeout: .seconds(60))
