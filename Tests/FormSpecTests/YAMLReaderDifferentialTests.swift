@@ -57,17 +57,8 @@ struct YAMLReaderDifferentialTests {
         "{a: b}", "\u{1}",
     ]
 
-    struct Random: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { n <= 0 ? 0 : Int(next() % UInt64(n)) }
-    }
+    /// The spec fuzzer's seeded source (SplitMix64), so a failing mutation replays by its seed.
+    typealias Random = SpecFuzzTests.Random
 
     /// One to four edits: insert a YAML-significant piece, delete, duplicate or swap characters or
     /// whole lines, re-indent a line.
@@ -241,4 +232,9 @@ struct YAMLReaderDifferentialTests {
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n\n"))")
         #expect(read > 400)
     }
+}
+
+extension SpecFuzzTests.Random {
+    /// A number in 0..<n (0 when n is not positive).
+    mutating func below(_ n: Int) -> Int { n <= 0 ? 0 : Int(next() % UInt64(n)) }
 }
