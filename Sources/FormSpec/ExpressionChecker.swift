@@ -98,7 +98,6 @@ struct ExpressionChecker {
                 return problem(
                     node, "money and \(a.isMoney ? b : a) do not add up: write money on both sides (a bare number has no currency)")
             }
-            if (a == .date || a == .datetime) && b == .integer { return a }
             return problem(node, "'\(op.rawValue)' takes numbers or money, not \(a) and \(b)")
         case .times:
             if a.isNumber && b.isNumber { return a == .integer && b == .integer ? .integer : .decimal }
