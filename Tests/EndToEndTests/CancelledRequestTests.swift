@@ -137,8 +137,8 @@ struct CancelledRequestTests {
         let outbox = try world.device()
         let id = try await outbox.enqueue(salesOrder(customer: 1, marker: "held"))
         let key = try #require(try await outbox.item(id)).attemptID
-        // The server marks the key in flight, holds the request 8 s, then commits it.
-        world.server.faults.add(.delay(milliseconds: 8000), count: 1, target: .submissions)
+        // The server marks the key in flight and holds the request until the test lets it go.
+        world.server.faults.add(.hold, count: 1, target: .submissions)
         let engine = SyncEngine(outbox: outbox, environment: OutboxEnvironment(now: { world.clock.now }, random: { 0.5 }, newID: { "" }))
         let running = Task { await engine.run() }
         var polls = 0
@@ -154,6 +154,7 @@ struct CancelledRequestTests {
         #expect(waiting.state == .savedOnDevice)
         #expect(waiting.attempts == 0)
         #expect(waiting.attemptID == key)
+        world.server.faults.releaseHeld()
         // The request went on to the server, which committed it; the resend gets the ledger's answer.
         polls = 0
         while world.server.documents().isEmpty, polls < 6000 {

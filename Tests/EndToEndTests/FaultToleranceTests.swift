@@ -64,9 +64,10 @@ struct FaultToleranceTests {
         world.timeout = 1
         var outbox = try world.device()
         let id = try await outbox.enqueue(salesOrder(customer: 1, marker: "slow"))
-        // The server holds the reply 4 s: long enough, even on a loaded machine, for the reopened
-        // device below to come back while it is still working on the key.
-        world.server.faults.add(.delay(milliseconds: 4000), count: 1, target: .submissions)
+        // The server holds the request (its key marked in flight) until the test lets it go:
+        // the reopened device below comes back while it is still working on the key, however
+        // loaded the machine (a 4 s delay lost that race once on PostgreSQL in CI).
+        world.server.faults.add(.hold, count: 1, target: .submissions)
         let started = Date()
         let first = await outbox.flush()  // the client times out after 1 s
         #expect(Date().timeIntervalSince(started) >= 0.9)
@@ -76,6 +77,7 @@ struct FaultToleranceTests {
         outbox = try world.device()
         _ = await outbox.flush()  // the server is still working on that key: 409, transient
         #expect(world.submissionLog.last?.1 == 409)
+        world.server.faults.releaseHeld()
         let settled = Date().addingTimeInterval(15)
         while world.server.documents().isEmpty && Date() < settled { try await Task.sleep(for: .milliseconds(50)) }
         world.clock.advance(by: 60_000)
