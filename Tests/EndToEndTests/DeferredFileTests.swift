@@ -192,9 +192,24 @@ struct DeferredFileTests {
             attachments: [.init(placeholder: shot, source: try world.file("door.jpg", bytes: 100_000), contentType: "image/jpeg")])
         // The edit of the same delivery queues behind the confirmation, in the delivery's lane.
         try await outbox.edit(DeliveryUpdate.self, id: stop.id) { $0.notes = "left with the neighbour" }
-        // The photo's upload takes seconds.
-        world.server.faults.add(.delay(milliseconds: 3_000), count: 1, target: .files)
+        // The photo's upload is held until the edit has landed: if the edit waited for the photo,
+        // the drain would never end (the release is bounded at 60 s, and the order checked below).
+        world.server.faults.add(.hold, count: 1, target: .files)
+        let server = world.server
+        let deliveryPath = "/deliveries/\(stop.id)"
+        let releaser = Task.detached {
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline {
+                let edited = server.requestLog().contains {
+                    $0.path.hasPrefix(deliveryPath) && !$0.path.hasSuffix("/confirmations") && (200..<300).contains($0.status ?? 0)
+                }
+                if edited { break }
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            server.faults.releaseHeld()
+        }
         _ = try await world.drain("ada", principal: "ada")
+        await releaser.value
         let log = world.server.requestLog()
         let photoStored = try #require(log.lastIndex { $0.method == "POST" && $0.path == "/files" && $0.status == 201 })
         let edit = try #require(
