@@ -989,20 +989,7 @@ final class YAMLScanner {
                 }
             }
             if leadingBlanks {
-                if leadingBreak.first == 0x0A {
-                    if trailingBreaks.isEmpty {
-                        string.append(0x20)
-                    } else {
-                        string.append(contentsOf: trailingBreaks)
-                        trailingBreaks.removeAll(keepingCapacity: true)
-                    }
-                    leadingBreak.removeAll(keepingCapacity: true)
-                } else {
-                    string.append(contentsOf: leadingBreak)
-                    string.append(contentsOf: trailingBreaks)
-                    leadingBreak.removeAll(keepingCapacity: true)
-                    trailingBreaks.removeAll(keepingCapacity: true)
-                }
+                Self.foldBreaks(into: &string, leading: &leadingBreak, trailing: &trailingBreaks)
             } else {
                 string.append(contentsOf: whitespaces)
                 whitespaces.removeAll(keepingCapacity: true)
@@ -1010,6 +997,23 @@ final class YAMLScanner {
         }
         skip()
         return YAMLToken(kind: .scalar, start: start, end: mark, value: string, style: single ? .singleQuoted : .doubleQuoted)
+    }
+
+    /// Joins the line breaks a quoted or plain scalar spans: one break folds into a space, more
+    /// keep all but the first; a break that is not a line feed (LS, PS) is kept as it is.
+    private static func foldBreaks(into string: inout [UInt8], leading: inout [UInt8], trailing: inout [UInt8]) {
+        if leading.first == 0x0A {
+            if trailing.isEmpty {
+                string.append(0x20)
+            } else {
+                string.append(contentsOf: trailing)
+            }
+        } else {
+            string.append(contentsOf: leading)
+            string.append(contentsOf: trailing)
+        }
+        leading.removeAll(keepingCapacity: true)
+        trailing.removeAll(keepingCapacity: true)
     }
 
     private func scanPlainScalar() -> YAMLToken? {
@@ -1038,20 +1042,7 @@ final class YAMLScanner {
                 }
                 if leadingBlanks || !whitespaces.isEmpty {
                     if leadingBlanks {
-                        if leadingBreak.first == 0x0A {
-                            if trailingBreaks.isEmpty {
-                                string.append(0x20)
-                            } else {
-                                string.append(contentsOf: trailingBreaks)
-                                trailingBreaks.removeAll(keepingCapacity: true)
-                            }
-                            leadingBreak.removeAll(keepingCapacity: true)
-                        } else {
-                            string.append(contentsOf: leadingBreak)
-                            string.append(contentsOf: trailingBreaks)
-                            leadingBreak.removeAll(keepingCapacity: true)
-                            trailingBreaks.removeAll(keepingCapacity: true)
-                        }
+                        Self.foldBreaks(into: &string, leading: &leadingBreak, trailing: &trailingBreaks)
                         leadingBlanks = false
                     } else {
                         string.append(contentsOf: whitespaces)
