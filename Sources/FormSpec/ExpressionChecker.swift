@@ -214,19 +214,7 @@ struct ExpressionChecker {
 
     /// The one list whose columns `node` names (`lines.quantity * lines.unit_price`), or nil.
     private func aggregated(_ node: SpecExpression) -> ListDefinition? {
-        var lists: [String] = []
-        func walk(_ node: SpecExpression) {
-            switch node.kind {
-            case .field(let path) where path.names.count == 2 && path.up == 0: lists.append(path.names[0])
-            case .negate(let inner), .not(let inner): walk(inner)
-            case .binary(_, let a, let b):
-                walk(a)
-                walk(b)
-            case .call(_, let arguments): arguments.forEach(walk)
-            default: break
-            }
-        }
-        walk(node)
+        let lists = node.columnLists
         guard let name = lists.first, lists.allSatisfy({ $0 == name }),
             let field = scope.fields.first(where: { $0.name == name }), case .list(let items) = field.kind
         else { return nil }

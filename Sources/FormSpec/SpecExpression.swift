@@ -56,6 +56,18 @@ public struct SpecExpression: Sendable, Equatable {
     /// Where the node starts, in characters from the start of the expression's text.
     public var offset: Int
 
+    /// The lists whose columns the expression names (`lines` for `lines.quantity * lines.unit_price`,
+    /// once per column named), in reading order: what an aggregate ranges over.
+    public var columnLists: [String] {
+        switch kind {
+        case .field(let path) where path.names.count == 2 && path.up == 0: return [path.names[0]]
+        case .negate(let inner), .not(let inner): return inner.columnLists
+        case .binary(_, let a, let b): return a.columnLists + b.columnLists
+        case .call(_, let arguments): return arguments.flatMap(\.columnLists)
+        default: return []
+        }
+    }
+
     public init(_ kind: Kind, at offset: Int) {
         self.kind = kind
         self.offset = offset

@@ -187,7 +187,7 @@ struct ExpressionEvaluator {
         case .sum, .min, .max:
             // Over the items of the list the argument's columns name; items where it is unknown
             // are left out; none left is unknown.
-            guard let list = Self.list(in: arguments[0]) else { return nil }
+            guard let list = arguments[0].columnLists.first else { return nil }
             let items: [InterpretedObject] = if case .list(let items) = object.values[list] { items } else { [] }
             let values = items.compactMap { evaluate(arguments[0], object: object, parent: parent, item: (list, $0)) }
             guard var result = values.first else { return nil }
@@ -222,14 +222,4 @@ struct ExpressionEvaluator {
         }
     }
 
-    /// The list whose columns an aggregate's argument names.
-    private static func list(in node: SpecExpression) -> String? {
-        switch node.kind {
-        case .field(let path) where path.names.count == 2: return path.names[0]
-        case .negate(let inner), .not(let inner): return list(in: inner)
-        case .binary(_, let a, let b): return list(in: a) ?? list(in: b)
-        case .call(_, let arguments): return arguments.lazy.compactMap(list(in:)).first
-        default: return nil
-        }
-    }
 }
