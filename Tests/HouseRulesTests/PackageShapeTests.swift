@@ -5,7 +5,7 @@ import Testing
 /// dump-package`): what each product carries, what the plugins build, and that every target
 /// imports only what it declares.
 struct PackageShapeTests {
-    struct Target: Decodable {
+    struct Target: Decodable, Sendable {
         var name: String
         var type: String
         var path: String?
@@ -14,20 +14,25 @@ struct PackageShapeTests {
         var dependencyNames: [String] { dependencies.compactMap { $0.values.first?.first ?? nil } }
     }
 
-    struct Product: Decodable {
+    struct Product: Decodable, Sendable {
         var name: String
         var targets: [String]
     }
 
-    struct Manifest: Decodable {
+    struct Manifest: Decodable, Sendable {
         var targets: [Target]
         var products: [Product]
     }
 
     static let root = PlatformGuardTests.root
 
-    /// The manifest, dumped with a scratch folder of its own (the test run holds the package's).
-    static func manifest() throws -> Manifest {
+    /// The manifest, dumped once for all the tests here.
+    static let dumped = Result { try dump() }
+
+    static func manifest() throws -> Manifest { try dumped.get() }
+
+    /// Dumps the manifest with a scratch folder of its own (the test run holds the package's).
+    static func dump() throws -> Manifest {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("dump-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let process = Process()
@@ -39,8 +44,12 @@ struct PackageShapeTests {
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "swift package dump-package failed: is swift on the PATH?")
+        guard process.terminationStatus == 0 else { throw DumpFailure() }
         return try JSONDecoder().decode(Manifest.self, from: data)
+    }
+
+    struct DumpFailure: Error, CustomStringConvertible {
+        var description: String { "swift package dump-package failed: is swift on the PATH?" }
     }
 
     static func closure(of names: [String], in manifest: Manifest) -> Set<String> {
