@@ -228,6 +228,26 @@ public struct CustomerUpdate: FormPayload, JSONWritable, JSONReadable {
         }
     }
 
+    /// A copy with every calculated field recalculated and every field that does not apply cleared, in an order where each follows what it reads. The outbox queues this copy.
+    public func recalculated() -> CustomerUpdate {
+        self
+    }
+
+    /// Whether `field` applies now (its `relevant:` holds, and its list's): a form shows only the fields that do.
+    public func isRelevant(_ field: Field) -> Bool {
+        true
+    }
+
+    /// The options `field` offers now, as their wire values: every option of a choice field, those its `choice_filter:` lets through; none for other fields.
+    public func offeredOptions(for field: Field) -> [String] {
+        switch field {
+        case .segment:
+            return CustomerUpdate.Segment.allCases.map(\.rawValue)
+        default:
+            return []
+        }
+    }
+
     /// The ordering lane: every payload about the same `customer_id` shares it, across forms.
     public var lane: String? { customerId.map { "Customer:" + String($0.id) } }
 

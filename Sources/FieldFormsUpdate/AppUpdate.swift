@@ -4,20 +4,23 @@ import FormSyncInterpreter
 import FormSyncModel
 import Foundation
 
-/// The app update the demo ships mid-day: the next build's `SalesOrder` (version 2) renames
-/// `customer_reference` to `po_number` and adds a required `channel`, with the upgrader that
-/// brings version 1 orders along. The next build runs it through the spec interpreter, as a
+/// The app update the demo ships mid-day: the next build's `SalesOrder` (one version past the
+/// built one) renames `customer_reference` to `po_number` and adds a required `channel`, with
+/// the upgrader that brings the built version's orders along. The next build runs it through the spec interpreter, as a
 /// build compiled from the new spec would run its generated code (the differential test holds
 /// the two to the same results).
 package enum AppUpdate {
-    package static let salesOrderV2 = """
+    /// The next build's `SalesOrder` version.
+    package static let nextVersion = SalesOrder.formVersion + 1
+
+    package static let salesOrderNext = """
         form: SalesOrder
-        version: 2
+        version: \(nextVersion)
         description: An order taken by a sales rep, for a customer that may itself be new and offline.
         endpoint: /customers/{customer_id}/orders
         entity: customer_id
         upgrades:
-          1: { rename: { customer_reference: po_number }, default: { channel: field } }
+          \(nextVersion - 1): { rename: { customer_reference: po_number }, default: { channel: field } }
         fields:
           customer_id: { type: reference, to: Customer, required: true }
           order_date: { type: date, required: true }
@@ -37,15 +40,17 @@ package enum AppUpdate {
               quantity: { type: integer, required: true, min: 1, max: 10000 }
               unit_price: { type: money, required: true, min: 0 }
               note: { type: text, max_length: 200 }
+              line_total: { type: money, calculate: quantity * unit_price }
+          total: { type: money, calculate: sum(lines.line_total) }
           signed_by_customer: { type: signature, conflict: server }
         """
 
-    /// The forms of the next build: every built-in form, with `SalesOrder` at version 2.
+    /// The forms of the next build: every built-in form, with `SalesOrder` at `nextVersion`.
     package static func nextBuild() throws -> FormRegistry {
-        let checked = SpecLoader.check(text: salesOrderV2, path: "SalesOrder.yaml")
+        let checked = SpecLoader.check(text: salesOrderNext, path: "SalesOrder.yaml")
         guard let form = checked.form else {
             throw AppUpdateError(
-                message: "the demo's SalesOrder version 2 does not check: \(checked.diagnostics.map(\.description).joined(separator: "; "))"
+                message: "the demo's next SalesOrder does not check: \(checked.diagnostics.map(\.description).joined(separator: "; "))"
             )
         }
         let current = FormRegistry(FormCatalog.forms)

@@ -2,6 +2,8 @@
 struct ExpressionScope {
     var fields: [FieldDefinition]
     var parent: [FieldDefinition]?
+    /// In a `choice_filter`: the columns of the option being filtered (`option.region`).
+    var optionColumns: [String]? = nil
 
     func level(_ up: Int) -> [FieldDefinition]? {
         switch up {
@@ -51,6 +53,16 @@ struct ExpressionChecker {
     }
 
     private mutating func field(_ path: SpecExpression.FieldPath, _ node: SpecExpression, column list: ListDefinition?) -> ExpressionType? {
+        if let columns = scope.optionColumns, path.up == 0, path.names.count == 2, path.names[0] == "option" {
+            guard columns.contains(path.names[1]) else {
+                return problem(
+                    node,
+                    columns.isEmpty
+                        ? "the options have no columns: give each option its columns, such as { value: harbour, region: north }"
+                        : "the options have no column '\(path.names[1])'\(SpecChecker.suggestion(path.names[1], columns, orList: true))")
+            }
+            return .text
+        }
         guard let fields = scope.level(path.up) else {
             return problem(node, path.up == 1 ? "'../' reaches above the form" : "'../' reaches more than one level up")
         }
@@ -210,6 +222,23 @@ struct ExpressionChecker {
             }
             return type
         }
+    }
+
+    /// `node` with the type of each of its nodes set; call it on an expression `type(of:)` accepted.
+    func annotated(_ node: SpecExpression, column list: ListDefinition? = nil) -> SpecExpression {
+        var scratch = self
+        var copy = node
+        copy.type = scratch.type(of: node, column: list)
+        switch node.kind {
+        case .negate(let inner): copy.kind = .negate(annotated(inner, column: list))
+        case .not(let inner): copy.kind = .not(annotated(inner, column: list))
+        case .binary(let op, let a, let b): copy.kind = .binary(op, annotated(a, column: list), annotated(b, column: list))
+        case .call(let function, let arguments):
+            let inner = [.sum, .min, .max].contains(function) ? arguments.first.flatMap(aggregated) ?? list : list
+            copy.kind = .call(function, arguments.map { annotated($0, column: inner) })
+        default: break
+        }
+        return copy
     }
 
     /// The one list whose columns `node` names (`lines.quantity * lines.unit_price`), or nil.

@@ -1,5 +1,5 @@
 /// The type of an expression's value, as the checker works it out.
-enum ExpressionType: Equatable, CustomStringConvertible {
+public enum ExpressionType: Sendable, Equatable, CustomStringConvertible {
     case integer, decimal, text, boolean, date, time, datetime
     /// Money in minor units; `currency` when the field fixes it.
     case money(currency: String?)
@@ -11,7 +11,7 @@ enum ExpressionType: Equatable, CustomStringConvertible {
     /// A field an expression may not compute with (a file, a geopoint, a reference).
     case opaque(String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .integer: return "an integer"
         case .decimal: return "a decimal"
@@ -28,8 +28,8 @@ enum ExpressionType: Equatable, CustomStringConvertible {
         }
     }
 
-    var isNumber: Bool { self == .integer || self == .decimal }
-    var isMoney: Bool { if case .money = self { return true } else { return false } }
+    public var isNumber: Bool { self == .integer || self == .decimal }
+    public var isMoney: Bool { if case .money = self { return true } else { return false } }
 
     init(_ kind: FieldKind) {
         switch kind {

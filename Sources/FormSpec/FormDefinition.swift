@@ -32,6 +32,9 @@ public struct FormDefinition: Sendable, Equatable {
     /// How items of older versions are brought to this one (`upgrades:`), by the version they
     /// start from.
     public var upgrades: [UpgradeStep] = []
+    /// The fields with `relevant:` or `calculate:`, in the order that settles them: each after
+    /// every field its expressions read (`recalculated()` runs them in this order).
+    public var settleSteps: [SettleStep] = []
 
     public init(
         name: String, version: Int, summary: String?, endpoint: String, endpointSegments: [EndpointSegment],
@@ -65,6 +68,36 @@ public struct FormDefinition: Sendable, Equatable {
     }
 }
 
+/// One field `recalculated()` settles: cleared when it is not relevant, else calculated.
+public struct SettleStep: Sendable, Hashable, CustomStringConvertible {
+    /// The lists, outermost first, whose every item holds the field; empty for a form's field.
+    public var lists: [String]
+    public var field: String
+
+    public init(lists: [String], field: String) {
+        self.lists = lists
+        self.field = field
+    }
+
+    public var description: String { (lists + [field]).joined(separator: ".") }
+}
+
+/// An expression of a field (`relevant:`, `constraint:`, `calculate:`, `choice_filter:`),
+/// checked and typed, with the text the author wrote.
+public struct FieldExpression: Sendable, Equatable {
+    /// The text as written in the spec.
+    public var text: String
+    public var expression: SpecExpression
+    /// Where the text starts in the spec.
+    public var location: SourceLocation
+
+    public init(text: String, expression: SpecExpression, location: SourceLocation) {
+        self.text = text
+        self.expression = expression
+        self.location = location
+    }
+}
+
 /// A piece of an endpoint template: literal path text, or a `{field}` placeholder.
 public enum EndpointSegment: Sendable, Equatable {
     case literal(String)
@@ -80,12 +113,17 @@ public struct ChoiceSet: Sendable, Equatable {
     /// Whether it was declared in `choices:` (shared) rather than inline on one field.
     public var isNamed: Bool
     public var options: [ChoiceOption]
+    /// The extra columns every option carries (`{ value: harbour, region: north }`), which a
+    /// `choice_filter:` reads as `option.region`.
+    public var columns: [String] = []
 }
 
 /// One option: its wire value and its Swift case name.
 public struct ChoiceOption: Sendable, Equatable {
     public var value: String
     public var caseName: String
+    /// The option's value in each of its list's `columns`, in order.
+    public var columnValues: [String] = []
 }
 
 /// How two edits of one field are reconciled when the server's record moved on.
@@ -127,6 +165,16 @@ public struct FieldDefinition: Sendable, Equatable {
     public var conflict: ConflictPolicy
     /// A money field whose value the server owns (`authority: server`).
     public var serverAuthority: Bool
+    /// When the field applies (`relevant:`): otherwise it is hidden, cleared and not validated.
+    public var relevant: FieldExpression?
+    /// What the field's value must satisfy (`constraint:`), checked when it holds a value.
+    public var constraint: FieldExpression?
+    /// The error's sentence when the constraint fails (`constraint_message:`).
+    public var constraintMessage: String?
+    /// How the field is derived from others (`calculate:`): read-only, set by `recalculated()`.
+    public var calculate: FieldExpression?
+    /// Which options are offered (`choice_filter:`), evaluated for each option.
+    public var choiceFilter: FieldExpression?
 
     public init(
         name: String, swiftName: String, summary: String?, kind: FieldKind, required: Bool,

@@ -70,10 +70,10 @@ extension SpecChecker {
             used.insert(listName)
             set = found
         } else {
-            guard let options = options(node, context: "field '\(display)'") else { return nil }
+            guard let (options, columns) = options(node, context: "field '\(display)'") else { return nil }
             let typeName = Naming.upperCamel(name)
             guard declare(typeName, in: &scope, at: key.location, what: "the options of field '\(display)'") else { return nil }
-            set = ChoiceSet(specName: name, typeName: typeName, isNamed: false, options: options)
+            set = ChoiceSet(specName: name, typeName: typeName, isNamed: false, options: options, columns: columns)
         }
         if type == "choice" {
             return .choice(set)

@@ -145,6 +145,8 @@ extension SpecChecker {
         default: kind = nil
         }
         guard let kind else { return nil }
+        let expressionKeys = keys.filter { Self.expressionKeys.contains($0.key) }
+        if !expressionKeys.isEmpty { pendingExpressions[display] = expressionKeys }
         let field = FieldDefinition(
             name: name, swiftName: swiftName, summary: summary, kind: kind, required: required, requiredIf: [],
             conflict: conflict, serverAuthority: serverAuthority)

@@ -16,7 +16,9 @@ extension SpecChecker {
 
         var formScope = TypeScope(owner: name ?? "")
         let choices = choiceLists(keys, scope: &formScope)
-        let fields = topFields(keys, scope: &formScope, choices: choices, what: "form")
+        var fields = topFields(keys, scope: &formScope, choices: choices, what: "form")
+        checkExpressions(&fields, parent: nil, prefix: "")
+        let settleSteps = settleOrder(fields)
 
         var entity: String?
         if let node = keys["entity"]?.value, let value = text(node, "entity") {
@@ -28,6 +30,8 @@ extension SpecChecker {
                     )
                 } else if !field.required {
                     error(node.location, "entity field '\(value)' must be required: every submission needs a lane")
+                } else if let relevant = field.relevant {
+                    error(relevant.location, "entity field '\(value)' is always relevant: every submission needs a lane")
                 } else {
                     entity = value
                 }
@@ -75,6 +79,12 @@ extension SpecChecker {
         form.fieldLocations = fieldLocations
         form.references = references
         form.versionLocation = keys["version"]?.value.location
+        form.settleSteps = settleSteps
+        for name in form.endpointFields {
+            if let relevant = form.field(named: name)?.relevant {
+                error(relevant.location, "field '\(name)' fills the endpoint: it is always relevant")
+            }
+        }
         if let node = keys["upgrades"]?.value { form.upgrades = checkUpgrades(node, version: version, fields: fields) }
         return form
     }

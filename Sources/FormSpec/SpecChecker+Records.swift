@@ -15,6 +15,12 @@ extension SpecChecker {
         var scope = TypeScope(owner: name ?? "")
         let choices = choiceLists(keys, scope: &scope)
         let fields = topFields(keys, scope: &scope, choices: choices, what: "record")
+        for (_, keys) in pendingExpressions {
+            for (name, pair) in keys {
+                error(pair.key.location, "'\(name)' belongs to a form's field: a record holds what forms sent, it asks nothing")
+            }
+        }
+        pendingExpressions = [:]
         for field in fields where field.name == "id" || field.name == "version" {
             error(
                 fieldLocations[field.name] ?? root.location,

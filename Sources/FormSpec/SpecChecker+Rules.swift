@@ -3,7 +3,9 @@ import Foundation
 
 /// Checking rule values: options, counts, bounds, sizes.
 extension SpecChecker {
-    mutating func options(_ node: YAMLNode, context: String) -> [ChoiceOption]? {
+    /// The options of a list, and the columns they carry: an option is a value (`harbour`) or a
+    /// mapping with its value and the same columns as every other (`{ value: harbour, region: north }`).
+    mutating func options(_ node: YAMLNode, context: String) -> (options: [ChoiceOption], columns: [String])? {
         guard case .sequence(let items) = node.kind else {
             error(node.location, "\(context) options must be a list such as [delivered, refused]")
             return nil
@@ -15,8 +17,45 @@ extension SpecChecker {
         var options: [ChoiceOption] = []
         var seenValues: [String: SourceLocation] = [:]
         var seenCases: [String: String] = [:]
+        var columns: [String]?
         for item in items {
-            guard let value = text(item, "option") else { continue }
+            var columnValues: [String] = []
+            var valueNode = item
+            if case .mapping(let pairs) = item.kind {
+                let keys = keyed(pairs, allowed: nil, context: "")
+                guard let node = keys["value"]?.value else {
+                    error(item.location, "an option with columns needs its 'value', such as { value: harbour, region: north }")
+                    continue
+                }
+                valueNode = node
+                let names = pairs.compactMap(\.key.scalar).filter { $0 != "value" }
+                for (key, _) in pairs where key.scalar != "value" {
+                    let name = key.scalar ?? ""
+                    if !Naming.isIdentifier(name, firstLowercase: true) || Self.reservedColumns.contains(name) {
+                        error(key.location, "column '\(name)' must be a lower-case name other than \(Self.reservedColumns.joined(separator: ", "))")
+                    }
+                }
+                if let expected = columns {
+                    if names != expected {
+                        error(
+                            item.location,
+                            "every option of \(context) carries the columns \(expected.joined(separator: ", ")) in that order; this one has \(names.isEmpty ? "none" : names.joined(separator: ", "))"
+                        )
+                        continue
+                    }
+                } else {
+                    columns = names
+                }
+                columnValues = names.compactMap { keys[$0].flatMap { text($0.value, "column '\($0.key.scalar ?? "")'") } }
+                guard columnValues.count == names.count else { continue }
+            } else if let expected = columns, !expected.isEmpty {
+                error(item.location, "every option of \(context) carries the columns \(expected.joined(separator: ", ")); this one has none")
+                continue
+            } else {
+                columns = []
+            }
+            guard let value = text(valueNode, "option") else { continue }
+            let item = valueNode
             guard let first = value.unicodeScalars.first, first.isASCIILetter || first.isASCIIDigit,
                 value.unicodeScalars.allSatisfy({ $0.isASCIILetter || $0.isASCIIDigit || $0 == "_" })
             else {
@@ -35,10 +74,13 @@ extension SpecChecker {
             }
             seenValues[value] = item.location
             seenCases[caseName] = value
-            options.append(ChoiceOption(value: value, caseName: caseName))
+            options.append(ChoiceOption(value: value, caseName: caseName, columnValues: columnValues))
         }
-        return options.isEmpty ? nil : options
+        return options.isEmpty ? nil : (options, columns ?? [])
     }
+
+    /// Column names an option may not use: the generated enum has members by these names.
+    static let reservedColumns = ["value", "raw_value", "all_cases", "hash_value", "description", "init"]
 
     mutating func counts(_ keys: [String: Pair]) -> CountRule {
         let min = keys["min_count"].flatMap { nonNegative($0.value, "min_count") }

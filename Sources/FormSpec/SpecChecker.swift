@@ -12,6 +12,10 @@ struct SpecChecker {
     var references: [ReferenceUse] = []
     /// Where each top-level field is declared.
     var fieldLocations: [String: SourceLocation] = [:]
+    /// The expression keys of each field (by its dotted path), checked once the form's fields are known.
+    var pendingExpressions: [String: [String: Pair]] = [:]
+    /// The spec's lines, to place a mistake inside an expression at its column.
+    var sourceLines: [Substring] = []
 
     /// The most fields one form may declare, at every depth together.
     static let maxFields = 500
@@ -37,14 +41,16 @@ struct SpecChecker {
     static let maxIndexedFields = 8
 
     static let recordKeys = ["record", "version", "description", "scope", "index", "choices", "fields"]
-    static let commonFieldKeys = ["type", "description", "label", "required", "required_if", "conflict"]
+    static let commonFieldKeys = [
+        "type", "description", "label", "required", "required_if", "conflict", "relevant", "constraint", "constraint_message", "calculate",
+    ]
     static let ruleKeys: [String: [String]] = [
         "text": ["min_length", "max_length", "pattern"],
         "integer": ["min", "max"],
         "decimal": ["min", "max"],
         "boolean": [], "date": [], "time": [], "datetime": [], "geopoint": [],
-        "choice": ["options"],
-        "multi_choice": ["options", "min_count", "max_count"],
+        "choice": ["options", "choice_filter"],
+        "multi_choice": ["options", "min_count", "max_count", "choice_filter"],
         "money": ["min", "max", "currency", "authority"],
         "reference": ["to"],
         "photo": fileKeys, "signature": fileKeys, "audio": fileKeys, "video": fileKeys, "file": fileKeys,
@@ -104,10 +110,10 @@ struct SpecChecker {
                     continue
                 }
                 let typeName = Naming.upperCamel(listName)
-                guard let options = options(value, context: "choice list '\(listName)'") else { continue }
+                guard let (options, columns) = options(value, context: "choice list '\(listName)'") else { continue }
                 if declare(typeName, in: &scope, at: key.location, what: "choice list '\(listName)'") {
                     namedChoices[listName] = (
-                        ChoiceSet(specName: listName, typeName: typeName, isNamed: true, options: options), key.location
+                        ChoiceSet(specName: listName, typeName: typeName, isNamed: true, options: options, columns: columns), key.location
                     )
                     choiceOrder.append(listName)
                 }

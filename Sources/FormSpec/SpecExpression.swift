@@ -55,6 +55,8 @@ public struct SpecExpression: Sendable, Equatable {
     public var kind: Kind
     /// Where the node starts, in characters from the start of the expression's text.
     public var offset: Int
+    /// The node's type, set by the checker: what the generator translates by.
+    public var type: ExpressionType?
 
     /// The lists whose columns the expression names (`lines` for `lines.quantity * lines.unit_price`,
     /// once per column named), in reading order: what an aggregate ranges over.
@@ -65,6 +67,41 @@ public struct SpecExpression: Sendable, Equatable {
         case .binary(_, let a, let b): return a.columnLists + b.columnLists
         case .call(_, let arguments): return arguments.flatMap(\.columnLists)
         default: return []
+        }
+    }
+
+    /// The fields the expression reads, each path once per mention, in reading order.
+    public var fieldPaths: [FieldPath] {
+        switch kind {
+        case .field(let path): return [path]
+        case .negate(let inner), .not(let inner): return inner.fieldPaths
+        case .binary(_, let a, let b): return a.fieldPaths + b.fieldPaths
+        case .call(_, let arguments): return arguments.flatMap(\.fieldPaths)
+        default: return []
+        }
+    }
+
+    /// Whether the expression reads the clock (`today()`, `now()`).
+    public var readsClock: Bool {
+        switch kind {
+        case .call(.today, _), .call(.now, _): return true
+        case .negate(let inner), .not(let inner): return inner.readsClock
+        case .binary(_, let a, let b): return a.readsClock || b.readsClock
+        case .call(_, let arguments): return arguments.contains(where: \.readsClock)
+        default: return false
+        }
+    }
+
+    /// Whether two expressions mean the same, however they are spaced or parenthesised.
+    public func sameMeaning(as other: SpecExpression) -> Bool {
+        switch (kind, other.kind) {
+        case (.negate(let a), .negate(let b)), (.not(let a), .not(let b)): return a.sameMeaning(as: b)
+        case (.binary(let x, let a1, let a2), .binary(let y, let b1, let b2)):
+            return x == y && a1.sameMeaning(as: b1) && a2.sameMeaning(as: b2)
+        case (.call(let f, let a), .call(let g, let b)):
+            return f == g && a.count == b.count && zip(a, b).allSatisfy { $0.sameMeaning(as: $1) }
+        case (.field(let a), .field(let b)): return a == b
+        default: return kind == other.kind
         }
     }
 

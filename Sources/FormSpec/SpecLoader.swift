@@ -32,6 +32,7 @@ public enum SpecLoader {
         let root = reader.read(text)
         var checker = SpecChecker(path: path)
         checker.diagnostics = reader.diagnostics
+        checker.sourceLines = text.split(separator: "\n", omittingEmptySubsequences: false)
         var form: FormDefinition?
         var record: RecordDefinition?
         if let root {

@@ -175,16 +175,23 @@ public enum SpecLanguageSchema {
 
     static let count: JSONValue = .object([("type", .string("integer")), ("minimum", .integer(0))])
 
+    /// A field key holding an expression, with what it does and an example.
+    static func expressionKey(_ key: String, _ text: String, example: String) -> (String, JSONValue) {
+        (key, describe(text, [("$ref", .string("#/$defs/expression")), ("examples", .array([.string(example)]))]))
+    }
+
     static func definitions() -> [(String, JSONValue)] {
         let fileRules = ["min_count", "max_count", "max_bytes", "content_types", "defer", "download"]
         let rulesByType: [(String, [String])] = [
             ("text", ["min_length", "max_length", "pattern"]), ("integer", ["min", "max"]), ("decimal", ["min", "max"]),
-            ("choice", ["options"]), ("multi_choice", ["options", "min_count", "max_count"]),
+            ("choice", ["options", "choice_filter"]), ("multi_choice", ["options", "min_count", "max_count", "choice_filter"]),
             ("money", ["min", "max", "currency", "authority"]), ("reference", ["to"]),
             ("photo", fileRules), ("signature", fileRules), ("audio", fileRules), ("video", fileRules), ("file", fileRules),
             ("list", ["fields", "item", "min_count", "max_count"]),
         ]
-        let common = ["type", "description", "label", "required", "required_if", "conflict"]
+        let common = [
+            "type", "description", "label", "required", "required_if", "conflict", "relevant", "constraint", "constraint_message", "calculate",
+        ]
         var perType: [JSONValue] = []
         for type in fieldTypes {
             let rules = rulesByType.first { $0.0 == type }?.1 ?? []
@@ -211,8 +218,32 @@ public enum SpecLanguageSchema {
                 "options",
                 .object([
                     ("type", .string("array")), ("minItems", .integer(1)), ("uniqueItems", .bool(true)),
-                    ("items", .object([("type", .string("string")), ("pattern", .string("^[A-Za-z0-9][A-Za-z0-9_]*$"))])),
+                    ("items", ref("option")),
                 ])
+            ),
+            (
+                "option",
+                describe(
+                    "An option's value, or its value with columns a choice_filter reads: { value: harbour, region: north }.",
+                    [
+                        ("type", .array([.string("string"), .string("object")])),
+                        ("if", .object([("type", .string("string"))])),
+                        ("then", .object([("pattern", .string("^[A-Za-z0-9][A-Za-z0-9_]*$"))])),
+                        (
+                            "else",
+                            .object([
+                                ("required", .array([.string("value")])),
+                                ("properties", .object([("value", .object([("type", .string("string")), ("pattern", .string("^[A-Za-z0-9][A-Za-z0-9_]*$"))]))])),
+                                ("additionalProperties", .object([("type", .string("string"))])),
+                            ])
+                        ),
+                    ])
+            ),
+            (
+                "expression",
+                describe(
+                    "An expression: fields (name, ../name, list.column), literals ('text', 12, 2.5, true), = != < <= > >=, and or not, + - * div, count sum min max if today now length selected.",
+                    [("type", .string("string")), ("minLength", .integer(1)), ("maxLength", .integer(2000))])
             ),
             // No oneOf: an editor reports a oneOf failure as "matches none of the alternatives";
             // if/then/else and type lists let it say what is wrong with the branch that applies.
@@ -243,6 +274,24 @@ public enum SpecLanguageSchema {
                                             ])
                                     ),
                                     ("conflict", .object([("enum", .array(["merge", "client", "server", "ask"].map { .string($0) }))])),
+                                    expressionKey(
+                                        "relevant", "When the field applies; otherwise it is hidden, cleared and not validated.",
+                                        example: "passed = false"),
+                                    expressionKey(
+                                        "constraint", "What the field's value must satisfy, checked when it holds one.",
+                                        example: "departure_time > arrival_time"),
+                                    (
+                                        "constraint_message",
+                                        describe(
+                                            "The error's sentence when the constraint fails.",
+                                            [("type", .string("string")), ("examples", .array([.string("The departure must be after the arrival.")]))])
+                                    ),
+                                    expressionKey(
+                                        "calculate", "How a read-only field is derived; recalculated() fills it and the server checks it.",
+                                        example: "sum(lines.quantity * lines.unit_price)"),
+                                    expressionKey(
+                                        "choice_filter", "Which options are offered: evaluated for each, option.column naming its columns.",
+                                        example: "option.region = region"),
                                     ("authority", .object([("const", .string("server"))])),
                                     ("currency", .object([("type", .string("string")), ("pattern", .string("^[A-Z]{3}$"))])),
                                     ("min", .object([("type", .string("number"))])),
@@ -257,12 +306,7 @@ public enum SpecLanguageSchema {
                                             [
                                                 ("type", .array([.string("array"), .string("string")])), ("minItems", .integer(1)),
                                                 ("uniqueItems", .bool(true)),
-                                                (
-                                                    "items",
-                                                    .object([
-                                                        ("type", .string("string")), ("pattern", .string("^[A-Za-z0-9][A-Za-z0-9_]*$")),
-                                                    ])
-                                                ),
+                                                ("items", ref("option")),
                                             ])
                                     ),
                                     ("min_count", count),

@@ -29,6 +29,10 @@ public enum SwiftGenerator {
             }
             emitBody(fields: form.fields, typeName: form.name, scope: scope, root: true, into: &w)
             w.line()
+            emitRecalculated(form, scope: scope, into: &w)
+            w.line()
+            emitFieldQueries(fields: form.fields, scope: scope, parent: nil, into: &w)
+            w.line()
             emitLane(form, into: &w)
             w.line()
             emitEndpoint(form, into: &w)
@@ -118,12 +122,26 @@ public enum SwiftGenerator {
             for option in set.options {
                 w.line("case \(Naming.escaped(option.caseName)) = \(swiftLiteral(option.value))")
             }
+            for (index, column) in set.columns.enumerated() {
+                w.line()
+                w.doc("The options' column `\(column)`.")
+                w.block("public var \(Naming.escaped(Naming.lowerCamel(column))): String") { w in
+                    w.switchBlock("switch self") { w in
+                        for option in set.options {
+                            let value = index < option.columnValues.count ? option.columnValues[index] : ""
+                            w.line("case .\(Naming.escaped(option.caseName)): return \(swiftLiteral(value))")
+                        }
+                    }
+                }
+            }
         }
     }
 
     /// Properties, nested types, initializers, coding, validation, remapping and the field enum
     /// shared by the form type and every list item type.
-    static func emitBody(fields: [FieldDefinition], typeName: String, scope: Scope, root: Bool, into w: inout CodeWriter) {
+    static func emitBody(
+        fields: [FieldDefinition], typeName: String, scope: Scope, root: Bool, parent: Parent? = nil, into w: inout CodeWriter
+    ) {
         for field in fields {
             if case .choice(let set) = field.kind, !set.isNamed {
                 w.line()
@@ -139,7 +157,9 @@ public enum SwiftGenerator {
             let inner = scope.entering(list)
             w.doc("One item of `\(field.name)`.")
             w.block("public struct \(list.itemTypeName): Codable, Sendable, Equatable, JSONWritable, JSONReadable") { w in
-                emitBody(fields: list.fields, typeName: list.itemTypeName, scope: inner, root: false, into: &w)
+                emitBody(
+                    fields: list.fields, typeName: list.itemTypeName, scope: inner, root: false,
+                    parent: (scope.path.joined(separator: "."), fields), into: &w)
             }
         }
         w.line()
@@ -182,7 +202,12 @@ public enum SwiftGenerator {
         w.line()
         emitWriteJSON(fields: fields, into: &w)
         w.line()
-        emitValidate(fields: fields, scope: scope, root: root, into: &w)
+        emitValidate(fields: fields, scope: scope, root: root, parent: parent, into: &w)
+        emitExpressionHelpers(fields: fields, scope: scope, parent: parent, into: &w)
+        if parent != nil {
+            w.line()
+            emitFieldQueries(fields: fields, scope: scope, parent: parent, into: &w)
+        }
         w.line()
         emitPlaceholders(fields: fields, root: root, into: &w)
         w.line()
@@ -257,9 +282,10 @@ public enum SwiftGenerator {
 
     // MARK: Validation
 
-    static func emitValidate(fields: [FieldDefinition], scope: Scope, root: Bool, into w: inout CodeWriter) {
+    static func emitValidate(fields: [FieldDefinition], scope: Scope, root: Bool, parent: Parent?, into w: inout CodeWriter) {
         w.doc("Adds every rule this \(root ? "payload" : "item") breaks, under `pointer`.")
-        w.block("func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator)") { w in
+        let parentParameter = parent.map { ", parent: \($0.type)" } ?? ""
+        w.block("func validate(at pointer: @autoclosure () -> String, into validator: inout FieldValidator\(parentParameter))") { w in
             for field in fields {
                 let n = name(field)
                 let p = "JSONPointer.appending(pointer(), \(swiftLiteral(field.name)))"
@@ -320,12 +346,13 @@ public enum SwiftGenerator {
                         lines.append("validator.count(\(n).count, min: \(opt(list.count.min)), max: \(opt(list.count.max)), at: \(p))")
                     }
                     lines.append(
-                        "for (index, item) in \(n).enumerated() { item.validate(at: JSONPointer.appending(\(p), index), into: &validator) }"
+                        "for (index, item) in \(n).enumerated() { item.validate(at: JSONPointer.appending(\(p), index), into: &validator, parent: self) }"
                     )
                 case .boolean, .date, .time, .datetime, .choice:
                     break
                 }
-                for line in lines { w.line(line) }
+                lines += expressionRules(field, pointer: p, parent: parent)
+                emitRelevantRules(field, lines, pointer: p, parent: parent, into: &w)
             }
         }
     }

@@ -2,10 +2,10 @@ import FormSpec
 import FormSyncModel
 import Foundation
 
-/// A value an expression computes, in the types the generated code uses.
+/// A value an expression computes, in the types the generated code computes with.
 enum ExpressionValue: Equatable {
     case integer(Int)
-    case decimal(Decimal)
+    case decimal(ExactDecimal)
     case money(Money)
     case text(String)
     case boolean(Bool)
@@ -14,66 +14,91 @@ enum ExpressionValue: Equatable {
     case datetime(Timestamp)
     /// A multi-choice's selected values.
     case choices([String])
+    /// A list field, for `count`.
+    case count(Int)
 }
 
-/// Evaluates a checked expression on a payload: the semantics the generated Swift (and the
-/// preview) are held to. An absent value makes a result unknown (nil), and unknown spreads,
-/// except where the answer does not depend on it (`false and x`, `true or x`). Arithmetic never
-/// traps: an overflow or a division by zero is unknown. Money stays in minor units.
+/// Evaluates a checked expression on a payload read by the interpreter, through the same
+/// `Formula` operations the generated code calls, so the two agree by construction: unknown
+/// (nil) spreads except where `and`/`or` are settled by one side, nothing traps, money stays in
+/// minor units, decimals are exact or unknown.
 struct ExpressionEvaluator {
-    /// The day and the moment `today()` and `now()` read (injected: tests are deterministic).
-    var today: LocalDate
-    var now: Timestamp
+    /// What `today()` and `now()` read (the generated code reads `FormClock.current` too).
+    var clock: FormClock
+
+    init(clock: FormClock = FormClock.current) {
+        self.clock = clock
+    }
+
+    init(today: LocalDate, now: Timestamp) {
+        self.init(clock: .fixed(today: today, now: now))
+    }
+
+    /// Where an expression is evaluated: its level, the level above, the item an aggregate is
+    /// at, the option a `choice_filter` is asked about.
+    struct Context {
+        var object: InterpretedObject
+        var parent: InterpretedObject?
+        var item: (list: String, values: InterpretedObject)? = nil
+        var option: (option: ChoiceOption, columns: [String])? = nil
+    }
 
     /// The value of `expression` on `object` (its level), `parent` being the level above.
     func value(of expression: SpecExpression, in object: InterpretedObject, parent: InterpretedObject?) -> ExpressionValue? {
-        evaluate(expression, object: object, parent: parent, item: nil)
+        evaluate(expression, Context(object: object, parent: parent))
     }
 
     /// A boolean expression's verdict: true, false, or nil when it cannot be known.
-    func holds(_ expression: SpecExpression, in object: InterpretedObject, parent: InterpretedObject?) -> Bool? {
-        if case .boolean(let value) = value(of: expression, in: object, parent: parent) { return value }
+    func holds(_ expression: SpecExpression, in context: Context) -> Bool? {
+        if case .boolean(let value) = evaluate(expression, context) { return value }
         return nil
     }
 
-    private func evaluate(
-        _ node: SpecExpression, object: InterpretedObject, parent: InterpretedObject?, item: (list: String, values: InterpretedObject)?
-    ) -> ExpressionValue? {
-        func sub(_ node: SpecExpression) -> ExpressionValue? { evaluate(node, object: object, parent: parent, item: item) }
+    func holds(_ expression: SpecExpression, in object: InterpretedObject, parent: InterpretedObject?) -> Bool? {
+        holds(expression, in: Context(object: object, parent: parent))
+    }
+
+    func evaluate(_ node: SpecExpression, _ context: Context) -> ExpressionValue? {
+        func sub(_ node: SpecExpression) -> ExpressionValue? { evaluate(node, context) }
         switch node.kind {
         case .integer(let value): return Int(exactly: value).map(ExpressionValue.integer)
-        case .decimal(let digits): return Decimal(string: digits, locale: Locale(identifier: "en_US_POSIX")).map(ExpressionValue.decimal)
+        case .decimal(let digits): return Formula.literal(digits).map(ExpressionValue.decimal)
         case .text(let text): return .text(text)
         case .boolean(let value): return .boolean(value)
-        case .field(let path):
-            if path.names.count == 2 {
-                guard let item, item.list == path.names[0] else { return nil }
-                return Self.convert(item.values.values[path.names[1]])
-            }
-            let level = path.up == 0 ? object : parent
-            return Self.convert(level?.values[path.names[0]])
+        case .field(let path): return field(path, context)
         case .negate(let inner):
             switch sub(inner) {
-            case .integer(let value): return value.multipliedReportingOverflow(by: -1).overflow ? nil : .integer(-value)
-            case .decimal(let value): return .decimal(-value)
-            case .money(let money):
-                return money.minorUnits == .min ? nil : .money(Money(minorUnits: -money.minorUnits, currency: money.currency))
+            case .integer(let v): return Formula.negate(v).map(ExpressionValue.integer)
+            case .decimal(let v): return .decimal(v.negated)
+            case .money(let v): return Formula.negate(v).map(ExpressionValue.money)
             default: return nil
             }
         case .not(let inner):
-            if case .boolean(let value) = sub(inner) { return .boolean(!value) }
-            return nil
+            return Formula.not(Self.boolean(sub(inner))).map(ExpressionValue.boolean)
         case .binary(let op, let left, let right):
             return binary(op, left, right, sub)
         case .call(let function, let arguments):
-            return call(function, arguments, object: object, parent: parent, item: item, sub)
+            return call(function, arguments, context, sub)
         }
     }
 
-    private static func convert(_ value: InterpretedValue?) -> ExpressionValue? {
+    private func field(_ path: SpecExpression.FieldPath, _ context: Context) -> ExpressionValue? {
+        if let (option, columns) = context.option, path.up == 0, path.names.count == 2, path.names[0] == "option" {
+            guard let index = columns.firstIndex(of: path.names[1]), index < option.columnValues.count else { return nil }
+            return .text(option.columnValues[index])
+        }
+        if path.names.count == 2 {
+            guard let item = context.item, item.list == path.names[0] else { return nil }
+            return Self.convert(item.values.values[path.names[1]])
+        }
+        let level = path.up == 0 ? context.object : context.parent
+        return Self.convert(level?.values[path.names[0]])
+    }
+
+    static func convert(_ value: InterpretedValue?) -> ExpressionValue? {
         switch value {
         case .integer(let v): return .integer(v)
-        case .decimal(let v): return .decimal(v)
+        case .decimal(let v): return Formula.exact(v).map(ExpressionValue.decimal)
         case .money(let v): return .money(v)
         case .text(let v), .choice(let v): return .text(v)
         case .boolean(let v): return .boolean(v)
@@ -81,13 +106,20 @@ struct ExpressionEvaluator {
         case .time(let v): return .time(v)
         case .datetime(let v): return .datetime(v)
         case .choices(let v): return .choices(v)
+        case .list(let items): return .count(items.count)
         default: return nil
         }
     }
 
-    private static func decimal(_ value: ExpressionValue?) -> Decimal? {
+    private static func boolean(_ value: ExpressionValue?) -> Bool? {
+        if case .boolean(let v) = value { return v }
+        return nil
+    }
+
+    /// A number as a decimal (the generated code widens an integer beside a decimal the same way).
+    private static func exact(_ value: ExpressionValue?) -> ExactDecimal? {
         switch value {
-        case .integer(let v): return Decimal(v)
+        case .integer(let v): return Formula.exact(v)
         case .decimal(let v): return v
         default: return nil
         }
@@ -97,129 +129,122 @@ struct ExpressionEvaluator {
         _ op: SpecExpression.BinaryOperator, _ left: SpecExpression, _ right: SpecExpression, _ sub: (SpecExpression) -> ExpressionValue?
     ) -> ExpressionValue? {
         switch op {
-        case .and, .or:
-            // Three-valued: the right side is read only when the left does not settle it.
-            let a: Bool? = if case .boolean(let v) = sub(left) { v } else { nil }
-            if a == (op == .or) { return .boolean(op == .or) }
-            let b: Bool? = if case .boolean(let v) = sub(right) { v } else { nil }
-            if b == (op == .or) { return .boolean(op == .or) }
-            guard a != nil, b != nil else { return nil }
-            return .boolean(op == .and)
+        case .and:
+            return Formula.and(Self.boolean(sub(left)), Self.boolean(sub(right))).map(ExpressionValue.boolean)
+        case .or:
+            return Formula.or(Self.boolean(sub(left)), Self.boolean(sub(right))).map(ExpressionValue.boolean)
         case .equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual:
-            guard let a = sub(left), let b = sub(right), let order = Self.compare(a, b, equalityOnly: op == .equal || op == .notEqual)
-            else { return nil }
-            switch op {
-            case .equal: return .boolean(order == .orderedSame)
-            case .notEqual: return .boolean(order != .orderedSame)
-            case .less: return .boolean(order == .orderedAscending)
-            case .lessOrEqual: return .boolean(order != .orderedDescending)
-            case .greater: return .boolean(order == .orderedDescending)
-            default: return .boolean(order != .orderedAscending)
-            }
+            let comparison: Formula.Comparison =
+                switch op {
+                case .equal: .equal
+                case .notEqual: .notEqual
+                case .less: .less
+                case .lessOrEqual: .lessOrEqual
+                case .greater: .greater
+                default: .greaterOrEqual
+                }
+            return Formula.holds(Self.compare(sub(left), sub(right)), comparison).map(ExpressionValue.boolean)
         case .plus, .minus, .times:
-            let (a, b) = (sub(left), sub(right))
-            switch (a, b) {
-            case (.integer(let x), .integer(let y)):
-                let (result, overflow) =
-                    op == .plus
-                    ? x.addingReportingOverflow(y) : op == .minus ? x.subtractingReportingOverflow(y) : x.multipliedReportingOverflow(by: y)
-                return overflow ? nil : .integer(result)
-            case (.money(let x), .money(let y)) where op != .times:
-                guard x.currency == y.currency else { return nil }
-                let (result, overflow) =
-                    op == .plus
-                    ? x.minorUnits.addingReportingOverflow(y.minorUnits) : x.minorUnits.subtractingReportingOverflow(y.minorUnits)
-                return overflow ? nil : .money(Money(minorUnits: result, currency: x.currency))
-            case (.money(let money), .integer(let n)) where op == .times, (.integer(let n), .money(let money)) where op == .times:
-                let (result, overflow) = money.minorUnits.multipliedReportingOverflow(by: Int64(n))
-                return overflow ? nil : .money(Money(minorUnits: result, currency: money.currency))
-            default:
-                guard let x = Self.decimal(a), let y = Self.decimal(b) else { return nil }
-                return .decimal(op == .plus ? x + y : op == .minus ? x - y : x * y)
-            }
+            return Self.arithmetic(op, sub(left), sub(right))
         case .divide:
-            guard let x = Self.decimal(sub(left)), let y = Self.decimal(sub(right)), !y.isZero else { return nil }
-            return .decimal(x / y)
+            return Formula.divide(Self.exact(sub(left)), Self.exact(sub(right))).map(ExpressionValue.decimal)
         }
     }
 
-    /// How `a` stands against `b`; nil when they cannot be compared (money in two currencies).
-    private static func compare(_ a: ExpressionValue, _ b: ExpressionValue, equalityOnly: Bool) -> ComparisonResult? {
-        func order<T: Comparable>(_ x: T, _ y: T) -> ComparisonResult {
-            x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame
-        }
+    static func arithmetic(_ op: SpecExpression.BinaryOperator, _ a: ExpressionValue?, _ b: ExpressionValue?) -> ExpressionValue? {
         switch (a, b) {
-        case (.integer(let x), .integer(let y)): return order(x, y)
-        case (.money(let x), .money(let y)): return x.currency == y.currency ? order(x.minorUnits, y.minorUnits) : nil
-        case (.text(let x), .text(let y)): return equalityOnly ? (x == y ? .orderedSame : .orderedAscending) : order(x, y)
-        case (.boolean(let x), .boolean(let y)): return x == y ? .orderedSame : .orderedAscending
-        case (.date(let x), .date(let y)): return order(x, y)
-        case (.time(let x), .time(let y)): return order(x, y)
-        case (.datetime(let x), .datetime(let y)): return order(x, y)
+        case (.integer(let x), .integer(let y)):
+            let result = op == .plus ? Formula.add(x, y) : op == .minus ? Formula.subtract(x, y) : Formula.multiply(x, y)
+            return result.map(ExpressionValue.integer)
+        case (.money(let x), .money(let y)) where op != .times:
+            return (op == .plus ? Formula.add(x, y) : Formula.subtract(x, y)).map(ExpressionValue.money)
+        case (.money(let money), .integer(let n)) where op == .times, (.integer(let n), .money(let money)) where op == .times:
+            return Formula.multiply(money, n).map(ExpressionValue.money)
         default:
-            guard let x = decimal(a), let y = decimal(b) else { return nil }
-            return order(x, y)
+            let (x, y) = (exact(a), exact(b))
+            let result = op == .plus ? Formula.add(x, y) : op == .minus ? Formula.subtract(x, y) : Formula.multiply(x, y)
+            return result.map(ExpressionValue.decimal)
+        }
+    }
+
+    static func compare(_ a: ExpressionValue?, _ b: ExpressionValue?) -> ComparisonResult? {
+        switch (a, b) {
+        case (.integer(let x), .integer(let y)): return Formula.compare(x, y)
+        case (.money(let x), .money(let y)): return Formula.compare(x, y)
+        case (.text(let x), .text(let y)): return Formula.compare(x, y)
+        case (.boolean(let x), .boolean(let y)): return Formula.compare(x, y)
+        case (.date(let x), .date(let y)): return Formula.compare(x, y)
+        case (.time(let x), .time(let y)): return Formula.compare(x, y)
+        case (.datetime(let x), .datetime(let y)): return Formula.compare(x, y)
+        default: return Formula.compare(exact(a), exact(b))
         }
     }
 
     private func call(
-        _ function: SpecExpression.Function, _ arguments: [SpecExpression], object: InterpretedObject, parent: InterpretedObject?,
-        item: (list: String, values: InterpretedObject)?, _ sub: (SpecExpression) -> ExpressionValue?
+        _ function: SpecExpression.Function, _ arguments: [SpecExpression], _ context: Context, _ sub: (SpecExpression) -> ExpressionValue?
     ) -> ExpressionValue? {
         switch function {
-        case .today: return .date(today)
-        case .now: return .datetime(now)
+        case .today: return clock.today.map(ExpressionValue.date)
+        case .now: return clock.now.map(ExpressionValue.datetime)
         case .length:
-            // Unicode scalars: the same count a browser's [...text].length gives.
-            if case .text(let text) = sub(arguments[0]) { return .integer(text.unicodeScalars.count) }
+            if case .text(let text) = sub(arguments[0]) { return Formula.length(text).map(ExpressionValue.integer) }
             return nil
         case .selected:
-            guard case .choices(let selected) = sub(arguments[0]), case .text(let value) = sub(arguments[1]) else { return nil }
-            return .boolean(selected.contains(value))
+            guard case .choices(let selected) = sub(arguments[0]) else { return nil }
+            let value: String? = if case .text(let v) = sub(arguments[1]) { v } else { nil }
+            return Formula.selected(selected, value).map(ExpressionValue.boolean)
         case .if:
-            guard case .boolean(let condition) = sub(arguments[0]) else { return nil }
-            return sub(condition ? arguments[1] : arguments[2])
+            guard let condition = Self.boolean(sub(arguments[0])) else { return nil }
+            let chosen = sub(condition ? arguments[1] : arguments[2])
+            // A branch of integers beside one of decimals is widened, as the generated code does.
+            let other = condition ? arguments[2] : arguments[1]
+            if case .integer = chosen, other.type == .decimal { return Self.exact(chosen).map(ExpressionValue.decimal) }
+            return chosen
         case .count:
-            guard case .field(let path) = arguments[0].kind, case .list(let items) = object.values[path.names[0]] else {
-                return .integer(0)
-            }
-            return .integer(items.count)
+            if case .count(let n) = sub(arguments[0]) { return .integer(n) }
+            return .integer(0)
         case .sum, .min, .max:
-            // Over the items of the list the argument's columns name; items where it is unknown
-            // are left out; none left is unknown.
+            // Over the items of the list the argument's columns name, in order; items where it is
+            // unknown are left out; none left is unknown.
             guard let list = arguments[0].columnLists.first else { return nil }
-            let items: [InterpretedObject] = if case .list(let items) = object.values[list] { items } else { [] }
-            let values = items.compactMap { evaluate(arguments[0], object: object, parent: parent, item: (list, $0)) }
-            guard var result = values.first else { return nil }
-            for value in values.dropFirst() {
-                switch function {
-                case .sum:
-                    guard let next = add(result, value) else { return nil }
-                    result = next
-                default:
-                    guard let order = Self.compare(value, result, equalityOnly: false) else { return nil }
-                    if (function == .min && order == .orderedAscending) || (function == .max && order == .orderedDescending) {
-                        result = value
-                    }
-                }
+            let items: [InterpretedObject] = if case .list(let items) = context.object.values[list] { items } else { [] }
+            var itemContext = context
+            let values = items.map { item -> ExpressionValue? in
+                itemContext.item = (list, item)
+                return evaluate(arguments[0], itemContext)
             }
-            return result
+            return Self.aggregate(function, values)
         }
     }
 
-    private func add(_ a: ExpressionValue, _ b: ExpressionValue) -> ExpressionValue? {
-        switch (a, b) {
-        case (.integer(let x), .integer(let y)):
-            let (sum, overflow) = x.addingReportingOverflow(y)
-            return overflow ? nil : .integer(sum)
-        case (.money(let x), .money(let y)):
-            guard x.currency == y.currency else { return nil }
-            let (sum, overflow) = x.minorUnits.addingReportingOverflow(y.minorUnits)
-            return overflow ? nil : .money(Money(minorUnits: sum, currency: x.currency))
+    /// `sum`, `min` or `max` of values of one type, through the `Formula` fold the generated code uses.
+    static func aggregate(_ function: SpecExpression.Function, _ values: [ExpressionValue?]) -> ExpressionValue? {
+        func unwrap<T>(_ pick: (ExpressionValue) -> T?) -> [T?] { values.map { $0.flatMap(pick) } }
+        let known = values.compactMap { $0 }
+        switch known.first {
+        case .integer?:
+            let numbers = unwrap { if case .integer(let v) = $0 { v } else { nil } }
+            let result = function == .sum ? Formula.sum(numbers) : function == .min ? Formula.minimum(numbers) : Formula.maximum(numbers)
+            return result.map(ExpressionValue.integer)
+        case .decimal?:
+            let numbers = unwrap { if case .decimal(let v) = $0 { v } else { nil } }
+            let result = function == .sum ? Formula.sum(numbers) : function == .min ? Formula.minimum(numbers) : Formula.maximum(numbers)
+            return result.map(ExpressionValue.decimal)
+        case .money?:
+            let amounts = unwrap { if case .money(let v) = $0 { v } else { nil } }
+            let result = function == .sum ? Formula.sum(amounts) : function == .min ? Formula.minimum(amounts) : Formula.maximum(amounts)
+            return result.map(ExpressionValue.money)
+        case .date?:
+            let days = unwrap { if case .date(let v) = $0 { v } else { nil } }
+            return (function == .min ? Formula.minimum(days) : Formula.maximum(days)).map(ExpressionValue.date)
+        case .time?:
+            let times = unwrap { if case .time(let v) = $0 { v } else { nil } }
+            return (function == .min ? Formula.minimum(times) : Formula.maximum(times)).map(ExpressionValue.time)
+        case .datetime?:
+            let moments = unwrap { if case .datetime(let v) = $0 { v } else { nil } }
+            return (function == .min ? Formula.minimum(moments) : Formula.maximum(moments)).map(ExpressionValue.datetime)
         default:
-            guard let x = Self.decimal(a), let y = Self.decimal(b) else { return nil }
-            return .decimal(x + y)
+            return nil
         }
     }
-
 }

@@ -69,7 +69,8 @@ public enum SpecInterpreter {
                 }
                 return (try merged.encoded(), merge.conflicts)
             },
-            mapFiles: { json, transform in try mapFiles(try read(json), transform).encoded() })
+            mapFiles: { json, transform in try mapFiles(try read(json), transform).encoded() },
+            recalculate: { json in try recalculated(try read(json), steps: form.settleSteps).encoded() })
     }
 
     /// The registry entry of one record type.
@@ -114,10 +115,17 @@ public enum SpecInterpreter {
     // MARK: What generated code does, field by field
 
     /// The generated `validate(at:into:)`: the same rules, in the same order.
-    static func validate(_ object: InterpretedObject, at pointer: String, into validator: inout FieldValidator) {
+    static func validate(
+        _ object: InterpretedObject, at pointer: String, into validator: inout FieldValidator, parent: InterpretedObject? = nil
+    ) {
+        let evaluator = ExpressionEvaluator()
         for field in object.fields {
             let p = JSONPointer.appending(pointer, field.name)
             let value = object.values[field.name]
+            if let relevant = field.relevant, evaluator.holds(relevant.expression, in: object, parent: parent) != true {
+                validator.notRelevant(holdsValue: holdsValue(value), at: p)
+                continue
+            }
             func require() {
                 switch value {
                 case .text(let text)?: validator.require(text, at: p)
@@ -178,10 +186,13 @@ public enum SpecInterpreter {
                 if list.count.min != nil || list.count.max != nil {
                     validator.count(items.count, min: list.count.min, max: list.count.max, at: p)
                 }
-                for (index, item) in items.enumerated() { validate(item, at: JSONPointer.appending(p, index), into: &validator) }
+                for (index, item) in items.enumerated() {
+                    validate(item, at: JSONPointer.appending(p, index), into: &validator, parent: object)
+                }
             case .boolean, .date, .time, .datetime, .choice:
                 break
             }
+            expressionRules(field, value, object: object, parent: parent, evaluator: evaluator, at: p, into: &validator)
         }
     }
 

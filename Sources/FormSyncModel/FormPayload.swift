@@ -16,6 +16,9 @@ public protocol FormPayload: Codable, Sendable, Equatable {
     var endpoint: String { get }
     /// Every rule violation, each with a JSON Pointer into the payload. Empty means valid.
     func validate() -> [FieldError]
+    /// A copy with the spec's calculations done and the fields that do not apply cleared
+    /// (`calculate:`, `relevant:`): what the outbox queues.
+    func recalculated() -> Self
     /// The placeholder ids (negative) held in file and reference fields, at any depth, each once,
     /// in field order.
     var placeholders: [Int64] { get }
@@ -31,4 +34,9 @@ public protocol FormPayload: Codable, Sendable, Equatable {
     static var recordAction: RecordAction? { get }
     /// How payloads of older versions become this one (`upgrades:` in its spec).
     static var upgrades: [FormUpgrade] { get }
+}
+
+extension FormPayload {
+    /// A payload without calculations or relevance is its own recalculation.
+    public func recalculated() -> Self { self }
 }

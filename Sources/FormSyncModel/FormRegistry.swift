@@ -21,6 +21,8 @@ public struct FormRegistry: Sendable {
         package let mapFiles: (@Sendable (Data, (FileRef) -> FileRef) throws -> Data)?
         /// `admit` from one decoding (generated forms); nil composes the closures above.
         let admitting: (@Sendable (Data) throws -> Admission)?
+        /// The payload as its form's `recalculated()` returns it.
+        package let recalculate: @Sendable (Data) throws -> Data
 
         package init(
             name: String, version: Int, recordAction: RecordAction?, upgrades: [FormUpgrade],
@@ -29,8 +31,10 @@ public struct FormRegistry: Sendable {
             remap: @escaping @Sendable (Data, [Int64: Int64]) throws -> (payload: Data, endpoint: String),
             merge: @escaping @Sendable (Data, Data, Data) throws -> (merged: Data, conflicts: [FieldConflict]),
             mapFiles: (@Sendable (Data, (FileRef) -> FileRef) throws -> Data)? = nil,
-            admitting: (@Sendable (Data) throws -> Admission)? = nil
+            admitting: (@Sendable (Data) throws -> Admission)? = nil,
+            recalculate: @escaping @Sendable (Data) throws -> Data = { $0 }
         ) {
+            self.recalculate = recalculate
             self.admitting = admitting
             self.mapFiles = mapFiles
             self.name = name
@@ -156,7 +160,8 @@ public struct FormRegistry: Sendable {
                 guard placeholders.isEmpty else { return .holdsPlaceholders(placeholders) }
                 let remapped = value.remapped([:])
                 return .admitted(payload: try encode(remapped), endpoint: remapped.endpoint)
-            })
+            },
+            recalculate: { try encode(try decode($0).recalculated()) })
     }
 }
 

@@ -596,8 +596,9 @@ public final class SyncServer: @unchecked Sendable {
         let admission: FormRegistry.Entry.Admission
         let files: [FileUse]
         do {
-            // One decoding for the rules, the placeholders, the canonical bytes and the files.
-            (admission, files) = try FileUse.gathering { try entry.admit(body) }
+            // One decoding for the rules, the placeholders, the canonical bytes and the files. The
+            // clock is unknown: a constraint reading today() or now() is the device's to check.
+            (admission, files) = try FormClock.$current.withValue(.unknown) { try FileUse.gathering { try entry.admit(body) } }
         } catch {
             return .failed(error)
         }

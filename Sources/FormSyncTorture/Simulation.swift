@@ -57,7 +57,7 @@ package struct Simulation {
             case .backOffice(let n): return "back office change #\(n)"
             case .expireTokens: return "access tokens expire"
             case .switchWorkspace: return "switch workspace"
-            case .upgradeApp: return "app update: SalesOrder version 2"
+            case .upgradeApp: return "app update: SalesOrder version \(AppUpdate.nextVersion)"
             case .reopen: return "the app restarts (outbox reopened)"
             }
         }

@@ -39,8 +39,8 @@ enum DemoCommand {
         own. W workers (default 3) then each capture I submissions (default 8) of every form
         while offline, and edit records they pulled, while the back office readdresses,
         reassigns and deletes deliveries and changes customers. Mid-day the app is updated:
-        every device but the last switches to SalesOrder version 2 (a field renamed, a required
-        field with a default) with its version 1 orders still queued. Then they sync (each device
+        every device but the last switches to the next SalesOrder version (a field renamed, a
+        required field with a default) with its orders of the version before still queued. Then they sync (each device
         runs a SyncEngine in its own process) through captive portals, 503s, 429s, lost
         replies, slow replies, expired tokens, a long outage in which no server answers, and
         a device whose clock ran 72 h ahead during capture, with one device process killed mid-flush and restarted; each
@@ -115,7 +115,7 @@ struct FieldDay {
     }
 
     mutating func run() async throws -> Int32 {
-        // The server was updated first: it speaks SalesOrder versions 1 and 2 all day.
+        // The server was updated first: it speaks the built and the next SalesOrder versions all day.
         let server = try SyncServer(
             directory: folder.appendingPathComponent("server").path, registry: try AppUpdate.nextBuild(),
             records: RecordRegistry(FormCatalog.records))
@@ -196,7 +196,7 @@ struct FieldDay {
         note("device \(clockAheadWorker)'s clock ran 72 h ahead during capture (corrected before sync)")
         let updatedList = (1...workers).filter(updated).map(String.init).joined(separator: ", ")
         note(
-            "app update mid-day: device\(workers > 2 ? "s" : "") \(updatedList) now run\(workers > 2 ? "" : "s") SalesOrder version 2 with their version 1 orders still queued"
+            "app update mid-day: device\(workers > 2 ? "s" : "") \(updatedList) now run\(workers > 2 ? "" : "s") SalesOrder version \(AppUpdate.nextVersion) with their version \(SalesOrder.formVersion) orders still queued"
                 + (workers >= 2 ? "; device \(workers) stays on the old build" : ""))
         var processes: [Int: Process] = [:]
         for worker in 1...workers { processes[worker] = try device(worker) }
@@ -501,10 +501,10 @@ struct FieldDay {
                 if item.form == "SalesOrder" {
                     if updated(worker) {
                         ordersOnUpdated += 1
-                        if item.formVersion == 2 { ordersUpgraded += 1 }
+                        if item.formVersion == AppUpdate.nextVersion { ordersUpgraded += 1 }
                     } else {
                         ordersOnOldBuild += 1
-                        if item.formVersion == 1 { ordersOldBuildStayedV1 += 1 }
+                        if item.formVersion == SalesOrder.formVersion { ordersOldBuildStayedV1 += 1 }
                     }
                 }
                 if let form = item.form {
@@ -585,10 +585,11 @@ struct FieldDay {
         print("  placeholders left in server records:         \(unresolved.count)")
         print("  files on the server:                         \(server.fileIDs().count) of \(photos)")
         let storedOrders = documents.filter { $0.form == "SalesOrder" }
-        let storedV2 = storedOrders.filter { $0.formVersion == 2 }.count
-        print("  orders upgraded on updated devices:          \(ordersUpgraded) of \(ordersOnUpdated) (version 1 → 2, sent as version 2)")
-        print("  orders sent as version 1 by the old build:   \(ordersOldBuildStayedV1) of \(ordersOnOldBuild) (upgraded by the server)")
-        print("  orders stored as version 2 on the server:    \(storedV2) of \(storedOrders.count)")
+        let (built, next) = (SalesOrder.formVersion, AppUpdate.nextVersion)
+        let storedV2 = storedOrders.filter { $0.formVersion == next }.count
+        print("  orders upgraded on updated devices:          \(ordersUpgraded) of \(ordersOnUpdated) (version \(built) → \(next), sent as version \(next))")
+        print("  orders sent as version \(built) by the old build:   \(ordersOldBuildStayedV1) of \(ordersOnOldBuild) (upgraded by the server)")
+        print("  orders stored as version \(next) on the server:    \(storedV2) of \(storedOrders.count)")
         print("  device edits on the server's records:        \(edited) of \(2 * workers) delivery edits")
         print(
             "  device stores equal the server's scope:      \(diverged.isEmpty ? "yes (\(recordsHeld) records on \(workers) devices)" : "NO, \(diverged.count) differences")"

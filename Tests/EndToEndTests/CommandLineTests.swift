@@ -70,23 +70,24 @@ struct CommandLineTests {
         )
         .write(to: path, atomically: true, encoding: .utf8)
         let edited = try await formsync("generate", specs.path, "--output", output, "--check")
+        let v = SalesOrder.formVersion
         #expect(edited.status == 1)
-        #expect(edited.errors.contains("the shape of form SalesOrder changed but its version is still 1"))
-        #expect(edited.errors.contains("bump version to 2"))
-        // Bumped: generate records version 2, diff --lock shows what it means, and exits 0 (a warning).
-        try String(contentsOf: path, encoding: .utf8).replacingOccurrences(of: "version: 1", with: "version: 2").write(
+        #expect(edited.errors.contains("the shape of form SalesOrder changed but its version is still \(v)"))
+        #expect(edited.errors.contains("bump version to \(v + 1)"))
+        // Bumped: generate records the next version, diff --lock shows what it means, and exits 0 (a warning).
+        try String(contentsOf: path, encoding: .utf8).replacingOccurrences(of: "version: \(v)", with: "version: \(v + 1)").write(
             to: path, atomically: true, encoding: .utf8)
         #expect(try await formsync("generate", specs.path, "--output", output).status == 0)
         let lock = try String(contentsOf: specs.appendingPathComponent("formspecs.lock"), encoding: .utf8)
-        #expect(lock.contains("\"2\" : {"))
+        #expect(lock.contains("\"\(v + 1)\" : {"))
         // Removing a field with no upgrader is breaking: diff against the lock exits 1.
-        try String(contentsOf: path, encoding: .utf8).replacingOccurrences(of: "version: 2", with: "version: 3")
+        try String(contentsOf: path, encoding: .utf8).replacingOccurrences(of: "version: \(v + 1)", with: "version: \(v + 2)")
             .replacingOccurrences(of: "  discount_percent:\n    type: decimal\n    min: 0\n    max: 30\n", with: "")
             .write(to: path, atomically: true, encoding: .utf8)
         let diff = try await formsync("diff", "--lock", specs.path)
         #expect(diff.status == 1)
-        #expect(diff.errors.contains("version 2 → 3: field 'discount_percent' was removed"))
-        #expect(diff.errors.contains("version 1 → 2: field 'payment_terms_days': became required"))
+        #expect(diff.errors.contains("version \(v + 1) → \(v + 2): field 'discount_percent' was removed"))
+        #expect(diff.errors.contains("version \(v) → \(v + 1): field 'payment_terms_days': became required"))
         #expect(try await formsync("diff", "--lock", folder.appendingPathComponent("nowhere").path).status == 2)
     }
 

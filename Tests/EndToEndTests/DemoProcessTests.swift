@@ -29,8 +29,8 @@ struct DemoProcessTests {
         #expect(run.errors.contains("  syncing: server holds "))
         #expect(text.contains("device stores equal the server's scope:      yes"))
         #expect(text.contains("orders upgraded on updated devices:          2 of 2"))
-        #expect(text.contains("orders sent as version 1 by the old build:   2 of 2"))
-        #expect(text.contains("orders stored as version 2 on the server:    4 of 4"))
+        #expect(text.contains("orders sent as version 2 by the old build:   2 of 2"))
+        #expect(text.contains("orders stored as version 3 on the server:    4 of 4"))
         #expect(text.contains("device edits on the server's records:        4 of 4 delivery edits"))
     }
 }

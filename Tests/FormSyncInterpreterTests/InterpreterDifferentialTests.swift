@@ -64,8 +64,15 @@ struct InterpreterDifferentialTests {
         #expect(valid + invalid == 500)
     }
 
+    /// The day and moment `today()` and `now()` read in these tests: both sides read `FormClock.current`.
+    static let clock = FormClock.fixed(today: LocalDate("2026-06-01")!, now: Timestamp("2026-11-30T09:00:00+01:00")!)
+
     @Test(arguments: formCases())
     func generatedCodeAndInterpreterAgreeOnEveryPayloadOfAForm(_ name: String) throws {
+        try FormClock.$current.withValue(Self.clock) { try agreeOnEveryPayload(name) }
+    }
+
+    func agreeOnEveryPayload(_ name: String) throws {
         let (definition, _, interpreted) = Self.definitions(name)
         let form = try #require(definition)
         let generated = try #require(Self.generatedForms[name])
@@ -76,10 +83,26 @@ struct InterpreterDifferentialTests {
         var random = RandomPayloads(seed: UInt64(name.utf8.reduce(7) { $0 &* 31 &+ UInt64($1) }))
         var decodable: [Data] = []
         for round in 0..<600 {
+            // Every other payload decodes, so that rules past decoding (expressions) are reached.
+            random.wellTyped = round % 2 == 1
             let json = Data(random.payload(form.fields).utf8)
             let a = generated.validate(json)
             let b = interpreter.validate(json)
             #expect(Self.errors(a) == Self.errors(b), "round \(round): \(String(decoding: json, as: UTF8.self))")
+            let expressionCodes: Set<String> = ["constraint", "calculated", "not_relevant", "not_offered"]
+            #expect(
+                a.filter { expressionCodes.contains($0.code) }.map(\.detail) == b.filter { expressionCodes.contains($0.code) }.map(\.detail),
+                "round \(round): \(String(decoding: json, as: UTF8.self))")
+            let settledA = try? generated.recalculate(json)
+            let settledB = try? interpreter.recalculate(json)
+            #expect(settledA == settledB, "recalculated, round \(round): \(String(decoding: json, as: UTF8.self))")
+            if let settled = settledA {
+                // Settled, a payload breaks no calculation or relevance, and settles to itself.
+                let errors = generated.validate(settled)
+                #expect(!errors.contains { $0.code == "calculated" || $0.code == "not_relevant" }, "\(errors)")
+                #expect(Self.errors(errors) == Self.errors(interpreter.validate(settled)))
+                #expect((try? generated.recalculate(settled)) == settled)
+            }
             let placeholdersA = try? generated.placeholders(json)
             let placeholdersB = try? interpreter.placeholders(json)
             #expect(placeholdersA == placeholdersB, "placeholders of \(String(decoding: json, as: UTF8.self))")
@@ -123,5 +146,71 @@ struct InterpreterDifferentialTests {
             #expect(indexA.map(Set.init) == indexB.map(Set.init), "index of \(String(decoding: json, as: UTF8.self))")
             #expect(generated.scopeValue(json) == interpreter.scopeValue(json))
         }
+    }
+
+    /// Every operator and function of the expression language appears in the corpus's Survey,
+    /// and the random payloads reach each outcome the expressions add.
+    @Test func theCorpusExercisesEveryExpressionFormAndOutcome() throws {
+        let survey = try #require(Self.definitions("Survey").form)
+        var operators: Set<String> = []
+        var functions: Set<String> = []
+        var shapes: Set<String> = []
+        func walk(_ node: SpecExpression) {
+            switch node.kind {
+            case .integer: shapes.insert("integer")
+            case .decimal: shapes.insert("decimal")
+            case .text: shapes.insert("text")
+            case .boolean: shapes.insert("boolean")
+            case .field(let path):
+                shapes.insert(path.up > 0 ? "../field" : path.names.count == 2 ? (path.names[0] == "option" ? "option column" : "column") : "field")
+            case .negate(let inner):
+                shapes.insert("negate")
+                walk(inner)
+            case .not(let inner):
+                shapes.insert("not")
+                walk(inner)
+            case .binary(let op, let a, let b):
+                operators.insert(op.rawValue)
+                walk(a)
+                walk(b)
+            case .call(let function, let arguments):
+                functions.insert(function.rawValue)
+                arguments.forEach(walk)
+            }
+        }
+        func fields(_ list: [FieldDefinition]) {
+            for field in list {
+                for expression in [field.relevant, field.constraint, field.calculate, field.choiceFilter].compactMap({ $0 }) {
+                    walk(expression.expression)
+                }
+                if case .list(let items) = field.kind { fields(items.fields) }
+            }
+        }
+        fields(survey.fields)
+        #expect(operators == Set(SpecExpression.BinaryOperator.allCases.map(\.rawValue)))
+        #expect(functions == Set(SpecExpression.Function.allCases.map(\.rawValue)))
+        #expect(shapes == ["integer", "decimal", "text", "boolean", "field", "../field", "column", "option column", "negate", "not"])
+
+        let generated = try #require(Self.generatedForms["Survey"])
+        var codes: [String: Int] = [:]
+        var calculated: [String: Int] = [:]
+        var random = RandomPayloads(seed: 36)
+        random.wellTyped = true
+        try FormClock.$current.withValue(Self.clock) {
+            for _ in 0..<600 {
+                let json = Data(random.payload(survey.fields).utf8)
+                for error in generated.validate(json) { codes[error.code, default: 0] += 1 }
+                guard let settled = try? generated.recalculate(json),
+                    let object = try JSONSerialization.jsonObject(with: settled) as? [String: Any]
+                else { continue }
+                for field in survey.fields where field.calculate != nil && object[field.name] != nil {
+                    calculated[field.name, default: 0] += 1
+                }
+            }
+        }
+        for code in ["constraint", "not_relevant", "calculated", "not_offered", "required"] {
+            #expect(codes[code, default: 0] >= 5, "\(code): \(codes)")
+        }
+        #expect(Set(calculated.keys) == Set(survey.fields.filter { $0.calculate != nil }.map(\.name)), "\(calculated)")
     }
 }

@@ -30,6 +30,7 @@ extension ItemLifecycle {
         var endpoint: String?
 
         init<P: FormPayload>(_ payload: P) throws {
+            let payload = payload.recalculated()
             let errors = payload.validate()
             guard errors.isEmpty else { throw OutboxError.invalidPayload(errors) }
             form = P.formName

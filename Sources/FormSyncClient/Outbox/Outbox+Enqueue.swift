@@ -4,7 +4,8 @@ import Foundation
 extension Outbox {
     // MARK: Enqueue
 
-    /// Validates `payload`, copies its attachments into the stash (measuring each copy and
+    /// Recalculates `payload` (its calculated fields set, the fields that do not apply cleared:
+    /// `recalculated()`), validates it, copies its attachments into the stash (measuring each copy and
     /// validating `max_bytes` and `content_types` against what was really copied), and commits
     /// it (and one upload item per attachment) durably. Returns only after the commit is on
     /// disk: from then on it survives the app being killed and the power failing. Enqueues
@@ -32,6 +33,7 @@ extension Outbox {
         // waiting shares their fsync; one alone fsyncs at once (no hop to another thread).
         enqueueCallers.value.add(1, ordering: .relaxed)
         defer { enqueueCallers.value.subtract(1, ordering: .relaxed) }
+        let payload = payload.recalculated()
         // Validating, encoding and digesting need nothing of the actor's: done here, they run
         // beside other enqueues' commits instead of in the actor's queue.
         let prepared = try PreparedPayload(payload, base: base)
@@ -49,7 +51,7 @@ extension Outbox {
         _ payload: P, attachments: [Attachment] = [], documentID: String? = nil, creates: Int64? = nil,
         base: (payload: P, version: String)? = nil
     ) async throws -> Int64 {
-        let saved = try await saveCommitted(payload, attachments: attachments, documentID: documentID, creates: creates, base: base)
+        let saved = try await saveCommitted(payload.recalculated(), attachments: attachments, documentID: documentID, creates: creates, base: base)
         if saved.pending > 0 { try await database.durable(through: saved.pending, alone: false) }
         return saved.id
     }
