@@ -310,7 +310,7 @@ struct ExpressionParser {
             advance()
             let inner = try parseOr(depth: depth + 1)
             guard case .symbol(")") = peek else {
-                throw Failure(offset: offset, message: "expected ')' to close the '(' at column \(at + 1)")
+                throw Failure(offset: at, message: "this '(' is never closed: expected ')' before \(describe(peek))")
             }
             advance()
             return inner

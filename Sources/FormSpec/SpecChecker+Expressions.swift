@@ -61,7 +61,7 @@ extension SpecChecker {
             if !Self.calculableTypes.contains(field.kind.typeName) {
                 error(
                     pair.key.location,
-                    "calculate fills a \(Self.calculableTypes.joined(separator: ", ")) field; '\(display)' is \(article(field.kind.typeName)) \(field.kind.typeName) field"
+                    "calculate fills a \(Self.calculableTypes.dropLast().joined(separator: ", ")) or \(Self.calculableTypes.last!) field; '\(display)' is \(article(field.kind.typeName)) \(field.kind.typeName) field"
                 )
             } else if field.required {
                 error(pair.key.location, "a calculated field is filled by its calculation; 'required' does not apply to '\(display)'")
@@ -110,7 +110,7 @@ extension SpecChecker {
     private mutating func expression(_ node: YAMLNode, scope: ExpressionScope, key: String) -> FieldExpression? {
         if case .invalid = node.kind { return nil }
         guard case .scalar(let text, _) = node.kind else {
-            error(node.location, "\(key) must be an expression on one line, found \(node.kindName)")
+            error(node.location, "\(key) must be an expression (a text), found \(node.kindName)")
             return nil
         }
         switch ExpressionParser.parse(text) {

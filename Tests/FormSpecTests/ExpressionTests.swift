@@ -44,7 +44,7 @@ struct ExpressionParserTests {
         ("99999999999999999999", 0, "the number 99999999999999999999 is too large (at most 9223372036854775807)"),
         ("a & b", 2, "'&' has no meaning in an expression"),
         ("sum(a, )", 7, "expected a value, a field or '(' here, found ')'"),
-        ("(a", 2, "expected ')' to close the '(' at column 1"),
+        ("(a", 0, "this '(' is never closed: expected ')' before the end of the expression"),
         ("", 0, "the expression is empty"),
         ("2x", 1, "a number runs into a name; put a space or an operator between them"),
         ("and a", 0, "'and' needs an operand before it"),
@@ -137,5 +137,58 @@ struct ExpressionCheckerTests {
         let result = try check(text)
         #expect(result.type == nil)
         #expect(result.problems == [problem])
+    }
+}
+
+/// Expressions as keys of a spec: typed, stored on their fields, settled in order.
+struct SpecExpressionKeyTests {
+    static let order = """
+        form: Order
+        version: 1
+        endpoint: /orders
+        choices:
+          district:
+            - { value: harbour, region: north }
+            - { value: coast, region: south }
+        fields:
+          approval: { type: text, relevant: total > deposit }
+          total: { type: money, calculate: sum(lines.amount) }
+          deposit: money
+          region: { type: choice, options: [north, south] }
+          district: { type: choice, options: district, choice_filter: option.region = region }
+          lines:
+            type: list
+            fields:
+              quantity: integer
+              price: money
+              amount: { type: money, calculate: quantity * price }
+              note: { type: text, relevant: ../region = 'north', constraint: length(note) < 20, constraint_message: Keep it short. }
+        """
+
+    @Test func settleStepsPutEachFieldAfterWhatItReads() throws {
+        let form = try #require(SpecLoader.check(text: Self.order, path: "Order.yaml").form)
+        #expect(form.settleSteps.map(\.description) == ["lines.amount", "total", "approval", "lines.note"])
+    }
+
+    @Test func expressionsAreStoredTypedWithTheirTextAndPlace() throws {
+        let form = try #require(SpecLoader.check(text: Self.order, path: "Order.yaml").form)
+        let total = try #require(form.field(named: "total")?.calculate)
+        #expect(total.text == "sum(lines.amount)")
+        #expect(total.expression.type == .money(currency: nil))
+        #expect(total.location == SourceLocation(line: 10, column: 36))
+        guard case .list(let lines) = form.field(named: "lines")?.kind else {
+            Issue.record("lines is not a list")
+            return
+        }
+        let note = try #require(lines.fields.first { $0.name == "note" })
+        #expect(note.relevant?.expression.type == .boolean)
+        #expect(note.constraintMessage == "Keep it short.")
+        guard case .choice(let set) = form.field(named: "district")?.kind else {
+            Issue.record("district is not a choice")
+            return
+        }
+        #expect(set.columns == ["region"])
+        #expect(set.options.map(\.columnValues) == [["north"], ["south"]])
+        #expect(form.field(named: "district")?.choiceFilter?.text == "option.region = region")
     }
 }
