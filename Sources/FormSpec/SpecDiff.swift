@@ -73,7 +73,10 @@ public enum SpecDiff {
                 if field.required {
                     changes.append(
                         SpecChange(
-                            kind: .handledAtSend, field: path, message: "required field '\(path)' was added: queued items lack it",
+                            kind: .handledAtSend, field: path,
+                            message: field.relevant.map {
+                                "required field '\(path)' was added, relevant when \($0): queued items where it applies lack it"
+                            } ?? "required field '\(path)' was added: queued items lack it",
                             need: topLevel ? .defaultValue(field.name) : nil))
                 } else {
                     changes.append(SpecChange(kind: .compatible, field: path, message: "optional field '\(path)' was added"))
@@ -150,8 +153,22 @@ public enum SpecDiff {
                 "option\(removed.count == 1 ? "" : "s") \(removed.map { "'\($0)'" }.joined(separator: ", ")) removed: queued items may hold \(removed.count == 1 ? "it" : "them")",
                 .map(new.name, removed))
         }
+        expression("relevant", old.relevant, new.relevant, then: "a value in a field that no longer applies is cleared when the item is upgraded")
+        expression("constraint", old.constraint, new.constraint, then: "queued values that break it are parked for a person")
+        expression("calculate", old.calculate, new.calculate, then: "queued items are recalculated when they are upgraded")
+        expression("choice_filter", old.choiceFilter, new.choiceFilter, then: "queued choices it no longer offers are parked for a person")
         if let oldFields = old.fields, let newFields = new.fields {
             compare(oldFields, newFields, prefix: path + ".", topLevel: false, into: &changes)
+        }
+
+        /// An expression added or changed is handled at send; one removed is compatible.
+        func expression(_ key: String, _ a: String?, _ b: String?, then consequence: String) {
+            guard a != b else { return }
+            switch (a, b) {
+            case (nil, let b?): add(.handledAtSend, "\(key) '\(b)' added: \(consequence)")
+            case (let a?, nil): add(.compatible, "\(key) '\(a)' removed")
+            default: add(.handledAtSend, "\(key) changed from '\(a ?? "")' to '\(b ?? "")': \(consequence)")
+            }
         }
 
         func bound(_ rule: String, _ a: String?, _ b: String?, narrowed: Bool) {

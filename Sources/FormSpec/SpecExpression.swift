@@ -92,6 +92,30 @@ public struct SpecExpression: Sendable, Equatable {
         }
     }
 
+    /// The expression in one spelling, whatever its spacing and parentheses: two expressions
+    /// that mean the same have the same canonical text (the lock and `diff` compare these).
+    public var canonicalText: String {
+        switch kind {
+        case .integer(let value): return String(value)
+        case .decimal(let digits): return digits
+        case .text(let text): return "'" + text + "'"
+        case .boolean(let value): return value ? "true" : "false"
+        case .field(let path): return path.description
+        case .negate(let inner): return "-" + inner.operand
+        case .not(let inner): return "not " + inner.operand
+        case .binary(let op, let a, let b): return a.operand + " " + op.rawValue + " " + b.operand
+        case .call(let function, let arguments): return function.rawValue + "(" + arguments.map(\.canonicalText).joined(separator: ", ") + ")"
+        }
+    }
+
+    /// The canonical text, in parentheses when it is an operation.
+    private var operand: String {
+        switch kind {
+        case .binary, .negate, .not: return "(" + canonicalText + ")"
+        default: return canonicalText
+        }
+    }
+
     /// Whether two expressions mean the same, however they are spaced or parenthesised.
     public func sameMeaning(as other: SpecExpression) -> Bool {
         switch (kind, other.kind) {

@@ -40,9 +40,16 @@ public struct SpecShape: Codable, Sendable, Equatable {
         public var contentTypes: [String]?
         public var to: String?
         public var fields: [FieldShape]?
+        /// The field's expressions, in canonical text.
+        public var relevant: String?
+        public var constraint: String?
+        public var calculate: String?
+        public var choiceFilter: String?
 
         enum CodingKeys: String, CodingKey {
             case name, type, required, conflict, authority, pattern, min, max, currency, options, multiple, to, fields
+            case relevant, constraint, calculate
+            case choiceFilter = "choice_filter"
             case requiredIf = "required_if"
             case minLength = "min_length"
             case maxLength = "max_length"
@@ -78,6 +85,10 @@ public struct SpecShape: Codable, Sendable, Equatable {
         if !field.requiredIf.isEmpty { shape.requiredIf = field.requiredIf.map { "\($0.field)=\($0.values.joined(separator: "|"))" } }
         if field.conflict != .merge { shape.conflict = field.conflict.rawValue }
         if field.serverAuthority { shape.authority = "server" }
+        shape.relevant = field.relevant?.expression.canonicalText
+        shape.constraint = field.constraint?.expression.canonicalText
+        shape.calculate = field.calculate?.expression.canonicalText
+        shape.choiceFilter = field.choiceFilter?.expression.canonicalText
         switch field.kind {
         case .text(let minLength, let maxLength, let pattern):
             (shape.minLength, shape.maxLength, shape.pattern) = (minLength, maxLength, pattern)

@@ -252,12 +252,16 @@ extension ItemLifecycle {
                 fieldErrors: [], now: now)
             return false
         }
-        guard let payload = row.payload, let upgraded = try? entry.upgrade(payload, from: stored) else {
+        guard let payload = row.payload, var upgraded = try? entry.upgrade(payload, from: stored) else {
             try park(
                 &row, as: .rejected, reason: "version \(stored) of \(entry.name) cannot be brought to version \(entry.version)",
                 fieldErrors: [], now: now)
             return false
         }
+        // Upgraded, the item is recalculated under the new spec: a changed calculation gets its
+        // new value, a field that no longer applies is cleared. (One that does not decode keeps
+        // its bytes, and its field errors below say why.)
+        upgraded = (try? entry.recalculate(upgraded)) ?? upgraded
         row.payload = upgraded
         row.basePayload = row.basePayload.flatMap { try? entry.upgrade($0, from: stored) }
         row.serverPayload = nil
