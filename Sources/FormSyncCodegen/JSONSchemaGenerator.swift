@@ -133,6 +133,8 @@ public enum JSONSchemaGenerator {
         // A multi-valued field with a min_count is needed even when not `required`: left out it
         // holds nothing, which `validate()` counts.
         let required = fields.filter { field in
+            // Required only where it applies: said by the relevance's if/then below, when it can be.
+            if field.relevant != nil { return false }
             if field.required { return true }
             switch field.kind {
             case .multiChoice(_, let count): return (count.min ?? 0) > 0
@@ -162,8 +164,49 @@ public enum JSONSchemaGenerator {
                     ]))
             }
         }
+        for field in fields {
+            guard let relevant = field.relevant, let test = simpleCondition(relevant.expression, fields) else { continue }
+            // Where it applies it may be required; where it does not, it must be left out.
+            var branch: [(String, JSONValue)] = [("if", test)]
+            if field.required { branch.append(("then", .object([("required", .array([.string(field.name)]))]))) }
+            branch.append(("else", .object([("not", .object([("required", .array([.string(field.name)]))]))])))
+            conditions.append(.object(branch))
+        }
         if !conditions.isEmpty { result.append(("allOf", .array(conditions))) }
         return result
+    }
+
+    /// A relevance JSON Schema can state: `field = literal`, `field != literal`, and several
+    /// joined by `and`, each on a boolean, integer, text or choice field of the same level. An
+    /// absent field makes the expression unknown, so each field named is required by the test.
+    static func simpleCondition(_ expression: SpecExpression, _ fields: [FieldDefinition]) -> JSONValue? {
+        var properties: [(String, JSONValue)] = []
+        var names: [String] = []
+        var stack = [expression]
+        while let node = stack.popLast() {
+            switch node.kind {
+            case .binary(.and, let a, let b):
+                stack.append(b)
+                stack.append(a)
+            case .binary(let op, let a, let b) where op == .equal || op == .notEqual:
+                guard case .field(let path) = a.kind, path.up == 0, path.names.count == 1,
+                    let field = fields.first(where: { $0.name == path.names[0] }), !names.contains(field.name)
+                else { return nil }
+                let value: JSONValue
+                switch (field.kind, b.kind) {
+                case (.boolean, .boolean(let v)): value = .bool(v)
+                case (.integer, .integer(let v)): value = .integer(v)
+                case (.text, .text(let v)), (.choice, .text(let v)): value = .string(v)
+                default: return nil
+                }
+                let test: JSONValue = .object([("const", value)])
+                properties.append((field.name, op == .equal ? test : .object([("not", test)])))
+                names.append(field.name)
+            default:
+                return nil
+            }
+        }
+        return .object([("properties", .object(properties)), ("required", .array(names.map { .string($0) }))])
     }
 
     static func conditionValue(_ value: String, _ sibling: FieldDefinition) -> JSONValue {
@@ -194,6 +237,13 @@ public enum JSONSchemaGenerator {
             }
         }
         if field.serverAuthority { schema.append(("x-formsync-authority", .string("server"))) }
+        if let relevant = field.relevant { schema.append(("x-formsync-relevant", .string(relevant.text))) }
+        if let constraint = field.constraint {
+            schema.append(("x-formsync-constraint", .string(constraint.text)))
+            if let message = field.constraintMessage { schema.append(("x-formsync-constraint-message", .string(message))) }
+        }
+        if let calculate = field.calculate { schema.append(("x-formsync-calculate", .string(calculate.text))) }
+        if let filter = field.choiceFilter { schema.append(("x-formsync-choice-filter", .string(filter.text))) }
         if field.conflict != .merge { schema.append(("x-formsync-conflict", .string(field.conflict.rawValue))) }
         return .object(schema)
     }

@@ -42,6 +42,14 @@ struct JSONSchemaVerdictTests {
     }
 
     static let cases: [Case] = [
+        Case(form: "Survey", what: "a field that does not apply, left out", json: #"{"passed":true,"score":10}"#, valid: true),
+        Case(form: "Survey", what: "a field that applies, given", json: #"{"passed":false,"score":10,"failure_reason":"leak"}"#, valid: true),
+        Case(form: "Survey", what: "a required field that applies, missing", json: #"{"passed":false,"score":10}"#, valid: false),
+        Case(
+            form: "Survey", what: "a field that does not apply, given", json: #"{"passed":true,"score":10,"failure_reason":"x"}"#,
+            valid: false),
+        Case(
+            form: "Survey", what: "a field whose relevance is unknown, given", json: #"{"score":10,"failure_reason":"x"}"#, valid: false),
         Case(form: "Kitchen", what: "the base payload", json: kitchen, valid: true),
         Case(form: "Kitchen", what: "required text empty", json: kitchen(["code": #""""#]), valid: false),
         Case(form: "Kitchen", what: "required text blank", json: kitchen(["code": #""   ""#]), valid: false),
@@ -154,6 +162,16 @@ struct JSONSchemaVerdictTests {
         Case(
             form: "Kitchen", what: "a blank text under required_if (schema: present is enough)",
             json: kitchen(["label": #""special""#, "why": #"" ""#]), valid: false),
+        Case(form: "Survey", what: "a constraint broken (x-formsync-constraint)", json: #"{"passed":true,"score":60}"#, valid: false),
+        Case(
+            form: "Survey", what: "a calculated field holding another value (x-formsync-calculate)",
+            json: #"{"passed":true,"score":10,"mode":"few"}"#, valid: false),
+        Case(
+            form: "Survey", what: "an option its choice_filter does not offer (x-formsync-choice-filter)",
+            json: #"{"passed":true,"score":10,"region":"north","district":"coast"}"#, valid: false),
+        Case(
+            form: "Survey", what: "a relevance beyond field = value (x-formsync-relevant)",
+            json: #"{"passed":false,"failure_reason":"x","score":3,"bonus":1}"#, valid: false),
     ]
 
     @Test(arguments: gaps)
