@@ -69,7 +69,7 @@ public struct NewCustomer: FormPayload, JSONWritable, JSONReadable {
     /// `region`: choice.
     public var region: NewCustomer.Region?
     /// Offered by the region chosen.
-    /// `district`: choice.
+    /// `district`: choice, offers the options where `option.region = region`.
     public var district: NewCustomer.District?
 
     /// Every field may be left out here and filled in later; `validate()` says what is missing.

@@ -31,7 +31,7 @@ public struct SalesOrder: FormPayload, JSONWritable, JSONReadable {
         /// `note`: text.
         public var note: String?
         /// The line's amount, calculated.
-        /// `line_total`: money.
+        /// `line_total`: money, calculated: `quantity * unit_price`.
         public var lineTotal: Money?
 
         /// Every field may be left out here and filled in later; `validate()` says what is missing.
@@ -211,7 +211,7 @@ public struct SalesOrder: FormPayload, JSONWritable, JSONReadable {
     /// `lines`: list, required.
     public var lines: [SalesOrder.Line]
     /// The order's total, calculated from its lines; the server checks it.
-    /// `total`: money.
+    /// `total`: money, calculated: `sum(lines.line_total)`.
     public var total: Money?
     /// `signed_by_customer`: signature, conflict: server.
     public var signedByCustomer: FileRef?

@@ -393,13 +393,13 @@ public struct SiteInspection: FormPayload, JSONWritable, JSONReadable {
     public var visitDate: LocalDate?
     /// `arrival_time`: time.
     public var arrivalTime: LocalTime?
-    /// `departure_time`: time.
+    /// `departure_time`: time, constraint `departure_time > arrival_time`.
     public var departureTime: LocalTime?
     /// Whether the site passed the inspection.
     /// `passed`: boolean.
     public var passed: Bool?
     /// Asked only when the site failed.
-    /// `failure_reason`: text, required.
+    /// `failure_reason`: text, required, relevant when `passed = false`.
     public var failureReason: String?
     /// `location`: geopoint, required.
     public var location: GeoPoint?

@@ -89,8 +89,9 @@ extension SpecChecker {
                 if let checked = expression(pair.value, scope: filterScope, key: "choice_filter") {
                     if checked.expression.type != .boolean {
                         error(checked.location, "choice_filter must be true or false, not \(describe(checked.expression.type))")
-                    } else if !checked.expression.fieldPaths.contains(where: { $0.up == 0 && $0.names.first == "option" && $0.names.count == 2 })
-                    {
+                    } else if !checked.expression.fieldPaths.contains(where: {
+                        $0.up == 0 && $0.names.first == "option" && $0.names.count == 2
+                    }) {
                         error(
                             checked.location,
                             "choice_filter must read a column of the option, such as option.region = region: without one it offers every option or none"

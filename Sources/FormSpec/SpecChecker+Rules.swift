@@ -32,7 +32,9 @@ extension SpecChecker {
                 for (key, _) in pairs where key.scalar != "value" {
                     let name = key.scalar ?? ""
                     if !Naming.isIdentifier(name, firstLowercase: true) || Self.reservedColumns.contains(name) {
-                        error(key.location, "column '\(name)' must be a lower-case name other than \(Self.reservedColumns.joined(separator: ", "))")
+                        error(
+                            key.location,
+                            "column '\(name)' must be a lower-case name other than \(Self.reservedColumns.joined(separator: ", "))")
                     }
                 }
                 if let expected = columns {
@@ -49,7 +51,8 @@ extension SpecChecker {
                 columnValues = names.compactMap { keys[$0].flatMap { text($0.value, "column '\($0.key.scalar ?? "")'") } }
                 guard columnValues.count == names.count else { continue }
             } else if let expected = columns, !expected.isEmpty {
-                error(item.location, "every option of \(context) carries the columns \(expected.joined(separator: ", ")); this one has none")
+                error(
+                    item.location, "every option of \(context) carries the columns \(expected.joined(separator: ", ")); this one has none")
                 continue
             } else {
                 columns = []

@@ -153,7 +153,8 @@ public enum SpecDiff {
                 "option\(removed.count == 1 ? "" : "s") \(removed.map { "'\($0)'" }.joined(separator: ", ")) removed: queued items may hold \(removed.count == 1 ? "it" : "them")",
                 .map(new.name, removed))
         }
-        expression("relevant", old.relevant, new.relevant, then: "a value in a field that no longer applies is cleared when the item is upgraded")
+        expression(
+            "relevant", old.relevant, new.relevant, then: "a value in a field that no longer applies is cleared when the item is upgraded")
         expression("constraint", old.constraint, new.constraint, then: "queued values that break it are parked for a person")
         expression("calculate", old.calculate, new.calculate, then: "queued items are recalculated when they are upgraded")
         expression("choice_filter", old.choiceFilter, new.choiceFilter, then: "queued choices it no longer offers are parked for a person")

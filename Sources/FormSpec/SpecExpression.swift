@@ -104,7 +104,8 @@ public struct SpecExpression: Sendable, Equatable {
         case .negate(let inner): return "-" + inner.operand
         case .not(let inner): return "not " + inner.operand
         case .binary(let op, let a, let b): return a.operand + " " + op.rawValue + " " + b.operand
-        case .call(let function, let arguments): return function.rawValue + "(" + arguments.map(\.canonicalText).joined(separator: ", ") + ")"
+        case .call(let function, let arguments):
+            return function.rawValue + "(" + arguments.map(\.canonicalText).joined(separator: ", ") + ")"
         }
     }
 

@@ -190,7 +190,8 @@ public enum SpecLanguageSchema {
             ("list", ["fields", "item", "min_count", "max_count"]),
         ]
         let common = [
-            "type", "description", "label", "required", "required_if", "conflict", "relevant", "constraint", "constraint_message", "calculate",
+            "type", "description", "label", "required", "required_if", "conflict", "relevant", "constraint", "constraint_message",
+            "calculate",
         ]
         var perType: [JSONValue] = []
         for type in fieldTypes {
@@ -233,7 +234,15 @@ public enum SpecLanguageSchema {
                             "else",
                             .object([
                                 ("required", .array([.string("value")])),
-                                ("properties", .object([("value", .object([("type", .string("string")), ("pattern", .string("^[A-Za-z0-9][A-Za-z0-9_]*$"))]))])),
+                                (
+                                    "properties",
+                                    .object([
+                                        (
+                                            "value",
+                                            .object([("type", .string("string")), ("pattern", .string("^[A-Za-z0-9][A-Za-z0-9_]*$"))])
+                                        )
+                                    ])
+                                ),
                                 ("additionalProperties", .object([("type", .string("string"))])),
                             ])
                         ),
@@ -284,7 +293,10 @@ public enum SpecLanguageSchema {
                                         "constraint_message",
                                         describe(
                                             "The error's sentence when the constraint fails.",
-                                            [("type", .string("string")), ("examples", .array([.string("The departure must be after the arrival.")]))])
+                                            [
+                                                ("type", .string("string")),
+                                                ("examples", .array([.string("The departure must be after the arrival.")])),
+                                            ])
                                     ),
                                     expressionKey(
                                         "calculate", "How a read-only field is derived; recalculated() fills it and the server checks it.",

@@ -97,7 +97,8 @@ extension SwiftGenerator {
     }
 
     /// Writes `rules`, guarded by the field's relevance when it has one.
-    static func emitRelevantRules(_ field: FieldDefinition, _ rules: [String], pointer p: String, parent: Parent?, into w: inout CodeWriter) {
+    static func emitRelevantRules(_ field: FieldDefinition, _ rules: [String], pointer p: String, parent: Parent?, into w: inout CodeWriter)
+    {
         guard field.relevant != nil else {
             for line in rules { w.line(line) }
             return
@@ -220,7 +221,9 @@ extension SwiftGenerator {
         let indent = String(repeating: "    ", count: loops)
         let empty = swiftType(field, Scope.placeholder).isArray ? "[]" : "nil"
         let member = "\(owner).\(name(field))"
-        let relevant = field.relevant.map { _ in helperCall(helperName("relevant", field), parent, on: owner, parentValue: parentOwner ?? "") }
+        let relevant = field.relevant.map { _ in
+            helperCall(helperName("relevant", field), parent, on: owner, parentValue: parentOwner ?? "")
+        }
         let calculated = field.calculate.map { _ in
             helperCall(helperName("calculated", field), parent, on: owner, parentValue: parentOwner ?? "")
         }

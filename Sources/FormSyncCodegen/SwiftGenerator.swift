@@ -274,6 +274,10 @@ public enum SwiftGenerator {
                 "required if " + field.requiredIf.map { "\($0.field) is \($0.values.joined(separator: " or "))" }.joined(separator: " and ")
             )
         }
+        if let relevant = field.relevant { rules.append("relevant when `\(relevant.text)`") }
+        if let constraint = field.constraint { rules.append("constraint `\(constraint.text)`") }
+        if let calculate = field.calculate { rules.append("calculated: `\(calculate.text)`") }
+        if let filter = field.choiceFilter { rules.append("offers the options where `\(filter.text)`") }
         if field.serverAuthority { rules.append("the server's value is authoritative") }
         if field.conflict != .merge && !field.serverAuthority { rules.append("conflict: \(field.conflict.rawValue)") }
         let head = field.summary.map { $0 + "\n" } ?? ""

@@ -6,7 +6,8 @@ public struct FieldError: Codable, Sendable, Hashable, CustomStringConvertible {
     /// A JSON Pointer in URI-fragment form into the payload.
     public var pointer: String
     /// A stable machine code: `required`, `min`, `max`, `min_length`, `max_length`, `pattern`,
-    /// `min_count`, `max_count`, `max_bytes`, `content_type`, `currency`, `range`, `invalid`.
+    /// `min_count`, `max_count`, `max_bytes`, `content_type`, `currency`, `range`, `invalid`,
+    /// and from a spec's expressions `not_relevant`, `constraint`, `calculated`, `not_offered`.
     public var code: String
     /// A sentence for a person.
     public var detail: String

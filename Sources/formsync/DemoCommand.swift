@@ -325,10 +325,12 @@ struct FieldDay {
         let customer = outbox.placeholderIDs.next()
         let shop = outbox.placeholderIDs.next()
         let shopMarker = "w\(worker)-customer"
-        let newCustomer = NewCustomer(
+        var newCustomer = NewCustomer(
             name: "Shop \(shopMarker)", segment: pick([.retail, .wholesale, .horeca]),
             shopLocation: GeoPoint(latitude: 38.7 + Double(worker) / 100, longitude: -9.1),
-            shopFront: FileRef(id: shop, contentType: "image/jpeg"))
+            shopFront: FileRef(id: shop, contentType: "image/jpeg"), region: pick([.north, .south, .islands]))
+        // The district list is the one the region offers (`choice_filter:`), as a form shows it.
+        newCustomer.district = NewCustomer.District(rawValue: pick(newCustomer.offeredOptions(for: .district)))
         try await record(
             try await outbox.enqueue(
                 newCustomer,
@@ -384,9 +386,14 @@ struct FieldDay {
             default:
                 let photo = outbox.placeholderIDs.next()
                 let findingPhoto = sharedUsed.inspection ? try file("\(marker)-f.jpg", bytes: 30_000) : damageAgain
+                // A failed site gets its reason; on a passed one a reason typed earlier does not
+                // apply (`relevant:`), and `recalculated()` clears it before it is queued.
+                let passed = random.next() % 2 == 0
                 let inspection = SiteInspection(
                     siteCode: String(format: "LIS-%04d", worker * 100 + n), inspectorId: EntityRef(Int64(worker)),
-                    visitDate: LocalDate("2026-11-30"),
+                    visitDate: LocalDate("2026-11-30"), arrivalTime: LocalTime(hour: 9, minute: n),
+                    departureTime: LocalTime(hour: 10, minute: n), passed: passed,
+                    failureReason: passed ? (random.next() % 2 == 0 ? "typed before the site passed" : nil) : "Finding \(marker) failed",
                     location: GeoPoint(latitude: 38.72, longitude: -9.14), hazards: [pick([.electrical, .gas, .height])],
                     findings: [
                         .init(title: "Finding \(marker)", severity: .medium, photos: [FileRef(id: photo, contentType: "image/jpeg")])
@@ -585,10 +592,29 @@ struct FieldDay {
         print("  placeholders left in server records:         \(unresolved.count)")
         print("  files on the server:                         \(server.fileIDs().count) of \(photos)")
         let storedOrders = documents.filter { $0.form == "SalesOrder" }
+        // Forms that think: each order's total is its lines' (calculated on the device, checked
+        // by the server); a passed inspection holds no failure reason, a failed one holds one.
+        let objects = { (form: String) in
+            documents.filter { $0.form == form }.compactMap { try? JSONSerialization.jsonObject(with: $0.payload) as? [String: Any] }
+        }
+        let minorUnits = { (value: Any?) in ((value as? [String: Any])?["minor_units"] as? NSNumber)?.int64Value }
+        let totalsRight = objects("SalesOrder").filter { order in
+            let lines = (order["lines"] as? [[String: Any]]) ?? []
+            let sum = lines.reduce(Int64(0)) { $0 + Int64(($1["quantity"] as? Int) ?? 0) * (minorUnits($1["unit_price"]) ?? 0) }
+            return minorUnits(order["total"]) == sum
+        }.count
+        let inspections = objects("SiteInspection")
+        let reasonsRight = inspections.filter { ($0["passed"] as? Bool == true) == ($0["failure_reason"] == nil) }.count
+        print("  order totals equal to their lines:           \(totalsRight) of \(storedOrders.count)")
+        print("  failure reasons only on failed inspections:  \(reasonsRight) of \(inspections.count)")
         let (built, next) = (SalesOrder.formVersion, AppUpdate.nextVersion)
         let storedV2 = storedOrders.filter { $0.formVersion == next }.count
-        print("  orders upgraded on updated devices:          \(ordersUpgraded) of \(ordersOnUpdated) (version \(built) → \(next), sent as version \(next))")
-        print("  orders sent as version \(built) by the old build:   \(ordersOldBuildStayedV1) of \(ordersOnOldBuild) (upgraded by the server)")
+        print(
+            "  orders upgraded on updated devices:          \(ordersUpgraded) of \(ordersOnUpdated) (version \(built) → \(next), sent as version \(next))"
+        )
+        print(
+            "  orders sent as version \(built) by the old build:   \(ordersOldBuildStayedV1) of \(ordersOnOldBuild) (upgraded by the server)"
+        )
         print("  orders stored as version \(next) on the server:    \(storedV2) of \(storedOrders.count)")
         print("  device edits on the server's records:        \(edited) of \(2 * workers) delivery edits")
         print(
@@ -641,6 +667,7 @@ struct FieldDay {
             missing.isEmpty && duplicates.isEmpty && appliedTwice.isEmpty && unresolved.isEmpty && parked.isEmpty && sharedOnce
             && server.fileIDs().count == photos && diverged.isEmpty && edited == 2 * workers
             && ordersUpgraded == ordersOnUpdated && ordersOldBuildStayedV1 == ordersOnOldBuild && storedV2 == storedOrders.count
+            && totalsRight == storedOrders.count && reasonsRight == inspections.count
         if !ok {
             for worker in 1...workers {
                 let lines = ((try? String(contentsOf: deviceLog(worker), encoding: .utf8)) ?? "").split(separator: "\n").suffix(15)

@@ -32,5 +32,7 @@ struct DemoProcessTests {
         #expect(text.contains("orders sent as version 2 by the old build:   2 of 2"))
         #expect(text.contains("orders stored as version 3 on the server:    4 of 4"))
         #expect(text.contains("device edits on the server's records:        4 of 4 delivery edits"))
+        #expect(text.contains("order totals equal to their lines:           4 of 4"))
+        #expect(text.contains("failure reasons only on failed inspections:  2 of 2"))
     }
 }

@@ -35,7 +35,8 @@ struct SpecEvolutionTests {
             "authority changed", "conflict policy changed", "bump version to 2", "versions only go up", "'lines.qty' was removed",
             "pattern changed from none", "was removed: items queued under it", "now refers to Depot",
             "constraint 'departure > arrival' added: queued values that break it are parked",
-            "constraint changed from 'quantity <= 10' to 'quantity <= 5'", "compatible: field 'quantity': constraint 'quantity <= 10' removed",
+            "constraint changed from 'quantity <= 10' to 'quantity <= 5'",
+            "compatible: field 'quantity': constraint 'quantity <= 10' removed",
             "field 'total': calculate changed from", "relevant 'quantity > 0' added",
         ] {
             #expect(all.contains(phrase), "no pair shows: \(phrase)")

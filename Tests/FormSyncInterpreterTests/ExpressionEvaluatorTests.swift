@@ -73,7 +73,8 @@ struct ExpressionEvaluatorTests {
         #expect(try evaluate("quantity * stock", ["quantity": .integer(Int.max), "stock": .integer(2)]) == nil)
         #expect(try evaluate("-quantity", ["quantity": .integer(Int.min)]) == nil)
         #expect(try evaluate("quantity div stock", ["quantity": .integer(1), "stock": .integer(0)]) == nil)
-        #expect(try evaluate("quantity div stock", ["quantity": .integer(1), "stock": .integer(4)]) == .decimal(ExactDecimal(text: "0.25")!))
+        #expect(
+            try evaluate("quantity div stock", ["quantity": .integer(1), "stock": .integer(4)]) == .decimal(ExactDecimal(text: "0.25")!))
         let huge = ["lines": InterpretedValue.list([line(2, Int64.max)])]
         #expect(try evaluate("sum(lines.quantity * lines.unit_price)", huge) == nil)
     }

@@ -91,7 +91,8 @@ struct InterpreterDifferentialTests {
             #expect(Self.errors(a) == Self.errors(b), "round \(round): \(String(decoding: json, as: UTF8.self))")
             let expressionCodes: Set<String> = ["constraint", "calculated", "not_relevant", "not_offered"]
             #expect(
-                a.filter { expressionCodes.contains($0.code) }.map(\.detail) == b.filter { expressionCodes.contains($0.code) }.map(\.detail),
+                a.filter { expressionCodes.contains($0.code) }.map(\.detail)
+                    == b.filter { expressionCodes.contains($0.code) }.map(\.detail),
                 "round \(round): \(String(decoding: json, as: UTF8.self))")
             let settledA = try? generated.recalculate(json)
             let settledB = try? interpreter.recalculate(json)
@@ -162,7 +163,8 @@ struct InterpreterDifferentialTests {
             case .text: shapes.insert("text")
             case .boolean: shapes.insert("boolean")
             case .field(let path):
-                shapes.insert(path.up > 0 ? "../field" : path.names.count == 2 ? (path.names[0] == "option" ? "option column" : "column") : "field")
+                shapes.insert(
+                    path.up > 0 ? "../field" : path.names.count == 2 ? (path.names[0] == "option" ? "option column" : "column") : "field")
             case .negate(let inner):
                 shapes.insert("negate")
                 walk(inner)

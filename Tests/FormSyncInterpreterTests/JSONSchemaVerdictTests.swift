@@ -43,7 +43,8 @@ struct JSONSchemaVerdictTests {
 
     static let cases: [Case] = [
         Case(form: "Survey", what: "a field that does not apply, left out", json: #"{"passed":true,"score":10}"#, valid: true),
-        Case(form: "Survey", what: "a field that applies, given", json: #"{"passed":false,"score":10,"failure_reason":"leak"}"#, valid: true),
+        Case(
+            form: "Survey", what: "a field that applies, given", json: #"{"passed":false,"score":10,"failure_reason":"leak"}"#, valid: true),
         Case(form: "Survey", what: "a required field that applies, missing", json: #"{"passed":false,"score":10}"#, valid: false),
         Case(
             form: "Survey", what: "a field that does not apply, given", json: #"{"passed":true,"score":10,"failure_reason":"x"}"#,

@@ -51,7 +51,8 @@ extension Outbox {
         _ payload: P, attachments: [Attachment] = [], documentID: String? = nil, creates: Int64? = nil,
         base: (payload: P, version: String)? = nil
     ) async throws -> Int64 {
-        let saved = try await saveCommitted(payload.recalculated(), attachments: attachments, documentID: documentID, creates: creates, base: base)
+        let saved = try await saveCommitted(
+            payload.recalculated(), attachments: attachments, documentID: documentID, creates: creates, base: base)
         if saved.pending > 0 { try await database.durable(through: saved.pending, alone: false) }
         return saved.id
     }
