@@ -51,7 +51,7 @@ let package = Package(
         .executableTarget(name: "formsync-gen", dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncCommandLine"]),
         // The next build's forms, which the demo ships mid-day (and the simulation too).
         .target(name: "FieldFormsUpdate", dependencies: ["FieldForms", "FormSpec", "FormSyncInterpreter", "FormSyncModel"]),
-        // The tool users run: check, generate, diff, schema, serve, conformance, outbox, demo.
+        // The tool users run: check, generate, diff, schema, preview, serve, conformance, outbox, demo.
         .executableTarget(
             name: "formsync",
             dependencies: [
@@ -81,7 +81,7 @@ let package = Package(
                 ]),
             dependencies: ["formsync-gen"]),
         // Test doubles for apps' own tests: a scriptable in-process transport.
-        .target(name: "FormSyncTesting", dependencies: ["FormSyncClient", "FormSyncModel"]),
+        .target(name: "FormSyncTesting", dependencies: ["FormSpec", "FormSyncClient", "FormSyncModel"]),
         // `formsync-lab torture`: the crash harness and the seeded simulation (not a product).
         .target(
             name: "FormSyncTorture",
@@ -119,7 +119,7 @@ let package = Package(
         .testTarget(
             name: "FormSpecTests", dependencies: ["CYAML", "FormSpec", "FormSyncPattern"], exclude: ["BrokenSpecs", "EvolutionPairs"]),
         .testTarget(name: "FormSyncPatternTests", dependencies: ["FormSyncPattern"]),
-        .testTarget(name: "FormSyncCodegenTests", dependencies: ["FormSpec", "FormSyncCodegen"]),
+        .testTarget(name: "FormSyncCodegenTests", dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncClient", "FormSyncModel"]),
         .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel", "FormSyncTesting", "CSHA256"]),
         .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncTesting"]),
         .testTarget(

@@ -3,6 +3,7 @@ import FieldForms
 import FormSpec
 import FormSyncInterpreter
 import FormSyncModel
+import FormSyncTesting
 import Foundation
 import Testing
 

@@ -1,0 +1,184 @@
+import CorpusForms
+import FieldForms
+import FormSpec
+import FormSyncModel
+import FormSyncTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `formsync preview` in a real browser: Chromium, headless, loads each form's page from the
+/// preview server, fills it through its widgets with hundreds of seeded random payloads, and the
+/// page's verdicts — the settled payload, the errors with their pointers, each field's relevance
+/// — must be the generated Swift code's.
+struct PreviewBrowserTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let chromium = "/usr/bin/chromium"
+    static let clock = FormClock.fixed(today: LocalDate("2026-06-01")!, now: Timestamp("2026-11-30T09:00:00+01:00")!)
+    static let generated = FormRegistry(FieldForms.FormCatalog.forms + CorpusForms.FormCatalog.forms)
+
+    /// What the test needs of a generated type: its own equality and its `isRelevant`.
+    struct Typed: Sendable {
+        let equal: @Sendable (Data, Data) -> Bool
+        let relevance: @Sendable (Data, [String]) -> [String: Bool]?
+    }
+
+    static func typed<P: FormPayload, F: FormField>(_ type: P.Type, _ isRelevant: @escaping @Sendable (P, F) -> Bool) -> Typed {
+        let decode: @Sendable (Data) -> P? = { json in try? JSONDecoder().decode(P.self, from: json) }
+        return Typed(
+            equal: { a, b in
+                guard let x = decode(a), let y = decode(b) else { return false }
+                return x == y
+            },
+            relevance: { json, pointers in
+                guard let payload = decode(json) else { return nil }
+                var map: [String: Bool] = [:]
+                for pointer in pointers {
+                    guard let field = F(pointer: pointer) else { return nil }
+                    map[pointer] = isRelevant(payload, field)
+                }
+                return map
+            })
+    }
+
+    static let forms: [String: Typed] = [
+        "CustomerUpdate": typed(CustomerUpdate.self) { $0.isRelevant($1) },
+        "DeliveryConfirmation": typed(DeliveryConfirmation.self) { $0.isRelevant($1) },
+        "DeliveryUpdate": typed(DeliveryUpdate.self) { $0.isRelevant($1) },
+        "NewCustomer": typed(NewCustomer.self) { $0.isRelevant($1) },
+        "SalesOrder": typed(SalesOrder.self) { $0.isRelevant($1) },
+        "SiteInspection": typed(SiteInspection.self) { $0.isRelevant($1) },
+        "Kitchen": typed(Kitchen.self) { $0.isRelevant($1) },
+        "NewPlate": typed(NewPlate.self) { $0.isRelevant($1) },
+        "Survey": typed(Survey.self) { $0.isRelevant($1) },
+    ]
+
+    static func definitions() -> [FormDefinition] {
+        let files = SpecLoader.specFiles(in: [
+            root.appendingPathComponent("FormSpecs").path, root.appendingPathComponent("Tests/CorpusForms").path,
+        ])
+        return SpecLoader.check(filesAt: files).compactMap(\.spec.form)
+    }
+
+    /// A running `formsync preview` of FormSpecs and the test corpus, and its address.
+    final class Preview: Sendable {
+        let process: ChildProcess
+        let base: String
+
+        init() async throws {
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent("preview-\(UUID().uuidString).log").path
+            process = try ChildProcess(
+                DemoProcessTests.formsync.path, ["preview", "FormSpecs", "Tests/CorpusForms", "--port", "0"], directory: root.path,
+                standardOutput: .file(log), standardError: .file(log))
+            let deadline = Date().addingTimeInterval(30)
+            var found: String?
+            while found == nil, Date() < deadline, process.isRunning {
+                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                if let range = text.range(of: #"http://127\.0\.0\.1:[0-9]+/"#, options: .regularExpression) { found = String(text[range]) }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            guard let found else {
+                process.signal(SIGKILL)
+                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "formsync preview did not start: \(log)"])
+            }
+            base = found
+        }
+
+        func stop() {
+            process.signal(SIGKILL)
+            _ = process.waitUntilExit()
+        }
+    }
+
+    static func fetch(_ url: String) async throws -> String {
+        let (data, _) = try await URLSession.shared.data(from: URL(string: url)!)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The form's page as served, with a driver that loads each payload into its widgets and
+    /// records the page's verdict; Chromium runs it and the verdicts come back in the DOM.
+    static func verdicts(_ form: String, _ payloads: [String], preview: Preview) async throws -> [[String: Any]] {
+        var page = try await fetch(preview.base + "forms/" + form)
+        let cases = Data(try JSONSerialization.data(withJSONObject: payloads)).base64EncodedString()
+        let driver = """
+            <script>
+            FS.clock.today = "2026-06-01"; FS.clock.now = "2026-11-30T09:00:00+01:00";
+            const cases = JSON.parse(decodeURIComponent(escape(atob("\(cases)"))));
+            const out = cases.map((text) => { FS.load(JSON.parse(text)); return FS.verdict(); });
+            const pre = document.createElement("pre"); pre.id = "verdicts";
+            pre.textContent = btoa(unescape(encodeURIComponent(JSON.stringify(out))));
+            document.body.append(pre);
+            </script>
+            """
+        page = page.replacingOccurrences(of: "<head>", with: "<head><base href=\"\(preview.base)\">")
+        page = page.replacingOccurrences(of: "</body>", with: driver + "</body>")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("preview-\(form)-\(UUID().uuidString).html")
+        try page.write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let run = try await ProcessRunner.run(
+            URL(fileURLWithPath: chromium), ["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", file.absoluteString])
+        guard let start = run.output.range(of: "<pre id=\"verdicts\">"),
+            let end = run.output.range(of: "</pre>", range: start.upperBound..<run.output.endIndex),
+            let decoded = Data(base64Encoded: String(run.output[start.upperBound..<end.lowerBound])),
+            let list = try JSONSerialization.jsonObject(with: decoded) as? [[String: Any]]
+        else {
+            Issue.record("no verdicts from Chromium for \(form): status \(run.status), \(run.errors.suffix(2000))")
+            return []
+        }
+        return list
+    }
+
+    @Test func chromiumIsInstalled() {
+        #expect(
+            FileManager.default.isExecutableFile(atPath: Self.chromium),
+            "the browser tests need Chromium: apt-get install chromium (.ci/run installs it)")
+    }
+
+    @Test func thePreviewPageGivesTheGeneratedCodesVerdictsOnRandomPayloads() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.chromium), "install Chromium: apt-get install chromium")
+        let preview = try await Preview()
+        defer { preview.stop() }
+        let definitions = Self.definitions()
+        #expect(Set(definitions.map(\.name)) == Set(Self.forms.keys))
+        var compared = 0
+        var outcomes: [String: Int] = [:]
+        for form in definitions.sorted(by: { $0.name < $1.name }) {
+            let typed = try #require(Self.forms[form.name])
+            let entry = try #require(Self.generated[form.name])
+            var random = RandomPayloads(seed: UInt64(form.name.utf8.reduce(5) { $0 &* 31 &+ UInt64($1) }))
+            random.wellTyped = true
+            let payloads = (0..<(form.name == "Survey" ? 400 : 150)).map { _ in random.payload(form.fields) }
+            let verdicts = try await Self.verdicts(form.name, payloads, preview: preview)
+            #expect(verdicts.count == payloads.count, "\(form.name)")
+            for (payload, verdict) in zip(payloads, verdicts) {
+                let (settled, errors) = try FormClock.$current.withValue(Self.clock) {
+                    let settled = try entry.recalculate(Data(payload.utf8))
+                    return (settled, entry.validate(settled))
+                }
+                let pageErrors = (verdict["errors"] as? [[String: Any]]) ?? []
+                let context = "\(form.name): \(payload)"
+                #expect(
+                    pageErrors.map { "\($0["pointer"] ?? "") \($0["code"] ?? "")" } == errors.map { "\($0.pointer) \($0.code)" },
+                    "\(context)")
+                #expect(
+                    pageErrors.filter { $0["code"] as? String == "constraint" }.map { $0["detail"] as? String ?? "" }
+                        == errors.filter { $0.code == "constraint" }.map(\.detail), "\(context)")
+                for error in errors { outcomes[error.code, default: 0] += 1 }
+                let pagePayload = Data(((verdict["payload"] as? String) ?? "").utf8)
+                #expect(typed.equal(pagePayload, settled), "settled: page \(String(decoding: pagePayload, as: UTF8.self)) \(context)")
+                let pageRelevance = (verdict["relevance"] as? [String: Bool]) ?? [:]
+                #expect(typed.relevance(settled, Array(pageRelevance.keys)) == pageRelevance, "relevance: \(context)")
+                outcomes["hidden", default: 0] += pageRelevance.values.filter { !$0 }.count
+                compared += 1
+            }
+        }
+        #expect(compared >= 1500)
+        // The payloads reach what the expressions decide, not only the plain rules.
+        for outcome in ["constraint", "not_offered", "required", "hidden"] {
+            #expect(outcomes[outcome, default: 0] >= 10, "\(outcome): \(outcomes)")
+        }
+    }
+}
