@@ -395,7 +395,10 @@ public enum PreviewRuntime {
                 const picker = input("file", { accept: field.accept, multiple: multiple ? "" : undefined });
                 const shown = el("span", { class: "files" });
                 let value = multiple ? [] : undefined;
-                const show = () => { shown.textContent = JSON.stringify(FS.json(value)) || ""; };
+                const show = () => {
+                  const list = multiple ? value : known(value) ? [value] : [];
+                  shown.textContent = list.length === 0 ? "" : list.length + " file(s), " + list.map((f) => (known(f.byte_count) ? f.byte_count : "?") + " bytes").join(", ");
+                };
                 picker.addEventListener("change", () => {
                   const refs = [...picker.files].map((f) => ({ id: BigInt(--placeholder), byte_count: BigInt(f.size), content_type: f.type || "application/octet-stream" }));
                   value = multiple ? refs : refs[0];

@@ -68,10 +68,10 @@ struct PreviewBrowserTests {
         let process: ChildProcess
         let base: String
 
-        init() async throws {
+        init(_ specs: [String] = ["FormSpecs", "Tests/CorpusForms"]) async throws {
             let log = FileManager.default.temporaryDirectory.appendingPathComponent("preview-\(UUID().uuidString).log").path
             process = try ChildProcess(
-                DemoProcessTests.formsync.path, ["preview", "FormSpecs", "Tests/CorpusForms", "--port", "0"], directory: root.path,
+                DemoProcessTests.formsync.path, ["preview"] + specs + ["--port", "0"], directory: root.path,
                 standardOutput: .file(log), standardError: .file(log))
             let deadline = Date().addingTimeInterval(30)
             var found: String?
@@ -180,5 +180,38 @@ struct PreviewBrowserTests {
         for outcome in ["constraint", "not_offered", "required", "hidden"] {
             #expect(outcomes[outcome, default: 0] >= 10, "\(outcome): \(outcomes)")
         }
+    }
+
+    @Test func aSavedSpecReloadsThePageAndASpecThatDoesNotCheckShowsItsErrorsInstead() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("preview-specs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let spec = folder.appendingPathComponent("Visit.yaml")
+        let good = """
+            form: Visit
+            version: 1
+            endpoint: /visits
+            fields:
+              arrival: time
+              departure: { type: time, constraint: departure > arrival }
+            """
+        try good.write(to: spec, atomically: true, encoding: .utf8)
+        let preview = try await Preview([folder.path])
+        defer { preview.stop() }
+        let first = try await Self.fetch(preview.base + "version")
+        let page = try await Self.fetch(preview.base + "forms/Visit")
+        #expect(page.contains("<section id=\"form\">"))
+        // The page polls /version and reloads when it changes.
+        #expect(page.contains("fetch(\"/version\")") && page.contains(first))
+        try good.replacingOccurrences(of: "departure > arrival", with: "departure > arival").write(to: spec, atomically: true, encoding: .utf8)
+        let second = try await Self.fetch(preview.base + "version")
+        #expect(second != first)
+        let broken = try await Self.fetch(preview.base + "forms/Visit")
+        #expect(!broken.contains("<section id=\"form\">"))
+        #expect(broken.contains("Visit.yaml:6:52: error: no field &#39;arival&#39; here (did you mean &#39;arrival&#39;?)"), "\(broken)")
+        #expect(try await Self.fetch(preview.base).contains("Visit.yaml:6:52: error:"))
+        try good.write(to: spec, atomically: true, encoding: .utf8)
+        #expect(try await Self.fetch(preview.base + "forms/Visit").contains("<section id=\"form\">"))
+        #expect(try await Self.fetch(preview.base + "forms/Visit.js").contains("FS.define("))
     }
 }
