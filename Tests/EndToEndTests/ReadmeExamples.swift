@@ -151,4 +151,31 @@ struct ReadmeExamples {
         let run = try await ChildProcess.run(formsyncPath, ["check", "FormSpecs"], directory: packageRoot)
         #expect(run.termination == .exit(0), "\(run.errors)")
     }
+
+    @Test func theFormsThatThinkExampleRuns() async throws {
+        let world = try World()
+        let outbox = try world.device()
+        // docs/SpecLanguage.md, "Forms that think"
+        var inspection = SiteInspection(
+            siteCode: "LIS-0042", inspectorId: EntityRef(7), visitDate: LocalDate("2026-11-30"),
+            location: GeoPoint(latitude: 38.7, longitude: -9.1), hazards: [.gas])
+        inspection.passed = true
+        inspection.failureReason = "typed before the site passed"
+        let showReason = inspection.isRelevant(.failureReason)  // false: the form hides it
+        let queued = inspection.recalculated()  // failureReason is nil: it does not apply
+        try await outbox.enqueue(inspection)  // the outbox queues the recalculated payload
+
+        var customer = NewCustomer(name: "Casa Ana", segment: .retail, region: .south)
+        let districts = customer.offeredOptions(for: .district)  // ["vineyards", "coast"]
+        customer.district = .harbour
+        let errors = customer.validate()  // #/district not_offered: the north's district
+        // (end of the example)
+        #expect(!showReason)
+        #expect(queued.failureReason == nil)
+        #expect(districts == ["vineyards", "coast"])
+        #expect(errors.map { "\($0.pointer) \($0.code)" } == ["#/district not_offered"])
+        _ = try await world.drain()
+        let stored = try #require(world.server.documents().first)
+        #expect(try JSONDecoder().decode(SiteInspection.self, from: stored.payload).failureReason == nil)
+    }
 }
