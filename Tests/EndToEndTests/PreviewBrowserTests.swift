@@ -203,7 +203,8 @@ struct PreviewBrowserTests {
         #expect(page.contains("<section id=\"form\">"))
         // The page polls /version and reloads when it changes.
         #expect(page.contains("fetch(\"/version\")") && page.contains(first))
-        try good.replacingOccurrences(of: "departure > arrival", with: "departure > arival").write(to: spec, atomically: true, encoding: .utf8)
+        try good.replacingOccurrences(of: "departure > arrival", with: "departure > arival").write(
+            to: spec, atomically: true, encoding: .utf8)
         let second = try await Self.fetch(preview.base + "version")
         #expect(second != first)
         let broken = try await Self.fetch(preview.base + "forms/Visit")
