@@ -136,7 +136,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "FieldForms", "CorpusForms", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite",
+                "FieldForms", "CorpusForms", "FormSpec", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer",
+                "FormSyncSQLite",
                 "FormSyncTesting",
                 "FormSyncTorture", "FormSyncPostgres",
             ]),
