@@ -16,8 +16,10 @@ extension FieldValidator {
 
     /// A calculated field holds what its calculation gives (`recalculated()` puts it there) or
     /// nothing: a sender may leave the derivation to the receiver, never get it wrong.
-    public mutating func calculated<T: Equatable>(_ value: T?, _ expected: T?, at pointer: @autoclosure () -> String) {
-        guard value != nil, value != expected else { return }
+    public mutating func calculated<T: Equatable>(_ value: T?, _ expected: @autoclosure () -> T?, at pointer: @autoclosure () -> String) {
+        guard value != nil else { return }
+        let expected = expected()
+        guard value != expected else { return }
         if let expected {
             fail(pointer(), "calculated", "Must be \(expected), as its calculation gives.")
         } else {
