@@ -22,7 +22,7 @@ enum FormSyncTool {
         ])
 
     /// This build's version (CHANGELOG.md).
-    static let version = "0.12.0"
+    static let version = "0.13.0"
     /// The wire protocol it speaks (docs/PROTOCOL.md).
     static let protocolVersion = 1
 

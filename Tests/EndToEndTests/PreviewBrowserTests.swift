@@ -215,4 +215,24 @@ struct PreviewBrowserTests {
         #expect(try await Self.fetch(preview.base + "forms/Visit").contains("<section id=\"form\">"))
         #expect(try await Self.fetch(preview.base + "forms/Visit.js").contains("FS.define("))
     }
+
+    @Test func chromiumTakesAScreenshotOfEachExampleForm() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.chromium), "install Chromium: apt-get install chromium")
+        let preview = try await Preview(["FormSpecs"])
+        defer { preview.stop() }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("preview-shots-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for form in ["SiteInspection", "SalesOrder", "NewCustomer"] {
+            let file = folder.appendingPathComponent("\(form).png")
+            let run = try await ProcessRunner.run(
+                URL(fileURLWithPath: Self.chromium),
+                [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,1200",
+                    "--screenshot=\(file.path)", preview.base + "forms/" + form,
+                ])
+            let png = try Data(contentsOf: file)
+            #expect(run.status == 0 && png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000, "\(form): \(png.count) bytes")
+        }
+    }
 }
