@@ -214,6 +214,13 @@ struct PreviewBrowserTests {
         try good.write(to: spec, atomically: true, encoding: .utf8)
         #expect(try await Self.fetch(preview.base + "forms/Visit").contains("<section id=\"form\">"))
         #expect(try await Self.fetch(preview.base + "forms/Visit.js").contains("FS.define("))
+        // It serves generated pages and nothing else: not a spec file, not a path it was not given.
+        for path in ["forms/Visit.yaml", "forms/..%2FVisit.yaml", "Visit.yaml", "forms/Nope.js"] {
+            let (_, response) = try await URLSession.shared.data(from: URL(string: preview.base + path)!)
+            #expect((response as? HTTPURLResponse)?.statusCode == 404, "\(path)")
+        }
+        let absurd = try await ProcessRunner.run(DemoProcessTests.formsync, ["preview", folder.path, "--port", "99999"])
+        #expect(absurd.status == 2 && absurd.errors.contains("--port must be between 0 and 65535"), "\(absurd.errors)")
     }
 
     @Test func chromiumTakesAScreenshotOfEachExampleForm() async throws {
