@@ -127,27 +127,9 @@ struct PreviewExpressionTranslator {
     }
 }
 
-/// A script string literal (JSON's, which a script reads the same).
+/// A script string literal: JSON's (which a script reads the same), with `<` and the two line
+/// separators JSON allows raw escaped too, so a spec's text cannot close the page's script.
 func jsonString(_ text: String) -> String {
-    var out = "\""
-    for scalar in text.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        case "<": out += "\\u003c"
-        case "\u{2028}": out += "\\u2028"
-        case "\u{2029}": out += "\\u2029"
-        default:
-            if scalar.value < 0x20 {
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-    }
-    return out + "\""
+    JSONValue.quoted(text).replacingOccurrences(of: "<", with: "\\u003c").replacingOccurrences(of: "\u{2028}", with: "\\u2028")
+        .replacingOccurrences(of: "\u{2029}", with: "\\u2029")
 }

@@ -1,3 +1,4 @@
+import FormSpec
 import FormSyncClient
 import FormSyncModel
 import Foundation
@@ -84,5 +85,32 @@ struct PreviewRuntimeTests {
         // The pairs reach "unknown" (an overflow past 38 digits) as well as digits.
         #expect(unknown >= 20)
         #expect(ties >= 20)
+    }
+}
+
+/// The preview's generated script and pages carry a spec's texts without letting them out.
+struct PreviewScriptGeneratorTests {
+    @Test func aSpecsTextCannotCloseThePagesScriptOrWriteMarkup() throws {
+        let spec = """
+            form: Visit
+            version: 1
+            endpoint: /visits
+            description: "</script><script>alert(1)</script>"
+            fields:
+              note:
+                type: text
+                label: "<b>bold</b>"
+                constraint: length(note) < 5
+                constraint_message: "</script><img src=x onerror=alert(1)>\\u2028"
+            """
+        let form = try #require(SpecLoader.check(text: spec, path: "Visit.yaml").form)
+        let script = PreviewScriptGenerator.script(for: form)
+        #expect(!script.contains("</script"))
+        #expect(!script.contains("<img"))
+        #expect(!script.contains("\u{2028}"))
+        #expect(script.contains("\\u003c/script>\\u003cimg src=x onerror=alert(1)>\\u2028"))
+        let page = PreviewPage.form(form, diagnostics: [], version: "v")
+        #expect(!page.contains("<script>alert(1)"))
+        #expect(page.contains("&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"))
     }
 }
