@@ -251,6 +251,16 @@ public indirect enum FieldKind: Sendable, Equatable {
     case file(FileKind, FileRule)
     case list(ListDefinition)
 
+    /// Whether a field of this kind holds a list of values (a multi-choice, a list, a file field
+    /// with a count): empty rather than absent, in Swift and in JSON.
+    public var holdsSeveralValues: Bool {
+        switch self {
+        case .multiChoice, .list: return true
+        case .file(_, let rule): return rule.multiple
+        default: return false
+        }
+    }
+
     /// The spec's name of the type.
     public var typeName: String {
         switch self {

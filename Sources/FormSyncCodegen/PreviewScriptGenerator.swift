@@ -249,7 +249,7 @@ public enum PreviewScriptGenerator {
         let indent = String(repeating: "  ", count: step.lists.count)
         let level = "FS.levelOf(this.root, [\(levelPath.map { jsonString($0.name) }.joined(separator: ", "))])"
         let key = jsonString(field.name)
-        let empty = SwiftGenerator.swiftType(field, SwiftGenerator.Scope.placeholder).isArray ? "[]" : "undefined"
+        let empty = field.kind.holdsSeveralValues ? "[]" : "undefined"
         if field.relevant != nil {
             w.line("\(indent)if (\(level).relevant[\(key)](\(owner), \(parentOwner)) !== true) { \(owner)[\(key)] = \(empty); } else {")
             if field.calculate != nil {

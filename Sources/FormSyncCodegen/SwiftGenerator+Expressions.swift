@@ -16,7 +16,7 @@ extension SwiftGenerator {
 
     static func hasValue(_ field: FieldDefinition, on owner: String = "self") -> String {
         let member = "\(owner).\(name(field))"
-        return swiftType(field, Scope.placeholder).isArray ? "!\(member).isEmpty" : "\(member) != nil"
+        return field.kind.holdsSeveralValues ? "!\(member).isEmpty" : "\(member) != nil"
     }
 
     static func holdsExpressions(_ fields: [FieldDefinition]) -> Bool {
@@ -219,7 +219,7 @@ extension SwiftGenerator {
         }
         guard let field = fields.first(where: { $0.name == step.field }) else { return }
         let indent = String(repeating: "    ", count: loops)
-        let empty = swiftType(field, Scope.placeholder).isArray ? "[]" : "nil"
+        let empty = field.kind.holdsSeveralValues ? "[]" : "nil"
         let member = "\(owner).\(name(field))"
         let relevant = field.relevant.map { _ in
             helperCall(helperName("relevant", field), parent, on: owner, parentValue: parentOwner ?? "")
@@ -240,16 +240,5 @@ extension SwiftGenerator {
             break
         }
         for depth in stride(from: loops - 1, through: 0, by: -1) { w.line(String(repeating: "    ", count: depth) + "}") }
-    }
-}
-
-extension SwiftGenerator.Scope {
-    /// A scope for questions that do not depend on it (whether a field's Swift type is an array).
-    static var placeholder: SwiftGenerator.Scope {
-        SwiftGenerator.Scope(
-            form: FormDefinition(
-                name: "", version: 1, summary: nil, endpoint: "", endpointSegments: [], entity: nil, choiceLists: [], fields: [],
-                sourceName: "", nameLocation: SourceLocation(line: 1, column: 1)),
-            path: [])
     }
 }

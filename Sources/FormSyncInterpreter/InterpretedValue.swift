@@ -72,13 +72,7 @@ struct InterpretedObject: Equatable {
         return object.data
     }
 
-    static func isMultiple(_ field: FieldDefinition) -> Bool {
-        switch field.kind {
-        case .multiChoice, .list: return true
-        case .file(_, let rule): return rule.multiple
-        default: return false
-        }
-    }
+    static func isMultiple(_ field: FieldDefinition) -> Bool { field.kind.holdsSeveralValues }
 
     /// A decoding problem, with the JSON path (keys and indexes) of the value that failed.
     struct DecodeFailure: Error {
