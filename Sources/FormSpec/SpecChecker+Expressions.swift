@@ -273,10 +273,9 @@ extension SpecChecker {
         guard column >= 0, column < raw.count else { return node.location }
         let quote: Unicode.Scalar? = raw[column] == "'" || raw[column] == "\"" ? raw[column] : nil
         if quote != nil { column += 1 }
-        var decoded = Array(text.unicodeScalars).makeIterator()
         var consumed = 0
         let target = Array(text.prefix(offset).unicodeScalars).count
-        while consumed < target, let character = decoded.next() {
+        while consumed < target {
             if column >= raw.count {
                 // A folded line break stands for the space just read.
                 guard line + 1 < sourceLines.count else { break }
@@ -294,7 +293,6 @@ extension SpecChecker {
             } else {
                 column += 1
             }
-            _ = character
             consumed += 1
         }
         return SourceLocation(line: line + 1, column: column + 1)

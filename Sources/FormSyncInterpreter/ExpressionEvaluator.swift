@@ -220,29 +220,25 @@ struct ExpressionEvaluator {
     /// `sum`, `min` or `max` of values of one type, through the `Formula` fold the generated code uses.
     static func aggregate(_ function: SpecExpression.Function, _ values: [ExpressionValue?]) -> ExpressionValue? {
         func unwrap<T>(_ pick: (ExpressionValue) -> T?) -> [T?] { values.map { $0.flatMap(pick) } }
-        let known = values.compactMap { $0 }
-        switch known.first {
+        /// `min` or `max` of comparable values.
+        func extreme<T: Comparable>(_ pick: (ExpressionValue) -> T?, _ wrap: (T) -> ExpressionValue) -> ExpressionValue? {
+            let list = unwrap(pick)
+            return (function == .min ? Formula.minimum(list) : Formula.maximum(list)).map(wrap)
+        }
+        switch values.first(where: { $0 != nil }) ?? nil {
         case .integer?:
-            let numbers = unwrap { if case .integer(let v) = $0 { v } else { nil } }
-            let result = function == .sum ? Formula.sum(numbers) : function == .min ? Formula.minimum(numbers) : Formula.maximum(numbers)
-            return result.map(ExpressionValue.integer)
+            let pick = { (v: ExpressionValue) -> Int? in if case .integer(let n) = v { n } else { nil } }
+            return function == .sum ? Formula.sum(unwrap(pick)).map(ExpressionValue.integer) : extreme(pick, ExpressionValue.integer)
         case .decimal?:
-            let numbers = unwrap { if case .decimal(let v) = $0 { v } else { nil } }
-            let result = function == .sum ? Formula.sum(numbers) : function == .min ? Formula.minimum(numbers) : Formula.maximum(numbers)
-            return result.map(ExpressionValue.decimal)
+            let pick = { (v: ExpressionValue) -> ExactDecimal? in if case .decimal(let d) = v { d } else { nil } }
+            return function == .sum ? Formula.sum(unwrap(pick)).map(ExpressionValue.decimal) : extreme(pick, ExpressionValue.decimal)
         case .money?:
             let amounts = unwrap { if case .money(let v) = $0 { v } else { nil } }
             let result = function == .sum ? Formula.sum(amounts) : function == .min ? Formula.minimum(amounts) : Formula.maximum(amounts)
             return result.map(ExpressionValue.money)
-        case .date?:
-            let days = unwrap { if case .date(let v) = $0 { v } else { nil } }
-            return (function == .min ? Formula.minimum(days) : Formula.maximum(days)).map(ExpressionValue.date)
-        case .time?:
-            let times = unwrap { if case .time(let v) = $0 { v } else { nil } }
-            return (function == .min ? Formula.minimum(times) : Formula.maximum(times)).map(ExpressionValue.time)
-        case .datetime?:
-            let moments = unwrap { if case .datetime(let v) = $0 { v } else { nil } }
-            return (function == .min ? Formula.minimum(moments) : Formula.maximum(moments)).map(ExpressionValue.datetime)
+        case .date?: return extreme({ if case .date(let v) = $0 { v } else { nil } }, ExpressionValue.date)
+        case .time?: return extreme({ if case .time(let v) = $0 { v } else { nil } }, ExpressionValue.time)
+        case .datetime?: return extreme({ if case .datetime(let v) = $0 { v } else { nil } }, ExpressionValue.datetime)
         default:
             return nil
         }
