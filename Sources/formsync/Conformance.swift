@@ -61,7 +61,7 @@ struct Conformance {
         self.registry = registry
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = timeout
-        session = URLSession(configuration: configuration, delegate: collector, delegateQueue: nil)
+        session = URLSession(configuration: configuration, delegate: collector, delegateQueue: collector.makeDelegateQueue())
         samples = ConformanceSamples(run: run)
     }
 

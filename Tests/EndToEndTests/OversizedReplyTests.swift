@@ -1,4 +1,5 @@
 import FormSyncClient
+import FormSyncTesting
 import Foundation
 import Synchronization
 import Testing
@@ -92,6 +93,27 @@ struct OversizedReplyTests {
                 == .unreachable(reason: "the reply grew past the 1048576 bytes accepted; the rest was dropped"))
         let stopped = try await server.cutShort.reaches(1, within: 25)
         #expect(stopped, "the drained reply was never stopped")
+    }
+
+    /// The reply's bytes are handled on a queue of the transport's own, not on URLSession's
+    /// default delegate queue, which on Linux runs on the cooperative pool's threads: with every
+    /// one of them busy, the bytes that crossed the bound waited there while the exchange's
+    /// deadline passed, and the request ended as "no complete reply" instead.
+    @Test func aReplyPastTheLimitIsAnsweredWhileEveryTaskThreadIsBusy() async throws {
+        let server = try FloodingServer(declared: false, total: 2 << 20, thenTrickle: true)
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 2, maxReplyBytes: 1 << 20) { "token" }
+        let answer = Mutex<DeliveryOutcome?>(nil)
+        // The sending task runs on threads of its own, so that only the transport's own
+        // handling of the reply is left to find a thread while the pool's are all busy.
+        let sending = Task(executorPreference: DedicatedThreads.shared) {
+            let outcome = await transport.send(Self.submission("flood-5"))
+            answer.withLock { $0 = outcome }
+        }
+        let sawTheAnswer = await BusyPool.spin { answer.withLock { $0 } != nil }
+        await sending.value
+        #expect(sawTheAnswer, "the reply was handled only once the pool's threads were free")
+        #expect(
+            answer.withLock { $0 } == .unreachable(reason: "the reply grew past the 1048576 bytes accepted; the rest was dropped"))
     }
 
     @Test func anOversizedFeedPageOrHealthReplyIsNoAnswerEither() async throws {

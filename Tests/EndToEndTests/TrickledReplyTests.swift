@@ -21,6 +21,8 @@ struct TrickledReplyTests {
         private let server: RawSocket.Server
         private let ticks: Int
         let served = Mutex(0)
+        /// Trickles that ran to their end or were cut short.
+        let ended = Mutex(0)
         /// Trickles that ended because the client closed the connection, before their end.
         let cutShort = RawSocket.CutShortCount()
 
@@ -37,6 +39,7 @@ struct TrickledReplyTests {
             served.withLock { $0 += 1 }
             RawSocket.send(fd, Data("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{".utf8))
             RawSocket.trickle(fd, ticks: ticks, cutShort: cutShort)
+            ended.withLock { $0 += 1 }
         }
     }
 
@@ -59,21 +62,27 @@ struct TrickledReplyTests {
         #expect(closed)
     }
 
-    /// The deadline is a dispatch timer, not a sleeping task: in a test run beside the torture
-    /// runs, every thread of Swift's cooperative pool was busy for about a minute, and a task's
-    /// deadline fired only after the trickle had ended with an error. (Tested on the collector
-    /// with a 1 s deadline, so that the pool is kept busy for 3 s, not the 8 s a transport's
-    /// shortest deadline would need: every other test in the process waits meanwhile.)
+    /// The deadline is a dispatch timer on a queue of its own, not a sleeping task and not a
+    /// global queue: in a test run beside the torture runs, every thread of Swift's cooperative
+    /// pool was busy for about a minute, and a task's deadline fired only after the trickle had
+    /// ended with an error. On Linux the global queues share the pool's threads, so a timer
+    /// there waited for CPU-bound tasks too. Every thread of the pool spins here until the
+    /// answer comes: it must come while they spin. (Threads that sleep would not prove it:
+    /// dispatch lends the global queues another thread once the pool's are blocked.)
     @Test func theDeadlinePassesOnTimeWhileEveryTaskThreadIsBusy() async throws {
+        // The reply trickles for 2.5 s; the deadline is 1 s.
         let server = try TricklingServer(ticks: 25)
         let (collector, session) = Self.collectorSession()
         defer { session.finishTasksAndInvalidate() }
         let first = FirstAnswer()
-        collector.start(session.dataTask(with: server.url), limit: 1 << 20, deadline: 1) { first.record(Self.words($0)) }
-        // Every thread of the pool sleeps for 3 s: the trickle ends (2.5 s) before any task runs.
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<ProcessInfo.processInfo.activeProcessorCount { group.addTask { usleep(3_000_000) } }
+        let endedBeforeTheAnswer = Mutex<Int?>(nil)
+        collector.start(session.dataTask(with: server.url), limit: 1 << 20, deadline: 1) { result in
+            endedBeforeTheAnswer.withLock { $0 = $0 ?? server.ended.withLock { $0 } }
+            first.record(Self.words(result))
         }
+        let sawTheAnswer = await BusyPool.spin { first.value != nil || server.ended.withLock { $0 } > 0 }
+        #expect(sawTheAnswer)
+        #expect(endedBeforeTheAnswer.withLock { $0 } == 0, "the deadline passed only after the reply had ended")
         #expect(first.value == "no complete reply within 1 s")
     }
 
@@ -140,7 +149,7 @@ struct TrickledReplyTests {
     /// A collector and a session it is the delegate of (the caller invalidates the session).
     static func collectorSession() -> (ReplyCollector, URLSession) {
         let collector = ReplyCollector()
-        return (collector, URLSession(configuration: .ephemeral, delegate: collector, delegateQueue: nil))
+        return (collector, URLSession(configuration: .ephemeral, delegate: collector, delegateQueue: collector.makeDelegateQueue()))
     }
 
     /// A collector's answer in words: its error's description, or "a reply".

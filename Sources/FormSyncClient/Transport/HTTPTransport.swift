@@ -75,7 +75,7 @@ public final class HTTPTransport: OutboxTransport {
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.urlCache = nil
         configuration.httpCookieStorage = nil
-        session = URLSession(configuration: configuration, delegate: collector, delegateQueue: nil)
+        session = URLSession(configuration: configuration, delegate: collector, delegateQueue: collector.makeDelegateQueue())
     }
 
     deinit {

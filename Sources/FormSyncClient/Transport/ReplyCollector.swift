@@ -63,14 +63,35 @@ package final class ReplyCollector: NSObject, URLSessionDataDelegate, Sendable {
         var exchanges: [Int: Exchange] = [:]
         /// One timer for every exchange's deadline, armed for the earliest, instead of one per
         /// request (each created, armed and cancelled, and a wakeup of dispatch's timer thread).
-        /// It is a dispatch timer, not a task, so a deadline passes on time even when every
-        /// thread of Swift's cooperative pool is busy.
-        let timer = DispatchSource.makeTimerSource(queue: .global())
+        /// It is a dispatch timer on a serial queue of its own, not a task and not a global
+        /// queue, so a deadline passes on time even when every thread of Swift's cooperative
+        /// pool is busy: on Linux the global queues share those threads, and a timer there
+        /// waited for as long as CPU-bound tasks held them.
+        let timer = DispatchSource.makeTimerSource(queue: ReplyCollector.deadlineQueue)
         /// When the timer fires next (uptime, nanoseconds); nil when it is not armed.
         var armedFor: UInt64?
     }
 
     private let state = Mutex(State())
+    /// Where every collector's deadlines fire: a serial queue, which dispatch runs on a thread
+    /// outside the cooperative pool.
+    private static let deadlineQueue = DispatchQueue(label: "formsync.reply-deadlines")
+
+    /// The serial dispatch queue under `makeDelegateQueue()`'s queues (an `OperationQueue`
+    /// does not keep its underlying queue alive on Linux: the collector does).
+    private let replies = DispatchQueue(label: "formsync.replies")
+
+    /// The queue a session whose delegate is this collector should call it on: serial, over a
+    /// dispatch queue of the collector's own. (URLSession's default, an `OperationQueue`, runs
+    /// on the global queues, which on Linux share the cooperative pool's threads: with every
+    /// one of them busy, a reply that had arrived waited there, and its deadline passed first.)
+    package func makeDelegateQueue() -> OperationQueue {
+        let queue = OperationQueue()
+        queue.name = "formsync.replies"
+        queue.maxConcurrentOperationCount = 1
+        queue.underlyingQueue = replies
+        return queue
+    }
 
     package override init() {
         super.init()

@@ -1,0 +1,69 @@
+import Foundation
+
+/// Runs a test's blocking or long CPU-bound work on threads of its own, off Swift's cooperative
+/// pool, in the same task (its task-locals, and so Swift Testing's `#expect`, still apply).
+///
+/// Every test of a `swift test` run is a task on the one cooperative pool, which has a thread
+/// per core: two on a two-core machine. A test that waits for a process, reads a socket with a
+/// timeout or runs for seconds without a suspension holds one of them, and every other test's
+/// tasks (an engine, a poll, a reply's continuation) wait behind it. On a busy machine that
+/// wait reached a minute and a half, and tests whose code had already answered failed.
+package enum OffThePool {
+    /// Runs `body` on a thread outside the cooperative pool and returns what it returns.
+    package static func run<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
+        try await withTaskExecutorPreference(DedicatedThreads.shared, operation: body)
+    }
+
+    /// Whether the caller runs on one of `DedicatedThreads`' threads (a test checks its own).
+    package static var isOffThePool: Bool { Thread.current.name == DedicatedThreads.threadName }
+}
+
+/// A task executor with a thread for every job that runs at once: a job never waits for
+/// another to finish unless 64 are running. Idle threads end after five seconds.
+package final class DedicatedThreads: TaskExecutor, @unchecked Sendable {
+    package static let shared = DedicatedThreads()
+    static let threadName = "formsync.off-the-pool"
+
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var jobs: [UnownedJob] = []
+    private var idle = 0
+    private var threads = 0
+    private let maxThreads = 64
+
+    package func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        if jobs.count > idle && threads < maxThreads {
+            threads += 1
+            let thread = Thread { [self] in work() }
+            thread.name = Self.threadName
+            thread.stackSize = 8 << 20
+            thread.start()
+        }
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func work() {
+        condition.lock()
+        while true {
+            if !jobs.isEmpty {
+                let job = jobs.removeFirst()
+                condition.unlock()
+                job.runSynchronously(on: asUnownedTaskExecutor())
+                condition.lock()
+                continue
+            }
+            idle += 1
+            let woken = condition.wait(until: Date().addingTimeInterval(5))
+            idle -= 1
+            if !woken && jobs.isEmpty {
+                threads -= 1
+                condition.unlock()
+                return
+            }
+        }
+    }
+}
