@@ -115,11 +115,14 @@ let package = Package(
                 "FormSyncInterpreter", "FormSyncClient", "FormSyncServer", "FormSyncTesting", "FormSyncTorture",
             ]),
         // The house rules a tool enforces: platform guards, the package's shape, the docs' length.
-        .testTarget(name: "HouseRulesTests"),
+        .testTarget(name: "HouseRulesTests", dependencies: ["FormSyncTesting"]),
         .testTarget(
-            name: "FormSpecTests", dependencies: ["CYAML", "FormSpec", "FormSyncPattern"], exclude: ["BrokenSpecs", "EvolutionPairs"]),
-        .testTarget(name: "FormSyncPatternTests", dependencies: ["FormSyncPattern"]),
-        .testTarget(name: "FormSyncCodegenTests", dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncClient", "FormSyncModel"]),
+            name: "FormSpecTests", dependencies: ["CYAML", "FormSpec", "FormSyncPattern", "FormSyncTesting"],
+            exclude: ["BrokenSpecs", "EvolutionPairs"]),
+        .testTarget(name: "FormSyncPatternTests", dependencies: ["FormSyncPattern", "FormSyncTesting"]),
+        .testTarget(
+            name: "FormSyncCodegenTests",
+            dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncClient", "FormSyncModel", "FormSyncTesting"]),
         .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel", "FormSyncTesting", "CSHA256"]),
         .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncTesting"]),
         .testTarget(
@@ -129,8 +132,8 @@ let package = Package(
         .testTarget(name: "FormSyncSQLiteTests", dependencies: ["FormSyncSQLite"]),
         .testTarget(
             name: "FormSyncServerTests",
-            dependencies: ["CorpusForms", "FormSyncHTTP", "FormSyncModel", "FormSyncServer", "FormSyncTorture"]),
-        .testTarget(name: "FormSyncPostgresTests", dependencies: ["FormSyncPostgres", "FormSyncTorture"]),
+            dependencies: ["CorpusForms", "FormSyncHTTP", "FormSyncModel", "FormSyncServer", "FormSyncTesting", "FormSyncTorture"]),
+        .testTarget(name: "FormSyncPostgresTests", dependencies: ["FormSyncPostgres", "FormSyncTesting", "FormSyncTorture"]),
         .testTarget(name: "FormSyncTestingTests", dependencies: ["FormSyncTesting"]),
         .testTarget(name: "FormSyncCommandLineTests", dependencies: ["FormSyncCommandLine"]),
         .testTarget(

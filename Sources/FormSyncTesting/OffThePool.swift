@@ -15,14 +15,14 @@ package enum OffThePool {
     }
 
     /// Whether the caller runs on one of `DedicatedThreads`' threads (a test checks its own).
-    package static var isOffThePool: Bool { Thread.current.name == DedicatedThreads.threadName }
+    package static var isOffThePool: Bool { Thread.current.threadDictionary[DedicatedThreads.threadName] != nil }
 }
 
 /// A task executor with a thread for every job that runs at once: a job never waits for
 /// another to finish unless 64 are running. Idle threads end after five seconds.
 package final class DedicatedThreads: TaskExecutor, @unchecked Sendable {
     package static let shared = DedicatedThreads()
-    static let threadName = "formsync.off-the-pool"
+    static let threadName = "formsync.off"
 
     private let condition = NSCondition()
     // Guarded by `condition`.
@@ -47,6 +47,7 @@ package final class DedicatedThreads: TaskExecutor, @unchecked Sendable {
     }
 
     private func work() {
+        Thread.current.threadDictionary[Self.threadName] = true
         condition.lock()
         while true {
             if !jobs.isEmpty {

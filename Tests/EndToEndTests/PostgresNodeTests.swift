@@ -1,6 +1,7 @@
 import FieldForms
 import FormSyncHTTP
 import FormSyncModel
+import FormSyncTesting
 import FormSyncTorture
 import Foundation
 import Synchronization
@@ -21,156 +22,170 @@ struct PostgresNodeTests {
         return (url, nodes)
     }
 
-    @Test func requestsRacingOneIdempotencyKeyOnTwoNodesApplyItOnce() throws {
-        let (_, nodes) = try Self.nodes(2)
-        let token = try nodes[0].issueAccessToken(workspaces: ["acme"])
-        for round in 0..<5 {
-            let request = try ServerGroupCommitTests.order(round, token: token)
-            let replies = Mutex<[HTTPResponse?]>([])
-            let start = DispatchSemaphore(value: 0)
-            let done = DispatchGroup()
-            for n in 0..<12 {
-                done.enter()
-                Thread.detachNewThread {
-                    start.wait()
-                    let reply = nodes[n % 2].handle(request)
-                    replies.withLock { $0.append(reply) }
-                    done.leave()
+    @Test func requestsRacingOneIdempotencyKeyOnTwoNodesApplyItOnce() async throws {
+        try await OffThePool.run {
+            let (_, nodes) = try Self.nodes(2)
+            let token = try nodes[0].issueAccessToken(workspaces: ["acme"])
+            for round in 0..<5 {
+                let request = try ServerGroupCommitTests.order(round, token: token)
+                let replies = Mutex<[HTTPResponse?]>([])
+                let start = DispatchSemaphore(value: 0)
+                let done = DispatchGroup()
+                for n in 0..<12 {
+                    done.enter()
+                    Thread.detachNewThread {
+                        start.wait()
+                        let reply = nodes[n % 2].handle(request)
+                        replies.withLock { $0.append(reply) }
+                        done.leave()
+                    }
                 }
+                for _ in 0..<12 { start.signal() }
+                done.wait()
+                let all = replies.withLock { $0 }
+                let applied = all.filter { $0?.status == 201 && $0?.headers.contains { $0.0 == "Idempotent-Replayed" } == false }
+                let replayed = all.filter { $0?.status == 201 && $0?.headers.contains { $0.0 == "Idempotent-Replayed" } == true }
+                let inFlight = all.filter {
+                    $0?.status == 409 && String(decoding: $0?.body ?? Data(), as: UTF8.self).contains("key-in-flight")
+                }
+                #expect(applied.count == 1, "round \(round): \(all.map { $0?.status ?? 0 })")
+                #expect(applied.count + replayed.count + inFlight.count == 12, "round \(round): \(all.map { $0?.status ?? 0 })")
             }
-            for _ in 0..<12 { start.signal() }
-            done.wait()
-            let all = replies.withLock { $0 }
-            let applied = all.filter { $0?.status == 201 && $0?.headers.contains { $0.0 == "Idempotent-Replayed" } == false }
-            let replayed = all.filter { $0?.status == 201 && $0?.headers.contains { $0.0 == "Idempotent-Replayed" } == true }
-            let inFlight = all.filter { $0?.status == 409 && String(decoding: $0?.body ?? Data(), as: UTF8.self).contains("key-in-flight") }
-            #expect(applied.count == 1, "round \(round): \(all.map { $0?.status ?? 0 })")
-            #expect(applied.count + replayed.count + inFlight.count == 12, "round \(round): \(all.map { $0?.status ?? 0 })")
+            #expect(nodes[1].documents().count == 5)
+            #expect(nodes[0].documents().allSatisfy { $0.appliedWrites == 1 })
         }
-        #expect(nodes[1].documents().count == 5)
-        #expect(nodes[0].documents().allSatisfy { $0.appliedWrites == 1 })
     }
 
-    @Test func aKeyHeldByOneNodeIsInFlightOnAnotherAndReplayedThere() throws {
-        let (_, nodes) = try Self.nodes(2)
-        let token = try nodes[0].issueAccessToken(workspaces: ["acme"])
-        let request = try ServerGroupCommitTests.order(7, token: token)
-        nodes[0].faults.add(.hold, count: 1, target: .submissions)
-        let first = Mutex<HTTPResponse?>(nil)
-        let finished = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            first.withLock { $0 = nodes[0].handle(request) }
-            finished.signal()
+    @Test func aKeyHeldByOneNodeIsInFlightOnAnotherAndReplayedThere() async throws {
+        try await OffThePool.run {
+            let (_, nodes) = try Self.nodes(2)
+            let token = try nodes[0].issueAccessToken(workspaces: ["acme"])
+            let request = try ServerGroupCommitTests.order(7, token: token)
+            nodes[0].faults.add(.hold, count: 1, target: .submissions)
+            let first = Mutex<HTTPResponse?>(nil)
+            let finished = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                first.withLock { $0 = nodes[0].handle(request) }
+                finished.signal()
+            }
+            #expect(nodes[0].faults.waitUntilHolding(1))
+            let meanwhile = nodes[1].handle(request)
+            nodes[0].faults.releaseHeld()
+            #expect(meanwhile?.status == 409)
+            #expect(meanwhile?.headers.contains { $0 == ("Retry-After", "1") } == true)
+            finished.wait()
+            #expect(first.withLock { $0?.status } == 201)
+            let later = nodes[1].handle(request)
+            #expect(later?.status == 201)
+            #expect(later?.headers.contains { $0.0 == "Idempotent-Replayed" } == true)
+            #expect(later?.body == first.withLock { $0?.body })
+            #expect(nodes[1].documents().count == 1)
         }
-        #expect(nodes[0].faults.waitUntilHolding(1))
-        let meanwhile = nodes[1].handle(request)
-        nodes[0].faults.releaseHeld()
-        #expect(meanwhile?.status == 409)
-        #expect(meanwhile?.headers.contains { $0 == ("Retry-After", "1") } == true)
-        finished.wait()
-        #expect(first.withLock { $0?.status } == 201)
-        let later = nodes[1].handle(request)
-        #expect(later?.status == 201)
-        #expect(later?.headers.contains { $0.0 == "Idempotent-Replayed" } == true)
-        #expect(later?.body == first.withLock { $0?.body })
-        #expect(nodes[1].documents().count == 1)
     }
 
     /// A sequence number taken at insert time is not commit order: here the change written
     /// first commits last, after a device's cursor passed the change written second.
-    @Test func aChangeThatCommitsLateIsNeverSkippedByACursorThatPassedIt() throws {
-        let url = try PostgresCluster.shared().makeDatabase()
-        let early = try PostgresServerStore(url: url, migrate: true, now: 0)
-        let late = try PostgresServerStore(url: url, migrate: false, now: 0)
-        let reader = try PostgresServerStore(url: url, migrate: false, now: 0)
-        let written = DispatchSemaphore(value: 0)
-        let commit = DispatchSemaphore(value: 0)
-        let committed = DispatchSemaphore(value: 0)
-        let customer = Data(#"{"name":"Written first","segment":"retail"}"#.utf8)
-        Thread.detachNewThread {
-            do {
-                try early.transaction {
-                    _ = try early.putRecord(workspace: "acme", type: "Customer", id: 1, scope: "", payload: customer, at: 0)
-                    written.signal()
-                    commit.wait()
+    @Test func aChangeThatCommitsLateIsNeverSkippedByACursorThatPassedIt() async throws {
+        try await OffThePool.run {
+            let url = try PostgresCluster.shared().makeDatabase()
+            let early = try PostgresServerStore(url: url, migrate: true, now: 0)
+            let late = try PostgresServerStore(url: url, migrate: false, now: 0)
+            let reader = try PostgresServerStore(url: url, migrate: false, now: 0)
+            let written = DispatchSemaphore(value: 0)
+            let commit = DispatchSemaphore(value: 0)
+            let committed = DispatchSemaphore(value: 0)
+            let customer = Data(#"{"name":"Written first","segment":"retail"}"#.utf8)
+            Thread.detachNewThread {
+                do {
+                    try early.transaction {
+                        _ = try early.putRecord(workspace: "acme", type: "Customer", id: 1, scope: "", payload: customer, at: 0)
+                        written.signal()
+                        commit.wait()
+                    }
+                } catch {
+                    Issue.record("the early transaction failed: \(error)")
                 }
-            } catch {
-                Issue.record("the early transaction failed: \(error)")
+                committed.signal()
             }
-            committed.signal()
+            written.wait()
+            _ = try late.putRecord(
+                workspace: "acme", type: "Customer", id: 2, scope: "",
+                payload: Data(#"{"name":"Committed first","segment":"retail"}"#.utf8),
+                at: 0)
+            let first = try reader.feed(workspace: "acme", principal: "ada", after: 0, limit: 100)
+            #expect(first.map(\.id) == [2], "only the committed change is in the feed")
+            let cursor = try #require(first.last?.seq)
+            commit.signal()
+            committed.wait()
+            let next = try reader.feed(workspace: "acme", principal: "ada", after: cursor, limit: 100)
+            #expect(next.map(\.id) == [1], "the change that committed late comes after the cursor, not before it")
+            #expect(try reader.feed(workspace: "acme", principal: "ada", after: 0, limit: 100).map(\.id) == [2, 1])
         }
-        written.wait()
-        _ = try late.putRecord(
-            workspace: "acme", type: "Customer", id: 2, scope: "", payload: Data(#"{"name":"Committed first","segment":"retail"}"#.utf8),
-            at: 0)
-        let first = try reader.feed(workspace: "acme", principal: "ada", after: 0, limit: 100)
-        #expect(first.map(\.id) == [2], "only the committed change is in the feed")
-        let cursor = try #require(first.last?.seq)
-        commit.signal()
-        committed.wait()
-        let next = try reader.feed(workspace: "acme", principal: "ada", after: cursor, limit: 100)
-        #expect(next.map(\.id) == [1], "the change that committed late comes after the cursor, not before it")
-        #expect(try reader.feed(workspace: "acme", principal: "ada", after: 0, limit: 100).map(\.id) == [2, 1])
     }
 
-    @Test func anyNodeContinuesWhatAnotherBeganAndHonoursWhatItIssuedOrRevoked() throws {
-        let (_, nodes) = try Self.nodes(3)
-        let refresh = try nodes[0].issueRefreshToken(principal: "ada", workspaces: ["acme"])
-        // A refresh token issued by node 0, traded on node 1, used on node 2.
-        let traded = nodes[1].handle(
-            HTTPRequest(
-                method: "POST", path: "/auth/refresh", query: nil, headers: ["content-type": "application/json"],
-                body: Data(#"{"refresh_token":"\#(refresh)"}"#.utf8)))
-        #expect(traded?.status == 200)
-        let token = try #require(
-            (try JSONSerialization.jsonObject(with: traded?.body ?? Data()) as? [String: Any])?["access_token"] as? String)
-        #expect(nodes[2].handle(try ServerGroupCommitTests.order(1, token: token))?.status == 201)
+    @Test func anyNodeContinuesWhatAnotherBeganAndHonoursWhatItIssuedOrRevoked() async throws {
+        try await OffThePool.run {
+            let (_, nodes) = try Self.nodes(3)
+            let refresh = try nodes[0].issueRefreshToken(principal: "ada", workspaces: ["acme"])
+            // A refresh token issued by node 0, traded on node 1, used on node 2.
+            let traded = nodes[1].handle(
+                HTTPRequest(
+                    method: "POST", path: "/auth/refresh", query: nil, headers: ["content-type": "application/json"],
+                    body: Data(#"{"refresh_token":"\#(refresh)"}"#.utf8)))
+            #expect(traded?.status == 200)
+            let token = try #require(
+                (try JSONSerialization.jsonObject(with: traded?.body ?? Data()) as? [String: Any])?["access_token"] as? String)
+            #expect(nodes[2].handle(try ServerGroupCommitTests.order(1, token: token))?.status == 201)
 
-        // A resumable upload begun on node 0, appended on node 1, finished on node 2.
-        let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-        let digest = "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):"
-        let headers = ["authorization": "Bearer \(token)", "formsync-workspace": "acme"]
-        let created = nodes[0].handle(
-            HTTPRequest(
-                method: "POST", path: "/uploads", query: nil,
-                headers: headers.merging(["formsync-document": "photo-1", "upload-length": "\(bytes.count)", "repr-digest": digest]) { $1 },
-                body: Data()))
-        #expect(created?.status == 201)
-        let location = try #require(created?.headers.first { $0.0 == "Location" }?.1)
-        let half = bytes.count / 2
-        let appended = nodes[1].handle(
-            HTTPRequest(
-                method: "PATCH", path: location, query: nil,
-                headers: headers.merging(["upload-offset": "0", "upload-complete": "?0"]) { $1 }, body: bytes.prefix(half)))
-        #expect(appended?.status == 204)
-        let offset = nodes[2].handle(HTTPRequest(method: "HEAD", path: location, query: nil, headers: headers, body: Data()))
-        #expect(offset?.headers.first { $0.0 == "Upload-Offset" }?.1 == "\(half)")
-        let finished = nodes[2].handle(
-            HTTPRequest(
-                method: "PATCH", path: location, query: nil,
-                headers: headers.merging(["upload-offset": "\(half)", "upload-complete": "?1"]) { $1 }, body: bytes.suffix(from: half)))
-        #expect(finished?.status == 201)
-        let fileID = try #require(nodes[0].fileIDs().first)
-        #expect(nodes[1].fileBytes(fileID) == bytes)
+            // A resumable upload begun on node 0, appended on node 1, finished on node 2.
+            let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            let digest = "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):"
+            let headers = ["authorization": "Bearer \(token)", "formsync-workspace": "acme"]
+            let created = nodes[0].handle(
+                HTTPRequest(
+                    method: "POST", path: "/uploads", query: nil,
+                    headers: headers.merging(["formsync-document": "photo-1", "upload-length": "\(bytes.count)", "repr-digest": digest]) {
+                        $1
+                    },
+                    body: Data()))
+            #expect(created?.status == 201)
+            let location = try #require(created?.headers.first { $0.0 == "Location" }?.1)
+            let half = bytes.count / 2
+            let appended = nodes[1].handle(
+                HTTPRequest(
+                    method: "PATCH", path: location, query: nil,
+                    headers: headers.merging(["upload-offset": "0", "upload-complete": "?0"]) { $1 }, body: bytes.prefix(half)))
+            #expect(appended?.status == 204)
+            let offset = nodes[2].handle(HTTPRequest(method: "HEAD", path: location, query: nil, headers: headers, body: Data()))
+            #expect(offset?.headers.first { $0.0 == "Upload-Offset" }?.1 == "\(half)")
+            let finished = nodes[2].handle(
+                HTTPRequest(
+                    method: "PATCH", path: location, query: nil,
+                    headers: headers.merging(["upload-offset": "\(half)", "upload-complete": "?1"]) { $1 }, body: bytes.suffix(from: half)))
+            #expect(finished?.status == 201)
+            let fileID = try #require(nodes[0].fileIDs().first)
+            #expect(nodes[1].fileBytes(fileID) == bytes)
 
-        // The feed: a page from one node, the next page from another.
-        for n in 0..<5 { _ = try nodes[n % 3].putRecord(Customer(name: "C\(n)", segment: .retail), workspace: "acme") }
-        let feedHeaders = headers
-        let page1 = nodes[0].handle(HTTPRequest(method: "GET", path: "/changes", query: "limit=3", headers: feedHeaders, body: Data()))
-        let cursor = try #require((try JSONSerialization.jsonObject(with: page1?.body ?? Data()) as? [String: Any])?["cursor"] as? String)
-        let page2 = nodes[1].handle(
-            HTTPRequest(method: "GET", path: "/changes", query: "cursor=\(cursor)&limit=100", headers: feedHeaders, body: Data()))
-        let names = [page1, page2].flatMap { page -> [String] in
-            let changes =
-                (try? JSONSerialization.jsonObject(with: page?.body ?? Data()) as? [String: Any])?["changes"] as? [[String: Any]] ?? []
-            return changes.compactMap { ($0["record"] as? [String: Any])?["name"] as? String }
+            // The feed: a page from one node, the next page from another.
+            for n in 0..<5 { _ = try nodes[n % 3].putRecord(Customer(name: "C\(n)", segment: .retail), workspace: "acme") }
+            let feedHeaders = headers
+            let page1 = nodes[0].handle(HTTPRequest(method: "GET", path: "/changes", query: "limit=3", headers: feedHeaders, body: Data()))
+            let cursor = try #require(
+                (try JSONSerialization.jsonObject(with: page1?.body ?? Data()) as? [String: Any])?["cursor"] as? String)
+            let page2 = nodes[1].handle(
+                HTTPRequest(method: "GET", path: "/changes", query: "cursor=\(cursor)&limit=100", headers: feedHeaders, body: Data()))
+            let names = [page1, page2].flatMap { page -> [String] in
+                let changes =
+                    (try? JSONSerialization.jsonObject(with: page?.body ?? Data()) as? [String: Any])?["changes"] as? [[String: Any]] ?? []
+                return changes.compactMap { ($0["record"] as? [String: Any])?["name"] as? String }
+            }
+            #expect(names.filter { $0.hasPrefix("C") }.sorted() == ["C0", "C1", "C2", "C3", "C4"])
+
+            // A token revoked on node 0 is refused on node 1 at once: nodes cache no grant.
+            #expect(nodes[1].handle(try ServerGroupCommitTests.order(2, token: token))?.status == 201)
+            nodes[0].expireAccessTokens()
+            #expect(nodes[1].handle(try ServerGroupCommitTests.order(3, token: token))?.status == 401)
         }
-        #expect(names.filter { $0.hasPrefix("C") }.sorted() == ["C0", "C1", "C2", "C3", "C4"])
-
-        // A token revoked on node 0 is refused on node 1 at once: nodes cache no grant.
-        #expect(nodes[1].handle(try ServerGroupCommitTests.order(2, token: token))?.status == 201)
-        nodes[0].expireAccessTokens()
-        #expect(nodes[1].handle(try ServerGroupCommitTests.order(3, token: token))?.status == 401)
     }
 
     @Test func nodesStartingTogetherMigrateOnceAndANodeRefusesASchemaItDoesNotKnow() throws {
@@ -228,29 +243,31 @@ struct PostgresAppendLockTests {
 /// anything a device would act on wrongly (a 401 would send it to refresh a token that is fine),
 /// and it serves again once PostgreSQL is back, on new connections.
 struct PostgresOutageTests {
-    @Test func aNodeWhoseDatabaseIsDownAnswers503AndServesAgainWhenItIsBack() throws {
-        let cluster = try PostgresCluster()
-        defer { cluster.destroy() }
-        let node = try TestStore.postgresServer(url: try cluster.makeDatabase(), forms: FormCatalog.forms, records: FormCatalog.records)
-        let token = try node.issueAccessToken(workspaces: ["acme"])
-        let refresh = try node.issueRefreshToken(workspaces: ["acme"])
-        #expect(node.handle(try ServerGroupCommitTests.order(1, token: token))?.status == 201)
-        cluster.crash()
-        let during = node.handle(try ServerGroupCommitTests.order(2, token: token))
-        #expect(during?.status == 503, "\(String(decoding: during?.body ?? Data(), as: UTF8.self))")
-        #expect(during?.headers.contains { $0.0 == "Retry-After" } == true)
-        let refreshed = node.handle(
-            HTTPRequest(
-                method: "POST", path: "/auth/refresh", query: nil, headers: ["content-type": "application/json"],
-                body: Data(#"{"refresh_token":"\#(refresh)"}"#.utf8)))
-        #expect(refreshed?.status == 503, "a refresh token is not called unknown while the database is down")
-        try cluster.start()
-        #expect(node.handle(try ServerGroupCommitTests.order(2, token: token))?.status == 201)
-        #expect(node.documents().count == 2)
-        // Killed and back with nothing asked in between: the node's idle connections are dead,
-        // which it finds out only by using one; the first read after is still answered.
-        cluster.crash()
-        try cluster.start()
-        #expect(node.documents().count == 2, "a read on a connection PostgreSQL closed is run again on a new one")
+    @Test func aNodeWhoseDatabaseIsDownAnswers503AndServesAgainWhenItIsBack() async throws {
+        try await OffThePool.run {
+            let cluster = try PostgresCluster()
+            defer { cluster.destroy() }
+            let node = try TestStore.postgresServer(url: try cluster.makeDatabase(), forms: FormCatalog.forms, records: FormCatalog.records)
+            let token = try node.issueAccessToken(workspaces: ["acme"])
+            let refresh = try node.issueRefreshToken(workspaces: ["acme"])
+            #expect(node.handle(try ServerGroupCommitTests.order(1, token: token))?.status == 201)
+            cluster.crash()
+            let during = node.handle(try ServerGroupCommitTests.order(2, token: token))
+            #expect(during?.status == 503, "\(String(decoding: during?.body ?? Data(), as: UTF8.self))")
+            #expect(during?.headers.contains { $0.0 == "Retry-After" } == true)
+            let refreshed = node.handle(
+                HTTPRequest(
+                    method: "POST", path: "/auth/refresh", query: nil, headers: ["content-type": "application/json"],
+                    body: Data(#"{"refresh_token":"\#(refresh)"}"#.utf8)))
+            #expect(refreshed?.status == 503, "a refresh token is not called unknown while the database is down")
+            try cluster.start()
+            #expect(node.handle(try ServerGroupCommitTests.order(2, token: token))?.status == 201)
+            #expect(node.documents().count == 2)
+            // Killed and back with nothing asked in between: the node's idle connections are dead,
+            // which it finds out only by using one; the first read after is still answered.
+            cluster.crash()
+            try cluster.start()
+            #expect(node.documents().count == 2, "a read on a connection PostgreSQL closed is run again on a new one")
+        }
     }
 }

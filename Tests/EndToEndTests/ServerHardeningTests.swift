@@ -64,45 +64,49 @@ struct ServerHardeningTests {
         #expect(badKey.contains("bad-idempotency-key"))
     }
 
-    @Test func aSlowHeadIsCutOffAndNeverHoldsAWorker() throws {
-        var limits = HTTPServer.Limits()
-        limits.headTimeout = 0.5
-        limits.workers = 1
-        let server = HTTPServer(limits: limits) { _ in .json(200, ["ok": true]) }
-        let port = try server.start()
-        defer { server.stop() }
-        var slow: [Int32] = []
-        for _ in 0..<50 {
-            let fd = Self.connectTo(port)
-            Self.send(fd, "GET /he")  // a head that never ends
-            slow.append(fd)
+    @Test func aSlowHeadIsCutOffAndNeverHoldsAWorker() async throws {
+        try await OffThePool.run {
+            var limits = HTTPServer.Limits()
+            limits.headTimeout = 0.5
+            limits.workers = 1
+            let server = HTTPServer(limits: limits) { _ in .json(200, ["ok": true]) }
+            let port = try server.start()
+            defer { server.stop() }
+            var slow: [Int32] = []
+            for _ in 0..<50 {
+                let fd = Self.connectTo(port)
+                Self.send(fd, "GET /he")  // a head that never ends
+                slow.append(fd)
+            }
+            defer { for fd in slow { close(fd) } }
+            let fast = Self.connectTo(port)
+            defer { close(fast) }
+            Self.send(fast, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+            #expect(Self.receive(fast).hasPrefix("HTTP/1.1 200 "))  // served while fifty heads dawdle
+            #expect(Self.receive(slow[0]).hasPrefix("HTTP/1.1 408 "))
         }
-        defer { for fd in slow { close(fd) } }
-        let fast = Self.connectTo(port)
-        defer { close(fast) }
-        Self.send(fast, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
-        #expect(Self.receive(fast).hasPrefix("HTTP/1.1 200 "))  // served while fifty heads dawdle
-        #expect(Self.receive(slow[0]).hasPrefix("HTTP/1.1 408 "))
     }
 
-    @Test func theServersBookkeepingStaysBoundedOverManyRequests() throws {
-        let server = HTTPServer { _ in .json(200, ["ok": true]) }
-        let port = try server.start()
-        defer { server.stop() }
-        let fd = Self.connectTo(port)
-        defer { close(fd) }
-        // Ten thousand requests on one keep-alive connection, each read one at a time.
-        let request = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        for _ in 0..<10_000 {
-            Self.send(fd, request)
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
+    @Test func theServersBookkeepingStaysBoundedOverManyRequests() async throws {
+        try await OffThePool.run {
+            let server = HTTPServer { _ in .json(200, ["ok": true]) }
+            let port = try server.start()
+            defer { server.stop() }
+            let fd = Self.connectTo(port)
+            defer { close(fd) }
+            // Ten thousand requests on one keep-alive connection, each read one at a time.
+            let request = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+            var timeout = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            for _ in 0..<10_000 {
+                Self.send(fd, request)
+                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+            }
+            #expect(server.connectionCount == 1)
+            #expect(server.idleQueueCount <= 4097)
         }
-        #expect(server.connectionCount == 1)
-        #expect(server.idleQueueCount <= 4097)
     }
 
     /// Four times the server's connection limit in idle connections. The limit is lowered to

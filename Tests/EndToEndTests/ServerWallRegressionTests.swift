@@ -2,6 +2,7 @@ import FieldForms
 import FormSyncClient
 import FormSyncHTTP
 import FormSyncModel
+import FormSyncTesting
 import FormSyncTorture
 import Foundation
 import Synchronization
@@ -116,44 +117,48 @@ struct ServerWallRegressionTests {
 
     // 13: a feed limit above 1,000 is served as 1,000 (PROTOCOL.md).
 
-    @Test func aFeedLimitAboveAThousandIsServedAsAThousand() throws {
-        let fixture = try Server()
-        try fixture.server.putRecords(
-            (0..<1005).map { n in
-                SyncServer.RecordSeed(
-                    type: "Customer", fields: try! FormRegistry.encode(Customer(name: "C\(n)", segment: .retail)), workspace: "acme")
-            })
-        for limit in ["1000000", "1001", "99999999999999999999999999"] {
-            let page = try #require(fixture.get("/changes", query: "limit=\(limit)"))
-            #expect(page.status == 200, "limit=\(limit)")
-            let changes = (try JSONSerialization.jsonObject(with: page.body) as? [String: Any])?["changes"] as? [Any]
-            #expect(changes?.count == 1000, "limit=\(limit)")
-        }
-        for limit in ["0", "-1", "ten", "", "1e3"] {
-            #expect(fixture.get("/changes", query: "limit=\(limit)")?.status == 400, "limit=\(limit)")
+    @Test func aFeedLimitAboveAThousandIsServedAsAThousand() async throws {
+        try await OffThePool.run {
+            let fixture = try Server()
+            try fixture.server.putRecords(
+                (0..<1005).map { n in
+                    SyncServer.RecordSeed(
+                        type: "Customer", fields: try! FormRegistry.encode(Customer(name: "C\(n)", segment: .retail)), workspace: "acme")
+                })
+            for limit in ["1000000", "1001", "99999999999999999999999999"] {
+                let page = try #require(fixture.get("/changes", query: "limit=\(limit)"))
+                #expect(page.status == 200, "limit=\(limit)")
+                let changes = (try JSONSerialization.jsonObject(with: page.body) as? [String: Any])?["changes"] as? [Any]
+                #expect(changes?.count == 1000, "limit=\(limit)")
+            }
+            for limit in ["0", "-1", "ten", "", "1e3"] {
+                #expect(fixture.get("/changes", query: "limit=\(limit)")?.status == 400, "limit=\(limit)")
+            }
         }
     }
 
     // 11: the request log is bounded in bytes, not only in entries.
 
-    @Test func theRequestLogStaysWithinItsByteBudgetWhateverTheRequestsCarry() throws {
-        let fixture = try Server()
-        let long = String(repeating: "p", count: 4000)
-        for n in 0..<12_000 {
-            let request = HTTPRequest(
-                method: "POST", path: "/\(long)\(n)", query: nil,
-                headers: ["idempotency-key": long, "formsync-document": long, "formsync-workspace": long], body: Data())
-            _ = fixture.server.handle(request)
+    @Test func theRequestLogStaysWithinItsByteBudgetWhateverTheRequestsCarry() async throws {
+        try await OffThePool.run {
+            let fixture = try Server()
+            let long = String(repeating: "p", count: 4000)
+            for n in 0..<12_000 {
+                let request = HTTPRequest(
+                    method: "POST", path: "/\(long)\(n)", query: nil,
+                    headers: ["idempotency-key": long, "formsync-document": long, "formsync-workspace": long], body: Data())
+                _ = fixture.server.handle(request)
+            }
+            #expect(fixture.server.requestLogBytes <= SyncServer.requestLogByteBudget)
+            let log = fixture.server.requestLog()
+            #expect(!log.isEmpty && log.count <= SyncServer.requestLogCapacity)
+            #expect(
+                log.allSatisfy {
+                    $0.path.utf8.count <= SyncServer.requestLogFieldBytes
+                        && ($0.idempotencyKey?.utf8.count ?? 0) <= SyncServer.requestLogFieldBytes
+                })
+            #expect(log.last?.path.hasSuffix("…") == true, "the newest entry is kept, cut")
         }
-        #expect(fixture.server.requestLogBytes <= SyncServer.requestLogByteBudget)
-        let log = fixture.server.requestLog()
-        #expect(!log.isEmpty && log.count <= SyncServer.requestLogCapacity)
-        #expect(
-            log.allSatisfy {
-                $0.path.utf8.count <= SyncServer.requestLogFieldBytes
-                    && ($0.idempotencyKey?.utf8.count ?? 0) <= SyncServer.requestLogFieldBytes
-            })
-        #expect(log.last?.path.hasSuffix("…") == true, "the newest entry is kept, cut")
     }
 }
 

@@ -1,4 +1,5 @@
 import FieldForms
+import FormSyncTesting
 import Foundation
 import Testing
 
@@ -41,29 +42,31 @@ struct FormAdmissionTests {
         return kind(once)
     }
 
-    @Test func oneDecodingAnswersAsValidatePlaceholdersAndRemapDo() throws {
-        let registry = FormRegistry(FormCatalog.forms)
-        var seen: [Kind: Int] = [:]
-        for form in FormCatalog.forms {
-            let entry = try #require(registry[form.formName])
-            for seed in 0..<150 as Range<UInt64> {
-                let value = try form.init(from: RandomDecoder(source: RandomValues(seed: seed), depth: 0))
-                seen[try Self.agree(entry, try FormRegistry.encode(value)), default: 0] += 1
+    @Test func oneDecodingAnswersAsValidatePlaceholdersAndRemapDo() async throws {
+        try await OffThePool.run {
+            let registry = FormRegistry(FormCatalog.forms)
+            var seen: [Kind: Int] = [:]
+            for form in FormCatalog.forms {
+                let entry = try #require(registry[form.formName])
+                for seed in 0..<150 as Range<UInt64> {
+                    let value = try form.init(from: RandomDecoder(source: RandomValues(seed: seed), depth: 0))
+                    seen[try Self.agree(entry, try FormRegistry.encode(value)), default: 0] += 1
+                }
+                for broken in ["", "{", "[]", "null", "{\"lines\":5}", "{\"customer_id\":\"x\"}", "{\"name\":1e999}"] {
+                    #expect(try Self.agree(entry, Data(broken.utf8)) == .invalid)
+                }
             }
-            for broken in ["", "{", "[]", "null", "{\"lines\":5}", "{\"customer_id\":\"x\"}", "{\"name\":1e999}"] {
-                #expect(try Self.agree(entry, Data(broken.utf8)) == .invalid)
+            let salesOrders = try #require(registry["SalesOrder"])
+            let order = SalesOrder(
+                customerId: EntityRef(42), orderDate: LocalDate("2026-11-30"), paymentTermsDays: 30,
+                lines: [.init(sku: "SKU-1001", quantity: 2, unitPrice: Money(minorUnits: 1999, currency: "EUR"))])
+            seen[try Self.agree(salesOrders, try FormRegistry.encode(order)), default: 0] += 1
+            var offline = order
+            offline.customerId = EntityRef(-7)
+            seen[try Self.agree(salesOrders, try FormRegistry.encode(offline)), default: 0] += 1
+            for kind in [Kind.invalid, .placeholders, .admitted] {
+                #expect((seen[kind] ?? 0) > 0, "no payload was \(kind): \(seen)")
             }
-        }
-        let salesOrders = try #require(registry["SalesOrder"])
-        let order = SalesOrder(
-            customerId: EntityRef(42), orderDate: LocalDate("2026-11-30"), paymentTermsDays: 30,
-            lines: [.init(sku: "SKU-1001", quantity: 2, unitPrice: Money(minorUnits: 1999, currency: "EUR"))])
-        seen[try Self.agree(salesOrders, try FormRegistry.encode(order)), default: 0] += 1
-        var offline = order
-        offline.customerId = EntityRef(-7)
-        seen[try Self.agree(salesOrders, try FormRegistry.encode(offline)), default: 0] += 1
-        for kind in [Kind.invalid, .placeholders, .admitted] {
-            #expect((seen[kind] ?? 0) > 0, "no payload was \(kind): \(seen)")
         }
     }
 }

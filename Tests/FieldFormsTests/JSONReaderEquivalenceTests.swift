@@ -25,20 +25,22 @@ struct JSONReaderEquivalenceTests {
         return (true, true, (try? FormRegistry.encode(read)) == (try? FormRegistry.encode(decoded)))
     }
 
-    @Test func everyGeneratedTypeReadsWhatItWroteAsTheDecoderDoes() throws {
-        #expect(Self.types.count == FormCatalog.forms.count + FormCatalog.records.count, "every form and record is JSONReadable")
-        for type in Self.types {
-            var readCount = 0
-            for seed in UInt64(0)..<400 {
-                let bytes = try Self.randomBytes(type, seed: seed, plain: seed % 2 == 0)
-                let outcome = Self.compare(type, bytes)
-                #expect(outcome.agree, "\(type), seed \(seed): \(String(decoding: bytes, as: UTF8.self))")
-                #expect(outcome.decoded)
-                if outcome.read { readCount += 1 }
+    @Test func everyGeneratedTypeReadsWhatItWroteAsTheDecoderDoes() async throws {
+        try await OffThePool.run {
+            #expect(Self.types.count == FormCatalog.forms.count + FormCatalog.records.count, "every form and record is JSONReadable")
+            for type in Self.types {
+                var readCount = 0
+                for seed in UInt64(0)..<400 {
+                    let bytes = try Self.randomBytes(type, seed: seed, plain: seed % 2 == 0)
+                    let outcome = Self.compare(type, bytes)
+                    #expect(outcome.agree, "\(type), seed \(seed): \(String(decoding: bytes, as: UTF8.self))")
+                    #expect(outcome.decoded)
+                    if outcome.read { readCount += 1 }
+                }
+                // Escaped strings, long numbers and decimals are left to the decoder; plain payloads
+                // without a decimal are read.
+                #expect(readCount >= 20, "\(type): the reader took \(readCount) of 400 payloads")
             }
-            // Escaped strings, long numbers and decimals are left to the decoder; plain payloads
-            // without a decimal are read.
-            #expect(readCount >= 20, "\(type): the reader took \(readCount) of 400 payloads")
         }
     }
 
@@ -94,33 +96,36 @@ struct JSONReaderEquivalenceTests {
         }
     }
 
-    @Test func mutatedPayloadsAreReadAsTheDecoderReadsThemOrDeclined() throws {
-        var random = SplitMix64(state: 2026)
-        let replacements: [[UInt8]] = [
-            "0", "-1", "1.5", "1e308", "1e309", "-1e-400", "2.2250738585072014e-308", "4.9e-324", "00", "-", "1.", ".5", "true",
-            "false", "null", "nul", "\"\"", "\"x", "{", "}", "[", "]", ",", ":", " ", "\\", "\u{7F}", "é", "\u{1}",
-        ].map { Array($0.utf8) }
-        var read = 0
-        var declined = 0
-        for type in Self.types {
-            for seed in UInt64(0)..<150 {
-                var bytes = Array(try Self.randomBytes(type, seed: seed, plain: true))
-                for _ in 0...Int(random.next() % 3) {
-                    let at = Int(random.next() % UInt64(bytes.count + 1))
-                    let end = min(bytes.count, at + Int(random.next() % 4))
-                    switch random.next() % 3 {
-                    case 0: bytes.replaceSubrange(at..<end, with: replacements[Int(random.next() % UInt64(replacements.count))])
-                    case 1: bytes.removeSubrange(at..<end)
-                    default: bytes.insert(contentsOf: replacements[Int(random.next() % UInt64(replacements.count))], at: at)
+    @Test func mutatedPayloadsAreReadAsTheDecoderReadsThemOrDeclined() async throws {
+        try await OffThePool.run {
+            var random = SplitMix64(state: 2026)
+            let replacements: [[UInt8]] = [
+                "0", "-1", "1.5", "1e308", "1e309", "-1e-400", "2.2250738585072014e-308", "4.9e-324", "00", "-", "1.", ".5", "true",
+                "false", "null", "nul", "\"\"", "\"x", "{", "}", "[", "]", ",", ":", " ", "\\", "\u{7F}", "é", "\u{1}",
+            ].map { Array($0.utf8) }
+            var read = 0
+            var declined = 0
+            for type in Self.types {
+                for seed in UInt64(0)..<150 {
+                    var bytes = Array(try Self.randomBytes(type, seed: seed, plain: true))
+                    for _ in 0...Int(random.next() % 3) {
+                        let at = Int(random.next() % UInt64(bytes.count + 1))
+                        let end = min(bytes.count, at + Int(random.next() % 4))
+                        switch random.next() % 3 {
+                        case 0: bytes.replaceSubrange(at..<end, with: replacements[Int(random.next() % UInt64(replacements.count))])
+                        case 1: bytes.removeSubrange(at..<end)
+                        default: bytes.insert(contentsOf: replacements[Int(random.next() % UInt64(replacements.count))], at: at)
+                        }
                     }
+                    let outcome = Self.compare(type, Data(bytes))
+                    #expect(
+                        outcome.agree,
+                        "\(type), seed \(seed): read \(outcome.read), decoded \(outcome.decoded): \(String(decoding: bytes, as: UTF8.self))"
+                    )
+                    if outcome.read { read += 1 } else { declined += 1 }
                 }
-                let outcome = Self.compare(type, Data(bytes))
-                #expect(
-                    outcome.agree,
-                    "\(type), seed \(seed): read \(outcome.read), decoded \(outcome.decoded): \(String(decoding: bytes, as: UTF8.self))")
-                if outcome.read { read += 1 } else { declined += 1 }
             }
+            #expect(read > 100 && declined > 100, "both sides exercised: \(read) read, \(declined) declined")
         }
-        #expect(read > 100 && declined > 100, "both sides exercised: \(read) read, \(declined) declined")
     }
 }

@@ -1,3 +1,4 @@
+import FormSyncTesting
 import Foundation
 import Testing
 
@@ -169,12 +170,14 @@ struct YAMLReaderDifferentialTests {
         }
     }
 
-    @Test func everySpecInTheRepositoryReadsTheSameAsWithLibYAML() throws {
-        let texts = try Self.corpus()
-        #expect(texts.count > 80)
-        for text in texts {
-            let outcome = Self.compare(text)
-            #expect(outcome == .same || outcome == .sameRefusal, "\(outcome)\n---\n\(text)")
+    @Test func everySpecInTheRepositoryReadsTheSameAsWithLibYAML() async throws {
+        try await OffThePool.run {
+            let texts = try Self.corpus()
+            #expect(texts.count > 80)
+            for text in texts {
+                let outcome = Self.compare(text)
+                #expect(outcome == .same || outcome == .sameRefusal, "\(outcome)\n---\n\(text)")
+            }
         }
     }
 
@@ -185,52 +188,56 @@ struct YAMLReaderDifferentialTests {
     }
 
     /// `FORMSYNC_YAML_MUTATIONS=N FORMSYNC_YAML_SEED=S` runs a longer or another search locally.
-    @Test func tenThousandMutatedSpecsReadTheSameAsWithLibYAML() throws {
-        let texts = try Self.corpus() + Self.corners
-        let environment = ProcessInfo.processInfo.environment
-        let rounds = environment["FORMSYNC_YAML_MUTATIONS"].flatMap { Int($0) }.map { min(max($0, 12_000), 10_000_000) } ?? 12_000
-        var random = Random(state: environment["FORMSYNC_YAML_SEED"].flatMap { UInt64($0) } ?? 20_261_203)
-        var same = 0
-        var refused = 0
-        var failures: [String] = []
-        for round in 0..<rounds {
-            var text = texts[round % texts.count]
-            text = Self.mutate(text, &random)
-            if round % 3 == 0 { text = Self.mutate(text, &random) }
-            switch Self.compare(text) {
-            case .same: same += 1
-            case .sameRefusal: refused += 1
-            case .different(let why):
-                if failures.count < 5 { failures.append("\(why)\n---\n\(text.debugDescription)") }
+    @Test func tenThousandMutatedSpecsReadTheSameAsWithLibYAML() async throws {
+        try await OffThePool.run {
+            let texts = try Self.corpus() + Self.corners
+            let environment = ProcessInfo.processInfo.environment
+            let rounds = environment["FORMSYNC_YAML_MUTATIONS"].flatMap { Int($0) }.map { min(max($0, 12_000), 10_000_000) } ?? 12_000
+            var random = Random(state: environment["FORMSYNC_YAML_SEED"].flatMap { UInt64($0) } ?? 20_261_203)
+            var same = 0
+            var refused = 0
+            var failures: [String] = []
+            for round in 0..<rounds {
+                var text = texts[round % texts.count]
+                text = Self.mutate(text, &random)
+                if round % 3 == 0 { text = Self.mutate(text, &random) }
+                switch Self.compare(text) {
+                case .same: same += 1
+                case .sameRefusal: refused += 1
+                case .different(let why):
+                    if failures.count < 5 { failures.append("\(why)\n---\n\(text.debugDescription)") }
+                }
             }
+            #expect(failures.isEmpty, "\(failures.joined(separator: "\n\n"))")
+            // Both sides of the grammar are exercised: thousands read, thousands refused.
+            #expect(same > 3000)
+            #expect(refused > 3000)
+            print("YAML differential: \(same) read the same, \(refused) refused the same, \(rounds - same - refused) differ")
         }
-        #expect(failures.isEmpty, "\(failures.joined(separator: "\n\n"))")
-        // Both sides of the grammar are exercised: thousands read, thousands refused.
-        #expect(same > 3000)
-        #expect(refused > 3000)
-        print("YAML differential: \(same) read the same, \(refused) refused the same, \(rounds - same - refused) differ")
     }
 
-    @Test func fourThousandStringsOfYAMLPiecesReadTheSameAsWithLibYAML() {
-        var random = Random(state: 7)
-        var failures: [String] = []
-        var read = 0
-        for _ in 0..<4000 {
-            var text = ""
-            for _ in 0..<(1 + random.below(30)) {
-                text +=
-                    random.below(3) == 0
-                    ? ["a", "b: ", "- c", "\n  ", "\n"][random.below(5)] : Self.pieces[random.below(Self.pieces.count)]
+    @Test func fourThousandStringsOfYAMLPiecesReadTheSameAsWithLibYAML() async {
+        await OffThePool.run {
+            var random = Random(state: 7)
+            var failures: [String] = []
+            var read = 0
+            for _ in 0..<4000 {
+                var text = ""
+                for _ in 0..<(1 + random.below(30)) {
+                    text +=
+                        random.below(3) == 0
+                        ? ["a", "b: ", "- c", "\n  ", "\n"][random.below(5)] : Self.pieces[random.below(Self.pieces.count)]
+                }
+                switch Self.compare(text) {
+                case .same: read += 1
+                case .sameRefusal: break
+                case .different(let why):
+                    if failures.count < 5 { failures.append("\(why)\n---\n\(text.debugDescription)") }
+                }
             }
-            switch Self.compare(text) {
-            case .same: read += 1
-            case .sameRefusal: break
-            case .different(let why):
-                if failures.count < 5 { failures.append("\(why)\n---\n\(text.debugDescription)") }
-            }
+            #expect(failures.isEmpty, "\(failures.joined(separator: "\n\n"))")
+            #expect(read > 400)
         }
-        #expect(failures.isEmpty, "\(failures.joined(separator: "\n\n"))")
-        #expect(read > 400)
     }
 }
 

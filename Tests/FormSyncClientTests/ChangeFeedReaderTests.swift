@@ -84,14 +84,18 @@ struct ChangeFeedReaderTests {
         }
     }
 
-    @Test func aPageOfMoreChangesThanTheLimitIsRefusedWithoutKeepingThem() {
-        let one = #"{"type":"A","id":1,"deleted":true}"#
-        let text =
-            #"{"cursor":"c1","changes":["# + Array(repeating: one, count: HTTPTransport.maxChangesPerPage + 1).joined(separator: ",") + "]}"
-        #expect(
-            ChangeFeedReader.read(Data(text.utf8), limit: HTTPTransport.maxChangesPerPage)?.changes.count == HTTPTransport.maxChangesPerPage
-        )
-        #expect(Self.read(text) == .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfter: nil))
+    @Test func aPageOfMoreChangesThanTheLimitIsRefusedWithoutKeepingThem() async {
+        await OffThePool.run {
+            let one = #"{"type":"A","id":1,"deleted":true}"#
+            let text =
+                #"{"cursor":"c1","changes":["# + Array(repeating: one, count: HTTPTransport.maxChangesPerPage + 1).joined(separator: ",")
+                + "]}"
+            #expect(
+                ChangeFeedReader.read(Data(text.utf8), limit: HTTPTransport.maxChangesPerPage)?.changes.count
+                    == HTTPTransport.maxChangesPerPage
+            )
+            #expect(Self.read(text) == .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfter: nil))
+        }
     }
 
     @Test(arguments: 0..<4)

@@ -1,5 +1,6 @@
 import FormSyncClient
 import FormSyncSQLite
+import FormSyncTesting
 import Foundation
 import Testing
 
@@ -40,22 +41,24 @@ struct WALCheckpointerTests {
         for _ in 0..<count { _ = try db.transaction(.normal) { try db.run("INSERT INTO t (body) VALUES (randomblob(3000))") } }
     }
 
-    @Test func commitsThatFillTheLogAreCheckpointedByASecondConnectionAndTheLogIsReused() throws {
-        let (db, path, checkpointer) = try database(threshold: 200)
-        // Bursts of commits with pauses: each pause lets the checkpointer copy every frame
-        // (the last ones included), so the next burst starts the log over. A burst writes about
-        // 300 frames (a leaf, its parent's cell and page 1 per commit): past the threshold, and
-        // under the writer's own limit (800) even when a loaded machine gives the checkpointer
-        // no time until the burst ends (bursts of 200 reached it in a CI run).
-        for _ in 0..<40 {
-            try commit(db, 100)
-            checkpointer.waitUntilIdle()
+    @Test func commitsThatFillTheLogAreCheckpointedByASecondConnectionAndTheLogIsReused() async throws {
+        try await OffThePool.run {
+            let (db, path, checkpointer) = try database(threshold: 200)
+            // Bursts of commits with pauses: each pause lets the checkpointer copy every frame
+            // (the last ones included), so the next burst starts the log over. A burst writes about
+            // 300 frames (a leaf, its parent's cell and page 1 per commit): past the threshold, and
+            // under the writer's own limit (800) even when a loaded machine gives the checkpointer
+            // no time until the burst ends (bursts of 200 reached it in a CI run).
+            for _ in 0..<40 {
+                try commit(db, 100)
+                checkpointer.waitUntilIdle()
+            }
+            #expect(checkpointer.checkpoints > 0, "the second connection checkpointed")
+            #expect(checkpointer.writerCheckpoints == 0, "the writer never had to")
+            // 4,000 commits of a page each: without checkpoints the log would hold over 4,000 frames.
+            #expect(logFrames(path) < 800, "the log was reused from its start: \(logFrames(path)) frames")
+            #expect(try db.query("SELECT COUNT(*) FROM t") { $0.int(0) }.first == 4000)
         }
-        #expect(checkpointer.checkpoints > 0, "the second connection checkpointed")
-        #expect(checkpointer.writerCheckpoints == 0, "the writer never had to")
-        // 4,000 commits of a page each: without checkpoints the log would hold over 4,000 frames.
-        #expect(logFrames(path) < 800, "the log was reused from its start: \(logFrames(path)) frames")
-        #expect(try db.query("SELECT COUNT(*) FROM t") { $0.int(0) }.first == 4000)
     }
 
     @Test func framesAPassCouldNotCopyAreCopiedSoonAfterSoTheLogStartsOver() throws {
@@ -93,15 +96,17 @@ struct WALCheckpointerTests {
         checkpointer.waitUntilIdle()
     }
 
-    @Test func aCheckpointerHeldBackLeavesTheWriterToCheckpointAtFourTimesItsThreshold() throws {
-        let (db, path, checkpointer) = try database(threshold: 100)
-        checkpointer.suspend()
-        try commit(db, 4000)
-        checkpointer.resume()
-        #expect(checkpointer.writerCheckpoints > 0)
-        // The writer checkpointed at 400 frames and then reused the log from its start.
-        #expect(logFrames(path) <= 420, "the log stayed bounded: \(logFrames(path)) frames")
-        #expect(try db.query("SELECT COUNT(*) FROM t") { $0.int(0) }.first == 4000)
+    @Test func aCheckpointerHeldBackLeavesTheWriterToCheckpointAtFourTimesItsThreshold() async throws {
+        try await OffThePool.run {
+            let (db, path, checkpointer) = try database(threshold: 100)
+            checkpointer.suspend()
+            try commit(db, 4000)
+            checkpointer.resume()
+            #expect(checkpointer.writerCheckpoints > 0)
+            // The writer checkpointed at 400 frames and then reused the log from its start.
+            #expect(logFrames(path) <= 420, "the log stayed bounded: \(logFrames(path)) frames")
+            #expect(try db.query("SELECT COUNT(*) FROM t") { $0.int(0) }.first == 4000)
+        }
     }
 
     @Test func theCheckpointerNeverRecreatesADatabaseRemovedUnderIt() throws {

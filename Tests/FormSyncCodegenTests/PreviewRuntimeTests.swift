@@ -1,6 +1,7 @@
 import FormSpec
 import FormSyncClient
 import FormSyncModel
+import FormSyncTesting
 import Foundation
 import Testing
 
@@ -36,55 +37,57 @@ struct PreviewRuntimeTests {
         return pairs
     }
 
-    @Test func thePagesDecimalsGiveExactDecimalsDigits() throws {
-        let node = try #require(Self.node, "Node.js is needed: apt-get install nodejs (.ci/run installs it)")
-        let pairs = Self.pairs()
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("runtime-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let program = """
-            \(PreviewRuntime.logic)
-            const pairs = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
-            const t = (d) => (d === null ? null : FS.decText(d));
-            const out = pairs.map(([a, b]) => {
-              const x = FS.decOf(a), y = FS.decOf(b);
-              return [t(FS.addDec(x, y)), t(FS.subDec(x, y)), t(FS.mulDec(x, y)), t(FS.divDec(x, y)), FS.cmpDec(x, y)];
-            });
-            process.stdout.write(JSON.stringify(out));
-            """
-        let programFile = folder.appendingPathComponent("check.js")
-        let inputFile = folder.appendingPathComponent("pairs.json")
-        try program.write(to: programFile, atomically: true, encoding: .utf8)
-        try JSONSerialization.data(withJSONObject: pairs.map { [$0.0, $0.1] }).write(to: inputFile)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: node)
-        process.arguments = [programFile.path, inputFile.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let results = try #require(try JSONSerialization.jsonObject(with: data) as? [[Any]])
-        #expect(results.count == pairs.count)
-        var unknown = 0
-        var ties = 0
-        for ((a, b), page) in zip(pairs, results) {
-            let x = ExactDecimal(text: a)
-            let y = ExactDecimal(text: b)
-            let swift: [String?] = [
-                Formula.add(x, y)?.description, Formula.subtract(x, y)?.description, Formula.multiply(x, y)?.description,
-                Formula.divide(x, y)?.description,
-            ]
-            let script = page.prefix(4).map { $0 as? String }
-            #expect(script == swift, "\(a) and \(b)")
-            let order: Int? = x.flatMap { x in y.map { y in x < y ? -1 : y < x ? 1 : 0 } }
-            #expect((page[4] as? Int) == order, "\(a) compared with \(b)")
-            unknown += swift.filter { $0 == nil }.count
-            if b == "2048" { ties += 1 }
+    @Test func thePagesDecimalsGiveExactDecimalsDigits() async throws {
+        try await OffThePool.run {
+            let node = try #require(Self.node, "Node.js is needed: apt-get install nodejs (.ci/run installs it)")
+            let pairs = Self.pairs()
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("runtime-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let program = """
+                \(PreviewRuntime.logic)
+                const pairs = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
+                const t = (d) => (d === null ? null : FS.decText(d));
+                const out = pairs.map(([a, b]) => {
+                  const x = FS.decOf(a), y = FS.decOf(b);
+                  return [t(FS.addDec(x, y)), t(FS.subDec(x, y)), t(FS.mulDec(x, y)), t(FS.divDec(x, y)), FS.cmpDec(x, y)];
+                });
+                process.stdout.write(JSON.stringify(out));
+                """
+            let programFile = folder.appendingPathComponent("check.js")
+            let inputFile = folder.appendingPathComponent("pairs.json")
+            try program.write(to: programFile, atomically: true, encoding: .utf8)
+            try JSONSerialization.data(withJSONObject: pairs.map { [$0.0, $0.1] }).write(to: inputFile)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: node)
+            process.arguments = [programFile.path, inputFile.path]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            let results = try #require(try JSONSerialization.jsonObject(with: data) as? [[Any]])
+            #expect(results.count == pairs.count)
+            var unknown = 0
+            var ties = 0
+            for ((a, b), page) in zip(pairs, results) {
+                let x = ExactDecimal(text: a)
+                let y = ExactDecimal(text: b)
+                let swift: [String?] = [
+                    Formula.add(x, y)?.description, Formula.subtract(x, y)?.description, Formula.multiply(x, y)?.description,
+                    Formula.divide(x, y)?.description,
+                ]
+                let script = page.prefix(4).map { $0 as? String }
+                #expect(script == swift, "\(a) and \(b)")
+                let order: Int? = x.flatMap { x in y.map { y in x < y ? -1 : y < x ? 1 : 0 } }
+                #expect((page[4] as? Int) == order, "\(a) compared with \(b)")
+                unknown += swift.filter { $0 == nil }.count
+                if b == "2048" { ties += 1 }
+            }
+            // The pairs reach "unknown" (an overflow past 38 digits) as well as digits.
+            #expect(unknown >= 20)
+            #expect(ties >= 20)
         }
-        // The pairs reach "unknown" (an overflow past 38 digits) as well as digits.
-        #expect(unknown >= 20)
-        #expect(ties >= 20)
     }
 }
 

@@ -1,3 +1,4 @@
+import FormSyncTesting
 import Foundation
 import Testing
 
@@ -31,18 +32,20 @@ struct FaultPlanTests {
 
 /// A held request waits for its release; a test waits for the hold, not for a guess of time.
 struct FaultPlanHoldTests {
-    @Test func aHeldRequestWaitsForItsReleaseAndIsSeenHeld() {
-        let faults = FaultPlan()
-        #expect(!faults.waitUntilHolding(1, seconds: 0.05))
-        let finished = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            faults.holding { faults.waitForRelease() }
-            finished.signal()
+    @Test func aHeldRequestWaitsForItsReleaseAndIsSeenHeld() async {
+        await OffThePool.run {
+            let faults = FaultPlan()
+            #expect(!faults.waitUntilHolding(1, seconds: 0.05))
+            let finished = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                faults.holding { faults.waitForRelease() }
+                finished.signal()
+            }
+            #expect(faults.waitUntilHolding(1))
+            #expect(finished.wait(timeout: .now() + 0.05) == .timedOut)
+            faults.releaseHeld()
+            finished.wait()
+            #expect(!faults.waitUntilHolding(1, seconds: 0.01))
         }
-        #expect(faults.waitUntilHolding(1))
-        #expect(finished.wait(timeout: .now() + 0.05) == .timedOut)
-        faults.releaseHeld()
-        finished.wait()
-        #expect(!faults.waitUntilHolding(1, seconds: 0.01))
     }
 }

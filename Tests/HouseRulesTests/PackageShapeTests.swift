@@ -1,3 +1,4 @@
+import FormSyncTesting
 import Foundation
 import Testing
 
@@ -65,23 +66,27 @@ struct PackageShapeTests {
 
     static let labOnly: Set<String> = ["FormSyncTesting", "FormSyncTorture", "CYAML", "formsync-lab"]
 
-    @Test func noProductCarriesTheTestDoublesTheHarnessesOrLibyaml() throws {
-        let manifest = try Self.manifest()
-        #expect(manifest.products.count >= 8)
-        for product in manifest.products where product.name != "FormSyncTesting" {
-            let carried = Self.closure(of: product.targets, in: manifest).intersection(Self.labOnly)
-            #expect(carried.isEmpty, "product \(product.name) carries \(carried.sorted())")
+    @Test func noProductCarriesTheTestDoublesTheHarnessesOrLibyaml() async throws {
+        try await OffThePool.run {
+            let manifest = try Self.manifest()
+            #expect(manifest.products.count >= 8)
+            for product in manifest.products where product.name != "FormSyncTesting" {
+                let carried = Self.closure(of: product.targets, in: manifest).intersection(Self.labOnly)
+                #expect(carried.isEmpty, "product \(product.name) carries \(carried.sorted())")
+            }
+            #expect(!manifest.products.contains { $0.name == "formsync-lab" })
         }
-        #expect(!manifest.products.contains { $0.name == "formsync-lab" })
     }
 
-    @Test func thePluginsBuildTheSmallGeneratorAndNothingThatNeedsACLibrary() throws {
-        let manifest = try Self.manifest()
-        for plugin in manifest.targets where plugin.type == "plugin" {
-            let built = Self.closure(of: plugin.dependencyNames, in: manifest)
-            #expect(built.contains("formsync-gen"), "\(plugin.name)")
-            let heavy = built.intersection(Self.labOnly.union(["CSQLite", "CLibPQ", "formsync", "FormSyncClient", "FormSyncServer"]))
-            #expect(heavy.isEmpty, "plugin \(plugin.name) builds \(heavy.sorted())")
+    @Test func thePluginsBuildTheSmallGeneratorAndNothingThatNeedsACLibrary() async throws {
+        try await OffThePool.run {
+            let manifest = try Self.manifest()
+            for plugin in manifest.targets where plugin.type == "plugin" {
+                let built = Self.closure(of: plugin.dependencyNames, in: manifest)
+                #expect(built.contains("formsync-gen"), "\(plugin.name)")
+                let heavy = built.intersection(Self.labOnly.union(["CSQLite", "CLibPQ", "formsync", "FormSyncClient", "FormSyncServer"]))
+                #expect(heavy.isEmpty, "plugin \(plugin.name) builds \(heavy.sorted())")
+            }
         }
     }
 
@@ -100,42 +105,46 @@ struct PackageShapeTests {
         return Set(pattern.matches(in: text, range: range).compactMap { Range($0.range(at: 1), in: text).map { String(text[$0]) } })
     }
 
-    @Test func everyTargetImportsOnlyTheTargetsItDeclares() throws {
-        let manifest = try Self.manifest()
-        let targetNames = Set(manifest.targets.map(\.name))
-        var problems: [String] = []
-        var checked = 0
-        for target in manifest.targets where target.type != "system" && target.type != "plugin" {
-            let folder = target.path ?? (target.type == "test" ? "Tests/\(target.name)" : "Sources/\(target.name)")
-            let url = Self.root.appendingPathComponent(folder)
-            guard let walker = FileManager.default.enumerator(atPath: url.path) else { continue }
-            let declared = Set(target.dependencyNames)
-            for case let file as String in walker where file.hasSuffix(".swift") {
-                let text = try String(contentsOf: url.appendingPathComponent(file), encoding: .utf8)
-                checked += 1
-                for module in Self.imports(in: text) where module != target.name && !Self.system.contains(module) {
-                    if !declared.contains(module) {
-                        let kind = targetNames.contains(module) ? "a target of this package" : "a module"
-                        problems.append("\(folder)/\(file) imports \(module) (\(kind)) which \(target.name) does not declare")
+    @Test func everyTargetImportsOnlyTheTargetsItDeclares() async throws {
+        try await OffThePool.run {
+            let manifest = try Self.manifest()
+            let targetNames = Set(manifest.targets.map(\.name))
+            var problems: [String] = []
+            var checked = 0
+            for target in manifest.targets where target.type != "system" && target.type != "plugin" {
+                let folder = target.path ?? (target.type == "test" ? "Tests/\(target.name)" : "Sources/\(target.name)")
+                let url = Self.root.appendingPathComponent(folder)
+                guard let walker = FileManager.default.enumerator(atPath: url.path) else { continue }
+                let declared = Set(target.dependencyNames)
+                for case let file as String in walker where file.hasSuffix(".swift") {
+                    let text = try String(contentsOf: url.appendingPathComponent(file), encoding: .utf8)
+                    checked += 1
+                    for module in Self.imports(in: text) where module != target.name && !Self.system.contains(module) {
+                        if !declared.contains(module) {
+                            let kind = targetNames.contains(module) ? "a target of this package" : "a module"
+                            problems.append("\(folder)/\(file) imports \(module) (\(kind)) which \(target.name) does not declare")
+                        }
                     }
                 }
             }
+            #expect(checked > 300)
+            #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
         }
-        #expect(checked > 300)
-        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
 
-    @Test func everyModuleHasATestTargetNamedAfterIt() throws {
-        let manifest = try Self.manifest()
-        let tests = Set(manifest.targets.filter { $0.type == "test" }.map(\.name))
-        let modules = [
-            "FormSpec", "FormSyncCodegen", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncPostgres",
-            "FormSyncSQLite",
-            "FormSyncInterpreter", "FormSyncPattern", "FormSyncTesting", "FormSyncCommandLine", "FieldForms",
-        ]
-        for module in modules {
-            #expect(manifest.targets.contains { $0.name == module })
-            #expect(tests.contains(module + "Tests"), "no \(module)Tests")
+    @Test func everyModuleHasATestTargetNamedAfterIt() async throws {
+        try await OffThePool.run {
+            let manifest = try Self.manifest()
+            let tests = Set(manifest.targets.filter { $0.type == "test" }.map(\.name))
+            let modules = [
+                "FormSpec", "FormSyncCodegen", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncPostgres",
+                "FormSyncSQLite",
+                "FormSyncInterpreter", "FormSyncPattern", "FormSyncTesting", "FormSyncCommandLine", "FieldForms",
+            ]
+            for module in modules {
+                #expect(manifest.targets.contains { $0.name == module })
+                #expect(tests.contains(module + "Tests"), "no \(module)Tests")
+            }
         }
     }
 
