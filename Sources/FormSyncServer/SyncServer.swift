@@ -100,6 +100,9 @@ public final class SyncServer: @unchecked Sendable {
     package var workers = 4
     /// Open connections at most (see `HTTPServer.Limits`); set before `start`.
     package var maxConnections = HTTPServer.Limits().maxConnections
+    /// Seconds a connection may sit idle before it is closed (see `HTTPServer.Limits`); set
+    /// before `start`.
+    package var idleTimeout = HTTPServer.Limits().idleTimeout
     /// The connections its HTTP server holds open now (tests wait for a crowd to be seen).
     package var openConnections: Int { http?.connectionCount ?? 0 }
     /// Whether writes share fsyncs (set before `start`); off, each write commits FULL alone.
@@ -179,6 +182,7 @@ public final class SyncServer: @unchecked Sendable {
         var limits = HTTPServer.Limits()
         limits.workers = workers
         limits.maxConnections = maxConnections
+        limits.idleTimeout = idleTimeout
         let server = HTTPServer(
             limits: limits, preflight: { [self] head in preflight(head) }, receiveRate: { [faults] in faults.bandwidth },
             deferred: { [self] request, reply in handle(request, reply: reply) })
