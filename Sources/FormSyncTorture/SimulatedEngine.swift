@@ -96,16 +96,20 @@ final class SimulatedEngine {
     }
 
     /// Polls `condition` between yields for the first 5 ms (the outbox works on its own
-    /// thread meanwhile), then between 1 ms sleeps, for at most about 60 s.
+    /// thread meanwhile), then between 1 ms sleeps, at most 60,000 of them: about a minute on
+    /// an idle machine. The bound counts this task's own turns, not the wall clock, so a busy
+    /// machine that keeps the task waiting for a thread does not use it up: only a hang does.
     private func poll(_ condition: () -> Bool) async -> Bool {
         let clock = ContinuousClock()
         let start = clock.now
-        while start.duration(to: clock.now) < .seconds(60) {
+        var sleeps = 0
+        while sleeps < 60_000 {
             if condition() { return true }
             if start.duration(to: clock.now) < .milliseconds(5) {
                 await Task.yield()
             } else {
                 try? await Task.sleep(for: .milliseconds(1))
+                sleeps += 1
             }
         }
         return condition()

@@ -20,6 +20,8 @@ final class SimulatedNetwork: Sendable {
         var seen: [String: Int] = [:]
         var requests = 0
         var faults: [String: Int] = [:]
+        /// Submissions the server accepted (counted only when sabotaging).
+        var accepted = 0
     }
 
     private let seed: UInt64
@@ -119,7 +121,15 @@ final class SimulatedNetwork: Sendable {
             fault("connection closed by the server")
             throw URLError(.networkConnectionLost)
         }
-        if sabotage && write && response.status < 300 && headers["formsync-form"] != nil && random.next() % 4 == 0 {
+        // The first submission the server accepts arrives twice, and every fourth after it:
+        // counted, not drawn, so that however the engine's passes and the schedule interleave
+        // on a busy machine, the double delivery happens.
+        if sabotage && write && response.status < 300 && headers["formsync-form"] != nil
+            && state.withLock({ state -> Bool in
+                state.accepted += 1
+                return state.accepted % 4 == 1
+            })
+        {
             var twin = request
             twin.headers["idempotency-key"] = (headers["idempotency-key"] ?? "") + "-twin"
             twin.headers["formsync-document"] = (headers["formsync-document"] ?? "") + "-twin"
