@@ -129,7 +129,7 @@ let package = Package(
             name: "FormSyncClientTests",
             dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FormSyncTesting"]),
         .testTarget(name: "FormSyncHTTPTests", dependencies: ["FormSyncHTTP", "FormSyncTesting"]),
-        .testTarget(name: "FormSyncSQLiteTests", dependencies: ["FormSyncSQLite"]),
+        .testTarget(name: "FormSyncSQLiteTests", dependencies: ["FormSyncSQLite", "FormSyncTesting"]),
         .testTarget(
             name: "FormSyncServerTests",
             dependencies: ["CorpusForms", "FormSyncHTTP", "FormSyncModel", "FormSyncServer", "FormSyncTesting", "FormSyncTorture"]),

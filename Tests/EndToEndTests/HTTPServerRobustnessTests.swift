@@ -1,6 +1,7 @@
 import FieldForms
 import FormSyncHTTP
 import FormSyncServer
+import FormSyncTesting
 import Foundation
 import Testing
 
@@ -12,52 +13,59 @@ import Testing
 struct HTTPServerRobustnessTests {
     func exchange(_ port: UInt16, _ bytes: Data) -> String { RawSocket.exchange(port, bytes) }
 
-    @Test func malformedRequestsGetACleanStatusAndTheServerKeepsServing() throws {
-        let world = try World()
-        let port = world.server.port
-        #expect(exchange(port, Data("GARBAGE\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
-        #expect(exchange(port, Data("GET /health HTTP/1.1\r\nNo colon here\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
-        #expect(exchange(port, Data("POST /files HTTP/1.1\r\nContent-Length: banana\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
-        let token = try world.server.issueAccessToken(workspaces: ["acme"])
-        let writeHeaders = "Authorization: Bearer \(token)\r\nFormSync-Workspace: acme\r\nIdempotency-Key: k1\r\nFormSync-Document: d1\r\n"
-        #expect(
-            exchange(port, Data("POST /files HTTP/1.1\r\n\(writeHeaders)Content-Length: 99999999999\r\n\r\n".utf8)).hasPrefix(
-                "HTTP/1.1 413 "))
-        // Fewer bytes than Content-Length, then the peer stops sending: refused, never processed.
-        #expect(
-            exchange(port, Data("POST /files HTTP/1.1\r\n\(writeHeaders)Content-Length: 10\r\n\r\nshort".utf8)).hasPrefix("HTTP/1.1 400 "))
-        #expect(world.server.fileIDs().isEmpty)
-        let noise = Data((0..<2000).map { _ in UInt8.random(in: 0...255) }) + Data("\r\n\r\n".utf8)
-        #expect(exchange(port, noise).hasPrefix("HTTP/1.1 400 "))
-        // No head terminator before the peer stopped sending: a request cut short is refused.
-        #expect(exchange(port, Data((0..<2000).map { _ in UInt8(ascii: "a") })).hasPrefix("HTTP/1.1 400 "))
-        // Keep-alive: two requests on one connection, two replies.
-        let twice = exchange(
-            port, Data("GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
-        #expect(twice.components(separatedBy: "HTTP/1.1 200 OK").count == 3)
-        // Chunked bodies are read.
-        let chunked = exchange(
-            port, Data("POST /auth/refresh HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n4\r\n{\"re\r\n0\r\n\r\n".utf8)
-        )
-        #expect(chunked.hasPrefix("HTTP/1.1 400 "))  // read whole, refused as JSON, not as framing
-        #expect(exchange(port, Data("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n".utf8)).contains("\"service\":\"formsync\""))
+    @Test func malformedRequestsGetACleanStatusAndTheServerKeepsServing() async throws {
+        try await OffThePool.run {
+            let world = try World()
+            let port = world.server.port
+            #expect(exchange(port, Data("GARBAGE\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
+            #expect(exchange(port, Data("GET /health HTTP/1.1\r\nNo colon here\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
+            #expect(exchange(port, Data("POST /files HTTP/1.1\r\nContent-Length: banana\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
+            let token = try world.server.issueAccessToken(workspaces: ["acme"])
+            let writeHeaders =
+                "Authorization: Bearer \(token)\r\nFormSync-Workspace: acme\r\nIdempotency-Key: k1\r\nFormSync-Document: d1\r\n"
+            #expect(
+                exchange(port, Data("POST /files HTTP/1.1\r\n\(writeHeaders)Content-Length: 99999999999\r\n\r\n".utf8)).hasPrefix(
+                    "HTTP/1.1 413 "))
+            // Fewer bytes than Content-Length, then the peer stops sending: refused, never processed.
+            #expect(
+                exchange(port, Data("POST /files HTTP/1.1\r\n\(writeHeaders)Content-Length: 10\r\n\r\nshort".utf8)).hasPrefix(
+                    "HTTP/1.1 400 "))
+            #expect(world.server.fileIDs().isEmpty)
+            let noise = Data((0..<2000).map { _ in UInt8.random(in: 0...255) }) + Data("\r\n\r\n".utf8)
+            #expect(exchange(port, noise).hasPrefix("HTTP/1.1 400 "))
+            // No head terminator before the peer stopped sending: a request cut short is refused.
+            #expect(exchange(port, Data((0..<2000).map { _ in UInt8(ascii: "a") })).hasPrefix("HTTP/1.1 400 "))
+            // Keep-alive: two requests on one connection, two replies.
+            let twice = exchange(
+                port, Data("GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+            #expect(twice.components(separatedBy: "HTTP/1.1 200 OK").count == 3)
+            // Chunked bodies are read.
+            let chunked = exchange(
+                port,
+                Data("POST /auth/refresh HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n4\r\n{\"re\r\n0\r\n\r\n".utf8)
+            )
+            #expect(chunked.hasPrefix("HTTP/1.1 400 "))  // read whole, refused as JSON, not as framing
+            #expect(exchange(port, Data("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n".utf8)).contains("\"service\":\"formsync\""))
+        }
     }
 
-    @Test func writesNeedABearerTokenAndTheProtocolHeaders() throws {
-        let world = try World()
-        let port = world.server.port
-        let body = #"{"name":"Ana","segment":"retail"}"#
-        let noToken = exchange(
-            port, Data("POST /customers HTTP/1.1\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8))
-        #expect(noToken.hasPrefix("HTTP/1.1 401 "))
-        let token = try world.server.issueAccessToken(workspaces: ["acme"])
-        let noKey = exchange(
-            port,
-            Data(
-                "POST /customers HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nFormSync-Workspace: acme\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
-                    .utf8))
-        #expect(noKey.hasPrefix("HTTP/1.1 400 "))
-        #expect(noKey.contains("Idempotency-Key"))
-        #expect(world.server.documents().isEmpty)
+    @Test func writesNeedABearerTokenAndTheProtocolHeaders() async throws {
+        try await OffThePool.run {
+            let world = try World()
+            let port = world.server.port
+            let body = #"{"name":"Ana","segment":"retail"}"#
+            let noToken = exchange(
+                port, Data("POST /customers HTTP/1.1\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8))
+            #expect(noToken.hasPrefix("HTTP/1.1 401 "))
+            let token = try world.server.issueAccessToken(workspaces: ["acme"])
+            let noKey = exchange(
+                port,
+                Data(
+                    "POST /customers HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nFormSync-Workspace: acme\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+                        .utf8))
+            #expect(noKey.hasPrefix("HTTP/1.1 400 "))
+            #expect(noKey.contains("Idempotency-Key"))
+            #expect(world.server.documents().isEmpty)
+        }
     }
 }

@@ -188,54 +188,60 @@ struct PostgresNodeTests {
         }
     }
 
-    @Test func nodesStartingTogetherMigrateOnceAndANodeRefusesASchemaItDoesNotKnow() throws {
-        let url = try PostgresCluster.shared().makeDatabase()
-        #expect(throws: PostgresSchema.Mismatch.self, "an empty database is not migrated without --migrate") {
-            _ = try PostgresServerStore(url: url, migrate: false, now: 0)
-        }
-        let failures = Mutex<[String]>([])
-        let done = DispatchGroup()
-        for _ in 0..<4 {
-            done.enter()
-            Thread.detachNewThread {
-                do { _ = try PostgresServerStore(url: url, migrate: true, now: 0) } catch { failures.withLock { $0.append("\(error)") } }
-                done.leave()
+    @Test func nodesStartingTogetherMigrateOnceAndANodeRefusesASchemaItDoesNotKnow() async throws {
+        try await OffThePool.run {
+            let url = try PostgresCluster.shared().makeDatabase()
+            #expect(throws: PostgresSchema.Mismatch.self, "an empty database is not migrated without --migrate") {
+                _ = try PostgresServerStore(url: url, migrate: false, now: 0)
             }
+            let failures = Mutex<[String]>([])
+            let done = DispatchGroup()
+            for _ in 0..<4 {
+                done.enter()
+                Thread.detachNewThread {
+                    do { _ = try PostgresServerStore(url: url, migrate: true, now: 0) } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                    done.leave()
+                }
+            }
+            done.wait()
+            #expect(failures.withLock { $0 }.isEmpty)
+            let connection = try PostgresConnection(url: url)
+            #expect(try connection.query("SELECT COUNT(*) FROM formsync_schema").int(0, 0) == Int64(PostgresSchema.latest))
+            try connection.query(
+                "INSERT INTO formsync_schema (version, name, applied_at) VALUES ($1, 'from the future', 0)",
+                [.integer(Int64(PostgresSchema.latest + 1))])
+            let refused = #expect(throws: PostgresSchema.Mismatch.self) { _ = try PostgresServerStore(url: url, migrate: true, now: 0) }
+            #expect(refused?.description.contains("newer than this node knows") == true)
         }
-        done.wait()
-        #expect(failures.withLock { $0 }.isEmpty)
-        let connection = try PostgresConnection(url: url)
-        #expect(try connection.query("SELECT COUNT(*) FROM formsync_schema").int(0, 0) == Int64(PostgresSchema.latest))
-        try connection.query(
-            "INSERT INTO formsync_schema (version, name, applied_at) VALUES ($1, 'from the future', 0)",
-            [.integer(Int64(PostgresSchema.latest + 1))])
-        let refused = #expect(throws: PostgresSchema.Mismatch.self) { _ = try PostgresServerStore(url: url, migrate: true, now: 0) }
-        #expect(refused?.description.contains("newer than this node knows") == true)
     }
 }
 
 /// One append at a time per upload, across nodes, and a node that dies mid-append holds nothing.
 struct PostgresAppendLockTests {
-    @Test func anAppendHeldByANodeThatDiesIsFreeAtOnce() throws {
-        let url = try PostgresCluster.shared().makeDatabase()
-        var first: PostgresServerStore? = try PostgresServerStore(url: url, migrate: true, now: 0)
-        let second = try PostgresServerStore(url: url, migrate: false, now: 0)
-        #expect(try first!.claimAppend("u-1", at: 0))
-        #expect(try second.claimAppend("u-1", at: 0) == false, "another node's append holds it")
-        #expect(try second.claimAppend("u-2", at: 0), "another upload is free")
-        second.releaseAppend("u-2")
-        // The first node goes away with its connections, as a killed process does. PostgreSQL
-        // frees the lock when that backend has ended (a moment after the socket closed), not when
-        // a lease runs out: asked again until it is free, for at most 10 s (a lease was 60 s).
-        first = nil
-        var freed = false
-        for _ in 0..<200 where !freed {
-            freed = try second.claimAppend("u-1", at: 0)
-            if !freed { Thread.sleep(forTimeInterval: 0.05) }
+    @Test func anAppendHeldByANodeThatDiesIsFreeAtOnce() async throws {
+        try await OffThePool.run {
+            let url = try PostgresCluster.shared().makeDatabase()
+            var first: PostgresServerStore? = try PostgresServerStore(url: url, migrate: true, now: 0)
+            let second = try PostgresServerStore(url: url, migrate: false, now: 0)
+            #expect(try first!.claimAppend("u-1", at: 0))
+            #expect(try second.claimAppend("u-1", at: 0) == false, "another node's append holds it")
+            #expect(try second.claimAppend("u-2", at: 0), "another upload is free")
+            second.releaseAppend("u-2")
+            // The first node goes away with its connections, as a killed process does. PostgreSQL
+            // frees the lock when that backend has ended (a moment after the socket closed), not when
+            // a lease runs out: asked again until it is free, for at most 10 s (a lease was 60 s).
+            first = nil
+            var freed = false
+            for _ in 0..<200 where !freed {
+                freed = try second.claimAppend("u-1", at: 0)
+                if !freed { usleep(50_000) }
+            }
+            #expect(freed)
+            second.releaseAppend("u-1")
+            #expect(try second.claimAppend("u-1", at: 0), "released, it can be taken again")
         }
-        #expect(freed)
-        second.releaseAppend("u-1")
-        #expect(try second.claimAppend("u-1", at: 0), "released, it can be taken again")
     }
 }
 

@@ -2,6 +2,7 @@ import FieldForms
 import FormSyncHTTP
 import FormSyncModel
 import FormSyncSQLite
+import FormSyncTesting
 import Foundation
 import Synchronization
 import Testing
@@ -79,52 +80,54 @@ struct ServerGroupCommitTests {
         #expect(server.documents().count == count + 3)
     }
 
-    @Test func aBatchThatSQLiteRolledBackFailsTheRepliesThatDependedOnItAndItsNumberIsNeverReused() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lost-batch-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteServerStore(directory: folder.path, now: 0)
-        let floor = store.committedNumber + 1
-        _ = try store.batchedTransaction {
-            try store.createDocument(
-                "a", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
-        }
-        let gate = store.durabilityGate
-        #expect(gate == floor, "the first write opened the batch it waits for")
-        struct Abandoned: Error {}
-        // As SQLite does after a full disk: the whole transaction is gone, not just the savepoint.
-        #expect(throws: Abandoned.self) {
-            try store.batchedTransaction {
-                try store.db.run("ROLLBACK")
-                throw Abandoned()
+    @Test func aBatchThatSQLiteRolledBackFailsTheRepliesThatDependedOnItAndItsNumberIsNeverReused() async throws {
+        try await OffThePool.run {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lost-batch-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let store = try SQLiteServerStore(directory: folder.path, now: 0)
+            let floor = store.committedNumber + 1
+            _ = try store.batchedTransaction {
+                try store.createDocument(
+                    "a", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
             }
-        }
-        #expect(store.lostBatch(in: floor...gate) != nil, "the first write's reply must not say it was saved")
-        #expect(store.document("a") == nil)
-        _ = try store.batchedTransaction {
-            try store.createDocument(
-                "b", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
-        }
-        let next = store.durabilityGate
-        #expect(next > gate, "a new batch never reuses a lost one's number")
-        #expect(store.lostBatch(in: next...next) == nil)
-        store.commitBatch()
-        #expect(store.committedNumber == next)
-        #expect(store.document("b") != nil)
-        // A write that fails on its own rolls back only its savepoint.
-        _ = try store.batchedTransaction {
-            try store.createDocument(
-                "c", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
-        }
-        #expect(throws: (any Error).self) {
-            try store.batchedTransaction {
+            let gate = store.durabilityGate
+            #expect(gate == floor, "the first write opened the batch it waits for")
+            struct Abandoned: Error {}
+            // As SQLite does after a full disk: the whole transaction is gone, not just the savepoint.
+            #expect(throws: Abandoned.self) {
+                try store.batchedTransaction {
+                    try store.db.run("ROLLBACK")
+                    throw Abandoned()
+                }
+            }
+            #expect(store.lostBatch(in: floor...gate) != nil, "the first write's reply must not say it was saved")
+            #expect(store.document("a") == nil)
+            _ = try store.batchedTransaction {
+                try store.createDocument(
+                    "b", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
+            }
+            let next = store.durabilityGate
+            #expect(next > gate, "a new batch never reuses a lost one's number")
+            #expect(store.lostBatch(in: next...next) == nil)
+            store.commitBatch()
+            #expect(store.committedNumber == next)
+            #expect(store.document("b") != nil)
+            // A write that fails on its own rolls back only its savepoint.
+            _ = try store.batchedTransaction {
                 try store.createDocument(
                     "c", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
             }
+            #expect(throws: (any Error).self) {
+                try store.batchedTransaction {
+                    try store.createDocument(
+                        "c", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
+                }
+            }
+            store.commitBatch()
+            #expect(store.document("c") != nil)
+            #expect(store.lostBatch(in: floor...store.committedNumber)?.isEmpty == false)
+            #expect(store.lostBatch(in: (gate + 1)...store.committedNumber) == nil, "only the rolled-back batch was lost")
         }
-        store.commitBatch()
-        #expect(store.document("c") != nil)
-        #expect(store.lostBatch(in: floor...store.committedNumber)?.isEmpty == false)
-        #expect(store.lostBatch(in: (gate + 1)...store.committedNumber) == nil, "only the rolled-back batch was lost")
     }
 
     /// Runs `body` for 0..<`count` on 16 threads of their own at once, as the HTTP workers make
@@ -174,21 +177,23 @@ struct ServerGroupCommitTests {
         #expect(server.documents().count == 1)
     }
 
-    @Test func aRestartedServerMakesItsLogDurableBeforeAReplayIsAnswered() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("restart-sync-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let token = try { () throws -> String in
-            let first = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
-            let token = try first.issueAccessToken(workspaces: ["acme"])
-            #expect(first.handle(try Self.order(1, token: token))?.status == 201)
-            return token
-        }()
-        // The replay is answered from the ledger with no commit of its own: the open must
-        // already have fsynced what the last process wrote.
-        let restarted = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
-        #expect(restarted.fsyncCount == 1, "the open fsynced the log")
-        let replay = restarted.handle(try Self.order(1, token: token))
-        #expect(replay?.status == 201 && replay?.headers.contains { $0 == ("Idempotent-Replayed", "true") } == true)
+    @Test func aRestartedServerMakesItsLogDurableBeforeAReplayIsAnswered() async throws {
+        try await OffThePool.run {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("restart-sync-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let token = try { () throws -> String in
+                let first = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+                let token = try first.issueAccessToken(workspaces: ["acme"])
+                #expect(first.handle(try Self.order(1, token: token))?.status == 201)
+                return token
+            }()
+            // The replay is answered from the ledger with no commit of its own: the open must
+            // already have fsynced what the last process wrote.
+            let restarted = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+            #expect(restarted.fsyncCount == 1, "the open fsynced the log")
+            let replay = restarted.handle(try Self.order(1, token: token))
+            #expect(replay?.status == 201 && replay?.headers.contains { $0 == ("Idempotent-Replayed", "true") } == true)
+        }
     }
 
     @Test func aKnownTokenIsRefusedOnceTheServerExpiresItOrItsTimeRunsOut() throws {
@@ -208,32 +213,34 @@ struct ServerGroupCommitTests {
         #expect(server.handle(try Self.order(5, token: "a-unknown"))?.status == 401)
     }
 
-    @Test func aKeyThatAnotherServerProcessAnsweredMeanwhileIsReplayedNotFailed() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("two-servers-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        // Two servers on the same files, as in a restart that overlaps the old process: each
-        // marks its keys in flight in its own memory only.
-        let first = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
-        let second = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
-        let token = try first.issueAccessToken(workspaces: ["acme"])
-        first.faults.add(.hold)
-        let held = Mutex<HTTPResponse?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let response = first.handle(try! Self.order(1, token: token))
-            held.withLock { $0 = response }
-            done.signal()
+    @Test func aKeyThatAnotherServerProcessAnsweredMeanwhileIsReplayedNotFailed() async throws {
+        try await OffThePool.run {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("two-servers-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            // Two servers on the same files, as in a restart that overlaps the old process: each
+            // marks its keys in flight in its own memory only.
+            let first = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+            let second = try SyncServer(directory: folder.path, forms: FormCatalog.forms)
+            let token = try first.issueAccessToken(workspaces: ["acme"])
+            first.faults.add(.hold)
+            let held = Mutex<HTTPResponse?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                let response = first.handle(try! Self.order(1, token: token))
+                held.withLock { $0 = response }
+                done.signal()
+            }
+            #expect(first.faults.waitUntilHolding(1))
+            let answered = second.handle(try Self.order(1, token: token))
+            first.faults.releaseHeld()
+            #expect(answered?.status == 201)
+            done.wait()
+            let replayed = try #require(held.withLock { $0 })
+            #expect(replayed.status == 201, "\(String(decoding: replayed.body, as: UTF8.self))")
+            #expect(replayed.headers.contains { $0 == ("Idempotent-Replayed", "true") })
+            #expect(replayed.body == answered?.body)
+            #expect(second.documents().count == 1 && second.documents().first?.appliedWrites == 1)
         }
-        #expect(first.faults.waitUntilHolding(1))
-        let answered = second.handle(try Self.order(1, token: token))
-        first.faults.releaseHeld()
-        #expect(answered?.status == 201)
-        done.wait()
-        let replayed = try #require(held.withLock { $0 })
-        #expect(replayed.status == 201, "\(String(decoding: replayed.body, as: UTF8.self))")
-        #expect(replayed.headers.contains { $0 == ("Idempotent-Replayed", "true") })
-        #expect(replayed.body == answered?.body)
-        #expect(second.documents().count == 1 && second.documents().first?.appliedWrites == 1)
     }
 }
 

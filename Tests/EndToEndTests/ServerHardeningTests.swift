@@ -21,47 +21,54 @@ struct ServerHardeningTests {
     static func send(_ fd: Int32, _ text: String) { RawSocket.send(fd, Data(text.utf8)) }
     static func receive(_ fd: Int32, seconds: Int = 5) -> String { RawSocket.receive(fd, seconds: seconds) }
 
-    @Test func aChunkSizeThatWouldOverflowIsRefusedAndTheServerKeepsServing() throws {
-        let world = try World()
-        let port = world.server.port
-        for size in ["7fffffffffffffff", "ffffffffffffffffffff", "-1", "0x10", ""] {
-            let reply = raw.exchange(
-                port, Data("POST /auth/refresh HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\(size)\r\nabc\r\n0\r\n\r\n".utf8))
-            #expect(reply.hasPrefix("HTTP/1.1 413 ") || reply.hasPrefix("HTTP/1.1 400 "), "\(size): \(reply.prefix(40))")
+    @Test func aChunkSizeThatWouldOverflowIsRefusedAndTheServerKeepsServing() async throws {
+        try await OffThePool.run {
+            let world = try World()
+            let port = world.server.port
+            for size in ["7fffffffffffffff", "ffffffffffffffffffff", "-1", "0x10", ""] {
+                let reply = raw.exchange(
+                    port, Data("POST /auth/refresh HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\(size)\r\nabc\r\n0\r\n\r\n".utf8))
+                #expect(reply.hasPrefix("HTTP/1.1 413 ") || reply.hasPrefix("HTTP/1.1 400 "), "\(size): \(reply.prefix(40))")
+            }
+            #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n".utf8)).contains("\"service\":\"formsync\""))
         }
-        #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n".utf8)).contains("\"service\":\"formsync\""))
     }
 
-    @Test func aBodyIsNotReadBeforeTheTokenIsChecked() throws {
-        let world = try World()
-        let fd = Self.connectTo(world.server.port)
-        defer { close(fd) }
-        // Sixty megabytes announced, not one sent: the answer comes from the head alone.
-        Self.send(fd, "POST /customers HTTP/1.1\r\nContent-Length: 60000000\r\nIdempotency-Key: k\r\nFormSync-Document: d\r\n\r\n")
-        let reply = Self.receive(fd)
-        #expect(reply.hasPrefix("HTTP/1.1 401 "))
-        #expect(reply.contains("Connection: close"))
+    @Test func aBodyIsNotReadBeforeTheTokenIsChecked() async throws {
+        try await OffThePool.run {
+            let world = try World()
+            let fd = Self.connectTo(world.server.port)
+            defer { close(fd) }
+            // Sixty megabytes announced, not one sent: the answer comes from the head alone.
+            Self.send(fd, "POST /customers HTTP/1.1\r\nContent-Length: 60000000\r\nIdempotency-Key: k\r\nFormSync-Document: d\r\n\r\n")
+            let reply = Self.receive(fd)
+            #expect(reply.hasPrefix("HTTP/1.1 401 "))
+            #expect(reply.contains("Connection: close"))
+        }
     }
 
-    @Test func headerValuesWithControlCharactersAndTooManyHeadersAreRefused() throws {
-        let world = try World()
-        let port = world.server.port
-        #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\nX-Note: a\u{1}b\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
-        #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\nX-Note: a\u{7f}b\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
-        let many = (0..<150).map { "X-H\($0): v\r\n" }.joined()
-        #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\n\(many)\r\n".utf8)).hasPrefix("HTTP/1.1 431 "))
-        let huge = "GET /health HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 40_000))\r\n\r\n"
-        #expect(raw.exchange(port, Data(huge.utf8)).hasPrefix("HTTP/1.1 431 "))
-        #expect(
-            raw.exchange(port, Data("POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
-        let token = try world.server.issueAccessToken(workspaces: ["acme"])
-        let badKey = raw.exchange(
-            port,
-            Data(
-                "POST /customers HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nFormSync-Workspace: acme\r\nIdempotency-Key: has space\r\nFormSync-Document: d\r\nContent-Length: 2\r\n\r\n{}"
-                    .utf8))
-        #expect(badKey.hasPrefix("HTTP/1.1 400 "))
-        #expect(badKey.contains("bad-idempotency-key"))
+    @Test func headerValuesWithControlCharactersAndTooManyHeadersAreRefused() async throws {
+        try await OffThePool.run {
+            let world = try World()
+            let port = world.server.port
+            #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\nX-Note: a\u{1}b\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
+            #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\nX-Note: a\u{7f}b\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
+            let many = (0..<150).map { "X-H\($0): v\r\n" }.joined()
+            #expect(raw.exchange(port, Data("GET /health HTTP/1.1\r\n\(many)\r\n".utf8)).hasPrefix("HTTP/1.1 431 "))
+            let huge = "GET /health HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 40_000))\r\n\r\n"
+            #expect(raw.exchange(port, Data(huge.utf8)).hasPrefix("HTTP/1.1 431 "))
+            #expect(
+                raw.exchange(port, Data("POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n".utf8)).hasPrefix(
+                    "HTTP/1.1 400 "))
+            let token = try world.server.issueAccessToken(workspaces: ["acme"])
+            let badKey = raw.exchange(
+                port,
+                Data(
+                    "POST /customers HTTP/1.1\r\nAuthorization: Bearer \(token)\r\nFormSync-Workspace: acme\r\nIdempotency-Key: has space\r\nFormSync-Document: d\r\nContent-Length: 2\r\n\r\n{}"
+                        .utf8))
+            #expect(badKey.hasPrefix("HTTP/1.1 400 "))
+            #expect(badKey.contains("bad-idempotency-key"))
+        }
     }
 
     @Test func aSlowHeadIsCutOffAndNeverHoldsAWorker() async throws {

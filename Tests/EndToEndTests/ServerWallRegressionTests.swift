@@ -102,16 +102,18 @@ struct ServerWallRegressionTests {
 
     // 12: a reply to HEAD has no content.
 
-    @Test func aReplyToHeadCarriesNoBodySoTheNextReplyOnTheConnectionIsReadRight() throws {
-        let fixture = try Server()
-        let port = try fixture.server.start()
-        for head in ["HEAD /health", "HEAD /documents/nothing", "HEAD /nowhere"] {
-            let text = RawSocket.exchange(
-                port, Data("\(head) HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
-            let parts = text.components(separatedBy: "\r\n\r\n")
-            #expect(
-                parts.count >= 2 && parts[1].hasPrefix("HTTP/1.1 200 OK"),
-                "\(head): the second reply does not follow the first head: \(text.prefix(300))")
+    @Test func aReplyToHeadCarriesNoBodySoTheNextReplyOnTheConnectionIsReadRight() async throws {
+        try await OffThePool.run {
+            let fixture = try Server()
+            let port = try fixture.server.start()
+            for head in ["HEAD /health", "HEAD /documents/nothing", "HEAD /nowhere"] {
+                let text = RawSocket.exchange(
+                    port, Data("\(head) HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+                let parts = text.components(separatedBy: "\r\n\r\n")
+                #expect(
+                    parts.count >= 2 && parts[1].hasPrefix("HTTP/1.1 200 OK"),
+                    "\(head): the second reply does not follow the first head: \(text.prefix(300))")
+            }
         }
     }
 
@@ -257,59 +259,61 @@ struct UploadWallRegressionTests {
         #expect(fixture.create("abandoned", length: 100)?.headers.first { $0.0 == "Upload-Offset" }?.1 == "0", "created anew, from 0")
     }
 
-    @Test func anAppendHeldInItsFsyncDoesNotHoldUpASubmission() throws {
-        let fixture = try Fixture()
-        let bytes = Data(repeating: 7, count: 1 << 20)
-        let created = try #require(fixture.create("held", length: Int64(bytes.count), digest: SHA256.hash(bytes)))
-        let location = try #require(created.headers.first { $0.0 == "Location" }?.1)
-        let inSync = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let first = Atomic(true)
-        fixture.server.sqliteStore.durableFiles.sync = { fd in
-            // The append's fsync is held; later ones (the completion's folder sync) are not.
-            if first.exchange(false, ordering: .relaxed) {
-                inSync.signal()
-                _ = release.wait(timeout: .now() + 60)
+    @Test func anAppendHeldInItsFsyncDoesNotHoldUpASubmission() async throws {
+        try await OffThePool.run {
+            let fixture = try Fixture()
+            let bytes = Data(repeating: 7, count: 1 << 20)
+            let created = try #require(fixture.create("held", length: Int64(bytes.count), digest: SHA256.hash(bytes)))
+            let location = try #require(created.headers.first { $0.0 == "Location" }?.1)
+            let inSync = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let first = Atomic(true)
+            fixture.server.sqliteStore.durableFiles.sync = { fd in
+                // The append's fsync is held; later ones (the completion's folder sync) are not.
+                if first.exchange(false, ordering: .relaxed) {
+                    inSync.signal()
+                    _ = release.wait(timeout: .now() + 60)
+                }
+                return fsync(fd)
             }
-            return fsync(fd)
-        }
-        let appended = DispatchSemaphore(value: 0)
-        let server = fixture.server
-        let token = fixture.token
-        Thread.detachNewThread {
-            _ = server.handle(
-                HTTPRequest(
-                    method: "PATCH", path: location, query: nil,
-                    headers: [
-                        "authorization": "Bearer \(token)", "formsync-workspace": "acme", "upload-offset": "0", "upload-complete": "?1",
-                    ], body: bytes))
-            appended.signal()
-        }
-        #expect(inSync.wait(timeout: .now() + 30) == .success, "the append reached its fsync")
-        // The append holds its fsync; a submission and a second append to it are answered meanwhile.
-        let answered = DispatchSemaphore(value: 0)
-        let status = Mutex<[Int]>([])
-        Thread.detachNewThread {
-            let order = try! ServerGroupCommitTests.order(1, token: token)
-            status.withLock { $0.append(server.handle(order)?.status ?? 0) }
-            status.withLock {
-                $0.append(
-                    server.handle(
-                        HTTPRequest(
-                            method: "PATCH", path: location, query: nil,
-                            headers: [
-                                "authorization": "Bearer \(token)", "formsync-workspace": "acme", "upload-offset": "0",
-                                "upload-complete": "?0",
-                            ], body: Data([1])))?.status ?? 0)
+            let appended = DispatchSemaphore(value: 0)
+            let server = fixture.server
+            let token = fixture.token
+            Thread.detachNewThread {
+                _ = server.handle(
+                    HTTPRequest(
+                        method: "PATCH", path: location, query: nil,
+                        headers: [
+                            "authorization": "Bearer \(token)", "formsync-workspace": "acme", "upload-offset": "0", "upload-complete": "?1",
+                        ], body: bytes))
+                appended.signal()
             }
-            answered.signal()
+            #expect(inSync.wait(timeout: .now() + 30) == .success, "the append reached its fsync")
+            // The append holds its fsync; a submission and a second append to it are answered meanwhile.
+            let answered = DispatchSemaphore(value: 0)
+            let status = Mutex<[Int]>([])
+            Thread.detachNewThread {
+                let order = try! ServerGroupCommitTests.order(1, token: token)
+                status.withLock { $0.append(server.handle(order)?.status ?? 0) }
+                status.withLock {
+                    $0.append(
+                        server.handle(
+                            HTTPRequest(
+                                method: "PATCH", path: location, query: nil,
+                                headers: [
+                                    "authorization": "Bearer \(token)", "formsync-workspace": "acme", "upload-offset": "0",
+                                    "upload-complete": "?0",
+                                ], body: Data([1])))?.status ?? 0)
+                }
+                answered.signal()
+            }
+            let meanwhile = answered.wait(timeout: .now() + 30)
+            release.signal()
+            #expect(meanwhile == .success, "a submission waited for another request's file fsync")
+            #expect(status.withLock { $0 } == [201, 409])
+            #expect(appended.wait(timeout: .now() + 30) == .success)
+            #expect(fixture.server.fileIDs().count == 1)
         }
-        let meanwhile = answered.wait(timeout: .now() + 30)
-        release.signal()
-        #expect(meanwhile == .success, "a submission waited for another request's file fsync")
-        #expect(status.withLock { $0 } == [201, 409])
-        #expect(appended.wait(timeout: .now() + 30) == .success)
-        #expect(fixture.server.fileIDs().count == 1)
     }
 
     @Test func anUploadIsBoundToItsDocumentLikeASubmission() throws {

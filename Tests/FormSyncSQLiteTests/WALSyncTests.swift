@@ -1,4 +1,5 @@
 import FormSyncSQLite
+import FormSyncTesting
 import Foundation
 import Synchronization
 import Testing
@@ -24,44 +25,48 @@ struct WALSyncTests {
         return db.commitCount
     }
 
-    @Test func aCommitIsNumberedOnlyOnceItsStatementHasFinished() throws {
-        let (db, _) = try database()
-        let before = db.commitCount
-        try db.transaction(.normal) {
-            try db.run("INSERT INTO t (body) VALUES (randomblob(10))")
-            #expect(db.commitCount == before, "nothing is committed inside the transaction")
-        }
-        #expect(db.commitCount == before + 1)
-        try db.run("INSERT INTO t (body) VALUES (randomblob(10))")
-        #expect(db.commitCount == before + 2, "an autocommit statement is a commit too")
-        struct Abandon: Error {}
-        #expect(throws: Abandon.self) {
+    @Test func aCommitIsNumberedOnlyOnceItsStatementHasFinished() async throws {
+        try await OffThePool.run {
+            let (db, _) = try database()
+            let before = db.commitCount
             try db.transaction(.normal) {
-                try db.run("INSERT INTO t (body) VALUES (1)")
-                throw Abandon()
+                try db.run("INSERT INTO t (body) VALUES (randomblob(10))")
+                #expect(db.commitCount == before, "nothing is committed inside the transaction")
             }
+            #expect(db.commitCount == before + 1)
+            try db.run("INSERT INTO t (body) VALUES (randomblob(10))")
+            #expect(db.commitCount == before + 2, "an autocommit statement is a commit too")
+            struct Abandon: Error {}
+            #expect(throws: Abandon.self) {
+                try db.transaction(.normal) {
+                    try db.run("INSERT INTO t (body) VALUES (1)")
+                    throw Abandon()
+                }
+            }
+            #expect(db.commitCount == before + 2, "a rolled-back transaction is not numbered")
+            _ = try db.query("SELECT COUNT(*) FROM t") { $0.int(0) }
+            #expect(db.commitCount == before + 2, "a read commits nothing")
         }
-        #expect(db.commitCount == before + 2, "a rolled-back transaction is not numbered")
-        _ = try db.query("SELECT COUNT(*) FROM t") { $0.int(0) }
-        #expect(db.commitCount == before + 2, "a read commits nothing")
     }
 
-    @Test func oneFsyncCoversEveryCommitReportedBeforeIt() throws {
-        let (db, path) = try database()
-        let syncs = Mutex(0)
-        let wal = WALSync(databasePath: path) { descriptor in
-            syncs.withLock { $0 += 1 }
-            return WALSync.dataSync(descriptor)
+    @Test func oneFsyncCoversEveryCommitReportedBeforeIt() async throws {
+        try await OffThePool.run {
+            let (db, path) = try database()
+            let syncs = Mutex(0)
+            let wal = WALSync(databasePath: path) { descriptor in
+                syncs.withLock { $0 += 1 }
+                return WALSync.dataSync(descriptor)
+            }
+            var numbers: [UInt64] = []
+            for _ in 0..<10 { numbers.append(try commit(db)) }
+            #expect(numbers == numbers.sorted() && Set(numbers).count == 10, "each commit gets its own, rising number")
+            try wal.waitDurable(through: numbers.last!)
+            #expect(syncs.withLock { $0 } == 1)
+            for number in numbers { try wal.waitDurable(through: number) }
+            #expect(syncs.withLock { $0 } == 1, "earlier commits were covered by the same fsync")
+            try wal.waitDurable(through: try commit(db))
+            #expect(syncs.withLock { $0 } == 2, "a later commit needs a fsync of its own")
         }
-        var numbers: [UInt64] = []
-        for _ in 0..<10 { numbers.append(try commit(db)) }
-        #expect(numbers == numbers.sorted() && Set(numbers).count == 10, "each commit gets its own, rising number")
-        try wal.waitDurable(through: numbers.last!)
-        #expect(syncs.withLock { $0 } == 1)
-        for number in numbers { try wal.waitDurable(through: number) }
-        #expect(syncs.withLock { $0 } == 1, "earlier commits were covered by the same fsync")
-        try wal.waitDurable(through: try commit(db))
-        #expect(syncs.withLock { $0 } == 2, "a later commit needs a fsync of its own")
     }
 
     @Test func waitersThatArriveDuringAnFsyncShareTheNextOne() async throws {
@@ -103,81 +108,87 @@ struct WALSyncTests {
         #expect(syncs.withLock { $0 } == 2, "five writers that waited during one fsync shared a single next one")
     }
 
-    @Test func aCallbackWriterGoesOnWhileAnotherThreadsFsyncRunsAndIsCalledBackWhenItsCommitIsDurable() throws {
-        let (db, path) = try database()
-        let syncs = Mutex(0)
-        let started = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let wal = WALSync(databasePath: path) { descriptor in
-            if syncs.withLock({
-                $0 += 1
-                return $0
-            }) == 1 {
-                started.signal()
-                release.wait()
+    @Test func aCallbackWriterGoesOnWhileAnotherThreadsFsyncRunsAndIsCalledBackWhenItsCommitIsDurable() async throws {
+        try await OffThePool.run {
+            let (db, path) = try database()
+            let syncs = Mutex(0)
+            let started = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let wal = WALSync(databasePath: path) { descriptor in
+                if syncs.withLock({
+                    $0 += 1
+                    return $0
+                }) == 1 {
+                    started.signal()
+                    release.wait()
+                }
+                return WALSync.dataSync(descriptor)
             }
-            return WALSync.dataSync(descriptor)
-        }
-        let durable = Mutex<[UInt64]>([])
-        let first = try commit(db)
-        let firstReturned = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            // No fsync is running: this thread runs it, and is held inside it.
-            wal.whenDurable(through: first) { failure in
-                #expect(failure == nil)
-                durable.withLock { $0.append(first) }
+            let durable = Mutex<[UInt64]>([])
+            let first = try commit(db)
+            let firstReturned = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                // No fsync is running: this thread runs it, and is held inside it.
+                wal.whenDurable(through: first) { failure in
+                    #expect(failure == nil)
+                    durable.withLock { $0.append(first) }
+                }
+                firstReturned.signal()
             }
-            firstReturned.signal()
-        }
-        try #require(started.wait(timeout: .now() + 10) == .success, "the first writer ran an fsync")
-        let later = try (0..<5).map { _ in try commit(db) }
-        for number in later {
-            // Returns at once: the running round's thread calls back.
-            wal.whenDurable(through: number) { failure in
-                #expect(failure == nil)
-                durable.withLock { $0.append(number) }
+            try #require(started.wait(timeout: .now() + 10) == .success, "the first writer ran an fsync")
+            let later = try (0..<5).map { _ in try commit(db) }
+            for number in later {
+                // Returns at once: the running round's thread calls back.
+                wal.whenDurable(through: number) { failure in
+                    #expect(failure == nil)
+                    durable.withLock { $0.append(number) }
+                }
             }
+            #expect(durable.withLock { $0 }.isEmpty, "nothing is called back before an fsync covers it")
+            release.signal()
+            #expect(firstReturned.wait(timeout: .now() + 10) == .success)
+            #expect(durable.withLock { $0 } == [first] + later, "the first fsync's writer, then the five that shared the next")
+            #expect(syncs.withLock { $0 } == 2)
+            let already = Mutex(false)
+            wal.whenDurable(through: later.last!) { _ in already.withLock { $0 = true } }
+            #expect(already.withLock { $0 }, "a commit already durable is called back at once, on the caller's thread")
+            #expect(syncs.withLock { $0 } == 2)
         }
-        #expect(durable.withLock { $0 }.isEmpty, "nothing is called back before an fsync covers it")
-        release.signal()
-        #expect(firstReturned.wait(timeout: .now() + 10) == .success)
-        #expect(durable.withLock { $0 } == [first] + later, "the first fsync's writer, then the five that shared the next")
-        #expect(syncs.withLock { $0 } == 2)
-        let already = Mutex(false)
-        wal.whenDurable(through: later.last!) { _ in already.withLock { $0 = true } }
-        #expect(already.withLock { $0 }, "a commit already durable is called back at once, on the caller's thread")
-        #expect(syncs.withLock { $0 } == 2)
     }
 
-    @Test func aFailedFsyncCallsBackItsWritersWithTheFailure() throws {
-        let (db, path) = try database()
-        let wal = WALSync(databasePath: path) { _ in
-            errno = EIO
-            return -1
-        }
-        let failures = Mutex<[String]>([])
-        wal.whenDurable(through: try commit(db)) { failure in failures.withLock { $0.append(failure?.reason ?? "none") } }
-        wal.whenDurable(through: try commit(db)) { failure in failures.withLock { $0.append(failure?.reason ?? "none") } }
-        let reasons = failures.withLock { $0 }
-        #expect(reasons.count == 2 && reasons.allSatisfy { $0.contains("fsync") }, "\(reasons)")
-    }
-
-    @Test func aFailedFsyncFailsItsWritersAndEveryLaterOne() throws {
-        let (db, path) = try database()
-        let failing = Mutex(true)
-        let wal = WALSync(databasePath: path) { descriptor in
-            if failing.withLock({ $0 }) {
+    @Test func aFailedFsyncCallsBackItsWritersWithTheFailure() async throws {
+        try await OffThePool.run {
+            let (db, path) = try database()
+            let wal = WALSync(databasePath: path) { _ in
                 errno = EIO
                 return -1
             }
-            return WALSync.dataSync(descriptor)
+            let failures = Mutex<[String]>([])
+            wal.whenDurable(through: try commit(db)) { failure in failures.withLock { $0.append(failure?.reason ?? "none") } }
+            wal.whenDurable(through: try commit(db)) { failure in failures.withLock { $0.append(failure?.reason ?? "none") } }
+            let reasons = failures.withLock { $0 }
+            #expect(reasons.count == 2 && reasons.allSatisfy { $0.contains("fsync") }, "\(reasons)")
         }
-        let number = try commit(db)
-        #expect(throws: WALSync.Failure.self) { try wal.waitDurable(through: number) }
-        failing.withLock { $0 = false }
-        // The kernel may have dropped the pages the failed fsync was to write: a later fsync
-        // that succeeds proves nothing about them, so the syncer stays failed.
-        #expect(throws: WALSync.Failure.self) { try wal.waitDurable(through: try commit(db)) }
+    }
+
+    @Test func aFailedFsyncFailsItsWritersAndEveryLaterOne() async throws {
+        try await OffThePool.run {
+            let (db, path) = try database()
+            let failing = Mutex(true)
+            let wal = WALSync(databasePath: path) { descriptor in
+                if failing.withLock({ $0 }) {
+                    errno = EIO
+                    return -1
+                }
+                return WALSync.dataSync(descriptor)
+            }
+            let number = try commit(db)
+            #expect(throws: WALSync.Failure.self) { try wal.waitDurable(through: number) }
+            failing.withLock { $0 = false }
+            // The kernel may have dropped the pages the failed fsync was to write: a later fsync
+            // that succeeds proves nothing about them, so the syncer stays failed.
+            #expect(throws: WALSync.Failure.self) { try wal.waitDurable(through: try commit(db)) }
+        }
     }
 
     @Test func theLogsIdentityIsItsDeviceAndInodeAsStatSeesThem() throws {
