@@ -132,9 +132,15 @@ public final class ChildProcess: @unchecked Sendable {
         return rc == 0
     }
 
-    /// Blocks until the child ends; how it ended.
+    /// Blocks until the child ends; how it ended. The wait itself holds no lock: `isRunning`,
+    /// `signal` and `termination` answer from other threads meanwhile (a server's hook that
+    /// kills the child at a chosen moment must not wait for the child to end first). The child
+    /// is reaped only under the lock, so `signal` never reaches a reused pid.
     @discardableResult
     public func waitUntilExit() -> Termination {
+        if let ended = termination { return ended }
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
         lock.lock()
         defer { lock.unlock() }
         if let ended { return ended }

@@ -1,5 +1,6 @@
 import FormSyncTesting
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -71,5 +72,35 @@ struct ChildProcessTests {
         #expect(sleeper.waitUntilExit() == .signal(SIGKILL))
         #expect(!sleeper.isRunning)
         #expect(throws: ChildProcess.LaunchError.self) { try ChildProcess("/nonexistent/formsync", []) }
+    }
+
+    /// A harness that waits for a child on one thread kills it from another (a server's hook,
+    /// at a chosen moment): the waiting must not hold what `isRunning` and `signal` need.
+    /// Before, the wait held the child's lock until the child ended on its own.
+    @Test func aChildBeingWaitedForCanStillBeAskedAndSignalled() async throws {
+        let sleeper = try ChildProcess("/bin/sleep", ["600"])
+        let waited = DispatchSemaphore(value: 0)
+        let ended = Mutex<ChildProcess.Termination?>(nil)
+        Thread.detachNewThread {
+            waited.signal()
+            ended.withLock { $0 = sleeper.waitUntilExit() }
+            waited.signal()
+        }
+        let answered = await OffThePool.run { () -> Bool in
+            waited.wait()
+            usleep(200_000)  // lets the waiter reach its wait (on a correct child it need not have)
+            let asked = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                _ = sleeper.isRunning
+                sleeper.signal(SIGKILL)
+                asked.signal()
+            }
+            // The bound only ends the test on the old code (where the answer came after 600 s).
+            return asked.wait(timeout: .now() + 60) == .success
+        }
+        if !answered { kill(sleeper.pid, SIGKILL) }
+        #expect(answered, "isRunning and signal waited for the child to end")
+        await OffThePool.run { waited.wait() }
+        #expect(ended.withLock { $0 } == .signal(SIGKILL))
     }
 }
