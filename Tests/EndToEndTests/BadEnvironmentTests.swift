@@ -76,38 +76,41 @@ struct BadEnvironmentTests {
     }
 
     @Test func aDiskThatFillsUpDuringAPullFailsClearlyKeepsWholePagesAndCatchesUpLater() async throws {
-        let binary = DemoProcessTests.lab
-        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build the lab first (swift build)")
-        let world = try World()
-        let filler = String(repeating: "x", count: 150)
-        try world.server.putRecords(
-            (0..<2000).map { n in
-                SyncServer.RecordSeed(
-                    type: "Delivery",
-                    fields: Data(#"{"courier_id":"ada","status":"assigned","stop_order":\#(n + 1),"address":"Rua \#(n) \#(filler)"}"#.utf8),
-                    workspace: "acme")
-            })
-        let db = world.directory.appendingPathComponent("full.sqlite").path
-        let run = try await ProcessRunner.run(
-            binary,
-            [
-                "torture", "disk-full", "--db", db, "--server", world.server.baseURL.absoluteString,
-                "--refresh-token", try world.server.issueRefreshToken(principal: "ada", workspaces: ["acme"]), "--headroom",
-                String(256 << 10),
-            ])
-        #expect(run.status == 0, "\(run.output)\n\(run.errors)")
-        let failure = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("pull failed: ") }, "\(run.output)")
-        #expect(failure.contains("full") || failure.contains("I/O") || failure.contains("disk"), "\(failure)")
-        let stored = try #require(
-            run.output.split(separator: "\n").first { $0.hasPrefix("stored after the failure: ") }.flatMap {
-                Int($0.split(separator: " ").last!)
-            })
-        #expect(stored % 50 == 0 && stored < 2000, "a pull that failed mid-page keeps whole pages only: \(stored)")
-        #expect(run.output.contains("caught up: 2000 records"), "\(run.output)")
-        let reader = try Outbox(
-            path: db, forms: FormCatalog.forms, records: FormCatalog.records,
-            transport: world.transport(workspace: "acme", principal: "ada"))
-        #expect(try await reader.records(Delivery.all).count == 2000)
+        try await OffThePool.run {
+            let binary = DemoProcessTests.lab
+            try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build the lab first (swift build)")
+            let world = try World()
+            let filler = String(repeating: "x", count: 150)
+            try world.server.putRecords(
+                (0..<2000).map { n in
+                    SyncServer.RecordSeed(
+                        type: "Delivery",
+                        fields: Data(
+                            #"{"courier_id":"ada","status":"assigned","stop_order":\#(n + 1),"address":"Rua \#(n) \#(filler)"}"#.utf8),
+                        workspace: "acme")
+                })
+            let db = world.directory.appendingPathComponent("full.sqlite").path
+            let run = try await ProcessRunner.run(
+                binary,
+                [
+                    "torture", "disk-full", "--db", db, "--server", world.server.baseURL.absoluteString,
+                    "--refresh-token", try world.server.issueRefreshToken(principal: "ada", workspaces: ["acme"]), "--headroom",
+                    String(256 << 10),
+                ])
+            #expect(run.status == 0, "\(run.output)\n\(run.errors)")
+            let failure = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("pull failed: ") }, "\(run.output)")
+            #expect(failure.contains("full") || failure.contains("I/O") || failure.contains("disk"), "\(failure)")
+            let stored = try #require(
+                run.output.split(separator: "\n").first { $0.hasPrefix("stored after the failure: ") }.flatMap {
+                    Int($0.split(separator: " ").last!)
+                })
+            #expect(stored % 50 == 0 && stored < 2000, "a pull that failed mid-page keeps whole pages only: \(stored)")
+            #expect(run.output.contains("caught up: 2000 records"), "\(run.output)")
+            let reader = try Outbox(
+                path: db, forms: FormCatalog.forms, records: FormCatalog.records,
+                transport: world.transport(workspace: "acme", principal: "ada"))
+            #expect(try await reader.records(Delivery.all).count == 2000)
+        }
     }
 
     private func chattr(_ flag: String, _ paths: [String]) throws {

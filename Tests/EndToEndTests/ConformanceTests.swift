@@ -110,38 +110,40 @@ struct ConformanceTests {
     }
 
     @Test func aServerOfAnotherTeamsFormsIsCheckedWithThoseForms() async throws {
-        // `formsync serve --specs` serves the corpus forms (every field type, none of the
-        // examples), and conformance makes its payloads from the same specs.
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("conformance-specs-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let process = try ChildProcess(
-            DemoProcessTests.formsync.path,
-            ["serve", "--port", "0", "--db", folder.path, "--workspace", "conformance", "--specs", "Tests/CorpusForms"],
-            standardOutput: .pipe, standardError: .discard)
-        defer {
-            process.signal()
-            process.waitUntilExit()
+        try await OffThePool.run {
+            // `formsync serve --specs` serves the corpus forms (every field type, none of the
+            // examples), and conformance makes its payloads from the same specs.
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("conformance-specs-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let process = try ChildProcess(
+                DemoProcessTests.formsync.path,
+                ["serve", "--port", "0", "--db", folder.path, "--workspace", "conformance", "--specs", "Tests/CorpusForms"],
+                standardOutput: .pipe, standardError: .discard)
+            defer {
+                process.signal()
+                process.waitUntilExit()
+            }
+            let output = try #require(process.output)
+            var text = ""
+            while !text.contains("access token:") {
+                let chunk = output.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            let lines = text.split(separator: "\n")
+            let port = try #require(
+                lines.first { $0.hasPrefix("FormSync reference server on") }?.split(separator: ":").last.flatMap { UInt16($0) }, "\(text)")
+            let token = try #require(lines.first { $0.hasPrefix("access token:") }?.split(separator: " ").last.map(String.init), "\(text)")
+            let result = try await ProcessRunner.run(
+                DemoProcessTests.formsync,
+                ["conformance", "http://127.0.0.1:\(port)", "--token", token, "--workspace", "conformance", "--specs", "Tests/CorpusForms"])
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.output.contains("note  documents are checked with NewPlate"))
+            #expect(!result.output.contains("NewCustomer"))
+            let passed = result.output.split(separator: "\n").filter { $0.hasPrefix("pass  ") }.count
+            #expect(passed >= 60, "\(passed) checks passed:\n\(result.output)")
+            print("conformance, a server of the corpus forms: \(result.output.split(separator: "\n").last ?? "")")
         }
-        let output = try #require(process.output)
-        var text = ""
-        while !text.contains("access token:") {
-            let chunk = output.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        let lines = text.split(separator: "\n")
-        let port = try #require(
-            lines.first { $0.hasPrefix("FormSync reference server on") }?.split(separator: ":").last.flatMap { UInt16($0) }, "\(text)")
-        let token = try #require(lines.first { $0.hasPrefix("access token:") }?.split(separator: " ").last.map(String.init), "\(text)")
-        let result = try await ProcessRunner.run(
-            DemoProcessTests.formsync,
-            ["conformance", "http://127.0.0.1:\(port)", "--token", token, "--workspace", "conformance", "--specs", "Tests/CorpusForms"])
-        #expect(result.status == 0, "\(result.output)")
-        #expect(result.output.contains("note  documents are checked with NewPlate"))
-        #expect(!result.output.contains("NewCustomer"))
-        let passed = result.output.split(separator: "\n").filter { $0.hasPrefix("pass  ") }.count
-        #expect(passed >= 60, "\(passed) checks passed:\n\(result.output)")
-        print("conformance, a server of the corpus forms: \(result.output.split(separator: "\n").last ?? "")")
     }
 
     @Test func withoutTheOtherTokensTheWallBetweenPrincipalsIsListedAsNotChecked() async throws {

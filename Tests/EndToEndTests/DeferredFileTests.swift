@@ -31,59 +31,59 @@ struct DeferredFileTests {
     }
 
     @Test func aDeliveryIsConfirmedWhileItsPhotoUploadsOnASlowLinkAndAKilledUploadResumes() async throws {
-        let binary = DemoProcessTests.formsync
-        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
-        let world = try World()
-        // A slow uplink: the 3 MB photo needs ten seconds; the delivery, a few hundred bytes.
-        world.server.faults.limitBandwidth(bytesPerSecond: 300_000)
-        let db = world.directory.appendingPathComponent("courier.sqlite").path
-        let photo = try world.file("door.jpg", bytes: Self.photoBytes)
-        try await Self.captureDelivery(world, db: db, photo: photo, document: "delivery-1")
+        try await OffThePool.run {
+            let binary = DemoProcessTests.formsync
+            try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
+            let world = try World()
+            // A slow uplink: the 3 MB photo needs ten seconds; the delivery, a few hundred bytes.
+            world.server.faults.limitBandwidth(bytesPerSecond: 300_000)
+            let db = world.directory.appendingPathComponent("courier.sqlite").path
+            let photo = try world.file("door.jpg", bytes: Self.photoBytes)
+            try await Self.captureDelivery(world, db: db, photo: photo, document: "delivery-1")
 
-        func device() throws -> ChildProcess {
-            let log = world.directory.appendingPathComponent("device-\(UUID().uuidString).log").path
-            return try ChildProcess(
-                binary.path,
-                [
-                    "demo-device", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken,
-                    "--timeout", "3", "--lease-ms", "4000", "--resumable-from", "1000000", "--chunk-bytes", "262144",
-                ], standardOutput: .file(log), standardError: .file(log))
+            func device() throws -> ChildProcess {
+                let log = world.directory.appendingPathComponent("device-\(UUID().uuidString).log").path
+                return try ChildProcess(
+                    binary.path,
+                    [
+                        "demo-device", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken,
+                        "--timeout", "3", "--lease-ms", "4000", "--resumable-from", "1000000", "--chunk-bytes", "262144",
+                    ], standardOutput: .file(log), standardError: .file(log))
+            }
+            func photoBytesReceived() -> Int { world.server.requestLog().filter { $0.method == "PATCH" }.map(\.bodyBytes).reduce(0, +) }
+
+            // 1. The delivery lands while the photo is still on its way (only the signature is
+            // stored when it does), and the device is killed once a third of the photo is in.
+            let first = try device()
+            var landed: Bool?
+            let until = Date().addingTimeInterval(60)
+            while first.isRunning, Date() < until {
+                if landed == nil, world.server.document("delivery-1") != nil { landed = world.server.fileIDs().count == 1 }
+                if landed != nil, photoBytesReceived() >= Self.photoBytes / 3 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(landed == true, "the delivery reached the server only after its photo")
+            // 2. Killed mid-upload.
+            first.signal(SIGKILL)
+            _ = first.waitUntilExit()
+            let before = photoBytesReceived()
+            #expect(before > 0 && before < Self.photoBytes)
+            #expect(world.server.fileIDs().count == 1, "the photo is not stored yet")
+
+            // 3. A new process resumes from the server's offset, and the photo completes the delivery.
+            let second = try device()
+            #expect(second.waitUntilExit() == .exit(0))
+            let held = try #require(world.server.document("delivery-1"))
+            #expect(held.appliedWrites == 1)
+            #expect(held.version == 2, "created once, completed once by its photo")
+            let stored = try JSONDecoder().decode(DeliveryConfirmation.self, from: held.payload)
+            let photoID = try #require(stored.proofPhotos.first?.id)
+            #expect(photoID > 0)
+            #expect(world.server.fileBytes(photoID) == (try Data(contentsOf: photo)))
+            // At most the chunk on the wire when the process died is sent again.
+            #expect(photoBytesReceived() <= Self.photoBytes + 262_144)
+            #expect(world.server.requestLog().filter { $0.path == "/deliveries/4711/confirmations" && $0.status == 201 }.count == 1)
         }
-        func photoBytesReceived() -> Int { world.server.requestLog().filter { $0.method == "PATCH" }.map(\.bodyBytes).reduce(0, +) }
-
-        // 1. The delivery lands while the photo is still on its way (only the signature is
-        // stored when it does), and the device is killed once a third of the photo is in.
-        let first = try device()
-        var landed: Bool?
-        let until = Date().addingTimeInterval(60)
-        while first.isRunning, Date() < until {
-            if landed == nil, world.server.document("delivery-1") != nil { landed = world.server.fileIDs().count == 1 }
-            if landed != nil, photoBytesReceived() >= Self.photoBytes / 3 { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(landed == true, "the delivery reached the server only after its photo")
-        // 2. Killed mid-upload.
-        first.signal(SIGKILL)
-        _ = first.waitUntilExit()
-        let before = photoBytesReceived()
-        #expect(before > 0 && before < Self.photoBytes)
-        #expect(world.server.fileIDs().count == 1, "the photo is not stored yet")
-
-        // 3. A new process resumes from the server's offset, and the photo completes the delivery.
-        let second = try device()
-        let deadline = Date().addingTimeInterval(60)
-        while second.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(second.waitUntilExit() == .exit(0))
-        let held = try #require(world.server.document("delivery-1"))
-        #expect(held.appliedWrites == 1)
-        #expect(held.version == 2, "created once, completed once by its photo")
-        let stored = try JSONDecoder().decode(DeliveryConfirmation.self, from: held.payload)
-        let photoID = try #require(stored.proofPhotos.first?.id)
-        #expect(photoID > 0)
-        #expect(world.server.fileBytes(photoID) == (try Data(contentsOf: photo)))
-        // At most the chunk on the wire when the process died is sent again.
-        #expect(photoBytesReceived() <= Self.photoBytes + 262_144)
-        #expect(world.server.requestLog().filter { $0.path == "/deliveries/4711/confirmations" && $0.status == 201 }.count == 1)
     }
 
     @Test func twoSubmissionsThatShareAFiveMegabytePhotoStashAndSendItOnce() async throws {
@@ -197,7 +197,7 @@ struct DeferredFileTests {
         world.server.faults.add(.hold, count: 1, target: .files)
         let server = world.server
         let deliveryPath = "/deliveries/\(stop.id)"
-        let releaser = Task.detached {
+        let releaser = Task(executorPreference: DedicatedThreads.shared) {
             let deadline = Date().addingTimeInterval(60)
             while Date() < deadline {
                 let edited = server.requestLog().contains {

@@ -79,66 +79,71 @@ struct RoughEdgeTests {
     }
 
     @Test func serveScriptsAnOutageAndRefusesAnAbsurdOne() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("outage-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let absurd = try await ProcessRunner.run(
-            DemoProcessTests.formsync, ["serve", "--port", "0", "--db", folder.path, "--fault", "outage=999999"])
-        #expect(absurd.status == 2)
-        #expect(absurd.errors.contains("--fault outage takes outage=SECONDS or outage=SECONDS@AFTER"))
-        let server = try ChildProcess(
-            DemoProcessTests.formsync.path, ["serve", "--port", "0", "--db", folder.path, "--fault", "outage=600"], standardOutput: .pipe,
-            standardError: .discard)
-        defer {
-            server.signal()
-            server.waitUntilExit()
+        try await OffThePool.run {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("outage-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let absurd = try await ProcessRunner.run(
+                DemoProcessTests.formsync, ["serve", "--port", "0", "--db", folder.path, "--fault", "outage=999999"])
+            #expect(absurd.status == 2)
+            #expect(absurd.errors.contains("--fault outage takes outage=SECONDS or outage=SECONDS@AFTER"))
+            let server = try ChildProcess(
+                DemoProcessTests.formsync.path, ["serve", "--port", "0", "--db", folder.path, "--fault", "outage=600"],
+                standardOutput: .pipe,
+                standardError: .discard)
+            defer {
+                server.signal()
+                server.waitUntilExit()
+            }
+            let output = try #require(server.output)
+            var text = ""
+            while !text.contains("access token:") {
+                let chunk = output.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            let port = try #require(
+                text.split(separator: "\n").first { $0.hasPrefix("FormSync reference server on") }?.split(separator: ":").last.flatMap {
+                    UInt16($0)
+                }, "\(text)")
+            // Nothing answers, not even the health check: the connection closes with no reply.
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/health")!)
+            request.timeoutInterval = 10
+            let reply = try? await URLSession.shared.data(for: request)
+            #expect(reply == nil, "an answer during the outage: \(String(describing: reply?.1))")
         }
-        let output = try #require(server.output)
-        var text = ""
-        while !text.contains("access token:") {
-            let chunk = output.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        let port = try #require(
-            text.split(separator: "\n").first { $0.hasPrefix("FormSync reference server on") }?.split(separator: ":").last.flatMap {
-                UInt16($0)
-            }, "\(text)")
-        // Nothing answers, not even the health check: the connection closes with no reply.
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/health")!)
-        request.timeoutInterval = 10
-        let reply = try? await URLSession.shared.data(for: request)
-        #expect(reply == nil, "an answer during the outage: \(String(describing: reply?.1))")
     }
 
     @Test func theEnqueueBenchmarkHonoursItemsAndItsOutputReachesAPipeAsItIsPrinted() async throws {
-        // Killed after its first line: with standard output held in stdio's buffer (as it was
-        // when piped), that line would never arrive.
-        let long = try ChildProcess(
-            DemoProcessTests.lab.path, ["bench", "enqueue", "--items", "100000", "--parts", "naive"], standardOutput: .pipe,
-            standardError: .discard)
-        let output = try #require(long.output)
-        let firstLine = DispatchSemaphore(value: 0)
-        final class Box: @unchecked Sendable { var text = "" }
-        let box = Box()
-        Thread.detachNewThread {
-            while !box.text.contains("\n") {
-                let chunk = output.availableData
-                if chunk.isEmpty { break }
-                box.text += String(decoding: chunk, as: UTF8.self)
+        try await OffThePool.run {
+            // Killed after its first line: with standard output held in stdio's buffer (as it was
+            // when piped), that line would never arrive.
+            let long = try ChildProcess(
+                DemoProcessTests.lab.path, ["bench", "enqueue", "--items", "100000", "--parts", "naive"], standardOutput: .pipe,
+                standardError: .discard)
+            let output = try #require(long.output)
+            let firstLine = DispatchSemaphore(value: 0)
+            final class Box: @unchecked Sendable { var text = "" }
+            let box = Box()
+            Thread.detachNewThread {
+                while !box.text.contains("\n") {
+                    let chunk = output.availableData
+                    if chunk.isEmpty { break }
+                    box.text += String(decoding: chunk, as: UTF8.self)
+                }
+                firstLine.signal()
             }
-            firstLine.signal()
+            let arrived = firstLine.wait(timeout: .now() + 120) == .success
+            long.signal(SIGKILL)
+            long.waitUntilExit()
+            #expect(arrived && box.text.hasPrefix("enqueue benchmark: 100000 items"), "\(box.text)")
+            // --items sets the naive queue's sizes too: a tenth, the count, ten times.
+            let run = try await ProcessRunner.run(
+                DemoProcessTests.lab, ["bench", "enqueue", "--items", "20", "--rounds", "3", "--parts", "naive"])
+            #expect(run.status == 0, "\(run.errors)")
+            let rows = run.output.split(separator: "\n").filter { $0.hasPrefix("    ") }.compactMap {
+                Int($0.split(separator: " ").first ?? "")
+            }
+            #expect(rows == [10, 20, 200], "\(run.output)")
         }
-        let arrived = firstLine.wait(timeout: .now() + 120) == .success
-        long.signal(SIGKILL)
-        long.waitUntilExit()
-        #expect(arrived && box.text.hasPrefix("enqueue benchmark: 100000 items"), "\(box.text)")
-        // --items sets the naive queue's sizes too: a tenth, the count, ten times.
-        let run = try await ProcessRunner.run(
-            DemoProcessTests.lab, ["bench", "enqueue", "--items", "20", "--rounds", "3", "--parts", "naive"])
-        #expect(run.status == 0, "\(run.errors)")
-        let rows = run.output.split(separator: "\n").filter { $0.hasPrefix("    ") }.compactMap {
-            Int($0.split(separator: " ").first ?? "")
-        }
-        #expect(rows == [10, 20, 200], "\(run.output)")
     }
 }

@@ -148,69 +148,71 @@ struct ServerHardeningTests {
     }
 
     @Test func aServerOutOfFileDescriptorsKeepsServingOnceTheyAreBack() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("emfile-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let process = try ChildProcess(
-            "/bin/sh", ["-c", "ulimit -n 64 && exec \"$0\" serve --port 0 --db \"$1\"", DemoProcessTests.formsync.path, folder.path],
-            standardOutput: .pipe, standardError: .file(folder.appendingPathComponent("stderr.log").path))
-        defer {
-            process.signal()
-            process.waitUntilExit()
-        }
-        let output = try #require(process.output)
-        // The first line reads "FormSync reference server on http://127.0.0.1:PORT".
-        var text = ""
-        while !text.contains("\n") {
-            let chunk = output.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        let first = text.split(separator: "\n").first ?? ""
-        let port = try #require(first.split(separator: ":").last.flatMap { UInt16($0) }, "\(text)")
-        var crowd: [Int32] = []
-        for _ in 0..<200 {
-            let fd = Self.connectTo(port, blocking: false)
-            if fd >= 0 { crowd.append(fd) }
-        }
-        // The server runs out of descriptors (it says so and backs off) before the crowd leaves:
-        // waited for in its log, not guessed.
-        let serverLog = folder.appendingPathComponent("stderr.log")
-        func backedOff() -> Bool { ((try? String(contentsOf: serverLog, encoding: .utf8)) ?? "").contains("backing off") }
-        let ranOut = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < ranOut, !backedOff() { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(backedOff(), "the server never ran out of descriptors")
-        for fd in crowd { close(fd) }
-        // Once the descriptors are back, the server answers again: asked until it does, for at
-        // most 60 s. Alone this takes under a second; beside the whole suite on two cores the
-        // server first accepts and closes the crowd left in its listen backlog, and a connect
-        // behind a full backlog waits out the kernel's SYN retries (1, 3, 7 s …).
-        var answered = false
-        var attempts: [String] = []
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !answered && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(300))
-            let fd = Self.connectTo(port)
-            guard fd >= 0 else {
-                attempts.append("connect: \(String(cString: strerror(errno)))")
-                continue
+        try await OffThePool.run {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("emfile-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let process = try ChildProcess(
+                "/bin/sh", ["-c", "ulimit -n 64 && exec \"$0\" serve --port 0 --db \"$1\"", DemoProcessTests.formsync.path, folder.path],
+                standardOutput: .pipe, standardError: .file(folder.appendingPathComponent("stderr.log").path))
+            defer {
+                process.signal()
+                process.waitUntilExit()
             }
-            Self.send(fd, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
-            let reply = Self.receive(fd)
-            answered = reply.contains("\"service\":\"formsync\"")
-            attempts.append(reply.isEmpty ? "no reply" : String(reply.prefix(40)))
-            close(fd)
+            let output = try #require(process.output)
+            // The first line reads "FormSync reference server on http://127.0.0.1:PORT".
+            var text = ""
+            while !text.contains("\n") {
+                let chunk = output.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            let first = text.split(separator: "\n").first ?? ""
+            let port = try #require(first.split(separator: ":").last.flatMap { UInt16($0) }, "\(text)")
+            var crowd: [Int32] = []
+            for _ in 0..<200 {
+                let fd = Self.connectTo(port, blocking: false)
+                if fd >= 0 { crowd.append(fd) }
+            }
+            // The server runs out of descriptors (it says so and backs off) before the crowd leaves:
+            // waited for in its log, not guessed.
+            let serverLog = folder.appendingPathComponent("stderr.log")
+            func backedOff() -> Bool { ((try? String(contentsOf: serverLog, encoding: .utf8)) ?? "").contains("backing off") }
+            let ranOut = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < ranOut, !backedOff() { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(backedOff(), "the server never ran out of descriptors")
+            for fd in crowd { close(fd) }
+            // Once the descriptors are back, the server answers again: asked until it does, for at
+            // most 60 s. Alone this takes under a second; beside the whole suite on two cores the
+            // server first accepts and closes the crowd left in its listen backlog, and a connect
+            // behind a full backlog waits out the kernel's SYN retries (1, 3, 7 s …).
+            var answered = false
+            var attempts: [String] = []
+            let deadline = ContinuousClock.now + .seconds(60)
+            while !answered && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(300))
+                let fd = Self.connectTo(port)
+                guard fd >= 0 else {
+                    attempts.append("connect: \(String(cString: strerror(errno)))")
+                    continue
+                }
+                Self.send(fd, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+                let reply = Self.receive(fd)
+                answered = reply.contains("\"service\":\"formsync\"")
+                attempts.append(reply.isEmpty ? "no reply" : String(reply.prefix(40)))
+                close(fd)
+            }
+            let log = (try? String(contentsOf: folder.appendingPathComponent("stderr.log"), encoding: .utf8)) ?? ""
+            #expect(
+                answered,
+                """
+                the server did not answer /health within 60 s of the descriptors coming back; \
+                attempts: \(attempts.suffix(8)); server's stderr (\(log.count) bytes) ends: \(log.suffix(600))
+                """)
+            let threads = try String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8)
+                .split(separator: "\n").first { $0.hasPrefix("Threads:") }
+            #expect(Int(threads?.split(separator: "\t").last ?? "") ?? 999 < 30, "\(threads ?? "")")
         }
-        let log = (try? String(contentsOf: folder.appendingPathComponent("stderr.log"), encoding: .utf8)) ?? ""
-        #expect(
-            answered,
-            """
-            the server did not answer /health within 60 s of the descriptors coming back; \
-            attempts: \(attempts.suffix(8)); server's stderr (\(log.count) bytes) ends: \(log.suffix(600))
-            """)
-        let threads = try String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8)
-            .split(separator: "\n").first { $0.hasPrefix("Threads:") }
-        #expect(Int(threads?.split(separator: "\t").last ?? "") ?? 999 < 30, "\(threads ?? "")")
     }
 
     @Test func aDocumentIDIsBoundToItsFormAndNeverAnswersWithAnotherRecord() async throws {

@@ -141,78 +141,82 @@ struct SpecEvolutionEndToEndTests {
     }
 
     @Test func serveSpecsServesAFolderOfSpecsThatAreNotInThisRepository() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("app-specs-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        try """
-        form: PestControlVisit
-        version: 2
-        endpoint: /sites/{site}/pest-visits
-        entity: site
-        upgrades:
-          1: { rename: { bait: baits_checked } }
-        fields:
-          site: { type: text, required: true, pattern: "[A-Z]{3}-[0-9]{3}" }
-          baits_checked: { type: integer, min: 0, max: 40, required: true }
-          rodents_seen: boolean
-        """.write(to: folder.appendingPathComponent("PestControlVisit.yaml"), atomically: true, encoding: .utf8)
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("formsync")
-        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
-        let process = try ChildProcess(
-            binary.path, ["serve", "--port", "0", "--db", folder.appendingPathComponent("db").path, "--specs", folder.path],
-            standardOutput: .pipe)
-        defer {
-            process.signal()
-            process.waitUntilExit()
-        }
-        let output = try #require(process.output)
-        // Read the banner on a thread of its own: a blocking read must never hold one of the
-        // concurrency pool's few threads, which the other tests running in parallel need.
-        let text = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
-            Thread.detachNewThread {
-                var text = ""
-                while !text.contains("access token:") {
-                    let chunk = output.availableData
-                    guard !chunk.isEmpty else { break }
-                    text += String(decoding: chunk, as: UTF8.self)
+        try await OffThePool.run {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("app-specs-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            try """
+            form: PestControlVisit
+            version: 2
+            endpoint: /sites/{site}/pest-visits
+            entity: site
+            upgrades:
+              1: { rename: { bait: baits_checked } }
+            fields:
+              site: { type: text, required: true, pattern: "[A-Z]{3}-[0-9]{3}" }
+              baits_checked: { type: integer, min: 0, max: 40, required: true }
+              rodents_seen: boolean
+            """.write(to: folder.appendingPathComponent("PestControlVisit.yaml"), atomically: true, encoding: .utf8)
+            let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("formsync")
+            try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build)")
+            let process = try ChildProcess(
+                binary.path, ["serve", "--port", "0", "--db", folder.appendingPathComponent("db").path, "--specs", folder.path],
+                standardOutput: .pipe)
+            defer {
+                process.signal()
+                process.waitUntilExit()
+            }
+            let output = try #require(process.output)
+            // Read the banner on a thread of its own: a blocking read must never hold one of the
+            // concurrency pool's few threads, which the other tests running in parallel need.
+            let text = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+                Thread.detachNewThread {
+                    var text = ""
+                    while !text.contains("access token:") {
+                        let chunk = output.availableData
+                        guard !chunk.isEmpty else { break }
+                        text += String(decoding: chunk, as: UTF8.self)
+                    }
+                    continuation.resume(returning: text)
                 }
-                continuation.resume(returning: text)
             }
-        }
-        #expect(text.contains("forms: PestControlVisit v2"))
-        let url = try #require(
-            text.split(separator: "\n").first { $0.hasPrefix("FormSync reference server on ") }.map {
-                String($0.dropFirst("FormSync reference server on ".count))
-            })
-        let token = try #require(
-            text.split(separator: "\n").first { $0.hasPrefix("access token:") }.map { $0.split(separator: " ").last.map(String.init) ?? "" }
-        )
-        func post(
-            _ body: String, version: Int, key: String, path: String = "/sites/ABC-123/pest-visits"
-        ) async throws -> (Int, [String: Any]) {
-            var request = URLRequest(url: URL(string: url + path)!)
-            request.httpMethod = "POST"
-            request.httpBody = Data(body.utf8)
-            for (name, value) in [
-                "Authorization": "Bearer \(token)", "FormSync-Workspace": "default", "Idempotency-Key": key, "FormSync-Document": key,
-                "FormSync-Form": "PestControlVisit; version=\(version)", "Content-Type": "application/json",
-            ] {
-                request.setValue(value, forHTTPHeaderField: name)
+            #expect(text.contains("forms: PestControlVisit v2"))
+            let url = try #require(
+                text.split(separator: "\n").first { $0.hasPrefix("FormSync reference server on ") }.map {
+                    String($0.dropFirst("FormSync reference server on ".count))
+                })
+            let token = try #require(
+                text.split(separator: "\n").first { $0.hasPrefix("access token:") }.map {
+                    $0.split(separator: " ").last.map(String.init) ?? ""
+                }
+            )
+            func post(
+                _ body: String, version: Int, key: String, path: String = "/sites/ABC-123/pest-visits"
+            ) async throws -> (Int, [String: Any]) {
+                var request = URLRequest(url: URL(string: url + path)!)
+                request.httpMethod = "POST"
+                request.httpBody = Data(body.utf8)
+                for (name, value) in [
+                    "Authorization": "Bearer \(token)", "FormSync-Workspace": "default", "Idempotency-Key": key, "FormSync-Document": key,
+                    "FormSync-Form": "PestControlVisit; version=\(version)", "Content-Type": "application/json",
+                ] {
+                    request.setValue(value, forHTTPHeaderField: name)
+                }
+                let (data, response) = try await URLSession.shared.data(for: request)
+                return ((response as! HTTPURLResponse).statusCode, (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:])
             }
-            let (data, response) = try await URLSession.shared.data(for: request)
-            return ((response as! HTTPURLResponse).statusCode, (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:])
+            let created = try await post(#"{"site":"ABC-123","baits_checked":12}"#, version: 2, key: "k1")
+            #expect(created.0 == 201)
+            let upgraded = try await post(#"{"site":"ABC-123","bait":7,"rodents_seen":true}"#, version: 1, key: "k2")
+            #expect(upgraded.0 == 201)
+            #expect((upgraded.1["record"] as? [String: Any])?["baits_checked"] as? Int == 7)
+            let invalid = try await post(#"{"site":"ABC-123","baits_checked":99}"#, version: 2, key: "k3")
+            #expect(invalid.0 == 422)
+            #expect((invalid.1["errors"] as? [[String: Any]])?.first?["pointer"] as? String == "#/baits_checked")
+            let future = try await post(#"{"site":"ABC-123","baits_checked":1}"#, version: 3, key: "k4")
+            #expect(future.0 == 422)
+            #expect(future.1["code"] as? String == "unknown-form-version")
         }
-        let created = try await post(#"{"site":"ABC-123","baits_checked":12}"#, version: 2, key: "k1")
-        #expect(created.0 == 201)
-        let upgraded = try await post(#"{"site":"ABC-123","bait":7,"rodents_seen":true}"#, version: 1, key: "k2")
-        #expect(upgraded.0 == 201)
-        #expect((upgraded.1["record"] as? [String: Any])?["baits_checked"] as? Int == 7)
-        let invalid = try await post(#"{"site":"ABC-123","baits_checked":99}"#, version: 2, key: "k3")
-        #expect(invalid.0 == 422)
-        #expect((invalid.1["errors"] as? [[String: Any]])?.first?["pointer"] as? String == "#/baits_checked")
-        let future = try await post(#"{"site":"ABC-123","baits_checked":1}"#, version: 3, key: "k4")
-        #expect(future.0 == 422)
-        #expect(future.1["code"] as? String == "unknown-form-version")
     }
 }
 
