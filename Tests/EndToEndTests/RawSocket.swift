@@ -108,19 +108,23 @@ enum RawSocket {
         }
     }
 
-    /// How many trickles a client cut short by closing its connection.
+    /// How many trickles a client cut short by closing its connection (or any other count
+    /// that threads of a raw server add to).
     final class CutShortCount: Sendable {
-        private let count = Mutex(0)
+        private let counter = Mutex(0)
 
-        func add() { count.withLock { $0 += 1 } }
+        func add() { counter.withLock { $0 += 1 } }
+
+        /// The count now.
+        var count: Int { counter.withLock { $0 } }
 
         /// Whether the count reaches `n` within `seconds` (polled every 100 ms).
         func reaches(_ n: Int, within seconds: Int) async throws -> Bool {
             for _ in 0..<(seconds * 10) {
-                if count.withLock({ $0 }) >= n { return true }
+                if count >= n { return true }
                 try await Task.sleep(for: .milliseconds(100))
             }
-            return count.withLock { $0 } >= n
+            return count >= n
         }
     }
 
