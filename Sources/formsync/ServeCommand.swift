@@ -131,19 +131,23 @@ enum ServeCommand {
         }
         let principal = args.values["--principal"] ?? "default"
         let host = args.values["--host"] ?? "127.0.0.1"
+        // Tokens are issued for one workspace: the one hosted, or "default" on a server that
+        // hosts any (docs/PROTOCOL.md, "Access rules"). They are issued before the server
+        // listens: a crowd of connections that takes every descriptor once it does must not
+        // leave the server unable to write its tokens, and so end it.
+        let grant = SyncServer.Grant(principal: principal, workspaces: [args.values["--workspace"] ?? "default"])
+        let refreshToken = try server.issueRefreshToken(grant)
+        let backOfficeToken = try server.issueAccessToken(
+            SyncServer.Grant(principal: "back-office", workspaces: grant.workspaces, role: .backOffice))
+        let accessToken = try server.issueAccessToken(grant)
         let actual = try server.start(host: host, port: UInt16(port))
         printNow("FormSync reference server on http://\(host):\(actual)")
         printNow("forms: \(server.acceptedForms.map { "\($0.name) v\($0.version)" }.joined(separator: ", "))")
         printNow("records: \(server.recordTypeNames.joined(separator: ", "))")
-        // Tokens are issued for one workspace: the one hosted, or "default" on a server that
-        // hosts any (docs/PROTOCOL.md, "Access rules").
-        let grant = SyncServer.Grant(principal: principal, workspaces: [args.values["--workspace"] ?? "default"])
         printNow("workspace: \(grant.workspaces[0])")
-        printNow("refresh token: \(try server.issueRefreshToken(grant))")
-        printNow(
-            "back-office token: \(try server.issueAccessToken(SyncServer.Grant(principal: "back-office", workspaces: grant.workspaces, role: .backOffice)))"
-        )
-        printNow("access token:  \(try server.issueAccessToken(grant))")
+        printNow("refresh token: \(refreshToken)")
+        printNow("back-office token: \(backOfficeToken)")
+        printNow("access token:  \(accessToken)")
         while true { try await Task.sleep(for: .seconds(3600)) }
     }
 

@@ -162,7 +162,8 @@ struct ServerHardeningTests {
             let output = try #require(process.output)
             // The first line reads "FormSync reference server on http://127.0.0.1:PORT".
             var text = ""
-            while !text.contains("\n") {
+            // The whole banner, to its last line: the server has started (and issued its tokens).
+            while !text.contains("access token:") {
                 let chunk = output.availableData
                 if chunk.isEmpty { break }
                 text += String(decoding: chunk, as: UTF8.self)
