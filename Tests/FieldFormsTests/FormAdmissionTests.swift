@@ -43,7 +43,7 @@ struct FormAdmissionTests {
     }
 
     @Test func oneDecodingAnswersAsValidatePlaceholdersAndRemapDo() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             let registry = FormRegistry(FormCatalog.forms)
             var seen: [Kind: Int] = [:]
             for form in FormCatalog.forms {

@@ -26,7 +26,7 @@ struct JSONReaderEquivalenceTests {
     }
 
     @Test func everyGeneratedTypeReadsWhatItWroteAsTheDecoderDoes() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             #expect(Self.types.count == FormCatalog.forms.count + FormCatalog.records.count, "every form and record is JSONReadable")
             for type in Self.types {
                 var readCount = 0
@@ -97,7 +97,7 @@ struct JSONReaderEquivalenceTests {
     }
 
     @Test func mutatedPayloadsAreReadAsTheDecoderReadsThemOrDeclined() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             var random = SplitMix64(state: 2026)
             let replacements: [[UInt8]] = [
                 "0", "-1", "1.5", "1e308", "1e309", "-1e-400", "2.2250738585072014e-308", "4.9e-324", "00", "-", "1.", ".5", "true",

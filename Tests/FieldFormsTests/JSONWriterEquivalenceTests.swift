@@ -33,7 +33,7 @@ struct JSONWriterEquivalenceTests {
     }
 
     @Test func everyGeneratedFormAndRecordWritesTheEncodersBytes() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             var types = 0
             for form in FormCatalog.forms {
                 let cast = form as? any (Codable & JSONWritable).Type

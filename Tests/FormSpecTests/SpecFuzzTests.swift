@@ -45,7 +45,7 @@ struct SpecFuzzTests {
     }
 
     @Test func mutatedSpecsNeverCrashTheCheckerAndEveryDiagnosticPointsIntoTheFile() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             let specs = try SpecLoader.specFiles(in: [root.appendingPathComponent("FormSpecs").path]).map {
                 try String(contentsOfFile: $0, encoding: .utf8)

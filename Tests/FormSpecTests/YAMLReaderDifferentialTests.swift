@@ -171,7 +171,7 @@ struct YAMLReaderDifferentialTests {
     }
 
     @Test func everySpecInTheRepositoryReadsTheSameAsWithLibYAML() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             let texts = try Self.corpus()
             #expect(texts.count > 80)
             for text in texts {
@@ -189,7 +189,7 @@ struct YAMLReaderDifferentialTests {
 
     /// `FORMSYNC_YAML_MUTATIONS=N FORMSYNC_YAML_SEED=S` runs a longer or another search locally.
     @Test func tenThousandMutatedSpecsReadTheSameAsWithLibYAML() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             let texts = try Self.corpus() + Self.corners
             let environment = ProcessInfo.processInfo.environment
             let rounds = environment["FORMSYNC_YAML_MUTATIONS"].flatMap { Int($0) }.map { min(max($0, 12_000), 10_000_000) } ?? 12_000
@@ -217,7 +217,7 @@ struct YAMLReaderDifferentialTests {
     }
 
     @Test func fourThousandStringsOfYAMLPiecesReadTheSameAsWithLibYAML() async {
-        await OffThePool.run {
+        await OffThePool.compute {
             var random = Random(state: 7)
             var failures: [String] = []
             var read = 0

@@ -11,7 +11,7 @@ struct DurableSyncTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     @Test func noShippingModuleCallsFsyncExceptThroughDurableSync() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             var offenders: [String] = []
             var scanned = 0
             for module in ["FormSyncSQLite", "FormSyncClient", "FormSyncServer"] {

@@ -9,7 +9,7 @@ import Testing
 /// field it may hold, lists nested as deep as they may go) gives a file of bounded size.
 struct GeneratedSizeTests {
     @Test func theLargestSpecTheCheckerAllowsGeneratesABoundedFile() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             // Three nested lists, each level with as many fields as the total allows.
             let perLevel = (SpecChecker.maxFields - 3) / 4
             func fields(_ level: Int, indent: String) -> String {

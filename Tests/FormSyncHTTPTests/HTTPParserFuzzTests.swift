@@ -18,7 +18,7 @@ struct HTTPParserFuzzTests {
     ]
 
     @Test func fiveThousandMutatedRequestsInRandomReadsNeverBreakTheParser() async {
-        await OffThePool.run {
+        await OffThePool.compute {
             var random = SplitMix64(state: 20_261_130)
             let limit = 64
             var requests = 0

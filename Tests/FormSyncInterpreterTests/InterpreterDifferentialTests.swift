@@ -47,7 +47,7 @@ struct InterpreterDifferentialTests {
     static func errors(_ list: [FieldError]) -> [String] { list.map { "\($0.pointer) \($0.code)" } }
 
     @Test func theCorpusReachesEveryFieldTypeAndBothOutcomes() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             let kitchen = try #require(Self.definitions("Kitchen").form)
             #expect(
                 Set(kitchen.fields.map(\.kind.typeName)).isSuperset(of: [
@@ -155,7 +155,7 @@ struct InterpreterDifferentialTests {
     /// Every operator and function of the expression language appears in the corpus's Survey,
     /// and the random payloads reach each outcome the expressions add.
     @Test func theCorpusExercisesEveryExpressionFormAndOutcome() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             let survey = try #require(Self.definitions("Survey").form)
             var operators: Set<String> = []
             var functions: Set<String> = []

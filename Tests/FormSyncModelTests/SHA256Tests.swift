@@ -31,7 +31,7 @@ struct SHA256Tests {
     }
 
     @Test func aFileIsHashedAsItsBytes() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             let url = FileManager.default.temporaryDirectory.appendingPathComponent("sha-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: url) }
             let data = Data((0..<3_000_001).map { UInt8(truncatingIfNeeded: $0) })

@@ -55,7 +55,7 @@ struct PatternTests {
     }
 
     @Test func matchingIsLinearInTheValueWhateverThePatternAndValue() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             // Adjacent unbounded quantifiers over classes that overlap, on long non-ASCII values: a
             // backtracking engine takes time exponential or polynomial in the value here.
             let value = String(repeating: "é", count: 100_000) + "!"

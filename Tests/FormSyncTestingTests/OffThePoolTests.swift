@@ -35,4 +35,26 @@ struct OffThePoolTests {
         struct Refused: Error {}
         await #expect(throws: Refused.self) { try await OffThePool.run { throw Refused() } }
     }
+
+    /// Work that computes gets at most a thread per core: a job beyond them waits for one.
+    @Test func computingWorkRunsAtMostAThreadPerCoreAtOnce() async {
+        final class Count: Sendable {
+            let running = Atomic<Int>(0)
+            let most = Atomic<Int>(0)
+        }
+        let count = Count()
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<(cores + 3) {
+                group.addTask(executorPreference: DedicatedThreads.computing) {
+                    let now = count.running.add(1, ordering: .relaxed).newValue
+                    _ = count.most.max(now, ordering: .relaxed)
+                    usleep(50_000)
+                    count.running.subtract(1, ordering: .relaxed)
+                }
+            }
+        }
+        #expect(count.most.load(ordering: .relaxed) <= cores)
+        #expect(await OffThePool.compute { OffThePool.isOffThePool })
+    }
 }

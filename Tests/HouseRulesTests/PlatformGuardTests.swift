@@ -93,7 +93,7 @@ struct PlatformGuardTests {
     }
 
     @Test func everyPlatformSpecificCallInSourcesIsInsideItsPlatformsBranch() async throws {
-        try await OffThePool.run {
+        try await OffThePool.compute {
             let sources = Self.root.appendingPathComponent("Sources")
             let walker = try #require(FileManager.default.enumerator(atPath: sources.path))
             var problems: [Problem] = []
