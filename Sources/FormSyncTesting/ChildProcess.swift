@@ -158,6 +158,18 @@ public final class ChildProcess: @unchecked Sendable {
         return result
     }
 
+    /// Blocks reading the child's standard output (a `.pipe`) until what was read contains
+    /// `marker` or the output ends; what was read. Call it off the cooperative pool.
+    public func readOutput(until marker: String) -> String {
+        var text = ""
+        while let output, !text.contains(marker) {
+            let chunk = output.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        return text
+    }
+
     /// How the child ended, nil while it runs.
     public var termination: Termination? {
         lock.lock()

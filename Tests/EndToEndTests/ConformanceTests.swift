@@ -123,13 +123,9 @@ struct ConformanceTests {
                 process.signal()
                 process.waitUntilExit()
             }
-            let output = try #require(process.output)
-            var text = ""
-            while !text.contains("access token:") {
-                let chunk = output.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
-            }
+            try #require(process.output != nil)
+            // The whole banner, to its last line: the server has started (and issued its tokens).
+            let text = process.readOutput(until: "access token:")
             let lines = text.split(separator: "\n")
             let port = try #require(
                 lines.first { $0.hasPrefix("FormSync reference server on") }?.split(separator: ":").last.flatMap { UInt16($0) }, "\(text)")

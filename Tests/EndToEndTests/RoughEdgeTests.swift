@@ -94,13 +94,9 @@ struct RoughEdgeTests {
                 server.signal()
                 server.waitUntilExit()
             }
-            let output = try #require(server.output)
-            var text = ""
-            while !text.contains("access token:") {
-                let chunk = output.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
-            }
+            try #require(server.output != nil)
+            // The whole banner, to its last line: the server has started (and issued its tokens).
+            let text = server.readOutput(until: "access token:")
             let port = try #require(
                 text.split(separator: "\n").first { $0.hasPrefix("FormSync reference server on") }?.split(separator: ":").last.flatMap {
                     UInt16($0)

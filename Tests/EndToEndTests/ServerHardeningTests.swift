@@ -159,15 +159,9 @@ struct ServerHardeningTests {
                 process.signal()
                 process.waitUntilExit()
             }
-            let output = try #require(process.output)
-            // The first line reads "FormSync reference server on http://127.0.0.1:PORT".
-            var text = ""
+            try #require(process.output != nil)
             // The whole banner, to its last line: the server has started (and issued its tokens).
-            while !text.contains("access token:") {
-                let chunk = output.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
-            }
+            let text = process.readOutput(until: "access token:")
             let first = text.split(separator: "\n").first ?? ""
             let port = try #require(first.split(separator: ":").last.flatMap { UInt16($0) }, "\(text)")
             var crowd: [Int32] = []

@@ -166,20 +166,9 @@ struct SpecEvolutionEndToEndTests {
                 process.signal()
                 process.waitUntilExit()
             }
-            let output = try #require(process.output)
-            // Read the banner on a thread of its own: a blocking read must never hold one of the
-            // concurrency pool's few threads, which the other tests running in parallel need.
-            let text = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
-                Thread.detachNewThread {
-                    var text = ""
-                    while !text.contains("access token:") {
-                        let chunk = output.availableData
-                        guard !chunk.isEmpty else { break }
-                        text += String(decoding: chunk, as: UTF8.self)
-                    }
-                    continuation.resume(returning: text)
-                }
-            }
+            try #require(process.output != nil)
+            // The whole banner (this test runs off the pool, so the blocking read holds none of its threads).
+            let text = process.readOutput(until: "access token:")
             #expect(text.contains("forms: PestControlVisit v2"))
             let url = try #require(
                 text.split(separator: "\n").first { $0.hasPrefix("FormSync reference server on ") }.map {
