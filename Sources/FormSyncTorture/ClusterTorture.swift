@@ -162,8 +162,7 @@ package struct ClusterTorture {
             case .exit(0):
                 captures += 24
             case let ended:
-                let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-                throw TortureError("the device failed on its own (\(ended)):\n\(text.suffix(3000))")
+                throw TortureError("the device failed on its own (\(ended)):\n\(DeviceOutput.excerpt(of: output))")
             }
             let restarting = Date()
             for node in nodes where !node.isRunning { try node.start() }

@@ -132,8 +132,7 @@ package struct CrashTorture {
             case .exit(0):
                 captures += 24  // all captured and drained: give it more to do
             default:
-                let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-                throw TortureError("the device failed on its own (\(ended)):\n\(text.suffix(3000))")
+                throw TortureError("the device failed on its own (\(ended)):\n\(DeviceOutput.excerpt(of: output))")
             }
             if result.runs % 4 == 0 { try Self.backOffice(server, &random) }
             if result.runs % 100 == 0 {
@@ -171,8 +170,7 @@ package struct CrashTorture {
         if last.isRunning { last.signal(SIGKILL) }
         let ended = last.waitUntilExit()
         guard ended == .exit(0) else {
-            let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-            throw TortureError("the last device run did not drain (\(ended)):\n\(text.suffix(3000))")
+            throw TortureError("the last device run did not drain (\(ended)):\n\(DeviceOutput.excerpt(of: output))")
         }
     }
 

@@ -9,7 +9,7 @@ struct ClusterTortureTests {
         let binary = DemoProcessTests.lab
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build the lab first (swift build)")
         let run = try await ProcessRunner.run(binary, ["torture", "cluster", "--node-kills", "30", "--seed", "20261203"])
-        #expect(run.status == 0, "\(run.output)\n\(run.errors.suffix(3000))")
+        #expect(run.status == 0, "\(run.output)\n\(run.errors.suffix(6000))")
         #expect(!run.output.contains("FAILED"), "\(run.output)")
         let cluster = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("cluster: ") })
         #expect(cluster.contains("30 node kills, 1 PostgreSQL restart(s)"), "\(cluster)")
@@ -28,7 +28,7 @@ struct ClusterTortureTests {
         let binary = DemoProcessTests.lab
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build the lab first (swift build)")
         let run = try await ProcessRunner.run(binary, ["torture", "cluster", "--node-kills", "6", "--seed", "1"])
-        #expect(run.status == 0, "\(run.output)\n\(run.errors.suffix(3000))")
+        #expect(run.status == 0, "\(run.output)\n\(run.errors.suffix(6000))")
         #expect(run.output.contains("6 node kills, 1 PostgreSQL restart(s)"), "\(run.output)")
         #expect(!run.output.contains("FAILED"), "\(run.output)")
     }

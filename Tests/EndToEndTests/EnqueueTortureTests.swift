@@ -8,7 +8,7 @@ struct EnqueueTortureTests {
         let binary = DemoProcessTests.lab
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build the lab first (swift build)")
         let run = try await ProcessRunner.run(binary, ["torture", "enqueue", "--kills", "20", "--seed", "20261202", "--count", "100"])
-        #expect(run.status == 0, "\(run.output)\n\(run.errors.suffix(3000))")
+        #expect(run.status == 0, "\(run.output)\n\(run.errors.suffix(6000))")
         #expect(run.output.contains("checks: all held"), "\(run.output)")
         let kills = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("kills: ") })
         #expect(Int(kills.split(separator: " ")[1]) ?? 0 >= 10, "most runs were killed mid-way: \(kills)")
