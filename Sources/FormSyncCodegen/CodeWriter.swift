@@ -42,12 +42,20 @@ struct CodeWriter {
         line("}")
     }
 
-    /// Writes a `///` doc comment, one line per line of `text`.
+    /// Writes a `///` doc comment, one line per line of `text`. Spec text is the author's,
+    /// and any line break in it (CR, CRLF, LS, PS, NEL, VT, FF as well as LF) starts a new
+    /// comment line: one left inside a line would end the comment, and the rest would compile.
     mutating func doc(_ text: String) {
-        for part in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            let trimmed = part.trimmingTrailingSpaces()
+        for part in CommentText.lines(text) {
+            let trimmed = Substring(part).trimmingTrailingSpaces()
             line(trimmed.isEmpty ? "///" : "/// " + trimmed)
         }
+    }
+
+    /// Writes a `//` comment of one line, whatever `text` holds (a spec's file name may hold
+    /// a line break).
+    mutating func comment(_ text: String) {
+        line("// " + CommentText.singleLine(text))
     }
 }
 

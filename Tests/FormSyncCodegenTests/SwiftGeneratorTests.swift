@@ -67,3 +67,51 @@ struct SwiftGeneratorTests {
             source.contains("merged.note = merge.field(\"#/note\", base: base.note, local: local.note, server: server.note, policy: .ask)"))
     }
 }
+
+/// Spec text and file names reach generated code only inside comments and literals: a line
+/// break of any kind in them never lets the rest of the text compile (issue 44, defect 4).
+struct GeneratedCommentTests {
+    /// Every line of `source`, split at every terminator Swift or JavaScript knows, that holds
+    /// `marker` is a comment line.
+    static func markerOnlyInComments(_ source: String, _ marker: String) -> [String] {
+        CommentText.lines(source).filter { $0.contains(marker) && !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
+    }
+
+    static let breaks = ["\\r", "\\r\\n", "\\L", "\\P", "\\N", "\\v", "\\f", "\\n"]
+
+    @Test(arguments: breaks)
+    func aLineBreakInADescriptionOrLabelStaysInsideTheDocComment(_ escape: String) throws {
+        let text = """
+            form: Visit
+            version: 1
+            endpoint: /v
+            description: "A visit.\(escape)public let injectedA = 1"
+            fields:
+              note: { type: text, label: "Note\(escape)public let injectedB = 2", description: "Free text.\(escape)public let injectedC = 3" }
+            """
+        let result = SpecLoader.check(text: text, path: "Visit.yaml")
+        let form = try #require(result.form, "\(result.diagnostics)")
+        let source = SwiftGenerator.source(for: form)
+        for marker in ["injectedA", "injectedB", "injectedC"] {
+            #expect(source.contains(marker) || marker == "injectedB", "\(marker) is not in the output at all")
+            #expect(Self.markerOnlyInComments(source, marker).isEmpty, "\(marker) escaped its comment:\n\(source)")
+        }
+    }
+
+    @Test func aSpecFileNameWithALineBreakStaysInsideTheHeaderOfTheSwiftAndTheScript() throws {
+        for name in ["Visit\nlet injected = 1\n.yaml", "Visit\rlet injected = 1\r.yaml", "Visit\u{2028}alert(injected)\u{2029}.yaml"] {
+            let result = SpecLoader.check(text: "form: Visit\nversion: 1\nendpoint: /v\nfields:\n  note: text\n", path: name)
+            let form = try #require(result.form, "\(result.diagnostics)")
+            let swift = SwiftGenerator.source(for: form)
+            #expect(swift.contains("injected"))
+            #expect(Self.markerOnlyInComments(swift, "injected").isEmpty, "\(swift.prefix(300))")
+            let script = PreviewScriptGenerator.script(for: form)
+            #expect(Self.markerOnlyInComments(script, "injected").isEmpty, "\(script.prefix(300))")
+        }
+    }
+
+    @Test func commentTextSplitsAtEveryTerminatorAndCountsCRLFOnce() {
+        #expect(CommentText.lines("a\r\nb\rc\nd\u{2028}e\u{2029}f\u{85}g\u{0B}h\u{0C}i") == ["a", "b", "c", "d", "e", "f", "g", "h", "i"])
+        #expect(CommentText.singleLine("a\r\nb\u{0}c") == "a b c")
+    }
+}
