@@ -142,6 +142,20 @@ enum PostgresSchema {
                 CREATE INDEX pending_files_digest ON pending_files (workspace, digest);
                 CREATE INDEX pending_files_age ON pending_files (workspace, created_at);
                 """),
+        // Who may fetch a stored file: its uploader, and whoever sees a record naming it.
+        Migration(
+            version: 3, name: "the files records name",
+            sql: """
+                CREATE TABLE record_files (
+                    workspace TEXT NOT NULL,
+                    file_id BIGINT NOT NULL,
+                    type TEXT NOT NULL,
+                    id BIGINT NOT NULL,
+                    PRIMARY KEY (workspace, file_id, type, id)
+                );
+                CREATE INDEX record_files_record ON record_files (workspace, type, id);
+                CREATE TABLE record_files_indexed (done INTEGER NOT NULL);
+                """),
     ]
 
     static var latest: Int { migrations.last?.version ?? 0 }

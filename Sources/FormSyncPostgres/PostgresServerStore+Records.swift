@@ -95,9 +95,12 @@ extension PostgresServerStore {
         return (0..<rows.count).map { Self.record(rows, $0) }
     }
 
-    package func putRecord(workspace: String, type: String, id: Int64, scope: String, payload: Data, at now: Int64) throws -> Int {
+    package func putRecord(
+        workspace: String, type: String, id: Int64, scope: String, payload: Data, files: [Int64], at now: Int64
+    ) throws -> Int {
         try transaction {
             let old = try record(workspace: workspace, type: type, id: id)
+            try setRecordFiles(workspace: workspace, type: type, id: id, files: files)
             let version = (old?.version ?? 0) + 1
             try query(
                 """
@@ -114,6 +117,7 @@ extension PostgresServerStore {
         try transaction {
             guard let old = try record(workspace: workspace, type: type, id: id) else { return false }
             try query("DELETE FROM records WHERE workspace = $1 AND type = $2 AND id = $3", [.text(workspace), .text(type), .integer(id)])
+            try setRecordFiles(workspace: workspace, type: type, id: id, files: [])
             try recordChange(workspace: workspace, type: type, id: id, scope: old.scope, deleted: true)
             return true
         }
@@ -152,5 +156,44 @@ extension PostgresServerStore {
 
     package func lastChange() throws -> Int64 {
         try query("SELECT COALESCE(MAX(seq), 0) FROM changes").int(0, 0) ?? 0
+    }
+
+    // MARK: Who may fetch a file
+
+    package func mayRead(file id: Int64, workspace: String, principal: String) throws -> Bool {
+        let found = try query(
+            """
+            SELECT EXISTS (SELECT 1 FROM files WHERE id = $1 AND workspace = $2 AND principal = $3)
+                OR EXISTS (
+                    SELECT 1 FROM record_files f JOIN records r ON r.workspace = f.workspace AND r.type = f.type AND r.id = f.id
+                    WHERE f.workspace = $2 AND f.file_id = $1 AND (r.scope = '' OR r.scope = $3))
+            """, [.integer(id), .text(workspace), .text(principal)])
+        return found.count == 1 && found.int(0, 0) == 1
+    }
+
+    /// Makes `files` the files record (`workspace`, `type`, `id`) names.
+    func setRecordFiles(workspace: String, type: String, id: Int64, files: [Int64]) throws {
+        try query("DELETE FROM record_files WHERE workspace = $1 AND type = $2 AND id = $3", [.text(workspace), .text(type), .integer(id)])
+        for file in Set(files) {
+            try query(
+                "INSERT INTO record_files (workspace, file_id, type, id) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                [.text(workspace), .integer(file), .text(type), .integer(id)])
+        }
+    }
+
+    package func indexRecordFiles(_ files: (String, StoredRecord) -> [Int64]) throws {
+        try transaction {
+            try query("LOCK TABLE record_files_indexed IN EXCLUSIVE MODE")
+            guard try query("SELECT COUNT(*) FROM record_files_indexed").int(0, 0) == 0 else { return }
+            let rows = try query("SELECT workspace, type, id, version, scope, payload FROM records")
+            for row in 0..<rows.count {
+                let record = StoredRecord(
+                    type: rows.text(row, 1) ?? "", id: rows.int(row, 2) ?? 0, version: Int(rows.int(row, 3) ?? 0),
+                    scope: rows.text(row, 4) ?? "", payload: rows.bytes(row, 5) ?? Data())
+                let workspace = rows.text(row, 0) ?? ""
+                try setRecordFiles(workspace: workspace, type: record.type, id: record.id, files: files(workspace, record))
+            }
+            try query("INSERT INTO record_files_indexed (done) VALUES (1)")
+        }
     }
 }

@@ -86,8 +86,9 @@ extension SQLiteServerStore {
 
     /// Writes a record's new state (version + 1) and its change; a record that changed scope
     /// leaves a tombstone in the old one. Returns the new version.
-    func putRecord(workspace: String, type: String, id: Int64, scope: String, payload: Data, at now: Int64) throws -> Int {
+    func putRecord(workspace: String, type: String, id: Int64, scope: String, payload: Data, files: [Int64], at now: Int64) throws -> Int {
         let old = try record(workspace: workspace, type: type, id: id)
+        try setRecordFiles(workspace: workspace, type: type, id: id, files: files)
         let version = (old?.version ?? 0) + 1
         try db.run(
             "INSERT OR REPLACE INTO records (workspace, type, id, version, scope, payload, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -101,6 +102,7 @@ extension SQLiteServerStore {
     func deleteRecord(workspace: String, type: String, id: Int64) throws -> Bool {
         guard let old = try record(workspace: workspace, type: type, id: id) else { return false }
         try db.run("DELETE FROM records WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)])
+        try setRecordFiles(workspace: workspace, type: type, id: id, files: [])
         try recordChange(workspace: workspace, type: type, id: id, scope: old.scope, deleted: true)
         return true
     }

@@ -62,6 +62,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         uploadsMigration,
         grantsMigration,
         pendingFilesMigration,
+        fileAccessMigration,
     ])
 
     /// The mode of every folder the server creates: its owner's alone.

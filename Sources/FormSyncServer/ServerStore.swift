@@ -84,6 +84,12 @@ package protocol ServerStore: AnyObject, Sendable {
     /// A stored file's id, digest and size, by its document id.
     func file(document documentID: String) throws -> (id: Int64, digest: Data, byteCount: Int64)?
     func fileIDs() -> [Int64]
+    /// Whether a device of `principal` may fetch stored file `id` of `workspace`: its
+    /// principal uploaded it, or a record it sees (unscoped, or in its scope) names it.
+    func mayRead(file id: Int64, workspace: String, principal: String) throws -> Bool
+    /// Lists the files every stored record names, once per database (records written before
+    /// the store kept that list); `files` reads them from a record.
+    func indexRecordFiles(_ files: (_ workspace: String, _ record: StoredRecord) -> [Int64]) throws
     func fileBytes(_ id: Int64) -> Data?
 
     // MARK: Tokens and owners
@@ -107,8 +113,9 @@ package protocol ServerStore: AnyObject, Sendable {
     /// One record; inside a transaction it stays locked until the transaction ends.
     func record(workspace: String, type: String, id: Int64) throws -> StoredRecord?
     func records(workspace: String) throws -> [StoredRecord]
-    /// Writes a record's new state (version + 1) and its change; returns the new version.
-    func putRecord(workspace: String, type: String, id: Int64, scope: String, payload: Data, at now: Int64) throws -> Int
+    /// Writes a record's new state (version + 1), the stored files it names (`files`) and its
+    /// change; returns the new version.
+    func putRecord(workspace: String, type: String, id: Int64, scope: String, payload: Data, files: [Int64], at now: Int64) throws -> Int
     /// Removes a record; its scope's feed carries the deletion. False when there was none.
     func deleteRecord(workspace: String, type: String, id: Int64) throws -> Bool
     /// Up to `limit` feed entries after `cursor`, in commit order: for a device of `principal`

@@ -164,7 +164,9 @@ extension SyncServer {
             {
                 let payload = Self.replacing(announced, with: stored, in: record.payload)
                 if payload != record.payload {
-                    _ = try store.putRecord(workspace: workspace, type: type, id: id, scope: record.scope, payload: payload, at: now)
+                    _ = try store.putRecord(
+                        workspace: workspace, type: type, id: id, scope: record.scope, payload: payload,
+                        files: fileIDs(ofRecord: type, payload), at: now)
                 }
             }
         }
@@ -209,7 +211,17 @@ extension SyncServer {
         }
     }
 
-    /// `GET /files/<id>`: a stored file of the caller's workspace, whole (`200`) or, with
+    /// The stored files (positive ids) a record of `type` names in `payload`.
+    static func fileIDs(ofRecord type: String, _ payload: Data, in records: RecordRegistry) -> [Int64] {
+        records[type]?.fileUses(payload).map(\.ref.id).filter { $0 > 0 } ?? []
+    }
+
+    func fileIDs(ofRecord type: String, _ payload: Data) -> [Int64] {
+        Self.fileIDs(ofRecord: type, payload, in: recordTypes)
+    }
+
+    /// `GET /files/<id>`: a stored file of the caller's workspace that its principal uploaded
+    /// or a record it sees names (any file of the workspace for the back office), whole (`200`) or, with
     /// `Range: bytes=<first>-[<last>]`, the part asked for (`206` with `Content-Range`), so that
     /// a device fetches a record's photos in pieces and resumes where a piece was cut off.
     /// `ETag` is the file's digest, and `If-Range` naming another sends it whole.
@@ -224,9 +236,11 @@ extension SyncServer {
             return .problem(404, "Not Found", detail: "no file \(text) here", code: "no-such-file")
         }
         let found: (StoredFile, Data)? = locked {
-            guard let file = try? store.storedFile(id: id), file.workspace == caller.workspace, let bytes = store.fileBytes(id) else {
-                return nil
-            }
+            guard let file = try? store.storedFile(id: id), file.workspace == caller.workspace,
+                caller.role == .backOffice
+                    || (try? store.mayRead(file: id, workspace: caller.workspace, principal: caller.principal)) == true,
+                let bytes = store.fileBytes(id)
+            else { return nil }
             return (file, bytes)
         }
         guard let (file, bytes) = found else {

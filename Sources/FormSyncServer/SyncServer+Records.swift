@@ -109,7 +109,8 @@ extension SyncServer {
             id = try store.nextEntityID()
         }
         let version = try store.putRecord(
-            workspace: seed.workspace, type: seed.type, id: id, scope: prepared.scope, payload: prepared.payload, at: now())
+            workspace: seed.workspace, type: seed.type, id: id, scope: prepared.scope, payload: prepared.payload,
+            files: fileIDs(ofRecord: seed.type, prepared.payload), at: now())
         return Record(type: seed.type, id: id, version: version, scope: prepared.scope, fields: prepared.payload)
     }
 
@@ -267,7 +268,8 @@ extension SyncServer {
         case .failure(let refusal): return refusal.response
         }
         let version = try store.putRecord(
-            workspace: workspace, type: action.recordType, id: id, scope: updated.scope, payload: updated.payload, at: now())
+            workspace: workspace, type: action.recordType, id: id, scope: updated.scope, payload: updated.payload,
+            files: fileIDs(ofRecord: action.recordType, updated.payload), at: now())
         _ = try store.createDocument(
             documentID, form: entry.name, formVersion: entry.version, workspace: workspace, principal: caller.principal,
             payload: merged.merged, at: now())

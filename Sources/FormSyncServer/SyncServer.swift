@@ -167,6 +167,8 @@ public final class SyncServer: @unchecked Sendable {
         self.registry = registry
         self.now = now
         tokenLifetimeMilliseconds = Int64(tokenLifetimeSeconds) * 1000
+        // Records written before the store listed the files each names get their list now.
+        try store.exclusive { try store.indexRecordFiles { _, record in Self.fileIDs(ofRecord: record.type, record.payload, in: records) } }
     }
 
     /// The forms it accepts, by name, with their current versions.
@@ -715,7 +717,7 @@ public final class SyncServer: @unchecked Sendable {
                 case .success(let prepared):
                     let version = try store.putRecord(
                         workspace: workspace, type: action.recordType, id: existing.id, scope: prepared.scope, payload: prepared.payload,
-                        at: now())
+                        files: fileIDs(ofRecord: action.recordType, prepared.payload), at: now())
                     entity = Self.entityObject(type: action.recordType, id: existing.id, version: version, payload: prepared.payload)
                 case .failure(let refusal):
                     return refusal.response
@@ -735,7 +737,7 @@ public final class SyncServer: @unchecked Sendable {
         if let createdRecord {
             let version = try store.putRecord(
                 workspace: workspace, type: createdRecord.type, id: created.id, scope: createdRecord.scope, payload: createdRecord.payload,
-                at: now())
+                files: fileIDs(ofRecord: createdRecord.type, createdRecord.payload), at: now())
             entity = Self.entityObject(type: createdRecord.type, id: created.id, version: version, payload: createdRecord.payload)
         }
         return recordResponse(created, status: 201, entity: entity)

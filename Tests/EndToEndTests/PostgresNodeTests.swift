@@ -98,7 +98,7 @@ struct PostgresNodeTests {
             Thread.detachNewThread {
                 do {
                     try early.transaction {
-                        _ = try early.putRecord(workspace: "acme", type: "Customer", id: 1, scope: "", payload: customer, at: 0)
+                        _ = try early.putRecord(workspace: "acme", type: "Customer", id: 1, scope: "", payload: customer, files: [], at: 0)
                         written.signal()
                         commit.wait()
                     }
@@ -111,7 +111,7 @@ struct PostgresNodeTests {
             _ = try late.putRecord(
                 workspace: "acme", type: "Customer", id: 2, scope: "",
                 payload: Data(#"{"name":"Committed first","segment":"retail"}"#.utf8),
-                at: 0)
+                files: [], at: 0)
             let first = try reader.feed(workspace: "acme", principal: "ada", after: 0, limit: 100)
             #expect(first.map(\.id) == [2], "only the committed change is in the feed")
             let cursor = try #require(first.last?.seq)

@@ -24,6 +24,7 @@ struct WallMatrixTests {
         let photo = Data("ada's photo".utf8)
         var uploadPath = ""
         var customerID: Int64 = 0
+        var fileID: Int64 = 0
         var deliveryID: Int64 = 0
         var key = 0
 
@@ -43,6 +44,7 @@ struct WallMatrixTests {
             customerID = (try JSONSerialization.jsonObject(with: created.body) as? [String: Any])?["id"] as? Int64 ?? 0
             let stored = handle(file(token: "ada", workspace: "acme"))
             guard stored.status == 201 else { throw SetupFailed(step: "file", status: stored.status) }
+            fileID = ((try JSONSerialization.jsonObject(with: stored.body) as? [String: Any])?["id"] as? NSNumber)?.int64Value ?? 0
             let upload = handle(uploadCreate(token: "ada", workspace: "acme"))
             guard upload.status == 201 else { throw SetupFailed(step: "upload", status: upload.status) }
             uploadPath = upload.headers.first { $0.0 == "Location" }?.1 ?? ""
@@ -96,6 +98,9 @@ struct WallMatrixTests {
                     method: "GET", path: "/documents/\(documentID)", query: nil, headers: headers(token: token, workspace: workspace),
                     body: Data())
             case .file: return file(token: token, workspace: workspace)
+            case .fileFetch:
+                return HTTPRequest(
+                    method: "GET", path: "/files/\(fileID)", query: nil, headers: headers(token: token, workspace: workspace), body: Data())
             case .uploadCreate: return uploadCreate(token: token, workspace: workspace)
             case .uploadOffset:
                 return HTTPRequest(
@@ -133,6 +138,7 @@ struct WallMatrixTests {
         case submission = "POST /customers (edit, If-Match: *)"
         case document = "GET /documents/{id}"
         case file = "POST /files"
+        case fileFetch = "GET /files/{id} (no record names it)"
         case uploadCreate = "POST /uploads"
         case uploadOffset = "HEAD /uploads/{id}"
         case uploadAppend = "PATCH /uploads/{id}"
@@ -148,6 +154,7 @@ struct WallMatrixTests {
         .submission: (200, 409, 200),
         .document: (200, 404, 200),
         .file: (200, 409, 200),
+        .fileFetch: (200, 404, 200),
         .uploadCreate: (201, 409, 201),
         .uploadOffset: (204, 404, 204),
         .uploadAppend: (204, 404, 204),
@@ -159,7 +166,7 @@ struct WallMatrixTests {
 
     /// Ada's token, issued for acme and globex, naming globex: nothing of acme is reached.
     static let otherGrantedWorkspace: [Route: Int] = [
-        .submission: 409, .document: 404, .file: 409, .uploadCreate: 409, .uploadOffset: 404, .uploadAppend: 404,
+        .submission: 409, .document: 404, .file: 409, .fileFetch: 404, .uploadCreate: 409, .uploadOffset: 404, .uploadAppend: 404,
         .changes: 200, .customer: 404, .scopedRecord: 404, .health: 200,
     ]
 
