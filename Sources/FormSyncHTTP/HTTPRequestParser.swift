@@ -45,9 +45,15 @@ struct HTTPRequestParser {
         self.limits = limits
     }
 
-    /// Whether bytes of a request have arrived that are not answered yet.
+    /// Empty lines read since the last request (RFC 9112 §2.2 asks a server to ignore at
+    /// least one before a request line; more than `maxEmptyLines` is no client's).
+    private var emptyLines = 0
+    static let maxEmptyLines = 4
+
+    /// Whether bytes of a request have arrived that are not answered yet (empty lines before a
+    /// request line count: they are timed like the head they precede).
     var isMidRequest: Bool {
-        if case .head = phase { return !buffer.isEmpty }
+        if case .head = phase { return !buffer.isEmpty || emptyLines > 0 }
         return true
     }
 
@@ -120,10 +126,15 @@ struct HTTPRequestParser {
     }
 
     private mutating func readHead() -> Step {
-        // Blank lines before a request line are ignored, as HTTP/1.1 allows.
+        // A few empty lines before a request line are ignored, as HTTP/1.1 allows; a stream
+        // of them is refused rather than read for ever.
         while buffer.count >= 2 && buffer[0] == 13 && buffer[1] == 10 {
             buffer.removeFirst(2)
             headScanned = 0
+            emptyLines += 1
+            if emptyLines > Self.maxEmptyLines {
+                return .refuse(400, "more than \(Self.maxEmptyLines) empty lines before a request line")
+            }
         }
         guard let end = Self.headEnd(buffer, from: headScanned, limit: limits.maxHeaderBytes) else {
             if buffer.count > limits.maxHeaderBytes {
@@ -133,6 +144,7 @@ struct HTTPRequestParser {
             return .needMore
         }
         headScanned = 0
+        emptyLines = 0
         let head = Array(buffer[0..<end])
         buffer.removeFirst(end + 4)
         var lines = Self.split(head)

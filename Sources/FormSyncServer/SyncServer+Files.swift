@@ -267,15 +267,28 @@ extension SyncServer {
         return HTTPResponse(status: 206, headers: headers, body: bytes.subdata(in: Int(first)..<Int(last + 1)))
     }
 
-    /// One `bytes=<first>-[<last>]` range within `total` bytes (the last clamped to the end);
-    /// nil for anything else (several ranges, suffix ranges, numbers out of range).
+    /// One range within `total` bytes, as RFC 9110 §14.1.2 reads it: `bytes=<first>-<last>`
+    /// (the last clamped to the end, however many digits it has), `bytes=<first>-`, or the
+    /// suffix `bytes=-<count>` (the last `count` bytes; all of them when the file is shorter).
+    /// Nil when the range cannot be served: several ranges, a malformed one, a first position
+    /// at or past the end, an empty suffix, or an empty file.
     static func byteRange(_ header: String, total: Int64) -> (Int64, Int64)? {
-        guard header.hasPrefix("bytes="), header.utf8.count <= 48 else { return nil }
-        let parts = header.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        func digits(_ text: Substring) -> Bool { !text.isEmpty && text.utf8.count <= 19 && text.utf8.allSatisfy { (48...57).contains($0) } }
-        guard parts.count == 2, digits(parts[0]), let first = Int64(parts[0]), first < total else { return nil }
+        guard header.hasPrefix("bytes="), header.utf8.count <= 128, total > 0 else { return nil }
+        let spec = header.dropFirst(6).trimmingOWS
+        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        /// A position: its value, or Int64.max for one too large to hold (it is past any end).
+        func position(_ text: Substring) -> Int64? {
+            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            return Int64(text) ?? .max
+        }
+        guard parts.count == 2 else { return nil }
+        if parts[0].isEmpty {
+            guard let count = position(parts[1]), count > 0 else { return nil }
+            return (total - min(count, total), total - 1)
+        }
+        guard let first = position(parts[0]), first < total else { return nil }
         guard !parts[1].isEmpty else { return (first, total - 1) }
-        guard digits(parts[1]), let last = Int64(parts[1]), last >= first else { return nil }
+        guard let last = position(parts[1]), last >= first else { return nil }
         return (first, min(last, total - 1))
     }
 

@@ -94,6 +94,34 @@ struct ServerHardeningTests {
         }
     }
 
+    /// Issue 44, defect 7: empty lines before a request line were read without limit and
+    /// kept a connection for ever, each one resetting its idle time.
+    @Test func emptyLinesBeforeARequestLineAreTimedLikeAHeadAndAStreamOfThemIsRefused() async throws {
+        try await OffThePool.run {
+            var limits = HTTPServer.Limits()
+            limits.headTimeout = 0.5
+            limits.idleTimeout = 3600
+            let server = HTTPServer(limits: limits) { _ in .json(200, ["ok": true]) }
+            let port = try server.start()
+            defer { server.stop() }
+            // Two empty lines, then a request: served, as HTTP/1.1 allows.
+            let polite = Self.connectTo(port)
+            defer { close(polite) }
+            Self.send(polite, "\r\n\r\nGET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+            #expect(Self.receive(polite).hasPrefix("HTTP/1.1 200 "))
+            // One empty line and nothing after it: the head's deadline, not the idle one.
+            let dawdler = Self.connectTo(port)
+            defer { close(dawdler) }
+            Self.send(dawdler, "\r\n")
+            #expect(Self.receive(dawdler).hasPrefix("HTTP/1.1 408 "))
+            // A stream of them: refused at once.
+            let stream = Self.connectTo(port)
+            defer { close(stream) }
+            Self.send(stream, String(repeating: "\r\n", count: 1000))
+            #expect(Self.receive(stream).hasPrefix("HTTP/1.1 400 "))
+        }
+    }
+
     @Test func theServersBookkeepingStaysBoundedOverManyRequests() async throws {
         try await OffThePool.run {
             let server = HTTPServer { _ in .json(200, ["ok": true]) }

@@ -58,11 +58,21 @@ struct ServerByteRangeTests {
         #expect(SyncServer.byteRange("bytes=90-", total: 100)! == (90, 99))
         #expect(SyncServer.byteRange("bytes=90-1000", total: 100)! == (90, 99), "the end is clamped to the file")
         for hostile in [
-            "bytes=100-", "bytes=-5", "bytes=5-4", "bytes=0-5,7-9", "items=0-5", "bytes=99999999999999999999-",
-            "bytes=0-99999999999999999999",
-            "bytes=" + String(repeating: "1", count: 60) + "-", "", "bytes=-", "bytes=+5-9", "bytes=5-+9",
+            "bytes=100-", "bytes=5-4", "bytes=0-5,7-9", "items=0-5", "bytes=99999999999999999999-",
+            "bytes=" + String(repeating: "1", count: 60) + "-", "", "bytes=-", "bytes=+5-9", "bytes=5-+9", "bytes=-0", "bytes=--5",
+            "bytes=" + String(repeating: "1", count: 200) + "-",
         ] {
             #expect(SyncServer.byteRange(hostile, total: 100) == nil, "\(hostile)")
         }
+        #expect(SyncServer.byteRange("bytes=0-0", total: 0) == nil, "an empty file has no range to serve")
+    }
+
+    /// Issue 44, defect 10: a suffix range and a last position of any length are RFC 9110's.
+    @Test func aSuffixRangeAndALastPositionOfAnyLengthAreServedAsRFC9110Says() {
+        #expect(SyncServer.byteRange("bytes=-5", total: 100)! == (95, 99), "the last five bytes")
+        #expect(SyncServer.byteRange("bytes=-500", total: 100)! == (0, 99), "a suffix longer than the file is all of it")
+        #expect(SyncServer.byteRange("bytes=0-99999999999999999999", total: 100)! == (0, 99), "a 20-digit last position is clamped")
+        #expect(SyncServer.byteRange("bytes=-99999999999999999999", total: 100)! == (0, 99))
+        #expect(SyncServer.byteRange("bytes= 3-4 ", total: 100)! == (3, 4), "optional whitespace around the range")
     }
 }
