@@ -259,11 +259,15 @@ public enum JSONSchemaGenerator {
         var properties: [(String, JSONValue)] = []
         if let maxBytes = rule.maxBytes { properties.append(("byte_count", .object([("maximum", .integer(maxBytes))]))) }
         if !rule.contentTypes.isEmpty {
-            // Media types compare without regard to case (docs/PROTOCOL.md, "Standards"), as `validate()` compares them.
-            let alternatives = rule.contentTypes.map { type in
-                type.hasSuffix("/*") ? anyCase(escapeRegex(String(type.dropLast()))) + ".+" : anyCase(escapeRegex(type))
+            // Media types compare without regard to case (docs/PROTOCOL.md, "Standards"), by
+            // their registered names and without parameters, as `validate()` compares them.
+            let alternatives = rule.contentTypes.flatMap { type in
+                type.hasSuffix("/*")
+                    ? [anyCase(escapeRegex(String(type.dropLast()))) + "[^;]+"]
+                    : MediaTypeAliases.names(of: type.lowercased()).map { anyCase(escapeRegex($0)) }
             }
-            properties.append(("content_type", .object([("pattern", .string("^(" + alternatives.joined(separator: "|") + ")$"))])))
+            properties.append(
+                ("content_type", .object([("pattern", .string("^\\s*(" + alternatives.joined(separator: "|") + ")\\s*(;.*)?$"))])))
         }
         var schema: [(String, JSONValue)] = [("$ref", .string("#/$defs/FileRef"))]
         if !properties.isEmpty { schema.append(("properties", .object(properties))) }

@@ -16,6 +16,7 @@ public enum PreviewRuntime {
           const LIMIT = 10n ** 38n;
           const PLACES = 10;
           const known = (v) => v !== null && v !== undefined;
+          const MEDIA_ALIASES = \#(MediaTypeAliases.javaScript);
           const int = (v) => (known(v) && v >= I64_MIN && v <= I64_MAX ? v : null);
           const fits128 = (v) => v >= I128_MIN && v <= I128_MAX;
 
@@ -231,7 +232,9 @@ public enum PreviewRuntime {
               const size = known(ref.byte_count) ? ref.byte_count : null;
               if (maxBytes !== null && size !== null && size > maxBytes) this.fail(p, "max_bytes", `The file is ${size} bytes; the limit is ${maxBytes}.`);
               const type = known(ref.content_type) ? ref.content_type.toLowerCase() : null;
-              if (types.length > 0 && type !== null && !types.some((t) => (t.endsWith("/*") ? type.startsWith(t.slice(0, -1)) : type === t))) {
+              const canonical = (t) => { const bare = t.split(";")[0].trim().toLowerCase(); return MEDIA_ALIASES[bare] ?? bare; };
+              const matches = (t) => { const a = canonical(t), d = canonical(type); return a === "*/*" || (a.endsWith("/*") ? d.startsWith(a.slice(0, -1)) : d === a); };
+              if (types.length > 0 && type !== null && !types.some(matches)) {
                 this.fail(p, "content_type", `Files of type ${type} are not accepted here.`);
               }
               if (size !== null && size < 0n) this.fail(p, "invalid", "A file's size cannot be negative.");

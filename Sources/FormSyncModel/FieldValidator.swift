@@ -140,8 +140,7 @@ public struct FieldValidator: Sendable {
     }
 
     static func mediaType(_ type: String, matches accepted: String) -> Bool {
-        if accepted.hasSuffix("/*") { return type.hasPrefix(accepted.dropLast()) }
-        return type == accepted
+        MediaSignature.matches(type, accepted: accepted)
     }
 
     /// Compiled patterns; nil for one the engine refuses (a spec checker would have).

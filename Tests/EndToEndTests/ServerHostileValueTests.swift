@@ -69,10 +69,13 @@ struct ServerByteRangeTests {
 
     /// Issue 44, defect 10: a suffix range and a last position of any length are RFC 9110's.
     @Test func aSuffixRangeAndALastPositionOfAnyLengthAreServedAsRFC9110Says() {
-        #expect(SyncServer.byteRange("bytes=-5", total: 100)! == (95, 99), "the last five bytes")
-        #expect(SyncServer.byteRange("bytes=-500", total: 100)! == (0, 99), "a suffix longer than the file is all of it")
-        #expect(SyncServer.byteRange("bytes=0-99999999999999999999", total: 100)! == (0, 99), "a 20-digit last position is clamped")
-        #expect(SyncServer.byteRange("bytes=-99999999999999999999", total: 100)! == (0, 99))
-        #expect(SyncServer.byteRange("bytes= 3-4 ", total: 100)! == (3, 4), "optional whitespace around the range")
+        #expect(SyncServer.byteRange("bytes=-5", total: 100).map { [$0.0, $0.1] } == [95, 99], "the last five bytes")
+        #expect(
+            SyncServer.byteRange("bytes=-500", total: 100).map { [$0.0, $0.1] } == [0, 99], "a suffix longer than the file is all of it")
+        #expect(
+            SyncServer.byteRange("bytes=0-99999999999999999999", total: 100).map { [$0.0, $0.1] } == [0, 99],
+            "a 20-digit last position is clamped")
+        #expect(SyncServer.byteRange("bytes=-99999999999999999999", total: 100).map { [$0.0, $0.1] } == [0, 99])
+        #expect(SyncServer.byteRange("bytes= 3-4 ", total: 100).map { [$0.0, $0.1] } == [3, 4], "optional whitespace around the range")
     }
 }

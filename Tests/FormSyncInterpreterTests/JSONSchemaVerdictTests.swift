@@ -97,6 +97,19 @@ struct JSONSchemaVerdictTests {
         Case(
             form: "Kitchen", what: "a media type not accepted", json: kitchen(["hero_shot": #"{"id":3,"content_type":"image/png"}"#]),
             valid: false),
+        // Issue 44, defect 11: the upload took `image/jpg`; the validator refused the reference.
+        Case(
+            form: "Kitchen", what: "an alias of an accepted media type",
+            json: kitchen(["hero_shot": #"{"id":3,"content_type":"image/jpg"}"#]), valid: true),
+        Case(
+            form: "Kitchen", what: "an accepted media type with a parameter",
+            json: kitchen(["hero_shot": #"{"id":3,"content_type":"image/jpeg; q=0.9"}"#]), valid: true),
+        Case(
+            form: "Kitchen", what: "a wildcard media type with a parameter",
+            json: kitchen(["gallery": #"[{"id":8,"content_type":"image/webp;x=1"}]"#]), valid: true),
+        Case(
+            form: "Kitchen", what: "an alias of a media type not accepted",
+            json: kitchen(["hero_shot": #"{"id":3,"content_type":"audio/x-wav"}"#]), valid: false),
         Case(form: "Kitchen", what: "a file over max_bytes", json: kitchen(["hero_shot": #"{"id":3,"byte_count":3000000}"#]), valid: false),
         Case(form: "Kitchen", what: "a file with id 0", json: kitchen(["hero_shot": #"{"id":0}"#]), valid: false),
         Case(
