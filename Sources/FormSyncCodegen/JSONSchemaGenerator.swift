@@ -169,7 +169,13 @@ public enum JSONSchemaGenerator {
             // Where it applies it may be required; where it does not, it must be left out.
             var branch: [(String, JSONValue)] = [("if", test)]
             if field.required { branch.append(("then", .object([("required", .array([.string(field.name)]))]))) }
-            branch.append(("else", .object([("not", .object([("required", .array([.string(field.name)]))]))])))
+            // A field of several values holds nothing when it is empty, as `validate()` reads
+            // it: the generated code encodes a list that does not apply as `[]`.
+            let leftOut: JSONValue =
+                field.kind.holdsSeveralValues
+                ? .object([("properties", .object([(field.name, .object([("maxItems", .integer(0))]))]))])
+                : .object([("not", .object([("required", .array([.string(field.name)]))]))])
+            branch.append(("else", leftOut))
             conditions.append(.object(branch))
         }
         if !conditions.isEmpty { result.append(("allOf", .array(conditions))) }

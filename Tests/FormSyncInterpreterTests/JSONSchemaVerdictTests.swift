@@ -2,6 +2,7 @@ import CorpusForms
 import FieldForms
 import FormSpec
 import FormSyncCodegen
+import FormSyncInterpreter
 import FormSyncModel
 import Foundation
 import Testing
@@ -163,6 +164,37 @@ struct JSONSchemaVerdictTests {
         #expect(errors.isEmpty == test.valid, "validate(): \(errors.map { "\($0.pointer) \($0.code)" })")
         let instance = try #require(SchemaChecker.parse(test.json))
         #expect(try Self.schema(test.form).accepts(instance) == test.valid, "the JSON Schema")
+    }
+
+    /// Issue 44, defect 13: a list (or a multi-choice) that does not apply is encoded as `[]`
+    /// by the generated code, which `validate()` takes as empty; the schema refused it.
+    @Test func aListThatDoesNotApplyMayBeEmptyForTheSchemaAsForValidate() throws {
+        let spec = """
+            form: Check
+            version: 1
+            endpoint: /checks
+            fields:
+              passed: boolean
+              defects:
+                type: list
+                relevant: passed = false
+                fields:
+                  note: text
+              marks: { type: multi_choice, options: [scratch, dent], relevant: passed = false }
+            """
+        let form = try #require(SpecLoader.check(text: spec, path: "Check.yaml").form)
+        let entry = SpecInterpreter.entry(for: form)
+        let schema = SchemaChecker(schema: JSONSchemaGenerator.schema(for: form).rendered())
+        for (json, valid) in [
+            (#"{"passed":true,"defects":[],"marks":[]}"#, true),
+            (#"{"passed":true}"#, true),
+            (#"{"passed":false,"defects":[{"note":"dent"}],"marks":["dent"]}"#, true),
+            (#"{"passed":true,"defects":[{"note":"dent"}]}"#, false),
+            (#"{"passed":true,"marks":["dent"]}"#, false),
+        ] {
+            #expect(entry.validate(Data(json.utf8)).isEmpty == valid, "validate(): \(json)")
+            #expect(schema.accepts(try #require(SchemaChecker.parse(json))) == valid, "the JSON Schema: \(json)")
+        }
     }
 
     /// What JSON Schema cannot say; docs/PROTOCOL.md §7 lists each.
