@@ -60,15 +60,27 @@ public enum SpecLoader {
         return reader.read(text) != nil
     }
 
-    /// Reads and checks the spec file at `path`. An unreadable file is a diagnostic, not a throw.
+    /// The largest spec file read (the example specs are a few kilobytes): a bigger one is a
+    /// diagnostic, and is not read into memory.
+    public static let maxSpecBytes = 4 << 20
+
+    /// Reads and checks the spec file at `path`. An unreadable file is a diagnostic, not a throw;
+    /// so is one that is not a regular file (a FIFO would never end) or is over `maxSpecBytes`.
     public static func check(fileAt path: String) -> CheckedSpec {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return CheckedSpec(
-                form: nil, record: nil,
-                diagnostics: [
-                    Diagnostic(.error, path: path, at: SourceLocation(line: 1, column: 1), "cannot read the file")
-                ])
+        func refused(_ message: String) -> CheckedSpec {
+            CheckedSpec(
+                form: nil, record: nil, diagnostics: [Diagnostic(.error, path: path, at: SourceLocation(line: 1, column: 1), message)])
         }
+        let values = try? URL(fileURLWithPath: path).resourceValues(forKeys: [.isRegularFileKey, .fileSizeKey])
+        guard let values else { return refused("cannot read the file") }
+        guard values.isRegularFile == true else { return refused("not a regular file: a spec is a YAML file") }
+        if let size = values.fileSize, size > maxSpecBytes {
+            return refused("the file is \(size) bytes; a spec may be at most \(maxSpecBytes)")
+        }
+        guard let handle = FileHandle(forReadingAtPath: path) else { return refused("cannot read the file") }
+        defer { try? handle.close() }
+        guard let data = try? handle.read(upToCount: maxSpecBytes + 1) ?? Data() else { return refused("cannot read the file") }
+        guard data.count <= maxSpecBytes else { return refused("the file grew past \(maxSpecBytes) bytes as it was read") }
         guard let text = String(data: data, encoding: .utf8) else {
             return CheckedSpec(
                 form: nil, record: nil,

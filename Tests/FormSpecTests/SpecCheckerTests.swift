@@ -3,6 +3,14 @@ import Testing
 
 @testable import FormSpec
 
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 struct SpecCheckerTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -116,6 +124,31 @@ struct SpecCheckerTests {
     @Test func anUnreadableFileIsADiagnosticNotACrash() {
         let result = SpecLoader.check(fileAt: "/nonexistent/Spec.yaml")
         #expect(result.diagnostics.map(\.description) == ["/nonexistent/Spec.yaml:1:1: error: cannot read the file"])
+    }
+
+    /// Issue 44, defect 12: a spec file was read whole whatever its size (a 2 GiB `.yaml` took
+    /// 8 GiB of memory), and a FIFO named like a spec hung the generator.
+    @Test func aSpecFileOverTheLimitOrNotARegularFileIsADiagnosticAndIsNotRead() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("spec-bound-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let huge = folder.appendingPathComponent("Huge.yaml")
+        #expect(FileManager.default.createFile(atPath: huge.path, contents: Data("form: Huge\n".utf8)))
+        let handle = try FileHandle(forWritingTo: huge)
+        try handle.truncate(atOffset: UInt64(SpecLoader.maxSpecBytes) * 512)  // 2 GiB, sparse: nothing to read but zeros
+        try handle.close()
+        #expect(
+            SpecLoader.check(fileAt: huge.path).diagnostics.map(\.description) == [
+                "\(huge.path):1:1: error: the file is \(SpecLoader.maxSpecBytes * 512) bytes; a spec may be at most \(SpecLoader.maxSpecBytes)"
+            ])
+
+        let fifo = folder.appendingPathComponent("Pipe.yaml")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        #expect(
+            SpecLoader.check(fileAt: fifo.path).diagnostics.map(\.description) == [
+                "\(fifo.path):1:1: error: not a regular file: a spec is a YAML file"
+            ])
+        #expect(SpecLoader.check(fileAt: folder.path).diagnostics.first?.message == "not a regular file: a spec is a YAML file")
     }
 
     @Test func mediaTypesAndDecimalLiteralsAreRecognisedExactly() {
