@@ -100,13 +100,16 @@ extension SyncServer {
     }
 
     /// Records a written document's pending files (none clears them), with the record it wrote.
+    /// They stay the document owner's whoever wrote this version: a back-office edit leaves
+    /// them on the list of the device that is to upload them.
     func notePendingFiles(_ pending: [FileUse], documentID: String, caller: Caller, record: (type: String, id: Int64)?) throws {
         let now = now()
+        let owner = store.owner(of: documentID)?.principal ?? caller.principal
         try store.setPendingFiles(
             document: documentID,
             pending.map { use in
                 PendingFile(
-                    documentID: documentID, pointer: use.pointer, workspace: caller.workspace, principal: caller.principal,
+                    documentID: documentID, pointer: use.pointer, workspace: caller.workspace, principal: owner,
                     digest: use.ref.sha256 ?? Data(),
                     byteCount: use.ref.byteCount ?? 0, contentType: use.ref.contentType ?? "", accepted: use.contentTypes,
                     recordType: record?.type, recordID: record?.id, since: now)

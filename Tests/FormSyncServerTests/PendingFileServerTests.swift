@@ -107,6 +107,29 @@ struct PendingFileServerTests {
         #expect((s.send("GET", "/pending-files", as: "office").json["pending"] as? [Any])?.count == 0)
     }
 
+    /// Issue 44, defect 9: a back-office edit made the pending files the back office's, and
+    /// they left the list of the device that was to upload them.
+    @Test func aBackOfficeEditLeavesADocumentsPendingFileOnItsOwnersList() throws {
+        let s = try Setup()
+        let photo = Self.jpeg(12_000)
+        let pending = FileRef.pending(sha256: SHA256.hash(photo), byteCount: 12_000, contentType: "image/jpeg")
+        #expect(s.plate("plate-1", photo: pending).status == 201)
+        let body = try FormRegistry.encode(NewPlate(name: "Bacalhau à Brás", photo: pending))
+        let edited = s.send(
+            "POST", "/plates", as: "office",
+            headers: [
+                "formsync-document": "plate-1", "formsync-form": "NewPlate; version=1", "content-type": "application/json",
+                "if-match": "*",
+            ], body: body)
+        #expect(edited.status == 200, "\(edited.json)")
+        let listed = try #require(s.send("GET", "/pending-files").json["pending"] as? [[String: Any]])
+        #expect(listed.map { $0["document_id"] as? String } == ["plate-1"], "still ada's to upload")
+        #expect((s.send("GET", "/pending-files", as: "office").json["pending"] as? [Any])?.count == 1)
+        // ada's upload completes it as before.
+        #expect(s.upload(photo, document: "file-1", type: "image/jpeg").status == 201)
+        #expect((s.send("GET", "/pending-files").json["pending"] as? [Any])?.count == 0)
+    }
+
     @Test func aPendingFileTheWorkspaceAlreadyHoldsIsCompletedAtOnce() throws {
         let s = try Setup()
         let photo = Self.jpeg(5_000)
