@@ -74,8 +74,8 @@ extension PostgresServerStore {
                 [.text(workspace), .bytes(digest)]))
     }
 
-    package func removePendingFiles(workspace: String, digest: Data) throws {
-        try query("DELETE FROM pending_files WHERE workspace = $1 AND digest = $2", [.text(workspace), .bytes(digest)])
+    package func removePendingFile(document documentID: String, pointer: String) throws {
+        try query("DELETE FROM pending_files WHERE document_id = $1 AND pointer = $2", [.text(documentID), .text(pointer)])
     }
 
     package func pendingFiles(workspace: String, principal: String?, limit: Int) throws -> [PendingFile] {

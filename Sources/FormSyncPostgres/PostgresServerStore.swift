@@ -56,6 +56,11 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         try pool.scope(body)
     }
 
+    package func isUnavailable(_ error: any Error) -> Bool {
+        guard let error = error as? PostgresError else { return false }
+        return error.isConnectionLost || error.isRetryable || error.isLockTimeout
+    }
+
     package func transaction<T>(_ body: () throws -> T) throws -> T {
         try pool.scope {
             let scope = pool.currentScope!

@@ -15,6 +15,8 @@ package struct SQLiteError: Error, CustomStringConvertible, Sendable, Equatable 
 
     /// Whether the file is not a SQLite database, or a damaged one.
     package var isNotADatabase: Bool { code & 0xff == SQLITE_NOTADB || code & 0xff == SQLITE_CORRUPT }
+    /// Whether another connection held the database past the busy timeout.
+    package var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
 }
 
 /// A value bound to or read from a statement.

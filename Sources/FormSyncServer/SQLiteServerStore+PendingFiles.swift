@@ -79,8 +79,8 @@ extension SQLiteServerStore {
             [.text(workspace), .blob(digest)], Self.pending)
     }
 
-    func removePendingFiles(workspace: String, digest: Data) throws {
-        try db.run("DELETE FROM pending_files WHERE workspace = ? AND digest = ?", [.text(workspace), .blob(digest)])
+    func removePendingFile(document documentID: String, pointer: String) throws {
+        try db.run("DELETE FROM pending_files WHERE document_id = ? AND pointer = ?", [.text(documentID), .text(pointer)])
     }
 
     func pendingFiles(workspace: String, principal: String?, limit: Int) throws -> [PendingFile] {

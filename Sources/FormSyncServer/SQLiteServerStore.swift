@@ -106,6 +106,13 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     var sharedAcrossNodes: Bool { false }
 
+    /// SQLite's own database is a file of this process: it is down only when the disk is
+    /// (which is no retry's business), or busy past its timeout.
+    func isUnavailable(_ error: any Error) -> Bool {
+        guard let error = error as? SQLiteError else { return false }
+        return error.isBusy
+    }
+
     func exclusive<T>(_ body: () throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }

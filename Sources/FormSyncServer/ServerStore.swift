@@ -21,6 +21,10 @@ package protocol ServerStore: AnyObject, Sendable {
     /// Runs `body` as one unit of work: nothing else in this process interleaves store calls
     /// with it on the SQLite store; on PostgreSQL, its calls use one connection.
     func exclusive<T>(_ body: () throws -> T) rethrows -> T
+    /// Whether `error`, thrown by this store, means its database cannot answer now (down,
+    /// restarting, a connection lost, a lock not granted in time): a reply of `503` and a
+    /// retry, not a `500`.
+    func isUnavailable(_ error: any Error) -> Bool
     /// Runs `body` in one transaction (inside `exclusive`): all of it commits, or none.
     func transaction<T>(_ body: () throws -> T) throws -> T
     /// The idempotency ledger around a write: the recorded reply when `key` was answered, a
@@ -76,8 +80,8 @@ package protocol ServerStore: AnyObject, Sendable {
     func setPendingFiles(document documentID: String, _ files: [PendingFile]) throws
     /// The pending files of `workspace` waiting for these bytes.
     func pendingFiles(workspace: String, digest: Data) throws -> [PendingFile]
-    /// Forgets the pending files of `workspace` waiting for these bytes (they arrived).
-    func removePendingFiles(workspace: String, digest: Data) throws
+    /// Forgets one pending file (its bytes arrived).
+    func removePendingFile(document documentID: String, pointer: String) throws
     /// Up to `limit` pending files of `workspace` (of one principal's documents, or all when
     /// nil), oldest first.
     func pendingFiles(workspace: String, principal: String?, limit: Int) throws -> [PendingFile]

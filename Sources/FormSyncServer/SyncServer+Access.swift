@@ -66,6 +66,16 @@ extension SyncServer {
         }
     }
 
+    /// The reply to a request that failed with `error`: `503` when the store cannot answer now
+    /// (retried by the client), `500` otherwise; either way the details (paths, SQL) go to
+    /// the server's log under a reference, never to the client.
+    func failure(_ error: any Error, _ context: String = "error") -> HTTPResponse {
+        let reference = UUID().uuidString.lowercased()
+        FileHandle.standardError.write(Data("formsync server: \(context) \(reference): \(error)\n".utf8))
+        if store.isUnavailable(error) { return Self.storeUnavailable() }
+        return .problem(500, "Internal Server Error", detail: "an internal error occurred (reference \(reference))", code: "internal")
+    }
+
     /// The store could not answer (its database is down or restarting): transient, retried.
     static func storeUnavailable() -> HTTPResponse {
         .problem(

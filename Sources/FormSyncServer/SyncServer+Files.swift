@@ -116,24 +116,31 @@ extension SyncServer {
             })
     }
 
-    /// Whether a file about to be stored matches every pending file waiting for its digest in
-    /// its workspace; the refusal (422 `file-mismatch`, one error per pending reference) when not.
-    /// `mediaType`: what the bytes say ("" not recognised; nil before they arrived).
+    /// Why a file of `byteCount` bytes, declared `contentType`, whose bytes say `mediaType`,
+    /// cannot complete `pending`; nil when it can.
+    static func mismatch(_ pending: PendingFile, byteCount: Int64, contentType: String?, mediaType: String?) -> String? {
+        if pending.byteCount != byteCount {
+            return "The upload is \(byteCount) bytes; document \(pending.documentID) announced \(pending.byteCount)."
+        }
+        if let contentType, MediaSignature.canonical(contentType) != MediaSignature.canonical(pending.contentType) {
+            return "The upload is \(contentType); document \(pending.documentID) announced \(pending.contentType)."
+        }
+        return signatureProblem(mediaType: mediaType, declared: pending.contentType, accepted: pending.accepted)
+    }
+
+    /// Whether a file `principal` is about to store matches every pending file of its own
+    /// documents waiting for its digest in its workspace; the refusal (422 `file-mismatch`, one
+    /// error per pending reference) when not. Another principal's announcement never refuses
+    /// it (nor is named to it): one that the bytes do not match is left waiting, as it would be
+    /// had these bytes never come. `mediaType`: what the bytes say ("" not recognised; nil
+    /// before they arrived).
     func refusalByPendingFiles(
-        workspace: String, digest: Data, byteCount: Int64, contentType: String?, mediaType: String?
+        workspace: String, principal: String, digest: Data, byteCount: Int64, contentType: String?, mediaType: String?
     ) throws -> HTTPResponse? {
         try store.lockFileDigest(workspace: workspace, digest: digest)
         var errors: [[String: String]] = []
-        for pending in try store.pendingFiles(workspace: workspace, digest: digest) {
-            var detail: String?
-            if pending.byteCount != byteCount {
-                detail = "The upload is \(byteCount) bytes; document \(pending.documentID) announced \(pending.byteCount)."
-            } else if let contentType, MediaSignature.canonical(contentType) != MediaSignature.canonical(pending.contentType) {
-                detail = "The upload is \(contentType); document \(pending.documentID) announced \(pending.contentType)."
-            } else {
-                detail = Self.signatureProblem(mediaType: mediaType, declared: pending.contentType, accepted: pending.accepted)
-            }
-            if let detail {
+        for pending in try store.pendingFiles(workspace: workspace, digest: digest) where pending.principal == principal {
+            if let detail = Self.mismatch(pending, byteCount: byteCount, contentType: contentType, mediaType: mediaType) {
                 errors.append(["document_id": pending.documentID, "pointer": pending.pointer, "code": "file-mismatch", "detail": detail])
             }
         }
@@ -143,11 +150,16 @@ extension SyncServer {
             code: "file-mismatch", errors: errors)
     }
 
-    /// Completes every pending file of `workspace` waiting for `digest` with the stored file
-    /// `fileID`: each document and record that names it by digest now names it by id (a new
-    /// version, and a change in the feed).
-    func completePendingFiles(workspace: String, digest: Data, fileID: Int64) throws {
-        let waiting = try store.pendingFiles(workspace: workspace, digest: digest)
+    /// Completes every pending file of `workspace` waiting for `digest` that the stored file
+    /// `fileID` matches: each document and record that names it by digest now names it by id
+    /// (a new version, and a change in the feed). One it does not match (another principal
+    /// announced another size or type) keeps waiting.
+    func completePendingFiles(
+        workspace: String, digest: Data, fileID: Int64, byteCount: Int64, contentType: String?, mediaType: String?
+    ) throws {
+        let waiting = try store.pendingFiles(workspace: workspace, digest: digest).filter {
+            Self.mismatch($0, byteCount: byteCount, contentType: contentType, mediaType: mediaType) == nil
+        }
         guard !waiting.isEmpty else { return }
         let now = now()
         var documents: Set<String> = []
@@ -172,8 +184,8 @@ extension SyncServer {
                         files: fileIDs(ofRecord: type, payload), at: now)
                 }
             }
+            try store.removePendingFile(document: pending.documentID, pointer: pending.pointer)
         }
-        try store.removePendingFiles(workspace: workspace, digest: digest)
     }
 
     /// `json` with every occurrence of `old` (as the payload encoder writes it) replaced by `new`.
@@ -214,6 +226,12 @@ extension SyncServer {
         }
     }
 
+    /// A stored file whose bytes could not be read (its store's database or disk failed).
+    struct FileBytesUnavailable: Error, CustomStringConvertible {
+        var id: Int64
+        var description: String { "the bytes of stored file \(id) could not be read" }
+    }
+
     /// The stored files (positive ids) a record of `type` names in `payload`.
     static func fileIDs(ofRecord type: String, _ payload: Data, in records: RecordRegistry) -> [Int64] {
         records[type]?.fileUses(payload).map(\.ref.id).filter { $0 > 0 } ?? []
@@ -238,16 +256,29 @@ extension SyncServer {
         guard text.utf8.count <= 16, let id = Int64(text), id > 0 else {
             return .problem(404, "Not Found", detail: "no file \(text) here", code: "no-such-file")
         }
-        let found: (StoredFile, Data)? = locked {
-            guard let file = try? store.storedFile(id: id), file.workspace == caller.workspace,
-                caller.role == .backOffice
-                    || (try? store.mayRead(file: id, workspace: caller.workspace, principal: caller.principal)) == true,
-                let bytes = store.fileBytes(id)
-            else { return nil }
-            return (file, bytes)
+        // A store that cannot answer is a 503, never a 404: a device told "no such file" would
+        // give the file up.
+        let found: Result<(StoredFile, Data)?, any Error> = locked {
+            Result {
+                guard let file = try store.storedFile(id: id), file.workspace == caller.workspace,
+                    try caller.role == .backOffice || store.mayRead(file: id, workspace: caller.workspace, principal: caller.principal)
+                else { return nil }
+                guard let bytes = store.fileBytes(id) else { throw FileBytesUnavailable(id: id) }
+                return (file, bytes)
+            }
         }
-        guard let (file, bytes) = found else {
+        let file: StoredFile
+        let bytes: Data
+        switch found {
+        case .failure(let error as FileBytesUnavailable):
+            FileHandle.standardError.write(Data("formsync server: \(error)\n".utf8))
+            return Self.storeUnavailable()
+        case .failure(let error):
+            return failure(error, "file error")
+        case .success(nil):
             return .problem(404, "Not Found", detail: "no file \(id) in this workspace", code: "no-such-file")
+        case .success(let stored?):
+            (file, bytes) = stored
         }
         let etag = "\"" + file.digest.map { String(format: "%02x", $0) }.joined() + "\""
         var headers: [(String, String)] = [

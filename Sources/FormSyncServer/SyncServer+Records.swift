@@ -373,7 +373,7 @@ extension SyncServer {
             body.append(contentsOf: #","more":\#(more)}"#.utf8)
             return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
         } catch {
-            return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
+            return failure(error, "feed error")
         }
     }
 

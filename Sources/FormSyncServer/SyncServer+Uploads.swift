@@ -88,8 +88,8 @@ extension SyncServer {
                 // Bytes that can never complete what a document announced are refused before they travel.
                 if let refusal = try store.transaction({
                     try refusalByPendingFiles(
-                        workspace: caller.workspace, digest: digest, byteCount: length, contentType: request.header("content-type"),
-                        mediaType: nil)
+                        workspace: caller.workspace, principal: caller.principal, digest: digest, byteCount: length,
+                        contentType: request.header("content-type"), mediaType: nil)
                 }) {
                     return refusal
                 }
@@ -100,8 +100,7 @@ extension SyncServer {
                 try store.createUpload(upload, at: now())
                 return uploadState(upload, status: 201)
             } catch {
-                FileHandle.standardError.write(Data("formsync server: upload error: \(error)\n".utf8))
-                return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
+                return failure(error, "upload error")
             }
         }
     }
@@ -172,7 +171,7 @@ extension SyncServer {
                 }
                 return .first(upload)
             } catch {
-                return .second(.problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal"))
+                return .second(failure(error, "upload error"))
             }
         }
         let upload: StoredUpload
@@ -201,8 +200,8 @@ extension SyncServer {
                 let mediaType = MediaSignature.mediaType(of: try store.uploadPrefix(upload.uploadID)) ?? ""
                 return try store.transaction {
                     if let refusal = try refusalByPendingFiles(
-                        workspace: upload.workspace, digest: digest, byteCount: upload.length, contentType: upload.contentType,
-                        mediaType: mediaType)
+                        workspace: upload.workspace, principal: upload.principal ?? caller.principal, digest: digest,
+                        byteCount: upload.length, contentType: upload.contentType, mediaType: mediaType)
                     {
                         // The bytes are whole but not what a document announced: they are not kept.
                         try store.restartUpload(upload.uploadID, at: now())
@@ -210,13 +209,14 @@ extension SyncServer {
                     }
                     let fileID = try store.completeUpload(
                         upload, digest: digest, mediaType: mediaType, principal: upload.principal ?? caller.principal, at: now())
-                    try completePendingFiles(workspace: upload.workspace, digest: digest, fileID: fileID)
+                    try completePendingFiles(
+                        workspace: upload.workspace, digest: digest, fileID: fileID, byteCount: upload.length,
+                        contentType: upload.contentType, mediaType: mediaType)
                     return uploadDone(updated, fileID: fileID, status: 201)
                 }
             }
         } catch {
-            FileHandle.standardError.write(Data("formsync server: upload error: \(error)\n".utf8))
-            return .problem(500, "Internal Server Error", detail: "an internal error occurred", code: "internal")
+            return failure(error, "upload error")
         }
     }
 

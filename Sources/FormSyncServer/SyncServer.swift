@@ -544,10 +544,7 @@ public final class SyncServer: @unchecked Sendable {
         do {
             outcome = try store.idempotentWrite(key: key, hash: hash, hold: hold, now: now()) { try process(prepared, caller) }
         } catch {
-            // The details (paths, SQL) go to the server's log, never to the client.
-            let reference = UUID().uuidString.lowercased()
-            FileHandle.standardError.write(Data("formsync server: error \(reference): \(error)\n".utf8))
-            return .problem(500, "Internal Server Error", detail: "an internal error occurred (reference \(reference))", code: "internal")
+            return failure(error)
         }
         switch outcome {
         case .processed(let response):
@@ -762,8 +759,8 @@ public final class SyncServer: @unchecked Sendable {
         let mediaType = MediaSignature.mediaType(of: request.body) ?? ""
         if try store.file(document: documentID) == nil,
             let refusal = try refusalByPendingFiles(
-                workspace: caller.workspace, digest: digest, byteCount: Int64(request.body.count), contentType: contentType,
-                mediaType: mediaType)
+                workspace: caller.workspace, principal: caller.principal, digest: digest, byteCount: Int64(request.body.count),
+                contentType: contentType, mediaType: mediaType)
         {
             return refusal
         }
@@ -775,7 +772,11 @@ public final class SyncServer: @unchecked Sendable {
                 409, "Conflict", detail: "file document \(documentID) already holds other bytes", code: "document-exists", extra: ["id": id]
             )
         }
-        if created { try completePendingFiles(workspace: caller.workspace, digest: digest, fileID: id) }
+        if created {
+            try completePendingFiles(
+                workspace: caller.workspace, digest: digest, fileID: id, byteCount: Int64(request.body.count), contentType: contentType,
+                mediaType: mediaType)
+        }
         return .json(
             created ? 201 : 200,
             [

@@ -276,4 +276,78 @@ struct PostgresOutageTests {
             #expect(node.documents().count == 2, "a read on a connection PostgreSQL closed is run again on a new one")
         }
     }
+
+    /// Issue 44, defect 8: with PostgreSQL killed under load, a few replies were `500`. Every
+    /// route that reads or writes the store answers `503` with `Retry-After` while it is down.
+    @Test func everyRouteOfANodeWhoseDatabaseIsDownAnswers503NotAnError() async throws {
+        try await OffThePool.run {
+            let cluster = try PostgresCluster()
+            defer { cluster.destroy() }
+            let node = try TestStore.postgresServer(url: try cluster.makeDatabase(), forms: FormCatalog.forms, records: FormCatalog.records)
+            let token = try node.issueAccessToken(workspaces: ["acme"])
+            let office = try node.issueAccessToken(principal: "office", workspaces: ["acme"], role: .backOffice)
+            #expect(node.handle(try ServerGroupCommitTests.order(1, token: token))?.status == 201)
+            // Every token has been seen once, so the node's cache answers who is calling.
+            func get(
+                _ path: String, query: String? = nil, token: String, method: String = "GET", headers: [String: String] = [:]
+            ) -> HTTPResponse? {
+                node.handle(
+                    HTTPRequest(
+                        method: method, path: path, query: query,
+                        headers: ["authorization": "Bearer \(token)", "formsync-workspace": "acme"].merging(headers) { _, new in new },
+                        body: Data()))
+            }
+            for who in [token, office] { #expect(get("/changes", query: "limit=1", token: who)?.status == 200) }
+            cluster.crash()
+            let digest = String(repeating: "ab", count: 32)
+            let requests: [(String, HTTPResponse?)] = [
+                ("GET /changes", get("/changes", query: "limit=10", token: token)),
+                ("GET /changes (back office)", get("/changes", query: "limit=10", token: office)),
+                ("GET /records", get("/records/Customer/1", token: token)),
+                ("GET /documents", get("/documents/order-1", token: token)),
+                ("GET /files/<id>", get("/files/1", token: token)),
+                ("GET /files/sha-256", get("/files/sha-256/\(digest)", token: token)),
+                ("GET /pending-files", get("/pending-files", token: office)),
+                (
+                    "POST /uploads",
+                    get(
+                        "/uploads", token: token, method: "POST",
+                        headers: [
+                            "formsync-document": "upload-1", "upload-length": "10", "upload-complete": "?0", "idempotency-key": "u-1",
+                            "repr-digest": "sha-256=:\(Data(repeating: 1, count: 32).base64EncodedString()):",
+                        ])
+                ),
+                ("POST /orders", node.handle(try ServerGroupCommitTests.order(2, token: token))),
+            ]
+            for (what, reply) in requests {
+                #expect(reply?.status == 503, "\(what): \(String(decoding: reply?.body ?? Data(), as: UTF8.self))")
+                #expect(reply?.headers.contains { $0.0 == "Retry-After" } == true, "\(what)")
+            }
+            try cluster.start()
+            #expect(get("/changes", query: "limit=10", token: token)?.status == 200)
+        }
+    }
+
+    /// What a store failure is answered with: `503` and `Retry-After` when the database cannot
+    /// answer now (a connection lost, PostgreSQL shutting down, a serialization failure, a lock
+    /// not granted), `500` for anything else, with its details in the log only.
+    @Test func aLostConnectionIsA503AndAnyOtherStoreFailureA500() async throws {
+        try await OffThePool.run { try Self.lostConnectionReplies() }
+    }
+
+    static func lostConnectionReplies() throws {
+        let cluster = try PostgresCluster()
+        defer { cluster.destroy() }
+        let node = try TestStore.postgresServer(url: try cluster.makeDatabase(), forms: FormCatalog.forms, records: FormCatalog.records)
+        for state in ["08006", "08001", "57P01", "40001", "40P01", "55P03", nil] {
+            let reply = node.failure(PostgresError(sqlState: state, message: "gone", statement: "SELECT 1"))
+            #expect(reply.status == 503, "\(state ?? "no SQLSTATE")")
+            #expect(reply.headers.contains { $0.0 == "Retry-After" })
+        }
+        for state in ["42P01", "23505", "22P02"] {
+            let reply = node.failure(PostgresError(sqlState: state, message: "SELECT secret FROM x", statement: "SELECT secret"))
+            #expect(reply.status == 500, "\(state)")
+            #expect(!String(decoding: reply.body, as: UTF8.self).contains("secret"), "no SQL reaches the client")
+        }
+    }
 }

@@ -130,6 +130,43 @@ struct PendingFileServerTests {
         #expect((s.send("GET", "/pending-files").json["pending"] as? [Any])?.count == 0)
     }
 
+    /// Issue 44, defect 2: bob's announcement of a digest with another size blocked ada's
+    /// upload of the same bytes (422 naming bob's document) and left ada's document pending.
+    @Test func anotherPrincipalsMismatchedAnnouncementNeitherBlocksNorIsNamedToAnUpload() throws {
+        let s = try Setup()
+        let photo = Self.jpeg(9_000)
+        let digest = SHA256.hash(photo)
+        #expect(s.plate("plate-bob", photo: .pending(sha256: digest, byteCount: 1, contentType: "image/jpeg"), as: "bob").status == 201)
+        #expect(s.plate("plate-ada", photo: .pending(sha256: digest, byteCount: 9_000, contentType: "image/jpeg")).status == 201)
+
+        let stored = s.upload(photo, document: "file-ada", type: "image/jpeg")
+        #expect(stored.status == 201, "\(stored.json)")
+        #expect(!"\(stored.json)".contains("plate-bob"))
+        let completed = try JSONDecoder().decode(NewPlate.self, from: try #require(s.server.document("plate-ada")).payload)
+        #expect(completed.photo?.id ?? 0 > 0, "ada's document names the stored file")
+        // bob's announcement still waits: the bytes are not what it said.
+        let bobs = try #require(s.send("GET", "/pending-files", as: "bob").json["pending"] as? [[String: Any]])
+        #expect(bobs.map { $0["document_id"] as? String } == ["plate-bob"])
+        #expect((s.send("GET", "/pending-files").json["pending"] as? [Any])?.count == 0)
+
+        // A resumable upload is checked the same way, at its creation.
+        let other = Self.jpeg(9_500, seed: 3)
+        #expect(
+            s.plate("plate-bob-2", photo: .pending(sha256: SHA256.hash(other), byteCount: 2, contentType: "image/jpeg"), as: "bob")
+                .status == 201)
+        let created = s.send(
+            "POST", "/uploads",
+            headers: [
+                "formsync-document": "upload-ada", "upload-length": "9500", "upload-complete": "?0", "content-type": "image/jpeg",
+                "repr-digest": "sha-256=:\(SHA256.hash(other).base64EncodedString()):",
+            ])
+        #expect(created.status == 201, "\(created.json)")
+        // bob's own upload of bytes his announcement does not match is refused, naming his document.
+        let refused = s.upload(other, document: "file-bob", type: "image/jpeg", as: "bob")
+        #expect(refused.status == 422)
+        #expect(s.errors(refused.json).map { $0["document_id"] } == ["plate-bob-2"])
+    }
+
     @Test func aPendingFileTheWorkspaceAlreadyHoldsIsCompletedAtOnce() throws {
         let s = try Setup()
         let photo = Self.jpeg(5_000)
