@@ -41,11 +41,30 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(String, String)]
     public var body: Data
+    /// A body read in pieces as it is sent (a stored file), instead of `body`.
+    public var stream: HTTPBodyStream?
 
     public init(status: Int, headers: [(String, String)] = [], body: Data = Data()) {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// A response whose body is read from `stream` as the client takes it.
+    public init(status: Int, headers: [(String, String)] = [], stream: HTTPBodyStream) {
+        self.status = status
+        self.headers = headers
+        self.body = Data()
+        self.stream = stream
+    }
+
+    /// The same response with a streamed body read whole into `body` (in-process callers).
+    public func materialized() throws -> HTTPResponse {
+        guard let stream else { return self }
+        var whole = self
+        whole.body = try stream.readAll()
+        whole.stream = nil
+        return whole
     }
 
     /// A JSON reply.

@@ -63,13 +63,24 @@ public final class HTTPServer: @unchecked Sendable {
         var lastActivity: Double
         var processing = false
         var output: [UInt8] = []
+        /// How much of `output` is sent (bytes are dropped when all are, not one send at a time).
+        var outputStart = 0
         var closeAfterWrite = false
+        /// A streamed body still to send: its source, the next offset and its end.
+        var stream: (body: HTTPBodyStream, next: Int64, end: Int64)?
+        /// Whether a worker is reading the stream's next piece.
+        var refilling = false
+        /// Bytes of the streaming budget this connection holds (its piece in flight or in `output`).
+        var streamReserved = 0
+        /// Tells this connection from a later one on the same descriptor.
+        let serial: Int
         var reservedBody = 0
         /// Bumped on every activity; an entry of the idle queue with an older stamp is stale.
         var stamp = 0
 
-        init(fd: Int32, parser: HTTPRequestParser, now: Double, idle: Double) {
+        init(fd: Int32, serial: Int, parser: HTTPRequestParser, now: Double, idle: Double) {
             self.fd = fd
+            self.serial = serial
             self.parser = parser
             deadline = now + idle
             lastActivity = now
@@ -82,6 +93,22 @@ public final class HTTPServer: @unchecked Sendable {
         var keepAlive: Bool
     }
 
+    /// A piece of a streamed body for a worker to read, and what came of it.
+    private struct Refill {
+        var fd: Int32
+        var serial: Int
+        var body: HTTPBodyStream
+        var offset: Int64
+        var count: Int
+        var result: Result<Data, any Error>?
+    }
+
+    /// The size of each piece of a streamed body.
+    package static let streamPieceBytes = 256 * 1024
+    /// Bytes of streamed bodies in memory at once, across connections: past it a connection
+    /// waits for its next piece until another's is sent.
+    package static let streamBudgetBytes = 32 * 1024 * 1024
+
     private let handler: DeferredHandler
     private let preflight: @Sendable (HTTPRequest) -> Preflight
     /// Bytes per second the server reads from all its connections together (0: no limit), as a
@@ -93,11 +120,15 @@ public final class HTTPServer: @unchecked Sendable {
     private var listener: Int32 = -1
     private var wake: (read: Int32, write: Int32) = (-1, -1)
     private var jobs: [Job] = []
+    private var refills: [Refill] = []
+    private var refilled: [Refill] = []
     private let jobsReady = NSCondition()
     private var finished: [(fd: Int32, response: HTTPResponse?, keepAlive: Bool)] = []
     private var openConnections = 0
     private var bufferedBodyBytes = 0
     private var idleQueueLength = 0
+    private var streamingCount = 0
+    private var streamBytesHeld = 0
     /// Signalled when the event loop has closed every socket, so that `stop()` returns only then
     /// and the port can be bound again at once.
     private let loopEnded = DispatchSemaphore(value: 0)
@@ -136,6 +167,11 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Entries in the event loop's idle-order queue (tests check it stays bounded).
     var idleQueueCount: Int { lock.withLock { idleQueueLength } }
+
+    /// Replies whose streamed bodies are under way, and the bytes of those bodies the server
+    /// holds for them now (read ahead of the client, or being read): tests check the second
+    /// stays within `streamBudgetBytes` however large the bodies and however slow the readers.
+    package var streamingReplies: (count: Int, bytesHeld: Int) { lock.withLock { (streamingCount, streamBytesHeld) } }
 
     /// Listens on `host`:`port` (an IPv4 address, 127.0.0.1 by default; 0 picks a free port)
     /// and returns the port.
@@ -206,10 +242,20 @@ public final class HTTPServer: @unchecked Sendable {
     private func work() {
         while true {
             jobsReady.lock()
-            while jobs.isEmpty && !lock.withLock({ stopped }) { jobsReady.wait() }
-            if jobs.isEmpty {
+            while jobs.isEmpty && refills.isEmpty && !lock.withLock({ stopped }) { jobsReady.wait() }
+            if jobs.isEmpty && refills.isEmpty {
                 jobsReady.unlock()
                 return
+            }
+            if !refills.isEmpty {
+                var refill = refills.removeFirst()
+                jobsReady.unlock()
+                refill.result = Result { try refill.body.read(refill.offset, refill.count) }
+                lock.withLock {
+                    refilled.append(refill)
+                    if finished.isEmpty && refilled.count == 1 && wake.write >= 0 { _ = Self.poke(wake.write) }
+                }
+                continue
             }
             let job = jobs.removeFirst()
             jobsReady.unlock()
@@ -223,16 +269,26 @@ public final class HTTPServer: @unchecked Sendable {
         var response = response
         // A reply to HEAD never has content (RFC 9110 §9.3.2): bytes after its head would be
         // read as the next reply on a keep-alive connection.
-        if job.request.method == "HEAD" { response?.body = Data() }
+        if job.request.method == "HEAD" {
+            response?.body = Data()
+            response?.stream = nil
+        }
         lock.withLock {
             finished.append((job.fd, response, job.keepAlive))
-            if finished.count == 1 && wake.write >= 0 { _ = Self.poke(wake.write) }
+            if finished.count == 1 && refilled.isEmpty && wake.write >= 0 { _ = Self.poke(wake.write) }
         }
     }
 
     private func dispatch(_ job: Job) {
         jobsReady.lock()
         jobs.append(job)
+        jobsReady.signal()
+        jobsReady.unlock()
+    }
+
+    private func dispatch(_ refill: Refill) {
+        jobsReady.lock()
+        refills.append(refill)
         jobsReady.signal()
         jobsReady.unlock()
     }
@@ -262,9 +318,17 @@ public final class HTTPServer: @unchecked Sendable {
         // link, and the first turn goes round: no connection waits behind another for long.
         var share = Int.max
         var turn = 0
+        // Streamed bodies: the budget's bytes in use, connections waiting for budget, and the
+        // serial number of the next connection.
+        var streamInUse = 0
+        var starved: [(fd: Int32, serial: Int)] = []
+        var nextSerial = 0
 
         func closeConnection(_ connection: Connection) {
             connections[connection.fd] = nil
+            streamInUse -= connection.streamReserved
+            connection.streamReserved = 0
+            connection.stream = nil
             if connection.reservedBody > 0 { lock.withLock { bufferedBodyBytes -= connection.reservedBody } }
             close(connection.fd)
             lock.withLock { openConnections = connections.count }
@@ -273,7 +337,33 @@ public final class HTTPServer: @unchecked Sendable {
         func respond(_ connection: Connection, _ response: HTTPResponse, keepAlive: Bool) {
             connection.output += Self.serialize(response, keepAlive: keepAlive)
             connection.closeAfterWrite = !keepAlive
+            if let stream = response.stream, stream.count > 0, response.status != 204 {
+                connection.stream = (stream, 0, stream.count)
+            }
             flush(connection)
+        }
+
+        /// Asks a worker for the next piece of the connection's streamed body, when the budget
+        /// has room; otherwise the connection waits its turn.
+        func refill(_ connection: Connection) {
+            guard let stream = connection.stream, !connection.refilling else { return }
+            let count = Int(min(Int64(Self.streamPieceBytes), stream.end - stream.next))
+            guard streamInUse + count <= Self.streamBudgetBytes || streamInUse == 0 else {
+                starved.append((connection.fd, connection.serial))
+                return
+            }
+            streamInUse += count
+            connection.streamReserved = count
+            connection.refilling = true
+            dispatch(Refill(fd: connection.fd, serial: connection.serial, body: stream.body, offset: stream.next, count: count))
+        }
+
+        /// Gives the budget freed to connections that waited for it, oldest first.
+        func feedStarved() {
+            while let first = starved.first, streamInUse < Self.streamBudgetBytes {
+                starved.removeFirst()
+                if let connection = connections[first.fd], connection.serial == first.serial { refill(connection) }
+            }
         }
 
         func refuse(_ connection: Connection, _ status: Int, _ message: String, headers: [(String, String)] = []) {
@@ -285,15 +375,33 @@ public final class HTTPServer: @unchecked Sendable {
         }
 
         func flush(_ connection: Connection) {
-            while !connection.output.isEmpty {
-                let n = connection.output.withUnsafeBytes { Socket.send(connection.fd, $0) }
+            while connection.outputStart < connection.output.count {
+                let n = connection.output.withUnsafeBytes {
+                    Socket.send(connection.fd, UnsafeRawBufferPointer(rebasing: $0[connection.outputStart...]))
+                }
                 if n > 0 {
-                    connection.output.removeFirst(n)
+                    connection.outputStart += n
+                    // A reply under way is progress: a slow reader is timed from its last bytes.
+                    if connection.stream != nil { connection.deadline = Self.now() + limits.idleTimeout }
                 } else {
                     if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
                     closeConnection(connection)
                     return
                 }
+            }
+            connection.output.removeAll(keepingCapacity: connection.output.count <= Self.streamPieceBytes)
+            connection.outputStart = 0
+            if connection.streamReserved > 0 && !connection.refilling {
+                streamInUse -= connection.streamReserved
+                connection.streamReserved = 0
+                feedStarved()
+            }
+            if let stream = connection.stream {
+                if stream.next < stream.end {
+                    refill(connection)
+                    return
+                }
+                connection.stream = nil
             }
             if connection.closeAfterWrite {
                 shutdown(connection.fd, Int32(SHUT_WR))
@@ -365,7 +473,9 @@ public final class HTTPServer: @unchecked Sendable {
                     close(client)
                     continue
                 }
-                let connection = Connection(fd: client, parser: HTTPRequestParser(limits: parserLimits), now: now, idle: limits.idleTimeout)
+                nextSerial += 1
+                let connection = Connection(
+                    fd: client, serial: nextSerial, parser: HTTPRequestParser(limits: parserLimits), now: now, idle: limits.idleTimeout)
                 connections[client] = connection
                 touch(connection, now: now)
                 lock.withLock { openConnections = connections.count }
@@ -469,11 +579,13 @@ public final class HTTPServer: @unchecked Sendable {
                 watched = Array(watched[turn...] + watched[..<turn])
             }
             for connection in watched where !connection.processing {
-                if throttled && connection.output.isEmpty {
+                if throttled && connection.output.isEmpty && connection.stream == nil {
                     connection.deadline = max(connection.deadline, now + limits.headTimeout)
                     continue
                 }
-                let events = connection.output.isEmpty ? Int16(POLLIN) : Int16(POLLOUT)
+                // Waiting for a piece of its reply: watched for nothing but hang-ups and deadlines.
+                let events =
+                    !connection.output.isEmpty ? Int16(POLLOUT) : connection.stream != nil ? Int16(0) : Int16(POLLIN)
                 fds.append(pollfd(fd: connection.fd, events: events, revents: 0))
                 earliest = min(earliest, connection.deadline)
             }
@@ -492,9 +604,35 @@ public final class HTTPServer: @unchecked Sendable {
             for entry in fds where entry.revents != 0 {
                 if entry.fd == wake {
                     Self.drain(wake)
-                    let done = lock.withLock { () -> [(fd: Int32, response: HTTPResponse?, keepAlive: Bool)] in
-                        defer { finished = [] }
-                        return finished
+                    let (done, pieces) = lock.withLock {
+                        () -> ([(fd: Int32, response: HTTPResponse?, keepAlive: Bool)], [Refill]) in
+                        defer {
+                            finished = []
+                            refilled = []
+                        }
+                        return (finished, refilled)
+                    }
+                    for piece in pieces {
+                        guard let connection = connections[piece.fd], connection.serial == piece.serial, let stream = connection.stream
+                        else { continue }
+                        connection.refilling = false
+                        guard case .success(let data) = piece.result, data.count == piece.count else {
+                            // The body cannot be what its Content-Length promised: the client
+                            // sees the connection end early, never other bytes.
+                            if case .failure(let error) = piece.result {
+                                FileHandle.standardError.write(Data("formsync server: a streamed reply failed: \(error)\n".utf8))
+                            }
+                            closeConnection(connection)
+                            continue
+                        }
+                        connection.output.append(contentsOf: data)
+                        connection.stream = (stream.body, stream.next + Int64(data.count), stream.end)
+                        flush(connection)
+                        if connections[piece.fd] != nil && connection.stream == nil && connection.output.isEmpty
+                            && !connection.closeAfterWrite
+                        {
+                            advance(connection, now: after)
+                        }
                     }
                     for (fd, response, keepAlive) in done {
                         guard let connection = connections[fd] else { continue }
@@ -507,21 +645,32 @@ public final class HTTPServer: @unchecked Sendable {
                             continue
                         }
                         respond(connection, response, keepAlive: keepAlive)
-                        if connections[fd] != nil && keepAlive && connection.output.isEmpty { advance(connection, now: after) }
+                        if connections[fd] != nil && keepAlive && connection.output.isEmpty && connection.stream == nil {
+                            advance(connection, now: after)
+                        }
                     }
                 } else if entry.fd == listener {
                     acceptAll(now: after)
                 } else if let connection = connections[entry.fd] {
                     if entry.revents & Int16(POLLOUT) != 0 {
                         flush(connection)
-                        if connections[entry.fd] != nil && connection.output.isEmpty && !connection.closeAfterWrite {
+                        if connections[entry.fd] != nil && connection.output.isEmpty && connection.stream == nil
+                            && !connection.closeAfterWrite
+                        {
                             advance(connection, now: after)
                         }
                     }
-                    if connections[entry.fd] != nil, entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0, !connection.processing {
+                    if connections[entry.fd] != nil, entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0, !connection.processing,
+                        connection.stream == nil
+                    {
                         read(connection, now: after)
                     }
                 }
+            }
+            let streaming = connections.values.reduce(0) { $0 + ($1.stream != nil ? 1 : 0) }
+            lock.withLock {
+                streamingCount = streaming
+                streamBytesHeld = streamInUse
             }
             // Deadlines: a head or body too slow gets 408; an idle keep-alive is closed quietly.
             for connection in Array(connections.values) where !connection.processing && connection.deadline <= after {
@@ -550,7 +699,7 @@ public final class HTTPServer: @unchecked Sendable {
         var head = "HTTP/1.1 \(response.status) \(HTTPResponse.reason(response.status))\r\n"
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
         // A 204 has no content and so no Content-Length (docs/PROTOCOL.md, "Standards").
-        if response.status != 204 { head += "Content-Length: \(response.body.count)\r\n" }
+        if response.status != 204 { head += "Content-Length: \(response.stream?.count ?? Int64(response.body.count))\r\n" }
         head += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
         return Array(head.utf8) + (response.status == 204 ? [] : Array(response.body))
     }

@@ -294,6 +294,27 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         return (0..<rows.count).compactMap { rows.int($0, 0) }
     }
 
+    package func fileBytes(digest: Data, from offset: Int64, count: Int) throws -> Data {
+        guard count > 0, offset >= 0 else { return Data() }
+        let end = offset.addingReportingOverflow(Int64(count)).partialValue
+        // The chunks that overlap [offset, end): the last one starting at or before offset, and
+        // every one starting before the end.
+        let chunks = try query(
+            """
+            SELECT start, bytes FROM blobs WHERE digest = $1 AND start < $3
+              AND start >= COALESCE((SELECT MAX(start) FROM blobs WHERE digest = $1 AND start <= $2), 0)
+            ORDER BY start
+            """, [.bytes(digest), .integer(offset), .integer(end)])
+        var data = Data()
+        for row in 0..<chunks.count {
+            guard let start = chunks.int(row, 0), let bytes = chunks.bytes(row, 1) else { continue }
+            let from = Int(max(0, offset - start))
+            let to = Int(min(Int64(bytes.count), end - start))
+            if from < to { data.append(bytes[bytes.startIndex + from..<bytes.startIndex + to]) }
+        }
+        return data
+    }
+
     package func fileBytes(_ id: Int64) -> Data? {
         guard let found = try? query("SELECT digest FROM files WHERE id = $1", [.integer(id)]), found.count == 1,
             let digest = found.bytes(0, 0),

@@ -420,6 +420,13 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         return FileManager.default.contents(atPath: blobPath(digest))
     }
 
+    func fileBytes(digest: Data, from offset: Int64, count: Int) throws -> Data {
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: blobPath(digest)))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(max(0, offset)))
+        return try handle.read(upToCount: max(0, count)) ?? Data()
+    }
+
     func blobPath(_ digest: Data) -> String {
         (filesDirectory as NSString).appendingPathComponent(digest.map { String(format: "%02x", $0) }.joined() + ".bin")
     }

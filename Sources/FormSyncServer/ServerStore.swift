@@ -95,6 +95,8 @@ package protocol ServerStore: AnyObject, Sendable {
     /// the store kept that list); `files` reads them from a record.
     func indexRecordFiles(_ files: (_ workspace: String, _ record: StoredRecord) -> [Int64]) throws
     func fileBytes(_ id: Int64) -> Data?
+    /// Up to `count` bytes of the file with `digest` from `offset`, without reading the rest.
+    func fileBytes(digest: Data, from offset: Int64, count: Int) throws -> Data
 
     // MARK: Tokens and owners
     func addToken(_ token: String, kind: String, grant: SyncServer.Grant, expiresAt: Int64) throws

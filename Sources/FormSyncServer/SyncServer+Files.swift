@@ -226,12 +226,6 @@ extension SyncServer {
         }
     }
 
-    /// A stored file whose bytes could not be read (its store's database or disk failed).
-    struct FileBytesUnavailable: Error, CustomStringConvertible {
-        var id: Int64
-        var description: String { "the bytes of stored file \(id) could not be read" }
-    }
-
     /// The stored files (positive ids) a record of `type` names in `payload`.
     static func fileIDs(ofRecord type: String, _ payload: Data, in records: RecordRegistry) -> [Int64] {
         records[type]?.fileUses(payload).map(\.ref.id).filter { $0 > 0 } ?? []
@@ -258,36 +252,39 @@ extension SyncServer {
         }
         // A store that cannot answer is a 503, never a 404: a device told "no such file" would
         // give the file up.
-        let found: Result<(StoredFile, Data)?, any Error> = locked {
+        let found: Result<StoredFile?, any Error> = locked {
             Result {
                 guard let file = try store.storedFile(id: id), file.workspace == caller.workspace,
                     try caller.role == .backOffice || store.mayRead(file: id, workspace: caller.workspace, principal: caller.principal)
                 else { return nil }
-                guard let bytes = store.fileBytes(id) else { throw FileBytesUnavailable(id: id) }
-                return (file, bytes)
+                return file
             }
         }
         let file: StoredFile
-        let bytes: Data
         switch found {
-        case .failure(let error as FileBytesUnavailable):
-            FileHandle.standardError.write(Data("formsync server: \(error)\n".utf8))
-            return Self.storeUnavailable()
         case .failure(let error):
             return failure(error, "file error")
         case .success(nil):
             return .problem(404, "Not Found", detail: "no file \(id) in this workspace", code: "no-such-file")
         case .success(let stored?):
-            (file, bytes) = stored
+            file = stored
         }
         let etag = "\"" + file.digest.map { String(format: "%02x", $0) }.joined() + "\""
         var headers: [(String, String)] = [
             ("Content-Type", file.contentType ?? "application/octet-stream"), ("ETag", etag), ("Accept-Ranges", "bytes"),
             ("Repr-Digest", FileRef.digestText(file.digest)), ("Cache-Control", "private, max-age=31536000, immutable"),
         ]
-        let total = Int64(bytes.count)
+        let total = file.byteCount
+        // The bytes are read as the client takes them, a piece at a time: a file of any size,
+        // to any number of slow readers, costs each connection one piece of memory.
+        func body(from first: Int64, through last: Int64) -> HTTPBodyStream {
+            let digest = file.digest
+            return HTTPBodyStream(count: last - first + 1) { [self] offset, count in
+                try locked { try store.fileBytes(digest: digest, from: first + offset, count: count) }
+            }
+        }
         guard let range = request.header("range"), request.header("if-range").map({ $0 == etag }) ?? true else {
-            return HTTPResponse(status: 200, headers: headers, body: bytes)
+            return HTTPResponse(status: 200, headers: headers, stream: body(from: 0, through: total - 1))
         }
         guard let (first, last) = Self.byteRange(range, total: total) else {
             headers.append(("Content-Range", "bytes */\(total)"))
@@ -298,7 +295,7 @@ extension SyncServer {
             return refusal
         }
         headers.append(("Content-Range", "bytes \(first)-\(last)/\(total)"))
-        return HTTPResponse(status: 206, headers: headers, body: bytes.subdata(in: Int(first)..<Int(last + 1)))
+        return HTTPResponse(status: 206, headers: headers, stream: body(from: first, through: last))
     }
 
     /// One range within `total` bytes, as RFC 9110 §14.1.2 reads it: `bytes=<first>-<last>`

@@ -298,7 +298,13 @@ public final class SyncServer: @unchecked Sendable {
             answered.signal()
         }
         answered.wait()
-        return answer.withLock { $0 } ?? nil
+        // In process, a streamed body (a stored file) is handed over whole.
+        guard let response = answer.withLock({ $0 }) ?? nil, response.stream != nil else { return answer.withLock { $0 } ?? nil }
+        do {
+            return try response.materialized()
+        } catch {
+            return failure(error, "file error")
+        }
     }
 
     /// Answers one request through `reply`, called once its answer and everything it read or

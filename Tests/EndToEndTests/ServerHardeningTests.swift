@@ -122,6 +122,81 @@ struct ServerHardeningTests {
         }
     }
 
+    /// Issue 44, defect 3: every reply to `GET /files/<id>` was held whole in memory: 24
+    /// clients that did not read a 64 MiB file took the server from 35 MiB to 2.4 GiB. A body
+    /// is now read a piece at a time as each client takes it.
+    @Test func twentyFourClientsThatDoNotReadALargeBodyCostTheServerAPieceEach() async throws {
+        try await OffThePool.run {
+            let size: Int64 = 64 << 20
+            // The body: a 1 MiB pattern repeated (held with its first piece again after it, so
+            // that any stretch of up to a piece is one slice).
+            let block = 1 << 20
+            var random = SplitMix64(state: 44)
+            let base = Data((0..<block).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+            let pattern = base + base.prefix(HTTPServer.streamPieceBytes)
+            @Sendable func expected(_ offset: Int64, _ count: Int) -> Data {
+                let start = Int(offset % Int64(block))
+                return pattern.subdata(in: start..<start + count)
+            }
+            var limits = HTTPServer.Limits()
+            limits.idleTimeout = 3600
+            let server = HTTPServer(limits: limits) { _ in
+                HTTPResponse(status: 200, stream: HTTPBodyStream(count: size) { offset, count in expected(offset, count) })
+            }
+            let port = try server.start()
+            defer { server.stop() }
+            var idle: [Int32] = []
+            defer { for fd in idle { close(fd) } }
+            for _ in 0..<24 {
+                let fd = Self.connectTo(port)
+                Self.send(fd, "GET /big HTTP/1.1\r\n\r\n")
+                idle.append(fd)
+            }
+            // Ordered by what the server says it is doing: every reply under way.
+            var turns = 0
+            while server.streamingReplies.count < 24 && turns < 100_000 {
+                usleep(1000)
+                turns += 1
+            }
+            let streaming = server.streamingReplies
+            #expect(streaming.count == 24)
+            #expect(streaming.bytesHeld <= 24 * HTTPServer.streamPieceBytes, "at most a piece per reply, not 24 × 64 MiB")
+            #expect(streaming.bytesHeld <= HTTPServer.streamBudgetBytes)
+
+            // A client that reads gets the whole body, every byte where it belongs.
+            let reader = Self.connectTo(port)
+            defer { close(reader) }
+            Self.send(reader, "GET /big HTTP/1.1\r\nConnection: close\r\n\r\n")
+            var timeout = timeval(tv_sec: 30, tv_usec: 0)
+            setsockopt(reader, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var received = Data()
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            var headText = ""
+            var offset: Int64 = 0
+            var wrongPieces = 0
+            while true {
+                let n = buffer.withUnsafeMutableBytes { recv(reader, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                received.append(contentsOf: buffer[0..<n])
+                if headText.isEmpty, let end = received.range(of: Data([13, 10, 13, 10])) {
+                    headText = String(decoding: received[..<end.lowerBound], as: UTF8.self)
+                    received = Data(received[end.upperBound...])
+                }
+                guard !headText.isEmpty, received.count >= 1 << 16 else { continue }
+                if received != expected(offset, received.count) { wrongPieces += 1 }
+                offset += Int64(received.count)
+                received = Data()
+            }
+            if !received.isEmpty {
+                if received != expected(offset, received.count) { wrongPieces += 1 }
+                offset += Int64(received.count)
+            }
+            #expect(headText.contains("Content-Length: \(size)"))
+            #expect(offset == size)
+            #expect(wrongPieces == 0)
+        }
+    }
+
     @Test func theServersBookkeepingStaysBoundedOverManyRequests() async throws {
         try await OffThePool.run {
             let server = HTTPServer { _ in .json(200, ["ok": true]) }

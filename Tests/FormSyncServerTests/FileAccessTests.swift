@@ -1,8 +1,10 @@
 import CorpusForms
+import FormSyncHTTP
 import FormSyncModel
-import FormSyncServer
 import Foundation
 import Testing
+
+@testable import FormSyncServer
 
 /// Who may fetch a stored file (`GET /files/<id>`): the principal that uploaded it, a device
 /// that sees a record naming it, and the back office; nobody else of the workspace, however
@@ -59,5 +61,32 @@ struct FileAccessTests {
         #expect(s.send("GET", "/files/\(id)", as: "globex", workspace: "globex").status == 200)
         #expect(s.send("GET", "/files/\(id)").status == 404)
         #expect(s.send("GET", "/files/\(id)", as: "office").status == 404)
+    }
+
+    /// Issue 44, defect 3: a 1-byte range of a file read the whole file into memory. The reply
+    /// now holds no bytes of its own: its body is read from the range alone as it is sent.
+    @Test func aRangeOfAStoredFileIsReadFromItsOwnBytesAlone() throws {
+        let s = try Setup()
+        let photo = PendingFileServerTests.jpeg(3_000_000)
+        let stored = s.upload(photo, document: "file-big", type: "image/jpeg")
+        let id = try #require((stored.json["id"] as? NSNumber)?.int64Value)
+        let token = try #require(s.tokens["ada"])
+        let reply = s.server.fileDownload(
+            HTTPRequest(
+                method: "GET", path: "/files/\(id)", query: nil,
+                headers: ["authorization": "Bearer \(token)", "formsync-workspace": "acme", "range": "bytes=2999999-"], body: Data()))
+        #expect(reply.status == 206)
+        #expect(reply.body.isEmpty, "nothing read before it is sent")
+        let stream = try #require(reply.stream)
+        #expect(stream.count == 1)
+        #expect(try stream.read(0, 1) == photo.suffix(1))
+        let whole = try #require(
+            s.server.fileDownload(
+                HTTPRequest(
+                    method: "GET", path: "/files/\(id)", query: nil,
+                    headers: ["authorization": "Bearer \(token)", "formsync-workspace": "acme"],
+                    body: Data())
+            ).stream)
+        #expect(try whole.readAll() == photo)
     }
 }
