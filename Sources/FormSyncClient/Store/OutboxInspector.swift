@@ -21,15 +21,30 @@ public final class OutboxInspector {
     /// database, or one written by a newer FormSync.
     public init(path: String) throws {
         self.path = path
-        try Self.checkHeader(path)
+        // The real file, wherever a symbolic link points: its log is beside it, and the copy is
+        // of its bytes (a copied link would lead SQLite back to the original).
+        let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        let size = try Self.regularFileSize(real, original: path, what: "it")
+        let expected = try Self.checkHeader(real, original: path)
+        if let expected, expected != size {
+            throw OutboxError.notAnOutbox(
+                path: path, reason: "it is \(size) bytes, and its header says \(expected): not a whole SQLite database")
+        }
+        let log = real + "-wal"
+        let logSize: Int64? =
+            FileManager.default.fileExists(atPath: log) ? try Self.regularFileSize(log, original: path, what: "its -wal log") : nil
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("formsync-inspect-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         do {
-            let copy = (folder as NSString).appendingPathComponent("outbox.sqlite")
-            try FileManager.default.copyItem(atPath: path, toPath: copy)
-            if FileManager.default.fileExists(atPath: path + "-wal") {
-                try FileManager.default.copyItem(atPath: path + "-wal", toPath: copy + "-wal")
+            let free = try URL(fileURLWithPath: folder).resourceValues(forKeys: [.volumeAvailableCapacityKey]).volumeAvailableCapacity
+            let needed = size + (logSize ?? 0)
+            if let free, Int64(free) < needed + (64 << 20) {
+                throw OutboxError.notAnOutbox(
+                    path: path, reason: "a copy of its \(needed) bytes would not fit in the temporary folder (\(free) bytes free)")
             }
+            let copy = (folder as NSString).appendingPathComponent("outbox.sqlite")
+            try Self.copyBytes(from: real, to: copy, count: size)
+            if let logSize { try Self.copyBytes(from: log, to: copy + "-wal", count: logSize) }
             store = try Self.open(copy, original: path)
         } catch {
             try? FileManager.default.removeItem(atPath: folder)
@@ -108,26 +123,66 @@ public final class OutboxInspector {
         }
     }
 
-    /// The first 100 bytes of an SQLite file say what it is: its magic, and (at offset 68,
-    /// big-endian) the application id FormSync stamps on every outbox.
-    private static func checkHeader(_ path: String) throws {
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
-            throw OutboxError.notAnOutbox(path: path, reason: "there is no such file")
+    /// The size of the regular file at `file`; anything else (a FIFO that would never end, a
+    /// device, a folder, a socket) is refused before it is opened.
+    private static func regularFileSize(_ file: String, original: String, what: String) throws -> Int64 {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: file) else {
+            throw OutboxError.notAnOutbox(path: original, reason: what == "it" ? "there is no such file" : "\(what) cannot be read")
         }
-        guard !isFolder.boolValue else { throw OutboxError.notAnOutbox(path: path, reason: "it is a folder") }
+        switch attributes[.type] as? FileAttributeType {
+        case .typeRegular?:
+            return (attributes[.size] as? NSNumber)?.int64Value ?? 0
+        case .typeDirectory?:
+            throw OutboxError.notAnOutbox(path: original, reason: "\(what == "it" ? "it is" : "\(what) is") a folder")
+        default:
+            throw OutboxError.notAnOutbox(
+                path: original, reason: "\(what == "it" ? "it is" : "\(what) is") not a regular file (a pipe, a device or a socket)")
+        }
+    }
+
+    /// The first 100 bytes of an SQLite file say what it is: its magic, and (at offset 68,
+    /// big-endian) the application id FormSync stamps on every outbox. Returns the size the
+    /// header gives the database (page size × page count), when the header's count is valid.
+    private static func checkHeader(_ path: String, original: String) throws -> Int64? {
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw OutboxError.notAnOutbox(path: path, reason: "it cannot be read")
+            throw OutboxError.notAnOutbox(path: original, reason: "it cannot be read")
         }
         defer { try? handle.close() }
         let header = (try? handle.read(upToCount: 100)) ?? Data()
-        guard !header.isEmpty else { throw OutboxError.notAnOutbox(path: path, reason: "the file is empty") }
+        guard !header.isEmpty else { throw OutboxError.notAnOutbox(path: original, reason: "the file is empty") }
         guard header.count == 100, header.prefix(16) == Data("SQLite format 3\0".utf8) else {
-            throw OutboxError.notAnOutbox(path: path, reason: "it is not an SQLite database")
+            throw OutboxError.notAnOutbox(path: original, reason: "it is not an SQLite database")
         }
-        let id = header[68..<72].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        func number(_ range: Range<Int>) -> Int64 { header[range].reduce(Int64(0)) { $0 << 8 | Int64($1) } }
+        let id = number(68..<72)
         guard id == OutboxStore.applicationID || id == 0 else {
-            throw OutboxError.notAnOutbox(path: path, reason: "its application id is \(id), not FormSync's")
+            throw OutboxError.notAnOutbox(path: original, reason: "its application id is \(id), not FormSync's")
+        }
+        // The page count at offset 28 is valid when the change counter (24) equals the
+        // version-valid-for number (92), as every SQLite since 3.7.0 keeps it.
+        let pageSize = number(16..<18) == 1 ? 65_536 : number(16..<18)
+        guard (512...65_536).contains(pageSize), pageSize & (pageSize - 1) == 0 else {
+            throw OutboxError.notAnOutbox(path: original, reason: "its header names no valid page size")
+        }
+        guard number(24..<28) == number(92..<96), number(28..<32) > 0 else { return nil }
+        return pageSize * number(28..<32)
+    }
+
+    /// Copies the first `count` bytes of `source` (a regular file) to a new file at `target`, a
+    /// megabyte at a time; the source is only read.
+    private static func copyBytes(from source: String, to target: String, count: Int64) throws {
+        guard FileManager.default.createFile(atPath: target, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: source))
+        defer { try? input.close() }
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: target))
+        defer { try? output.close() }
+        var copied: Int64 = 0
+        while copied < count {
+            guard let piece = try input.read(upToCount: Int(min(1 << 20, count - copied))), !piece.isEmpty else { break }
+            try output.write(contentsOf: piece)
+            copied += Int64(piece.count)
         }
     }
 
