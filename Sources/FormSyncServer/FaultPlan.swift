@@ -8,10 +8,12 @@ public final class FaultPlan: Sendable {
     public enum Fault: Sendable, Equatable {
         /// Process and commit the request, then close the connection without replying.
         case dropAfterCommit
-        /// Hold the request this long (after marking its key in flight), then process it.
+        /// Hold the request this long (after marking its key in flight; an append before it is
+        /// read), then process it.
         case delay(milliseconds: Int)
-        /// Hold the request (after marking its key in flight) until `releaseHeld()`: a test orders
-        /// events by it (`waitUntilHolding`) instead of by a guess of time.
+        /// Hold the request (after marking its key in flight; an append before it is read) until
+        /// `releaseHeld()`: a test orders events by it (`waitUntilHolding`) instead of by a guess
+        /// of time.
         case hold
         /// 503 with `Retry-After`, before processing.
         case unavailable(retryAfterSeconds: Int)

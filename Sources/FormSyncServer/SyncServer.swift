@@ -368,6 +368,11 @@ public final class SyncServer: @unchecked Sendable {
                 429, "Too Many Requests", detail: "slow down", code: "rate-limited", headers: [("Retry-After", String(seconds))])
         case .unauthorized:
             return .problem(401, "Unauthorized", detail: "the token expired", code: "bad-token", headers: [("WWW-Authenticate", "Bearer")])
+        case .delay(let milliseconds) where route == .append:
+            // An append has no ledger entry to hold it in: it is held before it is read.
+            faults.holding { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
+        case .hold where route == .append:
+            faults.holding { faults.waitForRelease() }
         default:
             break
         }

@@ -47,30 +47,41 @@ struct DeferredFileTests {
                     binary.path,
                     [
                         "demo-device", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken,
-                        "--timeout", "3", "--lease-ms", "4000", "--resumable-from", "1000000", "--chunk-bytes", "262144",
+                        "--timeout", "15", "--lease-ms", "16000", "--resumable-from", "1000000", "--chunk-bytes", "262144",
                     ], standardOutput: .file(log), standardError: .file(log))
             }
             func photoBytesReceived() -> Int { world.server.requestLog().filter { $0.method == "PATCH" }.map(\.bodyBytes).reduce(0, +) }
 
-            // 1. The delivery lands while the photo is still on its way (only the signature is
-            // stored when it does), and the device is killed once a third of the photo is in.
+            // 1. A third of the photo goes in, and its fifth append is held on the server: the
+            // photo cannot finish, whatever the machine's speed, until the test lets it.
+            world.server.faults.add(.delay(milliseconds: 0), count: 4, target: .appends)
+            world.server.faults.add(.hold, count: 1, target: .appends)
             let first = try device()
-            var landed: Bool?
-            let until = Date().addingTimeInterval(60)
-            while first.isRunning, Date() < until {
-                if landed == nil, world.server.document("delivery-1") != nil { landed = world.server.fileIDs().count == 1 }
-                if landed != nil, photoBytesReceived() >= Self.photoBytes / 3 { break }
-                try await Task.sleep(for: .milliseconds(20))
+            var turns = 0
+            while first.isRunning, turns < 60_000,
+                !(photoBytesReceived() >= 4 * 262_144 && world.server.faults.waitUntilHolding(1, seconds: 0))
+            {
+                try await Task.sleep(for: .milliseconds(5))
+                turns += 1
             }
-            #expect(landed == true, "the delivery reached the server only after its photo")
-            // 2. Killed mid-upload.
+            // 2. The delivery lands while the photo is held on its way (only the signature is
+            // stored when it does).
+            turns = 0
+            while first.isRunning, turns < 60_000, world.server.document("delivery-1") == nil {
+                try await Task.sleep(for: .milliseconds(5))
+                turns += 1
+            }
+            #expect(world.server.document("delivery-1") != nil, "the delivery did not land while its photo was held")
+            #expect(world.server.fileIDs().count == 1, "the delivery reached the server only after its photo")
+            // 3. Killed mid-upload; the held append then goes on without its device.
             first.signal(SIGKILL)
             _ = first.waitUntilExit()
+            world.server.faults.releaseHeld(1)
             let before = photoBytesReceived()
             #expect(before > 0 && before < Self.photoBytes)
             #expect(world.server.fileIDs().count == 1, "the photo is not stored yet")
 
-            // 3. A new process resumes from the server's offset, and the photo completes the delivery.
+            // 4. A new process resumes from the server's offset, and the photo completes the delivery.
             let second = try device()
             #expect(second.waitUntilExit() == .exit(0))
             let held = try #require(world.server.document("delivery-1"))
