@@ -29,16 +29,21 @@ extension Outbox {
 
     /// Fetches the files of pulled records whose fields say `download: eager` and that are not
     /// on the device yet, at most `limit` of them (the engine calls it after each pull); returns
-    /// how many it fetched. A file that cannot be fetched now is tried at the next call.
+    /// how many it fetched. A file that cannot be fetched now is tried at the next call. On a
+    /// metered network (`setNetworkCost`) a file larger than its limit, or of a size the record
+    /// does not give, waits for a cheaper one, as uploads do: a person who opens it still gets
+    /// it at once (`file(for:)`).
     @discardableResult
     public func fetchEagerFiles(limit: Int = 32) async -> Int {
         let types = recordStore.recordTypes.names.compactMap { recordStore.recordTypes[$0] }.filter(\.fetchesFilesEagerly)
         guard !types.isEmpty else { return 0 }
+        let metered = lifecycle.meteredFileLimit
         var wanted: [Int64] = []
         for type in types where wanted.count < limit {
             guard let records = try? storage({ try store.storedRecords(workspace: workspace, type: type.name) }) else { continue }
             for record in records where wanted.count < limit {
                 for use in type.fileUses(record.payload) where use.eager && use.ref.id > 0 && !wanted.contains(use.ref.id) {
+                    if let metered, (use.ref.byteCount ?? .max) > metered { continue }
                     if (try? storage({ try store.cachedFile(workspace: workspace, id: use.ref.id) })) == nil { wanted.append(use.ref.id) }
                 }
             }
@@ -105,6 +110,8 @@ extension Outbox {
                 id: id, reason: "the bytes fetched are not the file's (digest mismatch); fetched again next time")
         }
         guard rename(partial, final.path) == 0 else { throw OutboxError.fileUnavailable(id: id, reason: "cannot move the copy into place") }
+        // A pulled record's photo is as private as a captured one: the outbox's protection class.
+        try? configuration.fileProtection.apply(to: [final.path])
         try write(.normal) { try store.noteCachedFile(workspace: workspace, id: id, byteCount: total, sha256: digest, usedAt: now) }
         try evictCachedFiles(keeping: id)
         return final
@@ -144,10 +151,12 @@ extension Outbox {
         return (cacheDirectory as NSString).appendingPathComponent("\(tag)-\(id)")
     }
 
+    /// The cache's folder, in the outbox's data protection class (files made in it inherit it).
     private func makeCacheDirectory() throws {
         do {
             try FileManager.default.createDirectory(
                 atPath: cacheDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try configuration.fileProtection.apply(to: [cacheDirectory])
         } catch {
             throw OutboxError.fileUnavailable(id: 0, reason: "cannot create \(cacheDirectory): \(error.localizedDescription)")
         }
