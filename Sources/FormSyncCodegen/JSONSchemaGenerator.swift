@@ -249,7 +249,27 @@ public enum JSONSchemaGenerator {
             if let message = field.constraintMessage { schema.append(("x-formsync-constraint-message", .string(message))) }
         }
         if let calculate = field.calculate { schema.append(("x-formsync-calculate", .string(calculate.text))) }
-        if let filter = field.choiceFilter { schema.append(("x-formsync-choice-filter", .string(filter.text))) }
+        if let filter = field.choiceFilter {
+            schema.append(("x-formsync-choice-filter", .string(filter.text)))
+            // What `option.<column>` reads, for a server that evaluates the filter itself.
+            let set: ChoiceSet? =
+                switch field.kind {
+                case .choice(let set), .multiChoice(let set, _): set
+                default: nil
+                }
+            if let set, !set.columns.isEmpty {
+                schema.append(
+                    (
+                        "x-formsync-options",
+                        .array(
+                            set.options.map { option in
+                                .object(
+                                    [("value", .string(option.value))]
+                                        + zip(set.columns, option.columnValues).map { ($0.0, JSONValue.string($0.1)) })
+                            })
+                    ))
+            }
+        }
         if field.conflict != .merge { schema.append(("x-formsync-conflict", .string(field.conflict.rawValue))) }
         return .object(schema)
     }

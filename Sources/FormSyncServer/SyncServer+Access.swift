@@ -132,7 +132,11 @@ extension SyncServer {
     }
 
     func misdirected(_ request: HTTPRequest) -> HTTPResponse? {
-        guard let workspace, let named = request.header("formsync-workspace"), named != workspace, request.path != "/health" else {
+        // A malformed name is no workspace at all: `400 bad-workspace` (the caller's check says
+        // so), as on a server of several workspaces.
+        guard let workspace, let named = request.header("formsync-workspace"), named != workspace, request.path != "/health",
+            Self.isIdentifier(named)
+        else {
             return nil
         }
         return .problem(
