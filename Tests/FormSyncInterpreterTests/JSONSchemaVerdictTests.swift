@@ -197,6 +197,22 @@ struct JSONSchemaVerdictTests {
         }
     }
 
+    /// Issue 44, defect 15: a server in another language could not evaluate `choice_filter:`
+    /// without the options' columns; the schema now carries them beside the filter.
+    @Test func aFilteredChoiceCarriesItsOptionsColumnsInTheSchema() throws {
+        let survey = try #require(
+            InterpreterDifferentialTests.folders.lazy.flatMap { InterpreterDifferentialTests.specs($0) }.compactMap(\.form).first {
+                $0.name == "Survey"
+            })
+        let schema = try #require(
+            JSONSerialization.jsonObject(with: Data(JSONSchemaGenerator.schema(for: survey).rendered().utf8)) as? [String: Any])
+        let district = try #require((schema["properties"] as? [String: Any])?["district"] as? [String: Any])
+        #expect(district["x-formsync-choice-filter"] as? String == "option.region = region")
+        let options = try #require(district["x-formsync-options"] as? [[String: String]])
+        #expect(options.first == ["value": "harbour", "region": "north", "kind": "urban"])
+        #expect(options.map { $0["value"] } == ["harbour", "old_town", "vineyards", "coast", "madeira"])
+    }
+
     /// What JSON Schema cannot say; docs/PROTOCOL.md §7 lists each.
     static let gaps: [Case] = [
         Case(
