@@ -22,7 +22,22 @@ extension SpecChecker {
         if let node = keys["pattern"]?.value, let value = text(node, "pattern") {
             do {
                 // Kept without a leading ^ or trailing $, which mean nothing more.
-                pattern = try Pattern(value).body
+                let compiled = try Pattern(value)
+                pattern = compiled.body
+                // A large pattern is bounded by its field's max_length, or it is refused: a long
+                // value would cost a server's worker seconds (Pattern.workBudget).
+                let steps = compiled.instructionCount
+                let bounded =
+                    maxLength.map { length in
+                        let (work, overflow) = steps.multipliedReportingOverflow(by: length)
+                        return !overflow && work <= Pattern.workBudget
+                    } ?? false
+                if steps > Pattern.unboundedInstructions && !bounded {
+                    self.error(
+                        node.location,
+                        "pattern '\(value)' is \(steps) steps long: give the field a max_length of at most \(Pattern.workBudget / steps) (a longer value would take too long to check), or use smaller bounds"
+                    )
+                }
             } catch {
                 for problem in error.reasons { self.error(node.location, "pattern '\(value)': \(problem)") }
             }

@@ -12,6 +12,13 @@ public struct FieldValidator: Sendable {
 
     public init() {}
 
+    /// The pattern work one payload may take in all (steps of `Pattern`'s machine): each value
+    /// is bounded by `Pattern.workBudget`, and a payload of thousands of values by this; past
+    /// it, a value left to check is refused as too costly.
+    package static let payloadPatternBudget = 20_000_000
+    /// What is left of this validation's pattern work.
+    package var patternWorkLeft = FieldValidator.payloadPatternBudget
+
     /// Records a failure.
     public mutating func fail(_ pointer: String, _ code: String, _ detail: String) {
         errors.append(FieldError(pointer: pointer, code: code, detail: detail))
@@ -56,7 +63,13 @@ public struct FieldValidator: Sendable {
             fail(pointer(), "pattern", "The pattern of this field is not one FormSync accepts.")
             return
         }
-        if !compiled.matches(value) { fail(pointer(), "pattern", "Does not have the expected format.") }
+        let (verdict, steps) = compiled.check(value, budget: min(Pattern.workBudget, patternWorkLeft))
+        patternWorkLeft = max(0, patternWorkLeft - steps)
+        switch verdict {
+        case .match: break
+        case .noMatch: fail(pointer(), "pattern", "Does not have the expected format.")
+        case .tooCostly: fail(pointer(), "pattern", "Too long to check against the expected format; shorten it.")
+        }
     }
 
     /// A number within bounds.

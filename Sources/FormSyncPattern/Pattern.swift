@@ -31,6 +31,23 @@ public struct Pattern: Sendable, Equatable {
     public static let maxRepeat = 1000
     /// The deepest nesting of groups.
     public static let maxDepth = 16
+    /// The most work one value may take to check, in steps of the machine (a thread moved on by
+    /// one scalar). Linear in the value is not enough when a pattern holds thousands of states:
+    /// `[0-9]{0,999}` nine times over 9,000 digits is 81 million steps, and a payload of a
+    /// hundred such values held a server's worker for a minute. A value that would take more is
+    /// refused (`Verdict.tooCostly`), the same on the device and the server; the spec checker
+    /// refuses a large pattern whose field's `max_length` would let a value come near it.
+    public static let workBudget = 1_000_000
+    /// A pattern of more instructions than this needs its field's `max_length`, and the two
+    /// together must stay within `workBudget`.
+    public static let unboundedInstructions = 512
+
+    /// What checking a value found.
+    public enum Verdict: Sendable, Equatable {
+        case match, noMatch
+        /// The value would take more than the budget to check: refused without an answer.
+        case tooCostly
+    }
 
     /// The pattern as written in the spec.
     public let source: String
@@ -78,10 +95,20 @@ public struct Pattern: Sendable, Equatable {
 
     /// Whether the whole of `value` matches.
     public func matches(_ value: String) -> Bool {
+        verdict(value, budget: .max) == .match
+    }
+
+    /// Whether the whole of `value` matches, in at most `budget` steps of the machine.
+    public func verdict(_ value: String, budget: Int = Pattern.workBudget) -> Verdict {
+        check(value, budget: budget).verdict
+    }
+
+    /// `verdict`, with the steps it took (at most `budget`, a little past it when refused).
+    public func check(_ value: String, budget: Int = Pattern.workBudget) -> (verdict: Verdict, steps: Int) {
         let count = program.count
         // The generation each instruction was last added in, the threads at this scalar and the
         // next, and the stack of the closure (each instruction is expanded once per scalar).
-        return withUnsafeTemporaryAllocation(of: Int.self, capacity: 4 * count + 2) { scratch -> Bool in
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: 4 * count + 2) { scratch -> (verdict: Verdict, steps: Int) in
             let seen = UnsafeMutableBufferPointer(rebasing: scratch[0..<count])
             var current = UnsafeMutableBufferPointer(rebasing: scratch[count..<(2 * count)])
             var next = UnsafeMutableBufferPointer(rebasing: scratch[(2 * count)..<(3 * count)])
@@ -113,8 +140,11 @@ public struct Pattern: Sendable, Equatable {
             }
 
             var currentCount = 0
+            var steps = 0
             add(0, to: current, &currentCount)
             for scalar in value.unicodeScalars {
+                steps += currentCount
+                if steps > budget { return (.tooCostly, steps) }
                 generation += 1
                 var nextCount = 0
                 for index in 0..<currentCount {
@@ -128,12 +158,12 @@ public struct Pattern: Sendable, Equatable {
                     }
                     if advances { add(pc + 1, to: next, &nextCount) }
                 }
-                guard nextCount > 0 else { return false }
+                guard nextCount > 0 else { return (.noMatch, steps) }
                 swap(&current, &next)
                 currentCount = nextCount
             }
-            for index in 0..<currentCount where program[current[index]] == .match { return true }
-            return false
+            for index in 0..<currentCount where program[current[index]] == .match { return (.match, steps) }
+            return (.noMatch, steps)
         }
     }
 

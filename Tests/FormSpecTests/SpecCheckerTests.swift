@@ -172,3 +172,26 @@ struct SpecCheckerTests {
         #expect(field.kind == bare.form?.fields.first?.kind)
     }
 }
+
+/// Issue 44, defect 6: a large pattern is accepted only with a max_length that keeps a value's
+/// check within `Pattern.workBudget`.
+struct PatternBoundCheckTests {
+    static func spec(_ field: String) -> String {
+        "form: Code\nversion: 1\nendpoint: /codes\nfields:\n  code: \(field)\n"
+    }
+
+    static let costly = String(repeating: "[0-9]{0,999}", count: 9) + "x"
+
+    @Test func aLargePatternNeedsAMaxLengthThatBoundsItsWork() throws {
+        let unbounded = SpecLoader.check(text: Self.spec("{ type: text, pattern: '\(Self.costly)' }"), path: "Code.yaml")
+        let message = try #require(unbounded.diagnostics.first?.description)
+        #expect(message.contains("give the field a max_length of at most"), "\(message)")
+        #expect(unbounded.form == nil)
+        let tooLong = SpecLoader.check(text: Self.spec("{ type: text, max_length: 5000, pattern: '\(Self.costly)' }"), path: "Code.yaml")
+        #expect(tooLong.form == nil)
+        let bounded = SpecLoader.check(text: Self.spec("{ type: text, max_length: 50, pattern: '\(Self.costly)' }"), path: "Code.yaml")
+        #expect(bounded.diagnostics.isEmpty, "\(bounded.diagnostics)")
+        let small = SpecLoader.check(text: Self.spec("{ type: text, pattern: '[A-Z]{2}[0-9]{4}' }"), path: "Code.yaml")
+        #expect(small.diagnostics.isEmpty, "a small pattern needs no max_length")
+    }
+}
