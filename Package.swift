@@ -36,7 +36,7 @@ let package = Package(
         // The small SQLite layer the device and the reference server share.
         .target(name: "FormSyncSQLite", dependencies: ["CSQLite"]),
         // The device side: Store/, Outbox/, Engine/, Transport/, Stash/.
-        .target(name: "FormSyncClient", dependencies: ["CSQLite", "FormSyncModel", "FormSyncSQLite"]),
+        .target(name: "FormSyncClient", dependencies: ["FormSyncModel", "FormSyncSQLite"]),
         // A small HTTP/1.1 server (parser, limits, workers): it knows nothing of the protocol.
         .target(name: "FormSyncHTTP"),
         // The reference server: the protocol's logic and its stores, served through FormSyncHTTP.
@@ -86,9 +86,8 @@ let package = Package(
         .target(
             name: "FormSyncTorture",
             dependencies: [
-                "FieldForms", "FieldFormsUpdate", "FormSpec", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer",
-                "FormSyncSQLite",
-                "FormSyncTesting", "FormSyncInterpreter", "FormSyncPostgres",
+                "FieldForms", "FieldFormsUpdate", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite",
+                "FormSyncTesting", "FormSyncPostgres",
             ]),
 
         // The example forms: every *.yaml in FormSpecs/ is compiled by the plugin.

@@ -132,6 +132,74 @@ struct PackageShapeTests {
         }
     }
 
+    /// Issue 44: four declared dependencies were never imported (`FormSyncClient → CSQLite`
+    /// among them). Every target a target declares is imported by one of its files.
+    @Test func everyDeclaredTargetDependencyIsImported() async throws {
+        try await OffThePool.run {
+            let manifest = try Self.manifest()
+            let targetNames = Set(manifest.targets.map(\.name))
+            var problems: [String] = []
+            for target in manifest.targets where target.type != "system" && target.type != "plugin" {
+                let folder = target.path ?? (target.type == "test" ? "Tests/\(target.name)" : "Sources/\(target.name)")
+                let url = Self.root.appendingPathComponent(folder)
+                guard let walker = FileManager.default.enumerator(atPath: url.path) else { continue }
+                var imported: Set<String> = []
+                for case let file as String in walker {
+                    if file.hasSuffix(".swift") {
+                        imported.formUnion(Self.imports(in: try String(contentsOf: url.appendingPathComponent(file), encoding: .utf8)))
+                    } else if file.hasSuffix(".yaml") {
+                        imported.insert("FormSyncModel")  // the plugin's code for these specs imports it
+                    }
+                }
+                for dependency in target.dependencyNames where targetNames.contains(dependency) && !imported.contains(dependency) {
+                    let kind = manifest.targets.first { $0.name == dependency }?.type ?? ""
+                    if kind == "executable" { continue }  // a tool a plugin of the target runs
+                    problems.append("\(target.name) declares \(dependency) and never imports it")
+                }
+            }
+            #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+        }
+    }
+
+    /// docs/Layout.md is the map a reader finds the code by: every module of `Sources/` has a
+    /// row, and every file or type a row names exists (issue 44: it left out `FormSyncPostgres`
+    /// and `Fuzz/`, and named files that did not exist).
+    @Test func theLayoutHasARowForEveryModuleAndNamesOnlyWhatExists() throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("docs/Layout.md"), encoding: .utf8)
+        let modules = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Sources").path)
+        let rows = text.split(separator: "\n").filter { $0.hasPrefix("| `") }
+        for module in modules {
+            #expect(rows.contains { $0.contains("`Sources/\(module)`") }, "docs/Layout.md has no row for Sources/\(module)")
+        }
+        #expect(rows.contains { $0.hasPrefix("| `Fuzz/`") })
+        // Every Swift file of Sources, and every type declared there.
+        var files: Set<String> = []
+        var types: Set<String> = []
+        let declaration = try NSRegularExpression(pattern: #"(?:struct|class|enum|actor|protocol|typealias)\s+([A-Z][A-Za-z0-9]*)"#)
+        let sources = Self.root.appendingPathComponent("Sources")
+        for case let file as String in FileManager.default.enumerator(atPath: sources.path)! where file.hasSuffix(".swift") {
+            files.insert(String((file as NSString).lastPathComponent.dropLast(6)))
+            let code = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            for match in declaration.matches(in: code, range: NSRange(code.startIndex..., in: code)) {
+                if let range = Range(match.range(at: 1), in: code) { types.insert(String(code[range])) }
+            }
+        }
+        let named = try NSRegularExpression(pattern: #"`([A-Z][A-Za-z0-9]*(?:\+[A-Za-z]+)?|\+[A-Za-z]+)`"#)
+        var unknown: [String] = []
+        for row in rows where row.hasPrefix("| `Sources/") {
+            let line = String(row)
+            for match in named.matches(in: line, range: NSRange(line.startIndex..., in: line)) {
+                guard let range = Range(match.range(at: 1), in: line) else { continue }
+                let name = String(line[range])
+                let known =
+                    name.hasPrefix("+")
+                    ? files.contains { $0.hasSuffix(name) } : files.contains(name) || types.contains(name) || modules.contains(name)
+                if !known { unknown.append(name) }
+            }
+        }
+        #expect(unknown.isEmpty, "docs/Layout.md names what Sources does not hold: \(unknown)")
+    }
+
     @Test func everyModuleHasATestTargetNamedAfterIt() async throws {
         try await OffThePool.run {
             let manifest = try Self.manifest()
