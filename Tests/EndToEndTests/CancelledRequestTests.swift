@@ -82,7 +82,12 @@ struct CancelledRequestTests {
 
     @Test func aCancelledCallerStopsWaitingAndItsRequestRunsOnToItsReply() async throws {
         let server = try HeldReplyServer()
-        let transport = HTTPTransport(workspace: "acme", baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: 15) { "token" }
+        // The request's own timeout is the longest there is: what is tested is that the
+        // caller's cancellation does not close the connection, and on a machine slow enough the
+        // held reply outlived a 15 s timeout, which closed it (issue 49, a run pinned to one core).
+        let transport = HTTPTransport(workspace: "acme", baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: 3_600) {
+            "token"
+        }
         let sending = Task { await transport.send(Self.submission("held-1")) }
         #expect(try await server.waitForRequest())
         sending.cancel()
