@@ -184,6 +184,7 @@ extension Conformance {
 
         await authority()
         await fieldErrors(form, object)
+        await fieldRules()
         await wrongPath()
         await olderVersion()
         await placeholder()
@@ -247,6 +248,47 @@ extension Conformance {
             Rules.invalidPayload, rejected.status == 422 && rejected.code == "invalid-payload" && pointers.contains("#/\(field.name)"),
             "\(Self.describe(rejected)) pointers \(pointers)", about: "\(form.name) without \(field.name)")
         problem(rejected, "an invalid payload")
+    }
+
+    /// One payload per kind of field rule the specs hold, breaking that rule alone (§6): a
+    /// server that ignores `pattern`, `max_length`, a range, `constraint`, `not_relevant`,
+    /// `calculated` or `not_offered` fails here. The kinds no payload could break alone are
+    /// named as not checked.
+    mutating func fieldRules() async {
+        var present: Set<String> = []
+        var exercised: Set<String> = []
+        let fileID = samples.files.values.first?.id ?? 1
+        for form in forms where form.binding?.action != .edits {
+            let fields = form.fields.filter { !form.endpointFields.contains($0.name) }
+            let wanted = Set(fields.flatMap(ConformanceFieldRules.codes)).subtracting(exercised)
+            present.formUnion(wanted)
+            guard !wanted.isEmpty, let entry = registry[form.name] else { continue }
+            let (object, _) = await sample(form)
+            guard let object else { continue }
+            for field in fields {
+                for code in ConformanceFieldRules.codes(field) where !exercised.contains(code) {
+                    guard let broken = ConformanceFieldRules.breaking(field, code, sample: object, entry: entry, fileID: fileID) else {
+                        continue
+                    }
+                    exercised.insert(code)
+                    let reply = await submit(form, broken, document: id("rule-\(code)"), key: id("kr-\(code)"))
+                    let errors = (reply.json?["errors"] as? [[String: Any]]) ?? []
+                    let named = errors.contains { $0["pointer"] as? String == "#/\(field.name)" && $0["code"] as? String == code }
+                    check(
+                        Rules.fieldRuleKinds, reply.status == 422 && reply.code == "invalid-payload" && named,
+                        "\(Self.describe(reply)) errors \(errors.map { "\($0["pointer"] ?? "") \($0["code"] ?? "")" })",
+                        about: "\(form.name).\(field.name): \(code)")
+                }
+            }
+        }
+        let missed = present.subtracting(exercised).sorted()
+        if exercised.isEmpty {
+            notChecked(Rules.fieldRuleKinds, present.isEmpty ? "the specs hold no field rule" : "no payload breaks one rule alone")
+        } else if !missed.isEmpty {
+            print(
+                "not exercised  \(Rules.fieldErrors): no payload made from the specs breaks these rules alone: \(missed.joined(separator: ", "))"
+            )
+        }
     }
 
     /// A path whose placeholder holds another value than the payload's (§2, the path).

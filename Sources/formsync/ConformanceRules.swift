@@ -72,6 +72,10 @@ enum Rules {
         "an edit that changes a server-owned field (authority: server) is 409 authority-conflict with the record and ETag, not applied")
     static let invalidPayload = ConformanceRule(
         fieldErrors, "a payload breaking a rule is 422 invalid-payload with JSON Pointers to the fields")
+    static let fieldRuleKinds = ConformanceRule(
+        fieldErrors,
+        "each kind of field rule in the server's specs is enforced: a payload breaking that rule alone is 422 naming the field and the rule's code"
+    )
     static let wrongPath = ConformanceRule(submissions, "a path that does not match the payload is 404")
     static let unknownForm = ConformanceRule(submissions, "a form the server does not accept is 404 unknown-form")
     static let newerVersion = ConformanceRule(submissions, "a form version newer than the server knows is 422 unknown-form-version")
@@ -184,6 +188,6 @@ enum Rules {
         documentMissing,
         noWorkspace, foreignWorkspace, otherPrincipal, otherPrincipalNothing, backOffice,
         replay, keyReused, keyScoped, keyRetention, keyInFlight,
-        problemJSON, unsupportedEncoding, invalidPayload,
+        problemJSON, unsupportedEncoding, invalidPayload, fieldRuleKinds,
     ]
 }
