@@ -14,7 +14,7 @@ work=.build/fuzz/$target
 mkdir -p "$work/corpus"
 case "$target" in
   http)
-    sources=(Sources/FormSyncHTTP/HTTPRequestParser.swift Sources/FormSyncHTTP/HTTPMessage.swift Fuzz/http/Entry.swift)
+    sources=(Sources/FormSyncHTTP/HTTPRequestParser.swift Sources/FormSyncHTTP/HTTPMessage.swift Sources/FormSyncHTTP/HTTPBodyStream.swift Fuzz/http/Entry.swift)
     flags=()
     cp -n Fuzz/seeds/http/* "$work/corpus/" 2>/dev/null || true
     ;;

@@ -11,6 +11,9 @@ public struct HTTPBodyStream: Sendable {
     /// `Content-Length` cannot be kept).
     public var read: @Sendable (_ offset: Int64, _ count: Int) throws -> Data
 
+    /// The size of each piece the server reads (and `readAll` asks for).
+    package static let pieceBytes = 256 * 1024
+
     public init(count: Int64, read: @escaping @Sendable (_ offset: Int64, _ count: Int) throws -> Data) {
         self.count = max(0, count)
         self.read = read
@@ -21,7 +24,7 @@ public struct HTTPBodyStream: Sendable {
         var data = Data()
         var offset: Int64 = 0
         while offset < count {
-            let piece = try read(offset, Int(min(Int64(HTTPServer.streamPieceBytes), count - offset)))
+            let piece = try read(offset, Int(min(Int64(Self.pieceBytes), count - offset)))
             guard !piece.isEmpty else { throw ShortRead(offset: offset, count: count) }
             data.append(piece)
             offset += Int64(piece.count)

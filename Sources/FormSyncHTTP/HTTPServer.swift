@@ -104,7 +104,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// The size of each piece of a streamed body.
-    package static let streamPieceBytes = 256 * 1024
+    package static let streamPieceBytes = HTTPBodyStream.pieceBytes
     /// Bytes of streamed bodies in memory at once, across connections: past it a connection
     /// waits for its next piece until another's is sent.
     package static let streamBudgetBytes = 32 * 1024 * 1024

@@ -100,7 +100,12 @@ package final class PostgresCluster: @unchecked Sendable {
             let child = try spawnAs(binaries + "/postgres", arguments, log: log)
             let deadline = Date().addingTimeInterval(30)
             while Date() < deadline && child.isRunning {
-                if (try? PostgresConnection(url: "postgres://formsync@127.0.0.1:\(chosen)/postgres", timeoutSeconds: 2)) != nil {
+                // Only our own postmaster counts: the port was free when chosen, but another
+                // process's cluster may have taken it since, and answering there would send this
+                // cluster's users to another test's database.
+                if let connection = try? PostgresConnection(url: "postgres://formsync@127.0.0.1:\(chosen)/postgres", timeoutSeconds: 2),
+                    Self.isOurs(connection, data: folder + "/data")
+                {
                     lock.withLock {
                         postmaster = child
                         port = chosen
@@ -114,6 +119,13 @@ package final class PostgresCluster: @unchecked Sendable {
             lastError = (try? String(contentsOfFile: log, encoding: .utf8))?.suffix(600).description ?? ""
         }
         throw Unavailable(description: "PostgreSQL did not start: \(lastError)")
+    }
+
+    /// Whether `connection` reaches the postmaster of the data directory `data`.
+    static func isOurs(_ connection: PostgresConnection, data: String) -> Bool {
+        guard let served = try? connection.query("SHOW data_directory").text(0, 0) else { return false }
+        let resolve = { (path: String) in URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path }
+        return resolve(served) == resolve(data)
     }
 
     /// Kills PostgreSQL at once, the postmaster and every backend with it (SIGKILL, as a crash
