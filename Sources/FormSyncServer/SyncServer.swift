@@ -299,7 +299,8 @@ public final class SyncServer: @unchecked Sendable {
         }
         answered.wait()
         // In process, a streamed body (a stored file) is handed over whole.
-        guard let response = answer.withLock({ $0 }) ?? nil, response.stream != nil else { return answer.withLock { $0 } ?? nil }
+        let reply = answer.withLock { $0 } ?? nil
+        guard let response = reply, response.stream != nil else { return reply }
         do {
             return try response.materialized()
         } catch {
