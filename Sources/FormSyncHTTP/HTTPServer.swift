@@ -15,10 +15,10 @@ import Foundation
 /// size and header count are limited (431); a request's head is shown to `preflight` before its
 /// body is read, so a missing token or a body over the route's limit is refused (401, 413)
 /// without reading it; the accept loop survives running out of file descriptors (it closes an
-/// idle connection and backs off) and every other error. The handler returns nil to drop the
-/// connection without replying (the "reply lost" fault).
+/// idle connection and backs off) and every other error. The handler returns nil to lose the
+/// reply (the "reply lost" fault): it is cut off after its head and the first bytes of its body.
 public final class HTTPServer: @unchecked Sendable {
-    /// Answers one request; nil drops the connection without a reply.
+    /// Answers one request; nil loses the reply (cut off in its body, then the connection ends).
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse?
     /// Answers one request by calling `reply` once, from any thread, possibly after it returned
     /// (the reference server replies once an fsync it did not wait for covers the request).
@@ -640,8 +640,14 @@ public final class HTTPServer: @unchecked Sendable {
                         touch(connection, now: after)
                         connection.deadline = after + limits.idleTimeout
                         guard let response else {
-                            shutdown(fd, Int32(SHUT_RDWR))
-                            closeConnection(connection)
+                            // The reply is lost: cut off after its head and the first bytes of
+                            // its body. A connection that ends before any byte of a reply is
+                            // not a lost reply to libcurl: it resends the request on a fresh
+                            // connection, which URLSession on Linux sends without its body, so
+                            // the exchange would stall until a timeout instead of failing.
+                            connection.output += Self.lostReply
+                            connection.closeAfterWrite = true
+                            flush(connection)
                             continue
                         }
                         respond(connection, response, keepAlive: keepAlive)
@@ -694,6 +700,11 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     // MARK: Plumbing
+
+    /// What a lost reply sends before the connection ends: a head that promises more body
+    /// than follows, which every client reads as a reply cut short.
+    static let lostReply = Array(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 64\r\nConnection: close\r\n\r\nlost".utf8)
 
     static func serialize(_ response: HTTPResponse, keepAlive: Bool) -> [UInt8] {
         var head = "HTTP/1.1 \(response.status) \(HTTPResponse.reason(response.status))\r\n"

@@ -6,7 +6,8 @@ import Synchronization
 public final class FaultPlan: Sendable {
     /// One kind of fault.
     public enum Fault: Sendable, Equatable {
-        /// Process and commit the request, then close the connection without replying.
+        /// Process and commit the request, then lose the reply (cut off after its head, and the
+        /// connection closed): the client never learns the outcome.
         case dropAfterCommit
         /// Hold the request this long (after marking its key in flight; an append before it is
         /// read), then process it.

@@ -31,7 +31,7 @@ enum ServeCommand {
         optional: a new one is assigned; "workspace" optional: --workspace, or "default"); each record
         is checked against its record spec. The printed tokens act for principal P (default
         "default"), the value a record's scope field must hold to reach that device. Faults apply to the next COUNT requests (default 1):
-          drop          commit, then drop the connection without replying
+          drop          commit, then cut the reply off after its head
           delay=MS      hold the request MS milliseconds (its key is in flight meanwhile)
           503=SECONDS   503 with Retry-After        429=SECONDS   429 with Retry-After
           captive       200 with a captive portal's HTML page

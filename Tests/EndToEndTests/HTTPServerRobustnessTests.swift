@@ -3,8 +3,12 @@ import FormSyncHTTP
 import FormSyncServer
 import FormSyncTesting
 import Foundation
+import Synchronization
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -67,5 +71,42 @@ struct HTTPServerRobustnessTests {
             #expect(noKey.contains("Idempotency-Key"))
             #expect(world.server.documents().isEmpty)
         }
+    }
+
+    /// A lost reply (the handler answers nil) after a request on a kept-alive connection fails
+    /// the client at once. Closed before any byte of a reply, the connection made libcurl resend
+    /// the request on a new one, which URLSession on Linux sent without its body: the exchange
+    /// stalled until a timeout, and the server saw a third head whose body never came.
+    @Test func aLostReplyOnAReusedConnectionFailsTheClientAtOnceAndIsNotResent() async throws {
+        let heads = Mutex(0)
+        let server = HTTPServer(
+            preflight: { _ in
+                heads.withLock { $0 += 1 }
+                return .read(maxBodyBytes: 1 << 20)
+            },
+            handler: { request in request.method == "PATCH" ? nil : HTTPResponse(status: 204) })
+        let port = try server.start()
+        defer { server.stop() }
+        let session = URLSession(configuration: .ephemeral)
+        func send(_ method: String, _ body: Data) async -> Result<Int, any Error> {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/x")!)
+            request.httpMethod = method
+            request.httpBody = body
+            request.timeoutInterval = 60
+            do {
+                let (_, response) = try await session.data(for: request)
+                return .success((response as? HTTPURLResponse)?.statusCode ?? 0)
+            } catch {
+                return .failure(error)
+            }
+        }
+        #expect(try await send("POST", Data(count: 10)).get() == 204)
+        let lost = await send("PATCH", Data(repeating: 7, count: 100_000))
+        guard case .failure(let error) = lost else {
+            Issue.record("a lost reply came back as \(lost)")
+            return
+        }
+        #expect((error as? URLError)?.code != .timedOut, "\(error)")
+        #expect(heads.withLock { $0 } == 2, "the request was not sent again: \(error)")
     }
 }
