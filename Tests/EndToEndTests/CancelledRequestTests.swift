@@ -107,7 +107,7 @@ struct CancelledRequestTests {
         }
         let port = try server.start()
         defer { server.stop() }
-        let transport = HTTPTransport(workspace: "acme", baseURL: URL(string: "http://127.0.0.1:\(port)")!, timeout: 5) { "token" }
+        let transport = HTTPTransport(workspace: "acme", baseURL: URL(string: "http://127.0.0.1:\(port)")!, timeout: 120) { "token" }
         var cancelledEarly = 0
         var answered = 0
         for round in 0..<300 {

@@ -19,7 +19,9 @@ final class World: @unchecked Sendable {
     let refreshToken: String
     private let token: Mutex<String?>
     let refreshes = Mutex(0)
-    var timeout: TimeInterval = 5
+    /// The transport's timeout between bytes: out of the way (a loaded machine can pause a reply for
+    /// seconds), except in the tests about timeouts, which set their own.
+    var timeout: TimeInterval = 120
     var concurrency = 4
     private let watch = TestRunWatchdog.enter(Test.current?.name ?? "?")
     /// The workspaces the world's tokens are issued for (devices, the demo device, conformance).
