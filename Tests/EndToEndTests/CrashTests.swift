@@ -59,7 +59,7 @@ struct CrashTests {
                     binary.path,
                     [
                         "demo-device", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken,
-                        "--timeout", "2", "--lease-ms", "2500",
+                        "--timeout", "2", "--lease-ms", "2500", "--deadline", "3600",
                     ],
                     standardOutput: .file(log.path), standardError: .file(log.path))
             }
@@ -96,7 +96,7 @@ struct CrashTests {
             world.server.afterCommit = nil
             let kills = victim.withLock { $0.kills }
             let last = try device()
-            #expect(last.waitUntilExit() == .exit(0))
+            #expect(last.waitUntilExit() == .exit(0), "\((try? String(contentsOf: logs.last!, encoding: .utf8)) ?? "")")
 
             #expect(kills == 4)
             let held = world.server.documents()

@@ -41,13 +41,18 @@ struct DeferredFileTests {
             let photo = try world.file("door.jpg", bytes: Self.photoBytes)
             try await Self.captureDelivery(world, db: db, photo: photo, document: "delivery-1")
 
+            // Each process's end is the event waited for: its own deadline is out of the way (a
+            // loaded machine stretches a resumed 5 MB upload), and a hang is the watchdog's.
+            var logs: [String] = []
             func device() throws -> ChildProcess {
                 let log = world.directory.appendingPathComponent("device-\(UUID().uuidString).log").path
+                logs.append(log)
                 return try ChildProcess(
                     binary.path,
                     [
                         "demo-device", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token", world.refreshToken,
                         "--timeout", "15", "--lease-ms", "16000", "--resumable-from", "1000000", "--chunk-bytes", "262144",
+                        "--deadline", "3600",
                     ], standardOutput: .file(log), standardError: .file(log))
             }
             func photoBytesReceived() -> Int { world.server.requestLog().filter { $0.method == "PATCH" }.map(\.bodyBytes).reduce(0, +) }
@@ -83,7 +88,7 @@ struct DeferredFileTests {
 
             // 4. A new process resumes from the server's offset, and the photo completes the delivery.
             let second = try device()
-            #expect(second.waitUntilExit() == .exit(0))
+            #expect(second.waitUntilExit() == .exit(0), "\((try? String(contentsOfFile: logs.last!, encoding: .utf8)) ?? "")")
             let held = try #require(world.server.document("delivery-1"))
             #expect(held.appliedWrites == 1)
             #expect(held.version == 2, "created once, completed once by its photo")

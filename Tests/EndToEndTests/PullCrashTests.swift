@@ -48,7 +48,7 @@ struct PullCrashTests {
                     [
                         "demo-device", "--pull-only", "--db", db, "--server", world.server.baseURL.absoluteString, "--refresh-token",
                         refreshToken,
-                        "--workspace", "acme", "--page-size", "40", "--timeout", "5",
+                        "--workspace", "acme", "--page-size", "40", "--timeout", "5", "--deadline", "3600",
                     ],
                     standardOutput: .file(log.path), standardError: .file(log.path))
             }
