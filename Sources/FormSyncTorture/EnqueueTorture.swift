@@ -180,7 +180,8 @@ package struct EnqueueTorture {
     package static func enqueuer(database: String, log: String, tasks: Int, count: Int) async throws -> Int32 {
         let outbox = try Outbox(path: database, forms: forms, transport: ScriptedTransport(workspace: workspace))
         let logFile = try LogFile(path: log)
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("enqueuer-\(getpid())")
+        // Beside the database: the process is killed by design, and its defer never runs.
+        let scratch = URL(fileURLWithPath: database + ".photos-\(getpid())")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let before = try await outbox.items(in: Set(SyncState.allCases)).filter { $0.kind == .submission }.count

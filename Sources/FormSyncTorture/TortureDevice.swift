@@ -75,7 +75,9 @@ package struct TortureDevice {
         var next = (TortureLog.read(log).map(\.index).max() ?? -1) + 1
         let writer = try TortureLog(appendingTo: log)
         defer { writer.close() }
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("torture-camera-\(getpid())")
+        // Beside the database, not in the temporary folder: the process is killed by design, and
+        // its defer never runs; the run's folder goes with the run.
+        let scratch = URL(fileURLWithPath: database + ".camera-\(getpid())")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         var random = SplitMix64(state: plan.seed ^ UInt64(next) &* 0x2545_F491_4F6C_DD1D)
