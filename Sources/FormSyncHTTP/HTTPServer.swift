@@ -321,6 +321,9 @@ public final class HTTPServer: @unchecked Sendable {
         // Streamed bodies: the budget's bytes in use, connections waiting for budget, and the
         // serial number of the next connection.
         var streamInUse = 0
+        // Connections whose reply streams its body now, counted as they start and end (not
+        // recounted over every connection at each wake-up).
+        var streaming = 0
         var starved: [(fd: Int32, serial: Int)] = []
         var nextSerial = 0
 
@@ -328,7 +331,10 @@ public final class HTTPServer: @unchecked Sendable {
             connections[connection.fd] = nil
             streamInUse -= connection.streamReserved
             connection.streamReserved = 0
-            connection.stream = nil
+            if connection.stream != nil {
+                connection.stream = nil
+                streaming -= 1
+            }
             if connection.reservedBody > 0 { lock.withLock { bufferedBodyBytes -= connection.reservedBody } }
             close(connection.fd)
             lock.withLock { openConnections = connections.count }
@@ -338,6 +344,7 @@ public final class HTTPServer: @unchecked Sendable {
             connection.output += Self.serialize(response, keepAlive: keepAlive)
             connection.closeAfterWrite = !keepAlive
             if let stream = response.stream, stream.count > 0, response.status != 204 {
+                if connection.stream == nil { streaming += 1 }
                 connection.stream = (stream, 0, stream.count)
             }
             flush(connection)
@@ -402,6 +409,7 @@ public final class HTTPServer: @unchecked Sendable {
                     return
                 }
                 connection.stream = nil
+                streaming -= 1
             }
             if connection.closeAfterWrite {
                 shutdown(connection.fd, Int32(SHUT_WR))
@@ -673,7 +681,6 @@ public final class HTTPServer: @unchecked Sendable {
                     }
                 }
             }
-            let streaming = connections.values.reduce(0) { $0 + ($1.stream != nil ? 1 : 0) }
             lock.withLock {
                 streamingCount = streaming
                 streamBytesHeld = streamInUse
