@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "FormSyncCodegen", targets: ["FormSyncCodegen"]),
         .library(name: "FormSyncModel", targets: ["FormSyncModel"]),
         .library(name: "FormSyncClient", targets: ["FormSyncClient"]),
+        .library(name: "FormSyncProtocol", targets: ["FormSyncProtocol"]),
         .library(name: "FormSyncHTTP", targets: ["FormSyncHTTP"]),
         .library(name: "FormSyncServer", targets: ["FormSyncServer"]),
         .library(name: "FormSyncInterpreter", targets: ["FormSyncInterpreter"]),
@@ -36,11 +37,14 @@ let package = Package(
         // The small SQLite layer the device and the reference server share.
         .target(name: "FormSyncSQLite", dependencies: ["CSQLite"]),
         // The device side: Store/, Outbox/, Engine/, Transport/, Stash/.
-        .target(name: "FormSyncClient", dependencies: ["FormSyncModel", "FormSyncSQLite"]),
-        // A small HTTP/1.1 server (parser, limits, workers): it knows nothing of the protocol.
-        .target(name: "FormSyncHTTP"),
+        .target(name: "FormSyncClient", dependencies: ["FormSyncModel", "FormSyncProtocol", "FormSyncSQLite"]),
+        // The wire, defined once: error codes (and, as they move here, routes and messages).
+        .target(name: "FormSyncProtocol"),
+        // A small HTTP/1.1 server (parser, limits, workers): of the protocol it knows only the
+        // error codes of its own refusals.
+        .target(name: "FormSyncHTTP", dependencies: ["FormSyncProtocol"]),
         // The reference server: the protocol's logic and its stores, served through FormSyncHTTP.
-        .target(name: "FormSyncServer", dependencies: ["FormSyncHTTP", "FormSyncModel", "FormSyncSQLite"]),
+        .target(name: "FormSyncServer", dependencies: ["FormSyncHTTP", "FormSyncModel", "FormSyncProtocol", "FormSyncSQLite"]),
         // The server's PostgreSQL store, through libpq: for more than one server node.
         .target(name: "FormSyncPostgres", dependencies: ["CLibPQ", "FormSyncHTTP", "FormSyncModel", "FormSyncServer"]),
         // Runs checked specs without compiling them (serve --specs, a device on a newer spec).
@@ -56,7 +60,7 @@ let package = Package(
             name: "formsync",
             dependencies: [
                 "FormSpec", "FormSyncCodegen", "FormSyncCommandLine", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncPattern",
-                "FormSyncSQLite",
+                "FormSyncProtocol", "FormSyncSQLite",
                 "FieldForms", "FieldFormsUpdate", "FormSyncServer", "FormSyncInterpreter", "FormSyncPostgres",
             ]
         ),
@@ -126,8 +130,9 @@ let package = Package(
         .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncTesting"]),
         .testTarget(
             name: "FormSyncClientTests",
-            dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncSQLite", "FormSyncTesting"]),
+            dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncProtocol", "FormSyncSQLite", "FormSyncTesting"]),
         .testTarget(name: "FormSyncHTTPTests", dependencies: ["FormSyncHTTP", "FormSyncTesting"]),
+        .testTarget(name: "FormSyncProtocolTests", dependencies: ["FormSyncProtocol"]),
         .testTarget(name: "FormSyncSQLiteTests", dependencies: ["FormSyncSQLite", "FormSyncTesting"]),
         .testTarget(
             name: "FormSyncServerTests",

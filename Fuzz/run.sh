@@ -14,8 +14,12 @@ work=.build/fuzz/$target
 mkdir -p "$work/corpus"
 case "$target" in
   http)
+    # The error codes are a module of their own that FormSyncHTTP imports: built first.
+    mkdir -p "$work/modules"
+    swiftc -sanitize=fuzzer,address -parse-as-library -module-name FormSyncProtocol -package-name FormSync -O -g -wmo \
+      -emit-module -emit-module-path "$work/modules/FormSyncProtocol.swiftmodule" -c Sources/FormSyncProtocol/*.swift -o "$work/modules/FormSyncProtocol.o"
     sources=(Sources/FormSyncHTTP/HTTPRequestParser.swift Sources/FormSyncHTTP/HTTPMessage.swift Sources/FormSyncHTTP/HTTPBodyStream.swift Fuzz/http/Entry.swift)
-    flags=()
+    flags=(-I "$work/modules" "$work/modules/FormSyncProtocol.o")
     cp -n Fuzz/seeds/http/* "$work/corpus/" 2>/dev/null || true
     ;;
   spec)

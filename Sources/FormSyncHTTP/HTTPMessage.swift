@@ -1,3 +1,4 @@
+import FormSyncProtocol
 import Foundation
 
 /// A parsed HTTP/1.1 request.
@@ -74,20 +75,19 @@ public struct HTTPResponse: Sendable {
         return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: data)
     }
 
-    /// A problem reply (`application/problem+json`). `code` names the rule broken (docs/PROTOCOL.md, "Error codes");
-    /// it is sent as the `code` member and as the type `urn:formsync:problem:<code>`.
+    /// A problem reply (`application/problem+json`, RFC 9457) for `code`: its status, the status's
+    /// reason phrase as its title, and the code as its `code` member and its type.
     public static func problem(
-        _ status: Int, _ title: String, detail: String? = nil, code: String? = nil, errors: [[String: String]]? = nil,
-        extra: [String: Any] = [:], headers: [(String, String)] = []
+        _ code: ProblemCode, detail: String? = nil, errors: [[String: String]]? = nil, extra: [String: Any] = [:],
+        headers: [(String, String)] = []
     ) -> HTTPResponse {
         var object: [String: Any] = extra.merging([
-            "type": code.map { "urn:formsync:problem:" + $0 } ?? "about:blank", "title": title, "status": status,
+            "type": code.type, "title": reason(code.status), "status": code.status, "code": code.rawValue,
         ]) { _, new in new }
-        if let code { object["code"] = code }
         if let detail { object["detail"] = detail }
         if let errors { object["errors"] = errors }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return HTTPResponse(status: status, headers: [("Content-Type", "application/problem+json")] + headers, body: data)
+        return HTTPResponse(status: code.status, headers: [("Content-Type", "application/problem+json")] + headers, body: data)
     }
 
     /// The reason phrase HTTP gives `status` (a problem's title when it has no other).
@@ -99,6 +99,7 @@ public struct HTTPResponse: Sendable {
         case 206: return "Partial Content"
         case 400: return "Bad Request"
         case 401: return "Unauthorized"
+        case 403: return "Forbidden"
         case 404: return "Not Found"
         case 405: return "Method Not Allowed"
         case 409: return "Conflict"

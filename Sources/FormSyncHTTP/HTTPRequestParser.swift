@@ -1,3 +1,4 @@
+import FormSyncProtocol
 import Foundation
 
 /// Reads HTTP/1.1 requests from bytes as they arrive, never trusting a number or a length it is
@@ -22,7 +23,7 @@ struct HTTPRequestParser {
         /// The body is complete: the whole request.
         case request(HTTPRequest, keepAlive: Bool)
         /// The input is refused with this status; the connection must close.
-        case refuse(Int, String)
+        case refuse(ProblemCode, String)
     }
 
     private enum Phase {
@@ -68,17 +69,19 @@ struct HTTPRequestParser {
     /// Reads the body of the head last returned, allowing at most `limit` bytes. The caller has
     /// checked `Content-Length` against its own limits already when it chose `limit`.
     mutating func beginBody(limit: Int) -> Step {
-        guard case .waitingForBodyDecision(let request, let keepAlive) = phase else { return .refuse(500, "no head to read a body for") }
+        guard case .waitingForBodyDecision(let request, let keepAlive) = phase else {
+            return .refuse(.internal, "no head to read a body for")
+        }
         bodyLimit = max(0, limit)
         body = []
         if let encoding = request.headers["transfer-encoding"] {
             guard encoding.lowercased() == "chunked", request.headers["content-length"] == nil else {
-                return .refuse(501, "only Transfer-Encoding: chunked is supported, without Content-Length")
+                return .refuse(.unsupportedEncoding, "only Transfer-Encoding: chunked is supported, without Content-Length")
             }
             phase = .chunked(request, keepAlive: keepAlive, decoder: ChunkedDecoder(limit: bodyLimit))
         } else {
             let length = Self.contentLength(request.headers["content-length"]) ?? 0
-            guard length <= bodyLimit else { return .refuse(413, "the body is larger than \(bodyLimit) bytes") }
+            guard length <= bodyLimit else { return .refuse(.tooLarge, "the body is larger than \(bodyLimit) bytes") }
             phase = .body(request, keepAlive: keepAlive, remaining: length)
         }
         return next()
@@ -108,8 +111,8 @@ struct HTTPRequestParser {
             case .needMore:
                 phase = .chunked(request, keepAlive: keepAlive, decoder: decoder)
                 return .needMore
-            case .failed(let status, let message):
-                return .refuse(status, message)
+            case .failed(let code, let message):
+                return .refuse(code, message)
             case .done:
                 request.body = Data(body)
                 body = []
@@ -133,12 +136,12 @@ struct HTTPRequestParser {
             headScanned = 0
             emptyLines += 1
             if emptyLines > Self.maxEmptyLines {
-                return .refuse(400, "more than \(Self.maxEmptyLines) empty lines before a request line")
+                return .refuse(.malformed, "more than \(Self.maxEmptyLines) empty lines before a request line")
             }
         }
         guard let end = Self.headEnd(buffer, from: headScanned, limit: limits.maxHeaderBytes) else {
             if buffer.count > limits.maxHeaderBytes {
-                return .refuse(431, "the request head is larger than \(limits.maxHeaderBytes) bytes")
+                return .refuse(.headerTooLarge, "the request head is larger than \(limits.maxHeaderBytes) bytes")
             }
             headScanned = max(0, buffer.count - 3)
             return .needMore
@@ -148,46 +151,48 @@ struct HTTPRequestParser {
         let head = Array(buffer[0..<end])
         buffer.removeFirst(end + 4)
         var lines = Self.split(head)
-        guard !lines.isEmpty else { return .refuse(400, "empty request head") }
+        guard !lines.isEmpty else { return .refuse(.malformed, "empty request head") }
         let requestLine = lines.removeFirst()
-        guard lines.count <= limits.maxHeaderCount else { return .refuse(431, "more than \(limits.maxHeaderCount) header fields") }
+        guard lines.count <= limits.maxHeaderCount else {
+            return .refuse(.headerTooLarge, "more than \(limits.maxHeaderCount) header fields")
+        }
         let parts = requestLine.split(separator: 32, omittingEmptySubsequences: false)
         // Each part is checked to be ASCII before it is read as text.
         guard parts.count == 3,
             !parts[0].isEmpty, parts[0].allSatisfy({ (65...90).contains($0) }),
             parts[1].first == 47, parts[1].count <= limits.maxTargetBytes, parts[1].allSatisfy({ $0 > 32 && $0 < 127 }),
             parts[2].elementsEqual("HTTP/1.1".utf8) || parts[2].elementsEqual("HTTP/1.0".utf8)
-        else { return .refuse(400, "malformed request line") }
+        else { return .refuse(.malformed, "malformed request line") }
         let method = String(decoding: parts[0], as: UTF8.self)
         let target = String(decoding: parts[1], as: UTF8.self)
         let version = String(decoding: parts[2], as: UTF8.self)
         var headers: [String: String] = [:]
         for line in lines {
-            guard let colon = line.firstIndex(of: 58), colon > line.startIndex else { return .refuse(400, "malformed header line") }
+            guard let colon = line.firstIndex(of: 58), colon > line.startIndex else { return .refuse(.malformed, "malformed header line") }
             let nameBytes = line[line.startIndex..<colon]
-            guard nameBytes.allSatisfy(Self.isTokenByte) else { return .refuse(400, "malformed header name") }
+            guard nameBytes.allSatisfy(Self.isTokenByte) else { return .refuse(.malformed, "malformed header name") }
             // Token bytes are ASCII: lowercased byte by byte.
             let name = String(decoding: nameBytes.lazy.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
             var valueBytes = line[(colon + 1)...]
             // Field values: visible characters, spaces, tabs and obs-text; no control characters.
             guard valueBytes.allSatisfy({ $0 == 9 || ($0 >= 32 && $0 != 127) }) else {
-                return .refuse(400, "the value of header \(name) holds a control character")
+                return .refuse(.malformed, "the value of header \(name) holds a control character")
             }
             while let first = valueBytes.first, first == 32 || first == 9 { valueBytes.removeFirst() }
             while let last = valueBytes.last, last == 32 || last == 9 { valueBytes.removeLast() }
             guard let value = String(validating: valueBytes, as: UTF8.self) else {
-                return .refuse(400, "the value of header \(name) is not UTF-8")
+                return .refuse(.malformed, "the value of header \(name) is not UTF-8")
             }
             if name == "content-length" || name == "transfer-encoding" || name == "host", headers[name] != nil {
-                return .refuse(400, "header \(name) appears twice")
+                return .refuse(.malformed, "header \(name) appears twice")
             }
             headers[name] = headers[name].map { $0 + ", " + value } ?? value
         }
         if let length = headers["content-length"], Self.contentLength(length) == nil {
-            return .refuse(400, "malformed Content-Length")
+            return .refuse(.malformed, "malformed Content-Length")
         }
         if headers["content-length"] != nil && headers["transfer-encoding"] != nil {
-            return .refuse(400, "a request may not carry both Content-Length and Transfer-Encoding")
+            return .refuse(.malformed, "a request may not carry both Content-Length and Transfer-Encoding")
         }
         let split = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         let connection = headers["connection"]?.lowercased()
@@ -241,7 +246,7 @@ struct ChunkedDecoder {
     enum Result: Equatable {
         case needMore
         case done
-        case failed(Int, String)
+        case failed(ProblemCode, String)
     }
 
     private enum State {
@@ -265,7 +270,7 @@ struct ChunkedDecoder {
             switch state {
             case .size:
                 guard let end = Self.lineEnd(buffer) else {
-                    return buffer.count > 1024 ? .failed(400, "a chunk-size line is too long") : .needMore
+                    return buffer.count > 1024 ? .failed(.malformed, "a chunk-size line is too long") : .needMore
                 }
                 let line = buffer[0..<end]
                 buffer.removeFirst(end + 2)
@@ -273,9 +278,9 @@ struct ChunkedDecoder {
                 guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy(Self.isHexDigit),
                     let size = Int(String(decoding: digits, as: UTF8.self), radix: 16), size >= 0
                 else {
-                    return .failed(400, "malformed chunk size")
+                    return .failed(.malformed, "malformed chunk size")
                 }
-                guard size <= limit - total else { return .failed(413, "the body is larger than \(limit) bytes") }
+                guard size <= limit - total else { return .failed(.tooLarge, "the body is larger than \(limit) bytes") }
                 state = size == 0 ? .trailers : .data(remaining: size)
             case .data(let remaining):
                 let take = min(remaining, buffer.count)
@@ -289,17 +294,17 @@ struct ChunkedDecoder {
                 state = .dataEnd
             case .dataEnd:
                 guard buffer.count >= 2 else { return .needMore }
-                guard buffer[0] == 13 && buffer[1] == 10 else { return .failed(400, "a chunk does not end with CRLF") }
+                guard buffer[0] == 13 && buffer[1] == 10 else { return .failed(.malformed, "a chunk does not end with CRLF") }
                 buffer.removeFirst(2)
                 state = .size
             case .trailers:
                 guard let end = Self.lineEnd(buffer) else {
-                    return buffer.count > 8192 ? .failed(431, "the trailers are too large") : .needMore
+                    return buffer.count > 8192 ? .failed(.headerTooLarge, "the trailers are too large") : .needMore
                 }
                 buffer.removeFirst(end + 2)
                 trailerBytes += end + 2
                 if end == 0 { return .done }
-                if trailerBytes > 8192 { return .failed(431, "the trailers are too large") }
+                if trailerBytes > 8192 { return .failed(.headerTooLarge, "the trailers are too large") }
             }
         }
     }

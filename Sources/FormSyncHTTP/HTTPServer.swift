@@ -1,3 +1,4 @@
+import FormSyncProtocol
 import Foundation
 
 #if canImport(Darwin)
@@ -373,12 +374,8 @@ public final class HTTPServer: @unchecked Sendable {
             }
         }
 
-        func refuse(_ connection: Connection, _ status: Int, _ message: String, headers: [(String, String)] = []) {
-            let code = [
-                400: "malformed", 408: "timeout", 413: "too-large", 431: "header-too-large", 501: "unsupported-encoding", 503: "busy",
-            ][status]
-            respond(
-                connection, .problem(status, HTTPResponse.reason(status), detail: message, code: code, headers: headers), keepAlive: false)
+        func refuse(_ connection: Connection, _ code: ProblemCode, _ message: String, headers: [(String, String)] = []) {
+            respond(connection, .problem(code, detail: message, headers: headers), keepAlive: false)
         }
 
         func flush(_ connection: Connection) {
@@ -475,7 +472,7 @@ public final class HTTPServer: @unchecked Sendable {
                 setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
                 if connections.count >= limits.maxConnections && !evictIdle() {
                     let busy = Self.serialize(
-                        .problem(503, "Service Unavailable", detail: "too many connections", code: "busy", headers: [("Retry-After", "1")]),
+                        .problem(.busy, detail: "too many connections", headers: [("Retry-After", "1")]),
                         keepAlive: false)
                     _ = busy.withUnsafeBytes { Socket.send(client, $0) }
                     close(client)
@@ -497,8 +494,8 @@ public final class HTTPServer: @unchecked Sendable {
                 switch step {
                 case .needMore:
                     return
-                case .refuse(let status, let message):
-                    refuse(connection, status, message)
+                case .refuse(let code, let message):
+                    refuse(connection, code, message)
                     return
                 case .head(let head, _):
                     switch preflight(head) {
@@ -509,7 +506,7 @@ public final class HTTPServer: @unchecked Sendable {
                         let declared = HTTPRequestParser.contentLength(head.headers["content-length"])
                         let reserve = min(declared ?? limit, limit)
                         if let declared, declared > limit {
-                            refuse(connection, 413, "the body is larger than \(limit) bytes")
+                            refuse(connection, .tooLarge, "the body is larger than \(limit) bytes")
                             return
                         }
                         let granted = lock.withLock { () -> Bool in
@@ -518,7 +515,7 @@ public final class HTTPServer: @unchecked Sendable {
                             return true
                         }
                         guard granted else {
-                            refuse(connection, 503, "the server is receiving too much at once", headers: [("Retry-After", "1")])
+                            refuse(connection, .busy, "the server is receiving too much at once", headers: [("Retry-After", "1")])
                             return
                         }
                         connection.reservedBody = reserve
@@ -550,7 +547,7 @@ public final class HTTPServer: @unchecked Sendable {
             if n == 0 {
                 // The peer finished sending. A request cut short is refused, never processed.
                 if connection.parser.isMidRequest && !connection.processing {
-                    refuse(connection, 400, "the request ended early (fewer bytes than announced)")
+                    refuse(connection, .malformed, "the request ended early (fewer bytes than announced)")
                 } else if !connection.processing {
                     closeConnection(connection)
                 }
@@ -688,7 +685,7 @@ public final class HTTPServer: @unchecked Sendable {
             // Deadlines: a head or body too slow gets 408; an idle keep-alive is closed quietly.
             for connection in Array(connections.values) where !connection.processing && connection.deadline <= after {
                 if connection.parser.isMidRequest {
-                    refuse(connection, 408, "the request took too long to arrive")
+                    refuse(connection, .timeout, "the request took too long to arrive")
                     if connections[connection.fd] != nil { closeConnection(connection) }
                 } else {
                     closeConnection(connection)

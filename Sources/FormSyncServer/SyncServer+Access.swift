@@ -1,5 +1,6 @@
 import FormSyncHTTP
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 /// The access rules (docs/PROTOCOL.md, "Access rules"): a token is issued to one principal, in
@@ -73,13 +74,13 @@ extension SyncServer {
         let reference = UUID().uuidString.lowercased()
         FileHandle.standardError.write(Data("formsync server: \(context) \(reference): \(error)\n".utf8))
         if store.isUnavailable(error) { return Self.storeUnavailable() }
-        return .problem(500, "Internal Server Error", detail: "an internal error occurred (reference \(reference))", code: "internal")
+        return .problem(.internal, detail: "an internal error occurred (reference \(reference))")
     }
 
     /// The store could not answer (its database is down or restarting): transient, retried.
     static func storeUnavailable() -> HTTPResponse {
         .problem(
-            503, "Service Unavailable", detail: "the server's database is not available; retry", code: "busy",
+            .busy, detail: "the server's database is not available; retry",
             headers: [("Retry-After", "1")])
     }
 
@@ -88,13 +89,11 @@ extension SyncServer {
         guard let grant else { return .refused(unauthorized()) }
         guard let workspace = request.header("formsync-workspace"), Self.isIdentifier(workspace) else {
             return .refused(
-                .problem(
-                    400, "Bad Request", detail: "FormSync-Workspace is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :",
-                    code: "bad-workspace"))
+                .problem(.badWorkspace, detail: "FormSync-Workspace is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :"))
         }
         guard grant.workspaces.contains(workspace) else {
             return .refused(
-                .problem(403, "Forbidden", detail: "this token is not issued for workspace \(workspace)", code: "workspace-forbidden"))
+                .problem(.workspaceForbidden, detail: "this token is not issued for workspace \(workspace)"))
         }
         return .allowed(Caller(principal: grant.principal, role: grant.role, workspace: workspace))
     }
@@ -127,8 +126,7 @@ extension SyncServer {
     }
 
     func unauthorized() -> HTTPResponse {
-        .problem(
-            401, "Unauthorized", detail: "a valid bearer token is required", code: "bad-token", headers: [("WWW-Authenticate", "Bearer")])
+        .problem(.badToken, detail: "a valid bearer token is required", headers: [("WWW-Authenticate", "Bearer")])
     }
 
     func misdirected(_ request: HTTPRequest) -> HTTPResponse? {
@@ -139,8 +137,7 @@ extension SyncServer {
         else {
             return nil
         }
-        return .problem(
-            421, "Misdirected Request", detail: "this server hosts workspace \(workspace), not \(named)", code: "wrong-workspace")
+        return .problem(.wrongWorkspace, detail: "this server hosts workspace \(workspace), not \(named)")
     }
 
     // MARK: Issuing

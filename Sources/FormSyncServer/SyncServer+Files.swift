@@ -1,5 +1,6 @@
 import FormSyncHTTP
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 /// What the server checks of the files a payload names, and deferred files (docs/PROTOCOL.md,
@@ -55,9 +56,7 @@ extension SyncServer {
         }
         guard errors.isEmpty else {
             return .refused(
-                .problem(
-                    422, "Unprocessable Content", detail: "\(errors.count) file reference(s) do not match the files stored",
-                    code: "invalid-payload", errors: errors))
+                .problem(.invalidPayload, detail: "\(errors.count) file reference(s) do not match the files stored", errors: errors))
         }
         var resolved = payload
         for (digest, id) in completed {
@@ -74,7 +73,7 @@ extension SyncServer {
         let ref = use.ref
         if let size = ref.byteCount, size != stored.byteCount {
             return [
-                "pointer": use.pointer, "code": "file-mismatch",
+                "pointer": use.pointer, "code": ProblemCode.fileMismatch.rawValue,
                 "detail": "The file stored is \(stored.byteCount) bytes; the payload says \(size).",
             ]
         }
@@ -82,7 +81,7 @@ extension SyncServer {
             MediaSignature.canonical(type) != MediaSignature.canonical(declared)
         {
             return [
-                "pointer": use.pointer, "code": "file-mismatch",
+                "pointer": use.pointer, "code": ProblemCode.fileMismatch.rawValue,
                 "detail": "The file was uploaded as \(declared); the payload says \(type).",
             ]
         }
@@ -141,13 +140,15 @@ extension SyncServer {
         var errors: [[String: String]] = []
         for pending in try store.pendingFiles(workspace: workspace, digest: digest) where pending.principal == principal {
             if let detail = Self.mismatch(pending, byteCount: byteCount, contentType: contentType, mediaType: mediaType) {
-                errors.append(["document_id": pending.documentID, "pointer": pending.pointer, "code": "file-mismatch", "detail": detail])
+                errors.append([
+                    "document_id": pending.documentID, "pointer": pending.pointer, "code": ProblemCode.fileMismatch.rawValue,
+                    "detail": detail,
+                ])
             }
         }
         guard !errors.isEmpty else { return nil }
         return .problem(
-            422, "Unprocessable Content", detail: "the file does not match what \(errors.count) pending reference(s) announced",
-            code: "file-mismatch", errors: errors)
+            .fileMismatch, detail: "the file does not match what \(errors.count) pending reference(s) announced", errors: errors)
     }
 
     /// Completes every pending file of `workspace` waiting for `digest` that the stored file
@@ -209,19 +210,18 @@ extension SyncServer {
         }
         let hex = request.path.dropFirst("/files/sha-256/".count)
         guard let digest = Self.hexBytes(hex), digest.count == 32 else {
-            return .problem(400, "Bad Request", detail: "the path names a SHA-256 as 64 lower-case hex digits", code: "malformed")
+            return .problem(.malformed, detail: "the path names a SHA-256 as 64 lower-case hex digits")
         }
         return locked {
             do {
                 guard let file = try store.storedFile(workspace: caller.workspace, digest: digest) else {
-                    return .problem(404, "Not Found", detail: "no file with these bytes in this workspace", code: "no-such-file")
+                    return .problem(.noSuchFile, detail: "no file with these bytes in this workspace")
                 }
                 var object: [String: Any] = ["id": file.id, "byte_count": file.byteCount, "digest": FileRef.digestText(file.digest)]
                 if let type = file.contentType { object["content_type"] = type }
                 return .json(200, object, headers: [("Cache-Control", "no-store")])
             } catch {
-                return .problem(
-                    503, "Service Unavailable", detail: "the store cannot answer now", code: "busy", headers: [("Retry-After", "5")])
+                return .problem(.busy, detail: "the store cannot answer now", headers: [("Retry-After", "5")])
             }
         }
     }
@@ -248,7 +248,7 @@ extension SyncServer {
         }
         let text = request.path.dropFirst("/files/".count)
         guard text.utf8.count <= 16, let id = Int64(text), id > 0 else {
-            return .problem(404, "Not Found", detail: "no file \(text) here", code: "no-such-file")
+            return .problem(.noSuchFile, detail: "no file \(text) here")
         }
         // A store that cannot answer is a 503, never a 404: a device told "no such file" would
         // give the file up.
@@ -265,7 +265,7 @@ extension SyncServer {
         case .failure(let error):
             return failure(error, "file error")
         case .success(nil):
-            return .problem(404, "Not Found", detail: "no file \(id) in this workspace", code: "no-such-file")
+            return .problem(.noSuchFile, detail: "no file \(id) in this workspace")
         case .success(let stored?):
             file = stored
         }
@@ -288,9 +288,7 @@ extension SyncServer {
         }
         guard let (first, last) = Self.byteRange(range, total: total) else {
             headers.append(("Content-Range", "bytes */\(total)"))
-            var refusal = HTTPResponse.problem(
-                416, "Range Not Satisfiable", detail: "the range \(range.prefix(64)) is not within the file's \(total) bytes",
-                code: "bad-range")
+            var refusal = HTTPResponse.problem(.badRange, detail: "the range \(range.prefix(64)) is not within the file's \(total) bytes")
             refusal.headers.append(contentsOf: headers.filter { $0.0 == "Content-Range" })
             return refusal
         }
@@ -334,7 +332,7 @@ extension SyncServer {
         var limit = 100
         if let query = request.query {
             guard query.hasPrefix("limit="), let value = Int(query.dropFirst(6)), query.utf8.count <= 10, (1...1_000).contains(value) else {
-                return .problem(400, "Bad Request", detail: "the query takes limit=, a number from 1 to 1000", code: "bad-query")
+                return .problem(.badQuery, detail: "the query takes limit=, a number from 1 to 1000")
             }
             limit = value
         }
@@ -354,8 +352,7 @@ extension SyncServer {
                 }
                 return .json(200, ["pending": items], headers: [("Cache-Control", "no-store")])
             } catch {
-                return .problem(
-                    503, "Service Unavailable", detail: "the store cannot answer now", code: "busy", headers: [("Retry-After", "5")])
+                return .problem(.busy, detail: "the store cannot answer now", headers: [("Retry-After", "5")])
             }
         }
     }

@@ -1,5 +1,6 @@
 import FormSyncHTTP
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 /// Records on the reference server: the back office's API (seed, change and delete records
@@ -167,7 +168,7 @@ extension SyncServer {
         guard let slices = JSONObjectSlices(payload) else {
             let detail = "the \(type) record is not a JSON object"
             return .failure(
-                Refusal(response: .problem(422, "Unprocessable Content", detail: detail, code: "invalid-record"), error: .malformed(detail))
+                Refusal(response: .problem(.invalidRecord, detail: detail), error: .malformed(detail))
             )
         }
         guard let entry = recordTypes[type] else {
@@ -176,7 +177,7 @@ extension SyncServer {
                 let detail = "the \(type) record is not valid JSON"
                 return .failure(
                     Refusal(
-                        response: .problem(422, "Unprocessable Content", detail: detail, code: "invalid-record"), error: .malformed(detail))
+                        response: .problem(.invalidRecord, detail: detail), error: .malformed(detail))
                 )
             }
             return .success((slices.data, ""))
@@ -186,8 +187,7 @@ extension SyncServer {
             return .failure(
                 Refusal(
                     response: .problem(
-                        422, "Unprocessable Content", detail: "the \(type) record would break \(errors.count) rule(s)",
-                        code: "invalid-record",
+                        .invalidRecord, detail: "the \(type) record would break \(errors.count) rule(s)",
                         errors: errors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] }),
                     error: .invalid(errors)))
         }
@@ -218,8 +218,7 @@ extension SyncServer {
         let documentID = request.header("formsync-document")!
         guard let id = RecordProjection.editedID(form: payload, action: action), id > 0 else {
             return .problem(
-                422, "Unprocessable Content", detail: "an edit names the record it changes in \(action.keyField ?? "its key")",
-                code: "invalid-payload",
+                .invalidPayload, detail: "an edit names the record it changes in \(action.keyField ?? "its key")",
                 errors: [["pointer": "#/\(action.keyField ?? "")", "code": "required", "detail": "the record's id is required"]])
         }
         // A record in another principal's scope does not exist for this one (as for
@@ -232,24 +231,22 @@ extension SyncServer {
             // The edit was applied before: the same edit again is a repeat, another is refused.
             let stored = try entry.remap(existing.payload, [:]).payload
             guard let current else {
-                return .problem(404, "Not Found", detail: "\(action.recordType) \(id) no longer exists", code: "no-such-record")
+                return .problem(.noSuchRecord, detail: "\(action.recordType) \(id) no longer exists")
             }
             if stored == payload { return try editReply(200, documentID: documentID, entry: entry, action: action, record: current) }
             return try editReply(
-                409, documentID: documentID, entry: entry, action: action, record: current, code: "document-exists",
+                409, documentID: documentID, entry: entry, action: action, record: current, code: .documentExists,
                 detail: "document \(documentID) already holds another edit; send a new edit with If-Match")
         }
         guard let current else {
-            return .problem(
-                404, "Not Found", detail: "\(action.recordType) \(id) does not exist (it may have been deleted)", code: "no-such-record")
+            return .problem(.noSuchRecord, detail: "\(action.recordType) \(id) does not exist (it may have been deleted)")
         }
         guard let ifMatch else {
             return .problem(
-                428, "Precondition Required",
-                detail: "an edit of \(action.recordType) \(id) needs If-Match with the version it was based on", code: "if-match-required")
+                .ifMatchRequired, detail: "an edit of \(action.recordType) \(id) needs If-Match with the version it was based on")
         }
         guard ifMatch.any || ifMatch.strong.contains(Self.etag(current.version)) else {
-            return try editReply(412, documentID: documentID, entry: entry, action: action, record: current, code: "stale-version")
+            return try editReply(412, documentID: documentID, entry: entry, action: action, record: current, code: .staleVersion)
         }
         // The server's own value stands for every field it is the authority of; an edit that
         // tried to change one is a conflict for a person, not a silent overwrite.
@@ -257,7 +254,7 @@ extension SyncServer {
         let merged = try entry.merge(serverView, payload, serverView)
         if !merged.conflicts.isEmpty {
             return try editReply(
-                409, documentID: documentID, entry: entry, action: action, record: current, code: "authority-conflict",
+                409, documentID: documentID, entry: entry, action: action, record: current, code: .authorityConflict,
                 detail: "the edit changes \(merged.conflicts.map(\.pointer).joined(separator: ", ")), which the server owns")
         }
         let updated: (payload: Data, scope: String)
@@ -281,7 +278,7 @@ extension SyncServer {
     /// as the ETag, and the whole record (`entity`) for the device's store.
     func editReply(
         _ status: Int, documentID: String, entry: FormRegistry.Entry, action: RecordAction, record: StoredRecord,
-        code: String? = nil, detail: String? = nil
+        code: ProblemCode? = nil, detail: String? = nil
     ) throws -> HTTPResponse {
         let view = try RecordProjection.editPayload(record: record.payload, id: record.id, action: action)
         let object: [String: Any] = [
@@ -291,7 +288,7 @@ extension SyncServer {
         ]
         let headers = [("ETag", Self.etag(record.version))]
         guard let code else { return .json(status, object, headers: headers) }
-        return .problem(status, HTTPResponse.reason(status), detail: detail, code: code, extra: object, headers: headers)
+        return .problem(code, detail: detail, extra: object, headers: headers)
     }
 
     // MARK: Reading
@@ -310,7 +307,7 @@ extension SyncServer {
         for pair in (request.query ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             guard parts.count == 2, parameters[parts[0]] == nil, let value = parts[1].removingPercentEncoding else {
-                return .problem(400, "Bad Request", detail: "the query takes cursor= and limit= once each", code: "bad-query")
+                return .problem(.badQuery, detail: "the query takes cursor= and limit= once each")
             }
             parameters[parts[0]] = value
         }
@@ -319,9 +316,8 @@ extension SyncServer {
             // Digits only; a number past Int's range is as far above 1,000 as any other.
             guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }), (Int(text) ?? Int.max) >= 1 else {
                 return .problem(
-                    400, "Bad Request",
-                    detail: "limit is a whole number from 1 (above \(Self.maxChangesPerPage) it is served as \(Self.maxChangesPerPage))",
-                    code: "bad-limit")
+                    .badLimit,
+                    detail: "limit is a whole number from 1 (above \(Self.maxChangesPerPage) it is served as \(Self.maxChangesPerPage))")
             }
             let value = Int(text) ?? Int.max
             limit = min(value, Self.maxChangesPerPage)
@@ -329,7 +325,7 @@ extension SyncServer {
         var after: Int64 = 0
         if let cursor = parameters["cursor"], !cursor.isEmpty {
             guard let seq = Self.parseCursor(cursor) else {
-                return .problem(400, "Bad Request", detail: "the cursor is not one this server issued", code: "bad-cursor")
+                return .problem(.badCursor, detail: "the cursor is not one this server issued")
             }
             after = seq
         }
@@ -347,8 +343,7 @@ extension SyncServer {
         do {
             guard after <= (try store.lastChange()) else {
                 return .problem(
-                    410, "Gone", detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start",
-                    code: "cursor-expired")
+                    .cursorExpired, detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start")
             }
             let page = try store.feed(workspace: workspace, principal: principal, after: after, limit: limit + 1)
             let more = page.count > limit
@@ -386,13 +381,13 @@ extension SyncServer {
         }
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 4, let id = Int64(parts[3]), id > 0 else {
-            return .problem(404, "Not Found", detail: "use /records/{type}/{id}", code: "no-route")
+            return .problem(.noRoute, detail: "use /records/{type}/{id}")
         }
         let type = String(parts[2])
         return locked {
             guard let record = (try? store.record(workspace: caller.workspace, type: type, id: id)) ?? nil, caller.sees(scope: record.scope)
             else {
-                return .problem(404, "Not Found", detail: "no \(type) \(id) here", code: "no-such-record")
+                return .problem(.noSuchRecord, detail: "no \(type) \(id) here")
             }
             return .json(
                 200, Self.entityObject(type: record.type, id: record.id, version: record.version, payload: record.payload),

@@ -1,5 +1,6 @@
 import FormSyncHTTP
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 /// Resumable uploads (docs/PROTOCOL.md, "Resumable uploads"): `POST /uploads` creates the upload resource of a file
@@ -33,17 +34,17 @@ extension SyncServer {
         case .refused(let refusal): return refusal
         }
         guard let documentID = request.header("formsync-document"), Self.isIdentifier(documentID) else {
-            return .problem(400, "Bad Request", detail: "FormSync-Document is required", code: "bad-document-id")
+            return .problem(.badDocumentID, detail: "FormSync-Document is required")
         }
         guard let lengthText = request.header("upload-length"), lengthText.utf8.count <= 19, let length = Int64(lengthText), length >= 0
         else {
-            return .problem(400, "Bad Request", detail: "Upload-Length: the file's size in bytes is required", code: "bad-upload-length")
+            return .problem(.badUploadLength, detail: "Upload-Length: the file's size in bytes is required")
         }
         guard length <= Self.maxUploadBytes else {
-            return .problem(413, "Content Too Large", detail: "an upload holds at most \(Self.maxUploadBytes) bytes", code: "too-large")
+            return .problem(.tooLarge, detail: "an upload holds at most \(Self.maxUploadBytes) bytes")
         }
         guard let digestHeader = request.header("repr-digest"), let digest = Self.parseDigest(digestHeader), digest.count == 32 else {
-            return .problem(400, "Bad Request", detail: "Repr-Digest: sha-256=:…: of the whole file is required", code: "digest-missing")
+            return .problem(.digestMissing, detail: "Repr-Digest: sha-256=:…: of the whole file is required")
         }
         return locked {
             do {
@@ -53,7 +54,7 @@ extension SyncServer {
                 if let stored = try store.file(document: documentID) {
                     guard stored.byteCount == length, stored.digest == digest else {
                         return .problem(
-                            409, "Conflict", detail: "file document \(documentID) already holds other bytes", code: "document-exists",
+                            .documentExists, detail: "file document \(documentID) already holds other bytes",
                             extra: ["id": stored.id])
                     }
                     return .json(
@@ -65,9 +66,7 @@ extension SyncServer {
                 }
                 if let existing = try store.upload(document: documentID) {
                     guard existing.length == length, existing.digest == digest else {
-                        return .problem(
-                            409, "Conflict", detail: "file document \(documentID) is being uploaded with other bytes",
-                            code: "document-exists")
+                        return .problem(.documentExists, detail: "file document \(documentID) is being uploaded with other bytes")
                     }
                     if let fileID = existing.fileID { return uploadDone(existing, fileID: fileID, status: 200) }
                     return uploadState(existing, status: 201)
@@ -80,10 +79,10 @@ extension SyncServer {
                     || held.workspaceBytes.addingReportingOverflow(length).partialValue > uploadLimits.maxUnfinishedBytesPerWorkspace
                 {
                     return .problem(
-                        429, "Too Many Requests",
+                        .uploadQuota,
                         detail:
                             "too many unfinished uploads (\(held.count), \(held.bytes) bytes announced); finish or let them expire first",
-                        code: "upload-quota", headers: [("Retry-After", "60")])
+                        headers: [("Retry-After", "60")])
                 }
                 // Bytes that can never complete what a document announced are refused before they travel.
                 if let refusal = try store.transaction({
@@ -114,7 +113,7 @@ extension SyncServer {
         }
         return locked {
             guard let upload = try? owned(request, by: caller) else {
-                return .problem(404, "Not Found", detail: "no such upload", code: "no-such-upload")
+                return .problem(.noSuchUpload, detail: "no such upload")
             }
             var response = uploadState(upload, status: 204)
             response.headers.append(("Cache-Control", "no-store"))
@@ -134,39 +133,35 @@ extension SyncServer {
         }
         guard let offsetText = request.header("upload-offset"), offsetText.utf8.count <= 19, let offset = Int64(offsetText), offset >= 0
         else {
-            return .problem(400, "Bad Request", detail: "Upload-Offset is required", code: "bad-upload-offset")
+            return .problem(.badUploadOffset, detail: "Upload-Offset is required")
         }
         let complete = request.header("upload-complete") == "?1"
         // 1. Under the lock: the upload, its offset and length, and the mark that it is busy.
         let claimed: Either<StoredUpload, HTTPResponse> = locked {
             do {
                 guard let upload = try owned(request, by: caller) else {
-                    return .second(.problem(404, "Not Found", detail: "no such upload", code: "no-such-upload"))
+                    return .second(.problem(.noSuchUpload, detail: "no such upload"))
                 }
                 if let fileID = upload.fileID { return .second(uploadDone(upload, fileID: fileID, status: 200)) }
                 guard offset == upload.offset else {
                     var response = HTTPResponse.problem(
-                        409, "Conflict", detail: "the server holds \(upload.offset) bytes of this upload, not \(offset)",
-                        code: "mismatching-upload-offset")
+                        .mismatchingUploadOffset, detail: "the server holds \(upload.offset) bytes of this upload, not \(offset)")
                     response.headers.append(("Upload-Offset", String(upload.offset)))
                     return .second(response)
                 }
                 let (end, overflow) = offset.addingReportingOverflow(Int64(request.body.count))
                 guard !overflow, end <= upload.length else {
                     return .second(
-                        .problem(
-                            400, "Bad Request", detail: "the append ends past the announced Upload-Length \(upload.length)",
-                            code: "upload-too-long"))
+                        .problem(.uploadTooLong, detail: "the append ends past the announced Upload-Length \(upload.length)"))
                 }
                 if complete && end != upload.length {
                     return .second(
-                        .problem(
-                            400, "Bad Request", detail: "Upload-Complete with \(end) of \(upload.length) bytes", code: "upload-incomplete"))
+                        .problem(.uploadIncomplete, detail: "Upload-Complete with \(end) of \(upload.length) bytes"))
                 }
                 guard try store.claimAppend(upload.uploadID, at: now()) else {
                     return .second(
                         .problem(
-                            409, "Conflict", detail: "another append to this upload is in progress", code: "upload-busy",
+                            .uploadBusy, detail: "another append to this upload is in progress",
                             headers: [("Retry-After", "1")]))
                 }
                 return .first(upload)
@@ -193,9 +188,7 @@ extension SyncServer {
                 guard digest == upload.digest else {
                     // The bytes are not the file announced: start over rather than keep them.
                     try store.restartUpload(upload.uploadID, at: now())
-                    return .problem(
-                        400, "Bad Request", detail: "the uploaded bytes do not match Repr-Digest; the upload starts over",
-                        code: "digest-mismatch")
+                    return .problem(.digestMismatch, detail: "the uploaded bytes do not match Repr-Digest; the upload starts over")
                 }
                 let mediaType = MediaSignature.mediaType(of: try store.uploadPrefix(upload.uploadID)) ?? ""
                 return try store.transaction {

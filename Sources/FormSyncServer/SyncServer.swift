@@ -1,5 +1,6 @@
 import FormSyncHTTP
 import FormSyncModel
+import FormSyncProtocol
 import FormSyncSQLite
 import Foundation
 import Synchronization
@@ -340,10 +341,9 @@ public final class SyncServer: @unchecked Sendable {
             switch failure {
             case .notDurable(let reason):
                 FileHandle.standardError.write(Data("formsync server: \(reason)\n".utf8))
-                response = .problem(
-                    500, "Internal Server Error", detail: "the server could not make its database durable", code: "internal")
+                response = .problem(.internal, detail: "the server could not make its database durable")
             case .lost:
-                response = .problem(500, "Internal Server Error", detail: "the server could not commit this write", code: "internal")
+                response = .problem(.internal, detail: "the server could not commit this write")
             case nil:
                 break
             }
@@ -362,13 +362,11 @@ public final class SyncServer: @unchecked Sendable {
                 status: 200, headers: [("Content-Type", "text/html")],
                 body: Data("<html><body><h1>Welcome to FuelStop Wi-Fi</h1><form>Log in to continue</form></body></html>".utf8))
         case .unavailable(let seconds):
-            return .problem(
-                503, "Service Unavailable", detail: "try again later", code: "busy", headers: [("Retry-After", String(seconds))])
+            return .problem(.busy, detail: "try again later", headers: [("Retry-After", String(seconds))])
         case .tooManyRequests(let seconds):
-            return .problem(
-                429, "Too Many Requests", detail: "slow down", code: "rate-limited", headers: [("Retry-After", String(seconds))])
+            return .problem(.rateLimited, detail: "slow down", headers: [("Retry-After", String(seconds))])
         case .unauthorized:
-            return .problem(401, "Unauthorized", detail: "the token expired", code: "bad-token", headers: [("WWW-Authenticate", "Bearer")])
+            return .problem(.badToken, detail: "the token expired", headers: [("WWW-Authenticate", "Bearer")])
         case .delay(let milliseconds) where route == .append:
             // An append has no ledger entry to hold it in: it is held before it is read.
             faults.holding { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
@@ -409,9 +407,9 @@ public final class SyncServer: @unchecked Sendable {
             return write(
                 request, fault: fault, prepare: { checkSubmission(request) }, perform: { try self.submit(request, $0, caller: $1) })
         case (_, "/health"), (_, "/files"):
-            return .problem(405, "Method Not Allowed", code: "malformed")
+            return .problem(.methodNotAllowed, detail: "\(request.method) is not a method of \(request.path)")
         default:
-            return .problem(404, "Not Found", detail: "no route for \(request.method) \(request.path)", code: "no-route")
+            return .problem(.noRoute, detail: "no route for \(request.method) \(request.path)")
         }
     }
 
@@ -461,22 +459,16 @@ public final class SyncServer: @unchecked Sendable {
 
     private func badProtocolHeaders(_ request: HTTPRequest) -> HTTPResponse? {
         guard Self.isIdentifier(request.header("idempotency-key")) else {
-            return .problem(
-                400, "Bad Request", detail: "Idempotency-Key is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :",
-                code: "bad-idempotency-key")
+            return .problem(.badIdempotencyKey, detail: "Idempotency-Key is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :")
         }
         guard Self.isIdentifier(request.header("formsync-document")) else {
-            return .problem(
-                400, "Bad Request", detail: "FormSync-Document is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :",
-                code: "bad-document-id")
+            return .problem(.badDocumentID, detail: "FormSync-Document is required: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :")
         }
         if let workspace = request.header("formsync-workspace"), !Self.isIdentifier(workspace) {
-            return .problem(
-                400, "Bad Request", detail: "FormSync-Workspace: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :", code: "bad-workspace")
+            return .problem(.badWorkspace, detail: "FormSync-Workspace: 1 to 128 characters from A-Z a-z 0-9 - . _ ~ :")
         }
         if let ifMatch = request.header("if-match"), Self.entityTags(ifMatch) == nil {
-            return .problem(
-                400, "Bad Request", detail: "If-Match must be * or a list of entity tags (RFC 9110 §13.1.1)", code: "bad-if-match")
+            return .problem(.badIfMatch, detail: "If-Match must be * or a list of entity tags (RFC 9110 §13.1.1)")
         }
         return nil
     }
@@ -502,7 +494,7 @@ public final class SyncServer: @unchecked Sendable {
     private func refresh(_ request: HTTPRequest) -> HTTPResponse {
         guard let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
             let refreshToken = object["refresh_token"] as? String
-        else { return .problem(400, "Bad Request", detail: "send {\"refresh_token\": \"…\"}", code: "malformed") }
+        else { return .problem(.malformed, detail: "send {\"refresh_token\": \"…\"}") }
         return locked {
             let stored: StoredGrant?
             do {
@@ -511,10 +503,10 @@ public final class SyncServer: @unchecked Sendable {
                 return Self.storeUnavailable()
             }
             guard let found = stored, found.expiresAt > now() else {
-                return .problem(401, "Unauthorized", detail: "unknown refresh token", code: "bad-token")
+                return .problem(.badToken, detail: "unknown refresh token")
             }
             guard let token = try? issueAccessTokenLocked(found.grant) else {
-                return .problem(500, "Internal Server Error", detail: "the server could not store the token", code: "internal")
+                return .problem(.internal, detail: "the server could not store the token")
             }
             return .json(200, ["access_token": token, "token_type": "Bearer", "expires_in": tokenLifetimeMilliseconds / 1000])
         }
@@ -563,14 +555,13 @@ public final class SyncServer: @unchecked Sendable {
             if let hook = stateLocked({ commitHook }) { hook(locked { store.documentCount() }) }
             return response
         case .recorded(let recordedHash, _) where recordedHash != hash:
-            return .problem(
-                422, "Unprocessable Content", detail: "this Idempotency-Key was used with a different request", code: "key-reused")
+            return .problem(.keyReused, detail: "this Idempotency-Key was used with a different request")
         case .recorded(_, var replay):
             replay.headers.append(("Idempotent-Replayed", "true"))
             return replay
         case .inFlight:
             return .problem(
-                409, "Conflict", detail: "a request with this Idempotency-Key is still being processed", code: "key-in-flight",
+                .keyInFlight, detail: "a request with this Idempotency-Key is still being processed",
                 headers: [("Retry-After", "1")])
         }
     }
@@ -586,26 +577,23 @@ public final class SyncServer: @unchecked Sendable {
     /// The part of `submit` that depends on the request alone; runs outside the lock.
     func checkSubmission(_ request: HTTPRequest) -> CheckedSubmission {
         guard let formHeader = request.header("formsync-form"), let (name, version) = Self.parseForm(formHeader) else {
-            return .refused(.problem(400, "Bad Request", detail: "FormSync-Form: Name; version=N is required", code: "bad-form-header"))
+            return .refused(.problem(.badFormHeader, detail: "FormSync-Form: Name; version=N is required"))
         }
         guard let entry = registry[name] else {
-            return .refused(.problem(404, "Not Found", detail: "this server does not accept form \(name)", code: "unknown-form"))
+            return .refused(.problem(.unknownForm, detail: "this server does not accept form \(name)"))
         }
         // Every older version is accepted and brought to the current one by the spec's
         // upgraders before anything is checked; a future version is refused in words.
         guard version <= entry.version else {
             return .refused(
                 .problem(
-                    422, "Unprocessable Content",
-                    detail: "form \(name) is at version \(entry.version) here; version \(version) is newer than this server knows",
-                    code: "unknown-form-version"))
+                    .unknownFormVersion,
+                    detail: "form \(name) is at version \(entry.version) here; version \(version) is newer than this server knows"))
         }
         guard version >= 1, let body = try? entry.upgrade(request.body, from: version) else {
             return .refused(
                 .problem(
-                    422, "Unprocessable Content",
-                    detail: "a version \(version) payload of \(name) cannot be brought to version \(entry.version)",
-                    code: "invalid-payload",
+                    .invalidPayload, detail: "a version \(version) payload of \(name) cannot be brought to version \(entry.version)",
                     errors: [["pointer": "#", "code": "upgrade", "detail": "the payload could not be upgraded"]]))
         }
         let admission: FormRegistry.Entry.Admission
@@ -622,19 +610,23 @@ public final class SyncServer: @unchecked Sendable {
             let upgraded = version < entry.version ? " (after upgrading it from version \(version))" : ""
             return .refused(
                 .problem(
-                    422, "Unprocessable Content", detail: "the payload breaks \(errors.count) rule(s)\(upgraded)", code: "invalid-payload",
+                    .invalidPayload, detail: "the payload breaks \(errors.count) rule(s)\(upgraded)",
                     errors: errors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] }))
         case .holdsPlaceholders(let placeholders):
             return .refused(
                 .problem(
-                    422, "Unprocessable Content",
+                    .placeholder,
                     detail: "the payload still holds placeholder ids \(placeholders); upload the files and create the records first",
-                    code: "placeholder",
-                    errors: [["pointer": "#", "code": "placeholder", "detail": "placeholder ids must be replaced by server ids"]]))
+                    errors: [
+                        [
+                            "pointer": "#", "code": ProblemCode.placeholder.rawValue,
+                            "detail": "placeholder ids must be replaced by server ids",
+                        ]
+                    ]))
         case .admitted(let payload, let endpoint):
             guard endpoint == request.path else {
                 return .refused(
-                    .problem(404, "Not Found", detail: "the payload belongs at \(endpoint), not \(request.path)", code: "wrong-path"))
+                    .problem(.wrongPath, detail: "the payload belongs at \(endpoint), not \(request.path)"))
             }
             return .accepted(name: name, entry: entry, canonical: (payload, endpoint), files: files)
         }
@@ -698,11 +690,11 @@ public final class SyncServer: @unchecked Sendable {
                     return recordResponse(existing, status: 200, entity: try entity(entry, id: existing.id, workspace: workspace))
                 }
                 return recordResponse(
-                    existing, status: 409, code: "document-exists",
+                    existing, status: 409, code: .documentExists,
                     detail: "document \(documentID) already exists with other content; edit it with If-Match")
             }
             guard ifMatch.any || ifMatch.strong.contains(Self.etag(existing.version)) else {
-                return recordResponse(existing, status: 412, code: "stale-version")
+                return recordResponse(existing, status: 412, code: .staleVersion)
             }
             // An edit: the server's own value stands for every field it is the authority of, and
             // an edit that tried to change one is a conflict for a person (as for a record's
@@ -711,7 +703,7 @@ public final class SyncServer: @unchecked Sendable {
             let merge = try entry.merge(stored, canonical.payload, stored)
             if !merge.conflicts.isEmpty {
                 return recordResponse(
-                    existing, status: 409, code: "authority-conflict",
+                    existing, status: 409, code: .authorityConflict,
                     detail: "the edit changes \(merge.conflicts.map(\.pointer).joined(separator: ", ")), which the server owns")
             }
             let merged = merge.merged
@@ -736,8 +728,7 @@ public final class SyncServer: @unchecked Sendable {
             return recordResponse(updated, status: 200, entity: entity)
         }
         if ifMatch != nil {
-            return .problem(
-                404, "Not Found", detail: "document \(documentID) does not exist; it cannot be edited", code: "no-such-document")
+            return .problem(.noSuchDocument, detail: "document \(documentID) does not exist; it cannot be edited")
         }
         let created = try store.createDocument(
             documentID, form: name, formVersion: entry.version, workspace: workspace, principal: caller.principal,
@@ -756,16 +747,14 @@ public final class SyncServer: @unchecked Sendable {
     func storeFile(_ request: HTTPRequest, digest: Data, caller: Caller) throws -> HTTPResponse {
         let documentID = request.header("formsync-document")!
         guard let header = request.header("content-digest"), let claimed = Self.parseDigest(header) else {
-            return .problem(400, "Bad Request", detail: "Content-Digest: sha-256=:…: is required", code: "digest-missing")
+            return .problem(.digestMissing, detail: "Content-Digest: sha-256=:…: is required")
         }
         guard claimed == digest else {
-            return .problem(400, "Bad Request", detail: "Content-Digest does not match the bytes received", code: "digest-mismatch")
+            return .problem(.digestMismatch, detail: "Content-Digest does not match the bytes received")
         }
         if let refusal = boundElsewhere(documentID, form: nil, caller: caller) { return refusal }
         if try store.upload(document: documentID) != nil {
-            return .problem(
-                409, "Conflict", detail: "file document \(documentID) is a resumable upload; finish it at /uploads", code: "document-exists"
-            )
+            return .problem(.documentExists, detail: "file document \(documentID) is a resumable upload; finish it at /uploads")
         }
         let contentType = request.header("content-type")
         let mediaType = MediaSignature.mediaType(of: request.body) ?? ""
@@ -780,9 +769,7 @@ public final class SyncServer: @unchecked Sendable {
             documentID, workspace: caller.workspace, principal: caller.principal, bytes: request.body, digest: digest,
             contentType: contentType, mediaType: mediaType, at: now())
         guard sameBytes else {
-            return .problem(
-                409, "Conflict", detail: "file document \(documentID) already holds other bytes", code: "document-exists", extra: ["id": id]
-            )
+            return .problem(.documentExists, detail: "file document \(documentID) already holds other bytes", extra: ["id": id])
         }
         if created {
             try completePendingFiles(
@@ -804,18 +791,15 @@ public final class SyncServer: @unchecked Sendable {
     func boundElsewhere(_ documentID: String, form: String?, caller: Caller) -> HTTPResponse? {
         guard let owner = store.owner(of: documentID) else { return nil }
         if owner.workspace != caller.workspace {
-            return .problem(
-                409, "Conflict", detail: "document \(documentID) belongs to another workspace", code: "document-workspace-mismatch")
+            return .problem(.documentWorkspaceMismatch, detail: "document \(documentID) belongs to another workspace")
         }
         if !caller.owns(owner.principal) {
-            return .problem(
-                409, "Conflict", detail: "document \(documentID) belongs to another principal", code: "document-principal-mismatch")
+            return .problem(.documentPrincipalMismatch, detail: "document \(documentID) belongs to another principal")
         }
         if owner.form != form {
             return .problem(
-                409, "Conflict",
-                detail: "document \(documentID) belongs to \(owner.form ?? "a file upload"), not \(form ?? "a file upload")",
-                code: "document-form-mismatch")
+                .documentFormMismatch,
+                detail: "document \(documentID) belongs to \(owner.form ?? "a file upload"), not \(form ?? "a file upload")")
         }
         return nil
     }
@@ -832,13 +816,13 @@ public final class SyncServer: @unchecked Sendable {
             guard Self.isIdentifier(id), let owner = store.owner(of: id), owner.form != nil, owner.workspace == caller.workspace,
                 caller.owns(owner.principal),
                 let document = store.document(id)
-            else { return .problem(404, "Not Found", detail: "no document \(id) here", code: "no-such-document") }
+            else { return .problem(.noSuchDocument, detail: "no document \(id) here") }
             return recordResponse(document, status: 200)
         }
     }
 
     func recordResponse(
-        _ document: Document, status: Int, code: String? = nil, detail: String? = nil, entity: [String: Any]? = nil
+        _ document: Document, status: Int, code: ProblemCode? = nil, detail: String? = nil, entity: [String: Any]? = nil
     ) -> HTTPResponse {
         let headers = [("ETag", Self.etag(document.version)), ("Location", "/documents/\(document.documentID)")]
         if code == nil, entity == nil, document.payload.first == UInt8(ascii: "{") {
@@ -858,9 +842,7 @@ public final class SyncServer: @unchecked Sendable {
         if let entity { object["entity"] = entity }
         guard let code else { return .json(status, object, headers: headers) }
         object["record"] = nil
-        return .problem(
-            status, HTTPResponse.reason(status), detail: detail, code: code, extra: object.merging(["record": record]) { a, _ in a },
-            headers: headers)
+        return .problem(code, detail: detail, extra: object.merging(["record": record]) { a, _ in a }, headers: headers)
     }
 
     static func etag(_ version: Int) -> String { "\"\(version)\"" }

@@ -102,15 +102,13 @@ final class SimulatedNetwork: Sendable {
                 fault("422")
                 return (
                     422, ["content-type": "application/problem+json"],
-                    Data(
-                        #"{"status":422,"title":"Unprocessable","detail":"refused by the simulation","code":"invalid-payload","errors":[]}"#
-                            .utf8)
+                    HTTPResponse.problem(.invalidPayload, detail: "refused by the simulation", errors: []).body
                 )
             case 118..<126 where write && occurrence == 1:
                 fault("409 key in flight")
                 return (
                     409, ["content-type": "application/problem+json", "retry-after": "1"],
-                    Data(#"{"status":409,"title":"Conflict","code":"key-in-flight"}"#.utf8)
+                    HTTPResponse.problem(.keyInFlight).body
                 )
             default:
                 break

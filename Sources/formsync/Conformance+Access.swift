@@ -2,6 +2,7 @@ import FormSpec
 import FormSyncCommandLine
 import FormSyncHTTP
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 #if canImport(Darwin)
@@ -67,7 +68,7 @@ extension Conformance {
             if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-none-\(index)") }
             let none = await send(route.method, route.path, headers: headers, body: route.body, workspace: .none)
             check(
-                Rules.noWorkspace, none.status == 400 && (route.method == "HEAD" || none.code == "bad-workspace"), Self.describe(none),
+                Rules.noWorkspace, none.status == 400 && (route.method == "HEAD" || none.code == .badWorkspace), Self.describe(none),
                 about: route.name)
             if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-foreign-\(index)") }
             let elsewhere = await send(route.method, route.path, headers: headers, body: route.body, workspace: .named(foreign))

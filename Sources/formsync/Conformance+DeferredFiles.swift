@@ -1,6 +1,7 @@
 import FormSpec
 import FormSyncCommandLine
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 /// The checks of deferred files and of the look-up by digest (docs/PROTOCOL.md §2, "Deferred
@@ -64,7 +65,7 @@ extension Conformance {
         let errors = mismatching.json?["errors"] as? [[String: Any]] ?? []
         check(
             Rules.pendingMismatch,
-            mismatching.status == 422 && mismatching.code == "file-mismatch"
+            mismatching.status == 422 && mismatching.code == .fileMismatch
                 && errors.contains { ($0["pointer"] as? String)?.hasPrefix("#/\(field)") == true },
             "\(Self.describe(mismatching)) \(mismatching.text)")
 
@@ -91,7 +92,8 @@ extension Conformance {
             )
             let wrongErrors = wrong.json?["errors"] as? [[String: Any]] ?? []
             check(
-                Rules.fileReferenceChecked, wrong.status == 422 && wrongErrors.contains { $0["code"] as? String == "file-mismatch" },
+                Rules.fileReferenceChecked,
+                wrong.status == 422 && wrongErrors.contains { $0["code"] as? String == ProblemCode.fileMismatch.rawValue },
                 "\(Self.describe(wrong)) \(wrong.text)")
         }
         await lookups(features: features, bytes: fileID > 0 ? (bytes, fileID) : nil)
@@ -128,7 +130,7 @@ extension Conformance {
             "GET", "/files/sha-256/\(SHA256.hash(Data("never stored \(run)".utf8)).map { String(format: "%02x", $0) }.joined())")
         let malformed = await send("GET", "/files/sha-256/not-a-digest")
         check(
-            Rules.lookupMissing, missing.status == 404 && missing.code == "no-such-file" && malformed.status == 400,
+            Rules.lookupMissing, missing.status == 404 && missing.code == .noSuchFile && malformed.status == 400,
             "\(Self.describe(missing)); malformed: \(Self.describe(malformed))")
     }
 

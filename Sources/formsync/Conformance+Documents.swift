@@ -1,6 +1,7 @@
 import FormSpec
 import FormSyncCommandLine
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 /// The checks of documents: health and tokens, header syntax, the ledger, creates, edits,
@@ -65,7 +66,7 @@ extension Conformance {
         guard reply.status >= 400 else { return }
         check(
             Rules.problemJSON, reply.headers["content-type"]?.hasPrefix("application/problem+json") == true && reply.code != nil,
-            "content type \(reply.headers["content-type"] ?? "none"), code \(reply.code ?? "none")", about: what)
+            "content type \(reply.headers["content-type"] ?? "none"), code \(reply.codeText ?? "none")", about: what)
     }
 
     /// The form the document checks use: one whose samples the server's specs let us make,
@@ -108,7 +109,7 @@ extension Conformance {
                     "Idempotency-Key": id("k0c"), "FormSync-Document": id("malformed-form"), "FormSync-Form": "\(form.name) version 1",
                     "Content-Type": "application/json",
                 ], body: body)
-            check(Rules.badFormHeader, malformed.status == 400 && malformed.code == "bad-form-header", Self.describe(malformed))
+            check(Rules.badFormHeader, malformed.status == 400 && malformed.code == .badFormHeader, Self.describe(malformed))
             let unknown = await send(
                 "POST", path,
                 headers: [
@@ -116,10 +117,10 @@ extension Conformance {
                     "FormSync-Form": "NoSuchForm\(run.prefix(4)); version=1",
                     "Content-Type": "application/json",
                 ], body: body)
-            check(Rules.unknownForm, unknown.status == 404 && unknown.code == "unknown-form", Self.describe(unknown))
+            check(Rules.unknownForm, unknown.status == 404 && unknown.code == .unknownForm, Self.describe(unknown))
         }
         let newer = await submit(form, object, document: id("newer"), key: id("k0e"), version: form.version + 1)
-        check(Rules.newerVersion, newer.status == 422 && newer.code == "unknown-form-version", Self.describe(newer))
+        check(Rules.newerVersion, newer.status == 422 && newer.code == .unknownFormVersion, Self.describe(newer))
         let ghostEdit = await submit(form, object, document: id("ghost"), key: id("k0f"), ifMatch: "\"1\"")
         check(Rules.ifMatchNew, ghostEdit.status == 404, Self.describe(ghostEdit))
 
@@ -135,7 +136,7 @@ extension Conformance {
             Rules.replay, replay.status == created.status && replay.data == created.data && replay.headers["idempotent-replayed"] == "true",
             "HTTP \(replay.status) vs \(created.status), Idempotent-Replayed \(replay.headers["idempotent-replayed"] ?? "missing")")
         let reused = await submit(form, otherObject, document: document, key: id("k1"))
-        check(Rules.keyReused, reused.status == 422 && reused.code == "key-reused", Self.describe(reused))
+        check(Rules.keyReused, reused.status == 422 && reused.code == .keyReused, Self.describe(reused))
         problem(reused, "a reused key")
 
         let again = await submit(form, object, document: document, key: id("k2"))
@@ -145,7 +146,7 @@ extension Conformance {
         let other = await submit(form, otherObject, document: document, key: id("k3"))
         check(
             Rules.otherContent,
-            other.status == 409 && other.code == "document-exists" && other.json?["record"] != nil && other.headers["etag"] != nil,
+            other.status == 409 && other.code == .documentExists && other.json?["record"] != nil && other.headers["etag"] != nil,
             Self.describe(other))
 
         // The same document id under another form (or as a file when the specs hold one form).
@@ -159,7 +160,7 @@ extension Conformance {
                 let misbound = await submit(otherForm, otherSample, document: document, key: id("k4"))
                 check(
                     Rules.formBinding,
-                    misbound.status == 409 && misbound.code == "document-form-mismatch" && !leaks(misbound),
+                    misbound.status == 409 && misbound.code == .documentFormMismatch && !leaks(misbound),
                     "\(Self.describe(misbound)): \(misbound.text)")
             }
         }
@@ -172,7 +173,7 @@ extension Conformance {
                     "Content-Digest": "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):",
                 ], body: bytes)
             check(
-                Rules.formBinding, asFile.status == 409 && asFile.code == "document-form-mismatch" && !leaks(asFile),
+                Rules.formBinding, asFile.status == 409 && asFile.code == .documentFormMismatch && !leaks(asFile),
                 "\(Self.describe(asFile)): \(asFile.text)", about: "as a file")
         }
 
@@ -228,7 +229,7 @@ extension Conformance {
             let raise = await submit(form, object, document: document, key: id("k6b"), ifMatch: placed.headers["etag"])
             check(
                 Rules.authority,
-                raise.status == 409 && raise.code == "authority-conflict" && raise.json?["record"] != nil
+                raise.status == 409 && raise.code == .authorityConflict && raise.json?["record"] != nil
                     && raise.headers["etag"] == placed.headers["etag"],
                 "\(Self.describe(raise)) ETag \(raise.headers["etag"] ?? "missing")", about: "\(form.name).\(field.name)")
             return
@@ -248,7 +249,7 @@ extension Conformance {
         let errors = rejected.json?["errors"] as? [[String: Any]] ?? []
         let pointers = errors.compactMap { $0["pointer"] as? String }
         check(
-            Rules.invalidPayload, rejected.status == 422 && rejected.code == "invalid-payload" && pointers.contains("#/\(field.name)"),
+            Rules.invalidPayload, rejected.status == 422 && rejected.code == .invalidPayload && pointers.contains("#/\(field.name)"),
             "\(Self.describe(rejected)) pointers \(pointers)", about: "\(form.name) without \(field.name)")
         problem(rejected, "an invalid payload")
     }
@@ -278,7 +279,7 @@ extension Conformance {
                     let errors = (reply.json?["errors"] as? [[String: Any]]) ?? []
                     let named = errors.contains { $0["pointer"] as? String == "#/\(field.name)" && $0["code"] as? String == code }
                     check(
-                        Rules.fieldRuleKinds, reply.status == 422 && reply.code == "invalid-payload" && named,
+                        Rules.fieldRuleKinds, reply.status == 422 && reply.code == .invalidPayload && named,
                         "\(Self.describe(reply)) errors \(errors.map { "\($0["pointer"] ?? "") \($0["code"] ?? "")" })",
                         about: "\(form.name).\(field.name): \(code)")
                 }
@@ -383,7 +384,7 @@ extension Conformance {
                 ], body: body)
             let codes = (reply.json?["errors"] as? [[String: Any]] ?? []).compactMap { $0["code"] as? String }
             check(
-                Rules.placeholder, reply.status == 422 && (reply.code == "placeholder" || codes.contains("placeholder")),
+                Rules.placeholder, reply.status == 422 && (reply.code == .placeholder || codes.contains("placeholder")),
                 "\(Self.describe(reply)) errors \(codes)", about: "\(form.name).\(field.name)")
             return
         }

@@ -1,5 +1,6 @@
 import FormSyncCommandLine
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 /// The checks of files: whole uploads and resumable ones (docs/PROTOCOL.md §2).
@@ -21,7 +22,7 @@ extension Conformance {
         let otherBytes = Data("other bytes \(run)".utf8)
         let other = await post(
             otherBytes, document: document, key: id("f3"), digest: "sha-256=:\(SHA256.hash(otherBytes).base64EncodedString()):")
-        check(Rules.fileOther, other.status == 409 && other.code == "document-exists", Self.describe(other))
+        check(Rules.fileOther, other.status == 409 && other.code == .documentExists, Self.describe(other))
         let wrong = await post(
             bytes, document: id("file2"), key: id("f4"), digest: "sha-256=:\(SHA256.hash(Data("x".utf8)).base64EncodedString()):")
         check(Rules.fileWrongDigest, wrong.status == 400, Self.describe(wrong))
@@ -88,18 +89,18 @@ extension Conformance {
         let tooLong = await send(
             "PATCH", smallLocation, headers: ["Upload-Offset": "0", "Upload-Complete": "?0", "Content-Type": "application/partial-upload"],
             body: Data(count: 11))
-        check(Rules.uploadTooLong, tooLong.status == 400 && tooLong.code == "upload-too-long", Self.describe(tooLong))
+        check(Rules.uploadTooLong, tooLong.status == 400 && tooLong.code == .uploadTooLong, Self.describe(tooLong))
         let incomplete = await send(
             "PATCH", smallLocation, headers: ["Upload-Offset": "0", "Upload-Complete": "?1", "Content-Type": "application/partial-upload"],
             body: Data(count: 4))
-        check(Rules.uploadIncomplete, incomplete.status == 400 && incomplete.code == "upload-incomplete", Self.describe(incomplete))
+        check(Rules.uploadIncomplete, incomplete.status == 400 && incomplete.code == .uploadIncomplete, Self.describe(incomplete))
         let onUpload = await send(
             "POST", "/files",
             headers: [
                 "Idempotency-Key": id("u35"), "FormSync-Document": small, "Content-Type": "application/octet-stream",
                 "Content-Digest": "sha-256=:\(SHA256.hash(Data(count: 10)).base64EncodedString()):",
             ], body: Data(count: 10))
-        check(Rules.fileOnUpload, onUpload.status == 409 && onUpload.code == "document-exists", Self.describe(onUpload))
+        check(Rules.fileOnUpload, onUpload.status == 409 && onUpload.code == .documentExists, Self.describe(onUpload))
         // Finished, so that it holds no quota of a later run.
         _ = await send(
             "PATCH", smallLocation, headers: ["Upload-Offset": "0", "Upload-Complete": "?1", "Content-Type": "application/partial-upload"],
@@ -113,7 +114,7 @@ extension Conformance {
         let whole = await send(
             "PATCH", lyingLocation, headers: ["Upload-Offset": "0", "Upload-Complete": "?1", "Content-Type": "application/partial-upload"],
             body: bytes)
-        check(Rules.uploadDigest, whole.status == 400 && whole.code == "digest-mismatch", "HTTP \(whole.status) \(whole.code ?? "")")
+        check(Rules.uploadDigest, whole.status == 400 && whole.code == .digestMismatch, "HTTP \(whole.status) \(whole.codeText ?? "")")
 
         // The quota: unfinished uploads of one byte each until the server says 429 (at most 64).
         // They are finished afterwards, so that they hold no quota of a later run.
@@ -135,7 +136,7 @@ extension Conformance {
         }
         if let quota {
             check(
-                Rules.uploadQuota, quota.status == 429 && quota.code == "upload-quota" && Int(quota.headers["retry-after"] ?? "") != nil,
+                Rules.uploadQuota, quota.status == 429 && quota.code == .uploadQuota && Int(quota.headers["retry-after"] ?? "") != nil,
                 "\(Self.describe(quota)) Retry-After \(quota.headers["retry-after"] ?? "missing")")
         } else {
             notChecked(Rules.uploadQuota, "64 unfinished uploads were all accepted (a server MAY choose a larger quota)")

@@ -1,6 +1,7 @@
 import FormSpec
 import FormSyncCommandLine
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 /// The checks of records: the change feed, one record, and forms that edit a record
@@ -27,7 +28,7 @@ extension Conformance {
             let reply = await send(
                 "GET", "/changes?cursor=" + (ahead.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ahead))
             check(
-                Rules.cursorAhead, reply.status == 410 && reply.code == "cursor-expired", Self.describe(reply),
+                Rules.cursorAhead, reply.status == 410 && reply.code == .cursorExpired, Self.describe(reply),
                 about: "cursor \(ahead.prefix(40))")
         } else {
             notChecked(Rules.cursorAhead, "the server's cursors do not end in a number this check could raise")

@@ -2,6 +2,7 @@ import FormSpec
 import FormSyncClient
 import FormSyncCommandLine
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -16,7 +17,9 @@ struct Conformance {
         var headers: [String: String]
         var data: Data
         var json: [String: Any]? { try? JSONSerialization.jsonObject(with: data) as? [String: Any] }
-        var code: String? { json?["code"] as? String }
+        /// The reply's `code` member as sent, and as one of the protocol's codes.
+        var codeText: String? { json?["code"] as? String }
+        var code: ProblemCode? { codeText.flatMap(ProblemCode.init(rawValue:)) }
         var text: String { String(decoding: data.prefix(300), as: UTF8.self) }
     }
 
@@ -161,7 +164,7 @@ struct Conformance {
     }
 
     static func describe(_ reply: Reply) -> String {
-        "HTTP \(reply.status), content type \(reply.headers["content-type"] ?? "none"), code \(reply.code ?? "none")"
+        "HTTP \(reply.status), content type \(reply.headers["content-type"] ?? "none"), code \(reply.codeText ?? "none")"
     }
 
     // MARK: Samples

@@ -1,5 +1,6 @@
 import FieldForms
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 import Testing
 
@@ -112,6 +113,24 @@ struct HTTPTransportClassificationTests {
         )
     }
 
+    /// A document id held under another form, workspace or principal is a refusal no retry
+    /// changes: `document-principal-mismatch` was read as transient and retried until exhausted.
+    @Test func aDocumentIDHeldElsewhereIsRejectedAtOnceAndAKeyInFlightIsRetried() {
+        let problemJSON = ["content-type": "application/problem+json"]
+        for code in [ProblemCode.documentFormMismatch, .documentWorkspaceMismatch, .documentPrincipalMismatch] {
+            let body = String(decoding: HTTPResponseBody.problem(code), as: UTF8.self)
+            guard case .rejected = classify(code.status, problemJSON, body) else {
+                Issue.record("\(code.rawValue) is not rejected: \(classify(code.status, problemJSON, body))")
+                continue
+            }
+        }
+        let inFlight = String(decoding: HTTPResponseBody.problem(.keyInFlight), as: UTF8.self)
+        guard case .transient = classify(409, problemJSON, inFlight) else {
+            Issue.record("key-in-flight is not transient")
+            return
+        }
+    }
+
     @Test func retryAfterReadsSecondsAndHTTPDates() {
         let now = Date(timeIntervalSince1970: 1_796_027_217)
         #expect(HTTPTransport.retryAfter("5") == 5000)
@@ -163,5 +182,12 @@ struct ResumableUploadReplyTests {
         #expect(ResumableUpload.offset("") == nil)
         #expect(ResumableUpload.offset(nil) == nil)
         #expect(ResumableUpload.offset(" 12") == nil)
+    }
+}
+
+/// A problem reply's body as a FormSync server writes it, without linking the server.
+enum HTTPResponseBody {
+    static func problem(_ code: ProblemCode) -> Data {
+        Data(#"{"code":"\#(code.rawValue)","status":\#(code.status),"type":"\#(code.type)","title":"t"}"#.utf8)
     }
 }

@@ -44,8 +44,8 @@ struct HTTPParserFuzzTests {
                     while true {
                         switch next {
                         case .needMore: continue outer
-                        case .refuse(let status, _):
-                            #expect([400, 408, 413, 431, 501].contains(status))
+                        case .refuse(let code, _):
+                            #expect([400, 408, 413, 431, 501].contains(code.status))
                             refusals += 1
                             break outer
                         case .head: next = parser.beginBody(limit: limit)

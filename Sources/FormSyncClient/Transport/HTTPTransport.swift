@@ -1,4 +1,5 @@
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -374,6 +375,7 @@ public final class HTTPTransport: OutboxTransport {
             return .done(acknowledgement)
         }
         let json = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
+        let problem = (json?["code"] as? String).flatMap(ProblemCode.init(rawValue:))
         switch status {
         case 200..<300:
             guard headers["content-type"]?.lowercased().hasPrefix("application/json") == true,
@@ -393,13 +395,13 @@ public final class HTTPTransport: OutboxTransport {
                 return .transient(reason: "HTTP 412 without the current record", retryAfter: nil)
             }
             return .conflict(current: current, version: version)
-        case 409 where ["document-exists", "authority-conflict"].contains(json?["code"] as? String ?? ""):
+        case 409 where [.documentExists, .authorityConflict].contains(problem):
             // The document exists with other content: a conflict to merge or show, never "done".
             guard let (current, version) = currentRecord(json, headers) else {
                 return .rejected(reason: "HTTP 409\(problemText(json))", fieldErrors: [])
             }
             return .conflict(current: current, version: version)
-        case 409 where ["document-form-mismatch", "document-workspace-mismatch"].contains(json?["code"] as? String ?? ""):
+        case 409 where [.documentFormMismatch, .documentWorkspaceMismatch, .documentPrincipalMismatch].contains(problem):
             return .rejected(reason: "HTTP 409\(problemText(json))", fieldErrors: [])
         case 408, 409, 425, 429, 500..<600:
             return .transient(
