@@ -1,4 +1,3 @@
-import FormSyncHTTP
 import FormSyncModel
 import FormSyncServer
 import Foundation
@@ -103,7 +102,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     }
 
     package func idempotentWrite(
-        key: String, hash: Data, hold: (() -> Void)?, now: Int64, _ body: () throws -> HTTPResponse
+        key: String, hash: Data, hold: (() -> Void)?, now: Int64, _ body: () throws -> RecordedReply
     ) throws -> LedgerOutcome {
         try pool.scope {
             var attempt = 0
@@ -125,11 +124,10 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
                             try pool.with { try $0.run("SET LOCAL lock_timeout = \(Self.lockWaitMilliseconds)") }
                             hold?()
                             let response = try body()
-                            let headers = response.headers.map { "\($0.0):\($0.1)" }.joined(separator: "\n")
                             _ = try pool.with {
                                 try $0.query(
                                     "UPDATE ledger SET status = $2, headers = $3, body = $4 WHERE key = $1",
-                                    [.text(key), .integer(Int64(response.status)), .text(headers), .bytes(response.body)])
+                                    [.text(key), .integer(Int64(response.status)), .text(response.headerLines), .bytes(response.body)])
                             }
                             return .processed(response)
                         }
@@ -150,13 +148,9 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     private func recorded(_ key: String) throws -> LedgerOutcome? {
         let rows = try pool.with { try $0.query("SELECT hash, status, headers, body FROM ledger WHERE key = $1", [.text(key)]) }
         guard rows.count == 1, let status = rows.int(0, 1) else { return nil }
-        let headers = (rows.text(0, 2) ?? "").split(separator: "\n").compactMap { line -> (String, String)? in
-            let parts = line.split(separator: ":", maxSplits: 1).map(String.init)
-            return parts.count == 2 ? (parts[0], parts[1]) : nil
-        }
         return .recorded(
             hash: rows.bytes(0, 0) ?? Data(),
-            response: HTTPResponse(status: Int(status), headers: headers, body: rows.bytes(0, 3) ?? Data()))
+            response: RecordedReply(status: Int(status), headerLines: rows.text(0, 2) ?? "", body: rows.bytes(0, 3) ?? Data()))
     }
 
     // MARK: Durability: a commit is durable when it returns.

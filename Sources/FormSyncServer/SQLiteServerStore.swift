@@ -1,4 +1,3 @@
-import FormSyncHTTP
 import FormSyncModel
 import FormSyncSQLite
 import Foundation
@@ -15,7 +14,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     struct LedgerEntry {
         var hash: Data
         /// Nil while the request is still being processed.
-        var response: HTTPResponse?
+        var response: RecordedReply?
     }
 
     static let migrations = SQLiteMigrator(migrations: [
@@ -250,7 +249,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     // MARK: Ledger
 
     func idempotentWrite(
-        key: String, hash: Data, hold: (() -> Void)?, now: Int64, _ body: () throws -> HTTPResponse
+        key: String, hash: Data, hold: (() -> Void)?, now: Int64, _ body: () throws -> RecordedReply
     ) throws -> LedgerOutcome {
         if let hold {
             // Marked in flight first and then held, so that a retry arriving meanwhile meets 409.
@@ -293,11 +292,8 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
             (try? db.query("SELECT hash, status, headers, body FROM ledger WHERE key = ?", [.text(key)]) { row in
                 let hash = row.blob(0) ?? Data()
                 guard let status = row.optionalInt(1) else { return LedgerEntry(hash: hash, response: nil) }
-                let headers = (row.text(2) ?? "").split(separator: "\n").compactMap { line -> (String, String)? in
-                    let parts = line.split(separator: ":", maxSplits: 1).map(String.init)
-                    return parts.count == 2 ? (parts[0], parts[1]) : nil
-                }
-                return LedgerEntry(hash: hash, response: HTTPResponse(status: Int(status), headers: headers, body: row.blob(3) ?? Data()))
+                return LedgerEntry(
+                    hash: hash, response: RecordedReply(status: Int(status), headerLines: row.text(2) ?? "", body: row.blob(3) ?? Data()))
             })?.first
     }
 
@@ -307,11 +303,10 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     }
 
     /// Records the reply to `key`'s request, in the transaction of its work.
-    func finishLedger(_ key: String, hash: Data, with response: HTTPResponse, at now: Int64) throws {
-        let headers = response.headers.map { "\($0.0):\($0.1)" }.joined(separator: "\n")
+    func finishLedger(_ key: String, hash: Data, with response: RecordedReply, at now: Int64) throws {
         try db.run(
             "INSERT INTO ledger (key, hash, status, headers, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [.text(key), .blob(hash), .integer(Int64(response.status)), .text(headers), .blob(response.body), .integer(now)])
+            [.text(key), .blob(hash), .integer(Int64(response.status)), .text(response.headerLines), .blob(response.body), .integer(now)])
         inFlight[key] = nil
     }
 

@@ -1,4 +1,3 @@
-import FormSyncHTTP
 import FormSyncModel
 import Foundation
 
@@ -32,7 +31,7 @@ package protocol ServerStore: AnyObject, Sendable {
     /// request is marked in flight, then `hold` runs before its work (a delay or a held request:
     /// faults for tests).
     func idempotentWrite(
-        key: String, hash: Data, hold: (() -> Void)?, now: Int64, _ body: () throws -> HTTPResponse
+        key: String, hash: Data, hold: (() -> Void)?, now: Int64, _ body: () throws -> RecordedReply
     ) throws -> LedgerOutcome
 
     /// A mark taken before a request runs; `whenDurable(since:)` waits for what it wrote.
@@ -159,9 +158,9 @@ package protocol ServerStore: AnyObject, Sendable {
 /// What the idempotency ledger made of a write.
 package enum LedgerOutcome {
     /// The write was processed now; its reply is committed with its work.
-    case processed(HTTPResponse)
+    case processed(RecordedReply)
     /// The key was answered before: the request's hash then, and the reply recorded.
-    case recorded(hash: Data, response: HTTPResponse)
+    case recorded(hash: Data, response: RecordedReply)
     /// A request with this key is being processed now (here or on another node).
     case inFlight
 }

@@ -546,19 +546,21 @@ public final class SyncServer: @unchecked Sendable {
         let prepared = prepare()
         let outcome: LedgerOutcome
         do {
-            outcome = try store.idempotentWrite(key: key, hash: hash, hold: hold, now: now()) { try process(prepared, caller) }
+            outcome = try store.idempotentWrite(key: key, hash: hash, hold: hold, now: now()) {
+                let response = try process(prepared, caller)
+                return RecordedReply(status: response.status, headers: response.headers, body: response.body)
+            }
         } catch {
             return failure(error)
         }
         switch outcome {
-        case .processed(let response):
+        case .processed(let reply):
             if let hook = stateLocked({ commitHook }) { hook(locked { store.documentCount() }) }
-            return response
+            return HTTPResponse(status: reply.status, headers: reply.headers, body: reply.body)
         case .recorded(let recordedHash, _) where recordedHash != hash:
             return .problem(.keyReused, detail: "this Idempotency-Key was used with a different request")
-        case .recorded(_, var replay):
-            replay.headers.append(("Idempotent-Replayed", "true"))
-            return replay
+        case .recorded(_, let replay):
+            return HTTPResponse(status: replay.status, headers: replay.headers + [("Idempotent-Replayed", "true")], body: replay.body)
         case .inFlight:
             return .problem(
                 .keyInFlight, detail: "a request with this Idempotency-Key is still being processed",

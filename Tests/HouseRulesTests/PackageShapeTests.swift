@@ -132,6 +132,21 @@ struct PackageShapeTests {
         }
     }
 
+    /// Issue 44: the store protocol knew HTTP (the ledger stored an `HTTPResponse`), so every
+    /// store imported the HTTP server. The stores and what they exchange import no HTTP module.
+    @Test func theServerStoresKnowNothingOfHTTP() throws {
+        let folder = Self.root.appendingPathComponent("Sources/FormSyncServer")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter {
+            ($0.hasPrefix("ServerStore") || $0.hasPrefix("SQLiteServerStore") || $0 == "RecordedReply.swift") && $0.hasSuffix(".swift")
+        }
+        #expect(files.count >= 7, "\(files)")
+        for file in files {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            #expect(Self.imports(in: text).isDisjoint(with: ["FormSyncHTTP", "FoundationNetworking"]), "\(file) imports HTTP")
+            #expect(!text.contains("HTTPResponse") && !text.contains("HTTPRequest"), "\(file) names an HTTP type")
+        }
+    }
+
     /// Issue 44: four declared dependencies were never imported (`FormSyncClient → CSQLite`
     /// among them). Every target a target declares is imported by one of its files.
     @Test func everyDeclaredTargetDependencyIsImported() async throws {
