@@ -136,7 +136,9 @@ let package = Package(
         .testTarget(name: "FormSyncSQLiteTests", dependencies: ["FormSyncSQLite", "FormSyncTesting"]),
         .testTarget(
             name: "FormSyncServerTests",
-            dependencies: ["CorpusForms", "FormSyncHTTP", "FormSyncModel", "FormSyncServer", "FormSyncTesting", "FormSyncTorture"]),
+            dependencies: [
+                "CorpusForms", "FormSyncHTTP", "FormSyncModel", "FormSyncProtocol", "FormSyncServer", "FormSyncTesting", "FormSyncTorture",
+            ]),
         .testTarget(name: "FormSyncPostgresTests", dependencies: ["FormSyncPostgres", "FormSyncTesting", "FormSyncTorture"]),
         .testTarget(name: "FormSyncTestingTests", dependencies: ["FormSyncTesting"]),
         .testTarget(name: "FormSyncCommandLineTests", dependencies: ["FormSyncCommandLine"]),

@@ -1,3 +1,4 @@
+import FormSyncProtocol
 import Foundation
 import Synchronization
 
@@ -36,6 +37,17 @@ public final class FaultPlan: Sendable {
     /// The kind of route a request is on.
     enum Route {
         case submission, file, append, other
+
+        /// The class of faults a request meets, by the route it takes (`method` for none).
+        init(_ route: FormSyncProtocol.Route?, method: String) {
+            switch route {
+            case .fileUpload, .uploadCreate: self = .file
+            case .uploadAppend: self = .append
+            case .submission: self = .submission
+            case .some: self = .other
+            case nil: self = method == "PATCH" ? .append : method == "GET" || method == "HEAD" ? .other : .submission
+            }
+        }
     }
 
     private struct Entry {

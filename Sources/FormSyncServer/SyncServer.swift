@@ -312,13 +312,8 @@ public final class SyncServer: @unchecked Sendable {
     /// Answers one request through `reply`, called once its answer and everything it read or
     /// wrote is on disk: by this thread, or by the one whose fsync covers it (group commit).
     package func handle(_ request: HTTPRequest, reply: @escaping @Sendable (HTTPResponse?) -> Void) {
-        let route: FaultPlan.Route
-        switch (request.method, request.path) {
-        case ("POST", "/files"), ("POST", "/uploads"): route = .file
-        case ("PATCH", _): route = .append
-        case ("POST", "/auth/refresh"), (_, "/health"), ("GET", _), ("HEAD", _): route = .other
-        default: route = .submission
-        }
+        let matched = Route.match(method: request.method, path: request.path)
+        let route = FaultPlan.Route(matched, method: request.method)
         let entry = LoggedRequest(
             method: request.method, path: request.path, idempotencyKey: request.header("idempotency-key"),
             documentID: request.header("formsync-document"), workspace: request.header("formsync-workspace"), status: nil, replayed: false,
@@ -329,7 +324,7 @@ public final class SyncServer: @unchecked Sendable {
         }
         let fault = faults.next(for: route)
         let mark = store.durabilityMark()
-        var answer = respond(request, route: route, fault: fault)
+        var answer = respond(request, matched, route: route, fault: fault)
         // What this server supports, on every reply of its own (a portal's page has none).
         if fault != .captivePortal { answer?.headers.append(("FormSync-Features", features.joined(separator: ", "))) }
         let response = answer
@@ -355,7 +350,7 @@ public final class SyncServer: @unchecked Sendable {
         }
     }
 
-    private func respond(_ request: HTTPRequest, route: FaultPlan.Route, fault: FaultPlan.Fault?) -> HTTPResponse? {
+    private func respond(_ request: HTTPRequest, _ matched: Route?, route: FaultPlan.Route, fault: FaultPlan.Fault?) -> HTTPResponse? {
         switch fault {
         case .captivePortal:
             return HTTPResponse(
@@ -376,40 +371,42 @@ public final class SyncServer: @unchecked Sendable {
             break
         }
         if let refusal = misdirected(request) { return refusal }
-        switch (request.method, request.path) {
-        case ("GET", "/health"):
+        guard let matched else {
+            if Route.isFixedPath(request.path) {
+                return .problem(.methodNotAllowed, detail: "\(request.method) is not a method of \(request.path)")
+            }
+            return .problem(.noRoute, detail: "no route for \(request.method) \(request.path)")
+        }
+        switch matched {
+        case .health:
             return .json(200, ["service": "formsync", "status": "ok", "protocol": 1, "features": features])
-        case ("GET", let path) where path.hasPrefix("/files/sha-256/") && offersFileLookup:
+        case .fileLookup where offersFileLookup:
             return fileLookup(request)
-        case ("GET", let path) where path.hasPrefix("/files/"):
+        case .fileLookup, .fileFetch:
             return fileDownload(request)
-        case ("GET", "/pending-files"):
+        case .pendingFiles:
             return pendingFilesRoute(request)
-        case ("POST", "/auth/refresh"):
+        case .refresh:
             return refresh(request)
-        case ("GET", "/changes"):
+        case .changes:
             return changes(request)
-        case ("GET", let path) where path.hasPrefix("/records/"):
+        case .record:
             return recordRoute(request)
-        case ("GET", let path) where path.hasPrefix("/documents/"):
+        case .document:
             return documentRoute(request)
-        case ("POST", "/files"):
+        case .fileUpload:
             return write(
                 request, fault: fault, prepare: { SHA256.hash(request.body) },
                 perform: { try self.storeFile(request, digest: $0, caller: $1) })
-        case ("POST", "/uploads"):
+        case .uploadCreate:
             return createUpload(request)
-        case ("HEAD", let path) where path.hasPrefix("/uploads/"):
+        case .uploadOffset:
             return uploadOffset(request)
-        case ("PATCH", let path) where path.hasPrefix("/uploads/"):
+        case .uploadAppend:
             return appendUpload(request)
-        case ("POST", _):
+        case .submission:
             return write(
                 request, fault: fault, prepare: { checkSubmission(request) }, perform: { try self.submit(request, $0, caller: $1) })
-        case (_, "/health"), (_, "/files"):
-            return .problem(.methodNotAllowed, detail: "\(request.method) is not a method of \(request.path)")
-        default:
-            return .problem(.noRoute, detail: "no route for \(request.method) \(request.path)")
         }
     }
 
@@ -424,20 +421,18 @@ public final class SyncServer: @unchecked Sendable {
     /// protocol headers, so that nothing is read from a request that will be refused. (While a
     /// fault is planned, the faults come first, as a network in front of the server would.)
     func preflight(_ head: HTTPRequest) -> HTTPServer.Preflight {
+        let route = Route.match(method: head.method, path: head.path)
         let limit: Int
-        switch (head.method, head.path) {
-        case ("GET", _): limit = 0
-        case ("POST", "/auth/refresh"): limit = 4096
-        case ("POST", "/files"): limit = Self.maxFileBytes
-        case ("POST", "/uploads"): limit = 0
-        case ("PATCH", let path) where path.hasPrefix("/uploads/"): limit = Self.maxFileBytes
-        case ("POST", _): limit = Self.maxSubmissionBytes
-        default: limit = 0
+        switch route?.body ?? Route.Body.none {
+        case .token: limit = 4096
+        case .payload: limit = Self.maxSubmissionBytes
+        case .file: limit = Self.maxFileBytes
+        case .none: limit = 0
         }
-        if head.method == "PATCH", faults.isEmpty, !faults.isOutage, case .refused(let refusal) = caller(of: head) {
+        if route == .uploadAppend, faults.isEmpty, !faults.isOutage, case .refused(let refusal) = caller(of: head) {
             return .refuse(refusal)
         }
-        guard head.method == "POST", head.path != "/auth/refresh", head.path != "/uploads", faults.isEmpty, !faults.isOutage else {
+        guard route == .submission || route == .fileUpload, faults.isEmpty, !faults.isOutage else {
             return .read(maxBodyBytes: limit)
         }
         if case .refused(let refusal) = caller(of: head) { return .refuse(refusal) }
