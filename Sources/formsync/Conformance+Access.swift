@@ -17,51 +17,54 @@ import Foundation
 /// "Access rules").
 extension Conformance {
     mutating func wall(held: Held?, upload: (document: String, location: String)) async {
-        struct Route {
-            var name: String
-            var method: String
+        /// A route of the table, as the wall checks it: a concrete path, its headers and body.
+        struct WallRoute {
+            var route: Route
             var path: String
             var headers: [String: String]
             var body: Data?
             /// What another principal gets, and the back office.
             var other: Int
             var office: Int
+            /// How the verdicts name it (the route as PROTOCOL.md writes it, unless said).
+            var named: String? = nil
+            var name: String { named ?? "\(route.method) \(route.template)" }
+            var method: String { route.method }
         }
         let bytes = Data("conformance file \(run)".utf8)
         let digest = "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):"
-        var routes: [Route] = []
+        var routes: [WallRoute] = []
         if let held, let (body, path) = encoded(held.form, held.object) {
             routes.append(
-                Route(
-                    name: "an edit of a document (If-Match: *)", method: "POST", path: path,
+                WallRoute(
+                    route: .submission, path: path,
                     headers: [
                         "FormSync-Document": held.document, "FormSync-Form": "\(held.form.name); version=\(held.form.version)",
                         "Content-Type": "application/json", "If-Match": "*",
-                    ], body: body, other: 409, office: 200))
+                    ], body: body, other: 409, office: 200, named: "an edit of a document (If-Match: *)"))
             routes.append(
-                Route(
-                    name: "GET /documents/{id}", method: "GET", path: "/documents/\(held.document)", headers: [:], other: 404, office: 200))
+                WallRoute(route: .document, path: "/documents/\(held.document)", headers: [:], other: 404, office: 200))
         }
         routes += [
-            Route(
-                name: "POST /files", method: "POST", path: "/files",
+            WallRoute(
+                route: .fileUpload, path: "/files",
                 headers: ["FormSync-Document": id("file"), "Content-Type": "text/plain", "Content-Digest": digest],
                 body: bytes, other: 409, office: 200),
-            Route(name: "HEAD /uploads/{id}", method: "HEAD", path: upload.location, headers: [:], other: 404, office: 204),
-            Route(
-                name: "PATCH /uploads/{id}", method: "PATCH", path: upload.location,
+            WallRoute(route: .uploadOffset, path: upload.location, headers: [:], other: 404, office: 204),
+            WallRoute(
+                route: .uploadAppend, path: upload.location,
                 headers: [
                     "Upload-Offset": "0", "Upload-Complete": "?0", "Content-Type": "application/partial-upload",
                 ], body: Data(), other: 404, office: 204),
-            Route(name: "GET /changes", method: "GET", path: "/changes", headers: [:], other: 200, office: 200),
+            WallRoute(route: .changes, path: "/changes", headers: [:], other: 200, office: 200),
         ]
         if let held, let type = held.form.binding?.record, held.form.binding?.action == .creates {
             routes.append(
-                Route(
-                    name: "GET /records/{type}/{id}", method: "GET", path: "/records/\(type)/\(held.id)", headers: [:], other: 200,
-                    office: 200))
+                WallRoute(route: .record, path: "/records/\(type)/\(held.id)", headers: [:], other: 200, office: 200))
         }
-        for index in routes.indices where routes[index].method == "POST" { routes[index].headers["Idempotency-Key"] = id("wall-\(index)") }
+        for index in routes.indices where routes[index].route.isDocumentWrite {
+            routes[index].headers["Idempotency-Key"] = id("wall-\(index)")
+        }
         let foreign = String("conformance-not-yours-\(run)".prefix(128))
         for (index, route) in routes.enumerated() {
             var headers = route.headers

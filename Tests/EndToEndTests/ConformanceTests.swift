@@ -60,7 +60,7 @@ struct ConformanceTests {
         #expect(wall.count == 7 * 5, "\(wall.count) access checks passed")
         #expect(
             result.output.contains(
-                "pass  §2 Access rules: another principal of the workspace reaches none of a principal's documents, files and uploads (GET /documents/{id})"
+                "pass  §2 Access rules: another principal of the workspace reaches none of a principal's documents, files and uploads (GET /documents/<document id>)"
             ))
         // Every line of a verdict names its section of PROTOCOL.md.
         for line in result.output.split(separator: "\n") where line.hasPrefix("pass  ") {
