@@ -175,7 +175,7 @@ package struct Simulation {
         var transports: [String: HTTPTransport] = [:]
         for workspace in workspaces {
             transports[workspace] = HTTPTransport(
-                workspace: workspace, baseURL: URL(string: "http://sim.invalid")!, timeout: 5, resumableFromBytes: 64 << 10,
+                workspace: workspace, baseURL: URL(string: "http://sim.invalid")!, timeout: .seconds(5), resumableFromBytes: 64 << 10,
                 chunkBytes: 64 << 10,
                 network: { try await network.exchange($0, file: $1) }, token: { tokens.withLock { $0 } })
         }

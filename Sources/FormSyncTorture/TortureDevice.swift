@@ -45,7 +45,8 @@ package struct TortureDevice {
         let token = Mutex<String?>(nil)
         let nodes = servers.map { server in
             HTTPTransport(
-                workspace: workspace, baseURL: server, timeout: 1, maxConnections: 4, resumableFromBytes: 128 << 10, chunkBytes: 64 << 10
+                workspace: workspace, baseURL: server, timeout: .seconds(1), maxConnections: 4, resumableFromBytes: 128 << 10,
+                chunkBytes: 64 << 10
             ) {
                 token.withLock { $0 }
             }

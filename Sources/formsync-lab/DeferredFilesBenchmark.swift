@@ -36,7 +36,7 @@ enum DeferredFilesBenchmark {
         // the timeout, and the whole upload starts over.)
         func outbox(_ name: String) throws -> Outbox {
             let transport = HTTPTransport(
-                workspace: "bench", baseURL: server.baseURL, timeout: 60, resumableFromBytes: 1_000_000, chunkBytes: 256 << 10
+                workspace: "bench", baseURL: server.baseURL, timeout: .seconds(60), resumableFromBytes: 1_000_000, chunkBytes: 256 << 10
             ) { token }
             return try Outbox(path: folder.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms, transport: transport)
         }
@@ -114,7 +114,7 @@ enum DeferredFilesBenchmark {
         for mode in ["without look-up", "with look-up"] {
             let server = sharing
             func outbox(_ name: String) throws -> Outbox {
-                let transport = HTTPTransport(workspace: "bench", baseURL: sharing.baseURL, timeout: 60) { sharingToken }
+                let transport = HTTPTransport(workspace: "bench", baseURL: sharing.baseURL, timeout: .seconds(60)) { sharingToken }
                 return try Outbox(
                     path: folder.appendingPathComponent("\(name).sqlite").path, forms: FormCatalog.forms, transport: transport)
             }

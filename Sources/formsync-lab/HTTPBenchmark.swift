@@ -93,7 +93,9 @@ enum HTTPBenchmark {
     static func transportPosts(
         _ items: Int, server: SyncServer, token: String, concurrency: Int
     ) async throws -> (seconds: Double, cpu: Double) {
-        let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 20, maxConnections: concurrency) { token }
+        let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: .seconds(20), maxConnections: concurrency) {
+            token
+        }
         return try await timedPosts(items, server: server, token: token, side: "transport") { requests in
             await send(requests, concurrency: concurrency) { (try? await transport.perform($0))?.status == 201 }
         }
@@ -118,7 +120,9 @@ enum HTTPBenchmark {
     static func outboxFlush(
         _ items: Int, server: SyncServer, token: String, concurrency: Int, folder: URL
     ) async throws -> (seconds: Double, cpu: Double) {
-        let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 20, maxConnections: concurrency) { token }
+        let transport = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: .seconds(20), maxConnections: concurrency) {
+            token
+        }
         let outbox = try Outbox(
             path: folder.appendingPathComponent("device.sqlite").path, forms: FormCatalog.forms,
             transport: transport, configuration: Outbox.Configuration(concurrency: concurrency))

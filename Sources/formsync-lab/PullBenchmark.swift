@@ -87,7 +87,7 @@ enum PullBenchmark {
         // 2. Deltas: D changes on the N-record store against D changes on the S-record store.
         let token = Mutex<String?>(try server.issueAccessToken(principal: "ada", workspaces: ["big", "small"]))
         func outbox(_ path: String, workspace: String) throws -> Outbox {
-            let transport = HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: 30) { token.withLock { $0 } }
+            let transport = HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: .seconds(30)) { token.withLock { $0 } }
             return try Outbox(path: path, forms: FormCatalog.forms, records: FormCatalog.records, transport: transport)
         }
         let bigStore = try outbox(pulledPath, workspace: "big")

@@ -25,9 +25,11 @@ enum UploadBenchmark {
             for index in words.indices { words[index] = generator.next() }
         }
         let resumable = HTTPTransport(
-            workspace: "bench", baseURL: server.baseURL, timeout: 120, resumableFromBytes: 1, chunkBytes: chunkMegabytes << 20
+            workspace: "bench", baseURL: server.baseURL, timeout: .seconds(120), resumableFromBytes: 1, chunkBytes: chunkMegabytes << 20
         ) { token }
-        let single = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: 120, resumableFromBytes: Int64.max) { token }
+        let single = HTTPTransport(workspace: "bench", baseURL: server.baseURL, timeout: .seconds(120), resumableFromBytes: Int64.max) {
+            token
+        }
         var chunked: [Double] = []
         var whole: [Double] = []
         for round in 0..<rounds {

@@ -446,7 +446,7 @@ struct FieldDay {
     /// Pulls a device's records at the depot (before it leaves, and after the day).
     func morningPull(worker: Int, server: SyncServer, refreshToken: String) async throws -> Int {
         let token = Mutex<String?>(nil)
-        let transport = HTTPTransport(workspace: "demo", baseURL: server.baseURL, timeout: 5) { token.withLock { $0 } }
+        let transport = HTTPTransport(workspace: "demo", baseURL: server.baseURL, timeout: .seconds(5)) { token.withLock { $0 } }
         token.withLock { $0 = nil }
         let fresh = await transport.refreshAccessToken(refreshToken: refreshToken)
         token.withLock { $0 = fresh }

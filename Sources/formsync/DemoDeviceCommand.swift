@@ -51,7 +51,7 @@ enum DemoDeviceCommand {
         let seconds = Double(try args.integer("--deadline", default: 55, in: 1...86_400))
         let chunkBytes = try args.integer("--chunk-bytes", default: 4 << 20, in: (64 << 10)...(64 << 20))
         let transport = HTTPTransport(
-            workspace: workspace, baseURL: server, timeout: TimeInterval(timeout), maxConnections: 3,
+            workspace: workspace, baseURL: server, timeout: .seconds(timeout), maxConnections: 3,
             resumableFromBytes: Int64(resumableFrom), chunkBytes: chunkBytes
         ) { token.withLock { $0 } }
         let live = OutboxEnvironment.live

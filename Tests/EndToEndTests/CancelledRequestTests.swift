@@ -85,7 +85,8 @@ struct CancelledRequestTests {
         // The request's own timeout is the longest there is: what is tested is that the
         // caller's cancellation does not close the connection, and on a machine slow enough the
         // held reply outlived a 15 s timeout, which closed it (issue 49, a run pinned to one core).
-        let transport = HTTPTransport(workspace: "acme", baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: 3_600) {
+        let transport = HTTPTransport(workspace: "acme", baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, timeout: .seconds(3_600))
+        {
             "token"
         }
         let sending = Task { await transport.send(Self.submission("held-1")) }
@@ -107,7 +108,9 @@ struct CancelledRequestTests {
         }
         let port = try server.start()
         defer { server.stop() }
-        let transport = HTTPTransport(workspace: "acme", baseURL: URL(string: "http://127.0.0.1:\(port)")!, timeout: 120) { "token" }
+        let transport = HTTPTransport(workspace: "acme", baseURL: URL(string: "http://127.0.0.1:\(port)")!, timeout: .seconds(120)) {
+            "token"
+        }
         var cancelledEarly = 0
         var answered = 0
         for round in 0..<300 {

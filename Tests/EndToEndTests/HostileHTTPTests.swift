@@ -41,7 +41,7 @@ struct HostileHTTPTests {
         let gateway = try Recorder { request in
             HTTPResponse(status: 302, headers: [("Location", "http://127.0.0.1:\(portal.port)/login?next=\(request.path)")])
         }
-        let transport = HTTPTransport(workspace: "acme", baseURL: gateway.url, timeout: 120) { "secret-token" }
+        let transport = HTTPTransport(workspace: "acme", baseURL: gateway.url, timeout: .seconds(120)) { "secret-token" }
         let world = try World()
         let outbox = try Outbox(
             path: world.directory.appendingPathComponent("portal.sqlite").path, forms: FormCatalog.forms, transport: transport,
@@ -53,7 +53,7 @@ struct HostileHTTPTests {
         #expect(await transport.probe() == false)
         for status in [301, 303, 307, 308] {
             let other = try Recorder { _ in HTTPResponse(status: status, headers: [("Location", "http://127.0.0.1:\(portal.port)/")]) }
-            let outcome = await HTTPTransport(workspace: "acme", baseURL: other.url, timeout: 120) { "secret-token" }.send(
+            let outcome = await HTTPTransport(workspace: "acme", baseURL: other.url, timeout: .seconds(120)) { "secret-token" }.send(
                 OutboundRequest(
                     itemID: 1, documentID: "doc-1", attemptID: "k", workspace: "acme",
                     body: .submission(form: "SalesOrder", version: 1, endpoint: "/x", payload: Data("{}".utf8), baseVersion: nil)))
@@ -74,7 +74,7 @@ struct HostileHTTPTests {
             HTTPResponse(status: 503, headers: [("Retry-After", value), ("Content-Type", "application/json")], body: Data("{}".utf8))
         }
         let world = try World()
-        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 120) { "t" }
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .seconds(120)) { "t" }
         let outbox = try Outbox(
             path: world.directory.appendingPathComponent("ra.sqlite").path, forms: FormCatalog.forms, transport: transport,
             environment: OutboxEnvironment(now: { world.clock.now }, random: { 0.5 }, newID: OutboxEnvironment.live.newID))
@@ -89,7 +89,7 @@ struct HostileHTTPTests {
 
     @Test func aDotSegmentValueReachesTheServerEncodedAndCannotReaddressTheRequest() async throws {
         let server = try Recorder { _ in .json(201, ["document_id": "d", "id": 1]) }
-        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 120) { "t" }
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .seconds(120)) { "t" }
         let endpoint = "/sites/" + PathSegment.encode("..") + "/inspections"
         _ = await transport.send(
             OutboundRequest(
@@ -120,7 +120,7 @@ struct HostileHTTPTests {
         defer { globexServer.stop() }
         let globexToken = try globexServer.issueAccessToken(workspaces: ["globex"])
         let acmeTransport = acme.transport(workspace: "acme")
-        let globexTransport = HTTPTransport(workspace: "globex", baseURL: globexServer.baseURL, timeout: 120) { globexToken }
+        let globexTransport = HTTPTransport(workspace: "globex", baseURL: globexServer.baseURL, timeout: .seconds(120)) { globexToken }
         let outbox = try Outbox(
             path: acme.directory.appendingPathComponent("two.sqlite").path, workspace: "acme", forms: FormCatalog.forms,
             transports: { ["acme": acmeTransport, "globex": globexTransport][$0] })
@@ -139,7 +139,7 @@ struct HostileHTTPTests {
         #expect(globexServer.requestLog().allSatisfy { $0.workspace == "globex" })
 
         // A server hosting one workspace refuses another's request outright (421, parked).
-        let stray = HTTPTransport(workspace: "acme", baseURL: globexServer.baseURL, timeout: 120) { globexToken }
+        let stray = HTTPTransport(workspace: "acme", baseURL: globexServer.baseURL, timeout: .seconds(120)) { globexToken }
         let outcome = await stray.send(
             OutboundRequest(
                 itemID: 1, documentID: "stray", attemptID: "stray-key", workspace: "acme",

@@ -12,7 +12,7 @@ struct OutboxInspectTests {
     @Test func inspectShowsItemsHistoryAndABundleWithNoTokenAndNoFileBytes() async throws {
         let world = try World()
         let token = try world.server.issueAccessToken(workspaces: ["acme"])
-        let transport = HTTPTransport(workspace: "acme", baseURL: world.server.baseURL, timeout: 120) { token }
+        let transport = HTTPTransport(workspace: "acme", baseURL: world.server.baseURL, timeout: .seconds(120)) { token }
         let path = world.directory.appendingPathComponent("support.sqlite").path
         let outbox = try Outbox(path: path, forms: FormCatalog.forms, transport: transport)
         let photoBytes =

@@ -65,7 +65,7 @@ struct OversizedReplyTests {
 
     @Test func aReplyDeclaringMoreThanTheLimitFailsItsRequestWithItsFirstBytes() async throws {
         let server = try FloodingServer(declared: true, total: 64 << 20)
-        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 10, maxReplyBytes: 1 << 20) { "token" }
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .seconds(10), maxReplyBytes: 1 << 20) { "token" }
         let outcome = await transport.send(Self.submission("flood-1"))
         #expect(
             outcome == .unreachable(reason: "the reply declared \(64 << 20) bytes, more than the 1048576 accepted; the rest was dropped"))
@@ -74,7 +74,7 @@ struct OversizedReplyTests {
     @Test func aReplyWithNoLengthThatGrowsPastTheLimitFailsItsRequestThere() async throws {
         for chunked in [false, true] {
             let server = try FloodingServer(declared: false, chunked: chunked)
-            let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 10, maxReplyBytes: 1 << 20) { "token" }
+            let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .seconds(10), maxReplyBytes: 1 << 20) { "token" }
             let outcome = await transport.send(Self.submission("flood-2"))
             #expect(
                 outcome == .unreachable(reason: "the reply grew past the 1048576 bytes accepted; the rest was dropped"),
@@ -87,7 +87,7 @@ struct OversizedReplyTests {
         // A 2 s timeout gives a 12 s deadline; the reply trickles on for a minute past the bound.
         // (With 1 s, one CI run, its two cores shared by 80 suites, got another outcome than the
         // bound's: a second without a byte is within reach there.)
-        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 2, maxReplyBytes: 1 << 20) { "token" }
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .seconds(2), maxReplyBytes: 1 << 20) { "token" }
         #expect(
             await transport.send(Self.submission("flood-4"))
                 == .unreachable(reason: "the reply grew past the 1048576 bytes accepted; the rest was dropped"))
@@ -101,7 +101,7 @@ struct OversizedReplyTests {
     /// deadline passed, and the request ended as "no complete reply" instead.
     @Test func aReplyPastTheLimitIsAnsweredWhileEveryTaskThreadIsBusy() async throws {
         let server = try FloodingServer(declared: false, total: 2 << 20, thenTrickle: true)
-        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 2, maxReplyBytes: 1 << 20) { "token" }
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .seconds(2), maxReplyBytes: 1 << 20) { "token" }
         let answer = Mutex<DeliveryOutcome?>(nil)
         // The sending task runs on threads of its own, so that only the transport's own
         // handling of the reply is left to find a thread while the pool's are all busy.
@@ -118,7 +118,7 @@ struct OversizedReplyTests {
 
     @Test func anOversizedFeedPageOrHealthReplyIsNoAnswerEither() async throws {
         let server = try FloodingServer(declared: false, chunked: true)
-        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 10, maxReplyBytes: 1 << 20) { "token" }
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .seconds(10), maxReplyBytes: 1 << 20) { "token" }
         guard case .unreachable(let reason) = await transport.fetchChanges(cursor: nil, limit: 10) else {
             Issue.record("an oversized page was taken as an answer")
             return
@@ -131,14 +131,14 @@ struct OversizedReplyTests {
         // A server's ordinary answers are small; the smallest bound still takes them.
         let world = try World()
         let token = try world.server.issueAccessToken(workspaces: ["acme"])
-        let transport = HTTPTransport(workspace: "acme", baseURL: world.server.baseURL, timeout: 10, maxReplyBytes: -5) { token }
+        let transport = HTTPTransport(workspace: "acme", baseURL: world.server.baseURL, timeout: .seconds(10), maxReplyBytes: -5) { token }
         #expect(await transport.probe())
         guard case .page = await transport.fetchChanges(cursor: nil, limit: 10) else {
             Issue.record("the feed's first page did not come through a 64 KiB bound")
             return
         }
         let server = try FloodingServer(declared: true)
-        let tiny = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 10, maxReplyBytes: 0) { "token" }
+        let tiny = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .seconds(10), maxReplyBytes: 0) { "token" }
         #expect(
             await tiny.send(Self.submission("flood-3"))
                 == .unreachable(reason: "the reply declared \(server.total) bytes, more than the 65536 accepted; the rest was dropped"))

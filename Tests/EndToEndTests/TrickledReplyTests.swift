@@ -46,7 +46,7 @@ struct TrickledReplyTests {
     @Test func aTrickledReplyEndsTheSendAtTheExchangeDeadline() async throws {
         let server = try TricklingServer()
         // A 1 s timeout gives a 6 s deadline for a small submission.
-        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 1) { "token" }
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .seconds(1)) { "token" }
         let outcome = await transport.send(CancelledRequestTests.submission("trickled-1"))
         #expect(outcome == .unreachable(reason: "no complete reply within 6 s"))
         #expect(server.served.withLock { $0 } == 1)
@@ -54,7 +54,7 @@ struct TrickledReplyTests {
 
     @Test func aTrickledRequestIsStoppedOnTheWireAtItsDeadlineNotLeftRunning() async throws {
         let server = try TricklingServer()
-        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 1) { "token" }
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .seconds(1)) { "token" }
         #expect(
             await transport.send(CancelledRequestTests.submission("trickled-2")) == .unreachable(reason: "no complete reply within 6 s"))
         // The client closed the connection (the trickle would otherwise run its whole minute).
@@ -179,7 +179,7 @@ struct TrickledReplyTests {
 
     @Test func aTrickledFeedPageOrHealthCheckEndsAtItsDeadlineToo() async throws {
         let server = try TricklingServer()
-        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 1) { "token" }
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .seconds(1)) { "token" }
         guard case .unreachable(let reason) = await transport.fetchChanges(cursor: nil, limit: 10) else {
             Issue.record("a trickled page was taken as an answer")
             return
@@ -192,7 +192,7 @@ struct TrickledReplyTests {
         // URLSession on Linux counts the timeout in whole seconds: 0.5 would end every request
         // before it left.
         let server = try TricklingServer()
-        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: 0.5) { "token" }
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .milliseconds(500)) { "token" }
         #expect(await transport.send(CancelledRequestTests.submission("short-1")) == .unreachable(reason: "no complete reply within 6 s"))
     }
 

@@ -55,9 +55,12 @@ final class World: @unchecked Sendable {
                 tokens[principal] = token
                 return token
             }
-            return HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: timeout, maxConnections: concurrency) { token }
+            return HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: .seconds(timeout), maxConnections: concurrency) {
+                token
+            }
         }
-        return HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: timeout, maxConnections: concurrency) { [self] in
+        return HTTPTransport(workspace: workspace, baseURL: server.baseURL, timeout: .seconds(timeout), maxConnections: concurrency) {
+            [self] in
             token.withLock { $0 }
         }
     }

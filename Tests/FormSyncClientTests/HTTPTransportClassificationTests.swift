@@ -147,7 +147,7 @@ struct HTTPTransportClassificationTests {
 
     @Test func aRefusedConnectionIsUnreachableAndTheProbeReadsOffline() async throws {
         // Port 9 (discard) has no listener on this loopback.
-        let transport = HTTPTransport(workspace: "w", baseURL: URL(string: "http://127.0.0.1:9")!, timeout: 2) { "t" }
+        let transport = HTTPTransport(workspace: "w", baseURL: URL(string: "http://127.0.0.1:9")!, timeout: .seconds(2)) { "t" }
         let outcome = await transport.send(
             OutboundRequest(
                 itemID: 1, documentID: "d", attemptID: "a", workspace: "w",

@@ -40,7 +40,7 @@ struct SpecEvolutionEndToEndTests {
         /// The device's outbox, opened by a build that knows `forms`.
         func device(_ forms: [any FormPayload.Type]) throws -> Outbox {
             let token = self.token
-            let transport = HTTPTransport(workspace: "field", baseURL: server.baseURL, timeout: 120) { token }
+            let transport = HTTPTransport(workspace: "field", baseURL: server.baseURL, timeout: .seconds(120)) { token }
             return try Outbox(path: directory.appendingPathComponent("device.sqlite").path, forms: forms, transport: transport)
         }
     }

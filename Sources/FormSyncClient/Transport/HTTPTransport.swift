@@ -32,9 +32,10 @@ public final class HTTPTransport: OutboxTransport {
     /// - Parameters:
     ///   - workspace: the workspace whose items this transport carries; others are refused.
     ///   - baseURL: the workspace's server, such as `https://api.example.com/acme`.
-    ///   - timeout: per request, in seconds; keep it below the outbox's lease. Read as 1 to
-    ///     3,600 (URLSession on Linux counts it in whole seconds: 0.5 would time out at once). A
-    ///     caller waits at most six times this for a whole exchange (see `exchangeDeadline`).
+    ///   - timeout: the longest silence of a request (between bytes); keep it below the
+    ///     outbox's lease. Read as 1 s to an hour (URLSession on Linux counts it in whole seconds:
+    ///     half a second would time out at once). A caller waits at most six times this for a
+    ///     whole exchange (see `exchangeDeadline`).
     ///   - token: the current bearer token, asked for on every request and never stored.
     ///   - resumableFromBytes: files at least this large go up as resumable uploads
     ///     (docs/PROTOCOL.md, "Resumable uploads"), in chunks of `chunkBytes`; smaller ones in
@@ -44,7 +45,7 @@ public final class HTTPTransport: OutboxTransport {
     ///     and reads as "no FormSync server answered"; the rest is dropped as it arrives, so no
     ///     portal, proxy or hostile server can fill the device's memory.
     public convenience init(
-        workspace: String, baseURL: URL, timeout: TimeInterval = 20, maxConnections: Int = 4,
+        workspace: String, baseURL: URL, timeout: Duration = .seconds(20), maxConnections: Int = 4,
         resumableFromBytes: Int64 = 8 << 20, chunkBytes: Int = 4 << 20, maxReplyBytes: Int = 32 << 20,
         token: @escaping @Sendable () async -> String?
     ) {
@@ -58,7 +59,7 @@ public final class HTTPTransport: OutboxTransport {
     /// of the network and the reference server's handler here, so that every request, header
     /// and classification is the real one.
     package init(
-        workspace: String, baseURL: URL, timeout: TimeInterval = 20, maxConnections: Int = 4,
+        workspace: String, baseURL: URL, timeout: Duration = .seconds(20), maxConnections: Int = 4,
         resumableFromBytes: Int64 = 8 << 20, chunkBytes: Int = 4 << 20, maxReplyBytes: Int = 32 << 20, network: Network?,
         token: @escaping @Sendable () async -> String?
     ) {
@@ -66,13 +67,14 @@ public final class HTTPTransport: OutboxTransport {
         self.maxReplyBytes = min(max(64 << 10, maxReplyBytes), 1 << 30)
         self.workspace = workspace
         self.baseURL = baseURL
-        self.timeout = timeout.isFinite ? min(max(timeout, 1), 3_600) : 20
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        self.timeout = min(max(seconds, 1), 3_600)
         self.token = token
         self.resumableFromBytes = max(1, resumableFromBytes)
         self.chunkBytes = min(max(64 << 10, chunkBytes), 64 << 20)
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = maxConnections
-        configuration.timeoutIntervalForRequest = timeout
+        configuration.timeoutIntervalForRequest = self.timeout
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.urlCache = nil
         configuration.httpCookieStorage = nil
