@@ -29,10 +29,11 @@ public enum SpecLoader {
     /// header.
     public static func check(text: String, path: String) -> CheckedSpec {
         var reader = YAMLReader(path: path)
-        let root = reader.read(text)
         var checker = SpecChecker(path: path)
-        checker.diagnostics = reader.diagnostics
-        checker.sourceLines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let root = reader.read(text).map { ValuelessKeys.removed(from: $0, lines: lines) { checker.error($0, $1) } }
+        checker.diagnostics = reader.diagnostics + checker.diagnostics
+        checker.sourceLines = lines
         var form: FormDefinition?
         var record: RecordDefinition?
         if let root {
