@@ -87,10 +87,31 @@ struct ExpressionChecker {
         return ExpressionType(column.kind)
     }
 
+    /// `read_kind = estimated`: a choice compared with one of its options written as a bare
+    /// name, which reads as a field that does not exist. The problem says to quote the option.
+    private func unquotedOption(
+        _ choice: SpecExpression, _ other: SpecExpression, _ op: SpecExpression.BinaryOperator
+    ) -> (node: SpecExpression, message: String)? {
+        guard case .field(let path) = choice.kind, case .field(let bare) = other.kind, bare.up == 0, bare.names.count == 1,
+            path.names.count == 1, let fields = scope.level(path.up), let levelHere = scope.level(0),
+            !levelHere.contains(where: { $0.name == bare.names[0] }),
+            let field = fields.first(where: { $0.name == path.names[0] }), case .choice(let set) = ExpressionType(field.kind),
+            set.options.contains(where: { $0.value == bare.names[0] })
+        else { return nil }
+        let option = bare.names[0]
+        return (
+            other,
+            "no field '\(option)' here: '\(option)' is an option of \(path); to compare with it, quote it: \(path) \(op.rawValue) '\(option)'"
+        )
+    }
+
     private mutating func binary(
         _ op: SpecExpression.BinaryOperator, _ left: SpecExpression, _ right: SpecExpression, _ node: SpecExpression,
         column list: ListDefinition?
     ) -> ExpressionType? {
+        if op == .equal || op == .notEqual, let hint = unquotedOption(left, right, op) ?? unquotedOption(right, left, op) {
+            return problem(hint.node, hint.message)
+        }
         let a = type(of: left, column: list)
         let b = type(of: right, column: list)
         guard let a, let b else { return nil }
