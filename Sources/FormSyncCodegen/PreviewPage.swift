@@ -5,18 +5,24 @@ import FormSpec
 /// page shown instead while a spec does not check. Every page reloads itself when the specs
 /// change (it polls `/version`).
 public enum PreviewPage {
-    /// The index: one link per form, or the spec errors.
+    /// The index: one link per form whose spec checks, and the errors of those that do not (a
+    /// broken spec does not hide the others).
     public static func index(forms: [FormDefinition], diagnostics: [Diagnostic], version: String) -> String {
-        guard diagnostics.allSatisfy({ $0.severity != .error }) else { return errors(diagnostics, version: version) }
         let links = forms.map { form in
             "<li><a href=\"/forms/\(escape(form.name))\">\(escape(form.name))</a> <small>version \(form.version) · \(escape(form.summary ?? form.endpoint))</small></li>"
         }
+        let failing = diagnostics.filter { $0.severity == .error }
+        let problems =
+            failing.isEmpty
+            ? ""
+            : "<h2>Specs that do not check</h2><p>Fix these and save: the page reloads.</p><ol class=\"diagnostics\">"
+                + failing.map { "<li class=\"error\"><code>\(escape($0.description))</code></li>" }.joined() + "</ol>"
         return document(
             title: "FormSync preview", version: version,
-            body: "<h1>Forms</h1><ul class=\"forms\">\(links.joined())</ul>\(warnings(diagnostics))", scripts: [])
+            body: "<h1>Forms</h1><ul class=\"forms\">\(links.joined())</ul>\(problems)\(warnings(diagnostics))", scripts: [])
     }
 
-    /// The page of one form.
+    /// The page of one form; `diagnostics` are its own spec's.
     public static func form(_ form: FormDefinition, diagnostics: [Diagnostic], version: String) -> String {
         guard diagnostics.allSatisfy({ $0.severity != .error }) else { return errors(diagnostics, version: version) }
         let body = """

@@ -11,6 +11,8 @@ final class PreviewSite: Sendable {
         var fingerprint: String
         var forms: [FormDefinition]
         var diagnostics: [Diagnostic]
+        /// Each form's own spec's diagnostics, by form name.
+        var diagnosticsOfForm: [String: [Diagnostic]] = [:]
     }
 
     let paths: [String]
@@ -44,8 +46,9 @@ final class PreviewSite: Sendable {
         if let snapshot = current.withLock({ $0 }), snapshot.fingerprint == fingerprint { return snapshot }
         let checked = SpecLoader.check(filesAt: SpecLoader.specFiles(in: paths))
         let diagnostics = checked.flatMap(\.spec.diagnostics)
-        let snapshot = Snapshot(
+        var snapshot = Snapshot(
             fingerprint: fingerprint, forms: checked.compactMap(\.spec.form).sorted { $0.name < $1.name }, diagnostics: diagnostics)
+        for file in checked { if let form = file.spec.form { snapshot.diagnosticsOfForm[form.name] = file.spec.diagnostics } }
         current.withLock { $0 = snapshot }
         return snapshot
     }
@@ -69,14 +72,15 @@ final class PreviewSite: Sendable {
             let script = name.hasSuffix(".js")
             if script { name.removeLast(3) }
             guard let form = snapshot.forms.first(where: { $0.name == name }) else {
-                // A form whose spec no longer checks: the page shows why.
+                // A form whose spec no longer checks (or any page while one does not): the page
+                // shows the errors.
                 if !script && snapshot.diagnostics.hasErrors {
                     return page(PreviewPage.errors(snapshot.diagnostics, version: snapshot.fingerprint))
                 }
                 break
             }
             if script { return Self.reply(PreviewScriptGenerator.script(for: form), type: "text/javascript; charset=utf-8") }
-            return page(PreviewPage.form(form, diagnostics: snapshot.diagnostics, version: snapshot.fingerprint))
+            return page(PreviewPage.form(form, diagnostics: snapshot.diagnosticsOfForm[form.name] ?? [], version: snapshot.fingerprint))
         }
         return Self.reply("not found", type: "text/plain; charset=utf-8", status: 404)
     }
