@@ -418,7 +418,7 @@ public enum PreviewRuntime {
             const widgets = level.fields.map((field) => {
               const w = widget(field, level);
               const label = el("label", { class: "name" }, field.name + (field.required ? " *" : ""));
-              const note = el("span", { class: "note" }, [field.calculated ? "calculated" : "", field.relevantText ? "when " + field.relevantText : ""].filter((x) => x).join("; "));
+              const note = el("span", { class: "note" }, [field.label || "", field.calculated ? "calculated" : "", field.relevantText ? "when " + field.relevantText : ""].filter((x) => x).join("; "));
               const row = el("div", { class: "field", "data-name": field.name }, label, w.node, note);
               if (field.label) row.title = field.label;
               if (field.calculated) [w.node, ...w.node.querySelectorAll("input, select")].forEach((n) => { if (n.tagName === "INPUT") n.readOnly = true; if (n.tagName === "SELECT") n.disabled = true; });

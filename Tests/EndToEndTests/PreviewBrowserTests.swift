@@ -256,5 +256,10 @@ struct PreviewBrowserTests {
             let png = try Data(contentsOf: file)
             #expect(run.status == 0 && png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000, "\(form): \(png.count) bytes")
         }
+        // Each field's description is on the page beside it, not only in a tooltip.
+        let dom = try await ProcessRunner.run(
+            URL(fileURLWithPath: Self.chromium),
+            ["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", preview.base + "forms/SiteInspection"])
+        #expect(dom.output.contains("<span class=\"note\">The site's code, such as LIS-0042.</span>"), "\(dom.output.suffix(3000))")
     }
 }
