@@ -70,7 +70,12 @@ public final class HTTPTransport: OutboxTransport {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         self.timeout = min(max(seconds, 1), 3_600)
         self.token = token
-        self.resumableFromBytes = max(1, resumableFromBytes)
+        #if canImport(FoundationNetworking)
+            // A file under this bound is sent whole from memory on Linux (see `deliver`).
+            self.resumableFromBytes = min(max(1, resumableFromBytes), 64 << 20)
+        #else
+            self.resumableFromBytes = max(1, resumableFromBytes)
+        #endif
         self.chunkBytes = min(max(64 << 10, chunkBytes), 64 << 20)
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = maxConnections
@@ -139,14 +144,33 @@ public final class HTTPTransport: OutboxTransport {
                 "Content-Type": contentType ?? "application/octet-stream", "Content-Digest": "sha-256=:\(sha256.base64EncodedString()):",
                 "Content-Length": String(byteCount),
             ]
-            fileToUpload = URL(fileURLWithPath: path)
             bodyBytes = byteCount
+            #if canImport(FoundationNetworking)
+                // On Linux the file goes up from memory (it is under `resumableFromBytes`, at most
+                // 64 MiB there): URLSession's upload from a file resumes its paused transfer when the
+                // next bytes are read, and if the connection died meanwhile (a server node killed
+                // mid-upload) libcurl refuses the resume and FoundationNetworking stops the
+                // process on it (EasyHandle.swift, a `try!` on `curl_easy_pause`, error 43).
+                guard let file = FileHandle(forReadingAtPath: path) else {
+                    return (.rejected(reason: "the stashed copy of the file cannot be read", fieldErrors: []), DeliveryDetails())
+                }
+                let bytes = byteCount >= 0 ? try? file.read(upToCount: Int(byteCount) + 1) : nil
+                try? file.close()
+                guard let bytes, bytes.count == Int(byteCount) else {
+                    return (
+                        .rejected(reason: "the stashed copy of the file is not its \(byteCount) bytes", fieldErrors: []), DeliveryDetails()
+                    )
+                }
+                http.httpBody = bytes
+            #else
+                fileToUpload = URL(fileURLWithPath: path)
+            #endif
         }
         http.httpMethod = "POST"
         await prepare(&http, request, with: headers)
         do {
             let reply = try await perform(http, uploading: fileToUpload, bytes: bodyBytes)
-            if fileToUpload != nil { progress(bodyBytes, bodyBytes) }
+            if case .file = request.body { progress(bodyBytes, bodyBytes) }
             let details = DeliveryDetails(
                 status: reply.status, bytesSent: bodyBytes, bytesReceived: Int64(reply.body.count),
                 serverFeatures: DeliveryDetails.features(reply.headers["formsync-features"]))
