@@ -153,4 +153,40 @@ struct HostileHTTPTests {
         #expect(reason.contains("421"))
         #expect(globexServer.documents().count == 1)
     }
+
+    /// A server that resets the connection while a whole file goes up (a node killed mid-upload)
+    /// is a network error, every time. URLSession's upload from a file stopped the process on
+    /// Linux in the first few rounds (a `try!` on `curl_easy_pause` inside FoundationNetworking).
+    @Test func aConnectionResetInTheMiddleOfAFileUploadIsUnreachableAndNothingStops() async throws {
+        let server = try RawSocket.Server()
+        server.start { fd in
+            // A look-up by digest finds nothing; an upload gets its head and first bytes read,
+            // then a reset.
+            var buffer = [UInt8](repeating: 0, count: 8192)
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n > 4, buffer[0..<4] == [71, 69, 84, 32] {
+                RawSocket.send(fd, Data("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
+                return
+            }
+            var reset = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
+        }
+        let world = try World()
+        let bytes = Data(count: 4 << 20)
+        let file = world.directory.appendingPathComponent("big.bin")
+        try bytes.write(to: file)
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .seconds(120)) { "t" }
+        for round in 0..<40 {
+            let outcome = await transport.send(
+                OutboundRequest(
+                    itemID: 1, documentID: "doc-\(round)", attemptID: "key-\(round)", workspace: "acme",
+                    body: .file(
+                        path: file.path, contentType: "application/octet-stream", byteCount: Int64(bytes.count), sha256: SHA256.hash(bytes))
+                ))
+            guard case .unreachable = outcome else {
+                Issue.record("round \(round): \(outcome)")
+                return
+            }
+        }
+    }
 }
