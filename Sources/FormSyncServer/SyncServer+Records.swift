@@ -282,9 +282,11 @@ extension SyncServer {
     ) throws -> HTTPResponse {
         let view = try RecordProjection.editPayload(record: record.payload, id: record.id, action: action)
         let object: [String: Any] = [
-            "document_id": documentID, "id": record.id, "form": entry.name, "form_version": entry.version,
-            "version": Self.etag(record.version), "record": (try? JSONSerialization.jsonObject(with: view)) ?? [:],
-            "entity": Self.entityObject(type: record.type, id: record.id, version: record.version, payload: record.payload),
+            Acknowledgement.documentID: documentID, Acknowledgement.id: record.id, Acknowledgement.form: entry.name,
+            Acknowledgement.formVersion: entry.version,
+            Acknowledgement.version: Self.etag(record.version),
+            Acknowledgement.record: (try? JSONSerialization.jsonObject(with: view)) ?? [:],
+            Acknowledgement.entity: Self.entityObject(type: record.type, id: record.id, version: record.version, payload: record.payload),
         ]
         let headers = [("ETag", Self.etag(record.version))]
         guard let code else { return .json(status, object, headers: headers) }

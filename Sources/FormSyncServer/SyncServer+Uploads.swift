@@ -60,7 +60,7 @@ extension SyncServer {
                     return .json(
                         200,
                         [
-                            "document_id": documentID, "id": stored.id, "byte_count": length,
+                            Acknowledgement.documentID: documentID, Acknowledgement.id: stored.id, Acknowledgement.byteCount: length,
                             "digest": "sha-256=:\(digest.base64EncodedString()):",
                         ])
                 }
@@ -237,7 +237,7 @@ extension SyncServer {
         .json(
             status,
             [
-                "document_id": upload.documentID, "id": fileID, "byte_count": upload.length,
+                Acknowledgement.documentID: upload.documentID, Acknowledgement.id: fileID, Acknowledgement.byteCount: upload.length,
                 "digest": "sha-256=:\(upload.digest.base64EncodedString()):",
             ],
             headers: [("Location", "/uploads/\(upload.uploadID)"), ("Upload-Offset", String(upload.length)), ("Upload-Complete", "?1")])

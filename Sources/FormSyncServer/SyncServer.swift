@@ -776,7 +776,7 @@ public final class SyncServer: @unchecked Sendable {
         return .json(
             created ? 201 : 200,
             [
-                "document_id": documentID, "id": id, "byte_count": request.body.count,
+                Acknowledgement.documentID: documentID, Acknowledgement.id: id, Acknowledgement.byteCount: request.body.count,
                 "digest": "sha-256=:\(digest.base64EncodedString()):",
             ])
     }
@@ -825,21 +825,24 @@ public final class SyncServer: @unchecked Sendable {
         if code == nil, entity == nil, document.payload.first == UInt8(ascii: "{") {
             // The common reply, written around the stored payload's bytes (canonical JSON from
             // the form's encoder) rather than parsed and serialised again under the lock.
-            var body = Data("{\"document_id\":\(Self.jsonString(document.documentID)),\"form\":\(Self.jsonString(document.form)),".utf8)
-            body.append(Data("\"form_version\":\(document.formVersion),\"id\":\(document.id),\"record\":".utf8))
+            typealias A = Acknowledgement
+            var body = Data(
+                "{\"\(A.documentID)\":\(Self.jsonString(document.documentID)),\"\(A.form)\":\(Self.jsonString(document.form)),".utf8)
+            body.append(Data("\"\(A.formVersion)\":\(document.formVersion),\"\(A.id)\":\(document.id),\"\(A.record)\":".utf8))
             body.append(document.payload)
-            body.append(Data(",\"version\":\(Self.jsonString(Self.etag(document.version)))}".utf8))
+            body.append(Data(",\"\(A.version)\":\(Self.jsonString(Self.etag(document.version)))}".utf8))
             return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: body)
         }
         let record = (try? JSONSerialization.jsonObject(with: document.payload)) ?? [:]
         var object: [String: Any] = [
-            "document_id": document.documentID, "id": document.id, "form": document.form, "form_version": document.formVersion,
-            "version": Self.etag(document.version), "record": record,
+            Acknowledgement.documentID: document.documentID, Acknowledgement.id: document.id, Acknowledgement.form: document.form,
+            Acknowledgement.formVersion: document.formVersion, Acknowledgement.version: Self.etag(document.version),
+            Acknowledgement.record: record,
         ]
-        if let entity { object["entity"] = entity }
+        if let entity { object[Acknowledgement.entity] = entity }
         guard let code else { return .json(status, object, headers: headers) }
-        object["record"] = nil
-        return .problem(code, detail: detail, extra: object.merging(["record": record]) { a, _ in a }, headers: headers)
+        object[Acknowledgement.record] = nil
+        return .problem(code, detail: detail, extra: object.merging([Acknowledgement.record: record]) { a, _ in a }, headers: headers)
     }
 
     static func etag(_ version: Int) -> String { "\"\(version)\"" }

@@ -159,8 +159,8 @@ struct Conformance {
 
     /// A 2xx counts only as JSON echoing the document id (the captive-portal rule).
     static func acknowledges(_ reply: Reply, document: String) -> Bool {
-        (200..<300).contains(reply.status) && reply.headers["content-type"]?.hasPrefix("application/json") == true
-            && reply.json?["document_id"] as? String == document
+        Acknowledgement.acknowledges(
+            status: reply.status, contentType: reply.headers["content-type"], object: reply.json, document: document)
     }
 
     static func describe(_ reply: Reply) -> String {

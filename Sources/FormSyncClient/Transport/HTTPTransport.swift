@@ -404,14 +404,16 @@ public final class HTTPTransport: OutboxTransport {
         let problem = (json?["code"] as? String).flatMap(ProblemCode.init(rawValue:))
         switch status {
         case 200..<300:
-            guard headers["content-type"]?.lowercased().hasPrefix("application/json") == true,
-                let json, json["document_id"] as? String == documentID
+            guard Acknowledgement.acknowledges(status: status, contentType: headers["content-type"], object: json, document: documentID),
+                let json
             else {
                 return .unreachable(reason: "HTTP \(status) without an acknowledgement of this document (a captive portal or proxy?)")
             }
-            let id = serverID(json["id"])
-            let version = Self.version(headers["etag"] ?? (json["version"] as? String))
-            return .done(ServerAcknowledgement(serverID: id, version: version, record: (json["entity"] as? [String: Any]).flatMap(change)))
+            let id = serverID(json[Acknowledgement.id])
+            let version = Self.version(headers["etag"] ?? (json[Acknowledgement.version] as? String))
+            return .done(
+                ServerAcknowledgement(
+                    serverID: id, version: version, record: (json[Acknowledgement.entity] as? [String: Any]).flatMap(change)))
         case 300..<400:
             return .unreachable(reason: "HTTP \(status) redirect refused (a captive portal?); nothing was followed")
         case 401:
@@ -451,16 +453,17 @@ public final class HTTPTransport: OutboxTransport {
     /// document id, an id that is not plain digits, no `ETag` but a `version`, an `entity`):
     /// the full reading then decides, so this path only ever agrees with it.
     static func quickAcknowledgement(headers: [String: String], body: Data, documentID: String) -> ServerAcknowledgement? {
-        guard let members = JSONObjectSlices(body), members["entity"] == nil, let echoed = members["document_id"],
+        guard let members = JSONObjectSlices(body), members[Acknowledgement.entity] == nil,
+            let echoed = members[Acknowledgement.documentID],
             echoed.count == documentID.utf8.count + 2, echoed.first == 0x22, echoed.last == 0x22,
             echoed.dropFirst().dropLast().elementsEqual(documentID.utf8), !documentID.utf8.contains(where: { $0 == 0x5C || $0 < 0x20 })
         else { return nil }
         var id: Int64?
-        if let bytes = members["id"] {
+        if let bytes = members[Acknowledgement.id] {
             guard let number = wholeNumber(bytes), serverIDs.contains(number) else { return nil }
             id = number
         }
-        guard headers["etag"] != nil || members["version"] == nil else { return nil }
+        guard headers["etag"] != nil || members[Acknowledgement.version] == nil else { return nil }
         return ServerAcknowledgement(serverID: id, version: version(headers["etag"]), record: nil)
     }
 
@@ -538,9 +541,9 @@ public final class HTTPTransport: OutboxTransport {
 
     /// The current record and its version from a 412 or a 409 `document-exists` reply.
     static func currentRecord(_ json: [String: Any]?, _ headers: [String: String]) -> (Data, String)? {
-        guard let json, let record = json["record"], JSONSerialization.isValidJSONObject(record),
+        guard let json, let record = json[Acknowledgement.record], JSONSerialization.isValidJSONObject(record),
             let current = try? JSONSerialization.data(withJSONObject: record, options: [.sortedKeys]),
-            let version = version(headers["etag"] ?? (json["version"] as? String))
+            let version = version(headers["etag"] ?? (json[Acknowledgement.version] as? String))
         else { return nil }
         return (current, version)
     }
