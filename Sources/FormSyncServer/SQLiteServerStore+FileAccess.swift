@@ -5,20 +5,6 @@ import Foundation
 /// a record naming it (docs/PROTOCOL.md, "GET /files/<id>"). `record_files` lists the files
 /// each record names, written with the record.
 extension SQLiteServerStore {
-    static let fileAccessMigration = SQLiteMigrator.Migration(
-        version: 7, name: "the files records name",
-        sql: """
-            CREATE TABLE record_files (
-                workspace TEXT NOT NULL,
-                file_id INTEGER NOT NULL,
-                type TEXT NOT NULL,
-                id INTEGER NOT NULL,
-                PRIMARY KEY (workspace, file_id, type, id)
-            ) WITHOUT ROWID;
-            CREATE INDEX record_files_record ON record_files(workspace, type, id);
-            CREATE TABLE record_files_indexed (done INTEGER NOT NULL);
-            """)
-
     func mayRead(file id: Int64, workspace: String, principal: String) throws -> Bool {
         try db.query(Self.mayReadQuery, [.integer(id), .text(workspace), .text(principal)]) { $0.int(0) != 0 }.first ?? false
     }
@@ -30,16 +16,6 @@ extension SQLiteServerStore {
                 SELECT 1 FROM record_files f JOIN records r ON r.workspace = f.workspace AND r.type = f.type AND r.id = f.id
                 WHERE f.workspace = ?2 AND f.file_id = ?1 AND (r.scope = '' OR r.scope = ?3))
         """)
-
-    /// Makes `files` the files record (`workspace`, `type`, `id`) names.
-    func setRecordFiles(workspace: String, type: String, id: Int64, files: [Int64]) throws {
-        try db.run("DELETE FROM record_files WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)])
-        for file in Set(files) {
-            try db.run(
-                "INSERT INTO record_files (workspace, file_id, type, id) VALUES (?, ?, ?, ?)",
-                [.text(workspace), .integer(file), .text(type), .integer(id)])
-        }
-    }
 
     func indexRecordFiles(_ files: (String, StoredRecord) -> [Int64]) throws {
         try transaction {
@@ -53,7 +29,7 @@ extension SQLiteServerStore {
                 )
             }
             for (workspace, record) in all {
-                try setRecordFiles(workspace: workspace, type: record.type, id: record.id, files: files(workspace, record))
+                try recordTable.setRecordFiles(workspace: workspace, type: record.type, id: record.id, files: files(workspace, record))
             }
             try db.run("INSERT INTO record_files_indexed (done) VALUES (1)", [])
         }

@@ -8,29 +8,6 @@ import Foundation
 /// name. Documents, files and uploads remember the principal that created them, so that the
 /// access rules (docs/PROTOCOL.md, "Access rules") can tell one principal's data from another's.
 extension SQLiteServerStore {
-    static let grantsMigration = SQLiteMigrator.Migration(
-        version: 5, name: "token digests, grants and owners",
-        sql: """
-            CREATE TABLE grants (
-                digest BLOB PRIMARY KEY,
-                kind TEXT NOT NULL,
-                principal TEXT NOT NULL,
-                role TEXT NOT NULL,
-                workspaces TEXT NOT NULL,
-                expires_at INTEGER NOT NULL
-            ) WITHOUT ROWID;
-            DROP TABLE tokens;
-            ALTER TABLE documents ADD COLUMN principal TEXT;
-            ALTER TABLE files ADD COLUMN principal TEXT;
-            ALTER TABLE uploads ADD COLUMN principal TEXT;
-            ALTER TABLE uploads ADD COLUMN touched_at INTEGER NOT NULL DEFAULT 0;
-            UPDATE uploads SET touched_at = created_at;
-            CREATE INDEX uploads_unfinished ON uploads(touched_at) WHERE file_id IS NULL;
-            CREATE TABLE id_sequence (next INTEGER NOT NULL);
-            INSERT INTO id_sequence SELECT CASE WHEN m >= 9007199254740991 THEN 1 ELSE m + 1 END
-                FROM (SELECT MAX(COALESCE((SELECT MAX(id) FROM documents), 0), COALESCE((SELECT MAX(id) FROM records), 0)) AS m);
-            """)
-
     func addToken(_ token: String, kind: String, grant: SyncServer.Grant, expiresAt: Int64) throws {
         try db.run(
             "INSERT INTO grants (digest, kind, principal, role, workspaces, expires_at) VALUES (?, ?, ?, ?, ?, ?)",

@@ -6,29 +6,6 @@ import Foundation
 /// what a stored file's bytes say it is, and the references that wait for bytes not yet here.
 extension SQLiteServerStore {
     /// Files stored before this version have no signature reading (NULL: not checked).
-    static let pendingFilesMigration = SQLiteMigrator.Migration(
-        version: 6, name: "pending files and media types",
-        sql: """
-            ALTER TABLE files ADD COLUMN media_type TEXT;
-            CREATE INDEX files_digest ON files(workspace, digest);
-            CREATE TABLE pending_files (
-                document_id TEXT NOT NULL,
-                pointer TEXT NOT NULL,
-                workspace TEXT NOT NULL,
-                principal TEXT NOT NULL,
-                digest BLOB NOT NULL,
-                byte_count INTEGER NOT NULL,
-                content_type TEXT NOT NULL,
-                accepted TEXT NOT NULL,
-                record_type TEXT,
-                record_id INTEGER,
-                created_at INTEGER NOT NULL,
-                PRIMARY KEY (document_id, pointer)
-            ) WITHOUT ROWID;
-            CREATE INDEX pending_files_digest ON pending_files(workspace, digest);
-            CREATE INDEX pending_files_age ON pending_files(workspace, created_at);
-            """)
-
     private static let fileColumns = "id, workspace, digest, byte_count, content_type, media_type"
 
     private static func storedFile(_ row: SQLiteConnection.Row) -> StoredFile {

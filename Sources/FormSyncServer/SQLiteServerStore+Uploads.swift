@@ -7,22 +7,6 @@ import Foundation
 /// `files/uploads/<id>.part`. The offset is written after the bytes are synced, so it never
 /// claims bytes the disk does not hold.
 extension SQLiteServerStore {
-    static let uploadsMigration = SQLiteMigrator.Migration(
-        version: 4, name: "resumable uploads",
-        sql: """
-            CREATE TABLE uploads (
-                upload_id TEXT PRIMARY KEY,
-                document_id TEXT NOT NULL UNIQUE,
-                workspace TEXT NOT NULL,
-                length INTEGER NOT NULL,
-                offset INTEGER NOT NULL,
-                digest BLOB NOT NULL,
-                content_type TEXT,
-                file_id INTEGER,
-                created_at INTEGER NOT NULL
-            ) WITHOUT ROWID;
-            """)
-
     private static let uploadColumns = "upload_id, document_id, workspace, length, offset, digest, content_type, file_id, principal"
 
     private static func upload(_ row: SQLiteConnection.Row) -> StoredUpload {
@@ -41,14 +25,7 @@ extension SQLiteServerStore {
     }
 
     func createUpload(_ upload: StoredUpload, at now: Int64) throws {
-        try FileManager.default.createDirectory(
-            atPath: uploadsDirectory, withIntermediateDirectories: true, attributes: Self.ownerOnlyFolder)
-        guard FileManager.default.createFile(atPath: partPath(upload.uploadID), contents: nil, attributes: [.posixPermissions: 0o600])
-        else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: partPath(upload.uploadID)])
-        }
-        // The part's name is durable before the row that says its bytes are there.
-        try durableFiles.syncFolder(of: partPath(upload.uploadID))
+        try blobs.createPart(upload.uploadID)
         try transaction { try insertUpload(upload, at: now) }
     }
 
@@ -93,7 +70,7 @@ extension SQLiteServerStore {
             { $0.text(0) ?? "" })
         for id in stale {
             _ = try transaction { try db.run("DELETE FROM uploads WHERE upload_id = ?", [.text(id)]) }
-            try? FileManager.default.removeItem(atPath: partPath(id))
+            blobs.removePart(id)
         }
         return stale.count
     }
@@ -110,12 +87,12 @@ extension SQLiteServerStore {
     /// up other requests; the offset moves only once they are on disk.
     func appendUpload(_ uploadID: String, bytes: Data, at offset: Int64, now: Int64) throws {
         guard !bytes.isEmpty else { return }
-        try durableFiles.append(bytes, to: partPath(uploadID), at: offset)
+        try blobs.append(bytes, toPart: uploadID, at: offset)
         try exclusive { try transaction { try setUploadOffset(uploadID, offset + Int64(bytes.count), at: now) } }
     }
 
     func uploadDigest(_ uploadID: String) throws -> Data {
-        try SHA256.hash(fileAt: partPath(uploadID))
+        try blobs.digest(ofPart: uploadID)
     }
 
     func restartUpload(_ uploadID: String, at now: Int64) throws {
@@ -124,7 +101,7 @@ extension SQLiteServerStore {
 
     func completeUpload(_ upload: StoredUpload, digest: Data, mediaType: String, principal: String, at now: Int64) throws -> Int64 {
         let id = try adoptFile(
-            upload.documentID, workspace: upload.workspace, principal: principal, from: partPath(upload.uploadID), digest: digest,
+            upload.documentID, workspace: upload.workspace, principal: principal, part: upload.uploadID, digest: digest,
             byteCount: upload.length, contentType: upload.contentType, mediaType: mediaType, at: now)
         try finishUpload(upload.uploadID, fileID: id)
         return id
@@ -135,28 +112,15 @@ extension SQLiteServerStore {
     }
 
     func uploadPrefix(_ uploadID: String) throws -> Data {
-        guard let handle = FileHandle(forReadingAtPath: partPath(uploadID)) else { return Data() }
-        defer { try? handle.close() }
-        return try handle.read(upToCount: MediaSignature.prefixLength) ?? Data()
-    }
-
-    var uploadsDirectory: String { (filesDirectory as NSString).appendingPathComponent("uploads") }
-
-    func partPath(_ id: String) -> String {
-        (uploadsDirectory as NSString).appendingPathComponent(id + ".part")
+        try blobs.prefix(ofPart: uploadID)
     }
 
     /// Makes the finished upload's bytes a stored file of `documentID` (moved, not copied).
     func adoptFile(
-        _ documentID: String, workspace: String, principal: String, from path: String, digest: Data, byteCount: Int64, contentType: String?,
+        _ documentID: String, workspace: String, principal: String, part: String, digest: Data, byteCount: Int64, contentType: String?,
         mediaType: String, at now: Int64
     ) throws -> Int64 {
-        let target = blobPath(digest)
-        if FileManager.default.fileExists(atPath: target) {
-            try? FileManager.default.removeItem(atPath: path)
-        } else {
-            try durableFiles.move(path, to: target)
-        }
+        try blobs.adoptPart(part, digest: digest)
         return try insertFile(
             documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, mediaType: mediaType,
             byteCount: byteCount, at: now)

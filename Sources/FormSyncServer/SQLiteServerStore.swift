@@ -9,76 +9,31 @@ import Synchronization
 /// writes share fsyncs (a group commit), and a reply waits for the fsync that covers it.
 final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     let db: SQLiteConnection
-    let filesDirectory: String
-
-    struct LedgerEntry {
-        var hash: Data
-        /// Nil while the request is still being processed.
-        var response: RecordedReply?
-    }
-
-    static let migrations = SQLiteMigrator(migrations: [
-        .init(
-            version: 1, name: "server",
-            sql: """
-                CREATE TABLE ledger (
-                    key TEXT PRIMARY KEY,
-                    hash BLOB NOT NULL,
-                    status INTEGER,
-                    headers TEXT,
-                    body BLOB,
-                    created_at INTEGER NOT NULL
-                );
-                CREATE TABLE documents (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    document_id TEXT NOT NULL UNIQUE,
-                    form TEXT NOT NULL,
-                    form_version INTEGER NOT NULL,
-                    version INTEGER NOT NULL,
-                    payload BLOB NOT NULL,
-                    applied_writes INTEGER NOT NULL,
-                    created_at INTEGER NOT NULL,
-                    updated_at INTEGER NOT NULL
-                );
-                CREATE TABLE files (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    document_id TEXT NOT NULL UNIQUE,
-                    digest BLOB NOT NULL,
-                    content_type TEXT,
-                    byte_count INTEGER NOT NULL,
-                    created_at INTEGER NOT NULL
-                );
-                CREATE TABLE tokens (token TEXT PRIMARY KEY, kind TEXT NOT NULL, expires_at INTEGER NOT NULL);
-                """),
-        .init(
-            version: 2, name: "workspaces and principals",
-            sql: """
-                ALTER TABLE documents ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
-                ALTER TABLE files ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
-                ALTER TABLE tokens ADD COLUMN principal TEXT NOT NULL DEFAULT 'default';
-                """),
-        recordsMigration,
-        uploadsMigration,
-        grantsMigration,
-        pendingFilesMigration,
-        fileAccessMigration,
-    ])
+    /// The bytes of stored files and unfinished uploads.
+    var blobs: FileBlobs
 
     /// The mode of every folder the server creates: its owner's alone.
     static var ownerOnlyFolder: [FileAttributeKey: Any] { [.posixPermissions: 0o700] }
 
     /// Makes commits durable in groups (see `transaction`).
     let walSync: WALSync
+    /// The writes made between two fsyncs, committed together.
+    let batches: WriteBatches
+    /// The idempotency ledger's table and the keys in flight.
+    let ledger: SQLiteLedger
+    /// Records, their change feed and the id sequence.
+    let recordTable: SQLiteRecords
     /// Writes stored files and their names durably (tests replace it with a disk that refuses).
-    var durableFiles = DurableFiles()
+    var durableFiles: DurableFiles {
+        get { blobs.durable }
+        set { blobs.durable = newValue }
+    }
 
     /// One unit of work at a time: the connection, the open batch and the keys in flight.
     private let lock = NSLock()
 
     init(directory: String, now: Int64) throws {
-        filesDirectory = (directory as NSString).appendingPathComponent("files")
-        try FileManager.default.createDirectory(atPath: filesDirectory, withIntermediateDirectories: true, attributes: Self.ownerOnlyFolder)
-        DurableFiles.sweepPartials(in: filesDirectory)
+        blobs = try FileBlobs(directory: (directory as NSString).appendingPathComponent("files"))
         let path = (directory as NSString).appendingPathComponent("server.sqlite")
         db = try SQLiteConnection(path: path)
         // Owner-only, whatever the umask: the database holds every workspace's documents. SQLite
@@ -87,7 +42,10 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
         }
         walSync = WALSync(databasePath: path)
-        try Self.migrations.migrate(db, now: now)
+        batches = WriteBatches(db: db)
+        ledger = SQLiteLedger(db: db)
+        recordTable = SQLiteRecords(db: db)
+        try SQLiteServerSchema.migrations.migrate(db, now: now)
         // A key left "in flight" by a server that died never committed its work (the work and
         // its recorded reply commit together): forget it so the client's retry is processed.
         try db.run("DELETE FROM ledger WHERE status IS NULL")
@@ -97,8 +55,8 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         walSync.commitBeforeEachRound { [weak self] in
             guard let self else { return 0 }
             return self.exclusive {
-                self.commitBatch()
-                return self.committedNumber
+                self.batches.commit()
+                return self.batches.committedNumber
             }
         }
     }
@@ -119,7 +77,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     }
 
     func flush() {
-        exclusive { commitBatch() }
+        exclusive { batches.commit() }
     }
 
     var fsyncCount: Int { walSync.fsyncCount }
@@ -128,15 +86,15 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     // MARK: Durability
 
     /// A write made now joins the open batch or opens the next one: no earlier number.
-    func durabilityMark() -> UInt64 { committedNumber + 1 }
+    func durabilityMark() -> UInt64 { batches.committedNumber + 1 }
 
     func whenDurable(since mark: UInt64, _ complete: @escaping @Sendable (DurabilityFailure?) -> Void) {
-        let gate = durabilityGate
+        let gate = batches.durabilityGate
         guard groupCommit else { return complete(nil) }
         walSync.whenDurable(through: gate) { [self] failure in
             if let failure {
                 complete(.notDurable("\(failure)"))
-            } else if mark <= gate, lostBatch(in: mark...gate) != nil {
+            } else if mark <= gate, batches.lostBatch(in: mark...gate) != nil {
                 complete(.lost)
             } else {
                 complete(nil)
@@ -144,105 +102,17 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         }
     }
 
-    /// Commits at `synchronous=NORMAL`: the server answers a request only after `walSync` made
-    /// every commit before the answer durable (one fsync shared by the requests committing
-    /// together: a group commit). A batch of writes still open is committed first.
+    /// Commits at `synchronous=NORMAL` (see `WriteBatches.transaction`).
     func transaction<T>(_ body: () throws -> T) throws -> T {
-        commitBatch()
-        return try db.transaction(groupCommit ? .normal : .full, body)
+        try batches.transaction(body)
     }
-
-    // MARK: Write batches
-
-    /// Runs a request's write in the open batch, in a savepoint of its own: the writes made
-    /// between two fsyncs of the log share one transaction, which the next fsync round commits
-    /// (`commitBatch`) just before it runs. Each commit rewrote the same last pages of the
-    /// ledger's and the documents' tables and indexes; one commit per round writes them once,
-    /// and the fsync that bounds the server has fewer pages to write. A write that fails rolls
-    /// back its savepoint alone; one after which SQLite rolled back the whole transaction
-    /// loses the batch, and every reply that depended on it becomes a 500. With the group
-    /// commit off, a plain transaction.
-    func batchedTransaction<T>(_ body: () throws -> T) throws -> T {
-        guard groupCommit else { return try transaction(body) }
-        if !batchOpen {
-            try db.setDurability(.normal)
-            try db.run("BEGIN IMMEDIATE")
-            openBatch.store(committedNumber + 1, ordering: .sequentiallyConsistent)
-        }
-        try db.run("SAVEPOINT request")
-        do {
-            let result = try body()
-            try db.run("RELEASE request")
-            return result
-        } catch {
-            if db.inTransaction {
-                _ = try? db.run("ROLLBACK TO request")
-                _ = try? db.run("RELEASE request")
-            } else {
-                loseBatch(error)
-            }
-            throw error
-        }
-    }
-
-    /// Commits the open batch, if any (an fsync round calls it first). Its number is taken
-    /// either way: committed, or lost with its reason.
-    func commitBatch() {
-        guard batchOpen else { return }
-        do {
-            try db.run("COMMIT")
-            openBatch.store(0, ordering: .sequentiallyConsistent)
-        } catch {
-            if db.inTransaction { _ = try? db.run("ROLLBACK") }
-            loseBatch(error)
-        }
-    }
-
-    private func loseBatch(_ error: any Error) {
-        let number = openBatch.load(ordering: .sequentiallyConsistent)
-        lostBatches.add(1, ordering: .sequentiallyConsistent)
-        lost.withLock { lost in
-            lost.append((number, "\(error)"))
-            if lost.count > 64 { lost.removeFirst(lost.count - 64) }
-        }
-        openBatch.store(0, ordering: .sequentiallyConsistent)
-        FileHandle.standardError.write(Data("formsync server: a batch of writes was lost: \(error)\n".utf8))
-    }
-
-    /// The number of the last commit: the connection's commits, with each lost batch counted
-    /// as one, so that numbers are never given twice. What `walSync` is asked to make durable.
-    var committedNumber: UInt64 { db.commitCount + lostBatches.load(ordering: .sequentiallyConsistent) }
-
-    /// What a reply must wait for: the open batch's number, or the last commit's. Safe to read
-    /// outside the server's lock; a thread that wrote reads at least its write's number.
-    var durabilityGate: UInt64 {
-        let open = openBatch.load(ordering: .sequentiallyConsistent)
-        return max(open, committedNumber)
-    }
-
-    /// Why a batch numbered from `numbers` was lost, if one was.
-    func lostBatch(in numbers: ClosedRange<UInt64>) -> String? {
-        lost.withLock { lost in lost.last { numbers.contains($0.number) }?.reason }
-    }
-
-    /// The open batch's number; 0 when none is open.
-    private let openBatch = Atomic<UInt64>(0)
-    private var batchOpen: Bool { openBatch.load(ordering: .sequentiallyConsistent) != 0 }
-    private let lostBatches = Atomic<UInt64>(0)
-    private let lost = Mutex<[(number: UInt64, reason: String)]>([])
 
     /// Off: every write commits FULL on its own (the baseline of `formsync-lab bench server`).
-    /// Read by handlers outside the server's lock, to know whether to wait for an fsync.
     var groupCommit: Bool {
-        get { groupCommitFlag.load(ordering: .relaxed) }
-        set { groupCommitFlag.store(newValue, ordering: .relaxed) }
+        get { batches.groupCommit }
+        set { batches.groupCommit = newValue }
     }
-    private let groupCommitFlag = Atomic<Bool>(true)
 
-    /// Keys whose request is being processed now, with their request's hash. Held in memory
-    /// only: a key in flight has committed nothing (its work and its recorded reply commit
-    /// together), so a server that dies forgets it and the client's retry is processed.
-    private var inFlight: [String: Data] = [:]
     /// Uploads with an append in progress: one at a time per upload.
     let appending = Mutex<Set<String>>([])
 
@@ -254,8 +124,8 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         if let hold {
             // Marked in flight first and then held, so that a retry arriving meanwhile meets 409.
             if let known = exclusive({ () -> LedgerOutcome? in
-                if let entry = ledgerEntry(key) { return Self.outcome(entry) }
-                beginLedger(key, hash: hash)
+                if let entry = ledger.entry(key) { return entry.outcome }
+                ledger.begin(key, hash: hash)
                 return nil
             }) {
                 return known
@@ -263,56 +133,22 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
             hold()
         }
         return try exclusive {
-            if hold == nil, let entry = ledgerEntry(key) { return Self.outcome(entry) }
+            if hold == nil, let entry = ledger.entry(key) { return entry.outcome }
             do {
                 return .processed(
-                    try batchedTransaction {
+                    try batches.batched {
                         let response = try body()
-                        try finishLedger(key, hash: hash, with: response, at: now)
+                        try ledger.finish(key, hash: hash, with: response, at: now)
                         return response
                     })
             } catch {
-                abandonLedger(key)
+                ledger.abandon(key)
                 // Another server process on the same files may have answered the key meanwhile
                 // (its in-flight mark is not visible here): its recorded reply is the answer.
-                if let entry = ledgerEntry(key), entry.response != nil { return Self.outcome(entry) }
+                if let entry = ledger.entry(key), entry.response != nil { return entry.outcome }
                 throw error
             }
         }
-    }
-
-    private static func outcome(_ entry: LedgerEntry) -> LedgerOutcome {
-        guard let response = entry.response else { return .inFlight }
-        return .recorded(hash: entry.hash, response: response)
-    }
-
-    func ledgerEntry(_ key: String) -> LedgerEntry? {
-        if let hash = inFlight[key] { return LedgerEntry(hash: hash, response: nil) }
-        return
-            (try? db.query("SELECT hash, status, headers, body FROM ledger WHERE key = ?", [.text(key)]) { row in
-                let hash = row.blob(0) ?? Data()
-                guard let status = row.optionalInt(1) else { return LedgerEntry(hash: hash, response: nil) }
-                return LedgerEntry(
-                    hash: hash, response: RecordedReply(status: Int(status), headerLines: row.text(2) ?? "", body: row.blob(3) ?? Data()))
-            })?.first
-    }
-
-    /// Marks `key` in flight (a second request with it gets 409 until it finishes).
-    func beginLedger(_ key: String, hash: Data) {
-        inFlight[key] = hash
-    }
-
-    /// Records the reply to `key`'s request, in the transaction of its work.
-    func finishLedger(_ key: String, hash: Data, with response: RecordedReply, at now: Int64) throws {
-        try db.run(
-            "INSERT INTO ledger (key, hash, status, headers, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [.text(key), .blob(hash), .integer(Int64(response.status)), .text(response.headerLines), .blob(response.body), .integer(now)])
-        inFlight[key] = nil
-    }
-
-    /// Forgets `key`'s request, whose work did not commit.
-    func abandonLedger(_ key: String) {
-        inFlight[key] = nil
     }
 
     // MARK: Documents
@@ -346,7 +182,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
             VALUES (?, ?, ?, ?, ?, ?, 1, ?, 1, ?, ?)
             """,
             [
-                .integer(try nextEntityID()), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace),
+                .integer(try recordTable.nextEntityID()), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace),
                 .text(principal), .blob(payload),
                 .integer(now), .integer(now),
             ])
@@ -362,6 +198,29 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         return document(documentID)!
     }
 
+    // MARK: Records (`SQLiteRecords`)
+
+    func nextEntityID() throws -> Int64 { try recordTable.nextEntityID() }
+    func holder(ofID id: Int64) throws -> String? { try recordTable.holder(ofID: id) }
+    func records(workspace: String) throws -> [StoredRecord] { try recordTable.records(workspace: workspace) }
+    func lastChange() throws -> Int64 { try recordTable.lastChange() }
+
+    func record(workspace: String, type: String, id: Int64) throws -> StoredRecord? {
+        try recordTable.record(workspace: workspace, type: type, id: id)
+    }
+
+    func putRecord(workspace: String, type: String, id: Int64, scope: String, payload: Data, files: [Int64], at now: Int64) throws -> Int {
+        try recordTable.putRecord(workspace: workspace, type: type, id: id, scope: scope, payload: payload, files: files, at: now)
+    }
+
+    func deleteRecord(workspace: String, type: String, id: Int64) throws -> Bool {
+        try recordTable.deleteRecord(workspace: workspace, type: type, id: id)
+    }
+
+    func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
+        try recordTable.feed(workspace: workspace, principal: principal, after: cursor, limit: limit)
+    }
+
     // MARK: Files
 
     func storeFile(
@@ -373,10 +232,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         if let existing = try file(document: documentID) {
             return (existing.id, false, existing.digest == digest)
         }
-        let path = blobPath(digest)
-        if !FileManager.default.fileExists(atPath: path) {
-            try durableFiles.write(bytes, to: path)
-        }
+        try blobs.store(bytes, digest: digest)
         return (
             try insertFile(
                 documentID, workspace: workspace, principal: principal, digest: digest, contentType: contentType, mediaType: mediaType,
@@ -412,17 +268,10 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         guard let digest = (try? db.query("SELECT digest FROM files WHERE id = ?", [.integer(id)], { $0.blob(0) ?? Data() }))?.first else {
             return nil
         }
-        return FileManager.default.contents(atPath: blobPath(digest))
+        return blobs.contents(of: digest)
     }
 
     func fileBytes(digest: Data, from offset: Int64, count: Int) throws -> Data {
-        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: blobPath(digest)))
-        defer { try? handle.close() }
-        try handle.seek(toOffset: UInt64(max(0, offset)))
-        return try handle.read(upToCount: max(0, count)) ?? Data()
-    }
-
-    func blobPath(_ digest: Data) -> String {
-        (filesDirectory as NSString).appendingPathComponent(digest.map { String(format: "%02x", $0) }.joined() + ".bin")
+        try blobs.read(digest, from: offset, count: count)
     }
 }

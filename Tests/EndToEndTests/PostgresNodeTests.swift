@@ -340,12 +340,13 @@ struct PostgresOutageTests {
         defer { cluster.destroy() }
         let node = try TestStore.postgresServer(url: try cluster.makeDatabase(), forms: FormCatalog.forms, records: FormCatalog.records)
         for state in ["08006", "08001", "57P01", "40001", "40P01", "55P03", nil] {
-            let reply = node.failure(PostgresError(sqlState: state, message: "gone", statement: "SELECT 1"))
+            let reply = ServerRouter(context: node.context).failure(PostgresError(sqlState: state, message: "gone", statement: "SELECT 1"))
             #expect(reply.status == 503, "\(state ?? "no SQLSTATE")")
             #expect(reply.headers.contains { $0.0 == "Retry-After" })
         }
         for state in ["42P01", "23505", "22P02"] {
-            let reply = node.failure(PostgresError(sqlState: state, message: "SELECT secret FROM x", statement: "SELECT secret"))
+            let reply = ServerRouter(context: node.context).failure(
+                PostgresError(sqlState: state, message: "SELECT secret FROM x", statement: "SELECT secret"))
             #expect(reply.status == 500, "\(state)")
             #expect(!String(decoding: reply.body, as: UTF8.self).contains("secret"), "no SQL reaches the client")
         }

@@ -20,7 +20,7 @@ struct ServerGroupCommitTests {
         for documentID in ["plain", "quote\"back\\slash", "tab\tnew\nline\u{1}", "ünïcode/😀"] {
             let document = SyncServer.Document(
                 documentID: documentID, id: 42, form: "SalesOrder", formVersion: 2, version: 7, payload: payload, appliedWrites: 1)
-            let fast = server.recordResponse(document, status: 201)
+            let fast = SubmissionService(context: server.context).recordResponse(document, status: 201)
             let general: [String: Any] = [
                 "document_id": documentID, "id": 42, "form": "SalesOrder", "form_version": 2, "version": "\"7\"",
                 "record": try JSONSerialization.jsonObject(with: payload),
@@ -85,48 +85,48 @@ struct ServerGroupCommitTests {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lost-batch-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: folder) }
             let store = try SQLiteServerStore(directory: folder.path, now: 0)
-            let floor = store.committedNumber + 1
-            _ = try store.batchedTransaction {
+            let floor = store.batches.committedNumber + 1
+            _ = try store.batches.batched {
                 try store.createDocument(
                     "a", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
             }
-            let gate = store.durabilityGate
+            let gate = store.batches.durabilityGate
             #expect(gate == floor, "the first write opened the batch it waits for")
             struct Abandoned: Error {}
             // As SQLite does after a full disk: the whole transaction is gone, not just the savepoint.
             #expect(throws: Abandoned.self) {
-                try store.batchedTransaction {
+                try store.batches.batched {
                     try store.db.run("ROLLBACK")
                     throw Abandoned()
                 }
             }
-            #expect(store.lostBatch(in: floor...gate) != nil, "the first write's reply must not say it was saved")
+            #expect(store.batches.lostBatch(in: floor...gate) != nil, "the first write's reply must not say it was saved")
             #expect(store.document("a") == nil)
-            _ = try store.batchedTransaction {
+            _ = try store.batches.batched {
                 try store.createDocument(
                     "b", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
             }
-            let next = store.durabilityGate
+            let next = store.batches.durabilityGate
             #expect(next > gate, "a new batch never reuses a lost one's number")
-            #expect(store.lostBatch(in: next...next) == nil)
-            store.commitBatch()
-            #expect(store.committedNumber == next)
+            #expect(store.batches.lostBatch(in: next...next) == nil)
+            store.batches.commit()
+            #expect(store.batches.committedNumber == next)
             #expect(store.document("b") != nil)
             // A write that fails on its own rolls back only its savepoint.
-            _ = try store.batchedTransaction {
+            _ = try store.batches.batched {
                 try store.createDocument(
                     "c", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
             }
             #expect(throws: (any Error).self) {
-                try store.batchedTransaction {
+                try store.batches.batched {
                     try store.createDocument(
                         "c", form: "SalesOrder", formVersion: 1, workspace: "", principal: "p", payload: Data("{}".utf8), at: 0)
                 }
             }
-            store.commitBatch()
+            store.batches.commit()
             #expect(store.document("c") != nil)
-            #expect(store.lostBatch(in: floor...store.committedNumber)?.isEmpty == false)
-            #expect(store.lostBatch(in: (gate + 1)...store.committedNumber) == nil, "only the rolled-back batch was lost")
+            #expect(store.batches.lostBatch(in: floor...store.batches.committedNumber)?.isEmpty == false)
+            #expect(store.batches.lostBatch(in: (gate + 1)...store.batches.committedNumber) == nil, "only the rolled-back batch was lost")
         }
     }
 

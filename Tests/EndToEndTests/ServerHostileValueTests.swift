@@ -36,17 +36,17 @@ struct ServerHostileValueTests {
     }
 
     @Test func headerValuesLoseOnlyHTTPsSpacesAndTabs() {
-        #expect(SyncServer.entityTags(" \t\"1\" ,\tW/\"2\" , \"3\"\t ")?.strong == ["\"1\"", "\"3\""])
-        #expect(SyncServer.entityTags("\t*  ")?.any == true)
-        #expect(SyncServer.entityTags("\u{A0}\"1\"") == nil, "a no-break space is not HTTP's whitespace")
-        #expect(SyncServer.entityTags("\"1\" \u{3000}") == nil)
-        #expect(SyncServer.entityTags("") == nil && SyncServer.entityTags(" , ") == nil)
-        #expect(SyncServer.parseForm("SalesOrder \t;\t version=2 ").map { "\($0.0) \($0.1)" } == "SalesOrder 2")
-        #expect(SyncServer.parseForm("SalesOrder; version=99999999999999999999999") == nil)
-        #expect(SyncServer.parseForm("SalesOrder; version=-1")?.1 == -1, "parsed; the range is checked by the caller")
-        #expect(SyncServer.parseForm(" ; ") == nil && SyncServer.parseForm("") == nil)
-        #expect(SyncServer.parseDigest(" \tsha-256=:AAAA:\t ") == Data([0, 0, 0]))
-        #expect(SyncServer.parseDigest("\u{A0}sha-256=:AAAA:") == nil)
+        #expect(WireSyntax.entityTags(" \t\"1\" ,\tW/\"2\" , \"3\"\t ")?.strong == ["\"1\"", "\"3\""])
+        #expect(WireSyntax.entityTags("\t*  ")?.any == true)
+        #expect(WireSyntax.entityTags("\u{A0}\"1\"") == nil, "a no-break space is not HTTP's whitespace")
+        #expect(WireSyntax.entityTags("\"1\" \u{3000}") == nil)
+        #expect(WireSyntax.entityTags("") == nil && WireSyntax.entityTags(" , ") == nil)
+        #expect(WireSyntax.parseForm("SalesOrder \t;\t version=2 ").map { "\($0.0) \($0.1)" } == "SalesOrder 2")
+        #expect(WireSyntax.parseForm("SalesOrder; version=99999999999999999999999") == nil)
+        #expect(WireSyntax.parseForm("SalesOrder; version=-1")?.1 == -1, "parsed; the range is checked by the caller")
+        #expect(WireSyntax.parseForm(" ; ") == nil && WireSyntax.parseForm("") == nil)
+        #expect(WireSyntax.parseDigest(" \tsha-256=:AAAA:\t ") == Data([0, 0, 0]))
+        #expect(WireSyntax.parseDigest("\u{A0}sha-256=:AAAA:") == nil)
         #expect("\t \t".trimmingOWS.isEmpty && " a b ".trimmingOWS == "a b")
     }
 }
@@ -54,28 +54,28 @@ struct ServerHostileValueTests {
 /// Ranges asked of `GET /files/<id>` are read within the file, or refused.
 struct ServerByteRangeTests {
     @Test func oneRangeWithinTheFileIsServedAndAnythingElseIsRefused() {
-        #expect(SyncServer.byteRange("bytes=0-9", total: 100)! == (0, 9))
-        #expect(SyncServer.byteRange("bytes=90-", total: 100)! == (90, 99))
-        #expect(SyncServer.byteRange("bytes=90-1000", total: 100)! == (90, 99), "the end is clamped to the file")
+        #expect(WireSyntax.byteRange("bytes=0-9", total: 100)! == (0, 9))
+        #expect(WireSyntax.byteRange("bytes=90-", total: 100)! == (90, 99))
+        #expect(WireSyntax.byteRange("bytes=90-1000", total: 100)! == (90, 99), "the end is clamped to the file")
         for hostile in [
             "bytes=100-", "bytes=5-4", "bytes=0-5,7-9", "items=0-5", "bytes=99999999999999999999-",
             "bytes=" + String(repeating: "1", count: 60) + "-", "", "bytes=-", "bytes=+5-9", "bytes=5-+9", "bytes=-0", "bytes=--5",
             "bytes=" + String(repeating: "1", count: 200) + "-",
         ] {
-            #expect(SyncServer.byteRange(hostile, total: 100) == nil, "\(hostile)")
+            #expect(WireSyntax.byteRange(hostile, total: 100) == nil, "\(hostile)")
         }
-        #expect(SyncServer.byteRange("bytes=0-0", total: 0) == nil, "an empty file has no range to serve")
+        #expect(WireSyntax.byteRange("bytes=0-0", total: 0) == nil, "an empty file has no range to serve")
     }
 
     /// Issue 44, defect 10: a suffix range and a last position of any length are RFC 9110's.
     @Test func aSuffixRangeAndALastPositionOfAnyLengthAreServedAsRFC9110Says() {
-        #expect(SyncServer.byteRange("bytes=-5", total: 100).map { [$0.0, $0.1] } == [95, 99], "the last five bytes")
+        #expect(WireSyntax.byteRange("bytes=-5", total: 100).map { [$0.0, $0.1] } == [95, 99], "the last five bytes")
         #expect(
-            SyncServer.byteRange("bytes=-500", total: 100).map { [$0.0, $0.1] } == [0, 99], "a suffix longer than the file is all of it")
+            WireSyntax.byteRange("bytes=-500", total: 100).map { [$0.0, $0.1] } == [0, 99], "a suffix longer than the file is all of it")
         #expect(
-            SyncServer.byteRange("bytes=0-99999999999999999999", total: 100).map { [$0.0, $0.1] } == [0, 99],
+            WireSyntax.byteRange("bytes=0-99999999999999999999", total: 100).map { [$0.0, $0.1] } == [0, 99],
             "a 20-digit last position is clamped")
-        #expect(SyncServer.byteRange("bytes=-99999999999999999999", total: 100).map { [$0.0, $0.1] } == [0, 99])
-        #expect(SyncServer.byteRange("bytes= 3-4 ", total: 100).map { [$0.0, $0.1] } == [3, 4], "optional whitespace around the range")
+        #expect(WireSyntax.byteRange("bytes=-99999999999999999999", total: 100).map { [$0.0, $0.1] } == [0, 99])
+        #expect(WireSyntax.byteRange("bytes= 3-4 ", total: 100).map { [$0.0, $0.1] } == [3, 4], "optional whitespace around the range")
     }
 }

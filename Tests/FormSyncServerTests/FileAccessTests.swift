@@ -71,7 +71,7 @@ struct FileAccessTests {
         let stored = s.upload(photo, document: "file-big", type: "image/jpeg")
         let id = try #require((stored.json["id"] as? NSNumber)?.int64Value)
         let token = try #require(s.tokens["ada"])
-        let reply = s.server.fileDownload(
+        let reply = FileService(context: s.server.context).fileDownload(
             HTTPRequest(
                 method: "GET", path: "/files/\(id)", query: nil,
                 headers: ["authorization": "Bearer \(token)", "formsync-workspace": "acme", "range": "bytes=2999999-"], body: Data()))
@@ -81,7 +81,7 @@ struct FileAccessTests {
         #expect(stream.count == 1)
         #expect(try stream.read(0, 1) == photo.suffix(1))
         let whole = try #require(
-            s.server.fileDownload(
+            FileService(context: s.server.context).fileDownload(
                 HTTPRequest(
                     method: "GET", path: "/files/\(id)", query: nil,
                     headers: ["authorization": "Bearer \(token)", "formsync-workspace": "acme"],

@@ -3,12 +3,54 @@ import FormSyncModel
 import FormSyncProtocol
 import Foundation
 
-/// What the server checks of the files a payload names, and deferred files (docs/PROTOCOL.md,
-/// "Deferred files"): a submission may name a file by its digest before the bytes arrive; the
-/// document is stored with the file pending, and the upload of those bytes completes it.
-extension SyncServer {
-    /// The features this server announces in `GET /health` and in `FormSync-Features`.
-    var features: [String] { (acceptsDeferredFiles ? ["deferred-files"] : []) + (offersFileLookup ? ["file-lookup"] : []) }
+/// What the server checks of the files a payload names, deferred files (docs/PROTOCOL.md,
+/// "Deferred files": a submission may name a file by its digest before the bytes arrive; the
+/// document is stored with the file pending, and the upload of those bytes completes it),
+/// storing a file whole (`POST /files`), and reading files back (`GET /files/<id>`,
+/// `GET /files/sha-256/<hex>`, `GET /pending-files`).
+struct FileService: ServerPart {
+    let context: ServerContext
+
+    /// Stores a file whose `digest` was computed outside the lock. Runs inside the ledger's transaction.
+    func storeFile(_ request: HTTPRequest, digest: Data, caller: Caller) throws -> HTTPResponse {
+        let documentID = request.header("formsync-document")!
+        guard let header = request.header("content-digest"), let claimed = WireSyntax.parseDigest(header) else {
+            return .problem(.digestMissing, detail: "Content-Digest: sha-256=:…: is required")
+        }
+        guard claimed == digest else {
+            return .problem(.digestMismatch, detail: "Content-Digest does not match the bytes received")
+        }
+        if let refusal = access.boundElsewhere(documentID, form: nil, caller: caller) { return refusal }
+        if try store.upload(document: documentID) != nil {
+            return .problem(.documentExists, detail: "file document \(documentID) is a resumable upload; finish it at /uploads")
+        }
+        let contentType = request.header("content-type")
+        let mediaType = MediaSignature.mediaType(of: request.body) ?? ""
+        if try store.file(document: documentID) == nil,
+            let refusal = try refusalByPendingFiles(
+                workspace: caller.workspace, principal: caller.principal, digest: digest, byteCount: Int64(request.body.count),
+                contentType: contentType, mediaType: mediaType)
+        {
+            return refusal
+        }
+        let (id, created, sameBytes) = try store.storeFile(
+            documentID, workspace: caller.workspace, principal: caller.principal, bytes: request.body, digest: digest,
+            contentType: contentType, mediaType: mediaType, at: now())
+        guard sameBytes else {
+            return .problem(.documentExists, detail: "file document \(documentID) already holds other bytes", extra: ["id": id])
+        }
+        if created {
+            try completePendingFiles(
+                workspace: caller.workspace, digest: digest, fileID: id, byteCount: Int64(request.body.count), contentType: contentType,
+                mediaType: mediaType)
+        }
+        return .json(
+            created ? 201 : 200,
+            [
+                Acknowledgement.documentID: documentID, Acknowledgement.id: id, Acknowledgement.byteCount: request.body.count,
+                "digest": WireSyntax.digestHeader(digest),
+            ])
+    }
 
     /// A payload whose file references were checked: the payload with every pending file the
     /// server already holds completed, the files still pending, or the field errors.
@@ -27,7 +69,7 @@ extension SyncServer {
         var pending: [FileUse] = []
         for use in uses {
             let ref = use.ref
-            if ref.isPending && !acceptsDeferredFiles {
+            if ref.isPending && !settings.acceptsDeferredFiles {
                 errors.append([
                     "pointer": use.pointer, "code": "pending-file",
                     "detail": "This server needs a file's bytes before the submission that names it.",
@@ -209,7 +251,7 @@ extension SyncServer {
         case .refused(let refusal): return refusal
         }
         let hex = request.path.dropFirst("/files/sha-256/".count)
-        guard let digest = Self.hexBytes(hex), digest.count == 32 else {
+        guard let digest = WireSyntax.hexBytes(hex), digest.count == 32 else {
             return .problem(.malformed, detail: "the path names a SHA-256 as 64 lower-case hex digits")
         }
         return locked {
@@ -286,7 +328,7 @@ extension SyncServer {
         guard let range = request.header("range"), request.header("if-range").map({ $0 == etag }) ?? true else {
             return HTTPResponse(status: 200, headers: headers, stream: body(from: 0, through: total - 1))
         }
-        guard let (first, last) = Self.byteRange(range, total: total) else {
+        guard let (first, last) = WireSyntax.byteRange(range, total: total) else {
             headers.append(("Content-Range", "bytes */\(total)"))
             var refusal = HTTPResponse.problem(.badRange, detail: "the range \(range.prefix(64)) is not within the file's \(total) bytes")
             refusal.headers.append(contentsOf: headers.filter { $0.0 == "Content-Range" })
@@ -294,31 +336,6 @@ extension SyncServer {
         }
         headers.append(("Content-Range", "bytes \(first)-\(last)/\(total)"))
         return HTTPResponse(status: 206, headers: headers, stream: body(from: first, through: last))
-    }
-
-    /// One range within `total` bytes, as RFC 9110 §14.1.2 reads it: `bytes=<first>-<last>`
-    /// (the last clamped to the end, however many digits it has), `bytes=<first>-`, or the
-    /// suffix `bytes=-<count>` (the last `count` bytes; all of them when the file is shorter).
-    /// Nil when the range cannot be served: several ranges, a malformed one, a first position
-    /// at or past the end, an empty suffix, or an empty file.
-    static func byteRange(_ header: String, total: Int64) -> (Int64, Int64)? {
-        guard header.hasPrefix("bytes="), header.utf8.count <= 128, total > 0 else { return nil }
-        let spec = header.dropFirst(6).trimmingOWS
-        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        /// A position: its value, or Int64.max for one too large to hold (it is past any end).
-        func position(_ text: Substring) -> Int64? {
-            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
-            return Int64(text) ?? .max
-        }
-        guard parts.count == 2 else { return nil }
-        if parts[0].isEmpty {
-            guard let count = position(parts[1]), count > 0 else { return nil }
-            return (total - min(count, total), total - 1)
-        }
-        guard let first = position(parts[0]), first < total else { return nil }
-        guard !parts[1].isEmpty else { return (first, total - 1) }
-        guard let last = position(parts[1]), last >= first else { return nil }
-        return (first, min(last, total - 1))
     }
 
     /// `GET /pending-files?limit=<n>`: the files documents named before their bytes arrived, oldest
@@ -342,7 +359,7 @@ extension SyncServer {
                 let items: [[String: Any]] = waiting.map { pending in
                     var item: [String: Any] = [
                         "document_id": pending.documentID, "pointer": pending.pointer, "digest": FileRef.digestText(pending.digest),
-                        "byte_count": pending.byteCount, "content_type": pending.contentType, "since": Self.timestamp(pending.since),
+                        "byte_count": pending.byteCount, "content_type": pending.contentType, "since": WireSyntax.timestamp(pending.since),
                     ]
                     if let form = store.document(pending.documentID) {
                         item["form"] = form.form
@@ -355,49 +372,5 @@ extension SyncServer {
                 return .problem(.busy, detail: "the store cannot answer now", headers: [("Retry-After", "5")])
             }
         }
-    }
-
-    static func hexBytes(_ text: Substring) -> Data? {
-        guard text.utf8.count == 64 else { return nil }
-        var bytes = Data(capacity: 32)
-        var high: UInt8?
-        for c in text.utf8 {
-            let value: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = c - UInt8(ascii: "a") + 10
-            default: return nil
-            }
-            if let h = high {
-                bytes.append(h << 4 | value)
-                high = nil
-            } else {
-                high = value
-            }
-        }
-        return bytes
-    }
-
-    /// Milliseconds since 1970 as RFC 3339 UTC.
-    static func timestamp(_ milliseconds: Int64) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
-    }
-}
-
-extension Data {
-    /// A copy with every non-overlapping occurrence of `target` replaced by `replacement`.
-    func replacing(_ target: Data, with replacement: Data) -> Data {
-        guard !target.isEmpty, count >= target.count else { return self }
-        var result = Data(capacity: count)
-        var index = startIndex
-        while let found = self[index...].firstRange(of: target) {
-            result.append(self[index..<found.lowerBound])
-            result.append(replacement)
-            index = found.upperBound
-        }
-        result.append(self[index...])
-        return result
     }
 }

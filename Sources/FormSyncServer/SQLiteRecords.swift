@@ -7,32 +7,13 @@ import Foundation
 /// the feed in sequence order is commit order, and a cursor (the last number returned) resumes
 /// exactly after what a device already has. A record that leaves a scope (deleted, or moved to
 /// another courier) leaves a tombstone in the old scope.
-extension SQLiteServerStore {
-    static let recordsMigration = SQLiteMigrator.Migration(
-        version: 3, name: "records and changes",
-        sql: """
-            CREATE TABLE records (
-                workspace TEXT NOT NULL,
-                type TEXT NOT NULL,
-                id INTEGER NOT NULL,
-                version INTEGER NOT NULL,
-                scope TEXT NOT NULL,
-                payload BLOB NOT NULL,
-                updated_at INTEGER NOT NULL,
-                PRIMARY KEY (workspace, type, id)
-            ) WITHOUT ROWID;
-            CREATE TABLE changes (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                workspace TEXT NOT NULL,
-                type TEXT NOT NULL,
-                id INTEGER NOT NULL,
-                scope TEXT NOT NULL,
-                deleted INTEGER NOT NULL,
-                UNIQUE (workspace, type, id, scope)
-            );
-            CREATE INDEX changes_feed ON changes(workspace, seq);
-            CREATE INDEX records_id ON records(id);
-            """)
+/// (`SQLiteServerStore` serves them; used under its lock.)
+final class SQLiteRecords: @unchecked Sendable {
+    private let db: SQLiteConnection
+
+    init(db: SQLiteConnection) {
+        self.db = db
+    }
 
     /// The next id for a document or a record: one sequence for both, since a record created
     /// by a document takes the document's id, and back-office records must not collide with it.
@@ -140,5 +121,15 @@ extension SQLiteServerStore {
     /// The highest sequence number handed out; a cursor beyond it comes from another database.
     func lastChange() throws -> Int64 {
         try db.query("SELECT COALESCE(MAX(seq), 0) FROM changes", [], { $0.int(0) }).first ?? 0
+    }
+
+    /// Makes `files` the files record (`workspace`, `type`, `id`) names.
+    func setRecordFiles(workspace: String, type: String, id: Int64, files: [Int64]) throws {
+        try db.run("DELETE FROM record_files WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)])
+        for file in Set(files) {
+            try db.run(
+                "INSERT INTO record_files (workspace, file_id, type, id) VALUES (?, ?, ?, ?)",
+                [.text(workspace), .integer(file), .text(type), .integer(id)])
+        }
     }
 }

@@ -1,0 +1,86 @@
+import FormSyncHTTP
+import FormSyncModel
+import FormSyncProtocol
+import Foundation
+
+/// The change feed (`GET /changes?cursor=…&limit=…`, docs/PROTOCOL.md, "Records and the change
+/// feed"): the changes of records in the caller's scope after its cursor, a page at a time, in
+/// commit order.
+struct ChangeFeed: ServerPart {
+    let context: ServerContext
+
+    /// `GET /changes?cursor=…&limit=…`: the changes in the principal's scope after the cursor.
+    func changes(_ request: HTTPRequest) -> HTTPResponse {
+        let caller: Caller
+        switch self.caller(of: request) {
+        case .allowed(let found): caller = found
+        case .refused(let refusal): return refusal
+        }
+        var parameters: [String: String] = [:]
+        for pair in (request.query ?? "").split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 2, parameters[parts[0]] == nil, let value = parts[1].removingPercentEncoding else {
+                return .problem(.badQuery, detail: "the query takes cursor= and limit= once each")
+            }
+            parameters[parts[0]] = value
+        }
+        var limit = 500
+        if let text = parameters["limit"] {
+            // Digits only; a number past Int's range is as far above 1,000 as any other.
+            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }), (Int(text) ?? Int.max) >= 1 else {
+                return .problem(
+                    .badLimit,
+                    detail:
+                        "limit is a whole number from 1 (above \(SyncServer.maxChangesPerPage) it is served as \(SyncServer.maxChangesPerPage))"
+                )
+            }
+            let value = Int(text) ?? Int.max
+            limit = min(value, SyncServer.maxChangesPerPage)
+        }
+        var after: Int64 = 0
+        if let cursor = parameters["cursor"], !cursor.isEmpty {
+            guard let seq = WireSyntax.parseCursor(cursor) else {
+                return .problem(.badCursor, detail: "the cursor is not one this server issued")
+            }
+            after = seq
+        }
+        let response = locked { page(workspace: caller.workspace, principal: caller.feedPrincipal, after: after, limit: limit) }
+        let (hook, pages) = settings.countFeedPage()
+        hook?(pages)
+        return response
+    }
+
+    /// One page of the feed; runs under the lock.
+    private func page(workspace: String, principal: String?, after: Int64, limit: Int) -> HTTPResponse {
+        do {
+            guard after <= (try store.lastChange()) else {
+                return .problem(
+                    .cursorExpired, detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start")
+            }
+            let page = try store.feed(workspace: workspace, principal: principal, after: after, limit: limit + 1)
+            let more = page.count > limit
+            let entries = page.prefix(limit)
+            // Written by hand around the stored bytes: records are stored as canonical JSON, so a
+            // page costs no parsing and no re-encoding of them.
+            var body = Data(#"{"changes":["#.utf8)
+            for (offset, entry) in entries.enumerated() {
+                if offset > 0 { body.append(0x2C) }
+                body.append(contentsOf: #"{"id":\#(entry.id),"type":"#.utf8)
+                body.append(WireSyntax.jsonBytes(entry.type))
+                if !entry.deleted, let payload = entry.payload {
+                    body.append(contentsOf: #","version":\#(entry.version),"record":"#.utf8)
+                    body.append(payload)
+                    body.append(0x7D)
+                } else {
+                    body.append(contentsOf: #","deleted":true}"#.utf8)
+                }
+            }
+            body.append(contentsOf: #"],"cursor":"#.utf8)
+            body.append(WireSyntax.jsonBytes(WireSyntax.cursor(entries.last?.seq ?? after)))
+            body.append(contentsOf: #","more":\#(more)}"#.utf8)
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+        } catch {
+            return failure(error, "feed error")
+        }
+    }
+}

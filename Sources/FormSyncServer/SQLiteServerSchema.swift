@@ -1,0 +1,156 @@
+import FormSyncSQLite
+
+/// The embedded store's schema (`SQLiteServerStore`), in numbered migrations applied in order
+/// when the store opens: the ledger, documents and files (1), workspaces and principals (2),
+/// records and the change feed (3), resumable uploads (4), token digests, grants and owners (5),
+/// pending files (6), and who may read a file (7).
+enum SQLiteServerSchema {
+    static let migrations = SQLiteMigrator(migrations: [
+        .init(
+            version: 1, name: "server",
+            sql: """
+                CREATE TABLE ledger (
+                    key TEXT PRIMARY KEY,
+                    hash BLOB NOT NULL,
+                    status INTEGER,
+                    headers TEXT,
+                    body BLOB,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE TABLE documents (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    document_id TEXT NOT NULL UNIQUE,
+                    form TEXT NOT NULL,
+                    form_version INTEGER NOT NULL,
+                    version INTEGER NOT NULL,
+                    payload BLOB NOT NULL,
+                    applied_writes INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL
+                );
+                CREATE TABLE files (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    document_id TEXT NOT NULL UNIQUE,
+                    digest BLOB NOT NULL,
+                    content_type TEXT,
+                    byte_count INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE TABLE tokens (token TEXT PRIMARY KEY, kind TEXT NOT NULL, expires_at INTEGER NOT NULL);
+                """),
+        .init(
+            version: 2, name: "workspaces and principals",
+            sql: """
+                ALTER TABLE documents ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
+                ALTER TABLE files ADD COLUMN workspace TEXT NOT NULL DEFAULT '';
+                ALTER TABLE tokens ADD COLUMN principal TEXT NOT NULL DEFAULT 'default';
+                """),
+        recordsMigration,
+        uploadsMigration,
+        grantsMigration,
+        pendingFilesMigration,
+        fileAccessMigration,
+    ])
+
+    static let recordsMigration = SQLiteMigrator.Migration(
+        version: 3, name: "records and changes",
+        sql: """
+            CREATE TABLE records (
+                workspace TEXT NOT NULL,
+                type TEXT NOT NULL,
+                id INTEGER NOT NULL,
+                version INTEGER NOT NULL,
+                scope TEXT NOT NULL,
+                payload BLOB NOT NULL,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (workspace, type, id)
+            ) WITHOUT ROWID;
+            CREATE TABLE changes (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                workspace TEXT NOT NULL,
+                type TEXT NOT NULL,
+                id INTEGER NOT NULL,
+                scope TEXT NOT NULL,
+                deleted INTEGER NOT NULL,
+                UNIQUE (workspace, type, id, scope)
+            );
+            CREATE INDEX changes_feed ON changes(workspace, seq);
+            CREATE INDEX records_id ON records(id);
+            """)
+
+    static let uploadsMigration = SQLiteMigrator.Migration(
+        version: 4, name: "resumable uploads",
+        sql: """
+            CREATE TABLE uploads (
+                upload_id TEXT PRIMARY KEY,
+                document_id TEXT NOT NULL UNIQUE,
+                workspace TEXT NOT NULL,
+                length INTEGER NOT NULL,
+                offset INTEGER NOT NULL,
+                digest BLOB NOT NULL,
+                content_type TEXT,
+                file_id INTEGER,
+                created_at INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            """)
+
+    static let grantsMigration = SQLiteMigrator.Migration(
+        version: 5, name: "token digests, grants and owners",
+        sql: """
+            CREATE TABLE grants (
+                digest BLOB PRIMARY KEY,
+                kind TEXT NOT NULL,
+                principal TEXT NOT NULL,
+                role TEXT NOT NULL,
+                workspaces TEXT NOT NULL,
+                expires_at INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            DROP TABLE tokens;
+            ALTER TABLE documents ADD COLUMN principal TEXT;
+            ALTER TABLE files ADD COLUMN principal TEXT;
+            ALTER TABLE uploads ADD COLUMN principal TEXT;
+            ALTER TABLE uploads ADD COLUMN touched_at INTEGER NOT NULL DEFAULT 0;
+            UPDATE uploads SET touched_at = created_at;
+            CREATE INDEX uploads_unfinished ON uploads(touched_at) WHERE file_id IS NULL;
+            CREATE TABLE id_sequence (next INTEGER NOT NULL);
+            INSERT INTO id_sequence SELECT CASE WHEN m >= 9007199254740991 THEN 1 ELSE m + 1 END
+                FROM (SELECT MAX(COALESCE((SELECT MAX(id) FROM documents), 0), COALESCE((SELECT MAX(id) FROM records), 0)) AS m);
+            """)
+
+    static let pendingFilesMigration = SQLiteMigrator.Migration(
+        version: 6, name: "pending files and media types",
+        sql: """
+            ALTER TABLE files ADD COLUMN media_type TEXT;
+            CREATE INDEX files_digest ON files(workspace, digest);
+            CREATE TABLE pending_files (
+                document_id TEXT NOT NULL,
+                pointer TEXT NOT NULL,
+                workspace TEXT NOT NULL,
+                principal TEXT NOT NULL,
+                digest BLOB NOT NULL,
+                byte_count INTEGER NOT NULL,
+                content_type TEXT NOT NULL,
+                accepted TEXT NOT NULL,
+                record_type TEXT,
+                record_id INTEGER,
+                created_at INTEGER NOT NULL,
+                PRIMARY KEY (document_id, pointer)
+            ) WITHOUT ROWID;
+            CREATE INDEX pending_files_digest ON pending_files(workspace, digest);
+            CREATE INDEX pending_files_age ON pending_files(workspace, created_at);
+            """)
+
+    static let fileAccessMigration = SQLiteMigrator.Migration(
+        version: 7, name: "the files records name",
+        sql: """
+            CREATE TABLE record_files (
+                workspace TEXT NOT NULL,
+                file_id INTEGER NOT NULL,
+                type TEXT NOT NULL,
+                id INTEGER NOT NULL,
+                PRIMARY KEY (workspace, file_id, type, id)
+            ) WITHOUT ROWID;
+            CREATE INDEX record_files_record ON record_files(workspace, type, id);
+            CREATE TABLE record_files_indexed (done INTEGER NOT NULL);
+            """)
+}

@@ -1,0 +1,99 @@
+import FormSyncHTTP
+import FormSyncModel
+import FormSyncProtocol
+import Foundation
+
+/// Where a request goes: from its head alone, how much of its body is read (or the refusal that
+/// reads none of it); with its body, the faults planned for it and the part of the server that
+/// answers its route (`FormSyncProtocol.Route`).
+struct ServerRouter: ServerPart {
+    let context: ServerContext
+
+    /// Decides from the head alone: the route's body limit, and for a route whose body is read
+    /// under an access token, the token and (for document writes) the protocol headers, so that
+    /// nothing is read from a request that will be refused. (While a fault is planned, the faults
+    /// come first, as a network in front of the server would.)
+    func preflight(_ head: HTTPRequest) -> HTTPServer.Preflight {
+        let route = Route.match(method: head.method, path: head.path)
+        let limit: Int
+        switch route?.body ?? Route.Body.none {
+        case .token: limit = 4096
+        case .payload: limit = SyncServer.maxSubmissionBytes
+        case .file: limit = SyncServer.maxFileBytes
+        case .none: limit = 0
+        }
+        guard let route, route.body != .none, route.needsAccessToken, faults.isEmpty, !faults.isOutage else {
+            return .read(maxBodyBytes: limit)
+        }
+        if case .refused(let refusal) = caller(of: head) { return .refuse(refusal) }
+        if route.isDocumentWrite, let refusal = IdempotencyLedger.headerProblem(head) { return .refuse(refusal) }
+        return .read(maxBodyBytes: limit)
+    }
+
+    /// The answer to `request` (nil: the connection is closed without one): a planned fault's, a
+    /// refusal of a request meant for another workspace or a route that does not exist, or the
+    /// answer of the part that serves `matched`.
+    func respond(_ request: HTTPRequest, _ matched: Route?, route: FaultPlan.Route, fault: FaultPlan.Fault?) -> HTTPResponse? {
+        switch fault {
+        case .captivePortal:
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "text/html")],
+                body: Data("<html><body><h1>Welcome to FuelStop Wi-Fi</h1><form>Log in to continue</form></body></html>".utf8))
+        case .unavailable(let seconds):
+            return .problem(.busy, detail: "try again later", headers: [("Retry-After", String(seconds))])
+        case .tooManyRequests(let seconds):
+            return .problem(.rateLimited, detail: "slow down", headers: [("Retry-After", String(seconds))])
+        case .unauthorized:
+            return .problem(.badToken, detail: "the token expired", headers: [("WWW-Authenticate", "Bearer")])
+        case .delay(let milliseconds) where route == .append:
+            // An append has no ledger entry to hold it in: it is held before it is read.
+            faults.holding { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
+        case .hold where route == .append:
+            faults.holding { faults.waitForRelease() }
+        default:
+            break
+        }
+        if let refusal = access.misdirected(request) { return refusal }
+        guard let matched else {
+            if Route.isFixedPath(request.path) {
+                return .problem(.methodNotAllowed, detail: "\(request.method) is not a method of \(request.path)")
+            }
+            return .problem(.noRoute, detail: "no route for \(request.method) \(request.path)")
+        }
+        let ledger = IdempotencyLedger(context: context)
+        let uploads = UploadService(context: context)
+        let submissions = SubmissionService(context: context)
+        switch matched {
+        case .health:
+            return .json(200, ["service": "formsync", "status": "ok", "protocol": 1, "features": settings.features])
+        case .fileLookup where settings.offersFileLookup:
+            return files.fileLookup(request)
+        case .fileLookup, .fileFetch:
+            return files.fileDownload(request)
+        case .pendingFiles:
+            return files.pendingFilesRoute(request)
+        case .refresh:
+            return access.refresh(request)
+        case .changes:
+            return ChangeFeed(context: context).changes(request)
+        case .record:
+            return records.recordRoute(request)
+        case .document:
+            return submissions.documentRoute(request)
+        case .fileUpload:
+            return ledger.write(
+                request, fault: fault, prepare: { SHA256.hash(request.body) },
+                perform: { [files] in try files.storeFile(request, digest: $0, caller: $1) })
+        case .uploadCreate:
+            return uploads.createUpload(request)
+        case .uploadOffset:
+            return uploads.uploadOffset(request)
+        case .uploadAppend:
+            return uploads.appendUpload(request)
+        case .submission:
+            return ledger.write(
+                request, fault: fault, prepare: { submissions.checkSubmission(request) },
+                perform: { try submissions.submit(request, $0, caller: $1) })
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import Synchronization
+
+/// What tests, benchmarks and `formsync serve` switch on a server, and the hooks crash tests
+/// set: shared by every part of the server, safe to change while it serves.
+final class ServerSettings: Sendable {
+    private let deferredFiles = Atomic<Bool>(true)
+    private let fileLookup = Atomic<Bool>(true)
+    private let limits = Mutex(SyncServer.UploadLimits())
+    private let hooks = Mutex(Hooks())
+
+    private struct Hooks {
+        var afterCommit: (@Sendable (Int) -> Void)?
+        var afterFeedPage: (@Sendable (Int) -> Void)?
+        var feedPages = 0
+    }
+
+    /// Whether submissions may name files by digest before their bytes (`deferred-files`).
+    var acceptsDeferredFiles: Bool {
+        get { deferredFiles.load(ordering: .relaxed) }
+        set { deferredFiles.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Whether `GET /files/sha-256/<hex>` is answered (`file-lookup`).
+    var offersFileLookup: Bool {
+        get { fileLookup.load(ordering: .relaxed) }
+        set { fileLookup.store(newValue, ordering: .relaxed) }
+    }
+
+    /// The features announced in `GET /health` and in `FormSync-Features`.
+    var features: [String] { (acceptsDeferredFiles ? ["deferred-files"] : []) + (offersFileLookup ? ["file-lookup"] : []) }
+
+    var uploadLimits: SyncServer.UploadLimits {
+        get { limits.withLock { $0 } }
+        set { limits.withLock { $0 = newValue } }
+    }
+
+    var afterCommit: (@Sendable (Int) -> Void)? {
+        get { hooks.withLock { $0.afterCommit } }
+        set { hooks.withLock { $0.afterCommit = newValue } }
+    }
+
+    var afterFeedPage: (@Sendable (Int) -> Void)? {
+        get { hooks.withLock { $0.afterFeedPage } }
+        set { hooks.withLock { $0.afterFeedPage = newValue } }
+    }
+
+    /// Counts a page of the change feed served; returns the hook to call and the pages so far.
+    func countFeedPage() -> (hook: (@Sendable (Int) -> Void)?, pages: Int) {
+        hooks.withLock { hooks in
+            hooks.feedPages += 1
+            return (hooks.afterFeedPage, hooks.feedPages)
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import FormSyncHTTP
+import FormSyncModel
+import Foundation
+
+/// The syntax of what the protocol puts in headers, paths and queries (docs/PROTOCOL.md):
+/// identifiers, entity tags, `FormSync-Form`, digests, cursors, byte ranges. Every value read
+/// here came from the network and is bounded before it is believed.
+enum WireSyntax {
+    /// What an identifier (`Idempotency-Key`, `FormSync-Document`, `FormSync-Workspace`) is,
+    /// in the words a refusal uses.
+    static let identifierRule = "1 to 128 characters from A-Z a-z 0-9 - . _ ~ :"
+
+    /// Whether `value` is an identifier: 1 to 128 characters from `A–Z a–z 0–9 - . _ ~ :`.
+    static func isIdentifier(_ value: String?) -> Bool {
+        guard let value, (1...128).contains(value.utf8.count) else { return false }
+        return value.utf8.allSatisfy { byte in
+            switch byte {
+            case 48...57, 65...90, 97...122, 45, 46, 95, 126, 58: return true
+            default: return false
+            }
+        }
+    }
+
+    /// `If-Match` (docs/PROTOCOL.md, §1): `*` (nil tags) or a comma-separated list of entity tags,
+    /// strong `"x"` or weak `W/"x"`; nil for anything else.
+    static func entityTags(_ header: String) -> (any: Bool, strong: [String])? {
+        let text = header.trimmingOWS
+        if text == "*" { return (true, []) }
+        var strong: [String] = []
+        for item in text.split(separator: ",", omittingEmptySubsequences: false) {
+            var tag = item.trimmingOWS
+            let weak = tag.hasPrefix("W/")
+            if weak { tag.removeFirst(2) }
+            guard tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\""),
+                tag.dropFirst().dropLast().utf8.allSatisfy({ $0 == 0x21 || (0x23...0x7E).contains($0) || $0 >= 0x80 })
+            else { return nil }
+            if !weak { strong.append(String(tag)) }
+        }
+        return (false, strong)
+    }
+
+    /// The entity tag of a document's or a record's version.
+    static func etag(_ version: Int) -> String { "\"\(version)\"" }
+
+    /// `value` as a JSON string, escaped as every stored payload is (`JSONOutput`).
+    static func jsonString(_ value: String) -> String {
+        var out = JSONOutput(capacity: value.utf8.count + 2)
+        out.string(value)
+        return String(decoding: out.bytes, as: UTF8.self)
+    }
+
+    /// `value` as the bytes of a JSON string.
+    static func jsonBytes(_ value: String) -> Data {
+        Data(jsonString(value).utf8)
+    }
+
+    /// `DeliveryConfirmation; version=3`.
+    static func parseForm(_ header: String) -> (String, Int)? {
+        let parts = header.split(separator: ";").map(\.trimmingOWS)
+        guard parts.count == 2, parts[1].hasPrefix("version="), let version = Int(parts[1].dropFirst("version=".count)) else { return nil }
+        return (String(parts[0]), version)
+    }
+
+    /// `sha-256=:base64:` (docs/PROTOCOL.md, "Standards").
+    static func parseDigest(_ header: String) -> Data? {
+        for item in header.split(separator: ",") {
+            let text = item.trimmingOWS
+            guard text.hasPrefix("sha-256=:"), text.hasSuffix(":"), text.count > 10 else { continue }
+            return Data(base64Encoded: String(text.dropFirst("sha-256=:".count).dropLast()))
+        }
+        return nil
+    }
+
+    /// A digest as `Content-Digest` and `Repr-Digest` write it.
+    static func digestHeader(_ digest: Data) -> String { "sha-256=:\(digest.base64EncodedString()):" }
+
+    /// Cursors are opaque to devices: `c1.` and a sequence number.
+    static func cursor(_ seq: Int64) -> String { "c1.\(seq)" }
+
+    /// The sequence number of a cursor this server issued; nil for anything else.
+    static func parseCursor(_ text: String) -> Int64? {
+        guard text.hasPrefix("c1."), text.utf8.count <= 24 else { return nil }
+        let digits = text.dropFirst(3)
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ (48...57).contains($0) }), let value = Int64(digits) else { return nil }
+        return value
+    }
+
+    /// 64 lower-case hex digits as 32 bytes; nil for anything else.
+    static func hexBytes(_ text: Substring) -> Data? {
+        guard text.utf8.count == 64 else { return nil }
+        var bytes = Data(capacity: 32)
+        var high: UInt8?
+        for c in text.utf8 {
+            let value: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = c - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            if let h = high {
+                bytes.append(h << 4 | value)
+                high = nil
+            } else {
+                high = value
+            }
+        }
+        return bytes
+    }
+
+    /// Milliseconds since 1970 as RFC 3339 UTC.
+    static func timestamp(_ milliseconds: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+
+    /// One range within `total` bytes, as RFC 9110 §14.1.2 reads it: `bytes=<first>-<last>`
+    /// (the last clamped to the end, however many digits it has), `bytes=<first>-`, or the
+    /// suffix `bytes=-<count>` (the last `count` bytes; all of them when the file is shorter).
+    /// Nil when the range cannot be served: several ranges, a malformed one, a first position
+    /// at or past the end, an empty suffix, or an empty file.
+    static func byteRange(_ header: String, total: Int64) -> (Int64, Int64)? {
+        guard header.hasPrefix("bytes="), header.utf8.count <= 128, total > 0 else { return nil }
+        let spec = header.dropFirst(6).trimmingOWS
+        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        /// A position: its value, or Int64.max for one too large to hold (it is past any end).
+        func position(_ text: Substring) -> Int64? {
+            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            return Int64(text) ?? .max
+        }
+        guard parts.count == 2 else { return nil }
+        if parts[0].isEmpty {
+            guard let count = position(parts[1]), count > 0 else { return nil }
+            return (total - min(count, total), total - 1)
+        }
+        guard let first = position(parts[0]), first < total else { return nil }
+        guard !parts[1].isEmpty else { return (first, total - 1) }
+        guard let last = position(parts[1]), last >= first else { return nil }
+        return (first, min(last, total - 1))
+    }
+}
