@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "FormSyncHTTP", targets: ["FormSyncHTTP"]),
         .library(name: "FormSyncServer", targets: ["FormSyncServer"]),
         .library(name: "FormSyncInterpreter", targets: ["FormSyncInterpreter"]),
+        .library(name: "FormSyncOpenAPI", targets: ["FormSyncOpenAPI"]),
         .executable(name: "formsync", targets: ["formsync"]),
         .executable(name: "formsync-gen", targets: ["formsync-gen"]),
         .library(name: "FormSyncTesting", targets: ["FormSyncTesting"]),
@@ -51,17 +52,19 @@ let package = Package(
         .target(name: "FormSyncInterpreter", dependencies: ["FormSpec", "FormSyncModel"]),
         // What the command-line tools share: argument parsing, diagnostics output, `generate`.
         .target(name: "FormSyncCommandLine", dependencies: ["FormSpec", "FormSyncCodegen"]),
+        // The protocol as an OpenAPI 3.1 description, from the route table and the form specs.
+        .target(name: "FormSyncOpenAPI", dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncProtocol"]),
         // The generator the build plugin runs, and the command plugin's `generate`: nothing else.
         .executableTarget(name: "formsync-gen", dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncCommandLine"]),
         // The next build's forms, which the demo ships mid-day (and the simulation too).
         .target(name: "FieldFormsUpdate", dependencies: ["FieldForms", "FormSpec", "FormSyncInterpreter", "FormSyncModel"]),
-        // The tool users run: check, generate, diff, schema, preview, serve, conformance, outbox, demo.
+        // The tool users run: check, generate, diff, schema, openapi, preview, serve, conformance, outbox, demo.
         .executableTarget(
             name: "formsync",
             dependencies: [
                 "FormSpec", "FormSyncCodegen", "FormSyncCommandLine", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncPattern",
                 "FormSyncProtocol", "FormSyncSQLite",
-                "FieldForms", "FieldFormsUpdate", "FormSyncServer", "FormSyncInterpreter", "FormSyncPostgres",
+                "FieldForms", "FieldFormsUpdate", "FormSyncServer", "FormSyncInterpreter", "FormSyncPostgres", "FormSyncOpenAPI",
             ]
         ),
         // The lab, not a product: benchmarks (`formsync-lab bench`) and the torture harnesses.
@@ -133,6 +136,9 @@ let package = Package(
             dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncProtocol", "FormSyncSQLite", "FormSyncTesting"]),
         .testTarget(name: "FormSyncHTTPTests", dependencies: ["FormSyncHTTP", "FormSyncTesting"]),
         .testTarget(name: "FormSyncProtocolTests", dependencies: ["FormSyncProtocol"]),
+        .testTarget(
+            name: "FormSyncOpenAPITests",
+            dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncOpenAPI", "FormSyncProtocol", "FormSyncTesting"]),
         .testTarget(name: "FormSyncSQLiteTests", dependencies: ["FormSyncSQLite", "FormSyncTesting"]),
         .testTarget(
             name: "FormSyncServerTests",

@@ -57,6 +57,10 @@ public enum JSONSchemaGenerator {
         return .object(root)
     }
 
+    /// The schemas every payload schema shares (`Money`, `FileRef`, …), by name: what each
+    /// payload schema's `#/$defs/<name>` names.
+    public static var sharedDefinitions: [(name: String, schema: JSONValue)] { definitions }
+
     static let definitions: [(String, JSONValue)] = [
         (
             "Money",

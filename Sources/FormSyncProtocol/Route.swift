@@ -87,6 +87,104 @@ public enum Route: String, Sendable, CaseIterable {
     /// Whether the request writes under an `Idempotency-Key` and a `FormSync-Document`.
     public var isDocumentWrite: Bool { self == .submission || self == .fileUpload || self == .uploadCreate }
 
+    /// What the route is for, in one line.
+    public var summary: String {
+        switch self {
+        case .health: return "Who answers, and the features it supports."
+        case .refresh: return "Trade a refresh token for a new access token."
+        case .fileLookup: return "Whether the workspace holds a file with these bytes."
+        case .fileFetch: return "A stored file's bytes, whole or a range."
+        case .pendingFiles: return "Files that documents named before their bytes arrived, oldest first."
+        case .changes: return "The changes of records in the caller's scope after a cursor, in commit order."
+        case .record: return "One record in the caller's scope, with its version as the ETag."
+        case .document: return "One document of the caller's, with its record and version."
+        case .fileUpload: return "Upload a file whole; the same document again is an idempotent repeat."
+        case .uploadCreate: return "Create a resumable upload of a file document, or find the one begun."
+        case .uploadOffset: return "How many bytes of a resumable upload the server holds."
+        case .uploadAppend: return "Append bytes at the server's offset; with Upload-Complete, finish the file."
+        case .submission: return "Create or edit a document of a form."
+        }
+    }
+
+    /// The path as OpenAPI writes it, placeholders in braces; nil for a submission, whose path is
+    /// the endpoint its form's spec names.
+    public var openAPIPath: String? {
+        switch self {
+        case .submission: return nil
+        case .fileLookup: return "/files/sha-256/{hex}"
+        case .fileFetch: return "/files/{id}"
+        case .record: return "/records/{type}/{id}"
+        case .document: return "/documents/{documentID}"
+        case .uploadOffset, .uploadAppend: return "/uploads/{id}"
+        default: return template
+        }
+    }
+
+    /// What it reads besides the body (and, when `needsAccessToken`, the `Authorization` header).
+    public var parameters: [RouteParameter] {
+        typealias P = RouteParameter
+        let access = needsAccessToken ? [P.workspace] : []
+        switch self {
+        case .health, .refresh:
+            return []
+        case .fileLookup:
+            return access + [P("hex", in: .path, required: true, "The file's SHA-256 as 64 lower-case hex digits.")]
+        case .fileFetch:
+            return access + [
+                P("id", in: .path, required: true, "The stored file's id."),
+                P("Range", in: .header, required: false, "bytes=<first>-[<last>] or bytes=-<count>: one range (RFC 9110 §14.1.2)."),
+                P("If-Range", in: .header, required: false, "The file's ETag; another sends the file whole."),
+            ]
+        case .pendingFiles:
+            return access + [P("limit", in: .query, required: false, "How many, from 1 to 1000 (100 when absent).")]
+        case .changes:
+            return access + [
+                P("cursor", in: .query, required: false, "The cursor of the last page taken; absent, from the start."),
+                P("limit", in: .query, required: false, "How many changes, 1 or more; above 1000 it is served as 1000."),
+            ]
+        case .record:
+            return access + [
+                P("type", in: .path, required: true, "The record type."), P("id", in: .path, required: true, "The record's id."),
+            ]
+        case .document:
+            return access + [P("documentID", in: .path, required: true, "The document's identity (FormSync-Document).")]
+        case .fileUpload:
+            return access + [
+                P.idempotencyKey, P.document,
+                P("Content-Digest", in: .header, required: true, "sha-256=:<base64>: of the body (RFC 9530)."),
+            ]
+        case .uploadCreate:
+            return access + [
+                P.document, P("Upload-Length", in: .header, required: true, "The whole file's size in bytes."),
+                P("Repr-Digest", in: .header, required: true, "sha-256=:<base64>: of the whole file (RFC 9530)."),
+            ]
+        case .uploadOffset:
+            return access + [P.uploadID]
+        case .uploadAppend:
+            return access + [
+                P.uploadID, P("Upload-Offset", in: .header, required: true, "Where the body goes: the offset the server holds."),
+                P("Upload-Complete", in: .header, required: false, "?1 when the body ends the file."),
+            ]
+        case .submission:
+            return access + [
+                P.idempotencyKey, P.document,
+                P("FormSync-Form", in: .header, required: true, "<Name>; version=<n>: the form and the version of the payload's shape."),
+                P("If-Match", in: .header, required: false, "The version (ETag) an edit is based on; absent on creates."),
+            ]
+        }
+    }
+
+    /// The statuses it answers when it succeeds (any other is a problem, `ProblemCode`).
+    public var successes: [Int] {
+        switch self {
+        case .health, .refresh, .fileLookup, .pendingFiles, .changes, .record, .document: return [200]
+        case .fileFetch: return [200, 206]
+        case .fileUpload, .uploadCreate, .submission: return [200, 201]
+        case .uploadOffset: return [204]
+        case .uploadAppend: return [200, 201, 204]
+        }
+    }
+
     /// The route a request takes, nil for none. A POST to any other path is a submission (a
     /// form's endpoint is the spec's to name); a path the routes fix, asked with another method,
     /// is no route (`isFixedPath` tells 405 from 404).

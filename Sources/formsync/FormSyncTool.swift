@@ -12,6 +12,7 @@ enum FormSyncTool {
             .init("generate", "Generate Swift and JSON Schema from specs (--check compares instead)", GenerateCommand.run),
             .init("diff", "What changed between two versions of the specs, and what it means for queued items", DiffCommand.run),
             .init("schema", "Print the JSON Schema of the spec language, for editors", SchemaCommand.run),
+            .init("openapi", "Write the wire protocol and the forms' endpoints as an OpenAPI 3.1 description", OpenAPICommand.run),
             .init("preview", "Serve a live preview of the forms for their authors, reloaded as the specs change", PreviewCommand.run),
             .init("serve", "Run the reference sync server on loopback", ServeCommand.run),
             .init("conformance", "Check a FormSync server against docs/PROTOCOL.md, one rule at a time", ConformanceCommand.run),

@@ -32,6 +32,27 @@ struct CommandLineTests {
             lines.allSatisfy { $0.hasPrefix("Tests/FormSpecTests/BrokenSpecs/36-many-problems-at-once.yaml:") && $0.contains(": error: ") })
     }
 
+    /// docs/openapi.yaml is what `formsync openapi FormSpecs` writes now (like Generated/), and
+    /// `--check` sees a stale copy.
+    @Test func theCheckedInOpenAPIDescriptionIsWhatTheCommandWritesNow() async throws {
+        let fresh = try await formsync("openapi", "FormSpecs", "--output", "docs/openapi.yaml", "--check")
+        #expect(fresh.status == 0, "\(fresh.errors)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("openapi-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let stale = folder.appendingPathComponent("openapi.yaml")
+        try Data("openapi: \"3.1.0\"\n".utf8).write(to: stale)
+        let refused = try await formsync("openapi", "FormSpecs", "--output", stale.path, "--check")
+        #expect(refused.status == 1 && refused.errors.contains("stale"))
+        let printed = try await formsync("openapi", "FormSpecs")
+        #expect(printed.status == 0 && printed.output.hasPrefix("openapi: \"3.1.0\"\n"))
+        #expect(
+            Data(printed.output.utf8) == FileManager.default.contents(atPath: Self.root.appendingPathComponent("docs/openapi.yaml").path))
+        let broken = try await formsync("openapi", "Tests/FormSpecTests/BrokenSpecs/36-many-problems-at-once.yaml")
+        #expect(broken.status == 1 && broken.output.isEmpty)
+        #expect(broken.errors.split(separator: "\n").filter { $0.contains(": error: ") }.count == 7)
+    }
+
     @Test func serveRefusesASeedFileWithABadRecordAndSeedsNothingOfIt() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("seed-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -1,0 +1,313 @@
+import FormSpec
+import FormSyncCodegen
+import FormSyncProtocol
+
+/// The wire protocol as an OpenAPI 3.1 description (docs/openapi.yaml), made from the route
+/// table (`Route`: paths, methods, parameters, success statuses), the error codes
+/// (`ProblemCode`), the acknowledgement's members (`Acknowledgement`) and, for each form's
+/// endpoint, the JSON Schema of its payload (`JSONSchemaGenerator`): so that a backend team can
+/// generate a server skeleton, or a client, in its own language. Nothing here is written by
+/// hand twice: a new route or code appears in the description by being added to the table.
+public enum OpenAPIGenerator {
+    /// The description of a server that accepts `forms` and holds `records`.
+    /// - Parameter version: the version of the description (`info.version`).
+    public static func document(forms: [FormDefinition], records: [RecordDefinition], version: String) -> JSONValue {
+        var paths: [(String, JSONValue)] = []
+        var byPath: [String: [(String, JSONValue)]] = [:]
+        var order: [String] = []
+        for route in Route.allCases {
+            guard let path = route.openAPIPath else { continue }
+            if byPath[path] == nil { order.append(path) }
+            byPath[path, default: []].append(
+                (route.method.lowercased(), operation(route, id: route.rawValue, summary: route.summary, body: requestBody(route))))
+        }
+        for path in order { paths.append((path, .object(byPath[path] ?? []))) }
+        var endpoints: [String: [FormDefinition]] = [:]
+        for form in forms where form.endpoint.hasPrefix("/") {
+            endpoints[form.endpoint, default: []].append(form)
+        }
+        for endpoint in endpoints.keys.sorted() {
+            let named = (endpoints[endpoint] ?? []).sorted { $0.name < $1.name }
+            let schemas = named.map { JSONValue.object([("$ref", .string("#/components/schemas/\(formSchemaName($0))"))]) }
+            let schema = schemas.count == 1 ? schemas[0] : .object([("oneOf", .array(schemas))])
+            let submission = operation(
+                .submission, id: "submit" + named.map(\.name).joined(),
+                summary: "\(Route.submission.summary) (\(named.map(\.name).joined(separator: ", ")))",
+                extra: placeholders(in: endpoint).map {
+                    RouteParameter($0, in: .path, required: true, "The payload's \($0), as the form's endpoint names it.")
+                }, body: jsonBody(schema))
+            paths.append((endpoint, .object([("post", submission)])))
+        }
+        var schemas = protocolSchemas
+        schemas += JSONSchemaGenerator.sharedDefinitions.map { ($0.name, $0.schema) }
+        for form in forms.sorted(by: { $0.name < $1.name }) {
+            schemas.append((formSchemaName(form), component(JSONSchemaGenerator.schema(for: form))))
+        }
+        for record in records.sorted(by: { $0.name < $1.name }) {
+            schemas.append(("record.\(record.name)", component(JSONSchemaGenerator.schema(for: record))))
+        }
+        return .object([
+            ("openapi", .string("3.1.0")),
+            (
+                "info",
+                .object([
+                    ("title", .string("FormSync wire protocol")),
+                    ("version", .string(version)),
+                    (
+                        "description",
+                        .string(
+                            "Made by `formsync openapi` from the protocol's route table and the server's form specs. docs/PROTOCOL.md is the reference: it says what each reply means and what a client does with it."
+                        )
+                    ),
+                ])
+            ),
+            ("paths", .object(paths)),
+            (
+                "components",
+                .object([
+                    ("securitySchemes", .object([("bearer", .object([("type", .string("http")), ("scheme", .string("bearer"))]))])),
+                    ("schemas", .object(schemas)),
+                ])
+            ),
+        ])
+    }
+
+    static func formSchemaName(_ form: FormDefinition) -> String { "form.\(form.name)" }
+
+    private static func ref(_ name: String) -> JSONValue { .object([("$ref", .string("#/components/schemas/\(name)"))]) }
+
+    private static func jsonBody(_ schema: JSONValue) -> JSONValue {
+        .object([("required", .bool(true)), ("content", .object([("application/json", .object([("schema", schema)]))]))])
+    }
+
+    private static func requestBody(_ route: Route) -> JSONValue? {
+        switch route.body {
+        case .none: return nil
+        case .token: return jsonBody(ref("RefreshRequest"))
+        case .payload: return jsonBody(.object([("type", .string("object"))]))
+        case .file:
+            return .object([
+                ("required", .bool(true)),
+                (
+                    "content",
+                    .object([
+                        (
+                            "*/*",
+                            .object([
+                                (
+                                    "schema",
+                                    .object([("type", .string("string")), ("contentMediaType", .string("application/octet-stream"))])
+                                )
+                            ])
+                        )
+                    ])
+                ),
+            ])
+        }
+    }
+
+    /// The names of a form endpoint's `{placeholders}`, in order.
+    static func placeholders(in endpoint: String) -> [String] {
+        endpoint.split(separator: "/").compactMap { part in
+            part.hasPrefix("{") && part.hasSuffix("}") && part.count > 2 ? String(part.dropFirst().dropLast()) : nil
+        }
+    }
+
+    /// One operation: its id, summary, parameters (the route's, then `extra`), security, body
+    /// and replies.
+    private static func operation(
+        _ route: Route, id: String, summary: String, extra: [RouteParameter] = [], body: JSONValue?
+    ) -> JSONValue {
+        var pairs: [(String, JSONValue)] = [("operationId", .string(id)), ("summary", .string(summary))]
+        let parameters = (route.parameters + extra).map { parameter -> JSONValue in
+            .object([
+                ("name", .string(parameter.name)), ("in", .string(parameter.location.rawValue)),
+                ("required", .bool(parameter.required || parameter.location == .path)),
+                ("description", .string(parameter.summary)), ("schema", .object([("type", .string("string"))])),
+            ])
+        }
+        if !parameters.isEmpty { pairs.append(("parameters", .array(parameters))) }
+        pairs.append(("security", .array(route.needsAccessToken ? [.object([("bearer", .array([]))])] : [])))
+        if let body { pairs.append(("requestBody", body)) }
+        var responses: [(String, JSONValue)] = route.successes.map { status in (String(status), success(route, status: status)) }
+        responses.append(
+            (
+                "default",
+                .object([
+                    ("description", .string("A problem (RFC 9457): its code says what went wrong (docs/PROTOCOL.md, §5).")),
+                    ("content", .object([("application/problem+json", .object([("schema", ref("Problem"))]))])),
+                ])
+            ))
+        pairs.append(("responses", .object(responses)))
+        return .object(pairs)
+    }
+
+    private static func success(_ route: Route, status: Int) -> JSONValue {
+        func json(_ name: String, _ description: String) -> JSONValue {
+            .object([("description", .string(description)), ("content", .object([("application/json", .object([("schema", ref(name))]))]))])
+        }
+        func headers(_ description: String, _ names: [String]) -> JSONValue {
+            .object([
+                ("description", .string(description)),
+                ("headers", .object(names.map { ($0, .object([("schema", .object([("type", .string("string"))]))])) })),
+            ])
+        }
+        switch (route, status) {
+        case (.health, _): return json("Health", "The server answers.")
+        case (.refresh, _): return json("AccessToken", "A new access token.")
+        case (.fileLookup, _): return json("FileFound", "The workspace holds a file with these bytes.")
+        case (.fileFetch, 206):
+            return .object([
+                ("description", .string("The range asked for.")),
+                ("headers", .object([("Content-Range", .object([("schema", .object([("type", .string("string"))]))]))])),
+                ("content", .object([("*/*", .object([]))])),
+            ])
+        case (.fileFetch, _): return .object([("description", .string("The whole file.")), ("content", .object([("*/*", .object([]))]))])
+        case (.pendingFiles, _): return json("PendingFiles", "The files still pending.")
+        case (.changes, _): return json("ChangePage", "One page of the feed.")
+        case (.record, _): return json("Entity", "The record.")
+        case (.document, _): return json("Acknowledgement", "The document as the server holds it.")
+        case (.uploadCreate, 201):
+            return headers("The upload, created or found unfinished.", ["Location", "Upload-Offset", "Upload-Length"])
+        case (.uploadOffset, _), (.uploadAppend, 204):
+            return headers("The offset the server holds.", ["Upload-Offset", "Upload-Length", "Upload-Complete"])
+        case (.fileUpload, _), (.uploadCreate, _), (.uploadAppend, _):
+            return json("FileAcknowledgement", status == 201 ? "The file, stored now." : "The file, stored before.")
+        case (.submission, _):
+            return json("Acknowledgement", status == 201 ? "The document, created." : "The document, edited or repeated.")
+        }
+    }
+
+    /// A payload schema as a component: its `$defs` are the shared components.
+    static func component(_ schema: JSONValue) -> JSONValue {
+        switch schema {
+        case .object(let pairs):
+            return .object(
+                pairs.compactMap { key, value in
+                    if key == "$schema" || key == "$id" || key == "$defs" { return nil }
+                    if key == "$ref", case .string(let target) = value, target.hasPrefix("#/$defs/") {
+                        return (key, .string("#/components/schemas/" + target.dropFirst("#/$defs/".count)))
+                    }
+                    return (key, component(value))
+                })
+        case .array(let items):
+            return .array(items.map(component))
+        default:
+            return schema
+        }
+    }
+
+    private static func object(_ properties: [(String, JSONValue)], required: [String]) -> JSONValue {
+        .object([
+            ("type", .string("object")), ("properties", .object(properties)), ("required", .array(required.map { .string($0) })),
+        ])
+    }
+
+    private static let string: JSONValue = .object([("type", .string("string"))])
+    private static let integer: JSONValue = .object([("type", .string("integer"))])
+    private static let anyObject: JSONValue = .object([("type", .string("object"))])
+
+    /// The schemas of the protocol's own messages.
+    static var protocolSchemas: [(String, JSONValue)] {
+        typealias A = Acknowledgement
+        return [
+            (
+                "Problem",
+                object(
+                    [
+                        ("type", string), ("title", string), ("status", integer), ("detail", string),
+                        (
+                            "code",
+                            .object([("type", .string("string")), ("enum", .array(ProblemCode.allCases.map { .string($0.rawValue) }))])
+                        ),
+                        (
+                            "errors",
+                            .object([
+                                ("type", .string("array")),
+                                (
+                                    "items",
+                                    object(
+                                        [("pointer", string), ("code", string), ("detail", string), ("document_id", string)],
+                                        required: ["pointer", "code"])
+                                ),
+                            ])
+                        ),
+                    ], required: ["type", "title", "status", "code"])
+            ),
+            (
+                "Acknowledgement",
+                object(
+                    [
+                        (A.documentID, string), (A.id, integer), (A.form, string), (A.formVersion, integer),
+                        (A.version, .object([("type", .string("string")), ("description", .string("The ETag of this version."))])),
+                        (A.record, anyObject), (A.entity, ref("Entity")),
+                    ], required: [A.documentID, A.id, A.version])
+            ),
+            (
+                "FileAcknowledgement",
+                object(
+                    [(A.documentID, string), (A.id, integer), (A.byteCount, integer), ("digest", string)],
+                    required: [A.documentID, A.id, A.byteCount, "digest"])
+            ),
+            (
+                "FileFound",
+                object(
+                    [("id", integer), ("byte_count", integer), ("digest", string), ("content_type", string)],
+                    required: ["id", "byte_count", "digest"])
+            ),
+            (
+                "Entity",
+                object(
+                    [("type", string), ("id", integer), ("version", integer), ("record", anyObject)],
+                    required: ["type", "id", "version", "record"])
+            ),
+            (
+                "Change",
+                object(
+                    [
+                        ("id", integer), ("type", string), ("version", integer), ("record", anyObject),
+                        ("deleted", .object([("type", .string("boolean"))])),
+                    ],
+                    required: ["id", "type"])
+            ),
+            (
+                "ChangePage",
+                object(
+                    [
+                        ("changes", .object([("type", .string("array")), ("items", ref("Change"))])), ("cursor", string),
+                        ("more", .object([("type", .string("boolean"))])),
+                    ],
+                    required: ["changes", "cursor", "more"])
+            ),
+            (
+                "PendingFile",
+                object(
+                    [
+                        ("document_id", string), ("pointer", string), ("digest", string), ("byte_count", integer), ("content_type", string),
+                        ("since", .object([("type", .string("string")), ("format", .string("date-time"))])), ("form", string),
+                        ("id", integer),
+                    ], required: ["document_id", "pointer", "digest", "byte_count", "content_type", "since"])
+            ),
+            (
+                "PendingFiles",
+                object([("pending", .object([("type", .string("array")), ("items", ref("PendingFile"))]))], required: ["pending"])
+            ),
+            (
+                "Health",
+                object(
+                    [
+                        ("service", string), ("status", string), ("protocol", integer),
+                        ("features", .object([("type", .string("array")), ("items", string)])),
+                    ],
+                    required: ["service", "status", "protocol", "features"])
+            ),
+            ("RefreshRequest", object([("refresh_token", string)], required: ["refresh_token"])),
+            (
+                "AccessToken",
+                object(
+                    [("access_token", string), ("token_type", string), ("expires_in", integer)],
+                    required: ["access_token", "token_type", "expires_in"])
+            ),
+        ]
+    }
+}
