@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "FormSyncServer", targets: ["FormSyncServer"]),
         .library(name: "FormSyncInterpreter", targets: ["FormSyncInterpreter"]),
         .library(name: "FormSyncOpenAPI", targets: ["FormSyncOpenAPI"]),
+        .library(name: "FormSyncAuthoring", targets: ["FormSyncAuthoring"]),
         .executable(name: "formsync", targets: ["formsync"]),
         .executable(name: "formsync-gen", targets: ["formsync-gen"]),
         .library(name: "FormSyncTesting", targets: ["FormSyncTesting"]),
@@ -52,6 +53,9 @@ let package = Package(
         .target(name: "FormSyncInterpreter", dependencies: ["FormSpec", "FormSyncModel"]),
         // What the command-line tools share: argument parsing, diagnostics output, `generate`.
         .target(name: "FormSyncCommandLine", dependencies: ["FormSpec", "FormSyncCodegen"]),
+        // What authors use beside the generator: the live preview and the spec language's schema
+        // (kept out of FormSyncCodegen, which every app build compiles into formsync-gen).
+        .target(name: "FormSyncAuthoring", dependencies: ["FormSpec", "FormSyncCodegen"]),
         // The protocol as an OpenAPI 3.1 description, from the route table and the form specs.
         .target(name: "FormSyncOpenAPI", dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncProtocol"]),
         // The generator the build plugin runs, and the command plugin's `generate`: nothing else.
@@ -65,6 +69,7 @@ let package = Package(
                 "FormSpec", "FormSyncCodegen", "FormSyncCommandLine", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncPattern",
                 "FormSyncProtocol", "FormSyncSQLite",
                 "FieldForms", "FieldFormsUpdate", "FormSyncServer", "FormSyncInterpreter", "FormSyncPostgres", "FormSyncOpenAPI",
+                "FormSyncAuthoring",
             ]
         ),
         // The lab, not a product: benchmarks (`formsync-lab bench`) and the torture harnesses.
@@ -116,7 +121,8 @@ let package = Package(
         .testTarget(
             name: "FormSyncInterpreterTests",
             dependencies: [
-                "FieldForms", "CorpusForms", "EvolutionV1", "EvolutionV2", "EvolutionV3", "EvolutionV4", "FormSpec", "FormSyncCodegen",
+                "FieldForms", "CorpusForms", "EvolutionV1", "EvolutionV2", "EvolutionV3", "EvolutionV4", "FormSpec", "FormSyncAuthoring",
+                "FormSyncCodegen",
                 "FormSyncModel",
                 "FormSyncInterpreter", "FormSyncClient", "FormSyncServer", "FormSyncTesting", "FormSyncTorture",
             ]),
@@ -128,7 +134,7 @@ let package = Package(
         .testTarget(name: "FormSyncPatternTests", dependencies: ["FormSyncPattern", "FormSyncTesting"]),
         .testTarget(
             name: "FormSyncCodegenTests",
-            dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncClient", "FormSyncModel", "FormSyncTesting"]),
+            dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncModel", "FormSyncTesting"]),
         .testTarget(name: "FormSyncModelTests", dependencies: ["FormSyncModel", "FormSyncTesting", "CSHA256"]),
         .testTarget(name: "FieldFormsTests", dependencies: ["FieldForms", "FormSyncModel", "FormSyncTesting"]),
         .testTarget(
@@ -136,6 +142,9 @@ let package = Package(
             dependencies: ["FieldForms", "FormSyncModel", "FormSyncClient", "FormSyncProtocol", "FormSyncSQLite", "FormSyncTesting"]),
         .testTarget(name: "FormSyncHTTPTests", dependencies: ["FormSyncHTTP", "FormSyncTesting"]),
         .testTarget(name: "FormSyncProtocolTests", dependencies: ["FormSyncProtocol"]),
+        .testTarget(
+            name: "FormSyncAuthoringTests",
+            dependencies: ["FormSpec", "FormSyncAuthoring", "FormSyncClient", "FormSyncCodegen", "FormSyncModel", "FormSyncTesting"]),
         .testTarget(
             name: "FormSyncOpenAPITests",
             dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncOpenAPI", "FormSyncProtocol", "FormSyncTesting"]),

@@ -1,7 +1,9 @@
 /// Accumulates source text line by line with four-space indentation.
-struct CodeWriter {
-    private(set) var text = ""
+package struct CodeWriter {
+    package private(set) var text = ""
     private var depth = 0
+
+    package init() {}
 
     private static let indents = (0..<32).map { String(repeating: "    ", count: $0) }
 
@@ -9,7 +11,7 @@ struct CodeWriter {
         depth < indents.count ? indents[depth] : String(repeating: "    ", count: depth)
     }
 
-    mutating func line(_ s: String = "") {
+    package mutating func line(_ s: String = "") {
         if s.isEmpty {
             text += "\n"
         } else {
@@ -18,7 +20,7 @@ struct CodeWriter {
     }
 
     /// Writes `header {`, the body one level deeper, then `}`.
-    mutating func block(_ header: String, _ body: (inout CodeWriter) -> Void) {
+    package mutating func block(_ header: String, _ body: (inout CodeWriter) -> Void) {
         line(header + " {")
         depth += 1
         body(&self)
@@ -27,7 +29,7 @@ struct CodeWriter {
     }
 
     /// Writes `header { parameters in`, the closure's body one level deeper, then `}`.
-    mutating func closure(_ header: String, parameters: String, _ body: (inout CodeWriter) -> Void) {
+    package mutating func closure(_ header: String, parameters: String, _ body: (inout CodeWriter) -> Void) {
         line(header + " { " + parameters + " in")
         depth += 1
         body(&self)
@@ -36,7 +38,7 @@ struct CodeWriter {
     }
 
     /// Writes a `switch` whose `case` lines stand at the switch's own level, as Swift style has it.
-    mutating func switchBlock(_ header: String, _ body: (inout CodeWriter) -> Void) {
+    package mutating func switchBlock(_ header: String, _ body: (inout CodeWriter) -> Void) {
         line(header + " {")
         body(&self)
         line("}")
@@ -45,7 +47,7 @@ struct CodeWriter {
     /// Writes a `///` doc comment, one line per line of `text`. Spec text is the author's,
     /// and any line break in it (CR, CRLF, LS, PS, NEL, VT, FF as well as LF) starts a new
     /// comment line: one left inside a line would end the comment, and the rest would compile.
-    mutating func doc(_ text: String) {
+    package mutating func doc(_ text: String) {
         for part in CommentText.lines(text) {
             let trimmed = Substring(part).trimmingTrailingSpaces()
             line(trimmed.isEmpty ? "///" : "/// " + trimmed)
@@ -54,13 +56,13 @@ struct CodeWriter {
 
     /// Writes a `//` comment of one line, whatever `text` holds (a spec's file name may hold
     /// a line break).
-    mutating func comment(_ text: String) {
+    package mutating func comment(_ text: String) {
         line("// " + CommentText.singleLine(text))
     }
 }
 
 extension Substring {
-    func trimmingTrailingSpaces() -> String {
+    package func trimmingTrailingSpaces() -> String {
         var s = String(self)
         while s.last == " " || s.last == "\t" { s.removeLast() }
         return s

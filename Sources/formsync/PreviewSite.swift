@@ -1,4 +1,5 @@
 import FormSpec
+import FormSyncAuthoring
 import FormSyncCodegen
 import FormSyncHTTP
 import Foundation

@@ -1,4 +1,4 @@
-import FormSyncCodegen
+import FormSyncAuthoring
 import FormSyncCommandLine
 
 /// `formsync schema`: the JSON Schema of the spec language.

@@ -98,15 +98,13 @@ struct GeneratedCommentTests {
         }
     }
 
-    @Test func aSpecFileNameWithALineBreakStaysInsideTheHeaderOfTheSwiftAndTheScript() throws {
+    @Test func aSpecFileNameWithALineBreakStaysInsideTheHeaderOfTheSwift() throws {
         for name in ["Visit\nlet injected = 1\n.yaml", "Visit\rlet injected = 1\r.yaml", "Visit\u{2028}alert(injected)\u{2029}.yaml"] {
             let result = SpecLoader.check(text: "form: Visit\nversion: 1\nendpoint: /v\nfields:\n  note: text\n", path: name)
             let form = try #require(result.form, "\(result.diagnostics)")
             let swift = SwiftGenerator.source(for: form)
             #expect(swift.contains("injected"))
             #expect(Self.markerOnlyInComments(swift, "injected").isEmpty, "\(swift.prefix(300))")
-            let script = PreviewScriptGenerator.script(for: form)
-            #expect(Self.markerOnlyInComments(script, "injected").isEmpty, "\(script.prefix(300))")
         }
     }
 

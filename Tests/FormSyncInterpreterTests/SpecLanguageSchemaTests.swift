@@ -1,4 +1,4 @@
-import FormSyncCodegen
+import FormSyncAuthoring
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import FormSpec
+import FormSyncCodegen
 
 /// The HTML of `formsync preview`: an index of the forms, a page per form (its widgets, drawn by
 /// the library from the form's generated script, beside the payload and its errors), and the

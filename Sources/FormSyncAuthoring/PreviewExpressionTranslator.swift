@@ -1,4 +1,5 @@
 import FormSpec
+import FormSyncCodegen
 
 /// Turns a checked, typed expression into one script expression over the preview page's values,
 /// each operation a call into the page's library (`PreviewRuntime`), as `ExpressionTranslator`

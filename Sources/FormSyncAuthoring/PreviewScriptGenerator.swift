@@ -1,4 +1,5 @@
 import FormSpec
+import FormSyncCodegen
 
 /// Translates a checked form into the script of its preview page: the fields a page draws, and
 /// the form's logic — relevance, calculations in the order `recalculated()` settles them,

@@ -1,3 +1,5 @@
+import FormSyncCodegen
+
 /// The JSON Schema of the spec language itself, for editors' YAML support (completion and
 /// inline checks while a spec is written). The checker remains the authority: it also checks
 /// what a schema cannot, such as names resolving and clashes after case conversion.

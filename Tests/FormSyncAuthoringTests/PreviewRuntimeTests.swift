@@ -5,7 +5,7 @@ import FormSyncTesting
 import Foundation
 import Testing
 
-@testable import FormSyncCodegen
+@testable import FormSyncAuthoring
 
 /// The preview page's decimals and integers against `ExactDecimal` and `Formula`, in Node.js (a
 /// real ECMAScript engine): every sum, difference, product, quotient and comparison of

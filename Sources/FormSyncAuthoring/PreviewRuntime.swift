@@ -1,3 +1,5 @@
+import FormSyncCodegen
+
 /// The script library of `formsync preview`'s pages: what `Formula` and `FieldValidator` are to
 /// the generated Swift, the operations each form's generated script calls. It follows the Swift
 /// step for step — integers of 64 bits whose overflow is unknown, decimals of 38 digits in a
