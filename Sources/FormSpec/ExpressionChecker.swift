@@ -226,6 +226,28 @@ struct ExpressionChecker {
             if a.isNumber && b.isNumber { return .decimal }
             if case .money(let x) = a, case .money(let y) = b, x == nil || y == nil || x == y { return .money(currency: x ?? y) }
             return problem(node, "if() gives \(a) or \(b): both branches must be of one type")
+        case .money:
+            guard arity(2) else { return nil }
+            guard let amount = SpecExpression.numberText(arguments[0]) else {
+                return problem(arguments[0], "money() takes a number written out first, such as money(12.50, 'EUR')")
+            }
+            guard case .text(let code) = arguments[1].kind else {
+                return problem(arguments[1], "money() takes a currency's code in quotes second, such as money(12.50, 'EUR')")
+            }
+            guard let digits = CurrencyTable.minorDigits(code) else {
+                return problem(
+                    arguments[1],
+                    "'\(code)' is not a currency of ISO 4217\(SpecChecker.suggestion(code, CurrencyTable.all.map(\.code), orList: false))")
+            }
+            guard CurrencyTable.minorUnits(amount, digits: digits) != nil else {
+                let fraction = amount.split(separator: ".").dropFirst().first?.count ?? 0
+                return problem(
+                    arguments[0],
+                    fraction > digits
+                        ? "\(code) has \(digits) decimal place\(digits == 1 ? "" : "s"); \(amount) has \(fraction)"
+                        : "\(amount) \(code) is more than money holds (minor units are a 64-bit integer)")
+            }
+            return .money(currency: code)
         case .count:
             guard arity(1) else { return nil }
             guard case .field(let path) = arguments[0].kind, path.names.count == 1, let type = type(of: arguments[0], column: list),

@@ -50,6 +50,29 @@ public struct SpecExpression: Sendable, Equatable {
         case `if`
         case today, now
         case length, selected
+        /// `money(12.50, 'EUR')`: a constant amount in major units of a currency (ISO 4217).
+        case money
+    }
+
+    /// The amount a checked `money(amount, 'CUR')` stands for, in minor units, with its currency;
+    /// nil for any other node. What the translators write in place of the call.
+    public var moneyConstant: (minorUnits: Int64, currency: String)? {
+        guard case .call(.money, let arguments) = kind, arguments.count == 2, case .text(let currency) = arguments[1].kind,
+            let digits = CurrencyTable.minorDigits(currency), let amount = Self.numberText(arguments[0])
+        else { return nil }
+        return CurrencyTable.minorUnits(amount, digits: digits).map { ($0, currency) }
+    }
+
+    /// A number literal, or its negation, as text (`-12.50`); nil for anything else.
+    static func numberText(_ node: SpecExpression) -> String? {
+        switch node.kind {
+        case .integer(let value): return String(value)
+        case .decimal(let digits): return digits
+        case .negate(let inner):
+            guard let text = numberText(inner), !text.hasPrefix("-") else { return nil }
+            return "-" + text
+        default: return nil
+        }
     }
 
     public var kind: Kind

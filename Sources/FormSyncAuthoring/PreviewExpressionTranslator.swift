@@ -100,6 +100,10 @@ struct PreviewExpressionTranslator {
         case .now: return "FS.now()"
         case .length: return "FS.length(\(script(arguments[0])))"
         case .selected: return "FS.selected(\(script(arguments[0])), \(script(arguments[1])))"
+        case .money:
+            guard let constant = node.moneyConstant else { return "null" }
+            // In parentheses: as an arrow function's body, braces alone would open a block.
+            return "({ minor_units: \(constant.minorUnits)n, currency: \(jsonString(constant.currency)) })"
         case .if:
             return
                 "FS.choose(\(script(arguments[0])), () => \(widened(arguments[1], to: node.type)), () => \(widened(arguments[2], to: node.type)))"

@@ -112,6 +112,9 @@ struct ExpressionTranslator {
         case .now: return "FormClock.current.now"
         case .length: return "Formula.length(\(swift(arguments[0])))"
         case .selected: return "Formula.selected(\(swift(arguments[0])), \(swift(arguments[1])))"
+        case .money:
+            guard let constant = node.moneyConstant else { return "(nil as Money?)" }
+            return "(Money(minorUnits: \(constant.minorUnits), currency: \(swiftLiteral(constant.currency))) as Money?)"
         case .if:
             return
                 "Formula.choose(\(swift(arguments[0])), \(widened(arguments[1], to: node.type)), \(widened(arguments[2], to: node.type)))"

@@ -78,7 +78,7 @@ struct ExpressionEvaluator {
         case .binary(let op, let left, let right):
             return binary(op, left, right, sub)
         case .call(let function, let arguments):
-            return call(function, arguments, context, sub)
+            return call(function, arguments, node, context, sub)
         }
     }
 
@@ -181,7 +181,8 @@ struct ExpressionEvaluator {
     }
 
     private func call(
-        _ function: SpecExpression.Function, _ arguments: [SpecExpression], _ context: Context, _ sub: (SpecExpression) -> ExpressionValue?
+        _ function: SpecExpression.Function, _ arguments: [SpecExpression], _ node: SpecExpression, _ context: Context,
+        _ sub: (SpecExpression) -> ExpressionValue?
     ) -> ExpressionValue? {
         switch function {
         case .today: return clock.today.map(ExpressionValue.date)
@@ -193,6 +194,9 @@ struct ExpressionEvaluator {
             guard case .choices(let selected) = sub(arguments[0]) else { return nil }
             let value: String? = if case .text(let v) = sub(arguments[1]) { v } else { nil }
             return Formula.selected(selected, value).map(ExpressionValue.boolean)
+        case .money:
+            guard let constant = node.moneyConstant else { return nil }
+            return .money(Money(minorUnits: constant.minorUnits, currency: constant.currency))
         case .if:
             guard let condition = Self.boolean(sub(arguments[0])) else { return nil }
             let chosen = sub(condition ? arguments[1] : arguments[2])

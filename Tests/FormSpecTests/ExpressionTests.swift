@@ -38,7 +38,7 @@ struct ExpressionParserTests {
     @Test(arguments: [
         ("a +", 3, "expected a value, a field or '(' here, found the end of the expression"),
         ("'open", 0, "the text starting here has no closing '"),
-        ("foo(1)", 0, "unknown function 'foo' (expected one of: count, sum, min, max, if, today, now, length, selected)"),
+        ("foo(1)", 0, "unknown function 'foo' (expected one of: count, sum, min, max, if, today, now, length, selected, money)"),
         ("1 < 2 < 3", 6, "comparisons do not chain: write a < b and b < c"),
         ("a b", 2, "unexpected 'b' after a complete expression"),
         ("99999999999999999999", 0, "the number 99999999999999999999 is too large (at most 9223372036854775807)"),
@@ -111,6 +111,9 @@ struct ExpressionCheckerTests {
         ("total - sum(lines.unit_price)", "money in EUR"),
         ("max(lines.quantity) div 2", "a decimal"),
         ("today()", "a date"),
+        ("total - money(2.50, 'EUR')", "money in EUR"),
+        ("money(1200, 'JPY')", "money in JPY"),
+        ("if(passed, total, money(-0.5, 'EUR'))", "money in EUR"),
     ])
     func aWellTypedExpressionHasItsType(_ text: String, _ type: String) throws {
         let result = try check(text)
@@ -131,6 +134,9 @@ struct ExpressionCheckerTests {
         ("passed < true", "7: booleans are equal or not; '<' does not order them"),
         ("if(quantity, 1, 2)", "3: if() takes a boolean first, not an integer"),
         ("today(1)", "0: today() takes 0 arguments, not 1"),
+        ("total + money(1, 'USD')", "6: money in EUR and money in USD do not add up"),
+        ("money(1.234, 'EUR')", "6: EUR has 2 decimal places; 1.234 has 3"),
+        ("money(1, 'eur')", "9: 'eur' is not a currency of ISO 4217 (did you mean 'EUR'?)"),
         ("lines.sku2 = 'a'", "0: the list 'lines' has no field 'sku2' (did you mean 'sku'?)"),
     ])
     func aMistakeIsReportedAtItsOperandWithWhatToDo(_ text: String, _ problem: String) throws {
@@ -190,5 +196,29 @@ struct SpecExpressionKeyTests {
         #expect(set.columns == ["region"])
         #expect(set.options.map(\.columnValues) == [["north"], ["south"]])
         #expect(form.field(named: "district")?.choiceFilter?.text == "option.region = region")
+    }
+}
+
+/// ISO 4217's minor units: what a money constant written in major units is in minor units.
+struct CurrencyTableTests {
+    @Test func minorUnitsFollowEachCurrencysDigits() {
+        #expect(CurrencyTable.minorUnits("12.50", digits: CurrencyTable.minorDigits("EUR")!) == 1250)
+        #expect(CurrencyTable.minorUnits("12.5", digits: 2) == 1250)
+        #expect(CurrencyTable.minorUnits("1200", digits: CurrencyTable.minorDigits("JPY")!) == 1200)
+        #expect(CurrencyTable.minorUnits("1.250", digits: CurrencyTable.minorDigits("KWD")!) == 1250)
+        #expect(CurrencyTable.minorUnits("-0.5", digits: 2) == -50)
+        #expect(CurrencyTable.minorUnits("12.5", digits: 0) == nil)
+        #expect(CurrencyTable.minorUnits("92233720368547758.07", digits: 2) == Int64.max)
+        #expect(CurrencyTable.minorUnits("92233720368547758.08", digits: 2) == nil)
+        #expect(CurrencyTable.minorUnits("1e3", digits: 2) == nil)
+        #expect(CurrencyTable.minorUnits("", digits: 2) == nil)
+    }
+
+    @Test func theTableKnowsTheCurrenciesInUseAndNothingElse() {
+        #expect(CurrencyTable.minorDigits("EUR") == 2 && CurrencyTable.minorDigits("USD") == 2)
+        #expect(CurrencyTable.minorDigits("JPY") == 0 && CurrencyTable.minorDigits("BHD") == 3 && CurrencyTable.minorDigits("CLF") == 4)
+        #expect(
+            CurrencyTable.minorDigits("eur") == nil && CurrencyTable.minorDigits("EURO") == nil && CurrencyTable.minorDigits("XAU") == nil)
+        #expect(CurrencyTable.all.count > 150 && Set(CurrencyTable.all.map(\.code)).count == CurrencyTable.all.count)
     }
 }
