@@ -1,3 +1,4 @@
+import FormSpec
 import FormSyncCodegen
 
 /// The script library of `formsync preview`'s pages: what `Formula` and `FieldValidator` are to
@@ -310,6 +311,20 @@ public enum PreviewRuntime {
           };
           const big = (t) => (/^-?[0-9]+$/.test(t.trim()) ? BigInt(t.trim()) : t.trim() === "" ? undefined : t);
           const text = (v) => (known(v) ? String(v) : "");
+          // Money is typed and shown in major units of its currency (ISO 4217's digits); in a
+          // currency the table does not know, in minor units.
+          const DIGITS = \#(currencyDigits);
+          const majorText = (units, digits) => {
+            if (digits === 0) return String(units);
+            const negative = units < 0n;
+            const s = (negative ? -units : units).toString().padStart(digits + 1, "0");
+            return (negative ? "-" : "") + s.slice(0, -digits) + "." + s.slice(-digits);
+          };
+          const minorOf = (t, digits) => {
+            const m = /^(-?)([0-9]+)(?:\.([0-9]*))?$/.exec(t.trim());
+            if (!m || (m[3] ?? "").length > digits) return null;
+            return BigInt(m[1] + m[2] + (m[3] ?? "").padEnd(digits, "0"));
+          };
 
           // One widget per field kind: its element, how it reads, how it is filled.
           function widget(field, level) {
@@ -348,13 +363,33 @@ public enum PreviewRuntime {
                 return { node: box, read: () => chosen.slice(), load: (v) => { chosen = Array.isArray(v) ? v.slice() : []; sync(); }, options: box };
               }
               case "money": {
-                const u = input("text", { inputmode: "numeric", placeholder: "minor units" });
+                const u = input("text", { inputmode: "decimal" });
                 const c = input("text", { placeholder: field.currency || "EUR", size: "4" });
                 const node = el("span", {}, u, c);
+                const hint = () => {
+                  const d = DIGITS[c.value.trim() || field.currency || "EUR"];
+                  u.placeholder = d === undefined ? "minor units" : d === 0 ? "amount" : "0." + "0".repeat(d);
+                };
+                c.addEventListener("input", hint);
+                hint();
+                // What `load` showed and the value it stood for: read unedited, it is that value.
+                let loaded = null;
                 return {
                   node,
-                  read: () => (u.value === "" && c.value === "" ? undefined : { minor_units: big(u.value), currency: c.value }),
-                  load: (v) => { u.value = known(v) ? text(v.minor_units) : ""; c.value = known(v) ? v.currency : ""; },
+                  read: () => {
+                    if (loaded && u.value === loaded.u && c.value === loaded.c) return loaded.v;
+                    if (u.value === "" && c.value === "") return undefined;
+                    const d = DIGITS[c.value];
+                    // An amount with more decimals than its currency is kept as typed: the checks refuse it.
+                    return { minor_units: d === undefined ? big(u.value) : (minorOf(u.value, d) ?? u.value.trim()), currency: c.value };
+                  },
+                  load: (v) => {
+                    const d = known(v) ? DIGITS[v.currency] : undefined;
+                    u.value = !known(v) ? "" : d !== undefined && typeof v.minor_units === "bigint" ? majorText(v.minor_units, d) : text(v.minor_units);
+                    c.value = known(v) ? v.currency : "";
+                    loaded = { u: u.value, c: c.value, v };
+                    hint();
+                  },
                 };
               }
               case "geopoint": {
@@ -561,4 +596,9 @@ public enum PreviewRuntime {
           };
         })();
         """#
+
+    /// ISO 4217's digits as a script object literal (`CurrencyTable`).
+    static var currencyDigits: String {
+        "{ " + CurrencyTable.all.map { "\($0.code): \($0.digits)" }.joined(separator: ", ") + " }"
+    }
 }

@@ -108,13 +108,23 @@ struct PreviewBrowserTests {
     /// The form's page as served, with a driver that loads each payload into its widgets and
     /// records the page's verdict; Chromium runs it and the verdicts come back in the DOM.
     static func verdicts(_ form: String, _ payloads: [String], preview: Preview) async throws -> [[String: Any]] {
-        var page = try await fetch(preview.base + "forms/" + form)
         let cases = Data(try JSONSerialization.data(withJSONObject: payloads)).base64EncodedString()
-        let driver = """
-            <script>
+        let script = """
             FS.clock.today = "2026-06-01"; FS.clock.now = "2026-11-30T09:00:00+01:00";
             const cases = JSON.parse(decodeURIComponent(escape(atob("\(cases)"))));
             const out = cases.map((text) => { FS.load(JSON.parse(text)); return FS.verdict(); });
+            """
+        guard let list = try await run(form, script, preview: preview) as? [[String: Any]] else { return [] }
+        return list
+    }
+
+    /// Runs `script`, which leaves its result in `out`, on the form's page as served, in
+    /// Chromium; the result, as JSON, or nil (recorded) when the page gave none.
+    static func run(_ form: String, _ script: String, preview: Preview) async throws -> Any? {
+        var page = try await fetch(preview.base + "forms/" + form)
+        let driver = """
+            <script>
+            \(script)
             const pre = document.createElement("pre"); pre.id = "verdicts";
             pre.textContent = btoa(unescape(encodeURIComponent(JSON.stringify(out))));
             document.body.append(pre);
@@ -130,12 +140,39 @@ struct PreviewBrowserTests {
         guard let start = run.output.range(of: "<pre id=\"verdicts\">"),
             let end = run.output.range(of: "</pre>", range: start.upperBound..<run.output.endIndex),
             let decoded = Data(base64Encoded: String(run.output[start.upperBound..<end.lowerBound])),
-            let list = try JSONSerialization.jsonObject(with: decoded) as? [[String: Any]]
+            let result = try? JSONSerialization.jsonObject(with: decoded, options: [.fragmentsAllowed])
         else {
-            Issue.record("no verdicts from Chromium for \(form): status \(run.status), \(run.errors.suffix(2000))")
-            return []
+            Issue.record("no result from Chromium for \(form): status \(run.status), \(run.errors.suffix(2000))")
+            return nil
         }
-        return list
+        return result
+    }
+
+    /// Issue 44: the preview asked for money in minor units. An amount is shown and typed in
+    /// major units of its currency (ISO 4217's digits), a currency the table does not know in
+    /// minor units, and what was loaded reads back unchanged.
+    @Test func moneyIsShownAndTypedInMajorUnitsOfItsCurrency() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.chromium), "install Chromium: apt-get install chromium")
+        let preview = try await Preview()
+        defer { preview.stop() }
+        let script = """
+            const boxes = () => document.querySelectorAll('[data-field="deposit"]');
+            const shown = [[1250n, "EUR"], [1200n, "JPY"], [1250n, "KWD"], [-5n, "EUR"], [77n, "XYZ"], [7n, "BHD"]].map(([units, currency]) => {
+              FS.load({ deposit: { minor_units: units, currency } });
+              const [amount] = boxes();
+              return amount.value + " " + String(FS.state().deposit.minor_units);
+            });
+            const typed = [["12.5", "EUR"], ["1200", "JPY"], ["0.125", "KWD"], ["-3.07", "USD"], ["12.345", "EUR"], ["42", "ABC"]].map(([text, currency]) => {
+              FS.load({});
+              const [amount, code] = boxes();
+              amount.value = text; code.value = currency;
+              return String(FS.state().deposit.minor_units);
+            });
+            const out = { shown, typed };
+            """
+        let result = try #require(try await Self.run("Survey", script, preview: preview) as? [String: [String]])
+        #expect(result["shown"] == ["12.50 1250", "1200 1200", "1.250 1250", "-0.05 -5", "77 77", "0.007 7"])
+        #expect(result["typed"] == ["1250", "1200", "125", "-307", "12.345", "42"])
     }
 
     @Test func chromiumIsInstalled() {
