@@ -189,4 +189,52 @@ struct HostileHTTPTests {
             }
         }
     }
+
+    /// A timeout is bounded to 1 s – 1 h whatever the app passes (none traps, however large,
+    /// negative or fine-grained), and a transport made with any of them still delivers.
+    @Test func absurdTimeoutsAreBoundedAndTheTransportStillDelivers() async throws {
+        let world = try World()
+        let token = try world.server.issueAccessToken(workspaces: World.workspaces)
+        let bytes = Data("a small file".utf8)
+        let file = world.directory.appendingPathComponent("small.bin")
+        try bytes.write(to: file)
+        let timeouts: [Duration] = [
+            .seconds(Int64.max), .seconds(Int64.min), .zero, .nanoseconds(1), .seconds(-5),
+            Duration(secondsComponent: Int64.max, attosecondsComponent: 999_999_999_999_999_999),
+        ]
+        for (index, timeout) in timeouts.enumerated() {
+            let transport = HTTPTransport(workspace: "acme", baseURL: world.server.baseURL, timeout: timeout) { token }
+            let outcome = await transport.send(
+                OutboundRequest(
+                    itemID: 1, documentID: "timeout-\(index)", attemptID: "key-timeout-\(index)", workspace: "acme",
+                    body: .file(
+                        path: file.path, contentType: "application/octet-stream", byteCount: Int64(bytes.count), sha256: SHA256.hash(bytes))
+                ))
+            guard case .done = outcome else {
+                Issue.record("\(timeout): \(outcome)")
+                continue
+            }
+        }
+    }
+
+    /// A file's size read from the outbox is believed only when the file has exactly that many
+    /// bytes: a negative or absurd one is refused before anything is sent, and none traps.
+    @Test func aFileSizeThatIsNotTheFilesIsRefusedBeforeAnythingIsSent() async throws {
+        let world = try World()
+        let bytes = Data(count: 4096)
+        let file = world.directory.appendingPathComponent("file.bin")
+        try bytes.write(to: file)
+        let transport = world.transport()
+        for (index, size) in [Int64(-1), Int64.min, 4095, 4097, Int64.max].enumerated() {
+            let outcome = await transport.send(
+                OutboundRequest(
+                    itemID: 1, documentID: "size-\(index)", attemptID: "key-size-\(index)", workspace: "acme",
+                    body: .file(path: file.path, contentType: "application/octet-stream", byteCount: size, sha256: SHA256.hash(bytes))))
+            guard case .rejected = outcome else {
+                Issue.record("\(size): \(outcome)")
+                continue
+            }
+        }
+        #expect(world.server.fileIDs().isEmpty, "nothing was stored")
+    }
 }
