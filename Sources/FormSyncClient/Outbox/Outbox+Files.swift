@@ -6,7 +6,7 @@ extension Outbox {
     // MARK: Files of pulled records
 
     /// A local copy of the stored file `ref` names (a pulled record's photo, say), fetched into
-    /// the attachment cache (`<path>.files`) on first use, in pieces that a lost connection does
+    /// the attachment cache (`AttachmentCache`, `<path>.files`) on first use, in pieces that a lost connection does
     /// not waste: the next call goes on from the bytes already here. The bytes are checked
     /// against the digest the server gives before the copy is used. The least recently used
     /// copies go when the cache passes `Configuration.attachmentCacheBytes`, except the files a
@@ -58,60 +58,16 @@ extension Outbox {
     /// The cached copy of file `id`, fetched first when it is not complete here.
     private func fetch(_ id: Int64) async throws -> URL {
         let workspace = self.workspace
-        let final = URL(fileURLWithPath: cacheFile(id))
+        let final = URL(fileURLWithPath: attachments.path(of: id, workspace: workspace))
         let now = environment.now()
         if try storage({ try store.cachedFile(workspace: workspace, id: id) }) != nil, FileManager.default.fileExists(atPath: final.path) {
             try write(.normal) { try store.touchCachedFile(workspace: workspace, id: id, usedAt: now) }
             return final
         }
-        try makeCacheDirectory()
-        let partial = final.path + ".partial"
-        if !FileManager.default.fileExists(atPath: partial) {
-            _ = FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600])
+        let transport = self.transport
+        let (total, digest) = try await attachments.fetch(id, workspace: workspace) { offset, maxBytes in
+            await transport.fetchFile(id: id, from: offset, maxBytes: maxBytes)
         }
-        guard let handle = FileHandle(forUpdatingAtPath: partial) else {
-            throw OutboxError.fileUnavailable(id: id, reason: "cannot write \(partial)")
-        }
-        defer { try? handle.close() }
-        var offset = Int64((try? handle.seekToEnd()) ?? 0)
-        var total: Int64?
-        var digest: Data?
-        // At most a thousand pieces of 4 MiB per call: a file the server says is endless is refused.
-        for _ in 0..<1_000 {
-            if let total, offset >= total { break }
-            switch await transport.fetchFile(id: id, from: offset, maxBytes: 4 << 20) {
-            case .piece(let bytes, let size, let sha256, _):
-                guard size > 0, size <= (1 << 42), total.map({ $0 == size }) ?? true, digest.map({ $0 == sha256 }) ?? true,
-                    !bytes.isEmpty || offset == size
-                else {
-                    throw OutboxError.fileUnavailable(id: id, reason: "the server's pieces do not agree on the file's size or digest")
-                }
-                (total, digest) = (size, sha256)
-                do {
-                    try handle.write(contentsOf: bytes)
-                } catch {
-                    throw OutboxError.fileUnavailable(id: id, reason: "cannot write the copy: \(error.localizedDescription)")
-                }
-                offset += Int64(bytes.count)
-            case .missing:
-                try? FileManager.default.removeItem(atPath: partial)
-                throw OutboxError.fileUnavailable(id: id, reason: "the server holds no such file in this workspace")
-            case .failed(let reason, _):
-                throw OutboxError.fileUnavailable(id: id, reason: reason)
-            }
-        }
-        guard let total, let digest, offset == total else {
-            throw OutboxError.fileUnavailable(id: id, reason: "the file did not arrive whole")
-        }
-        try handle.synchronize()
-        guard (try? SHA256.hash(fileAt: partial)) == digest else {
-            try? FileManager.default.removeItem(atPath: partial)
-            throw OutboxError.fileUnavailable(
-                id: id, reason: "the bytes fetched are not the file's (digest mismatch); fetched again next time")
-        }
-        guard rename(partial, final.path) == 0 else { throw OutboxError.fileUnavailable(id: id, reason: "cannot move the copy into place") }
-        // A pulled record's photo is as private as a captured one: the outbox's protection class.
-        try? configuration.fileProtection.apply(to: [final.path])
         try write(.normal) { try store.noteCachedFile(workspace: workspace, id: id, byteCount: total, sha256: digest, usedAt: now) }
         try evictCachedFiles(keeping: id)
         return final
@@ -127,7 +83,7 @@ extension Outbox {
         for file in files where bytes > configuration.attachmentCacheBytes {
             guard !(file.workspace == workspace && (file.id == kept || needed.contains(file.id))) else { continue }
             try write(.normal) { try store.removeCachedFile(workspace: file.workspace, id: file.id) }
-            if file.workspace == workspace { try? FileManager.default.removeItem(atPath: cacheFile(file.id)) }
+            attachments.remove(file.id, workspace: file.workspace)
             bytes -= file.byteCount
         }
     }
@@ -143,22 +99,5 @@ extension Outbox {
             for use in entry.fileUses(payload) where use.ref.id > 0 { ids.insert(use.ref.id) }
         }
         return ids
-    }
-
-    /// Where file `id` of the current workspace is cached.
-    func cacheFile(_ id: Int64) -> String {
-        let tag = SHA256.hash(Data(workspace.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
-        return (cacheDirectory as NSString).appendingPathComponent("\(tag)-\(id)")
-    }
-
-    /// The cache's folder, in the outbox's data protection class (files made in it inherit it).
-    private func makeCacheDirectory() throws {
-        do {
-            try FileManager.default.createDirectory(
-                atPath: cacheDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            try configuration.fileProtection.apply(to: [cacheDirectory])
-        } catch {
-            throw OutboxError.fileUnavailable(id: 0, reason: "cannot create \(cacheDirectory): \(error.localizedDescription)")
-        }
     }
 }

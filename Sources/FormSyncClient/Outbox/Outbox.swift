@@ -52,8 +52,8 @@ public actor Outbox {
     var featuresAsked = false
     /// Stored files being fetched now, by workspace and id: a second caller waits for the first.
     var fetches: [String: Task<URL, any Error>] = [:]
-    /// Where fetched files are kept (`<path>.files`).
-    let cacheDirectory: String
+    /// The files of pulled records kept here (`<path>.files`).
+    let attachments: AttachmentCache
     /// `submit` calls waiting for their item's first answer.
     var waiters: [Int64: [CheckedContinuation<SubmitResult?, Never>]] = [:]
 
@@ -115,7 +115,7 @@ public actor Outbox {
         self.environment = environment
         self.configuration = configuration
         self.refreshAuthentication = refreshAuthentication
-        cacheDirectory = path + ".files"
+        attachments = AttachmentCache(directory: path + ".files", protection: configuration.fileProtection)
     }
 
     /// The outbox runs on its database's own thread, never on the cooperative pool: its
