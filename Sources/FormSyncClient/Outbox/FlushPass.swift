@@ -8,24 +8,25 @@ import Foundation
 /// token when one expired, and hands its requests back when cancelled.
 ///
 /// It runs on its outbox's thread; its requests run there too, so an answer costs no thread hop.
+/// It sees its outbox only through `FlushContext`.
 final class FlushPass {
     private var paused = false
     private var refreshes = 0
     private var running = 0
     private var uploads = 0
 
-    func run(_ outbox: isolated Outbox) async -> FlushReport {
+    func run<Context: FlushContext>(_ outbox: isolated Context) async -> FlushReport {
         let lifecycle = outbox.lifecycle
         lifecycle.report = FlushReport()
         lifecycle.retrying = []
         let transport = outbox.transport
         let configuration = outbox.configuration
         let hub = outbox.observers
-        let clock = outbox.environment.now
+        let clock = outbox.clock
         // Answers land in the inbox as they come; the loop takes all that arrived at once and
         // records them in one transaction.
         let inbox = FlushInbox()
-        let executor = outbox.database.taskExecutor
+        let executor = outbox.requestExecutor
         await withDiscardingTaskGroup { group in
             var leases: [ItemLifecycle.Lease] = []
             func launch(_ leases: [ItemLifecycle.Lease]) {
@@ -61,7 +62,7 @@ final class FlushPass {
                 if running == 0 {
                     if paused && !lifecycle.report.offline && !Task.isCancelled {
                         refreshes += 1
-                        if refreshes <= configuration.maxAuthRefreshesPerFlush, await outbox.refreshAuthentication() {
+                        if refreshes <= configuration.maxAuthRefreshesPerFlush, await outbox.renewToken() {
                             paused = false
                             continue
                         }
@@ -93,12 +94,12 @@ final class FlushPass {
     }
 
     /// Leases due lane heads into the free slots, in one transaction (none when nothing is due now).
-    private func nextLeases(
-        _ outbox: isolated Outbox, transport: any OutboxTransport, free: (submissions: Int, uploads: Int)
+    private func nextLeases<Context: FlushContext>(
+        _ outbox: isolated Context, transport: any OutboxTransport, free: (submissions: Int, uploads: Int)
     ) -> [ItemLifecycle.Lease] {
         let lifecycle = outbox.lifecycle
         guard transport.workspace == outbox.workspace else { return [] }
-        let now = outbox.environment.now()
+        let now = outbox.clock()
         // Nothing due (the usual answer for the upload pool): no transaction.
         guard (try? lifecycle.anyDue(submissions: free.submissions, uploads: free.uploads, now: now)) == true else { return [] }
         guard
@@ -117,11 +118,11 @@ final class FlushPass {
     ///
     /// `refill`: slots to lease again in the same transaction, after the answers are recorded
     /// (none once one of them found no server); the leases are returned, already marked sent.
-    private func record(
-        _ arrivals: [FlushInbox.Arrival], _ outbox: isolated Outbox, cancelled: Bool, refill: (submissions: Int, uploads: Int)?
+    private func record<Context: FlushContext>(
+        _ arrivals: [FlushInbox.Arrival], _ outbox: isolated Context, cancelled: Bool, refill: (submissions: Int, uploads: Int)?
     ) -> [ItemLifecycle.Lease] {
         let lifecycle = outbox.lifecycle
-        let now = outbox.environment.now()
+        let now = outbox.clock()
         for arrival in arrivals {
             lifecycle.inFlight.remove(arrival.lease.itemID)
             outbox.observers.emit(
@@ -132,7 +133,7 @@ final class FlushPass {
             lifecycle.retrying.remove(arrival.lease.itemID)
             switch arrival.outcome {
             case .unreachable(let reason): if !cancelled { outbox.setNetworkDown(true, reason: reason) }
-            default: outbox.setNetworkDown(false)
+            default: outbox.setNetworkDown(false, reason: "")
             }
         }
         // A stash copy is deleted only after its confirmation is on disk (FULL): a power loss
@@ -156,10 +157,7 @@ final class FlushPass {
             // the same attempts are sent again; the server's ledger answers with the recorded results.
             for arrival in arrivals { lifecycle.emitSnapshot(changed: OutboxItemChange(id: ItemID(arrival.lease.itemID), state: .sending)) }
         }
-        for result in settled {
-            if let removedFile = result.removedFile { outbox.stash.remove(removedFile) }
-            if let submitResult = result.submitResult { outbox.resumeWaiters(result.id, with: submitResult) }
-        }
+        for result in settled { outbox.finish(result) }
         return leases
     }
 }
