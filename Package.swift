@@ -161,7 +161,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "FieldForms", "CorpusForms", "FormSpec", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer",
-                "FormSyncSQLite",
+                "FormSyncSQLite", "FormSyncAuthoring", "FormSyncCodegen", "FormSyncInterpreter",
                 "FormSyncTesting",
                 "FormSyncTorture", "FormSyncPostgres",
             ]),

@@ -19,8 +19,16 @@ struct ReadmeTests {
     static func pages() throws -> [(name: String, text: String)] {
         let docs = Self.root.appendingPathComponent("docs")
         let names = try FileManager.default.contentsOfDirectory(atPath: docs.path).filter { $0.hasSuffix(".md") }.sorted()
+        // Each module's DocC landing page too (issue 44: DocC showed calls README had dropped).
+        let sources = Self.root.appendingPathComponent("Sources")
+        var catalogs: [String] = []
+        for module in try FileManager.default.contentsOfDirectory(atPath: sources.path).sorted() {
+            let catalog = "Sources/\(module)/\(module).docc/\(module).md"
+            if FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(catalog).path) { catalogs.append(catalog) }
+        }
         return try [("README.md", String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8))]
             + names.map { ("docs/" + $0, try String(contentsOf: docs.appendingPathComponent($0), encoding: .utf8)) }
+            + catalogs.map { ($0, try String(contentsOf: Self.root.appendingPathComponent($0), encoding: .utf8)) }
     }
 
     @Test func everySwiftExampleInTheREADMEAndTheGuideIsOneThatRuns() async throws {
@@ -28,7 +36,9 @@ struct ReadmeTests {
             let examples = try String(
                 contentsOf: Self.root.appendingPathComponent("Tests/EndToEndTests/ReadmeExamples.swift"), encoding: .utf8)
             let manifest = try String(contentsOf: Self.root.appendingPathComponent("Examples/FieldApp/Package.swift"), encoding: .utf8)
-            let runnable = Self.squeezed(examples)
+            let doccExamples = try String(
+                contentsOf: Self.root.appendingPathComponent("Tests/EndToEndTests/DocCExamples.swift"), encoding: .utf8)
+            let runnable = Self.squeezed(examples + "\n" + doccExamples)
             // A block may also show generated code: it must be what the generator wrote.
             let generated = try Self.files(in: "Generated", ending: ".swift").map(Self.squeezed)
             var count = 0
