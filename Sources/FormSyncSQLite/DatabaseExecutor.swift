@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Darwin)
     import Darwin
@@ -23,10 +24,15 @@ package final class DatabaseExecutor: SerialExecutor, TaskExecutor, @unchecked S
     private var jobs: [UnownedJob] = []
     private var head = 0
     private var stopping = false
+    /// The identity of the executor's thread (0 until it starts).
+    private let threadID = Atomic<UInt>(0)
 
     /// A new executor whose thread is named `name` (debuggers and `perf` show it).
     package init(name: String) {
+        let started = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
+            threadID.store(Self.currentThreadID(), ordering: .releasing)
+            started.signal()
             Self.nameCurrentThread(name)
             run()
         }
@@ -36,6 +42,28 @@ package final class DatabaseExecutor: SerialExecutor, TaskExecutor, @unchecked S
         // replies, run here too (address space only; pages are used as touched).
         thread.stackSize = 8 << 20
         thread.start()
+        // Known before any job can ask `isCurrent`.
+        started.wait()
+    }
+
+    /// Whether the caller runs on this executor's thread.
+    package var isCurrent: Bool { threadID.load(ordering: .acquiring) == Self.currentThreadID() }
+
+    /// Stops the process when the caller is not on this executor's thread (what
+    /// `assumeIsolated` and `preconditionIsolated` ask of a custom executor).
+    package func checkIsolated() {
+        precondition(isCurrent, "not on the database's thread")
+    }
+
+    /// The calling thread's identity, as a number.
+    static func currentThreadID() -> UInt {
+        #if canImport(Darwin)
+            return UInt(bitPattern: pthread_self())
+        #elseif canImport(Glibc)
+            return UInt(pthread_self())
+        #elseif canImport(Musl)
+            return unsafeBitCast(pthread_self(), to: UInt.self)
+        #endif
     }
 
     package func enqueue(_ job: consuming ExecutorJob) {

@@ -21,7 +21,8 @@ final class ItemLifecycle {
     }
 
     let database: OutboxDatabase
-    let store: OutboxStore
+    /// The tables, lent by the database on its thread only (see `OutboxDatabase.store`).
+    var store: OutboxStore { database.store }
     let stash: FileStash
     let registry: FormRegistry
     let configuration: Outbox.Configuration
@@ -59,7 +60,7 @@ final class ItemLifecycle {
         configuration: Outbox.Configuration,
         environment: OutboxEnvironment, observers: ObservationHub, recordStore: RecordStore, workspace: String
     ) throws {
-        let store = database.store
+        let store = database.storeWhileOpening
         let now = environment.now()
         try database.transaction(.normal) {
             for (workspace, lane) in try store.reclaimExpiredLeases(now: now, horizon: configuration.longestLeaseMilliseconds) {
@@ -74,7 +75,6 @@ final class ItemLifecycle {
             return (try store.counts(), try store.mostNegativePlaceholder())
         }
         self.database = database
-        self.store = store
         self.stash = stash
         self.registry = registry
         self.configuration = configuration

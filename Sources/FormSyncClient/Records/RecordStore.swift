@@ -16,7 +16,8 @@ public struct RecordsChanged: Sendable, Equatable {
 /// they are traffic; this type is the store and its notices.
 public actor RecordStore {
     let database: OutboxDatabase
-    let store: OutboxStore
+    /// The tables, lent by the database on its thread only (see `OutboxDatabase.store`).
+    var store: OutboxStore { database.store }
     let registry: FormRegistry
     let recordTypes: RecordRegistry
     /// The workspace read and written: the outbox's current one.
@@ -29,7 +30,6 @@ public actor RecordStore {
 
     init(database: OutboxDatabase, registry: FormRegistry, recordTypes: RecordRegistry, workspace: String) {
         self.database = database
-        store = database.store
         self.registry = registry
         self.recordTypes = recordTypes
         self.workspace = workspace

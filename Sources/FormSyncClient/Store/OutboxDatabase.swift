@@ -16,15 +16,27 @@ package final class OutboxDatabase: @unchecked Sendable {
         var sqlite: FormSyncSQLite.Durability { self == .full ? .full : .normal }
     }
 
-    /// The tables, over the writer connection; used only on `executor`.
-    let store: OutboxStore
+    /// The tables, over the writer connection.
+    private let writer: OutboxStore
     private let owner: Database
+
+    /// The tables, lent to a caller on the database's thread (the outbox's and the record
+    /// store's executor) and to no other: a call from anywhere else stops the process, since a
+    /// connection used by two threads, or blocking I/O on the cooperative pool, would be a bug.
+    var store: OutboxStore {
+        precondition(owner.executor.isCurrent, "the outbox's tables are used on its database's thread only")
+        return writer
+    }
+
+    /// The tables while the outbox is being opened, before it runs on its thread (its
+    /// migrations, the leases reclaimed, the counts read).
+    var storeWhileOpening: OutboxStore { writer }
 
     /// Opens (or creates) the outbox file at `path` (see `OutboxStore.init`). `syncLog`
     /// replaces the log's `fdatasync` in tests.
     init(path: String, now: Int64, openFlags: Int32, syncLog: @escaping @Sendable (Int32) -> Int32) throws {
-        store = try OutboxStore(path: path, now: now, openFlags: openFlags)
-        owner = Database(writer: store.db, name: "formsync.outbox", sync: syncLog)
+        writer = try OutboxStore(path: path, now: now, openFlags: openFlags)
+        owner = Database(writer: writer.db, name: "formsync.outbox", sync: syncLog)
     }
 
     /// The log's fsync on this platform (`fdatasync`; `F_FULLFSYNC` on Apple platforms).
@@ -46,17 +58,17 @@ package final class OutboxDatabase: @unchecked Sendable {
 
     /// Runs `body` in one transaction of the writer.
     func transaction<T>(_ durability: Durability, _ body: () throws -> T) throws -> T {
-        try Self.mapping { try store.db.transaction(durability.sqlite, body) }
+        try Self.mapping { try writer.db.transaction(durability.sqlite, body) }
     }
 
     /// Runs `body` in a savepoint of the running transaction: on failure its writes are undone
     /// and the transaction goes on.
     func savepoint<T>(_ body: () throws -> T) throws -> Result<T, any Error> {
-        try Self.mapping { try store.db.savepoint(body).mapError(Self.mapped) }
+        try Self.mapping { try writer.db.savepoint(body).mapError(Self.mapped) }
     }
 
     /// The number of the writer's latest commit (what `durable(through:alone:)` is given).
-    var commitCount: UInt64 { store.db.commitCount }
+    var commitCount: UInt64 { writer.db.commitCount }
 
     /// Returns once commit `number` is on disk; see `Database.durable(through:alone:)`.
     func durable(through number: UInt64, alone: Bool, isolation: isolated (any Actor)? = #isolation) async throws {
@@ -87,7 +99,7 @@ package final class OutboxDatabase: @unchecked Sendable {
 
     /// Tells `observer` the durability of each commit, in order, inside the commit.
     func observeCommits(_ observer: @escaping @Sendable (Durability) -> Void) {
-        store.db.commitObserver = { observer($0 == .full ? .full : .normal) }
+        writer.db.commitObserver = { observer($0 == .full ? .full : .normal) }
     }
 
     /// Runs `body`, turning a SQLite error into `OutboxError.storage`.
