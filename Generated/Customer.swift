@@ -2,7 +2,7 @@
 // Record Customer, version 1. Change the spec and rebuild instead.
 
 import Foundation
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 
 /// A customer of the sales team, shared by every device of the workspace.
 ///

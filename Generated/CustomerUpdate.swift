@@ -2,7 +2,7 @@
 // Form CustomerUpdate, version 1. Change the spec and rebuild instead.
 
 import Foundation
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 
 /// An edit of a customer's contact details, sent with the version it was based on.
 ///

@@ -2,7 +2,7 @@
 // Record Delivery, version 1. Change the spec and rebuild instead.
 
 import Foundation
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 
 /// A delivery assigned to a courier, pulled onto the courier's device before the round.
 ///

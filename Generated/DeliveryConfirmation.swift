@@ -2,7 +2,7 @@
 // Form DeliveryConfirmation, version 3. Change the spec and rebuild instead.
 
 import Foundation
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 
 /// A courier's confirmation of one delivery, with proof photos and a signature.
 ///

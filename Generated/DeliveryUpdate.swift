@@ -2,7 +2,7 @@
 // Form DeliveryUpdate, version 1. Change the spec and rebuild instead.
 
 import Foundation
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 
 /// A courier's change to a delivery of the round, merged with the back office's changes.
 ///

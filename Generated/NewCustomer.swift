@@ -2,7 +2,7 @@
 // Form NewCustomer, version 2. Change the spec and rebuild instead.
 
 import Foundation
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 
 /// A new customer captured by a sales rep; orders may reference it before it reaches the server.
 ///

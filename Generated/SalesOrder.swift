@@ -2,7 +2,7 @@
 // Form SalesOrder, version 2. Change the spec and rebuild instead.
 
 import Foundation
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 
 /// An order taken by a sales rep, for a customer that may itself be new and offline.
 ///

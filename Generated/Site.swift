@@ -2,7 +2,7 @@
 // Record Site, version 1. Change the spec and rebuild instead.
 
 import Foundation
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 
 /// A site under inspection, with the technician responsible for it.
 ///

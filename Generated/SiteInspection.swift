@@ -2,7 +2,7 @@
 // Form SiteInspection, version 3. Change the spec and rebuild instead.
 
 import Foundation
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 
 /// A site inspection with a list of findings, each with its own photos.
 ///

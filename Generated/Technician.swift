@@ -2,7 +2,7 @@
 // Record Technician, version 1. Change the spec and rebuild instead.
 
 import Foundation
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 
 /// A field technician.
 ///

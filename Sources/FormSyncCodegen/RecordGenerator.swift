@@ -11,7 +11,7 @@ public enum RecordGenerator {
         w.comment("Record \(record.name), version \(record.version). Change the spec and rebuild instead.")
         w.line()
         w.line("import Foundation")
-        w.line("import FormSyncModel")
+        w.line("@_spi(Generated) import FormSyncModel")
         w.line()
         w.doc(record.summary ?? "The \(record.name) record.")
         let scopeText =

@@ -11,7 +11,7 @@ public enum SwiftGenerator {
         w.comment("Form \(form.name), version \(form.version). Change the spec and rebuild instead.")
         w.line()
         w.line("import Foundation")
-        w.line("import FormSyncModel")
+        w.line("@_spi(Generated) import FormSyncModel")
         w.line()
         w.doc(form.summary ?? "The payload of the \(form.name) form.")
         w.doc(

@@ -1,5 +1,5 @@
 import FormSpec
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 import Foundation
 
 /// A value an expression computes, in the types the generated code computes with.

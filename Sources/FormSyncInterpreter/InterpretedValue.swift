@@ -1,5 +1,5 @@
 import FormSpec
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 import Foundation
 
 /// One field's value in a payload read by the interpreter: the same Swift type the generated

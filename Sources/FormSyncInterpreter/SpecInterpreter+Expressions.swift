@@ -1,5 +1,5 @@
 import FormSpec
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 import Foundation
 
 /// What the generated code does with a spec's expressions, on interpreted payloads: the rules

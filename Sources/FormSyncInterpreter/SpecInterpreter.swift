@@ -1,5 +1,5 @@
 import FormSpec
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 import Foundation
 
 /// Runs checked specs without compiling them: registry entries for forms and records that

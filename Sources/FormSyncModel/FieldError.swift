@@ -22,7 +22,7 @@ public struct FieldError: Codable, Sendable, Hashable, CustomStringConvertible {
 }
 
 /// JSON Pointer helpers, in the URI-fragment form FormSync uses on the wire (docs/PROTOCOL.md §6).
-public enum JSONPointer {
+@_spi(Generated) public enum JSONPointer {
     /// The pointer to the whole payload.
     public static let root = "#"
 

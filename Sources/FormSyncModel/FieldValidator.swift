@@ -6,7 +6,7 @@ import Synchronization
 /// failure. A field's location is only worked out when one of its rules fails, so a payload
 /// that breaks nothing costs no string building. Generated `validate()` methods are a list of calls to these, so the client and the
 /// reference server run the same rules.
-public struct FieldValidator: Sendable {
+@_spi(Generated) public struct FieldValidator: Sendable {
     /// The failures found so far, in the order the rules ran.
     public private(set) var errors: [FieldError] = []
 

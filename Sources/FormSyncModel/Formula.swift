@@ -5,7 +5,7 @@ import Foundation
 /// so both give the same answer. A missing value makes a result unknown (nil), and unknown
 /// spreads, except where the answer does not depend on it (`false and x`, `true or x`).
 /// Nothing traps: an overflow, a division by zero or a decimal past 38 digits is unknown.
-public enum Formula {
+@_spi(Generated) public enum Formula {
     // MARK: Numbers
 
     public static func add(_ a: Int?, _ b: Int?) -> Int? {

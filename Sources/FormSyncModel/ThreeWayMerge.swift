@@ -46,7 +46,7 @@ extension MergeResult: Equatable where Payload: Equatable {}
 
 /// Field-by-field three-way merge. Generated `merge(base:local:server:)` methods call `field`
 /// or `serverAuthority` once per field and collect the conflicts here.
-public struct ThreeWayMerge: Sendable {
+@_spi(Generated) public struct ThreeWayMerge: Sendable {
     public private(set) var conflicts: [FieldConflict] = []
 
     public init() {}

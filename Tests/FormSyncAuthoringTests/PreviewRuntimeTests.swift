@@ -1,6 +1,6 @@
 import FormSpec
 import FormSyncClient
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 import FormSyncTesting
 import Foundation
 import Testing

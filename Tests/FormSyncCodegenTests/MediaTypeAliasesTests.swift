@@ -1,4 +1,4 @@
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 import Testing
 
 @testable import FormSyncCodegen

@@ -1,4 +1,4 @@
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 import Testing
 
 /// Issue 44, defect 6, as `validate()` meets it: a value too costly to check against its

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import FormSyncModel
+@_spi(Generated) @testable import FormSyncModel
 
 struct FieldValidatorTests {
     @Test func requiredTreatsNilEmptyAndBlankAsMissing() {

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import FormSyncModel
+@_spi(Generated) @testable import FormSyncModel
 
 struct ModelTypeTests {
     func roundTrip<T: Codable>(_ value: T) throws -> (T, String) {

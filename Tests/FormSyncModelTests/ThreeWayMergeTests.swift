@@ -1,6 +1,6 @@
 import Testing
 
-@testable import FormSyncModel
+@_spi(Generated) @testable import FormSyncModel
 
 struct ThreeWayMergeTests {
     func merge(_ base: String, _ local: String, _ server: String, _ policy: ConflictPolicy) -> (String, Bool) {

@@ -104,7 +104,7 @@ struct PackageShapeTests {
     static func imports(in text: String) -> Set<String> {
         let pattern = try! NSRegularExpression(
             pattern:
-                #"^\s*(?:@\w+\s+)*(?:public |package |internal )?import\s+(?:(?:typealias|struct|class|enum|protocol|let|var|func)\s+)?([A-Za-z_][A-Za-z0-9_]*)"#,
+                #"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:public |package |internal )?import\s+(?:(?:typealias|struct|class|enum|protocol|let|var|func)\s+)?([A-Za-z_][A-Za-z0-9_]*)"#,
             options: .anchorsMatchLines)
         let range = NSRange(text.startIndex..., in: text)
         return Set(pattern.matches(in: text, range: range).compactMap { Range($0.range(at: 1), in: text).map { String(text[$0]) } })
@@ -256,7 +256,8 @@ struct PackageShapeTests {
 
     @Test func theImportScannerFindsEachKindOfImport() {
         let found = Self.imports(
-            in: "import A\n@testable import B\n@preconcurrency import C\nimport struct D.Thing\n  import E // x\nlet importF = 1\n")
-        #expect(found == ["A", "B", "C", "D", "E"])
+            in: "import A\n@testable import B\n@preconcurrency import C\nimport struct D.Thing\n  import E // x\nlet importF = 1\n"
+                + "@_spi(Generated) import G\n@_spi(Generated) @testable import H\n")
+        #expect(found == ["A", "B", "C", "D", "E", "G", "H"])
     }
 }

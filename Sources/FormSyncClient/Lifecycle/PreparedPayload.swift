@@ -1,4 +1,4 @@
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 import Foundation
 
 /// A payload checked and encoded before the outbox's thread is needed: validating, encoding and

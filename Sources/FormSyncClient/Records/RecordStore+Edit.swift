@@ -1,4 +1,4 @@
-import FormSyncModel
+@_spi(Generated) import FormSyncModel
 import Foundation
 
 extension RecordStore {
