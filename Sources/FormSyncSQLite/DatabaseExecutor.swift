@@ -29,10 +29,9 @@ package final class DatabaseExecutor: SerialExecutor, TaskExecutor, @unchecked S
 
     /// A new executor whose thread is named `name` (debuggers and `perf` show it).
     package init(name: String) {
-        let started = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
+            // Before any job runs; until then no caller is on this thread, and none is told so.
             threadID.store(Self.currentThreadID(), ordering: .releasing)
-            started.signal()
             Self.nameCurrentThread(name)
             run()
         }
@@ -42,8 +41,6 @@ package final class DatabaseExecutor: SerialExecutor, TaskExecutor, @unchecked S
         // replies, run here too (address space only; pages are used as touched).
         thread.stackSize = 8 << 20
         thread.start()
-        // Known before any job can ask `isCurrent`.
-        started.wait()
     }
 
     /// Whether the caller runs on this executor's thread.
