@@ -157,6 +157,16 @@ struct HostileHTTPTests {
     /// A server that resets the connection while a whole file goes up (a node killed mid-upload)
     /// is a network error, every time. URLSession's upload from a file stopped the process on
     /// Linux in the first few rounds (a `try!` on `curl_easy_pause` inside FoundationNetworking).
+    /// An upload of `file` (holding `bytes`) as document `document`, announcing `byteCount`
+    /// (the bytes' own count unless given).
+    static func upload(_ file: URL, _ bytes: Data, document: String, byteCount: Int64? = nil) -> OutboundRequest {
+        OutboundRequest(
+            itemID: 1, documentID: document, attemptID: "key-\(document)", workspace: "acme",
+            body: .file(
+                path: file.path, contentType: "application/octet-stream", byteCount: byteCount ?? Int64(bytes.count),
+                sha256: SHA256.hash(bytes)))
+    }
+
     @Test func aConnectionResetInTheMiddleOfAFileUploadIsUnreachableAndNothingStops() async throws {
         let server = try RawSocket.Server()
         server.start { fd in
@@ -177,12 +187,7 @@ struct HostileHTTPTests {
         try bytes.write(to: file)
         let transport = HTTPTransport(workspace: "acme", baseURL: server.url, timeout: .seconds(120)) { "t" }
         for round in 0..<40 {
-            let outcome = await transport.send(
-                OutboundRequest(
-                    itemID: 1, documentID: "doc-\(round)", attemptID: "key-\(round)", workspace: "acme",
-                    body: .file(
-                        path: file.path, contentType: "application/octet-stream", byteCount: Int64(bytes.count), sha256: SHA256.hash(bytes))
-                ))
+            let outcome = await transport.send(Self.upload(file, bytes, document: "doc-\(round)"))
             guard case .unreachable = outcome else {
                 Issue.record("round \(round): \(outcome)")
                 return
@@ -204,12 +209,7 @@ struct HostileHTTPTests {
         ]
         for (index, timeout) in timeouts.enumerated() {
             let transport = HTTPTransport(workspace: "acme", baseURL: world.server.baseURL, timeout: timeout) { token }
-            let outcome = await transport.send(
-                OutboundRequest(
-                    itemID: 1, documentID: "timeout-\(index)", attemptID: "key-timeout-\(index)", workspace: "acme",
-                    body: .file(
-                        path: file.path, contentType: "application/octet-stream", byteCount: Int64(bytes.count), sha256: SHA256.hash(bytes))
-                ))
+            let outcome = await transport.send(Self.upload(file, bytes, document: "timeout-\(index)"))
             guard case .done = outcome else {
                 Issue.record("\(timeout): \(outcome)")
                 continue
@@ -226,10 +226,7 @@ struct HostileHTTPTests {
         try bytes.write(to: file)
         let transport = world.transport()
         for (index, size) in [Int64(-1), Int64.min, 4095, 4097, Int64.max].enumerated() {
-            let outcome = await transport.send(
-                OutboundRequest(
-                    itemID: 1, documentID: "size-\(index)", attemptID: "key-size-\(index)", workspace: "acme",
-                    body: .file(path: file.path, contentType: "application/octet-stream", byteCount: size, sha256: SHA256.hash(bytes))))
+            let outcome = await transport.send(Self.upload(file, bytes, document: "size-\(index)", byteCount: size))
             guard case .rejected = outcome else {
                 Issue.record("\(size): \(outcome)")
                 continue

@@ -112,23 +112,21 @@ struct OpenAPIGeneratorTests {
 /// shown to refuse a description that breaks the specification.
 struct OpenAPIValidationTests {
     @Test func theCheckedInDescriptionValidatesAndABrokenOneDoesNot() async throws {
-        try await OffThePool.run {
-            let path = OpenAPIGeneratorTests.root.appendingPathComponent("docs/openapi.yaml").path
-            let valid = try Python.run(["-m", "openapi_spec_validator", path])
-            #expect(valid.status == 0, "\(valid.errors.suffix(2000)) — \(Python.installHint)")
-            let text = try String(contentsOfFile: path, encoding: .utf8)
-            // A path parameter must be required (OpenAPI 3.1 §4.8.12.1).
-            let broken = text.replacingOccurrences(
-                of: "name: \"hex\"\n          in: \"path\"\n          required: true",
-                with: "name: \"hex\"\n          in: \"path\"\n          required: false")
-            #expect(broken != text, "the broken copy differs")
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("openapi-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: folder) }
-            let copy = folder.appendingPathComponent("broken.yaml")
-            try broken.write(to: copy, atomically: true, encoding: .utf8)
-            let refused = try Python.run(["-m", "openapi_spec_validator", copy.path])
-            #expect(refused.status != 0 && valid.status == 0, "the validator refuses the broken copy")
-        }
+        let path = OpenAPIGeneratorTests.root.appendingPathComponent("docs/openapi.yaml").path
+        let valid = try await Python.run(["-m", "openapi_spec_validator", path])
+        #expect(valid.status == 0, "\(valid.errors.suffix(2000)) — \(Python.installHint)")
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        // A path parameter must be required (OpenAPI 3.1 §4.8.12.1).
+        let broken = text.replacingOccurrences(
+            of: "name: \"hex\"\n          in: \"path\"\n          required: true",
+            with: "name: \"hex\"\n          in: \"path\"\n          required: false")
+        #expect(broken != text, "the broken copy differs")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("openapi-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let copy = folder.appendingPathComponent("broken.yaml")
+        try broken.write(to: copy, atomically: true, encoding: .utf8)
+        let refused = try await Python.run(["-m", "openapi_spec_validator", copy.path])
+        #expect(refused.status != 0 && valid.status == 0, "the validator refuses the broken copy")
     }
 }

@@ -1,5 +1,5 @@
+import FormSyncTesting
 import Foundation
-import Synchronization
 import Testing
 
 /// CPython, for the readers and validators the description is held to (PyYAML and
@@ -13,39 +13,20 @@ enum Python {
         var errors: String
     }
 
-    /// Runs `python3 arguments…` with `input` on its standard input. Blocks: call it off the
-    /// cooperative pool.
-    static func run(_ arguments: [String], input: Data = Data()) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        stdin.fileHandleForWriting.write(input)
-        try stdin.fileHandleForWriting.close()
-        // Both streams are read at once, so that neither fills its pipe while the other is read.
-        let errors = Mutex<Data>(Data())
-        let readErrors = DispatchGroup()
-        readErrors.enter()
-        DispatchQueue.global().async {
-            errors.withLock { $0 = stderr.fileHandleForReading.readDataToEndOfFile() }
-            readErrors.leave()
-        }
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        readErrors.wait()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, output: output, errors: String(decoding: errors.withLock { $0 }, as: UTF8.self))
+    /// Runs `python3 arguments…` to its end, off the cooperative pool (`ChildProcess.run`).
+    static func run(_ arguments: [String]) async throws -> Run {
+        let (termination, output, errors) = try await ChildProcess.run("/usr/bin/env", ["python3"] + arguments)
+        let status: Int32 = if case .exit(let code) = termination { code } else { -1 }
+        return Run(status: status, output: Data(output.utf8), errors: errors)
     }
 
-    /// The JSON a Python program prints, or nil (recorded as an issue, with how to install what
-    /// is missing) when it fails.
-    static func json(_ program: String, input: Data) throws -> Any? {
-        let run = try run(["-c", program], input: input)
+    /// The JSON a Python program prints when given `input`'s path as its one argument, or nil
+    /// (recorded as an issue, with how to install what is missing) when it fails.
+    static func json(_ program: String, input: Data) async throws -> Any? {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("python-input-\(UUID().uuidString)")
+        try input.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let run = try await run(["-c", program, file.path])
         guard run.status == 0 else {
             Issue.record("python3 failed (\(run.status)): \(run.errors.suffix(2000)) — \(installHint)")
             return nil
