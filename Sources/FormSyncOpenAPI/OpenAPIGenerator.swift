@@ -83,7 +83,13 @@ public enum OpenAPIGenerator {
     private static func requestBody(_ route: Route) -> JSONValue? {
         switch route.body {
         case .none: return nil
-        case .token: return jsonBody(ref("RefreshRequest"))
+        case .message:
+            switch route {
+            case .enrol: return jsonBody(ref("EnrolRequest"))
+            case .enrolmentCreate: return jsonBody(ref("EnrolmentRequest"))
+            case .revocation: return jsonBody(ref("RevocationRequest"))
+            default: return jsonBody(ref("RefreshRequest"))
+            }
         case .payload: return jsonBody(.object([("type", .string("object"))]))
         case .file:
             return .object([
@@ -154,7 +160,11 @@ public enum OpenAPIGenerator {
         }
         switch (route, status) {
         case (.health, _): return json("Health", "The server answers.")
-        case (.refresh, _): return json("AccessToken", "A new access token.")
+        case (.refresh, _): return json("Credentials", "A new access token, and the refresh token that replaces the one sent.")
+        case (.enrol, _): return json("Credentials", "The device's first credentials.")
+        case (.enrolmentCreate, _): return json("Enrolment", "The code, shown once.")
+        case (.devices, _): return json("DeviceList", "The devices.")
+        case (.revocation, _): return json("Revocation", "The devices revoked now.")
         case (.fileLookup, _): return json("FileFound", "The workspace holds a file with these bytes.")
         case (.fileFetch, 206):
             return .object([
@@ -206,6 +216,8 @@ public enum OpenAPIGenerator {
     private static let string: JSONValue = .object([("type", .string("string"))])
     private static let integer: JSONValue = .object([("type", .string("integer"))])
     private static let anyObject: JSONValue = .object([("type", .string("object"))])
+    private static let strings: JSONValue = .object([("type", .string("array")), ("items", string)])
+    private static let dateTime: JSONValue = .object([("type", .string("string")), ("format", .string("date-time"))])
 
     /// The schemas of the protocol's own messages.
     static var protocolSchemas: [(String, JSONValue)] {
@@ -301,13 +313,50 @@ public enum OpenAPIGenerator {
                     ],
                     required: ["service", "status", "protocol", "features"])
             ),
-            ("RefreshRequest", object([("refresh_token", string)], required: ["refresh_token"])),
+            ("DeviceReport", object([("name", string), ("app_version", string), ("spec_version", string)], required: ["name"])),
+            ("RefreshRequest", object([("refresh_token", string), ("device", ref("DeviceReport"))], required: ["refresh_token"])),
             (
-                "AccessToken",
-                object(
-                    [("access_token", string), ("token_type", string), ("expires_in", integer)],
-                    required: ["access_token", "token_type", "expires_in"])
+                "EnrolRequest",
+                object([("code", string), ("installation", string), ("device", ref("DeviceReport"))], required: ["code", "device"])
             ),
+            (
+                "Credentials",
+                object(
+                    [
+                        ("device_id", string), ("principal", string), ("role", string), ("workspaces", strings), ("access_token", string),
+                        ("token_type", string), ("expires_in", integer), ("refresh_token", string), ("refresh_expires_in", integer),
+                    ],
+                    required: [
+                        "device_id", "principal", "role", "workspaces", "access_token", "token_type", "expires_in", "refresh_token",
+                        "refresh_expires_in",
+                    ])
+            ),
+            ("EnrolmentRequest", object([("principal", string), ("role", string), ("expires_in", integer)], required: ["principal"])),
+            (
+                "Enrolment",
+                object(
+                    [("code", string), ("principal", string), ("role", string), ("workspace", string), ("expires_at", dateTime)],
+                    required: ["code", "principal", "role", "workspace", "expires_at"])
+            ),
+            (
+                "DeviceSummary",
+                object(
+                    [
+                        ("device_id", string), ("principal", string), ("role", string), ("workspaces", strings), ("name", string),
+                        ("app_version", string), ("spec_version", string), ("enrolled_at", dateTime), ("last_seen_at", dateTime),
+                        ("revoked_at", dateTime), ("revoked_reason", string),
+                    ],
+                    required: [
+                        "device_id", "principal", "role", "workspaces", "name", "app_version", "spec_version", "enrolled_at",
+                        "last_seen_at",
+                    ])
+            ),
+            (
+                "DeviceList",
+                object([("devices", .object([("type", .string("array")), ("items", ref("DeviceSummary"))]))], required: ["devices"])
+            ),
+            ("RevocationRequest", object([("device_id", string), ("principal", string), ("reason", string)], required: [])),
+            ("Revocation", object([("revoked", strings)], required: ["revoked"])),
         ]
     }
 }

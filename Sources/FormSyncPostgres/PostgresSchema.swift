@@ -156,6 +156,45 @@ enum PostgresSchema {
                 CREATE INDEX record_files_record ON record_files (workspace, type, id);
                 CREATE TABLE record_files_indexed (done INTEGER NOT NULL);
                 """),
+        // Devices, their refresh generations, and enrolment codes; a refresh token from before
+        // gets its device at its first refresh.
+        Migration(
+            version: 4, name: "devices and enrolments",
+            sql: """
+                CREATE TABLE devices (
+                    device_id TEXT PRIMARY KEY,
+                    principal TEXT NOT NULL,
+                    role TEXT NOT NULL,
+                    workspaces TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    app_version TEXT NOT NULL,
+                    spec_version TEXT NOT NULL,
+                    installation TEXT,
+                    enrolled_at BIGINT NOT NULL,
+                    last_seen_at BIGINT NOT NULL,
+                    current_generation BIGINT NOT NULL,
+                    previous_generation BIGINT,
+                    next_generation BIGINT NOT NULL,
+                    revoked_at BIGINT,
+                    revoked_reason TEXT
+                );
+                CREATE INDEX devices_principal ON devices (principal, enrolled_at);
+                CREATE TABLE enrolments (
+                    digest BYTEA PRIMARY KEY,
+                    principal TEXT NOT NULL,
+                    role TEXT NOT NULL,
+                    workspaces TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    created_by TEXT NOT NULL,
+                    device_id TEXT,
+                    installation TEXT,
+                    used_at BIGINT
+                );
+                ALTER TABLE grants ADD COLUMN device_id TEXT;
+                ALTER TABLE grants ADD COLUMN generation BIGINT;
+                CREATE INDEX grants_device ON grants (device_id, generation) WHERE device_id IS NOT NULL;
+                """),
     ]
 
     static var latest: Int { migrations.last?.version ?? 0 }

@@ -319,30 +319,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         return data
     }
 
-    // MARK: Tokens and owners
-
-    package func addToken(_ token: String, kind: String, grant: SyncServer.Grant, expiresAt: Int64) throws {
-        try query(
-            "INSERT INTO grants (digest, kind, principal, role, workspaces, expires_at) VALUES ($1, $2, $3, $4, $5, $6)",
-            [
-                .bytes(StoredGrant.digest(token)), .text(kind), .text(grant.principal), .text(grant.role.rawValue),
-                .text(grant.workspaces.joined(separator: "\n")), .integer(expiresAt),
-            ])
-    }
-
-    package func grant(ofToken token: String, kind: String) throws -> StoredGrant? {
-        let rows = try query(
-            "SELECT principal, role, workspaces, expires_at FROM grants WHERE digest = $1 AND kind = $2",
-            [.bytes(StoredGrant.digest(token)), .text(kind)])
-        guard rows.count == 1, let role = SyncServer.Role(rawValue: rows.text(0, 1) ?? "") else { return nil }
-        let workspaces = (rows.text(0, 2) ?? "").split(separator: "\n").map(String.init)
-        return StoredGrant(
-            grant: SyncServer.Grant(principal: rows.text(0, 0) ?? "", workspaces: workspaces, role: role), expiresAt: rows.int(0, 3) ?? 0)
-    }
-
-    package func expireAccessTokens(at now: Int64) {
-        _ = try? query("UPDATE grants SET expires_at = $1 WHERE kind = 'access' AND expires_at > $1", [.integer(now)])
-    }
+    // MARK: Owners
 
     package func owner(of documentID: String) -> (form: String?, workspace: String, principal: String?)? {
         guard

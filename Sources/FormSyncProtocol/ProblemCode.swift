@@ -33,8 +33,25 @@ public enum ProblemCode: String, Sendable, CaseIterable {
     case noSuchUpload = "no-such-upload"
     /// An append at another offset than the server's; the reply carries `Upload-Offset`.
     case mismatchingUploadOffset = "mismatching-upload-offset"
-    /// No token, or an unknown or expired one.
+    /// No token, or one the server never issued.
     case badToken = "bad-token"
+    /// An access token past its lifetime: refresh it.
+    case tokenExpired = "token-expired"
+    /// A refresh token unused for longer than the server keeps one: the device enrols again.
+    case refreshExpired = "refresh-expired"
+    /// The device's credentials were revoked (by the back office, or because a retired refresh
+    /// token was used again): stop, keep what is queued, enrol again.
+    case deviceRevoked = "device-revoked"
+    /// An enrolment code the server never issued.
+    case enrolmentUnknown = "enrolment-unknown"
+    /// An enrolment code past its expiry.
+    case enrolmentExpired = "enrolment-expired"
+    /// An enrolment code a device already used.
+    case enrolmentUsed = "enrolment-used"
+    /// A route of the back office asked with a device's token.
+    case backOfficeOnly = "back-office-only"
+    /// A device the workspace does not hold.
+    case noSuchDevice = "no-such-device"
     /// `FormSync-Workspace` names a workspace the token was not issued for.
     case workspaceForbidden = "workspace-forbidden"
     /// `GET /changes` with a cursor that is not one.
@@ -114,9 +131,9 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         case .malformed, .badIdempotencyKey, .badDocumentID, .badWorkspace, .badIfMatch, .badFormHeader, .digestMissing, .digestMismatch,
             .badUploadLength, .badUploadOffset, .uploadTooLong, .uploadIncomplete, .badCursor, .badLimit, .badQuery:
             return 400
-        case .badToken: return 401
-        case .workspaceForbidden: return 403
-        case .noSuchUpload, .unknownForm, .wrongPath, .noSuchDocument, .noSuchRecord, .noRoute, .noSuchFile: return 404
+        case .badToken, .tokenExpired, .refreshExpired, .deviceRevoked, .enrolmentUnknown, .enrolmentExpired, .enrolmentUsed: return 401
+        case .workspaceForbidden, .backOfficeOnly: return 403
+        case .noSuchUpload, .unknownForm, .wrongPath, .noSuchDocument, .noSuchRecord, .noRoute, .noSuchFile, .noSuchDevice: return 404
         case .methodNotAllowed: return 405
         case .timeout: return 408
         case .keyInFlight, .documentExists, .documentFormMismatch, .documentWorkspaceMismatch, .documentPrincipalMismatch, .uploadBusy,

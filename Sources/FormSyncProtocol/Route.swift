@@ -5,8 +5,16 @@
 public enum Route: String, Sendable, CaseIterable {
     /// `GET /health`: who answers, and what it supports.
     case health
-    /// `POST /auth/refresh`: a refresh token for a new access token.
+    /// `POST /auth/refresh`: a refresh token for a new access token and its successor.
     case refresh
+    /// `POST /auth/enrol`: an enrolment code for a device's first credentials.
+    case enrol
+    /// `POST /auth/enrolments`: the back office makes an enrolment code.
+    case enrolmentCreate
+    /// `GET /auth/devices`: the back office lists the workspace's devices.
+    case devices
+    /// `POST /auth/revocations`: the back office revokes a device, or a principal's devices.
+    case revocation
     /// `GET /files/sha-256/<hex>`: a stored file looked up by its digest.
     case fileLookup
     /// `GET /files/<id>`: a stored file's bytes, whole or a range.
@@ -34,8 +42,8 @@ public enum Route: String, Sendable, CaseIterable {
     public enum Body: Sendable {
         /// Nothing.
         case none
-        /// A small JSON object (a refresh token).
-        case token
+        /// A small JSON object of the protocol's own (a credential, a back-office request): 4 KiB at most.
+        case message
         /// A document's JSON payload.
         case payload
         /// A file's bytes.
@@ -45,8 +53,8 @@ public enum Route: String, Sendable, CaseIterable {
     /// The request method.
     public var method: String {
         switch self {
-        case .health, .fileLookup, .fileFetch, .pendingFiles, .changes, .record, .document: return "GET"
-        case .refresh, .fileUpload, .uploadCreate, .submission: return "POST"
+        case .health, .fileLookup, .fileFetch, .pendingFiles, .changes, .record, .document, .devices: return "GET"
+        case .refresh, .enrol, .enrolmentCreate, .revocation, .fileUpload, .uploadCreate, .submission: return "POST"
         case .uploadOffset: return "HEAD"
         case .uploadAppend: return "PATCH"
         }
@@ -57,6 +65,10 @@ public enum Route: String, Sendable, CaseIterable {
         switch self {
         case .health: return "/health"
         case .refresh: return "/auth/refresh"
+        case .enrol: return "/auth/enrol"
+        case .enrolmentCreate: return "/auth/enrolments"
+        case .devices: return "/auth/devices"
+        case .revocation: return "/auth/revocations"
         case .fileLookup: return "/files/sha-256/<hex>"
         case .fileFetch: return "/files/<id>"
         case .pendingFiles: return "/pending-files"
@@ -73,7 +85,7 @@ public enum Route: String, Sendable, CaseIterable {
     /// What the request carries.
     public var body: Body {
         switch self {
-        case .refresh: return .token
+        case .refresh, .enrol, .enrolmentCreate, .revocation: return .message
         case .submission: return .payload
         case .fileUpload, .uploadAppend: return .file
         default: return .none
@@ -81,8 +93,12 @@ public enum Route: String, Sendable, CaseIterable {
     }
 
     /// Whether the request names a workspace and needs an access token (all but the health
-    /// check and the refresh, which carries its own token in its body).
-    public var needsAccessToken: Bool { self != .health && self != .refresh }
+    /// check, the refresh, which carries its own token in its body, and the enrolment, which
+    /// carries its code).
+    public var needsAccessToken: Bool { self != .health && self != .refresh && self != .enrol }
+
+    /// Whether only the back office may ask it (`403 back-office-only` for a device).
+    public var isBackOfficeOnly: Bool { self == .enrolmentCreate || self == .devices || self == .revocation }
 
     /// Whether the request writes under an `Idempotency-Key` and a `FormSync-Document`.
     public var isDocumentWrite: Bool { self == .submission || self == .fileUpload || self == .uploadCreate }
@@ -91,7 +107,11 @@ public enum Route: String, Sendable, CaseIterable {
     public var summary: String {
         switch self {
         case .health: return "Who answers, and the features it supports."
-        case .refresh: return "Trade a refresh token for a new access token."
+        case .refresh: return "Trade a refresh token for a new access token and the refresh token that replaces it."
+        case .enrol: return "Trade an enrolment code for a device's first credentials."
+        case .enrolmentCreate: return "Make a single-use code that enrols one device for a principal."
+        case .devices: return "The workspace's devices: whose, what they run, when last seen, whether revoked."
+        case .revocation: return "Revoke a device, or every device of a principal, at once."
         case .fileLookup: return "Whether the workspace holds a file with these bytes."
         case .fileFetch: return "A stored file's bytes, whole or a range."
         case .pendingFiles: return "Files that documents named before their bytes arrived, oldest first."
@@ -125,8 +145,10 @@ public enum Route: String, Sendable, CaseIterable {
         typealias P = RouteParameter
         let access = needsAccessToken ? [P.workspace] : []
         switch self {
-        case .health, .refresh:
-            return []
+        case .health, .refresh, .enrol, .enrolmentCreate, .revocation:
+            return access
+        case .devices:
+            return access + [P("principal", in: .query, required: false, "Only this principal's devices.")]
         case .fileLookup:
             return access + [P("hex", in: .path, required: true, "The file's SHA-256 as 64 lower-case hex digits.")]
         case .fileFetch:
@@ -177,7 +199,8 @@ public enum Route: String, Sendable, CaseIterable {
     /// The statuses it answers when it succeeds (any other is a problem, `ProblemCode`).
     public var successes: [Int] {
         switch self {
-        case .health, .refresh, .fileLookup, .pendingFiles, .changes, .record, .document: return [200]
+        case .health, .refresh, .fileLookup, .pendingFiles, .changes, .record, .document, .devices, .revocation: return [200]
+        case .enrol, .enrolmentCreate: return [201]
         case .fileFetch: return [200, 206]
         case .fileUpload, .uploadCreate, .submission: return [200, 201]
         case .uploadOffset: return [204]
@@ -197,7 +220,11 @@ public enum Route: String, Sendable, CaseIterable {
         case ("GET", "/changes"): return .changes
         case ("GET", let path) where path.hasPrefix("/records/"): return .record
         case ("GET", let path) where path.hasPrefix("/documents/"): return .document
+        case ("GET", "/auth/devices"): return .devices
         case ("POST", "/auth/refresh"): return .refresh
+        case ("POST", "/auth/enrol"): return .enrol
+        case ("POST", "/auth/enrolments"): return .enrolmentCreate
+        case ("POST", "/auth/revocations"): return .revocation
         case ("POST", "/files"): return .fileUpload
         case ("POST", "/uploads"): return .uploadCreate
         case ("HEAD", let path) where path.hasPrefix("/uploads/"): return .uploadOffset

@@ -12,51 +12,98 @@ import Foundation
 struct AccessControl: ServerPart {
     let context: ServerContext
 
-    /// The caller of `request`, or the reply that refuses it: `401` for a missing, unknown or
-    /// expired token, `400 bad-workspace` for a missing or malformed `FormSync-Workspace`, `421`
-    /// for a workspace this server does not host, `403 workspace-forbidden` for one the token was
-    /// not issued for.
+    /// The caller of `request`, or the reply that refuses it: `401` for a missing or unknown
+    /// token (`bad-token`), an expired one (`token-expired`) or a revoked device's
+    /// (`device-revoked`), `400 bad-workspace` for a missing or malformed `FormSync-Workspace`,
+    /// `421` for a workspace this server does not host, `403 workspace-forbidden` for one the
+    /// token was not issued for.
     func caller(of request: HTTPRequest) -> CallerCheck {
         do {
-            return caller(of: request, grant: try grant(of: request))
+            return caller(of: request, token: try tokenCheck(of: request))
         } catch {
             FileHandle.standardError.write(Data("formsync server: the token could not be looked up: \(error)\n".utf8))
             return .refused(Self.storeUnavailable())
         }
     }
 
-    private func caller(of request: HTTPRequest, grant: SyncServer.Grant?) -> CallerCheck {
+    private func caller(of request: HTTPRequest, token: TokenCheck) -> CallerCheck {
         if let refusal = misdirected(request) { return .refused(refusal) }
-        guard let grant else { return .refused(unauthorized()) }
+        let grant: SyncServer.Grant
+        let device: String?
+        switch token {
+        case .valid(let valid, let owner):
+            grant = valid
+            device = owner
+        case .missing, .unknown:
+            return .refused(unauthorized())
+        case .expired:
+            return .refused(
+                .problem(
+                    .tokenExpired, detail: "the access token expired; refresh it",
+                    headers: [("WWW-Authenticate", "Bearer error=\"invalid_token\"")]))
+        case .revoked:
+            return .refused(
+                .problem(
+                    .deviceRevoked, detail: "this device's credentials were revoked; enrol it again",
+                    headers: [("WWW-Authenticate", "Bearer error=\"invalid_token\"")]))
+        }
         guard let workspace = request.header("formsync-workspace"), WireSyntax.isIdentifier(workspace) else {
             return .refused(.problem(.badWorkspace, detail: "FormSync-Workspace is required: \(WireSyntax.identifierRule)"))
         }
         guard grant.workspaces.contains(workspace) else {
             return .refused(.problem(.workspaceForbidden, detail: "this token is not issued for workspace \(workspace)"))
         }
+        if let device { noteSighting(of: device) }
         return .allowed(Caller(principal: grant.principal, role: grant.role, workspace: workspace))
+    }
+
+    /// What a request's access token is worth now.
+    enum TokenCheck {
+        case missing
+        case unknown
+        case expired
+        case revoked
+        /// A valid token, and the device it was issued to (nil for one issued without).
+        case valid(SyncServer.Grant, device: String?)
+    }
+
+    /// What the request's access token is worth now, by the server's clock.
+    func tokenCheck(of request: HTTPRequest) throws -> TokenCheck {
+        guard let token = Self.bearerToken(request) else { return .missing }
+        // Nodes sharing a store cache nothing: another node may revoke the token at any time.
+        let cached = store.sharedAcrossNodes ? nil : context.accessTokens.entry(token)
+        guard let entry = try cached ?? locked({ try accessGrant(token) }) else { return .unknown }
+        if entry.revoked { return .revoked }
+        guard entry.expiresAt > now() else { return .expired }
+        return .valid(entry.grant, device: entry.device)
     }
 
     /// The grant of the request's access token, when it is valid now.
     func grant(of request: HTTPRequest) throws -> SyncServer.Grant? {
-        guard let token = Self.bearerToken(request) else { return nil }
-        // Nodes sharing a store cache nothing: another node may revoke the token at any time.
-        let cached = store.sharedAcrossNodes ? nil : context.accessTokens.entry(token)
-        return try (cached ?? locked { try accessGrant(token) }).flatMap(valid)
+        if case .valid(let grant, _) = try tokenCheck(of: request) { return grant }
+        return nil
     }
 
     /// An access token as the grants table holds it, cached once found when no other node
-    /// shares the store.
+    /// shares the store (a revocation empties the cache under the same lock).
     private func accessGrant(_ token: String) throws -> AccessTokenCache.Entry? {
         guard let found = try store.grant(ofToken: token, kind: "access") else { return nil }
-        let entry = AccessTokenCache.Entry(grant: found.grant, expiresAt: found.expiresAt)
+        let entry = AccessTokenCache.Entry(
+            grant: found.grant, expiresAt: found.expiresAt, device: found.device, revoked: found.deviceRevoked)
         if !store.sharedAcrossNodes { context.accessTokens.insert(token, entry) }
         return entry
     }
 
-    /// The grant of a known token that has not expired by the server's clock.
-    private func valid(_ known: AccessTokenCache.Entry) -> SyncServer.Grant? {
-        known.expiresAt > now() ? known.grant : nil
+    /// Records that `device` was seen now, at most once a minute per device and node.
+    private func noteSighting(of device: String) {
+        let now = now()
+        guard context.sightings.isDue(device, now: now) else { return }
+        do {
+            try locked { try store.transaction { try store.touchDevice(device, at: now, staleBefore: now &- DeviceSightings.interval) } }
+            context.sightings.record(device, now: now)
+        } catch {
+            FileHandle.standardError.write(Data("formsync server: a device's last sighting could not be recorded: \(error)\n".utf8))
+        }
     }
 
     static func bearerToken(_ request: HTTPRequest) -> String? {
@@ -102,45 +149,31 @@ struct AccessControl: ServerPart {
 
     // MARK: Tokens
 
-    /// `POST /auth/refresh`: a new access token for a known refresh token.
-    func refresh(_ request: HTTPRequest) -> HTTPResponse {
-        guard let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
-            let refreshToken = object["refresh_token"] as? String
-        else { return .problem(.malformed, detail: "send {\"refresh_token\": \"…\"}") }
-        return locked {
-            let stored: StoredGrant?
-            do {
-                stored = refreshToken.utf8.count <= 512 ? try store.grant(ofToken: refreshToken, kind: "refresh") : nil
-            } catch {
-                return Self.storeUnavailable()
-            }
-            guard let found = stored, found.expiresAt > now() else {
-                return .problem(.badToken, detail: "unknown refresh token")
-            }
-            guard let token = try? issueAccessTokenLocked(found.grant) else {
-                return .problem(.internal, detail: "the server could not store the token")
-            }
-            return .json(200, ["access_token": token, "token_type": "Bearer", "expires_in": context.tokenLifetimeMilliseconds / 1000])
+    /// Refuses a grant that could never be used: no workspace, a workspace or principal that
+    /// breaks the protocol's syntax.
+    static func check(_ grant: SyncServer.Grant) throws {
+        guard !grant.workspaces.isEmpty else { throw SyncServer.GrantError(reason: "it names no workspace") }
+        for workspace in grant.workspaces where !WireSyntax.isIdentifier(workspace) {
+            throw SyncServer.GrantError(reason: "workspace \"\(workspace.prefix(40))\" is not \(WireSyntax.identifierRule)")
+        }
+        guard CredentialRules.isPrincipal(grant.principal) else {
+            throw SyncServer.GrantError(reason: "a principal is 1 to \(CredentialRules.maxPrincipalBytes) bytes on one line")
         }
     }
 
     /// An access token valid for the configured lifetime; runs under the lock.
     func issueAccessTokenLocked(_ grant: SyncServer.Grant) throws -> String {
         try issueToken(
-            kind: "access", grant: grant, expiresAt: now().addingReportingOverflow(context.tokenLifetimeMilliseconds).partialValue)
+            kind: "access", grant: grant, expiresAt: now().addingReportingOverflow(context.tokenLifetimeMilliseconds).partialValue,
+            device: nil)
     }
 
-    /// A new token of `kind` for `grant`, stored by its digest; runs under the lock.
-    func issueToken(kind: String, grant: SyncServer.Grant, expiresAt: Int64) throws -> String {
-        guard !grant.workspaces.isEmpty else { throw SyncServer.GrantError(reason: "it names no workspace") }
-        for workspace in grant.workspaces where !WireSyntax.isIdentifier(workspace) {
-            throw SyncServer.GrantError(reason: "workspace \"\(workspace.prefix(40))\" is not \(WireSyntax.identifierRule)")
-        }
-        guard (1...128).contains(grant.principal.utf8.count), !grant.principal.contains("\n") else {
-            throw SyncServer.GrantError(reason: "a principal is 1 to 128 bytes on one line")
-        }
+    /// A new token of `kind` for `grant` (and `device`'s generation), stored by its digest;
+    /// runs under the lock.
+    func issueToken(kind: String, grant: SyncServer.Grant, expiresAt: Int64, device: (id: String, generation: Int64)?) throws -> String {
+        try Self.check(grant)
         let token = (kind == "access" ? "a-" : "r-") + UUID().uuidString.lowercased() + "-" + UUID().uuidString.lowercased()
-        try store.addToken(token, kind: kind, grant: grant, expiresAt: expiresAt)
+        try store.addToken(token, kind: kind, grant: grant, expiresAt: expiresAt, device: device)
         return token
     }
 }

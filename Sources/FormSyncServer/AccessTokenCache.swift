@@ -8,6 +8,9 @@ final class AccessTokenCache: Sendable {
     struct Entry {
         var grant: SyncServer.Grant
         var expiresAt: Int64
+        /// The device it was issued to, and whether that device is revoked (as read).
+        var device: String?
+        var revoked: Bool
     }
 
     /// Entries held at most.

@@ -3,7 +3,7 @@ import FormSyncSQLite
 /// The embedded store's schema (`SQLiteServerStore`), in numbered migrations applied in order
 /// when the store opens: the ledger, documents and files (1), workspaces and principals (2),
 /// records and the change feed (3), resumable uploads (4), token digests, grants and owners (5),
-/// pending files (6), and who may read a file (7).
+/// pending files (6), who may read a file (7), and devices and enrolments (8).
 enum SQLiteServerSchema {
     static let migrations = SQLiteMigrator(migrations: [
         .init(
@@ -50,6 +50,7 @@ enum SQLiteServerSchema {
         grantsMigration,
         pendingFilesMigration,
         fileAccessMigration,
+        devicesMigration,
     ])
 
     static let recordsMigration = SQLiteMigrator.Migration(
@@ -152,5 +153,45 @@ enum SQLiteServerSchema {
             ) WITHOUT ROWID;
             CREATE INDEX record_files_record ON record_files(workspace, type, id);
             CREATE TABLE record_files_indexed (done INTEGER NOT NULL);
+            """)
+
+    /// Devices, their refresh generations and enrolment codes. Tokens from before keep working:
+    /// a refresh token without a device gets one at its first refresh.
+    static let devicesMigration = SQLiteMigrator.Migration(
+        version: 8, name: "devices and enrolments",
+        sql: """
+            CREATE TABLE devices (
+                device_id TEXT PRIMARY KEY,
+                principal TEXT NOT NULL,
+                role TEXT NOT NULL,
+                workspaces TEXT NOT NULL,
+                name TEXT NOT NULL,
+                app_version TEXT NOT NULL,
+                spec_version TEXT NOT NULL,
+                installation TEXT,
+                enrolled_at INTEGER NOT NULL,
+                last_seen_at INTEGER NOT NULL,
+                current_generation INTEGER NOT NULL,
+                previous_generation INTEGER,
+                next_generation INTEGER NOT NULL,
+                revoked_at INTEGER,
+                revoked_reason TEXT
+            ) WITHOUT ROWID;
+            CREATE INDEX devices_principal ON devices(principal, enrolled_at);
+            CREATE TABLE enrolments (
+                digest BLOB PRIMARY KEY,
+                principal TEXT NOT NULL,
+                role TEXT NOT NULL,
+                workspaces TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL,
+                created_by TEXT NOT NULL,
+                device_id TEXT,
+                installation TEXT,
+                used_at INTEGER
+            ) WITHOUT ROWID;
+            ALTER TABLE grants ADD COLUMN device_id TEXT;
+            ALTER TABLE grants ADD COLUMN generation INTEGER;
+            CREATE INDEX grants_device ON grants(device_id, generation) WHERE device_id IS NOT NULL;
             """)
 }

@@ -23,6 +23,8 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     let ledger: SQLiteLedger
     /// Records, their change feed and the id sequence.
     let recordTable: SQLiteRecords
+    /// Tokens, devices and enrolments.
+    let credentials: SQLiteCredentials
     /// Writes stored files and their names durably (tests replace it with a disk that refuses).
     var durableFiles: DurableFiles {
         get { blobs.durable }
@@ -45,6 +47,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         batches = WriteBatches(db: db)
         ledger = SQLiteLedger(db: db)
         recordTable = SQLiteRecords(db: db)
+        credentials = SQLiteCredentials(db: db)
         try SQLiteServerSchema.migrations.migrate(db, now: now)
         // A key left "in flight" by a server that died never committed its work (the work and
         // its recorded reply commit together): forget it so the client's retry is processed.

@@ -19,6 +19,8 @@ struct ServerContext: Sendable {
     let accessTokens: AccessTokenCache
     let faults: FaultPlan
     let settings: ServerSettings
+    /// When this node last wrote each device's sighting.
+    let sightings = DeviceSightings()
 }
 
 /// A part of the server: it reads everything through its `context`.

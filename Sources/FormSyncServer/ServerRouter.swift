@@ -17,7 +17,7 @@ struct ServerRouter: ServerPart {
         let route = Route.match(method: head.method, path: head.path)
         let limit: Int
         switch route?.body ?? Route.Body.none {
-        case .token: limit = 4096
+        case .message: limit = 4096
         case .payload: limit = SyncServer.maxSubmissionBytes
         case .file: limit = SyncServer.maxFileBytes
         case .none: limit = 0
@@ -25,7 +25,14 @@ struct ServerRouter: ServerPart {
         guard let route, route.body != .none, route.needsAccessToken, faults.isEmpty, !faults.isOutage else {
             return .read(maxBodyBytes: limit)
         }
-        if case .refused(let refusal) = caller(of: head) { return .refuse(refusal) }
+        switch caller(of: head) {
+        case .refused(let refusal):
+            return .refuse(refusal)
+        case .allowed(let caller) where route.isBackOfficeOnly && caller.role != .backOffice:
+            return .refuse(Self.backOfficeOnly(route))
+        case .allowed:
+            break
+        }
         if route.isDocumentWrite, let refusal = IdempotencyLedger.headerProblem(head) { return .refuse(refusal) }
         return .read(maxBodyBytes: limit)
     }
@@ -61,6 +68,7 @@ struct ServerRouter: ServerPart {
             return .problem(.noRoute, detail: "no route for \(request.method) \(request.path)")
         }
         let ledger = IdempotencyLedger(context: context)
+        let devices = DeviceService(context: context)
         let uploads = UploadService(context: context)
         let submissions = SubmissionService(context: context)
         switch matched {
@@ -73,7 +81,21 @@ struct ServerRouter: ServerPart {
         case .pendingFiles:
             return files.pendingFilesRoute(request)
         case .refresh:
-            return access.refresh(request)
+            return devices.refresh(request)
+        case .enrol:
+            return devices.enrol(request)
+        case .enrolmentCreate, .devices, .revocation:
+            let caller: Caller
+            switch self.caller(of: request) {
+            case .refused(let refusal): return refusal
+            case .allowed(let allowed): caller = allowed
+            }
+            guard caller.role == .backOffice else { return Self.backOfficeOnly(matched) }
+            switch matched {
+            case .enrolmentCreate: return devices.createEnrolment(request, caller: caller)
+            case .devices: return devices.deviceList(request, caller: caller)
+            default: return devices.revoke(request, caller: caller)
+            }
         case .changes:
             return ChangeFeed(context: context).changes(request)
         case .record:
@@ -95,5 +117,9 @@ struct ServerRouter: ServerPart {
                 request, fault: fault, prepare: { submissions.checkSubmission(request) },
                 perform: { try submissions.submit(request, $0, caller: $1) })
         }
+    }
+
+    static func backOfficeOnly(_ route: Route) -> HTTPResponse {
+        .problem(.backOfficeOnly, detail: "\(route.method) \(route.template) is for the back office")
     }
 }

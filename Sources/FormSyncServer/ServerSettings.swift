@@ -6,6 +6,7 @@ final class ServerSettings: Sendable {
     private let deferredFiles = Atomic<Bool>(true)
     private let fileLookup = Atomic<Bool>(true)
     private let limits = Mutex(SyncServer.UploadLimits())
+    private let refreshLifetime = Atomic<Int64>(ServerSettings.defaultRefreshLifetimeMilliseconds)
     private let hooks = Mutex(Hooks())
 
     private struct Hooks {
@@ -28,6 +29,15 @@ final class ServerSettings: Sendable {
 
     /// The features announced in `GET /health` and in `FormSync-Features`.
     var features: [String] { (acceptsDeferredFiles ? ["deferred-files"] : []) + (offersFileLookup ? ["file-lookup"] : []) }
+
+    /// How long a refresh token lives unused (each refresh issues one that lives as long again).
+    var refreshLifetimeMilliseconds: Int64 {
+        get { refreshLifetime.load(ordering: .relaxed) }
+        set { refreshLifetime.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Thirty days.
+    static let defaultRefreshLifetimeMilliseconds: Int64 = 30 * 24 * 3600 * 1000
 
     var uploadLimits: SyncServer.UploadLimits {
         get { limits.withLock { $0 } }

@@ -12,7 +12,7 @@ import Foundation
 /// `transaction`. A store shared by several processes (`sharedAcrossNodes`) must make each
 /// rule hold across them: one application per idempotency key, a change feed in commit order,
 /// and one append at a time per upload.
-package protocol ServerStore: AnyObject, Sendable {
+package protocol ServerStore: CredentialStore {
     /// Whether other server processes use the same data: a node then caches nothing that
     /// another node could change (access tokens are read from the store on every request).
     var sharedAcrossNodes: Bool { get }
@@ -97,13 +97,7 @@ package protocol ServerStore: AnyObject, Sendable {
     /// Up to `count` bytes of the file with `digest` from `offset`, without reading the rest.
     func fileBytes(digest: Data, from offset: Int64, count: Int) throws -> Data
 
-    // MARK: Tokens and owners
-    func addToken(_ token: String, kind: String, grant: SyncServer.Grant, expiresAt: Int64) throws
-    /// The grant of a token of `kind`, valid or not; nil for a token the server never issued.
-    /// Throws when the store cannot say (its database is down): the server answers 503, never
-    /// a 401 that would send every device to refresh a token that is fine.
-    func grant(ofToken token: String, kind: String) throws -> StoredGrant?
-    func expireAccessTokens(at now: Int64)
+    // MARK: Owners
     /// Which form, workspace and principal a document id belongs to, if the server holds it as
     /// a document, a file or a resumable upload (`form` is nil for a file or an upload).
     func owner(of documentID: String) -> (form: String?, workspace: String, principal: String?)?
@@ -293,20 +287,6 @@ package struct PendingFile: Sendable, Equatable {
         self.recordType = recordType
         self.recordID = recordID
         self.since = since
-    }
-}
-
-/// A stored token's grant, valid or not.
-package struct StoredGrant: Sendable {
-    package var grant: SyncServer.Grant
-    package var expiresAt: Int64
-
-    /// Tokens are stored only as their SHA-256: a stolen database holds no usable token.
-    package static func digest(_ token: String) -> Data { SHA256.hash(Data(token.utf8)) }
-
-    package init(grant: SyncServer.Grant, expiresAt: Int64) {
-        self.grant = grant
-        self.expiresAt = expiresAt
     }
 }
 

@@ -1,5 +1,6 @@
 import FormSyncHTTP
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 /// The syntax of what the protocol puts in headers, paths and queries (docs/PROTOCOL.md):
@@ -7,19 +8,10 @@ import Foundation
 /// here came from the network and is bounded before it is believed.
 enum WireSyntax {
     /// What an identifier (`Idempotency-Key`, `FormSync-Document`, `FormSync-Workspace`) is,
-    /// in the words a refusal uses.
-    static let identifierRule = "1 to 128 characters from A-Z a-z 0-9 - . _ ~ :"
+    /// in the words a refusal uses (`FormSyncProtocol.Identifier`).
+    static var identifierRule: String { Identifier.rule }
 
-    /// Whether `value` is an identifier: 1 to 128 characters from `A–Z a–z 0–9 - . _ ~ :`.
-    static func isIdentifier(_ value: String?) -> Bool {
-        guard let value, (1...128).contains(value.utf8.count) else { return false }
-        return value.utf8.allSatisfy { byte in
-            switch byte {
-            case 48...57, 65...90, 97...122, 45, 46, 95, 126, 58: return true
-            default: return false
-            }
-        }
-    }
+    static func isIdentifier(_ value: String?) -> Bool { Identifier.isValid(value) }
 
     /// `If-Match` (docs/PROTOCOL.md, §1): `*` (nil tags) or a comma-separated list of entity tags,
     /// strong `"x"` or weak `W/"x"`; nil for anything else.
@@ -105,6 +97,23 @@ enum WireSyntax {
             }
         }
         return bytes
+    }
+
+    /// A query's members, percent-decoded, each named once; nil for a malformed query or one
+    /// over 2 KiB.
+    static func queryMembers(_ query: String?) -> [String: String]? {
+        guard let query, !query.isEmpty else { return [:] }
+        guard query.utf8.count <= 2048 else { return nil }
+        var members: [String: String] = [:]
+        for pair in query.split(separator: "&", omittingEmptySubsequences: false) {
+            guard let equals = pair.firstIndex(of: "="),
+                let key = String(pair[..<equals]).removingPercentEncoding,
+                let value = String(pair[pair.index(after: equals)...]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
+                members[key] == nil
+            else { return nil }
+            members[key] = value
+        }
+        return members
     }
 
     /// Milliseconds since 1970 as RFC 3339 UTC.

@@ -12,7 +12,7 @@ struct ServerHostileValueTests {
     @Test func theTokenCacheStaysBoundedAndHoldsOnlyTokensTheTableKnows() throws {
         let cache = AccessTokenCache()
         for n in 0...AccessTokenCache.capacity {
-            cache.insert("t-\(n)", .init(grant: .init(principal: "p", workspaces: ["acme"]), expiresAt: 1))
+            cache.insert("t-\(n)", .init(grant: .init(principal: "p", workspaces: ["acme"]), expiresAt: 1, device: nil, revoked: false))
         }
         #expect(cache.count <= AccessTokenCache.capacity)
         #expect(cache.entry("t-\(AccessTokenCache.capacity)") != nil, "the newest entry survives a start-over")

@@ -65,4 +65,30 @@ struct AccessRulesTableTests {
         #expect(Self.routes(named: "`GET /files/sha-256/<hex>`") == [.fileLookup])
         #expect(Self.routes(named: "edit forms (`edits:`)").isEmpty)
     }
+
+    @Test func theRevokedDeviceColumnRefusesEveryRouteThatTakesACredential() throws {
+        let rows = try Self.rows()
+        #expect(rows.allSatisfy { $0.cells.count == 9 }, "every row has nine cells")
+        for row in rows {
+            let revoked = row.cells[8]
+            for route in row.routes {
+                switch route {
+                case .health: #expect(revoked == "200")
+                case .enrol: #expect(revoked == "—", "an enrolment carries a code, not a device's credential")
+                default: #expect(revoked == "401 `device-revoked`", "\(route): \(revoked)")
+                }
+            }
+        }
+    }
+
+    @Test func theDeviceColumnsRefuseTheBackOfficesRoutes() throws {
+        for row in try Self.rows() {
+            for route in row.routes where route.isBackOfficeOnly {
+                #expect(row.cells[5] == "403 `back-office-only`" && row.cells[6] == "403 `back-office-only`", "\(route)")
+            }
+            for route in row.routes where !route.isBackOfficeOnly {
+                #expect(!row.cells[5].contains("back-office-only"), "\(route) is not the back office's alone")
+            }
+        }
+    }
 }

@@ -40,6 +40,8 @@ struct RouteTests {
         ("GET", "/pending-files", .pendingFiles), ("GET", "/changes", .changes), ("GET", "/records/Customer/4", .record),
         ("GET", "/documents/doc-1", .document), ("POST", "/files", .fileUpload), ("POST", "/uploads", .uploadCreate),
         ("HEAD", "/uploads/u1", .uploadOffset), ("PATCH", "/uploads/u1", .uploadAppend), ("POST", "/customers/5/orders", .submission),
+        ("POST", "/auth/enrol", .enrol), ("POST", "/auth/enrolments", .enrolmentCreate), ("GET", "/auth/devices", .devices),
+        ("POST", "/auth/revocations", .revocation),
     ])
     func aRequestTakesTheRouteItsMethodAndPathName(_ method: String, _ path: String, _ route: Route) {
         #expect(Route.match(method: method, path: path) == route)
@@ -52,6 +54,8 @@ struct RouteTests {
         #expect(!Route.isFixedPath("/files/12") && !Route.isFixedPath("/nowhere"))
         #expect(Route.match(method: "PUT", path: "/files/12") == nil)
         #expect(Route.allCases.filter(\.isDocumentWrite) == [.fileUpload, .uploadCreate, .submission])
-        #expect(Route.allCases.filter { !$0.needsAccessToken } == [.health, .refresh])
+        #expect(Route.allCases.filter { !$0.needsAccessToken } == [.health, .refresh, .enrol])
+        #expect(Route.allCases.filter(\.isBackOfficeOnly) == [.enrolmentCreate, .devices, .revocation])
+        #expect(Route.match(method: "GET", path: "/auth/enrol") == nil && Route.isFixedPath("/auth/enrol"))
     }
 }
