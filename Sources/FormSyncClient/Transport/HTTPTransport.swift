@@ -370,17 +370,61 @@ public final class HTTPTransport: OutboxTransport {
     }
 
     /// Trades a refresh token for a new access token at `POST /auth/refresh`; nil when the
-    /// server refuses or cannot be reached. An app calls this from the outbox's refresh hook.
+    /// server refuses or cannot be reached. The refresh token that replaces the one sent is not
+    /// kept: an app that holds its own refresh token keeps presenting the same one, which the
+    /// server takes again only until it expires (`refresh_expires_in`). Use `DeviceCredentials`,
+    /// which keeps each new one, or `refresh(_:)`.
     public func refreshAccessToken(refreshToken: String) async -> String? {
-        var http = URLRequest(url: url("/auth/refresh"))
+        guard case .issued(let credentials) = await refresh(RefreshRequest(refreshToken: refreshToken)) else { return nil }
+        return credentials.accessToken
+    }
+
+    /// `POST /auth/refresh`: new credentials for the device's current refresh token.
+    public func refresh(_ request: RefreshRequest) async -> CredentialExchange {
+        await exchange("/auth/refresh", request, expecting: 200)
+    }
+
+    /// `POST /auth/enrol`: a device's first credentials for an enrolment code. Send it only to
+    /// the server the enrolment link names (`DeviceCredentials.enrol` checks that).
+    public func enrol(_ request: EnrolRequest) async -> CredentialExchange {
+        await exchange("/auth/enrol", request, expecting: 201)
+    }
+
+    private func exchange<Body: Encodable>(_ path: String, _ body: Body, expecting success: Int) async -> CredentialExchange {
+        var http = URLRequest(url: url(path))
         http.httpMethod = "POST"
         http.timeoutInterval = timeout
         http.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        http.httpBody = try? JSONSerialization.data(withJSONObject: ["refresh_token": refreshToken])
-        guard let reply = try? await perform(http), reply.status == 200,
-            let object = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any]
-        else { return nil }
-        return object["access_token"] as? String
+        http.httpBody = try? JSONEncoder().encode(body)
+        let reply: (status: Int, headers: [String: String], body: Data)
+        do {
+            reply = try await perform(http)
+        } catch {
+            return .unreachable(reason: "\(error)")
+        }
+        let json = reply.headers["content-type"]?.lowercased().contains("json") == true
+        if reply.status == success, json, let credentials = try? JSONDecoder().decode(Credentials.self, from: reply.body),
+            Self.isPlausible(credentials)
+        {
+            return .issued(credentials)
+        }
+        guard json, (400..<500).contains(reply.status), reply.status != 408, reply.status != 429,
+            let problem = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any], let name = problem["code"] as? String
+        else {
+            return .unreachable(reason: "HTTP \(reply.status) is not the protocol's answer to \(path)")
+        }
+        let detail = (problem["detail"] as? String).map { String($0.prefix(300)) } ?? ""
+        return .refused(code: ProblemCode(rawValue: name), detail: detail)
+    }
+
+    /// Whether credentials a server sent keep the protocol's bounds (a hostile server's are
+    /// not stored).
+    static func isPlausible(_ credentials: Credentials) -> Bool {
+        let limit = CredentialRules.maxCredentialBytes
+        return (1...limit).contains(credentials.accessToken.utf8.count) && (1...limit).contains(credentials.refreshToken.utf8.count)
+            && Identifier.isValid(credentials.deviceID) && CredentialRules.isPrincipal(credentials.principal)
+            && credentials.workspaces.count <= 64 && credentials.workspaces.allSatisfy(Identifier.isValid)
+            && credentials.expiresIn > 0 && credentials.refreshExpiresIn > 0
     }
 
     static func headers(of response: HTTPURLResponse) -> [String: String] {

@@ -1,0 +1,207 @@
+import FieldForms
+import FormSyncClient
+import FormSyncModel
+import FormSyncProtocol
+import FormSyncServer
+import FormSyncTesting
+import FormSyncTorture
+import Foundation
+import Synchronization
+import Testing
+
+/// A device's credentials end to end, over real HTTP on 127.0.0.1: enrolled from the link an
+/// operator shows, its rotated refresh token kept in a vault file across restarts, its work sent
+/// under its own credentials, and cut off in one call.
+struct DeviceEnrolmentTests {
+    final class Phone: @unchecked Sendable {
+        let folder: URL
+        let server: SyncServer
+        let report = DeviceReport(name: "Van 12", appVersion: "2.4.1", specVersion: "corpus-1")
+
+        init(_ folder: URL, server: SyncServer) {
+            self.folder = folder
+            self.server = server
+        }
+
+        var vault: FileCredentialVault { FileCredentialVault(path: folder.appendingPathComponent("credentials.json").path) }
+
+        /// The app's credentials, opened (again) from the vault file.
+        func credentials() async throws -> DeviceCredentials {
+            try await DeviceCredentials(vault: vault, device: report)
+        }
+
+        /// The app's outbox, sending under `credentials`.
+        func outbox(_ credentials: DeviceCredentials) throws -> Outbox {
+            let transport = HTTPTransport(workspace: "acme", baseURL: server.baseURL, timeout: .seconds(120)) { await credentials.accessToken() }
+            return try Outbox(
+                path: folder.appendingPathComponent("outbox.sqlite").path, forms: FormCatalog.forms, records: FormCatalog.records,
+                transport: transport, refreshAuthentication: { await credentials.refresh() })
+        }
+    }
+
+    static func world() throws -> (URL, SyncServer) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("enrol-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let server = try TestStore.server(
+            directory: folder.appendingPathComponent("server").path, forms: FormCatalog.forms, records: FormCatalog.records)
+        _ = try server.start()
+        return (folder, server)
+    }
+
+    static func link(_ server: SyncServer, principal: String) throws -> EnrolmentLink {
+        let made = try server.makeEnrolment(principal: principal, workspace: "acme")
+        let text = EnrolmentLink(server: server.baseURL.absoluteString, workspace: "acme", code: made.code).description
+        // What the app gets is the text of the QR code: it reads it back.
+        return try #require(EnrolmentLink(parsing: text))
+    }
+
+    @Test func aDeviceEnrolsFromALinkSendsItsWorkAndKeepsItsRotatedTokenAcrossRestarts() async throws {
+        let (folder, server) = try Self.world()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: folder)
+        }
+        let phone = Phone(folder, server: server)
+        let link = try Self.link(server, principal: "courier-7")
+        let credentials = try await phone.credentials()
+        #expect(await credentials.status == .notEnrolled)
+        let enrolled = try await credentials.enrol(link, installation: "install-van-12")
+        #expect(await credentials.status == .enrolled(deviceID: enrolled.deviceID, principal: "courier-7"))
+
+        let outbox = try phone.outbox(credentials)
+        try await outbox.enqueue(NewCustomer(name: "Harbour café", segment: .retail))
+        #expect(await outbox.flush().sent == 1)
+        #expect(server.documents().count == 1)
+
+        // Restarts: each launch has no access token; the first request's 401 refreshes, and the
+        // vault keeps each new refresh token, so the next launch presents the current one.
+        var previous = try #require(try phone.vault.load()?.refreshToken)
+        for customer in 1...3 {
+            let relaunched = try await phone.credentials()
+            #expect(await relaunched.accessToken() == nil)
+            let outbox = try phone.outbox(relaunched)
+            try await outbox.enqueue(NewCustomer(name: "Shop \(customer)", segment: .retail))
+            #expect(await outbox.flush().sent == 1)
+            let kept = try #require(try phone.vault.load()?.refreshToken)
+            #expect(kept != previous, "the vault holds the rotated token")
+            previous = kept
+        }
+        #expect(server.documents().count == 4)
+        let listed = try server.devices(workspace: "acme", principal: "courier-7")
+        #expect(listed.count == 1 && listed.first?.revokedAt == nil && listed.first?.name == "Van 12")
+        #expect(listed.first?.specVersion == "corpus-1")
+    }
+
+    @Test func aRevokedDeviceStopsSendingKeepsItsWorkAndTellsTheApp() async throws {
+        let (folder, server) = try Self.world()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: folder)
+        }
+        let phone = Phone(folder, server: server)
+        let credentials = try await phone.credentials()
+        let enrolled = try await credentials.enrol(try Self.link(server, principal: "courier-7"), installation: "install-van-12")
+        let told = Mutex<[String]>([])
+        await credentials.onRevocation { reason in told.withLock { $0.append(reason) } }
+        let outbox = try phone.outbox(credentials)
+        try await outbox.enqueue(NewCustomer(name: "Before", segment: .retail))
+        #expect(await outbox.flush().sent == 1)
+
+        try #require(try server.revokeDevice(enrolled.deviceID, workspace: "acme", reason: "lost on route 12") == [enrolled.deviceID])
+        try await outbox.enqueue(NewCustomer(name: "After", segment: .retail))
+        let report = await outbox.flush()
+        #expect(report.sent == 0 && report.remaining == 1, "nothing goes out, nothing is dropped")
+        #expect(await credentials.status == .revoked(reason: told.withLock { $0.first } ?? "?"))
+        #expect(told.withLock { $0.count } == 1 && told.withLock { $0.first }?.contains("lost on route 12") == true)
+        #expect(try phone.vault.load()?.revokedReason != nil, "the revocation outlives a restart")
+        let relaunched = try await phone.credentials()
+        #expect(await relaunched.accessToken() == nil)
+        let refreshedAgain = await relaunched.refresh()
+        #expect(!refreshedAgain)
+        #expect(server.documents().count == 1)
+        let refreshes = server.requestLog().filter { $0.path == "/auth/refresh" }.count
+        _ = await outbox.flush()
+        #expect(server.requestLog().filter { $0.path == "/auth/refresh" }.count == refreshes, "a revoked device asks for no refresh again")
+    }
+
+    @Test func refreshesAskedAtOnceGoOutOneAtATimeAndNeverRevokeTheDevice() async throws {
+        let (folder, server) = try Self.world()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: folder)
+        }
+        let phone = Phone(folder, server: server)
+        let credentials = try await phone.credentials()
+        try await credentials.enrol(try Self.link(server, principal: "courier-7"), installation: "install-van-12")
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<8 { group.addTask { await credentials.refresh() } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.allSatisfy { $0 })
+        #expect(await credentials.refresh(), "the device is still enrolled")
+        let refreshes = server.requestLog().filter { $0.path == "/auth/refresh" }.count
+        #expect(refreshes >= 2 && refreshes <= 9)
+        #expect(try server.devices(workspace: "acme").first?.revokedAt == nil)
+    }
+
+    @Test func aLinkIsReadOnlyWhenItNamesAServerADeviceMaySendACodeTo() {
+        let code = EnrolmentCode(randomBytes: Array(0..<13))
+        let good = EnrolmentLink(server: "https://sync.example.com/acme", workspace: "acme", code: code)
+        #expect(EnrolmentLink(parsing: good.description) == good)
+        #expect(EnrolmentLink(parsing: EnrolmentLink(server: "http://127.0.0.1:8080", workspace: "acme", code: code).description) != nil)
+        for text in [
+            "formsync://enrol?server=http%3A%2F%2Fexample.com&workspace=acme&code=\(code)",  // plain http to another host
+            "formsync://enrol?server=https%3A%2F%2Fuser%40example.com&workspace=acme&code=\(code)",
+            "formsync://enrol?server=https%3A%2F%2Fexample.com%3Fx%3D1&workspace=acme&code=\(code)",
+            "formsync://enrol?server=ftp%3A%2F%2Fexample.com&workspace=acme&code=\(code)",
+            "formsync://enrol?server=https%3A%2F%2Fexample.com&workspace=acme&code=\(code)&code=\(code)",
+            "formsync://enrol?server=https%3A%2F%2Fexample.com&workspace=ac%20me&code=\(code)",
+            "formsync://enrol?server=https%3A%2F%2Fexample.com&workspace=acme&code=short",
+            "formsync://enrol?server=https%3A%2F%2Fexample.com&workspace=acme&code=\(code)&extra=1",
+            "formsync://enrol?server=https%3A%2F%2Fexample.com&workspace=acme&code=%ZZ",
+            "https://example.com/enrol?workspace=acme&code=\(code)",
+            "formsync://enrol?" + String(repeating: "a", count: 3000),
+        ] {
+            #expect(EnrolmentLink(parsing: text) == nil, "\(text.prefix(90))")
+        }
+    }
+
+    @Test func aCodeIsReadAsPeopleTypeItAndItsBitsAreAllUsed() {
+        let code = EnrolmentCode(randomBytes: [0xFF, 0, 0x55, 0xAA, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+        #expect(code.symbols.count == 20 && code.description.count == 24)
+        #expect(EnrolmentCode(reading: code.description.lowercased()) == code)
+        let lookalikes = code.symbols.replacingOccurrences(of: "0", with: "O").replacingOccurrences(of: "1", with: "l")
+        #expect(EnrolmentCode(reading: lookalikes) == code)
+        var distinct: Set<String> = []
+        for byte in 0..<13 {
+            var bytes = [UInt8](repeating: 0, count: 13)
+            bytes[byte] = 0x80
+            distinct.insert(EnrolmentCode(randomBytes: bytes).symbols)
+        }
+        #expect(distinct.count == 13, "each byte reaches the code")
+    }
+
+    @Test func aVaultFileIsTheOwnersAloneAndRefusesWhatIsNotAVault() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("vault-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let vault = FileCredentialVault(path: folder.appendingPathComponent("v.json").path)
+        #expect(try vault.load() == nil)
+        let kept = StoredCredentials(
+            server: "https://s.example", deviceID: "dv-1", principal: "p", role: "device", workspaces: ["acme"], refreshToken: "r-1")
+        try vault.save(kept)
+        #expect(try vault.load() == kept)
+        let mode = try FileManager.default.attributesOfItem(atPath: vault.path)[.posixPermissions] as? NSNumber
+        #expect(mode?.intValue == 0o600)
+        try vault.save(nil)
+        #expect(try vault.load() == nil)
+
+        try Data(repeating: 0x41, count: 100_000).write(to: URL(fileURLWithPath: vault.path))
+        #expect(throws: FileCredentialVault.Failure.self) { try vault.load() }
+        try Data("{\"server\": 1}".utf8).write(to: URL(fileURLWithPath: vault.path))
+        #expect(throws: FileCredentialVault.Failure.self) { try vault.load() }
+        try FileManager.default.removeItem(atPath: vault.path)
+        try FileManager.default.createSymbolicLink(atPath: vault.path, withDestinationPath: "/etc/hostname")
+        #expect(throws: FileCredentialVault.Failure.self) { try vault.load() }
+    }
+}
