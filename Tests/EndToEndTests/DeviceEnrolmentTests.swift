@@ -32,7 +32,9 @@ struct DeviceEnrolmentTests {
 
         /// The app's outbox, sending under `credentials`.
         func outbox(_ credentials: DeviceCredentials) throws -> Outbox {
-            let transport = HTTPTransport(workspace: "acme", baseURL: server.baseURL, timeout: .seconds(120)) { await credentials.accessToken() }
+            let transport = HTTPTransport(workspace: "acme", baseURL: server.baseURL, timeout: .seconds(120)) {
+                await credentials.accessToken()
+            }
             return try Outbox(
                 path: folder.appendingPathComponent("outbox.sqlite").path, forms: FormCatalog.forms, records: FormCatalog.records,
                 transport: transport, refreshAuthentication: { await credentials.refresh() })

@@ -1,6 +1,7 @@
 import FieldForms
 import FormSyncHTTP
 import FormSyncModel
+import FormSyncProtocol
 import FormSyncTesting
 import FormSyncTorture
 import Foundation
@@ -120,6 +121,118 @@ struct PostgresNodeTests {
             let next = try reader.feed(workspace: "acme", principal: "ada", after: cursor, limit: 100)
             #expect(next.map(\.id) == [1], "the change that committed late comes after the cursor, not before it")
             #expect(try reader.feed(workspace: "acme", principal: "ada", after: 0, limit: 100).map(\.id) == [2, 1])
+        }
+    }
+
+    @Test func aDeviceRevokedOnOneNodeIsRefusedOnEveryNodeWhileItsUploadIsMidway() async throws {
+        try await OffThePool.run {
+            let (_, nodes) = try Self.nodes(2)
+            func send(_ node: Int, _ method: String, _ path: String, headers: [String: String] = [:], body: Data = Data()) -> HTTPResponse?
+            {
+                nodes[node].handle(HTTPRequest(method: method, path: path, query: nil, headers: headers, body: body))
+            }
+            func code(_ reply: HTTPResponse?) -> String? {
+                (try? JSONSerialization.jsonObject(with: reply?.body ?? Data()) as? [String: Any])?["code"] as? String
+            }
+            func enrol(_ principal: String, on node: Int) throws -> Credentials {
+                let made = try nodes[0].makeEnrolment(principal: principal, workspace: "acme")
+                let body = try JSONEncoder().encode(
+                    EnrolRequest(code: made.code.description, installation: "install-\(principal)", device: DeviceReport(name: principal)))
+                let reply = send(node, "POST", "/auth/enrol", headers: ["content-type": "application/json"], body: body)
+                try #require(reply?.status == 201)
+                return try JSONDecoder().decode(Credentials.self, from: reply?.body ?? Data())
+            }
+            let van = try enrol("ada", on: 1)
+            let other = try enrol("bob", on: 0)
+            let office = try nodes[1].issueAccessToken(principal: "office", workspaces: ["acme"], role: .backOffice)
+
+            // The upload begins on node 0 and takes its first half on node 1.
+            let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+            let headers = ["authorization": "Bearer \(van.accessToken)", "formsync-workspace": "acme"]
+            let created = send(
+                0, "POST", "/uploads",
+                headers: headers.merging([
+                    "formsync-document": "photo-ada", "upload-length": "\(bytes.count)",
+                    "repr-digest": "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):",
+                ]) { $1 })
+            #expect(created?.status == 201)
+            let location = try #require(created?.headers.first { $0.0 == "Location" }?.1)
+            let half = bytes.count / 2
+            let appended = send(
+                1, "PATCH", location, headers: headers.merging(["upload-offset": "0", "upload-complete": "?0"]) { $1 },
+                body: bytes.prefix(half))
+            #expect(appended?.status == 204)
+
+            // The back office revokes the device through node 0 while the upload is half-way.
+            let revoked = send(
+                0, "POST", "/auth/revocations",
+                headers: ["authorization": "Bearer \(office)", "formsync-workspace": "acme", "content-type": "application/json"],
+                body: try JSONEncoder().encode(RevocationRequest(deviceID: van.deviceID, reason: "lost")))
+            #expect(revoked?.status == 200)
+
+            // Its next request is refused on every node: the append, the offset, a refresh.
+            let next = send(
+                1, "PATCH", location, headers: headers.merging(["upload-offset": "\(half)", "upload-complete": "?1"]) { $1 },
+                body: bytes.suffix(from: half))
+            #expect(next?.status == 401 && code(next) == "device-revoked")
+            #expect(code(send(0, "HEAD", location, headers: headers)) == "device-revoked")
+            let refresh = try JSONEncoder().encode(RefreshRequest(refreshToken: van.refreshToken))
+            for node in 0..<2 {
+                #expect(
+                    code(send(node, "POST", "/auth/refresh", headers: ["content-type": "application/json"], body: refresh))
+                        == "device-revoked")
+            }
+            #expect(nodes[0].fileIDs().isEmpty, "the upload never finished")
+            // Another device of the workspace carries on, on both nodes.
+            let otherHeaders = ["authorization": "Bearer \(other.accessToken)", "formsync-workspace": "acme"]
+            for node in 0..<2 { #expect(send(node, "GET", "/changes", headers: otherHeaders)?.status == 200) }
+        }
+    }
+
+    @Test func twoNodesRefreshingOneDeviceAtOnceRotateItOnceAndRevokeNothing() async throws {
+        try await OffThePool.run {
+            let (_, nodes) = try Self.nodes(2)
+            var token = try nodes[0].issueRefreshToken(principal: "ada", workspaces: ["acme"])
+            for round in 0..<10 {
+                let body = try JSONEncoder().encode(RefreshRequest(refreshToken: token))
+                let replies = Mutex<[HTTPResponse?]>([])
+                let done = DispatchGroup()
+                for node in 0..<2 {
+                    done.enter()
+                    Thread.detachNewThread {
+                        let reply = nodes[node].handle(
+                            HTTPRequest(
+                                method: "POST", path: "/auth/refresh", query: nil, headers: ["content-type": "application/json"], body: body
+                            ))
+                        replies.withLock { $0.append(reply) }
+                        done.leave()
+                    }
+                }
+                done.wait()
+                let all = replies.withLock { $0 }
+                #expect(all.map { $0?.status ?? 0 } == [200, 200], "round \(round)")
+                // One reply rotated the token, the other answered it again as a retry of a reply
+                // the device never read: the device holds whichever it reads, and only the later
+                // one is good. Neither revokes it; the other is simply unknown.
+                let issued = try all.map { try JSONDecoder().decode(Credentials.self, from: $0?.body ?? Data()).refreshToken }
+                var next: String?
+                var refusals: [String] = []
+                for candidate in issued {
+                    let probe = nodes[round % 2].handle(
+                        HTTPRequest(
+                            method: "POST", path: "/auth/refresh", query: nil, headers: ["content-type": "application/json"],
+                            body: try JSONEncoder().encode(RefreshRequest(refreshToken: candidate))))
+                    if probe?.status == 200 {
+                        next = try JSONDecoder().decode(Credentials.self, from: probe?.body ?? Data()).refreshToken
+                    } else {
+                        refusals.append(
+                            ((try? JSONSerialization.jsonObject(with: probe?.body ?? Data())) as? [String: Any])?["code"] as? String ?? "?")
+                    }
+                }
+                #expect(refusals == ["bad-token"], "round \(round)")
+                token = try #require(next, "round \(round): neither reply holds the device's token")
+            }
+            #expect(try nodes[1].devices(workspace: "acme").allSatisfy { $0.revokedAt == nil })
         }
     }
 
