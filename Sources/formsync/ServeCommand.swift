@@ -4,6 +4,7 @@ import FormSyncCommandLine
 import FormSyncInterpreter
 import FormSyncModel
 import FormSyncPostgres
+import FormSyncProtocol
 import FormSyncServer
 import Foundation
 
@@ -12,7 +13,7 @@ enum ServeCommand {
     static let help = """
         usage: formsync serve [--port N] [--host ADDRESS] [--db DIR | --database URL [--migrate]] [--workspace W]
                               [--fault KIND[:COUNT]]... [--token-lifetime SECONDS] [--records FILE.json] [--principal P] [--specs DIR]
-                              [--bandwidth BYTES_PER_SECOND] [--no-deferred-files]
+                              [--bandwidth BYTES_PER_SECOND] [--no-deferred-files] [--public-url URL]
 
         Serves the FormSync protocol (docs/PROTOCOL.md) on ADDRESS:N (default 127.0.0.1:8080; 0
         picks a free port) with its state in DIR (default ./formsync-server, the embedded SQLite
@@ -20,9 +21,11 @@ enum ServeCommand {
         the state in PostgreSQL instead, files included, so that any number of nodes serve the
         same data behind a load balancer; --migrate brings the database's schema up to this
         build's first (once, even when several nodes start together; a node started without it
-        refuses a schema that is not its own). It prints a refresh token
-        and an access token to use (and a back-office token, which reads every principal's
-        documents and records). With --workspace, a request whose FormSync-Workspace names
+        refuses a schema that is not its own). It prints an enrolment link that enrols one
+        device (single use, valid an hour; docs/PROTOCOL.md, "Devices and credentials"), a
+        back-office token (which reads every principal's documents and records, makes enrolments
+        and revokes devices) and an access token for trying the routes with curl. The link names
+        the server as http://ADDRESS:N, or as --public-url (https, for a server behind TLS). With --workspace, a request whose FormSync-Workspace names
         another workspace is refused with 421; the tokens are issued for workspace W (without
         --workspace, for workspace "default"), and a request must name it. --specs serves the forms and records of a folder of
         specs (an app's own) without compiling them, every older version of a form brought up
@@ -60,7 +63,7 @@ enum ServeCommand {
             rest,
             options: [
                 "--port", "--host", "--db", "--database", "--token-lifetime", "--workspace", "--records", "--principal", "--specs",
-                "--bandwidth",
+                "--bandwidth", "--public-url",
             ],
             flags: ["--help", "-h", "--migrate", "--no-deferred-files"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
@@ -136,7 +139,7 @@ enum ServeCommand {
         // listens: a crowd of connections that takes every descriptor once it does must not
         // leave the server unable to write its tokens, and so end it.
         let grant = SyncServer.Grant(principal: principal, workspaces: [args.values["--workspace"] ?? "default"])
-        let refreshToken = try server.issueRefreshToken(grant)
+        let enrolment = try server.makeEnrolment(principal: principal, workspace: grant.workspaces[0])
         let backOfficeToken = try server.issueAccessToken(
             SyncServer.Grant(principal: "back-office", workspaces: grant.workspaces, role: .backOffice))
         let accessToken = try server.issueAccessToken(grant)
@@ -145,7 +148,15 @@ enum ServeCommand {
         printNow("forms: \(server.acceptedForms.map { "\($0.name) v\($0.version)" }.joined(separator: ", "))")
         printNow("records: \(server.recordTypeNames.joined(separator: ", "))")
         printNow("workspace: \(grant.workspaces[0])")
-        printNow("refresh token: \(refreshToken)")
+        let publicURL = args.values["--public-url"] ?? "http://\(host):\(actual)"
+        let link = EnrolmentLink(server: publicURL, workspace: grant.workspaces[0], code: enrolment.code)
+        if EnrolmentLink(parsing: link.description) == nil {
+            printNow(
+                "enrolment code (one device, an hour): \(enrolment.code) (no link: \(publicURL) is not https, nor http on loopback; give --public-url)"
+            )
+        } else {
+            printNow("enrolment link (one device, an hour): \(link)")
+        }
         printNow("back-office token: \(backOfficeToken)")
         printNow("access token:  \(accessToken)")
         while true { try await Task.sleep(for: .seconds(3600)) }

@@ -146,6 +146,34 @@ struct DeviceEnrolmentTests {
         #expect(try server.devices(workspace: "acme").first?.revokedAt == nil)
     }
 
+    @Test func formsyncServePrintsALinkThatEnrolsOneDevice() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("serve-enrol-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try ChildProcess(
+            DemoProcessTests.formsync.path,
+            ["serve", "--port", "0", "--db", folder.appendingPathComponent("db").path, "--principal", "courier-7"],
+            standardOutput: .pipe, standardError: .discard)
+        defer {
+            server.signal()
+            server.waitUntilExit()
+        }
+        let text = await OffThePool.run { server.readOutput(until: "access token:") }
+        #expect(!text.contains("refresh token"), "no raw device token is printed")
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("enrolment link") }, "\(text)")
+        let link = try #require(EnrolmentLink(parsing: String(line.split(separator: " ").last ?? "")), "\(line)")
+        #expect(link.workspace == "default")
+
+        let vault = FileCredentialVault(path: folder.appendingPathComponent("credentials.json").path)
+        let credentials = try await DeviceCredentials(vault: vault, device: DeviceReport(name: "Demo phone"))
+        let enrolled = try await credentials.enrol(link, installation: "install-demo-1")
+        #expect(enrolled.principal == "courier-7")
+        let again = try await DeviceCredentials(
+            vault: FileCredentialVault(path: folder.appendingPathComponent("other.json").path), device: DeviceReport(name: "Second phone"))
+        await #expect(throws: DeviceCredentials.EnrolmentError.self) { try await again.enrol(link, installation: "install-demo-2") }
+        #expect(await credentials.refresh())
+    }
+
     @Test func aLinkIsReadOnlyWhenItNamesAServerADeviceMaySendACodeTo() {
         let code = EnrolmentCode(randomBytes: Array(0..<13))
         let good = EnrolmentLink(server: "https://sync.example.com/acme", workspace: "acme", code: code)
