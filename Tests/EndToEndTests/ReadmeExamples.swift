@@ -1,6 +1,7 @@
 import FieldForms
 import FormSyncClient
 import FormSyncModel
+import FormSyncProtocol
 import FormSyncServer
 import FormSyncTesting
 import Foundation
@@ -9,27 +10,14 @@ import Testing
 // Every Swift example of README.md, verbatim (ReadmeTests checks that README and this file
 // agree), run against the reference server with what an app would have at hand.
 
-actor Session {
-    private var accessToken: String?
-    private let refreshToken: String
-
-    init(refreshToken: String) { self.refreshToken = refreshToken }
-
-    func token() -> String? { accessToken }
-
-    /// The outbox's refresh hook: true when a new token is in place.
-    func refresh(with transport: HTTPTransport) async -> Bool {
-        accessToken = await transport.refreshAccessToken(refreshToken: refreshToken)
-        return accessToken != nil
-    }
-}
-
 /// What the README's examples assume an app has.
 struct AppContext {
     let world: World
     let serverURL: URL
     let databasePath: String
-    let storedRefreshToken: String
+    let vaultPath: String
+    let scannedLink: EnrolmentLink
+    let installationID = "install-van-12"
     let cameraURL: URL
     let signatureURL: URL
     let deliveryID: Int64
@@ -38,7 +26,9 @@ struct AppContext {
         world = try World()
         serverURL = world.server.baseURL
         databasePath = world.directory.appendingPathComponent("app.sqlite").path
-        storedRefreshToken = try world.server.issueRefreshToken(principal: "courier-7", workspaces: ["acme"])
+        vaultPath = world.directory.appendingPathComponent("credentials.json").path
+        let enrolment = try world.server.makeEnrolment(principal: "courier-7", workspace: "acme")
+        scannedLink = EnrolmentLink(server: serverURL.absoluteString, workspace: "acme", code: enrolment.code)
         cameraURL = world.directory.appendingPathComponent("photo.jpg")
         signatureURL = world.directory.appendingPathComponent("signature.png")
         try MediaSignature.stamped(Data(repeating: 0xD8, count: 30_000), asFileNamed: "photo.jpg").write(to: cameraURL)
@@ -52,15 +42,17 @@ struct AppContext {
 struct ReadmeExamples {
     @Test func theREADMEExamplesRunAgainstTheReferenceServer() async throws {
         let context = try AppContext()
-        let (serverURL, databasePath, storedRefreshToken) = (context.serverURL, context.databasePath, context.storedRefreshToken)
+        let (serverURL, databasePath) = (context.serverURL, context.databasePath)
+        let (vaultPath, scannedLink, installationID) = (context.vaultPath, context.scannedLink, context.installationID)
         let (cameraURL, signatureURL, deliveryID) = (context.cameraURL, context.signatureURL, context.deliveryID)
 
-        let session = Session(refreshToken: storedRefreshToken)
-        let transport = HTTPTransport(workspace: "acme", baseURL: serverURL) { await session.token() }
+        let credentials = try await DeviceCredentials(vault: FileCredentialVault(path: vaultPath), device: DeviceReport(name: "Van 12"))
+        if await credentials.status == .notEnrolled { try await credentials.enrol(scannedLink, installation: installationID) }
+        let transport = HTTPTransport(workspace: "acme", baseURL: serverURL) { await credentials.accessToken() }
         let outbox = try Outbox(
             path: databasePath, forms: FormCatalog.forms, records: FormCatalog.records, transport: transport,
             configuration: Outbox.Configuration(concurrency: 4, uploadConcurrency: 2),
-            refreshAuthentication: { await session.refresh(with: transport) })
+            refreshAuthentication: { await credentials.refresh() })
 
         let (connectivity, hint) = AsyncStream.makeStream(of: Bool.self)
         let engine = SyncEngine(outbox: outbox)
