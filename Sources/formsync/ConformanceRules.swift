@@ -24,6 +24,7 @@ enum Rules {
     static let uploads = "§2 Resumable uploads"
     static let health = "§2 GET /health"
     static let refresh = "§2 POST /auth/refresh"
+    static let devices = "§2 Devices and credentials"
     static let records = "§2 Records and the change feed"
     static let recordForms = "§2 Forms that create or edit a record"
     static let documents = "§2 GET /documents/<document id>"
@@ -169,6 +170,23 @@ enum Rules {
     static let downloadRange = ConformanceRule(
         download, "a stored file is served whole, and a range as 206 with Content-Range and Repr-Digest; a range past its end is 416")
 
+    static let enrolmentMade = ConformanceRule(devices, "POST /auth/enrolments (back office) answers 201 with a code of 20 symbols")
+    static let enrolTrades = ConformanceRule(
+        devices, "POST /auth/enrol trades the code for a device's credentials, its access token good at once")
+    static let enrolOnce = ConformanceRule(devices, "a spent code is 401 enrolment-used; a code never made is 401 enrolment-unknown")
+    static let enrolExpired = ConformanceRule(
+        devices, "an expired code is 401 enrolment-expired", notChecked: "an enrolment lives a minute at least; the run does not wait")
+    static let refreshRotates = ConformanceRule(
+        devices, "a refresh answers a new refresh token, and the one sent is taken once more while its successor is unused")
+    static let refreshReuse = ConformanceRule(
+        devices, "a retired refresh token used after its successor revokes the device (401 device-revoked)")
+    static let revokedRefused = ConformanceRule(devices, "a revoked device's access and refresh tokens are 401 device-revoked")
+    static let revocationListed = ConformanceRule(
+        devices,
+        "GET /auth/devices lists the device with its revocation; revoking a device the workspace does not hold is 404 no-such-device")
+    static let backOfficeOnly = ConformanceRule(
+        devices, "a device's token on a back-office route is 403 back-office-only; a principal's revocation names its devices")
+
     /// Every rule, in the order of PROTOCOL.md.
     static let all: [ConformanceRule] = [
         badToken, badKey, badDocument, badFormHeader, controlCharacter, twoLengths, bodyTooLarge, shortBody, headTooLarge, longTarget, busy,
@@ -183,6 +201,7 @@ enum Rules {
         pendingAccepted, pendingListed, pendingCompleted, pendingGone, pendingMismatch, pendingUnsupported, fileReferenceChecked,
         lookupFound, lookupMissing, downloadRange,
         healthAnswers, refreshTrades, refreshUnknown, tokenDigests,
+        enrolmentMade, enrolTrades, enrolOnce, enrolExpired, refreshRotates, refreshReuse, revokedRefused, revocationListed, backOfficeOnly,
         feedCarries, recordAnswers, recordMissing, feedResumes, badCursor, cursorAhead, badLimit, bigLimit, feedScope, feedDeletions,
         editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord,
         documentMissing,

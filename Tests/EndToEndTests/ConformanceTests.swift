@@ -20,6 +20,7 @@ struct ConformanceTests {
         "a create whose record would break the record's rules is 422 invalid-record, nothing created",
         "a key still in flight is 409 key-in-flight with Retry-After",
         "a server that does not list deferred-files in /health refuses a pending file with 422",
+        "an expired code is 401 enrolment-expired",
     ]
 
     /// The checker's bounds, out of the way of a server on a loaded machine: these tests are
@@ -172,7 +173,7 @@ struct ConformanceTests {
         #expect(result.status == 0)
         for section in [
             "§1 Syntax of what the client sends", "§2 POST <form endpoint>", "§2 Resumable uploads", "§2 Access rules",
-            "§3 The idempotency ledger", "§6 Field errors",
+            "§3 The idempotency ledger", "§6 Field errors", "§2 Devices and credentials",
         ] {
             #expect(result.output.contains("\n\(section)\n") || result.output.hasPrefix("\(section)\n"), "\(section)")
         }
