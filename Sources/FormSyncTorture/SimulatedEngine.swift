@@ -72,6 +72,8 @@ final class SimulatedEngine {
             case .idle, .waitingForNetwork, .waitingForToken:
                 idleChecks = 0
                 return timers.waiting > 0
+            case .revoked:
+                return true  // the engine ended: nothing more happens
             }
         }
         guard settled else { throw TortureError("the sync engine did not settle (state \(engine.state))") }

@@ -126,6 +126,62 @@ struct DeviceEnrolmentTests {
         #expect(server.requestLog().filter { $0.path == "/auth/refresh" }.count == refreshes, "a revoked device asks for no refresh again")
     }
 
+    @Test func aRevokedDeviceSealsWhatItHadNotSentPurgesWhatThePolicySaysAndStopsItsEngine() async throws {
+        let (folder, server) = try Self.world()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: folder)
+        }
+        let phone = Phone(folder, server: server)
+        let credentials = try await phone.credentials()
+        let enrolled = try await credentials.enrol(try Self.link(server, principal: "courier-7"), installation: "install-van-12")
+        let outbox = try phone.outbox(credentials)
+        await credentials.onRevocation { reason in _ = try? await outbox.deviceRevoked(reason: reason, purge: .all) }
+        _ = try server.putRecord(Delivery(courierId: "courier-7", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme")
+        _ = try await outbox.pull()
+        #expect(try await outbox.storedRecordCount() == 1)
+        try await outbox.enqueue(NewCustomer(name: "Delivered before", segment: .retail))
+        #expect(await outbox.flush().sent == 1)
+
+        try #require(try server.revokeDevice(enrolled.deviceID, workspace: "acme", reason: "lost on route 12") != nil)
+        try await outbox.enqueue(NewCustomer(name: "Captured before the news", segment: .retail))
+        try await outbox.enqueue(NewCustomer(name: "Also before", segment: .retail))
+        let engine = SyncEngine(outbox: outbox)
+        await engine.run()  // it returns: the device is revoked
+        guard case .revoked(let reason) = engine.state else {
+            Issue.record("the engine is \(engine.state), not revoked")
+            return
+        }
+        #expect(reason.contains("lost on route 12"))
+        #expect(try await outbox.items(in: [.sealed]).count == 2, "kept, sealed")
+        #expect(try await outbox.storedRecordCount() == 0, "the pulled records went, as the policy said")
+        try await outbox.enqueue(NewCustomer(name: "Captured after", segment: .retail))
+        #expect(try await outbox.items(in: [.sealed]).map { $0.payload != nil } == [true, true, true])
+        #expect(await outbox.flush().deviceRevoked != nil)
+        let feedRequests = server.requestLog().filter { $0.path == "/changes" }.count
+        _ = try await outbox.pull()
+        #expect(server.requestLog().filter { $0.path == "/changes" }.count == feedRequests, "a revoked device pulls nothing")
+        #expect(server.documents().count == 1, "nothing sealed reached the server")
+
+        // A support person reads the sealed work from the file, the app closed or not.
+        let inspector = try OutboxInspector(path: folder.appendingPathComponent("outbox.sqlite").path)
+        let sealed = try inspector.items(workspace: nil, in: [.sealed])
+        #expect(sealed.count == 3 && sealed.allSatisfy { $0.lastError?.contains("lost on route 12") == true })
+
+        // Enrolled again: new work goes out under the new credential; the sealed work never does.
+        let fresh = try await phone.credentials()
+        #expect(await fresh.status == .revoked(reason: reason))
+        try await fresh.enrol(try Self.link(server, principal: "courier-7"), installation: "install-van-12")
+        let reopened = try phone.outbox(fresh)
+        let kept = await reopened.revocation
+        #expect(kept?.reason.contains("lost on route 12") == true, "the revocation outlives a restart")
+        try await reopened.clearRevocation()
+        try await reopened.enqueue(NewCustomer(name: "After enrolling again", segment: .retail))
+        #expect(await reopened.flush().sent == 1)
+        #expect(try await reopened.items(in: [.sealed]).count == 3)
+        #expect(server.documents().count == 2)
+    }
+
     @Test func refreshesAskedAtOnceGoOutOneAtATimeAndNeverRevokeTheDevice() async throws {
         let (folder, server) = try Self.world()
         defer {

@@ -1,3 +1,4 @@
+import FormSyncSQLite
 import Foundation
 
 #if canImport(Darwin)
@@ -86,7 +87,7 @@ public struct FileCredentialVault: CredentialVault {
             }
             written += count
         }
-        let synced = fsync(descriptor) == 0
+        let synced = DurableSync.full(descriptor) == 0
         close(descriptor)
         guard synced else {
             unlink(temporary)
@@ -105,6 +106,6 @@ public struct FileCredentialVault: CredentialVault {
         let descriptor = open(folder.isEmpty ? "." : folder, O_RDONLY)
         guard descriptor >= 0 else { throw Failure(path: path, reason: "has no folder to sync") }
         defer { close(descriptor) }
-        guard fsync(descriptor) == 0 else { throw Failure(path: path, reason: "could not be made durable (its folder)") }
+        guard DurableSync.full(descriptor) == 0 else { throw Failure(path: path, reason: "could not be made durable (its folder)") }
     }
 }

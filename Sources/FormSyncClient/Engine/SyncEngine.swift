@@ -24,6 +24,9 @@ public final class SyncEngine: Sendable {
         case waitingForNetwork(until: Date)
         /// The token could not be refreshed; waiting for the app (or the next try).
         case waitingForToken
+        /// The server revoked the device (`Outbox.deviceRevoked`): the engine stopped; nothing
+        /// more goes out until the device is enrolled again and `Outbox.clearRevocation` runs.
+        case revoked(reason: String)
         /// Not running: never started, stopped or cancelled.
         case paused
     }
@@ -189,7 +192,7 @@ public final class SyncEngine: Sendable {
                 $0.running = false
                 $0.events = nil
             }
-            set(.paused)
+            if case .revoked = state {} else { set(.paused) }
         }
         var iterator = events.makeAsyncIterator()
         var timerID = 0
@@ -278,6 +281,10 @@ public final class SyncEngine: Sendable {
             if report.offline {
                 waitingForNetwork = true
                 continue
+            }
+            if let reason = report.deviceRevoked {
+                set(.revoked(reason: reason))
+                return
             }
             if report.authenticationRequired {
                 tokenSteps += 1

@@ -92,6 +92,7 @@ extension ItemLifecycle {
                 case .conflict: return .conflict
                 case .exhausted: return .exhausted
                 case .blocked: return .blocked
+                case .sealed: return .sealed
                 }
             }
         ).sorted { $0.rawValue < $1.rawValue }

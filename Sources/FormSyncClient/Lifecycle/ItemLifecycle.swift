@@ -35,6 +35,8 @@ final class ItemLifecycle {
     var workspace: String
     /// Committed items per workspace and state.
     private(set) var counts: [String: [State: Int]]
+    /// Why the server revoked the device, once it did (`Outbox.deviceRevoked`); nil while not.
+    var revocationReason: String?
     /// The moves of the running transaction; they reach `counts` when it commits.
     var changes: [Change] = []
     /// Items this process leased whose request is on the wire.
@@ -74,6 +76,7 @@ final class ItemLifecycle {
             try stash.sweep { try store.referencesFile($0) }
             return (try store.counts(), try store.mostNegativePlaceholder())
         }
+        revocationReason = try OutboxDatabase.mapping { try store.revocation()?.reason }
         self.database = database
         self.stash = stash
         self.registry = registry
@@ -123,6 +126,17 @@ final class ItemLifecycle {
         }
     }
 
+    /// Seals what has not gone out (`OutboxStore.sealItems`) in the caller's transaction; the
+    /// counts are read again once it commits (`reloadCounts`).
+    func sealUnsent(now: Int64) throws -> Int {
+        try store.sealItems(reason: "sealed: \(revocationReason ?? "the device was revoked")", now: now)
+    }
+
+    /// The counts as the tables hold them, after a change made outside any move.
+    func reloadCounts() throws {
+        counts = try OutboxDatabase.mapping { try store.counts() }
+    }
+
     /// Confirmed items that a purge deleted outside any move.
     func forgetConfirmed(_ removed: Int, workspace: String) {
         counts[workspace, default: [:]][.confirmed, default: 0] -= removed
@@ -170,6 +184,7 @@ final class ItemLifecycle {
             .conflict: stored[.conflict] ?? 0,
             .exhausted: stored[.exhausted] ?? 0,
             .blocked: stored[.blocked] ?? 0,
+            .sealed: stored[.sealed] ?? 0,
         ].filter { $0.value > 0 }
     }
 
@@ -206,6 +221,7 @@ final class ItemLifecycle {
         case .conflict: return .conflict
         case .exhausted: return .exhausted
         case .blocked: return .blocked
+        case .sealed: return .sealed
         }
     }
 

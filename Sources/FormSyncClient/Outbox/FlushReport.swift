@@ -22,11 +22,15 @@ public struct FlushReport: Sendable, Equatable, CustomStringConvertible {
     /// The flush stopped because no server answered (no network, a captive portal, a
     /// redirect): nothing was counted against any item; they wait for the network.
     public var offline = false
+    /// The server revoked the device's credentials: nothing goes out any more, and what had not
+    /// gone out is sealed (`SyncState.sealed`); the reason, as the outbox recorded it.
+    public var deviceRevoked: String?
 
     public init() {}
 
     public var description: String {
         "sent \(sent), rejected \(rejected), exhausted \(exhausted), conflicts \(conflicts), blocked \(blocked), retrying \(retrying), remaining \(remaining)"
             + (authenticationRequired ? ", authentication required" : "") + (offline ? ", offline" : "")
+            + (deviceRevoked.map { ", device revoked (\($0))" } ?? "")
     }
 }

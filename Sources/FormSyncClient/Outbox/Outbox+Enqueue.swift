@@ -72,11 +72,14 @@ extension Outbox {
         {
             return GroupCommit.Saved(id: existing, pending: groupCommit.lastSaveCommit)
         }
-        return try await groupCommit.save { [lifecycle] copiesMade in
+        let saved = try await groupCommit.save { [lifecycle] copiesMade in
             try lifecycle.capture(
                 payload, attachments: attachments, documentID: documentID, creates: creates, base: base, prepared: prepared,
                 copiesMade: &copiesMade)
         }
+        // A capture after the device was revoked is kept, sealed with the rest: never sent.
+        if lifecycle.revocationReason != nil { try sealUnsent() }
+        return saved
     }
 
     /// Enqueues, then waits up to `timeout` for the item's first attempt, so that the server's

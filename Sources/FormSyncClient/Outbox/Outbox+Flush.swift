@@ -13,6 +13,7 @@ extension Outbox {
     /// task (when no other caller still waits for the pass) stops new attempts at once and
     /// cancels the requests on the wire; their items go back to pending with the same key.
     public func flush() async -> FlushReport {
+        if let reason = lifecycle.revocationReason { return revokedReport(reason) }
         flushRequests += 1
         let ticket = flushRequests
         while !Task.isCancelled {
@@ -49,9 +50,11 @@ extension Outbox {
 
     private func runPass(_ id: Int) async -> FlushReport {
         await askFeaturesIfWaiting()
-        let result = await FlushPass().run(self)
+        var result = await FlushPass().run(self)
         passWaiters[id] = nil
         if pass?.id == id { pass = nil }
+        // Revoked while the pass ran (its refresh was told so): what it handed back is sealed.
+        if let reason = lifecycle.revocationReason { result = revokedReport(reason) }
         return result
     }
 

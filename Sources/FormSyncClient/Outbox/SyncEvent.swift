@@ -25,6 +25,9 @@ public enum SyncEvent: Sendable, Equatable {
     /// The network's cost changed (`Outbox.setNetworkCost`): `waitingFiles` files now wait for
     /// an unmetered network.
     case networkCost(NetworkCost, waitingFiles: Int)
+    /// The server revoked the device's credentials (`Outbox.deviceRevoked`): `sealed` items
+    /// that had not gone out are kept for support and never sent.
+    case revoked(reason: String, sealed: Int)
 }
 
 /// One attempt as the outbox remembers it (the newest 20 per item are kept).

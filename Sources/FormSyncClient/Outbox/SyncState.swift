@@ -24,6 +24,10 @@ public enum SyncState: String, Sendable, Hashable, Codable, CaseIterable {
     case exhausted
     /// Something it depends on needs attention, so it is held back.
     case blocked
+    /// Kept on this device for support: the server revoked the device's credentials before it
+    /// went out. It is never sent again under any credential; `outbox inspect` and the item
+    /// lists show it, with its payload and files, for a person to recover.
+    case sealed
 
     /// Rejected, conflict, exhausted or blocked: a person has to act.
     public var needsAttention: Bool {

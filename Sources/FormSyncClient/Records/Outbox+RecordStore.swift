@@ -49,6 +49,8 @@ extension Outbox {
     /// network, an expired token, a server error, a bound). Throws only when the database
     /// refuses.
     public func pull(pageSize: Int = 500, limits: PullLimits = PullLimits()) async throws -> PullReport {
+        // A revoked device pulls nothing more (its pulled records may just have been purged).
+        if lifecycle.revocationReason != nil { return PullReport() }
         let context = PullContext(
             transport: transport, refreshAuthentication: refreshAuthentication, maxAuthRefreshes: configuration.maxAuthRefreshesPerFlush,
             now: environment.now, observers: observers,

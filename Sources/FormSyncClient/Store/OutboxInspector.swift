@@ -73,7 +73,8 @@ public final class OutboxInspector {
     public func items(workspace: String?, in states: Set<SyncState> = Set(SyncState.allCases)) throws -> [OutboxItem] {
         let rows = try read {
             try (workspace.map { [$0] } ?? workspaces()).flatMap {
-                try store.items(workspace: $0, states: [.pending, .leased, .confirmed, .rejected, .conflict, .exhausted, .blocked])
+                try store.items(
+                    workspace: $0, states: [.pending, .leased, .confirmed, .rejected, .conflict, .exhausted, .blocked, .sealed])
             }
         }
         return rows.sorted { $0.id < $1.id }.map { OutboxItem($0, state: Self.state($0.state)) }.filter { states.contains($0.state) }
@@ -120,6 +121,7 @@ public final class OutboxInspector {
         case .conflict: return .conflict
         case .exhausted: return .exhausted
         case .blocked: return .blocked
+        case .sealed: return .sealed
         }
     }
 

@@ -14,6 +14,7 @@ enum OutboxMigrations {
         resolvedByServerID,
         recordKeys,
         deferredFiles,
+        revocation,
     ])
 
     static let outbox = SQLiteMigrator.Migration(
@@ -291,5 +292,13 @@ enum OutboxMigrations {
                 PRIMARY KEY (workspace, file_id)
             ) WITHOUT ROWID;
             CREATE INDEX cached_files_used ON cached_files(used_at);
+            """)
+
+    /// The server revoked the device's credentials (`Outbox.deviceRevoked`): when and why. While
+    /// the row is there nothing is sent; the items it sealed stay `sealed` for good.
+    static let revocation = SQLiteMigrator.Migration(
+        version: 11, name: "revocation",
+        sql: """
+            CREATE TABLE revocation (id INTEGER PRIMARY KEY CHECK (id = 1), reason TEXT NOT NULL, revoked_at INTEGER NOT NULL);
             """)
 }

@@ -160,6 +160,11 @@ extension OutboxStore {
     }
 
     /// Forgets every record and the cursor of a workspace (before a pull from the start).
+    /// The workspaces that hold pulled records or a feed cursor.
+    func recordWorkspaces() throws -> [String] {
+        try db.query("SELECT workspace FROM records UNION SELECT workspace FROM pull_cursors") { $0.text(0) ?? "" }
+    }
+
     func clearRecords(workspace: String) throws {
         try db.run("DELETE FROM records WHERE workspace = ?", [.text(workspace)])
         try db.run("DELETE FROM record_tombstones WHERE workspace = ?", [.text(workspace)])

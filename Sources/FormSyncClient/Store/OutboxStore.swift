@@ -19,6 +19,8 @@ final class OutboxStore {
     /// Stored states. `pending` and `leased` are open (in the lane); the rest are not.
     enum State: String {
         case pending, leased, confirmed, rejected, conflict, exhausted, blocked
+        /// Kept for support: the device was revoked before it went out (`Outbox.deviceRevoked`).
+        case sealed
 
         /// Whether the item is still in its lane (`items_open`).
         var isOpen: Bool { self == .pending || self == .leased }
