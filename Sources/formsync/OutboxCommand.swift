@@ -91,11 +91,16 @@ enum OutboxCommand {
                 return 0
             }
             let parked: Set<SyncState> = [.rejected, .conflict, .exhausted, .blocked]
-            let object: [String: Any] = [
+            var object: [String: Any] = [
                 "workspaces": workspaces, "counts": counts,
                 "needs_attention": all.filter { parked.contains($0.state) }.sorted { $0.id < $1.id }.map(summary),
                 "items": Array(all.prefix(500)).map(summary),
             ]
+            if let revocation = try outbox.revocation() {
+                // Sealed work is for a person to recover (`--bundle` writes it whole, payloads included).
+                object["revoked"] = ["reason": revocation.reason, "at": ISO8601DateFormatter().string(from: revocation.at)]
+                object["sealed"] = all.filter { $0.state == .sealed }.sorted { $0.id < $1.id }.map(summary)
+            }
             print(try render(object))
             return 0
         } catch let error as OutboxError {

@@ -167,6 +167,12 @@ struct DeviceEnrolmentTests {
         let inspector = try OutboxInspector(path: folder.appendingPathComponent("outbox.sqlite").path)
         let sealed = try inspector.items(workspace: nil, in: [.sealed])
         #expect(sealed.count == 3 && sealed.allSatisfy { $0.lastError?.contains("lost on route 12") == true })
+        #expect(try inspector.revocation()?.reason.contains("lost on route 12") == true)
+        let printed = try await ProcessRunner.run(
+            DemoProcessTests.formsync, ["outbox", "inspect", folder.appendingPathComponent("outbox.sqlite").path])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(printed.output.utf8)) as? [String: Any], "\(printed.output)")
+        #expect((report["sealed"] as? [[String: Any]])?.count == 3, "\(printed.output)")
+        #expect((report["revoked"] as? [String: Any])?["reason"] as? String == reason)
 
         // Enrolled again: new work goes out under the new credential; the sealed work never does.
         let fresh = try await phone.credentials()

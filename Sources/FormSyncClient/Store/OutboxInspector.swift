@@ -80,6 +80,11 @@ public final class OutboxInspector {
         return rows.sorted { $0.id < $1.id }.map { OutboxItem($0, state: Self.state($0.state)) }.filter { states.contains($0.state) }
     }
 
+    /// When the server revoked the device and why (`Outbox.deviceRevoked`); nil while it has not.
+    public func revocation() throws -> (reason: String, at: Date)? {
+        try read { try store.revocation() }.map { ($0.reason, Date(millisecondsSince1970: $0.at)) }
+    }
+
     /// One item by id, whatever its workspace.
     public func item(_ id: ItemID) throws -> OutboxItem? {
         try read { try store.item(id.rawValue) }.map { OutboxItem($0, state: Self.state($0.state)) }
