@@ -77,7 +77,8 @@ let package = Package(
             name: "formsync-lab",
             dependencies: [
                 "CSQLite", "FieldForms", "FormSpec", "FormSyncCodegen", "FormSyncCommandLine", "FormSyncModel", "FormSyncClient",
-                "FormSyncHTTP", "FormSyncSQLite", "FormSyncServer", "FormSyncPostgres", "FormSyncTesting", "FormSyncTorture",
+                "FormSyncHTTP", "FormSyncProtocol", "FormSyncSQLite", "FormSyncServer", "FormSyncPostgres", "FormSyncTesting",
+                "FormSyncTorture",
             ]
         ),
         .plugin(name: "FormSyncPlugin", capability: .buildTool(), dependencies: ["formsync-gen"]),
@@ -98,8 +99,8 @@ let package = Package(
         .target(
             name: "FormSyncTorture",
             dependencies: [
-                "FieldForms", "FieldFormsUpdate", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer", "FormSyncSQLite",
-                "FormSyncTesting", "FormSyncPostgres",
+                "FieldForms", "FieldFormsUpdate", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncProtocol", "FormSyncServer",
+                "FormSyncSQLite", "FormSyncTesting", "FormSyncPostgres",
             ]),
 
         // The example forms: every *.yaml in FormSpecs/ is compiled by the plugin.
@@ -160,7 +161,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "FieldForms", "CorpusForms", "FormSpec", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncServer",
+                "FieldForms", "CorpusForms", "FormSpec", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncProtocol",
+                "FormSyncServer",
                 "FormSyncSQLite", "FormSyncAuthoring", "FormSyncCodegen", "FormSyncInterpreter",
                 "FormSyncTesting",
                 "FormSyncTorture", "FormSyncPostgres",

@@ -178,9 +178,11 @@ public enum OpenAPIGenerator {
         case (.record, _): return json("Entity", "The record.")
         case (.document, _): return json("Acknowledgement", "The document as the server holds it.")
         case (.uploadCreate, 201):
-            return headers("The upload, created or found unfinished.", ["Location", "Upload-Offset", "Upload-Length"])
+            return headers(
+                "The upload, created or found unfinished.", ["Location", ProtocolHeader.uploadOffset, ProtocolHeader.uploadLength])
         case (.uploadOffset, _), (.uploadAppend, 204):
-            return headers("The offset the server holds.", ["Upload-Offset", "Upload-Length", "Upload-Complete"])
+            return headers(
+                "The offset the server holds.", [ProtocolHeader.uploadOffset, ProtocolHeader.uploadLength, ProtocolHeader.uploadComplete])
         case (.fileUpload, _), (.uploadCreate, _), (.uploadAppend, _):
             return json("FileAcknowledgement", status == 201 ? "The file, stored now." : "The file, stored before.")
         case (.submission, _):

@@ -47,7 +47,7 @@ struct AccessControl: ServerPart {
                     .deviceRevoked, detail: "this device's credentials were revoked; enrol it again",
                     headers: [("WWW-Authenticate", "Bearer error=\"invalid_token\"")]))
         }
-        guard let workspace = request.header("formsync-workspace"), WireSyntax.isIdentifier(workspace) else {
+        guard let workspace = request.header(ProtocolHeader.workspace), WireSyntax.isIdentifier(workspace) else {
             return .refused(.problem(.badWorkspace, detail: "FormSync-Workspace is required: \(WireSyntax.identifierRule)"))
         }
         guard grant.workspaces.contains(workspace) else {
@@ -119,7 +119,7 @@ struct AccessControl: ServerPart {
     /// hosts. A malformed name is no workspace at all: `400 bad-workspace` (the caller's check
     /// says so), as on a server of several workspaces.
     func misdirected(_ request: HTTPRequest) -> HTTPResponse? {
-        guard let workspace = context.workspace, let named = request.header("formsync-workspace"), named != workspace,
+        guard let workspace = context.workspace, let named = request.header(ProtocolHeader.workspace), named != workspace,
             request.path != "/health", WireSyntax.isIdentifier(named)
         else {
             return nil

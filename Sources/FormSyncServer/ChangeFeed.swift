@@ -62,22 +62,22 @@ struct ChangeFeed: ServerPart {
             let entries = page.prefix(limit)
             // Written by hand around the stored bytes: records are stored as canonical JSON, so a
             // page costs no parsing and no re-encoding of them.
-            var body = Data(#"{"changes":["#.utf8)
+            var body = Data("{\"\(FeedPage.changes)\":[".utf8)
             for (offset, entry) in entries.enumerated() {
                 if offset > 0 { body.append(0x2C) }
-                body.append(contentsOf: #"{"id":\#(entry.id),"type":"#.utf8)
+                body.append(contentsOf: "{\"\(FeedPage.Change.id)\":\(entry.id),\"\(FeedPage.Change.type)\":".utf8)
                 body.append(WireSyntax.jsonBytes(entry.type))
                 if !entry.deleted, let payload = entry.payload {
-                    body.append(contentsOf: #","version":\#(entry.version),"record":"#.utf8)
+                    body.append(contentsOf: ",\"\(FeedPage.Change.version)\":\(entry.version),\"\(FeedPage.Change.record)\":".utf8)
                     body.append(payload)
                     body.append(0x7D)
                 } else {
-                    body.append(contentsOf: #","deleted":true}"#.utf8)
+                    body.append(contentsOf: ",\"\(FeedPage.Change.deleted)\":true}".utf8)
                 }
             }
-            body.append(contentsOf: #"],"cursor":"#.utf8)
+            body.append(contentsOf: "],\"\(FeedPage.cursor)\":".utf8)
             body.append(WireSyntax.jsonBytes(WireSyntax.cursor(entries.last?.seq ?? after)))
-            body.append(contentsOf: #","more":\#(more)}"#.utf8)
+            body.append(contentsOf: ",\"\(FeedPage.more)\":\(more)}".utf8)
             return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
         } catch {
             return failure(error, "feed error")

@@ -13,8 +13,8 @@ struct FileService: ServerPart {
 
     /// Stores a file whose `digest` was computed outside the lock. Runs inside the ledger's transaction.
     func storeFile(_ request: HTTPRequest, digest: Data, caller: Caller) throws -> HTTPResponse {
-        let documentID = request.header("formsync-document")!
-        guard let header = request.header("content-digest"), let claimed = WireSyntax.parseDigest(header) else {
+        let documentID = request.header(ProtocolHeader.document)!
+        guard let header = request.header(ProtocolHeader.contentDigest), let claimed = WireSyntax.parseDigest(header) else {
             return .problem(.digestMissing, detail: "Content-Digest: sha-256=:…: is required")
         }
         guard claimed == digest else {
@@ -314,7 +314,7 @@ struct FileService: ServerPart {
         let etag = "\"" + file.digest.map { String(format: "%02x", $0) }.joined() + "\""
         var headers: [(String, String)] = [
             ("Content-Type", file.contentType ?? "application/octet-stream"), ("ETag", etag), ("Accept-Ranges", "bytes"),
-            ("Repr-Digest", FileRef.digestText(file.digest)), ("Cache-Control", "private, max-age=31536000, immutable"),
+            (ProtocolHeader.reprDigest, FileRef.digestText(file.digest)), ("Cache-Control", "private, max-age=31536000, immutable"),
         ]
         let total = file.byteCount
         // The bytes are read as the client takes them, a piece at a time: a file of any size,
@@ -357,17 +357,18 @@ struct FileService: ServerPart {
             do {
                 let waiting = try store.pendingFiles(workspace: caller.workspace, principal: caller.feedPrincipal, limit: limit)
                 let items: [[String: Any]] = waiting.map { pending in
+                    typealias E = PendingFileList.Entry
                     var item: [String: Any] = [
-                        "document_id": pending.documentID, "pointer": pending.pointer, "digest": FileRef.digestText(pending.digest),
-                        "byte_count": pending.byteCount, "content_type": pending.contentType, "since": WireSyntax.timestamp(pending.since),
+                        E.documentID: pending.documentID, E.pointer: pending.pointer, E.digest: FileRef.digestText(pending.digest),
+                        E.byteCount: pending.byteCount, E.contentType: pending.contentType, E.since: WireSyntax.timestamp(pending.since),
                     ]
                     if let form = store.document(pending.documentID) {
-                        item["form"] = form.form
-                        item["id"] = form.id
+                        item[E.form] = form.form
+                        item[E.id] = form.id
                     }
                     return item
                 }
-                return .json(200, ["pending": items], headers: [("Cache-Control", "no-store")])
+                return .json(200, [PendingFileList.pending: items], headers: [("Cache-Control", "no-store")])
             } catch {
                 return .problem(.busy, detail: "the store cannot answer now", headers: [("Retry-After", "5")])
             }

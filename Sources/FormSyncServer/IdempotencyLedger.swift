@@ -23,12 +23,12 @@ struct IdempotencyLedger: ServerPart {
         case .refused(let refusal): return refusal
         }
         if let refusal = Self.headerProblem(request) { return refusal }
-        let document = request.header("formsync-document")!
-        let key = "\(caller.workspace)\u{1F}\(caller.principal)\u{1F}\(request.header("idempotency-key")!)"
+        let document = request.header(ProtocolHeader.document)!
+        let key = "\(caller.workspace)\u{1F}\(caller.principal)\u{1F}\(request.header(ProtocolHeader.idempotencyKey)!)"
         var fingerprint = SHA256()
         fingerprint.update(
             Data(
-                "\(request.method) \(request.path)\n\(request.header("formsync-form") ?? "")\n\(request.header("if-match") ?? "")\n\(document)\n"
+                "\(request.method) \(request.path)\n\(request.header(ProtocolHeader.form) ?? "")\n\(request.header(ProtocolHeader.ifMatch) ?? "")\n\(document)\n"
                     .utf8))
         fingerprint.update(request.body)
         let hash = fingerprint.finalize()
@@ -56,7 +56,8 @@ struct IdempotencyLedger: ServerPart {
         case .recorded(let recordedHash, _) where recordedHash != hash:
             return .problem(.keyReused, detail: "this Idempotency-Key was used with a different request")
         case .recorded(_, let replay):
-            return HTTPResponse(status: replay.status, headers: replay.headers + [("Idempotent-Replayed", "true")], body: replay.body)
+            return HTTPResponse(
+                status: replay.status, headers: replay.headers + [(ProtocolHeader.idempotentReplayed, "true")], body: replay.body)
         case .inFlight:
             return .problem(
                 .keyInFlight, detail: "a request with this Idempotency-Key is still being processed", headers: [("Retry-After", "1")])
@@ -66,16 +67,16 @@ struct IdempotencyLedger: ServerPart {
     /// The refusal of a write whose `Idempotency-Key`, `FormSync-Document`,
     /// `FormSync-Workspace` or `If-Match` is missing or malformed; nil when they are sound.
     static func headerProblem(_ request: HTTPRequest) -> HTTPResponse? {
-        guard WireSyntax.isIdentifier(request.header("idempotency-key")) else {
+        guard WireSyntax.isIdentifier(request.header(ProtocolHeader.idempotencyKey)) else {
             return .problem(.badIdempotencyKey, detail: "Idempotency-Key is required: \(WireSyntax.identifierRule)")
         }
-        guard WireSyntax.isIdentifier(request.header("formsync-document")) else {
+        guard WireSyntax.isIdentifier(request.header(ProtocolHeader.document)) else {
             return .problem(.badDocumentID, detail: "FormSync-Document is required: \(WireSyntax.identifierRule)")
         }
-        if let workspace = request.header("formsync-workspace"), !WireSyntax.isIdentifier(workspace) {
+        if let workspace = request.header(ProtocolHeader.workspace), !WireSyntax.isIdentifier(workspace) {
             return .problem(.badWorkspace, detail: "FormSync-Workspace: \(WireSyntax.identifierRule)")
         }
-        if let ifMatch = request.header("if-match"), WireSyntax.entityTags(ifMatch) == nil {
+        if let ifMatch = request.header(ProtocolHeader.ifMatch), WireSyntax.entityTags(ifMatch) == nil {
             return .problem(.badIfMatch, detail: "If-Match must be * or a list of entity tags (RFC 9110 §13.1.1)")
         }
         return nil

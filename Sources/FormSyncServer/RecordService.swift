@@ -131,7 +131,7 @@ struct RecordService: ServerPart {
         ifMatch: (any: Bool, strong: [String])?
     ) throws -> HTTPResponse {
         let workspace = caller.workspace
-        let documentID = request.header("formsync-document")!
+        let documentID = request.header(ProtocolHeader.document)!
         guard let id = RecordProjection.editedID(form: payload, action: action), id > 0 else {
             return .problem(
                 .invalidPayload, detail: "an edit names the record it changes in \(action.keyField ?? "its key")",

@@ -1,3 +1,4 @@
+import FormSyncProtocol
 import Synchronization
 
 /// What tests, benchmarks and `formsync serve` switch on a server, and the hooks crash tests
@@ -28,7 +29,9 @@ final class ServerSettings: Sendable {
     }
 
     /// The features announced in `GET /health` and in `FormSync-Features`.
-    var features: [String] { (acceptsDeferredFiles ? ["deferred-files"] : []) + (offersFileLookup ? ["file-lookup"] : []) }
+    var features: [String] {
+        (acceptsDeferredFiles ? [Feature.deferredFiles.rawValue] : []) + (offersFileLookup ? [Feature.fileLookup.rawValue] : [])
+    }
 
     /// How long a refresh token lives unused (each refresh issues one that lives as long again).
     var refreshLifetimeMilliseconds: Int64 {

@@ -20,7 +20,7 @@ struct SubmissionService: ServerPart {
 
     /// The part of `submit` that depends on the request alone; runs outside the lock.
     func checkSubmission(_ request: HTTPRequest) -> CheckedSubmission {
-        guard let formHeader = request.header("formsync-form"), let (name, version) = WireSyntax.parseForm(formHeader) else {
+        guard let formHeader = request.header(ProtocolHeader.form), let (name, version) = WireSyntax.parseForm(formHeader) else {
             return .refused(.problem(.badFormHeader, detail: "FormSync-Form: Name; version=N is required"))
         }
         guard let entry = registry[name] else {
@@ -79,7 +79,7 @@ struct SubmissionService: ServerPart {
     /// Creates or edits a document, with its files checked against what is stored and its
     /// pending files noted. Runs inside the ledger's transaction.
     func submit(_ request: HTTPRequest, _ checked: CheckedSubmission, caller: Caller) throws -> HTTPResponse {
-        let documentID = request.header("formsync-document")!
+        let documentID = request.header(ProtocolHeader.document)!
         let (name, entry, uses): (String, FormRegistry.Entry, [FileUse])
         var canonical: (payload: Data, endpoint: String)
         switch checked {
@@ -112,9 +112,9 @@ struct SubmissionService: ServerPart {
     private func write(
         _ request: HTTPRequest, name: String, entry: FormRegistry.Entry, canonical: (payload: Data, endpoint: String), caller: Caller
     ) throws -> HTTPResponse {
-        let documentID = request.header("formsync-document")!
+        let documentID = request.header(ProtocolHeader.document)!
         let workspace = caller.workspace
-        let ifMatch = request.header("if-match").flatMap(WireSyntax.entityTags)
+        let ifMatch = request.header(ProtocolHeader.ifMatch).flatMap(WireSyntax.entityTags)
         if let action = entry.recordAction, action.kind == .edits {
             return try records.submitEdit(
                 request, entry: entry, action: action, payload: canonical.payload, caller: caller, ifMatch: ifMatch)

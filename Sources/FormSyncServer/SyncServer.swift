@@ -266,8 +266,9 @@ public final class SyncServer: @unchecked Sendable {
         let matched = Route.match(method: request.method, path: request.path)
         let route = FaultPlan.Route(matched, method: request.method)
         let entry = LoggedRequest(
-            method: request.method, path: request.path, idempotencyKey: request.header("idempotency-key"),
-            documentID: request.header("formsync-document"), workspace: request.header("formsync-workspace"), status: nil, replayed: false,
+            method: request.method, path: request.path, idempotencyKey: request.header(ProtocolHeader.idempotencyKey),
+            documentID: request.header(ProtocolHeader.document), workspace: request.header(ProtocolHeader.workspace), status: nil,
+            replayed: false,
             bodyBytes: request.body.count)
         if faults.isOutage {
             log.withLock { $0.append(entry) }
@@ -277,7 +278,7 @@ public final class SyncServer: @unchecked Sendable {
         let mark = store.durabilityMark()
         var answer = router.respond(request, matched, route: route, fault: fault)
         // What this server supports, on every reply of its own (a portal's page has none).
-        if fault != .captivePortal { answer?.headers.append(("FormSync-Features", settings.features.joined(separator: ", "))) }
+        if fault != .captivePortal { answer?.headers.append((ProtocolHeader.features, settings.features.joined(separator: ", "))) }
         let response = answer
         // Nothing is answered before what it saw or wrote is on disk: on SQLite one fsync covers
         // every request that committed meanwhile (group commit; see `SQLiteServerStore`).
@@ -295,7 +296,7 @@ public final class SyncServer: @unchecked Sendable {
             }
             if fault == .dropAfterCommit { response = nil }  // whatever happened, the reply is lost
             entry.status = response?.status
-            entry.replayed = response?.headers.contains { $0.0 == "Idempotent-Replayed" } ?? false
+            entry.replayed = response?.headers.contains { $0.0 == ProtocolHeader.idempotentReplayed } ?? false
             log.withLock { $0.append(entry) }
             reply(response)
         }

@@ -19,17 +19,20 @@ struct UploadService: ServerPart {
         case .allowed(let found): caller = found
         case .refused(let refusal): return refusal
         }
-        guard let documentID = request.header("formsync-document"), WireSyntax.isIdentifier(documentID) else {
+        guard let documentID = request.header(ProtocolHeader.document), WireSyntax.isIdentifier(documentID) else {
             return .problem(.badDocumentID, detail: "FormSync-Document is required")
         }
-        guard let lengthText = request.header("upload-length"), lengthText.utf8.count <= 19, let length = Int64(lengthText), length >= 0
+        guard let lengthText = request.header(ProtocolHeader.uploadLength), lengthText.utf8.count <= 19, let length = Int64(lengthText),
+            length >= 0
         else {
             return .problem(.badUploadLength, detail: "Upload-Length: the file's size in bytes is required")
         }
         guard length <= SyncServer.maxUploadBytes else {
             return .problem(.tooLarge, detail: "an upload holds at most \(SyncServer.maxUploadBytes) bytes")
         }
-        guard let digestHeader = request.header("repr-digest"), let digest = WireSyntax.parseDigest(digestHeader), digest.count == 32 else {
+        guard let digestHeader = request.header(ProtocolHeader.reprDigest), let digest = WireSyntax.parseDigest(digestHeader),
+            digest.count == 32
+        else {
             return .problem(.digestMissing, detail: "Repr-Digest: sha-256=:…: of the whole file is required")
         }
         return locked {
@@ -118,11 +121,12 @@ struct UploadService: ServerPart {
         case .allowed(let found): caller = found
         case .refused(let refusal): return refusal
         }
-        guard let offsetText = request.header("upload-offset"), offsetText.utf8.count <= 19, let offset = Int64(offsetText), offset >= 0
+        guard let offsetText = request.header(ProtocolHeader.uploadOffset), offsetText.utf8.count <= 19, let offset = Int64(offsetText),
+            offset >= 0
         else {
             return .problem(.badUploadOffset, detail: "Upload-Offset is required")
         }
-        let complete = request.header("upload-complete") == "?1"
+        let complete = request.header(ProtocolHeader.uploadComplete) == "?1"
         // 1. Under the lock: the upload, its offset and length, and the mark that it is busy.
         let claimed: Either<StoredUpload, HTTPResponse> = locked {
             do {
@@ -133,7 +137,7 @@ struct UploadService: ServerPart {
                 guard offset == upload.offset else {
                     var response = HTTPResponse.problem(
                         .mismatchingUploadOffset, detail: "the server holds \(upload.offset) bytes of this upload, not \(offset)")
-                    response.headers.append(("Upload-Offset", String(upload.offset)))
+                    response.headers.append((ProtocolHeader.uploadOffset, String(upload.offset)))
                     return .second(response)
                 }
                 let (end, overflow) = offset.addingReportingOverflow(Int64(request.body.count))
@@ -214,9 +218,9 @@ struct UploadService: ServerPart {
         HTTPResponse(
             status: status,
             headers: [
-                ("Location", "/uploads/\(upload.uploadID)"), ("Upload-Offset", String(upload.offset)),
-                ("Upload-Length", String(upload.length)),
-                ("Upload-Complete", upload.fileID == nil ? "?0" : "?1"), ("Upload-Draft-Interop-Version", "6"),
+                ("Location", "/uploads/\(upload.uploadID)"), (ProtocolHeader.uploadOffset, String(upload.offset)),
+                (ProtocolHeader.uploadLength, String(upload.length)),
+                (ProtocolHeader.uploadComplete, upload.fileID == nil ? "?0" : "?1"), ("Upload-Draft-Interop-Version", "6"),
             ], body: Data())
     }
 
@@ -227,6 +231,9 @@ struct UploadService: ServerPart {
                 Acknowledgement.documentID: upload.documentID, Acknowledgement.id: fileID, Acknowledgement.byteCount: upload.length,
                 "digest": WireSyntax.digestHeader(upload.digest),
             ],
-            headers: [("Location", "/uploads/\(upload.uploadID)"), ("Upload-Offset", String(upload.length)), ("Upload-Complete", "?1")])
+            headers: [
+                ("Location", "/uploads/\(upload.uploadID)"), (ProtocolHeader.uploadOffset, String(upload.length)),
+                (ProtocolHeader.uploadComplete, "?1"),
+            ])
     }
 }

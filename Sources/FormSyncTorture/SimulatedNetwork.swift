@@ -1,4 +1,5 @@
 import FormSyncHTTP
+import FormSyncProtocol
 import FormSyncServer
 import FormSyncTesting
 import Foundation
@@ -57,7 +58,7 @@ final class SimulatedNetwork: Sendable {
         let body = try file.map { try Data(contentsOf: $0) } ?? http.httpBody ?? Data()
         headers["content-length"] = String(body.count)
         let key =
-            "\(method) \(path) \(headers["idempotency-key"] ?? "") \(headers["upload-offset"] ?? "") \(components.percentEncodedQuery ?? "")"
+            "\(method) \(path) \(headers[ProtocolHeader.idempotencyKey.lowercased()] ?? "") \(headers[ProtocolHeader.uploadOffset.lowercased()] ?? "") \(components.percentEncodedQuery ?? "")"
         let (occurrence, outage, calm) = state.withLock { state -> (Int, Bool, Bool) in
             state.requests += 1
             state.seen[key, default: 0] += 1
@@ -97,7 +98,8 @@ final class SimulatedNetwork: Sendable {
                     429, ["retry-after": retryAfter, "content-type": "application/problem+json"],
                     Data(#"{"status":429,"title":"Too Many Requests"}"#.utf8)
                 )
-            case 110..<118 where write && path != "/files" && !path.hasPrefix("/uploads") && !server.holds(headers["formsync-document"]):
+            case 110..<118
+            where write && path != "/files" && !path.hasPrefix("/uploads") && !server.holds(headers[ProtocolHeader.document.lowercased()]):
                 // (Only before the server holds the document: a real server replays its reply.)
                 fault("422")
                 return (
@@ -122,15 +124,15 @@ final class SimulatedNetwork: Sendable {
         // The first submission the server accepts arrives twice, and every fourth after it:
         // counted, not drawn, so that however the engine's passes and the schedule interleave
         // on a busy machine, the double delivery happens.
-        if sabotage && write && response.status < 300 && headers["formsync-form"] != nil
+        if sabotage && write && response.status < 300 && headers[ProtocolHeader.form.lowercased()] != nil
             && state.withLock({ state -> Bool in
                 state.accepted += 1
                 return state.accepted % 4 == 1
             })
         {
             var twin = request
-            twin.headers["idempotency-key"] = (headers["idempotency-key"] ?? "") + "-twin"
-            twin.headers["formsync-document"] = (headers["formsync-document"] ?? "") + "-twin"
+            twin.headers[ProtocolHeader.idempotencyKey.lowercased()] = (headers[ProtocolHeader.idempotencyKey.lowercased()] ?? "") + "-twin"
+            twin.headers[ProtocolHeader.document.lowercased()] = (headers[ProtocolHeader.document.lowercased()] ?? "") + "-twin"
             _ = server.handle(twin)
         }
         if !calm && write && random.next() % 1000 < 50 {

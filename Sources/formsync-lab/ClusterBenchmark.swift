@@ -4,6 +4,7 @@ import FormSyncCommandLine
 import FormSyncHTTP
 import FormSyncModel
 import FormSyncPostgres
+import FormSyncProtocol
 import FormSyncServer
 import FormSyncTorture
 import Foundation
@@ -160,12 +161,12 @@ enum ClusterBenchmark {
                 let page = server.handle(
                     HTTPRequest(
                         method: "GET", path: "/changes", query: query,
-                        headers: ["authorization": "Bearer \(token)", "formsync-workspace": "bench"], body: Data())),
+                        headers: ["authorization": "Bearer \(token)", ProtocolHeader.workspace.lowercased(): "bench"], body: Data())),
                 page.status == 200, let object = try JSONSerialization.jsonObject(with: page.body) as? [String: Any]
             else { throw BenchmarkFailure(message: "a feed page failed") }
-            read += (object["changes"] as? [Any])?.count ?? 0
-            cursor = object["cursor"] as? String ?? ""
-            if object["more"] as? Bool != true { break }
+            read += (object[FeedPage.changes] as? [Any])?.count ?? 0
+            cursor = object[FeedPage.cursor] as? String ?? ""
+            if object[FeedPage.more] as? Bool != true { break }
         }
         guard read == records else { throw BenchmarkFailure(message: "the feed returned \(read) of \(records) records") }
         return Double(records) / OutboxBenchmark.seconds(since: start)

@@ -2,6 +2,7 @@ import FieldForms
 import FormSyncClient
 import FormSyncCommandLine
 import FormSyncModel
+import FormSyncProtocol
 import FormSyncServer
 import Foundation
 
@@ -153,11 +154,11 @@ enum HTTPBenchmark {
             request.httpBody = try FormRegistry.encode(order)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            request.setValue(identity(), forHTTPHeaderField: "Idempotency-Key")
-            request.setValue(identity(), forHTTPHeaderField: "FormSync-Document")
-            request.setValue("bench", forHTTPHeaderField: "FormSync-Workspace")
+            request.setValue(identity(), forHTTPHeaderField: ProtocolHeader.idempotencyKey)
+            request.setValue(identity(), forHTTPHeaderField: ProtocolHeader.document)
+            request.setValue("bench", forHTTPHeaderField: ProtocolHeader.workspace)
             request.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
-            request.setValue("SalesOrder; version=\(SalesOrder.formVersion)", forHTTPHeaderField: "FormSync-Form")
+            request.setValue("SalesOrder; version=\(SalesOrder.formVersion)", forHTTPHeaderField: ProtocolHeader.form)
             return request
         }
     }

@@ -39,8 +39,8 @@ extension Conformance {
                 WallRoute(
                     route: .submission, path: path,
                     headers: [
-                        "FormSync-Document": held.document, "FormSync-Form": "\(held.form.name); version=\(held.form.version)",
-                        "Content-Type": "application/json", "If-Match": "*",
+                        ProtocolHeader.document: held.document, ProtocolHeader.form: "\(held.form.name); version=\(held.form.version)",
+                        "Content-Type": "application/json", ProtocolHeader.ifMatch: "*",
                     ], body: body, other: 409, office: 200, named: "an edit of a document (If-Match: *)"))
             routes.append(
                 WallRoute(route: .document, path: "/documents/\(held.document)", headers: [:], other: 404, office: 200))
@@ -48,13 +48,13 @@ extension Conformance {
         routes += [
             WallRoute(
                 route: .fileUpload, path: "/files",
-                headers: ["FormSync-Document": id("file"), "Content-Type": "text/plain", "Content-Digest": digest],
+                headers: [ProtocolHeader.document: id("file"), "Content-Type": "text/plain", ProtocolHeader.contentDigest: digest],
                 body: bytes, other: 409, office: 200),
             WallRoute(route: .uploadOffset, path: upload.location, headers: [:], other: 404, office: 204),
             WallRoute(
                 route: .uploadAppend, path: upload.location,
                 headers: [
-                    "Upload-Offset": "0", "Upload-Complete": "?0", "Content-Type": "application/partial-upload",
+                    ProtocolHeader.uploadOffset: "0", ProtocolHeader.uploadComplete: "?0", "Content-Type": "application/partial-upload",
                 ], body: Data(), other: 404, office: 204),
             WallRoute(route: .changes, path: "/changes", headers: [:], other: 200, office: 200),
         ]
@@ -63,17 +63,17 @@ extension Conformance {
                 WallRoute(route: .record, path: "/records/\(type)/\(held.id)", headers: [:], other: 200, office: 200))
         }
         for index in routes.indices where routes[index].route.isDocumentWrite {
-            routes[index].headers["Idempotency-Key"] = id("wall-\(index)")
+            routes[index].headers[ProtocolHeader.idempotencyKey] = id("wall-\(index)")
         }
         let foreign = String("conformance-not-yours-\(run)".prefix(128))
         for (index, route) in routes.enumerated() {
             var headers = route.headers
-            if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-none-\(index)") }
+            if headers[ProtocolHeader.idempotencyKey] != nil { headers[ProtocolHeader.idempotencyKey] = id("wall-none-\(index)") }
             let none = await send(route.method, route.path, headers: headers, body: route.body, workspace: .none)
             check(
                 Rules.noWorkspace, none.status == 400 && (route.method == "HEAD" || none.code == .badWorkspace), Self.describe(none),
                 about: route.name)
-            if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-foreign-\(index)") }
+            if headers[ProtocolHeader.idempotencyKey] != nil { headers[ProtocolHeader.idempotencyKey] = id("wall-foreign-\(index)") }
             let elsewhere = await send(route.method, route.path, headers: headers, body: route.body, workspace: .named(foreign))
             check(Rules.foreignWorkspace, elsewhere.status == 403 || elsewhere.status == 421, Self.describe(elsewhere), about: route.name)
         }
@@ -87,13 +87,13 @@ extension Conformance {
             held.flatMap { held in held.object.values.compactMap { $0 as? String }.first { $0.contains(run) } } ?? "conformance file \(run)"
         for (index, route) in routes.enumerated() {
             var headers = route.headers
-            if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-other-\(index)") }
+            if headers[ProtocolHeader.idempotencyKey] != nil { headers[ProtocolHeader.idempotencyKey] = id("wall-other-\(index)") }
             let other = await send(route.method, route.path, headers: headers, body: route.body, as: otherToken)
             check(Rules.otherPrincipal, other.status == route.other, "HTTP \(other.status), not \(route.other)", about: route.name)
             check(
                 Rules.otherPrincipalNothing, route.other == 200 || !other.text.contains(marker),
                 "the reply holds the other principal's data", about: route.name)
-            if headers["Idempotency-Key"] != nil { headers["Idempotency-Key"] = id("wall-office-\(index)") }
+            if headers[ProtocolHeader.idempotencyKey] != nil { headers[ProtocolHeader.idempotencyKey] = id("wall-office-\(index)") }
             let office = await send(route.method, route.path, headers: headers, body: route.body, as: backOfficeToken)
             check(Rules.backOffice, office.status == route.office, "HTTP \(office.status), not \(route.office)", about: route.name)
         }

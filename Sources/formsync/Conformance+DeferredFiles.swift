@@ -34,7 +34,7 @@ extension Conformance {
         let bytes = Data(MediaSignature.signature(of: type) ?? []) + Data("conformance deferred file \(run)".utf8)
         let document = id("deferred")
         let created = await submit(form, naming(pending(bytes)), document: document, key: id("d1"))
-        guard features.contains("deferred-files") else {
+        guard features.contains(Feature.deferredFiles.rawValue) else {
             check(Rules.pendingUnsupported, created.status == 422, Self.describe(created))
             for rule in [Rules.pendingAccepted, Rules.pendingListed, Rules.pendingCompleted, Rules.pendingGone, Rules.pendingMismatch] {
                 notChecked(rule, "the server does not list deferred-files in GET /health")
@@ -49,7 +49,7 @@ extension Conformance {
             Self.acknowledges(created, document: document) && announced?["digest"] as? String == FileRef.digestText(SHA256.hash(bytes))
                 && announced?["id"] == nil, "\(Self.describe(created)) \(announced.map { "\($0)" } ?? "no file in the record")")
         let listed = await send("GET", "/pending-files")
-        let entries = listed.json?["pending"] as? [[String: Any]] ?? []
+        let entries = listed.json?[PendingFileList.pending] as? [[String: Any]] ?? []
         check(
             Rules.pendingListed,
             listed.status == 200
@@ -82,7 +82,9 @@ extension Conformance {
         check(
             Rules.pendingGone,
             relisted.status == 200
-                && !(relisted.json?["pending"] as? [[String: Any]] ?? []).contains { $0["document_id"] as? String == document },
+                && !(relisted.json?[PendingFileList.pending] as? [[String: Any]] ?? []).contains {
+                    $0[PendingFileList.Entry.documentID] as? String == document
+                },
             "HTTP \(relisted.status)")
 
         // A file id whose size is not the stored file's.
@@ -101,7 +103,7 @@ extension Conformance {
 
     /// The look-up by digest, of bytes the server holds (when there are some).
     mutating func lookups(features: [String], bytes: (Data, Int64)?) async {
-        guard features.contains("file-lookup") else {
+        guard features.contains(Feature.fileLookup.rawValue) else {
             for rule in [Rules.lookupFound, Rules.lookupMissing, Rules.downloadRange] {
                 notChecked(rule, "the server does not list file-lookup in GET /health")
             }
@@ -116,7 +118,7 @@ extension Conformance {
                 whole.status == 200 && whole.data == data
                     && part.status == 206 && part.data == data.subdata(in: 2..<6)
                     && part.headers["content-range"] == "bytes 2-5/\(data.count)"
-                    && part.headers["repr-digest"] == FileRef.digestText(SHA256.hash(data)) && past.status == 416,
+                    && part.headers[ProtocolHeader.reprDigest.lowercased()] == FileRef.digestText(SHA256.hash(data)) && past.status == 416,
                 "whole \(Self.describe(whole)), range \(Self.describe(part)) \(part.headers["content-range"] ?? "no Content-Range"), past the end \(Self.describe(past))"
             )
             let hex = SHA256.hash(data).map { String(format: "%02x", $0) }.joined()
@@ -139,8 +141,8 @@ extension Conformance {
         await send(
             "POST", "/files",
             headers: [
-                "Idempotency-Key": key, "FormSync-Document": document, "Content-Type": type,
-                "Content-Digest": FileRef.digestText(SHA256.hash(bytes)),
+                ProtocolHeader.idempotencyKey: key, ProtocolHeader.document: document, "Content-Type": type,
+                ProtocolHeader.contentDigest: FileRef.digestText(SHA256.hash(bytes)),
             ], body: bytes)
     }
 

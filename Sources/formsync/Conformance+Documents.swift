@@ -107,15 +107,16 @@ extension Conformance {
             let malformed = await send(
                 "POST", path,
                 headers: [
-                    "Idempotency-Key": id("k0c"), "FormSync-Document": id("malformed-form"), "FormSync-Form": "\(form.name) version 1",
+                    ProtocolHeader.idempotencyKey: id("k0c"), ProtocolHeader.document: id("malformed-form"),
+                    ProtocolHeader.form: "\(form.name) version 1",
                     "Content-Type": "application/json",
                 ], body: body)
             check(Rules.badFormHeader, malformed.status == 400 && malformed.code == .badFormHeader, Self.describe(malformed))
             let unknown = await send(
                 "POST", path,
                 headers: [
-                    "Idempotency-Key": id("k0d"), "FormSync-Document": id("unknown-form"),
-                    "FormSync-Form": "NoSuchForm\(run.prefix(4)); version=1",
+                    ProtocolHeader.idempotencyKey: id("k0d"), ProtocolHeader.document: id("unknown-form"),
+                    ProtocolHeader.form: "NoSuchForm\(run.prefix(4)); version=1",
                     "Content-Type": "application/json",
                 ], body: body)
             check(Rules.unknownForm, unknown.status == 404 && unknown.code == .unknownForm, Self.describe(unknown))
@@ -134,8 +135,11 @@ extension Conformance {
 
         let replay = await submit(form, object, document: document, key: id("k1"))
         check(
-            Rules.replay, replay.status == created.status && replay.data == created.data && replay.headers["idempotent-replayed"] == "true",
-            "HTTP \(replay.status) vs \(created.status), Idempotent-Replayed \(replay.headers["idempotent-replayed"] ?? "missing")")
+            Rules.replay,
+            replay.status == created.status && replay.data == created.data
+                && replay.headers[ProtocolHeader.idempotentReplayed.lowercased()] == "true",
+            "HTTP \(replay.status) vs \(created.status), Idempotent-Replayed \(replay.headers[ProtocolHeader.idempotentReplayed.lowercased()] ?? "missing")"
+        )
         let reused = await submit(form, otherObject, document: document, key: id("k1"))
         check(Rules.keyReused, reused.status == 422 && reused.code == .keyReused, Self.describe(reused))
         problem(reused, "a reused key")
@@ -170,8 +174,8 @@ extension Conformance {
             let asFile = await send(
                 "POST", "/files",
                 headers: [
-                    "Idempotency-Key": id("k4b"), "FormSync-Document": document, "Content-Type": "text/plain",
-                    "Content-Digest": "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):",
+                    ProtocolHeader.idempotencyKey: id("k4b"), ProtocolHeader.document: document, "Content-Type": "text/plain",
+                    ProtocolHeader.contentDigest: "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):",
                 ], body: bytes)
             check(
                 Rules.formBinding, asFile.status == 409 && asFile.code == .documentFormMismatch && !leaks(asFile),
@@ -348,8 +352,8 @@ extension Conformance {
             let reply = await send(
                 "POST", path,
                 headers: [
-                    "Idempotency-Key": id("k9v"), "FormSync-Document": document,
-                    "FormSync-Form": "\(form.name); version=\(form.version - 1)",
+                    ProtocolHeader.idempotencyKey: id("k9v"), ProtocolHeader.document: document,
+                    ProtocolHeader.form: "\(form.name); version=\(form.version - 1)",
                     "Content-Type": "application/json",
                 ], body: oldBody)
             check(
@@ -379,8 +383,8 @@ extension Conformance {
             let reply = await send(
                 "POST", path,
                 headers: [
-                    "Idempotency-Key": id("k9p"), "FormSync-Document": id("placeholder"),
-                    "FormSync-Form": "\(form.name); version=\(form.version)",
+                    ProtocolHeader.idempotencyKey: id("k9p"), ProtocolHeader.document: id("placeholder"),
+                    ProtocolHeader.form: "\(form.name); version=\(form.version)",
                     "Content-Type": "application/json",
                 ], body: body)
             let codes = (reply.json?["errors"] as? [[String: Any]] ?? []).compactMap { $0["code"] as? String }
@@ -406,7 +410,7 @@ extension Conformance {
         check(
             Rules.keyScoped,
             Self.acknowledges(first, document: mine) && Self.acknowledges(second, document: theirs)
-                && second.headers["idempotent-replayed"] == nil,
+                && second.headers[ProtocolHeader.idempotentReplayed.lowercased()] == nil,
             "\(Self.describe(first)); then \(Self.describe(second))")
     }
 }

@@ -10,8 +10,8 @@ extension Conformance {
         let digest = "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):"
         let document = id("file")
         func post(_ body: Data, document: String, key: String, digest: String?) async -> Reply {
-            var headers = ["Idempotency-Key": key, "FormSync-Document": document, "Content-Type": "text/plain"]
-            if let digest { headers["Content-Digest"] = digest }
+            var headers = [ProtocolHeader.idempotencyKey: key, ProtocolHeader.document: document, "Content-Type": "text/plain"]
+            if let digest { headers[ProtocolHeader.contentDigest] = digest }
             return await send("POST", "/files", headers: headers, body: body)
         }
         let stored = await post(bytes, document: document, key: id("f1"), digest: digest)
@@ -42,39 +42,41 @@ extension Conformance {
             await send(
                 "POST", "/uploads",
                 headers: [
-                    "Idempotency-Key": key, "FormSync-Document": document, "Upload-Length": String(length), "Upload-Complete": "?0",
-                    "Repr-Digest": digest, "Content-Type": "application/octet-stream", "Upload-Draft-Interop-Version": "6",
+                    ProtocolHeader.idempotencyKey: key, ProtocolHeader.document: document, ProtocolHeader.uploadLength: String(length),
+                    ProtocolHeader.uploadComplete: "?0",
+                    ProtocolHeader.reprDigest: digest, "Content-Type": "application/octet-stream", "Upload-Draft-Interop-Version": "6",
                 ])
         }
         let created = await create(document, length: bytes.count, digest: digest, key: id("u30"))
         let location = created.headers["location"] ?? ""
         check(
-            Rules.uploadCreate, created.status == 201 && location.hasPrefix("/uploads/") && created.headers["upload-offset"] == "0",
+            Rules.uploadCreate,
+            created.status == 201 && location.hasPrefix("/uploads/") && created.headers[ProtocolHeader.uploadOffset.lowercased()] == "0",
             "HTTP \(created.status) \(location)")
         func append(_ range: Range<Int>, at offset: Int, complete: Bool) async -> Reply {
             await send(
                 "PATCH", location,
                 headers: [
-                    "Upload-Offset": String(offset), "Upload-Complete": complete ? "?1" : "?0",
+                    ProtocolHeader.uploadOffset: String(offset), ProtocolHeader.uploadComplete: complete ? "?1" : "?0",
                     "Content-Type": "application/partial-upload",
                 ], body: bytes.subdata(in: range))
         }
         let first = await append(0..<100_000, at: 0, complete: false)
         check(
-            Rules.uploadAppend, first.status == 204 && first.headers["upload-offset"] == "100000",
-            "HTTP \(first.status) offset \(first.headers["upload-offset"] ?? "none")")
+            Rules.uploadAppend, first.status == 204 && first.headers[ProtocolHeader.uploadOffset.lowercased()] == "100000",
+            "HTTP \(first.status) offset \(first.headers[ProtocolHeader.uploadOffset.lowercased()] ?? "none")")
         let wrong = await append(0..<100_000, at: 0, complete: false)
         check(
-            Rules.uploadWrongOffset, wrong.status == 409 && wrong.headers["upload-offset"] == "100000",
-            "HTTP \(wrong.status) offset \(wrong.headers["upload-offset"] ?? "none")")
+            Rules.uploadWrongOffset, wrong.status == 409 && wrong.headers[ProtocolHeader.uploadOffset.lowercased()] == "100000",
+            "HTTP \(wrong.status) offset \(wrong.headers[ProtocolHeader.uploadOffset.lowercased()] ?? "none")")
         let head = await send("HEAD", location)
         check(
-            Rules.uploadHead, (200..<300).contains(head.status) && head.headers["upload-offset"] == "100000",
-            "HTTP \(head.status) offset \(head.headers["upload-offset"] ?? "none")")
+            Rules.uploadHead, (200..<300).contains(head.status) && head.headers[ProtocolHeader.uploadOffset.lowercased()] == "100000",
+            "HTTP \(head.status) offset \(head.headers[ProtocolHeader.uploadOffset.lowercased()] ?? "none")")
         let again = await create(document, length: bytes.count, digest: digest, key: id("u31"))
         check(
-            Rules.uploadFoundAgain, again.status == 201 && again.headers["upload-offset"] == "100000",
-            "HTTP \(again.status) offset \(again.headers["upload-offset"] ?? "none")")
+            Rules.uploadFoundAgain, again.status == 201 && again.headers[ProtocolHeader.uploadOffset.lowercased()] == "100000",
+            "HTTP \(again.status) offset \(again.headers[ProtocolHeader.uploadOffset.lowercased()] ?? "none")")
         let last = await append(100_000..<bytes.count, at: 100_000, complete: true)
         let fileID = (last.json?["id"] as? NSNumber)?.int64Value ?? 0
         check(
@@ -87,23 +89,26 @@ extension Conformance {
             small, length: 10, digest: "sha-256=:\(SHA256.hash(Data(count: 10)).base64EncodedString()):", key: id("u34"))
         let smallLocation = smallCreated.headers["location"] ?? "/uploads/none"
         let tooLong = await send(
-            "PATCH", smallLocation, headers: ["Upload-Offset": "0", "Upload-Complete": "?0", "Content-Type": "application/partial-upload"],
+            "PATCH", smallLocation,
+            headers: [ProtocolHeader.uploadOffset: "0", ProtocolHeader.uploadComplete: "?0", "Content-Type": "application/partial-upload"],
             body: Data(count: 11))
         check(Rules.uploadTooLong, tooLong.status == 400 && tooLong.code == .uploadTooLong, Self.describe(tooLong))
         let incomplete = await send(
-            "PATCH", smallLocation, headers: ["Upload-Offset": "0", "Upload-Complete": "?1", "Content-Type": "application/partial-upload"],
+            "PATCH", smallLocation,
+            headers: [ProtocolHeader.uploadOffset: "0", ProtocolHeader.uploadComplete: "?1", "Content-Type": "application/partial-upload"],
             body: Data(count: 4))
         check(Rules.uploadIncomplete, incomplete.status == 400 && incomplete.code == .uploadIncomplete, Self.describe(incomplete))
         let onUpload = await send(
             "POST", "/files",
             headers: [
-                "Idempotency-Key": id("u35"), "FormSync-Document": small, "Content-Type": "application/octet-stream",
-                "Content-Digest": "sha-256=:\(SHA256.hash(Data(count: 10)).base64EncodedString()):",
+                ProtocolHeader.idempotencyKey: id("u35"), ProtocolHeader.document: small, "Content-Type": "application/octet-stream",
+                ProtocolHeader.contentDigest: "sha-256=:\(SHA256.hash(Data(count: 10)).base64EncodedString()):",
             ], body: Data(count: 10))
         check(Rules.fileOnUpload, onUpload.status == 409 && onUpload.code == .documentExists, Self.describe(onUpload))
         // Finished, so that it holds no quota of a later run.
         _ = await send(
-            "PATCH", smallLocation, headers: ["Upload-Offset": "0", "Upload-Complete": "?1", "Content-Type": "application/partial-upload"],
+            "PATCH", smallLocation,
+            headers: [ProtocolHeader.uploadOffset: "0", ProtocolHeader.uploadComplete: "?1", "Content-Type": "application/partial-upload"],
             body: Data(count: 10))
         let nowhere = await send("HEAD", "/uploads/\(id("no-such-upload"))")
         check(Rules.noSuchUpload, nowhere.status == 404, Self.describe(nowhere))
@@ -112,7 +117,8 @@ extension Conformance {
             liar, length: bytes.count, digest: "sha-256=:\(SHA256.hash(Data("other".utf8)).base64EncodedString()):", key: id("u33"))
         let lyingLocation = lying.headers["location"] ?? ""
         let whole = await send(
-            "PATCH", lyingLocation, headers: ["Upload-Offset": "0", "Upload-Complete": "?1", "Content-Type": "application/partial-upload"],
+            "PATCH", lyingLocation,
+            headers: [ProtocolHeader.uploadOffset: "0", ProtocolHeader.uploadComplete: "?1", "Content-Type": "application/partial-upload"],
             body: bytes)
         check(Rules.uploadDigest, whole.status == 400 && whole.code == .digestMismatch, "HTTP \(whole.status) \(whole.codeText ?? "")")
 
@@ -131,7 +137,10 @@ extension Conformance {
         }
         for place in opened {
             _ = await send(
-                "PATCH", place, headers: ["Upload-Offset": "0", "Upload-Complete": "?1", "Content-Type": "application/partial-upload"],
+                "PATCH", place,
+                headers: [
+                    ProtocolHeader.uploadOffset: "0", ProtocolHeader.uploadComplete: "?1", "Content-Type": "application/partial-upload",
+                ],
                 body: Data([0]))
         }
         if let quota {

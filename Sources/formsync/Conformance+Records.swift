@@ -12,7 +12,7 @@ extension Conformance {
         let badLimit = await send("GET", "/changes?limit=0")
         check(Rules.badLimit, badLimit.status == 400, Self.describe(badLimit))
         let bigLimit = await send("GET", "/changes?limit=100000")
-        check(Rules.bigLimit, bigLimit.status == 200 && bigLimit.json?["changes"] is [Any], Self.describe(bigLimit))
+        check(Rules.bigLimit, bigLimit.status == 200 && bigLimit.json?[FeedPage.changes] is [Any], Self.describe(bigLimit))
         let badCursor = await send("GET", "/changes?cursor=not-a-cursor-\(run)")
         check(Rules.badCursor, badCursor.status == 400 || badCursor.status == 410, Self.describe(badCursor))
         problem(badCursor, "a bad cursor")
@@ -46,7 +46,8 @@ extension Conformance {
         let mine = await readFeed(from: nil)
         guard
             let record = mine?.changes.first(where: { change in
-                guard let type = change["type"] as? String, scoped.contains(type), change["deleted"] as? Bool != true,
+                guard let type = change[FeedPage.Change.type] as? String, scoped.contains(type),
+                    change[FeedPage.Change.deleted] as? Bool != true,
                     let fields = change["record"] as? [String: Any], let scope = records[type]?.scope, let value = fields[scope] as? String
                 else { return false }
                 return !value.isEmpty
@@ -57,7 +58,8 @@ extension Conformance {
         }
         let theirs = await readFeed(from: nil, as: otherToken)?.changes ?? []
         let leaked = theirs.contains {
-            $0["type"] as? String == type && ($0["id"] as? NSNumber)?.int64Value == id && $0["deleted"] as? Bool != true
+            $0[FeedPage.Change.type] as? String == type && ($0[FeedPage.Change.id] as? NSNumber)?.int64Value == id
+                && $0[FeedPage.Change.deleted] as? Bool != true
         }
         let one = await send("GET", "/records/\(type)/\(id)", as: otherToken)
         check(
@@ -73,7 +75,9 @@ extension Conformance {
             print("note  \(held.form.name) creates no record: the records checks need a form that does")
             return
         }
-        let listed = feed?.changes.last { $0["type"] as? String == type && ($0["id"] as? NSNumber)?.int64Value == held.id }
+        let listed = feed?.changes.last {
+            $0[FeedPage.Change.type] as? String == type && ($0[FeedPage.Change.id] as? NSNumber)?.int64Value == held.id
+        }
         check(
             Rules.feedCarries, (listed?["version"] as? NSNumber)?.intValue ?? 0 >= 1 && listed?["record"] is [String: Any],
             feed == nil ? "not a feed" : "\(type) \(held.id) \(listed == nil ? "missing" : "without its version or fields")")
@@ -112,7 +116,10 @@ extension Conformance {
         check(Rules.editRecordMissing, missing.status == 404, Self.describe(missing))
 
         let after = await readFeed(from: feed?.cursor)
-        let changed = after?.changes.filter { $0["type"] as? String == type && ($0["id"] as? NSNumber)?.int64Value == held.id } ?? []
+        let changed =
+            after?.changes.filter {
+                $0[FeedPage.Change.type] as? String == type && ($0[FeedPage.Change.id] as? NSNumber)?.int64Value == held.id
+            } ?? []
         check(
             Rules.feedResumes,
             changed.count == 1

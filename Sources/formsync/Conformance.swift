@@ -113,8 +113,8 @@ struct Conformance {
         request.httpBody = body
         request.timeoutInterval = timeout
         switch named {
-        case .suite: request.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
-        case .named(let other): request.setValue(other, forHTTPHeaderField: "FormSync-Workspace")
+        case .suite: request.setValue(workspace, forHTTPHeaderField: ProtocolHeader.workspace)
+        case .named(let other): request.setValue(other, forHTTPHeaderField: ProtocolHeader.workspace)
         case .none: break
         }
         if authorized, let token = bearer ?? token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
@@ -150,10 +150,11 @@ struct Conformance {
             return Reply(status: -1, headers: [:], data: Data("the payload could not be encoded".utf8))
         }
         var headers = [
-            "Idempotency-Key": key, "FormSync-Document": document, "FormSync-Form": "\(form.name); version=\(version ?? form.version)",
+            ProtocolHeader.idempotencyKey: key, ProtocolHeader.document: document,
+            ProtocolHeader.form: "\(form.name); version=\(version ?? form.version)",
             "Content-Type": "application/json",
         ]
-        if let ifMatch { headers["If-Match"] = ifMatch }
+        if let ifMatch { headers[ProtocolHeader.ifMatch] = ifMatch }
         return await send("POST", path ?? computed, headers: headers, body: body, as: bearer)
     }
 
@@ -177,11 +178,13 @@ struct Conformance {
         let reply = await send(
             "POST", "/files",
             headers: [
-                "Idempotency-Key": id("sample-file-key-\(contentType.filter { $0.isLetter || $0.isNumber })"),
-                "FormSync-Document": document,
-                "Content-Type": contentType, "Content-Digest": "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):",
+                ProtocolHeader.idempotencyKey: id("sample-file-key-\(contentType.filter { $0.isLetter || $0.isNumber })"),
+                ProtocolHeader.document: document,
+                "Content-Type": contentType, ProtocolHeader.contentDigest: "sha-256=:\(SHA256.hash(bytes).base64EncodedString()):",
             ], body: bytes)
-        guard Self.acknowledges(reply, document: document), let fileID = (reply.json?["id"] as? NSNumber)?.int64Value, fileID > 0 else {
+        guard Self.acknowledges(reply, document: document), let fileID = (reply.json?[Acknowledgement.id] as? NSNumber)?.int64Value,
+            fileID > 0
+        else {
             return nil
         }
         return (fileID, bytes.count, contentType)
@@ -220,12 +223,12 @@ struct Conformance {
             let query =
                 "limit=200" + (cursor.map { "&cursor=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? "")
             let page = await send("GET", "/changes?" + query, as: bearer)
-            guard page.status == 200, let json = page.json, let items = json["changes"] as? [[String: Any]],
-                let next = json["cursor"] as? String
+            guard page.status == 200, let json = page.json, let items = json[FeedPage.changes] as? [[String: Any]],
+                let next = json[FeedPage.cursor] as? String
             else { return nil }
             changes += items
             cursor = next
-            if json["more"] as? Bool != true { return (changes, cursor) }
+            if json[FeedPage.more] as? Bool != true { return (changes, cursor) }
         }
         return (changes, cursor)
     }
@@ -234,8 +237,10 @@ struct Conformance {
     /// form that creates it, for each type a form refers to and the feed lacks.
     mutating func learnRecords() async {
         if let feed = await readFeed(from: nil) {
-            for change in feed.changes where change["deleted"] as? Bool != true {
-                if let type = change["type"] as? String, let id = (change["id"] as? NSNumber)?.int64Value, samples.recordIDs[type] == nil {
+            for change in feed.changes where change[FeedPage.Change.deleted] as? Bool != true {
+                if let type = change[FeedPage.Change.type] as? String, let id = (change[FeedPage.Change.id] as? NSNumber)?.int64Value,
+                    samples.recordIDs[type] == nil
+                {
                     samples.recordIDs[type] = id
                 }
             }
@@ -247,7 +252,7 @@ struct Conformance {
                 guard let object else { continue }
                 let document = id("seed-\(type)")
                 let reply = await submit(form, object, document: document, key: id("seed-key-\(type)"))
-                if Self.acknowledges(reply, document: document), let created = (reply.json?["id"] as? NSNumber)?.int64Value {
+                if Self.acknowledges(reply, document: document), let created = (reply.json?[Acknowledgement.id] as? NSNumber)?.int64Value {
                     samples.recordIDs[type] = created
                 }
             }

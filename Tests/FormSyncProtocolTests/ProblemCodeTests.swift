@@ -73,4 +73,33 @@ struct ProblemCodeTests {
         #expect(Self.spelledCodes(in: #"$0["code"] as? String == "busy""#) == ["busy"])
         #expect(Self.spelledCodes(in: #"FieldError(code: "required")"#).isEmpty, "a field rule's code is not a problem code")
     }
+
+    /// The string literals of a source that spell one of `names`, ignoring case.
+    static func spelledNames(in text: String, _ names: [String]) -> [String] {
+        let wanted = Set(names.map { $0.lowercased() })
+        var found: [String] = []
+        for (index, part) in text.components(separatedBy: "\"").enumerated() where index % 2 == 1 && wanted.contains(part.lowercased()) {
+            found.append(part)
+        }
+        return found
+    }
+
+    @Test func noSourceOutsideTheProtocolModuleSpellsAHeaderOrFeatureName() throws {
+        let sources = Self.root.appendingPathComponent("Sources")
+        let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+        var offenders: [String] = []
+        var scanned = 0
+        for case let url as URL in files where url.pathExtension == "swift" && !url.path.contains("/Sources/FormSyncProtocol/") {
+            scanned += 1
+            let text = try String(contentsOf: url, encoding: .utf8)
+            for name in Self.spelledNames(in: text, ProtocolHeader.all + Feature.allCases.map(\.rawValue)) {
+                offenders.append("\(url.path.dropFirst(sources.path.count + 1)): \(name)")
+            }
+        }
+        #expect(scanned > 100)
+        #expect(offenders.isEmpty, "\(offenders)")
+        #expect(Self.spelledNames(in: #"request.header("formsync-workspace")"#, ProtocolHeader.all) == ["formsync-workspace"])
+        #expect(Self.spelledNames(in: #"["Upload-Offset": "0"]"#, ProtocolHeader.all) == ["Upload-Offset"])
+        #expect(Self.spelledNames(in: #"features.contains("deferred-files")"#, Feature.allCases.map(\.rawValue)) == ["deferred-files"])
+    }
 }

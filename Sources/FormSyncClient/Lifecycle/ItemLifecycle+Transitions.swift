@@ -1,4 +1,5 @@
 @_spi(Generated) import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 extension ItemLifecycle {
@@ -87,7 +88,7 @@ extension ItemLifecycle {
     }
 
     /// The feature a server announces when it takes files after their submission.
-    static let deferredFilesFeature = "deferred-files"
+    static let deferredFilesFeature = Feature.deferredFiles.rawValue
 
     /// Records whether the server takes deferred files, and looks at every lane waiting for a
     /// file again when that changed.

@@ -1,4 +1,5 @@
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 /// Reads a page of the change feed (`GET /changes`) in one pass over its bytes. Each record
@@ -31,13 +32,13 @@ enum ChangeFeedReader {
         let read = scanner.readObject { key, scanner in
             let valueStart = scanner.index
             switch key {
-            case "changes":
+            case FeedPage.changes:
                 guard let list = readChanges(&scanner, limit: limit) else { return false }
                 (changes, count, malformed) = (list.changes, list.count, list.malformed)
-            case "cursor":
+            case FeedPage.cursor:
                 guard scanner.skipValue() else { return false }
                 cursor = isNull(scanner, from: valueStart) ? nil : string(scanner, from: valueStart)
-            case "more":
+            case FeedPage.more:
                 guard scanner.skipValue() else { return false }
                 more = scanner.bytes[valueStart..<scanner.index].elementsEqual("true".utf8)
             default:
@@ -96,11 +97,11 @@ enum ChangeFeedReader {
             guard scanner.skipValue() else { return false }
             let absent = isNull(scanner, from: valueStart)
             switch key {
-            case "type": type = absent ? nil : string(scanner, from: valueStart)
-            case "id": id = absent ? nil : wholeNumber(scanner.bytes[valueStart..<scanner.index])
-            case "version": version = absent ? nil : wholeNumber(scanner.bytes[valueStart..<scanner.index])
-            case "deleted": deleted = scanner.bytes[valueStart..<scanner.index].elementsEqual("true".utf8)
-            case "record": record = absent ? nil : valueStart..<scanner.index
+            case FeedPage.Change.type: type = absent ? nil : string(scanner, from: valueStart)
+            case FeedPage.Change.id: id = absent ? nil : wholeNumber(scanner.bytes[valueStart..<scanner.index])
+            case FeedPage.Change.version: version = absent ? nil : wholeNumber(scanner.bytes[valueStart..<scanner.index])
+            case FeedPage.Change.deleted: deleted = scanner.bytes[valueStart..<scanner.index].elementsEqual("true".utf8)
+            case FeedPage.Change.record: record = absent ? nil : valueStart..<scanner.index
             default: break
             }
             return true

@@ -136,12 +136,13 @@ public final class HTTPTransport: OutboxTransport {
             http = URLRequest(url: url(endpoint))
             http.httpBody = payload
             bodyBytes = Int64(payload.count)
-            headers = ["Content-Type": "application/json", "FormSync-Form": "\(form); version=\(version)"]
-            if let baseVersion { headers["If-Match"] = baseVersion }
+            headers = ["Content-Type": "application/json", ProtocolHeader.form: "\(form); version=\(version)"]
+            if let baseVersion { headers[ProtocolHeader.ifMatch] = baseVersion }
         case .file(let path, let contentType, let byteCount, let sha256):
             http = URLRequest(url: url("/files"))
             headers = [
-                "Content-Type": contentType ?? "application/octet-stream", "Content-Digest": "sha-256=:\(sha256.base64EncodedString()):",
+                "Content-Type": contentType ?? "application/octet-stream",
+                ProtocolHeader.contentDigest: "sha-256=:\(sha256.base64EncodedString()):",
                 "Content-Length": String(byteCount),
             ]
             bodyBytes = byteCount
@@ -173,7 +174,7 @@ public final class HTTPTransport: OutboxTransport {
             if case .file = request.body { progress(bodyBytes, bodyBytes) }
             let details = DeliveryDetails(
                 status: reply.status, bytesSent: bodyBytes, bytesReceived: Int64(reply.body.count),
-                serverFeatures: DeliveryDetails.features(reply.headers["formsync-features"]))
+                serverFeatures: DeliveryDetails.features(reply.headers[ProtocolHeader.features.lowercased()]))
             return (Self.classify(status: reply.status, headers: reply.headers, body: reply.body, documentID: request.documentID), details)
         } catch {
             return (.unreachable(reason: Task.isCancelled ? "cancelled" : Self.describe(error)), DeliveryDetails(bytesSent: 0))
@@ -186,9 +187,9 @@ public final class HTTPTransport: OutboxTransport {
     func prepare(_ http: inout URLRequest, _ request: OutboundRequest, with extra: [String: String] = [:]) async {
         http.timeoutInterval = timeout
         var headers = extra
-        headers["Idempotency-Key"] = request.attemptID
-        headers["FormSync-Document"] = request.documentID
-        headers["FormSync-Workspace"] = workspace
+        headers[ProtocolHeader.idempotencyKey] = request.attemptID
+        headers[ProtocolHeader.document] = request.documentID
+        headers[ProtocolHeader.workspace] = workspace
         headers["Accept"] = "application/json, application/problem+json"
         if let token = await token() { headers["Authorization"] = "Bearer \(token)" }
         http.allHTTPHeaderFields = headers
@@ -237,7 +238,7 @@ public final class HTTPTransport: OutboxTransport {
     public func probe() async -> Bool {
         var http = URLRequest(url: url("/health"))
         http.timeoutInterval = max(1, min(timeout, 5))
-        http.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
+        http.setValue(workspace, forHTTPHeaderField: ProtocolHeader.workspace)
         guard let reply = try? await perform(http), reply.status == 200,
             let object = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any]
         else { return false }
@@ -259,7 +260,7 @@ public final class HTTPTransport: OutboxTransport {
         await prepare(
             &http, request,
             with: [
-                "Content-Type": upload.contentType, "Content-Digest": FileRef.digestText(upload.sha256),
+                "Content-Type": upload.contentType, ProtocolHeader.contentDigest: FileRef.digestText(upload.sha256),
                 "Content-Length": String(upload.byteCount),
             ])
         return http
@@ -273,7 +274,8 @@ public final class HTTPTransport: OutboxTransport {
         var http = URLRequest(url: url("/files/\(id)"))
         http.timeoutInterval = timeout
         var headers = [
-            "FormSync-Workspace": workspace, "Range": "bytes=\(offset)-\(offset.addingClamped(Int64(min(maxBytes, maxReplyBytes)) - 1))",
+            ProtocolHeader.workspace: workspace,
+            "Range": "bytes=\(offset)-\(offset.addingClamped(Int64(min(maxBytes, maxReplyBytes)) - 1))",
         ]
         if let token = await token() { headers["Authorization"] = "Bearer \(token)" }
         http.allHTTPHeaderFields = headers
@@ -282,7 +284,7 @@ public final class HTTPTransport: OutboxTransport {
         }
         switch reply.status {
         case 200, 206:
-            guard let digest = reply.headers["repr-digest"].flatMap(FileRef.sha256(of:)) else {
+            guard let digest = reply.headers[ProtocolHeader.reprDigest.lowercased()].flatMap(FileRef.sha256(of:)) else {
                 return .failed(reason: "the reply is not FormSync's (no Repr-Digest)", retryAfter: nil)
             }
             if reply.status == 200 {
@@ -322,7 +324,7 @@ public final class HTTPTransport: OutboxTransport {
     public func serverFeatures() async -> Set<String>? {
         var http = URLRequest(url: url("/health"))
         http.timeoutInterval = max(1, min(timeout, 5))
-        http.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
+        http.setValue(workspace, forHTTPHeaderField: ProtocolHeader.workspace)
         guard let reply = try? await perform(http), reply.status == 200,
             let object = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any],
             object["service"] as? String == "formsync", object["status"] as? String == "ok"
@@ -354,7 +356,7 @@ public final class HTTPTransport: OutboxTransport {
         }
         let details = DeliveryDetails(
             status: reply.status, bytesReceived: Int64(reply.body.count),
-            serverFeatures: DeliveryDetails.features(reply.headers["formsync-features"]))
+            serverFeatures: DeliveryDetails.features(reply.headers[ProtocolHeader.features.lowercased()]))
         guard reply.status == 200, reply.headers["content-type"]?.hasPrefix("application/json") == true,
             let object = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any],
             let id = Self.serverID(object["id"]),
@@ -519,7 +521,7 @@ public final class HTTPTransport: OutboxTransport {
         if let cursor { components.queryItems?.append(URLQueryItem(name: "cursor", value: cursor)) }
         var http = URLRequest(url: url("/changes?" + (components.percentEncodedQuery ?? "")))
         http.timeoutInterval = timeout
-        http.setValue(workspace, forHTTPHeaderField: "FormSync-Workspace")
+        http.setValue(workspace, forHTTPHeaderField: ProtocolHeader.workspace)
         http.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
         if let token = await token() { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         do {

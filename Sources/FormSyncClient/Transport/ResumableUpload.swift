@@ -1,4 +1,5 @@
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -26,14 +27,14 @@ struct ResumableUpload {
         var creation = URLRequest(url: transport.url("/uploads"))
         creation.httpMethod = "POST"
         await transport.prepare(&creation, request)
-        creation.setValue(String(length), forHTTPHeaderField: "Upload-Length")
-        creation.setValue("?0", forHTTPHeaderField: "Upload-Complete")
-        creation.setValue("sha-256=:\(sha256.base64EncodedString()):", forHTTPHeaderField: "Repr-Digest")
+        creation.setValue(String(length), forHTTPHeaderField: ProtocolHeader.uploadLength)
+        creation.setValue("?0", forHTTPHeaderField: ProtocolHeader.uploadComplete)
+        creation.setValue("sha-256=:\(sha256.base64EncodedString()):", forHTTPHeaderField: ProtocolHeader.reprDigest)
         creation.setValue(contentType ?? "application/octet-stream", forHTTPHeaderField: "Content-Type")
         creation.setValue("6", forHTTPHeaderField: "Upload-Draft-Interop-Version")
         guard let created = await transport.exchange(creation) else { return (unreachable(), details) }
         details.status = created.status
-        details.serverFeatures = DeliveryDetails.features(created.headers["formsync-features"])
+        details.serverFeatures = DeliveryDetails.features(created.headers[ProtocolHeader.features.lowercased()])
         details.bytesReceived += Int64(created.body.count)
         if created.status == 200 {
             // Finished before (the reply to its last append was lost): the file is stored whole.
@@ -42,7 +43,7 @@ struct ResumableUpload {
         }
         guard created.status == 201 else { return (classify(created), details) }
         guard let location = created.headers["location"], Self.isUploadPath(location),
-            var offset = Self.offset(created.headers["upload-offset"]), offset <= length
+            var offset = Self.offset(created.headers[ProtocolHeader.uploadOffset.lowercased()]), offset <= length
         else { return (.unreachable(reason: "the upload creation reply is not FormSync's (no upload location or offset)"), details) }
         progress(offset, length)
 
@@ -69,13 +70,13 @@ struct ResumableUpload {
             append.httpMethod = "PATCH"
             append.httpBody = chunk
             await transport.prepare(&append, request)
-            append.setValue(String(offset), forHTTPHeaderField: "Upload-Offset")
-            append.setValue(last ? "?1" : "?0", forHTTPHeaderField: "Upload-Complete")
+            append.setValue(String(offset), forHTTPHeaderField: ProtocolHeader.uploadOffset)
+            append.setValue(last ? "?1" : "?0", forHTTPHeaderField: ProtocolHeader.uploadComplete)
             append.setValue("application/partial-upload", forHTTPHeaderField: "Content-Type")
             append.setValue("6", forHTTPHeaderField: "Upload-Draft-Interop-Version")
             guard let reply = await transport.exchange(append) else { return (unreachable(), details) }
             details.status = reply.status
-            details.serverFeatures = DeliveryDetails.features(reply.headers["formsync-features"])
+            details.serverFeatures = DeliveryDetails.features(reply.headers[ProtocolHeader.features.lowercased()])
             details.bytesSent += Int64(count)
             details.bytesReceived += Int64(reply.body.count)
             switch reply.status {
@@ -83,7 +84,7 @@ struct ResumableUpload {
                 progress(length, length)
                 return (classify(reply), details)
             case 204:
-                guard let next = Self.offset(reply.headers["upload-offset"]), next > offset, next <= length else {
+                guard let next = Self.offset(reply.headers[ProtocolHeader.uploadOffset.lowercased()]), next > offset, next <= length else {
                     return (.transient(reason: "the upload's offset did not move", retryAfter: nil), details)
                 }
                 offset = next
@@ -94,7 +95,9 @@ struct ResumableUpload {
                 }
             case 409:
                 // The server holds another offset (an append whose reply was lost): go on from it.
-                guard let held = Self.offset(reply.headers["upload-offset"]), held <= length else { return (classify(reply), details) }
+                guard let held = Self.offset(reply.headers[ProtocolHeader.uploadOffset.lowercased()]), held <= length else {
+                    return (classify(reply), details)
+                }
                 offset = held
                 progress(offset, length)
             default:

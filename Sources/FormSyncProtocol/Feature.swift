@@ -1,0 +1,20 @@
+/// The optional parts of the protocol a server may implement, as `GET /health` lists them in
+/// `features` and every reply names them in `FormSync-Features` (docs/PROTOCOL.md, "GET /health").
+public enum Feature: String, Sendable, CaseIterable {
+    /// Submissions may name files by digest before their bytes arrive ("Deferred files").
+    case deferredFiles = "deferred-files"
+    /// `GET /files/sha-256/<hex>` answers ("Looking a file up by digest").
+    case fileLookup = "file-lookup"
+
+    /// The features a `FormSync-Features` header or a `features` list names (unknown names are
+    /// left out: a newer server's features mean nothing to an older client).
+    public static func named(_ names: some Sequence<some StringProtocol>) -> Set<Feature> {
+        Set(names.compactMap { Feature(rawValue: $0.trimmingWhitespace) })
+    }
+}
+
+extension StringProtocol {
+    fileprivate var trimmingWhitespace: String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
+}

@@ -1,0 +1,21 @@
+/// The members of a page of the change feed (`GET /changes`, docs/PROTOCOL.md, "Records and the
+/// change feed"): the server writes them, the device's feed reader and `formsync conformance`
+/// read them, and they are named here only.
+public enum FeedPage {
+    /// The changes, in commit order.
+    public static let changes = "changes"
+    /// Where the next page begins.
+    public static let cursor = "cursor"
+    /// Whether more changes follow now.
+    public static let more = "more"
+
+    /// The members of one change.
+    public enum Change {
+        public static let id = "id"
+        public static let type = "type"
+        public static let version = "version"
+        public static let record = "record"
+        /// `true` for a removal from the caller's scope.
+        public static let deleted = "deleted"
+    }
+}

@@ -1,0 +1,27 @@
+/// The protocol's own header names (docs/PROTOCOL.md, §1, and the upload drafts it follows), as
+/// a request or reply spells them. A server reads them without regard to case; every part of
+/// FormSync names them from here.
+public enum ProtocolHeader {
+    public static let workspace = "FormSync-Workspace"
+    public static let document = "FormSync-Document"
+    public static let form = "FormSync-Form"
+    /// The optional parts of the protocol a server implements (`Feature`), on every reply.
+    public static let features = "FormSync-Features"
+    public static let idempotencyKey = "Idempotency-Key"
+    /// `true` on a reply the idempotency ledger replayed.
+    public static let idempotentReplayed = "Idempotent-Replayed"
+    public static let ifMatch = "If-Match"
+    /// RFC 9530: the digest of a whole upload's body.
+    public static let contentDigest = "Content-Digest"
+    /// RFC 9530: the digest of the whole file a resumable upload carries, or a range is part of.
+    public static let reprDigest = "Repr-Digest"
+    public static let uploadOffset = "Upload-Offset"
+    public static let uploadLength = "Upload-Length"
+    public static let uploadComplete = "Upload-Complete"
+
+    /// Every name above.
+    public static let all = [
+        workspace, document, form, features, idempotencyKey, idempotentReplayed, ifMatch, contentDigest, reprDigest, uploadOffset,
+        uploadLength, uploadComplete,
+    ]
+}
