@@ -15,6 +15,7 @@ enum FormSyncTool {
             .init("openapi", "Write the wire protocol and the forms' endpoints as an OpenAPI 3.1 description", OpenAPICommand.run),
             .init("preview", "Serve a live preview of the forms for their authors, reloaded as the specs change", PreviewCommand.run),
             .init("serve", "Run the reference sync server on loopback", ServeCommand.run),
+            .init("devices", "Enrol, list and revoke a workspace's devices (the back office's token)", DevicesCommand.run),
             .init("conformance", "Check a FormSync server against docs/PROTOCOL.md, one rule at a time", ConformanceCommand.run),
             .init("outbox", "Look inside a device's outbox database (counts per state, items needing attention)", OutboxCommand.run),
             .init("demo", "Simulate a field day against the embedded server and report the invariants", DemoCommand.run),

@@ -23,7 +23,7 @@ enum OutboxCommand {
                         last error
           --workspace W only workspace W's items and counts (default: every workspace)
           --state S     only the items in state S (saved_on_device, sending, confirmed,
-                        rejected, conflict, exhausted, blocked; a file has no network state, so
+                        rejected, conflict, exhausted, blocked, sealed; a file has no network state, so
                         queued items show as saved_on_device and leased ones as sending)
           --item ID     one item: its payload, base and server versions, field errors, conflicts
                         and attempt history

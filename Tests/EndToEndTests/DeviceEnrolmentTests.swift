@@ -236,6 +236,44 @@ struct DeviceEnrolmentTests {
         #expect(await credentials.refresh())
     }
 
+    @Test func theBackOfficeEnrolsListsAndRevokesDevicesFromTheCommandLine() async throws {
+        let (folder, server) = try Self.world()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: folder)
+        }
+        let office = try server.issueAccessToken(principal: "office", workspaces: ["acme"], role: .backOffice)
+        let base = ["devices", "--server", server.baseURL.absoluteString, "--workspace", "acme"]
+        let environment = ["FORMSYNC_TOKEN": office]
+        let enrolled = try await ProcessRunner.run(DemoProcessTests.formsync, base + ["--enrol", "courier-9"], environment: environment)
+        #expect(enrolled.status == 0, "\(enrolled.errors)")
+        let link = try #require(
+            EnrolmentLink(parsing: enrolled.output.trimmingCharacters(in: .whitespacesAndNewlines)), "\(enrolled.output)")
+        let credentials = try await DeviceCredentials(
+            vault: FileCredentialVault(path: folder.appendingPathComponent("v.json").path), device: DeviceReport(name: "Van 9"))
+        let device = try await credentials.enrol(link, installation: "install-van-9")
+
+        let listed = try await ProcessRunner.run(DemoProcessTests.formsync, base + ["--principal", "courier-9"], environment: environment)
+        let devices = try JSONDecoder().decode(DeviceList.self, from: Data(listed.output.utf8)).devices
+        #expect(devices.map(\.deviceID) == [device.deviceID] && devices.first?.name == "Van 9")
+
+        let revoked = try await ProcessRunner.run(
+            DemoProcessTests.formsync, base + ["--revoke-principal", "courier-9", "--reason", "lost"], environment: environment)
+        #expect(revoked.status == 0 && revoked.output.contains(device.deviceID), "\(revoked.output) \(revoked.errors)")
+        #expect(!(await credentials.refresh()))
+        #expect(await credentials.status == .revoked(reason: (await credentials.credentials)?.revokedReason ?? ""))
+
+        // A device's token, no token, an absurd lifetime: refused with a reason, exit 1 or 2.
+        let asDevice = try await ProcessRunner.run(
+            DemoProcessTests.formsync, base + ["--enrol", "x"], environment: ["FORMSYNC_TOKEN": device.accessToken])
+        #expect(asDevice.status == 1 && asDevice.errors.contains("refused"), "\(asDevice.errors)")
+        let noToken = try await ProcessRunner.run(DemoProcessTests.formsync, base, environment: ["FORMSYNC_TOKEN": ""])
+        #expect(noToken.status == 2 && noToken.errors.contains("FORMSYNC_TOKEN"))
+        let absurd = try await ProcessRunner.run(
+            DemoProcessTests.formsync, base + ["--enrol", "x", "--expires", "99999999999999999999"], environment: environment)
+        #expect(absurd.status == 2)
+    }
+
     @Test func aLinkIsReadOnlyWhenItNamesAServerADeviceMaySendACodeTo() {
         let code = EnrolmentCode(randomBytes: Array(0..<13))
         let good = EnrolmentLink(server: "https://sync.example.com/acme", workspace: "acme", code: code)

@@ -13,8 +13,12 @@ enum ProcessRunner {
         var errors: String
     }
 
-    static func run(_ executable: URL, _ arguments: [String], in directory: URL? = nil) async throws -> Result {
-        let run = try await ChildProcess.run(executable.path, arguments, directory: directory?.path)
+    static func run(
+        _ executable: URL, _ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]
+    ) async throws
+        -> Result
+    {
+        let run = try await ChildProcess.run(executable.path, arguments, environment: environment, directory: directory?.path)
         let status: Int32
         switch run.termination {
         case .exit(let code): status = code

@@ -419,6 +419,60 @@ public final class HTTPTransport: OutboxTransport {
         return .refused(code: ProblemCode(rawValue: name), detail: detail)
     }
 
+    // MARK: The back office's routes
+
+    /// `POST /auth/enrolments`, with this transport's (back-office) token: a code that enrols one
+    /// device for a principal in this transport's workspace.
+    public func makeEnrolment(_ request: EnrolmentRequest) async -> BackOfficeReply<Enrolment> {
+        await backOffice("POST", "/auth/enrolments", body: try? JSONEncoder().encode(request), expecting: 201)
+    }
+
+    /// `GET /auth/devices`: the workspace's devices, of `principal` or all.
+    public func devices(principal: String? = nil) async -> BackOfficeReply<DeviceList> {
+        var path = "/auth/devices"
+        if let principal {
+            var components = URLComponents()
+            components.queryItems = [URLQueryItem(name: "principal", value: principal)]
+            path += "?" + (components.percentEncodedQuery ?? "")
+        }
+        return await backOffice("GET", path, body: nil, expecting: 200)
+    }
+
+    /// `POST /auth/revocations`: a device, or every device of a principal, cut off at once.
+    public func revoke(_ request: RevocationRequest) async -> BackOfficeReply<Revocation> {
+        await backOffice("POST", "/auth/revocations", body: try? JSONEncoder().encode(request), expecting: 200)
+    }
+
+    private func backOffice<Value: Decodable & Sendable>(
+        _ method: String, _ path: String, body: Data?, expecting success: Int
+    ) async
+        -> BackOfficeReply<Value>
+    {
+        var http = URLRequest(url: url(path))
+        http.httpMethod = method
+        http.timeoutInterval = timeout
+        http.setValue(workspace, forHTTPHeaderField: ProtocolHeader.workspace)
+        if let token = await token() { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            http.httpBody = body
+            http.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let reply: (status: Int, headers: [String: String], body: Data)
+        do {
+            reply = try await perform(http)
+        } catch {
+            return .unreachable(reason: "\(error)")
+        }
+        let json = reply.headers["content-type"]?.lowercased().contains("json") == true
+        if reply.status == success, json, let value = try? JSONDecoder().decode(Value.self, from: reply.body) { return .done(value) }
+        guard json, (400..<500).contains(reply.status),
+            let problem = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any], let name = problem["code"] as? String
+        else {
+            return .unreachable(reason: "HTTP \(reply.status) is not the protocol's answer to \(method) \(path)")
+        }
+        return .refused(code: ProblemCode(rawValue: name), detail: (problem["detail"] as? String).map { String($0.prefix(300)) } ?? "")
+    }
+
     /// Whether credentials a server sent keep the protocol's bounds (a hostile server's are
     /// not stored).
     static func isPlausible(_ credentials: Credentials) -> Bool {
