@@ -88,4 +88,14 @@ struct CredentialExchangeTests {
         #expect(try vault.load() == nil)
         #expect(await credentials.status == .notEnrolled)
     }
+
+    @Test func aDeviceReportOutsideTheBoundsIsRefusedBeforeAnythingIsSent() async {
+        let vault = FileCredentialVault(path: "/nonexistent/never-read.json")
+        for report in [
+            DeviceReport(name: ""), DeviceReport(name: String(repeating: "n", count: 65)), DeviceReport(name: "two\nlines"),
+            DeviceReport(name: "Van", appVersion: String(repeating: "9", count: 65)), DeviceReport(name: "Van", specVersion: "a\u{2028}b"),
+        ] {
+            await #expect(throws: DeviceCredentials.EnrolmentError.self) { _ = try await DeviceCredentials(vault: vault, device: report) }
+        }
+    }
 }

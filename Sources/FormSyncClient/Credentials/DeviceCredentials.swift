@@ -37,6 +37,8 @@ public actor DeviceCredentials {
         case linkMismatch(String)
         /// The vault could not keep the credentials; the device is not enrolled.
         case vault(String)
+        /// What the device says of itself breaks the protocol's bounds (`DeviceReport.problem`).
+        case badReport(String)
 
         public var description: String {
             switch self {
@@ -44,6 +46,7 @@ public actor DeviceCredentials {
             case .unreachable(let reason): return "no FormSync server answered the enrolment: \(reason)"
             case .linkMismatch(let reason): return reason
             case .vault(let reason): return reason
+            case .badReport(let problem): return "the device's report: \(problem)"
             }
         }
     }
@@ -58,12 +61,15 @@ public actor DeviceCredentials {
     /// The vault's calls run here, off the cooperative pool.
     private static let vaultQueue = DispatchQueue(label: "formsync.credentials.vault")
 
-    /// Opens the vault. `transport` makes the transport its enrolments and refreshes go
-    /// through, for a server and workspace (by default an `HTTPTransport` that sends no token).
+    /// Opens the vault. `device` is what the device says of itself at every enrolment and
+    /// refresh: one that breaks the protocol's bounds is refused here (`EnrolmentError.badReport`),
+    /// not by every refresh to come. `transport` makes the transport its enrolments and refreshes
+    /// go through, for a server and workspace (by default an `HTTPTransport` that sends no token).
     public init(
         vault: any CredentialVault, device: DeviceReport,
         transport: (@Sendable (_ server: URL, _ workspace: String) -> HTTPTransport)? = nil
     ) async throws {
+        if let problem = device.problem { throw EnrolmentError.badReport(problem) }
         self.vault = vault
         self.device = device
         self.makeTransport = transport ?? { server, workspace in HTTPTransport(workspace: workspace, baseURL: server, token: { nil }) }
