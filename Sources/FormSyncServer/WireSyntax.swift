@@ -99,8 +99,8 @@ enum WireSyntax {
         return bytes
     }
 
-    /// A query's members, percent-decoded, each named once; nil for a malformed query or one
-    /// over 2 KiB.
+    /// A query's members, percent-decoded (RFC 3986: a `+` is a plus), each named once; nil for a
+    /// malformed query or one over 2 KiB.
     static func queryMembers(_ query: String?) -> [String: String]? {
         guard let query, !query.isEmpty else { return [:] }
         guard query.utf8.count <= 2048 else { return nil }
@@ -108,7 +108,7 @@ enum WireSyntax {
         for pair in query.split(separator: "&", omittingEmptySubsequences: false) {
             guard let equals = pair.firstIndex(of: "="),
                 let key = String(pair[..<equals]).removingPercentEncoding,
-                let value = String(pair[pair.index(after: equals)...]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
+                let value = String(pair[pair.index(after: equals)...]).removingPercentEncoding,
                 members[key] == nil
             else { return nil }
             members[key] = value

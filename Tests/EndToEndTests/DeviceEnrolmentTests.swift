@@ -274,6 +274,39 @@ struct DeviceEnrolmentTests {
         #expect(absurd.status == 2)
     }
 
+    @Test func aPrincipalOfAnySpellingIsListedAndRevokedByName() async throws {
+        let (folder, server) = try Self.world()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: folder)
+        }
+        let office = try server.issueAccessToken(principal: "office", workspaces: ["acme"], role: .backOffice)
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.baseURL) { office }
+        for principal in ["a+b", "c&d=e", "Zoë Ñ", "x%41y", "p?q#r/s"] {
+            guard case .done(let enrolment) = await transport.makeEnrolment(EnrolmentRequest(principal: principal)) else {
+                Issue.record("no enrolment for \(principal)")
+                continue
+            }
+            #expect(enrolment.principal == principal)
+            let credentials = try await DeviceCredentials(
+                vault: FileCredentialVault(path: folder.appendingPathComponent("v-\(UUID().uuidString).json").path),
+                device: DeviceReport(name: "Phone"))
+            let code = try #require(EnrolmentCode(reading: enrolment.code))
+            let link = EnrolmentLink(server: server.baseURL.absoluteString, workspace: "acme", code: code)
+            let device = try await credentials.enrol(link, installation: "install-\(UUID().uuidString.prefix(8))")
+            guard case .done(let list) = await transport.devices(principal: principal) else {
+                Issue.record("no list for \(principal)")
+                continue
+            }
+            #expect(list.devices.map(\.deviceID) == [device.deviceID], "\(principal)")
+            guard case .done(let revoked) = await transport.revoke(RevocationRequest(principal: principal)) else {
+                Issue.record("no revocation for \(principal)")
+                continue
+            }
+            #expect(revoked.revoked == [device.deviceID], "\(principal)")
+        }
+    }
+
     @Test func aLinkIsReadOnlyWhenItNamesAServerADeviceMaySendACodeTo() {
         let code = EnrolmentCode(randomBytes: Array(0..<13))
         let good = EnrolmentLink(server: "https://sync.example.com/acme", workspace: "acme", code: code)

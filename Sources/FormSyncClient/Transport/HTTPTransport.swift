@@ -431,9 +431,10 @@ public final class HTTPTransport: OutboxTransport {
     public func devices(principal: String? = nil) async -> BackOfficeReply<DeviceList> {
         var path = "/auth/devices"
         if let principal {
-            var components = URLComponents()
-            components.queryItems = [URLQueryItem(name: "principal", value: principal)]
-            path += "?" + (components.percentEncodedQuery ?? "")
+            // Everything but RFC 3986's unreserved characters is escaped: a principal may hold
+            // `+`, `&` or `=`, which a query would otherwise read as something else.
+            let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+            path += "?principal=" + (principal.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "")
         }
         return await backOffice("GET", path, body: nil, expecting: 200)
     }
