@@ -17,7 +17,10 @@ let package = Package(
             plugins: [.plugin(name: "FormSyncPlugin", package: "FormSync")]),
         .executableTarget(
             name: "FieldApp",
-            dependencies: ["FieldAppForms", .product(name: "FormSyncClient", package: "FormSync")]),
+            dependencies: [
+                "FieldAppForms", .product(name: "FormSyncClient", package: "FormSync"),
+                .product(name: "FormSyncProtocol", package: "FormSync"),
+            ]),
         .testTarget(
             name: "FieldAppTests",
             dependencies: [

@@ -36,10 +36,10 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 grep -q "forms: PestControlVisit v1, TrapCheck v1" "$work/serve.log" || { echo "check.sh: the server did not start:" >&2; cat "$work/serve.log" >&2; exit 1; }
-url="$(grep 'FormSync reference server on ' "$work/serve.log" | awk '{print $NF}')"
-refresh="$(grep 'refresh token:' "$work/serve.log" | awk '{print $NF}')"
+link="$(grep '^enrolment link' "$work/serve.log" | awk '{print $NF}')"
+[ -n "$link" ] || { echo "check.sh: the server printed no enrolment link:" >&2; cat "$work/serve.log" >&2; exit 1; }
 
-output="$("$app/.build/debug/FieldApp" --server "$url" --refresh-token "$refresh" --db "$work/app.sqlite")"
+output="$("$app/.build/debug/FieldApp" --link "$link" --db "$work/app.sqlite")"
 echo "$output"
 grep -q "pulled 1 records; 1 active traps" <<<"$output"      # the other technician's trap stays on the server
 grep -q "sent 3, parked 0; trap now at 20%" <<<"$output"

@@ -1,29 +1,28 @@
 import FieldAppForms
 import FormSyncClient
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
-import Synchronization
 
-// A field app's day in forty lines: sign in, pull the round, capture a visit with a photo and
-// a trap reading offline, and sync. Usage: FieldApp --server URL --refresh-token TOKEN --db PATH
+// A field app's day in forty lines: enrol, pull the round, capture a visit with a photo and a
+// trap reading offline, and sync. Usage: FieldApp --link LINK --db PATH (LINK: the enrolment
+// link an operator shows, as `formsync serve` and `formsync devices --enrol` print it)
 
 let arguments = CommandLine.arguments
 func value(_ name: String) -> String? { arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil } }
-guard let server = value("--server").flatMap(URL.init(string:)), let refreshToken = value("--refresh-token"), let db = value("--db") else {
-    print("usage: FieldApp --server URL --refresh-token TOKEN --db PATH")
+guard let link = value("--link").flatMap(EnrolmentLink.init(parsing:)), let server = URL(string: link.server), let db = value("--db") else {
+    print("usage: FieldApp --link LINK --db PATH")
     exit(2)
 }
 
-// Tokens are asked for at send time and never stored in the outbox.
-let token = Mutex<String?>(nil)
-let transport = HTTPTransport(workspace: "pest", baseURL: server) { token.withLock { $0 } }
+// The device's own credentials: enrolled once, the refresh token kept in a vault (rotated at
+// every refresh), the access token asked for at send time and never stored in the outbox.
+let credentials = try await DeviceCredentials(vault: FileCredentialVault(path: db + ".credentials"), device: DeviceReport(name: "FieldApp"))
+if await credentials.status == .notEnrolled { try await credentials.enrol(link, installation: "fieldapp-" + UUID().uuidString) }
+let transport = HTTPTransport(workspace: link.workspace, baseURL: server) { await credentials.accessToken() }
 let outbox = try Outbox(
     path: db, forms: FormCatalog.forms, records: FormCatalog.records, transport: transport,
-    refreshAuthentication: {
-        let fresh = await transport.refreshAccessToken(refreshToken: refreshToken)
-        token.withLock { $0 = fresh }
-        return fresh != nil
-    })
+    refreshAuthentication: { await credentials.refresh() })
 
 // At the depot: pull the round (the traps assigned to this technician).
 let pulled = try await outbox.pull()
