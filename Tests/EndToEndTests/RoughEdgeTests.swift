@@ -21,9 +21,13 @@ struct RoughEdgeTests {
         for line in lines {
             let name = line.dropFirst(2).prefix { $0 != " " }
             #expect(
-                ["check", "generate", "diff", "schema", "openapi", "preview", "serve", "conformance", "outbox", "demo", "bench", "torture"]
-                    .contains(
-                        String(name)), "\(line)")
+                [
+                    "check", "generate", "diff", "schema", "openapi", "preview", "serve", "devices", "conformance", "outbox", "demo",
+                    "bench",
+                    "torture",
+                ]
+                .contains(
+                    String(name)), "\(line)")
         }
         // Every summary starts in the same column, two spaces at least after the longest name.
         let starts = Set(
