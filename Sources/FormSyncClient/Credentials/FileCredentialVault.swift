@@ -103,9 +103,11 @@ public struct FileCredentialVault: CredentialVault {
 
     private func syncFolder() throws {
         let folder = (path as NSString).deletingLastPathComponent
-        let descriptor = open(folder.isEmpty ? "." : folder, O_RDONLY)
-        guard descriptor >= 0 else { throw Failure(path: path, reason: "has no folder to sync") }
-        defer { close(descriptor) }
-        guard DurableSync.full(descriptor) == 0 else { throw Failure(path: path, reason: "could not be made durable (its folder)") }
+        do {
+            try FolderSync.sync(folder.isEmpty ? "." : folder)
+        } catch {
+            throw Failure(path: path, reason: "could not be made durable (its folder: \(error))")
+        }
     }
+
 }

@@ -398,25 +398,13 @@ public final class HTTPTransport: OutboxTransport {
         http.timeoutInterval = timeout
         http.setValue("application/json", forHTTPHeaderField: "Content-Type")
         http.httpBody = try? JSONEncoder().encode(body)
-        let reply: (status: Int, headers: [String: String], body: Data)
-        do {
-            reply = try await perform(http)
-        } catch {
-            return .unreachable(reason: "\(error)")
+        switch await protocolReply(http, Credentials.self, expecting: success, path: path) {
+        case .done(let credentials):
+            return Self.isPlausible(credentials)
+                ? .issued(credentials) : .unreachable(reason: "credentials outside the protocol's bounds from \(path)")
+        case .refused(let code, let detail): return .refused(code: code, detail: detail)
+        case .unreachable(let reason): return .unreachable(reason: reason)
         }
-        let json = reply.headers["content-type"]?.lowercased().contains("json") == true
-        if reply.status == success, json, let credentials = try? JSONDecoder().decode(Credentials.self, from: reply.body),
-            Self.isPlausible(credentials)
-        {
-            return .issued(credentials)
-        }
-        guard json, (400..<500).contains(reply.status), reply.status != 408, reply.status != 429,
-            let problem = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any], let name = problem["code"] as? String
-        else {
-            return .unreachable(reason: "HTTP \(reply.status) is not the protocol's answer to \(path)")
-        }
-        let detail = (problem["detail"] as? String).map { String($0.prefix(300)) } ?? ""
-        return .refused(code: ProblemCode(rawValue: name), detail: detail)
     }
 
     // MARK: The back office's routes
@@ -458,6 +446,15 @@ public final class HTTPTransport: OutboxTransport {
             http.httpBody = body
             http.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
+        return await protocolReply(http, Value.self, expecting: success, path: "\(method) \(path)")
+    }
+
+    /// One exchange of the protocol's own messages: `Value` from a `success` reply in JSON, the
+    /// code of a 4xx problem (408 and 429 ask for a retry: no answer yet), anything else (a
+    /// portal's page, a redirect, a 5xx, a lost connection) no answer.
+    private func protocolReply<Value: Decodable & Sendable>(
+        _ http: URLRequest, _ type: Value.Type, expecting success: Int, path: String
+    ) async -> BackOfficeReply<Value> {
         let reply: (status: Int, headers: [String: String], body: Data)
         do {
             reply = try await perform(http)
@@ -466,10 +463,10 @@ public final class HTTPTransport: OutboxTransport {
         }
         let json = reply.headers["content-type"]?.lowercased().contains("json") == true
         if reply.status == success, json, let value = try? JSONDecoder().decode(Value.self, from: reply.body) { return .done(value) }
-        guard json, (400..<500).contains(reply.status),
+        guard json, (400..<500).contains(reply.status), reply.status != 408, reply.status != 429,
             let problem = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any], let name = problem["code"] as? String
         else {
-            return .unreachable(reason: "HTTP \(reply.status) is not the protocol's answer to \(method) \(path)")
+            return .unreachable(reason: "HTTP \(reply.status) is not the protocol's answer to \(path)")
         }
         return .refused(code: ProblemCode(rawValue: name), detail: (problem["detail"] as? String).map { String($0.prefix(300)) } ?? "")
     }
