@@ -30,6 +30,7 @@ public final class ScriptedTransport: OutboxTransport {
         var probes = 0
         var feed: [FeedStep] = []
         var feedCursors: [String?] = []
+        var feedPrincipals: [String?] = []
         var hangingFeed: [CheckedContinuation<PullOutcome, Never>] = []
     }
 
@@ -146,6 +147,15 @@ extension ScriptedTransport {
 
     /// The cursors the change feed was asked for, in order (nil: from the start).
     public var feedCursors: [String?] { state.withLock { $0.feedCursors } }
+
+    /// Whose credential each feed request went under, in order (nil: nobody's).
+    public var feedPrincipals: [String?] { state.withLock { $0.feedPrincipals } }
+
+    /// Records whose credential the request went under, then answers as `fetchChanges`.
+    public func fetchChanges(cursor: String?, limit: Int, as principal: String?) async -> PullOutcome {
+        state.withLock { $0.feedPrincipals.append(principal) }
+        return await fetchChanges(cursor: cursor, limit: limit)
+    }
 
     /// How many feed requests are held by `hang` now.
     public var hangingFeedCount: Int { state.withLock { $0.hangingFeed.count } }

@@ -255,8 +255,8 @@ struct RecordStoreTests {
         let fresh = try SQLiteConnection(path: harness.path, create: false)
         let plan = try fresh.query(
             """
-            EXPLAIN QUERY PLAN SELECT id, version, payload FROM records WHERE workspace = ?1 AND type = ?2
-            AND id IN (SELECT id FROM records WHERE workspace = ?1 AND type = ?2 AND key2 = ?3) ORDER BY id
+            EXPLAIN QUERY PLAN SELECT id, version, payload FROM records WHERE view = ?1 AND type = ?2
+            AND id IN (SELECT id FROM records WHERE view = ?1 AND type = ?2 AND key2 = ?3) ORDER BY id
             """, [.text("acme"), .text("Delivery"), .text("2")]
         ) { $0.text(3) ?? "" }
         #expect(plan.contains { $0.contains("records_key2") }, "\(plan)")

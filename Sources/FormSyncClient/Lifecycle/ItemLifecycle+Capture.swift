@@ -31,7 +31,8 @@ extension ItemLifecycle {
             ?? { () -> Int64? in
                 guard P.recordAction?.kind == .creates, base == nil else { return nil }
                 guard let earlier else { return placeholderIDs.next() }
-                return (earlier.state == .pending || earlier.state == .blocked) && earlier.sends == 0 ? earlier.produces : nil
+                return (earlier.state == .pending || earlier.state == .blocked) && earlier.sends == 0 && earlier.principal == principal
+                    ? earlier.produces : nil
             }()
         let attached = Dictionary(attachments.map { ($0.placeholder, $0) }, uniquingKeysWith: { a, _ in a })
         let placeholders = payload.placeholders
@@ -97,6 +98,7 @@ extension ItemLifecycle {
                         kind: .file, workspace: workspace, lane: lane, documentID: environment.newID(), attemptID: environment.newID(),
                         now: now, produces: placeholder)
                     file.filePath = copy.path
+                    file.principal = principal
                     file.contentType = declaredTypes[placeholder] ?? attachment.contentType
                     file.byteCount = copy.byteCount
                     file.sha256 = copy.sha256
@@ -108,6 +110,7 @@ extension ItemLifecycle {
                 }
                 if var replaced = earlier, replaced.kind == .submission, replaced.form == P.formName,
                     replaced.state == .pending || replaced.state == .blocked, replaced.sends == 0, !inFlight.contains(replaced.id),
+                    replaced.principal == principal,
                     creates == nil || creates == replaced.produces
                 {
                     try store.forgetDocumentDigests(item: replaced.id, workspace: workspace, documentID: documentID)
@@ -130,6 +133,7 @@ extension ItemLifecycle {
                     produces: creates)
                 row.form = P.formName
                 row.formVersion = P.formVersion
+                row.principal = principal
                 row.payload = json
                 row.endpoint = endpoint
                 row.basePayload = baseJSON

@@ -85,7 +85,7 @@ extension ItemLifecycle {
         Set(
             states.map { state -> State in
                 switch state {
-                case .savedOnDevice, .waitingForNetwork, .waitingForUnmeteredNetwork: return .pending
+                case .savedOnDevice, .waitingForNetwork, .waitingForUnmeteredNetwork, .waitingForItsOwner: return .pending
                 case .sending, .sent: return .leased
                 case .confirmed: return .confirmed
                 case .rejected: return .rejected

@@ -72,6 +72,17 @@ extension ItemLifecycle {
             try store.refreshLane(workspace: workspace, lane: lane)
             return nil
         }
+        // Its owner signed out: it goes out only under their credential, so it waits for them
+        // (a lease of theirs that ran out returns to pending, and the lane waits).
+        if let owner = row.principal, !present.contains(owner) {
+            if row.state == .leased {
+                move(&row, to: .pending)
+                row.leaseExpiresAt = nil
+                try store.update(row, now: now)
+            }
+            try store.refreshLane(workspace: row.workspace, lane: row.lane)
+            return nil
+        }
         let body: OutboundRequest.Body
         var namesPending = false
         switch row.kind {
@@ -127,7 +138,8 @@ extension ItemLifecycle {
         return Lease(
             itemID: row.id, attemptID: row.attemptID, attempt: row.attempts + 1,
             request: OutboundRequest(
-                itemID: ItemID(row.id), documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace, body: body),
+                itemID: ItemID(row.id), documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace,
+                principal: row.principal, body: body),
             namesPendingFiles: namesPending)
     }
 

@@ -15,7 +15,8 @@ final class ItemLifecycle {
     /// One state move of the running transaction (nil: the item did not exist, or is gone).
     struct Change {
         var id: Int64
-        var workspace: String
+        /// The item's view (`PersonalView.key`): its workspace, and its owner's name if it has one.
+        var view: String
         var from: State?
         var to: State?
     }
@@ -33,7 +34,11 @@ final class ItemLifecycle {
 
     /// The workspace items are captured in and sent to.
     var workspace: String
-    /// Committed items per workspace and state.
+    /// The person capturing now on a shared phone (nil: nobody signed in).
+    var principal: String?
+    /// The people whose credential is on the device: their items may go out.
+    var present: Set<String>
+    /// Committed items per view (`PersonalView.key`) and state.
     private(set) var counts: [String: [State: Int]]
     /// Why the server revoked the device, once it did (`Outbox.deviceRevoked`); nil while not.
     var revocationReason: String?
@@ -77,6 +82,9 @@ final class ItemLifecycle {
             return (try store.counts(), try store.mostNegativePlaceholder())
         }
         revocationReason = try OutboxDatabase.mapping { try store.revocation()?.reason }
+        let people = try OutboxDatabase.mapping { try store.people() }
+        principal = people.first(where: \.current)?.principal
+        present = Set(people.filter(\.present).map(\.principal))
         self.database = database
         self.stash = stash
         self.registry = registry
@@ -105,15 +113,16 @@ final class ItemLifecycle {
             changes = []
             let notices = withRecords { $0.takeNotices() }
             for change in committed {
-                if let from = change.from { counts[change.workspace, default: [:]][from, default: 0] -= 1 }
-                if let to = change.to { counts[change.workspace, default: [:]][to, default: 0] += 1 }
+                if let from = change.from { counts[change.view, default: [:]][from, default: 0] -= 1 }
+                if let to = change.to { counts[change.view, default: [:]][to, default: 0] += 1 }
             }
             return (
                 result,
                 { [self] in
                     withRecords { $0.announce(notices) }
                     guard observers.hasSnapshotListeners else { return }
-                    for change in committed where change.workspace == workspace {
+                    let view = self.view
+                    for change in committed where change.view == view {
                         emitSnapshot(
                             changed: change.to.map { OutboxItemChange(id: ItemID(change.id), state: publicState(id: change.id, $0)) })
                     }
@@ -137,21 +146,31 @@ final class ItemLifecycle {
         counts = try OutboxDatabase.mapping { try store.counts() }
     }
 
-    /// Confirmed items that a purge deleted outside any move.
-    func forgetConfirmed(_ removed: Int, workspace: String) {
-        counts[workspace, default: [:]][.confirmed, default: 0] -= removed
-    }
-
     /// Records a state move, applied to the counts only once its transaction commits.
     func move(_ row: inout OutboxStore.Row, to state: State?) {
         withRecords { $0.noteRecord(of: row) }
-        changes.append(Change(id: row.id, workspace: row.workspace, from: row.state, to: state))
+        changes.append(Change(id: row.id, view: Self.view(of: row), from: row.state, to: state))
         if let state { row.state = state }
     }
 
     /// Records a new item's first state.
     func created(_ row: OutboxStore.Row) {
-        changes.append(Change(id: row.id, workspace: row.workspace, from: nil, to: row.state))
+        changes.append(Change(id: row.id, view: Self.view(of: row), from: nil, to: row.state))
+    }
+
+    /// The view an item shows in: its workspace, and its owner if it has one.
+    static func view(of row: OutboxStore.Row) -> String {
+        PersonalView(workspace: row.workspace, principal: row.principal).key
+    }
+
+    /// What the current person sees: the current workspace, as them.
+    var view: String {
+        PersonalView(workspace: workspace, principal: principal).key
+    }
+
+    /// Whether `row` waits for its owner, who is not signed in.
+    func waitsForItsOwner(_ row: OutboxStore.Row) -> Bool {
+        row.state == .pending && row.principal.map { !present.contains($0) } ?? false
     }
 
     /// Runs `body` on the record store, which shares this thread: its notes and writes join
@@ -164,14 +183,15 @@ final class ItemLifecycle {
     func existing(_ id: ItemID) throws -> OutboxStore.Row {
         guard let row = try store.item(id.rawValue) else { throw OutboxError.noSuchItem(id) }
         guard row.workspace == workspace else { throw OutboxError.otherWorkspace(id: id, itemWorkspace: row.workspace, current: workspace) }
+        guard row.principal == principal else { throw OutboxError.otherPerson(id: id, owner: row.principal, current: principal) }
         return row
     }
 
     // MARK: What the app is shown
 
-    /// Counts per state for the current workspace.
+    /// Counts per state for the current workspace, as the current person sees it.
     func stateCounts() -> [SyncState: Int] {
-        let stored = counts[workspace] ?? [:]
+        let stored = counts[view] ?? [:]
         let sent = inFlight.count
         let held = meteredFileLimit == nil ? 0 : (try? store.heldForUnmeteredNetwork(workspace: workspace)) ?? 0
         return [
@@ -188,10 +208,14 @@ final class ItemLifecycle {
         ].filter { $0.value > 0 }
     }
 
-    /// Items of the current workspace that can still go out without a person acting.
+    /// Items of the current workspace that can still go out without a person acting: its
+    /// own and those of everyone signed in.
     func remainingCount() -> Int {
-        let open = counts[workspace] ?? [:]
-        return (open[.pending] ?? 0) + (open[.leased] ?? 0)
+        counts.reduce(0) { total, entry in
+            let view = PersonalView(key: entry.key)
+            guard view.workspace == workspace, view.principal.map(present.contains) ?? true else { return total }
+            return total + (entry.value[.pending] ?? 0) + (entry.value[.leased] ?? 0)
+        }
     }
 
     func snapshot(changed: OutboxItemChange?) -> OutboxSnapshot {
@@ -204,6 +228,7 @@ final class ItemLifecycle {
     }
 
     func publicState(_ row: OutboxStore.Row) -> SyncState {
+        if waitsForItsOwner(row) { return .waitingForItsOwner }
         if row.state == .pending, row.kind == .file, let limit = meteredFileLimit, (row.byteCount ?? 0) > limit,
             (try? store.heldForUnmeteredNetwork(workspace: row.workspace, item: row.id)) == 1
         {

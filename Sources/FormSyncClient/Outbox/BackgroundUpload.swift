@@ -15,6 +15,8 @@ public struct BackgroundUpload: Sendable, Codable, Equatable {
     public var documentID: String
     /// The workspace it belongs to.
     public var workspace: String
+    /// The person whose credential it goes under (see `OutboundRequest.principal`).
+    public var principal: String?
     /// The stashed copy to upload from; the outbox keeps it until the upload is confirmed.
     public var file: URL
     public var contentType: String
@@ -23,13 +25,14 @@ public struct BackgroundUpload: Sendable, Codable, Equatable {
     public var sha256: Data
 
     public init(
-        itemID: ItemID, attemptID: String, documentID: String, workspace: String, file: URL, contentType: String, byteCount: Int64,
-        sha256: Data
+        itemID: ItemID, attemptID: String, documentID: String, workspace: String, principal: String? = nil, file: URL,
+        contentType: String, byteCount: Int64, sha256: Data
     ) {
         self.itemID = itemID
         self.attemptID = attemptID
         self.documentID = documentID
         self.workspace = workspace
+        self.principal = principal
         self.file = file
         self.contentType = contentType
         self.byteCount = byteCount

@@ -19,7 +19,7 @@ extension Outbox {
             guard case .file(let path, let contentType, let byteCount, let sha256) = lease.request.body else { return nil }
             return BackgroundUpload(
                 itemID: ItemID(lease.itemID), attemptID: lease.attemptID, documentID: lease.request.documentID,
-                workspace: lease.request.workspace,
+                workspace: lease.request.workspace, principal: lease.request.principal,
                 file: URL(fileURLWithPath: path), contentType: contentType ?? "application/octet-stream", byteCount: byteCount,
                 sha256: sha256)
         }

@@ -19,7 +19,7 @@ extension Outbox {
             return URL(fileURLWithPath: path)
         }
         guard ref.id > 0 else { throw OutboxError.fileUnavailable(id: ref.id, reason: "a pending file is not on the server yet") }
-        let key = "\(workspace)\u{0}\(ref.id)"
+        let key = "\(lifecycle.view)\u{0}\(ref.id)"
         if let running = fetches[key] { return try await running.value }
         let fetch = Task { try await self.fetch(ref.id) }
         fetches[key] = fetch
@@ -38,13 +38,14 @@ extension Outbox {
         let types = recordStore.recordTypes.names.compactMap { recordStore.recordTypes[$0] }.filter(\.fetchesFilesEagerly)
         guard !types.isEmpty else { return 0 }
         let metered = lifecycle.meteredFileLimit
+        let view = lifecycle.view
         var wanted: [Int64] = []
         for type in types where wanted.count < limit {
-            guard let records = try? storage({ try store.storedRecords(workspace: workspace, type: type.name) }) else { continue }
+            guard let records = try? storage({ try store.storedRecords(view: view, type: type.name) }) else { continue }
             for record in records where wanted.count < limit {
                 for use in type.fileUses(record.payload) where use.eager && use.ref.id > 0 && !wanted.contains(use.ref.id) {
                     if let metered, (use.ref.byteCount ?? .max) > metered { continue }
-                    if (try? storage({ try store.cachedFile(workspace: workspace, id: use.ref.id) })) == nil { wanted.append(use.ref.id) }
+                    if (try? storage({ try store.cachedFile(view: view, id: use.ref.id) })) == nil { wanted.append(use.ref.id) }
                 }
             }
         }
@@ -57,18 +58,19 @@ extension Outbox {
 
     /// The cached copy of file `id`, fetched first when it is not complete here.
     private func fetch(_ id: Int64) async throws -> URL {
-        let workspace = self.workspace
-        let final = URL(fileURLWithPath: attachments.path(of: id, workspace: workspace))
+        let view = lifecycle.view
+        let principal = lifecycle.principal
+        let final = URL(fileURLWithPath: attachments.path(of: id, view: view))
         let now = environment.now()
-        if try storage({ try store.cachedFile(workspace: workspace, id: id) }) != nil, FileManager.default.fileExists(atPath: final.path) {
-            try write(.normal) { try store.touchCachedFile(workspace: workspace, id: id, usedAt: now) }
+        if try storage({ try store.cachedFile(view: view, id: id) }) != nil, FileManager.default.fileExists(atPath: final.path) {
+            try write(.normal) { try store.touchCachedFile(view: view, id: id, usedAt: now) }
             return final
         }
         let transport = self.transport
-        let (total, digest) = try await attachments.fetch(id, workspace: workspace) { offset, maxBytes in
-            await transport.fetchFile(id: id, from: offset, maxBytes: maxBytes)
+        let (total, digest) = try await attachments.fetch(id, view: view) { offset, maxBytes in
+            await transport.fetchFile(id: id, from: offset, maxBytes: maxBytes, as: principal)
         }
-        try write(.normal) { try store.noteCachedFile(workspace: workspace, id: id, byteCount: total, sha256: digest, usedAt: now) }
+        try write(.normal) { try store.noteCachedFile(view: view, id: id, byteCount: total, sha256: digest, usedAt: now) }
         try evictCachedFiles(keeping: id)
         return final
     }
@@ -80,10 +82,11 @@ extension Outbox {
         var bytes = held
         guard bytes > configuration.attachmentCacheBytes else { return }
         let needed = try namedByQueuedItems()
+        let view = lifecycle.view
         for file in files where bytes > configuration.attachmentCacheBytes {
-            guard !(file.workspace == workspace && (file.id == kept || needed.contains(file.id))) else { continue }
-            try write(.normal) { try store.removeCachedFile(workspace: file.workspace, id: file.id) }
-            attachments.remove(file.id, workspace: file.workspace)
+            guard !(file.view == view && (file.id == kept || needed.contains(file.id))) else { continue }
+            try write(.normal) { try store.removeCachedFile(view: file.view, id: file.id) }
+            attachments.remove(file.id, view: file.view)
             bytes -= file.byteCount
         }
     }

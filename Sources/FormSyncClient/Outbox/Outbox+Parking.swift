@@ -9,9 +9,13 @@ extension Outbox {
         try items(in: [.rejected, .conflict, .exhausted, .blocked])
     }
 
-    /// Items of the current workspace in the given states, in enqueue order.
+    /// Items of the current workspace in the given states, in enqueue order: on a shared phone,
+    /// the current person's alone.
     public func items(in states: Set<SyncState>) throws -> [OutboxItem] {
-        let rows = try storage { try store.items(workspace: workspace, states: ItemLifecycle.storedStates(showing: states)) }
+        let principal = lifecycle.principal
+        let rows = try storage {
+            try store.items(workspace: workspace, states: ItemLifecycle.storedStates(showing: states), principal: .some(principal))
+        }
         return rows.map(lifecycle.publicItem).filter { states.contains($0.state) }
     }
 
@@ -64,7 +68,7 @@ extension Outbox {
         let workspace = self.workspace
         let cutoff = cutoff.millisecondsSince1970
         let removed = try write(.normal) { try store.deleteConfirmed(workspace: workspace, before: cutoff) }
-        lifecycle.forgetConfirmed(removed, workspace: workspace)
+        try lifecycle.reloadCounts()
         emitSnapshot(changed: nil)
         return removed
     }

@@ -7,7 +7,7 @@ extension Outbox {
         public let rawValue: Int
         public init(rawValue: Int) { self.rawValue = rawValue }
 
-        /// The pulled records of every workspace, and the feed's cursors.
+        /// The pulled records of every workspace and person, and the feed's cursors.
         public static let records = RevocationPurge(rawValue: 1)
         /// The copies of server files fetched to the device (`file(for:)`).
         public static let attachmentCache = RevocationPurge(rawValue: 2)
@@ -29,14 +29,14 @@ extension Outbox {
         let sealed = try sealUnsent()
         if purge.contains(.records) {
             try write(.full) {
-                for workspace in try store.recordWorkspaces() { try store.clearRecords(workspace: workspace) }
+                for view in try store.recordViews() { try store.clearRecords(view: view) }
             }
         }
         if purge.contains(.attachmentCache) {
             let (files, _) = try storage { try store.cachedFiles() }
             for file in files {
-                try write(.normal) { try store.removeCachedFile(workspace: file.workspace, id: file.id) }
-                attachments.remove(file.id, workspace: file.workspace)
+                try write(.normal) { try store.removeCachedFile(view: file.view, id: file.id) }
+                attachments.remove(file.id, view: file.view)
             }
         }
         observers.emit(.revoked(reason: lifecycle.revocationReason ?? bounded, sealed: sealed))

@@ -26,6 +26,13 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     case formMismatch(expected: String, got: String)
     /// The item belongs to another workspace than the outbox's current one; it is left alone.
     case otherWorkspace(id: ItemID, itemWorkspace: String, current: String)
+    /// The item belongs to another person on this shared phone (or to nobody, when a person is
+    /// signed in): it is left alone; hand it over first (`Outbox.handOver`).
+    case otherPerson(id: ItemID, owner: String?, current: String?)
+    /// A person's name that cannot be one: empty, over 256 bytes, or holding control characters.
+    case invalidPrincipal(String)
+    /// Nobody is signed in where a person is needed (a hand-over names who did it).
+    case nobodySignedIn
     /// No transport serves this workspace (or the one given serves another): nothing can be sent.
     case noTransport(workspace: String)
     /// The file at `path` is not an outbox this build can use; it was not touched.
@@ -51,6 +58,12 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
         case .formMismatch(let expected, let got): return "the item holds a \(expected), not a \(got)"
         case .otherWorkspace(let id, let itemWorkspace, let current):
             return "item \(id) belongs to workspace \(itemWorkspace), not the current workspace \(current); switch to it first"
+        case .otherPerson(let id, let owner, let current):
+            return
+                "item \(id) belongs to \(owner.map { "'\($0)'" } ?? "nobody"), not to \(current.map { "'\($0)'" } ?? "nobody"); hand it over first"
+        case .invalidPrincipal(let name):
+            return "'\(name.prefix(64))' cannot be a person's name: 1 to 256 bytes with no control characters"
+        case .nobodySignedIn: return "nobody is signed in on this device"
         case .noTransport(let workspace): return "no transport serves workspace \(workspace)"
         case .notAnOutbox(let path, let reason): return "\(path) is not a FormSync outbox this build can open: \(reason)"
         case .notAnEditForm(let name): return "form \(name) does not edit a record (its spec has no 'edits:')"

@@ -21,6 +21,9 @@ public struct OutboxItem: Sendable, Equatable, Identifiable {
     /// The ordering lane: items of one lane go out one at a time, in enqueue order.
     public var lane: String
     public var workspace: String
+    /// On a shared phone, the person who captured it or was handed it: it goes out only under
+    /// their credential. Nil when nobody was signed in.
+    public var principal: String?
     /// The payload as captured (JSON, placeholders kept), for submissions.
     public var payload: Data?
     /// Counted attempts (auth pauses and lease reclaims are not attempts).
@@ -55,7 +58,8 @@ extension OutboxItem {
         let decoder = JSONDecoder()
         self.init(
             id: ItemID(row.id), kind: row.kind, state: state, documentID: row.documentID, attemptID: row.attemptID,
-            form: row.form, formVersion: row.formVersion, lane: row.lane, workspace: row.workspace, payload: row.payload,
+            form: row.form, formVersion: row.formVersion, lane: row.lane, workspace: row.workspace, principal: row.principal,
+            payload: row.payload,
             attempts: row.attempts, nextAttemptAt: Date(millisecondsSince1970: row.nextAttemptAt), lastError: row.lastError,
             fieldErrors: row.fieldErrors.flatMap { try? decoder.decode([FieldError].self, from: $0) } ?? [],
             basePayload: row.basePayload, serverPayload: row.serverPayload, serverVersion: row.serverVersion,

@@ -10,6 +10,10 @@ public enum SyncState: String, Sendable, Hashable, Codable, CaseIterable {
     /// A file larger than the network's cost allows (`NetworkCost`): it goes on an unmetered
     /// network, or at once after `Outbox.sendOnAnyNetwork` ("waiting for Wi-Fi").
     case waitingForUnmeteredNetwork = "waiting_for_unmetered_network"
+    /// Captured on a shared phone by a person who is not signed in now: it goes out only under
+    /// their credential, when they sign in again, or after a person hands it over
+    /// (`Outbox.handOver`).
+    case waitingForItsOwner = "waiting_for_its_owner"
     /// Leased for sending: its files or dependencies are going out, or it is about to go.
     case sending
     /// The request is out; no reply yet.

@@ -20,25 +20,25 @@ struct AttachmentCache: Sendable {
     static let maxPieces = 1_000
     static let pieceBytes = 4 << 20
 
-    /// Where file `id` of `workspace` is kept.
-    func path(of id: Int64, workspace: String) -> String {
-        let tag = SHA256.hash(Data(workspace.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
+    /// Where file `id` of `view` (a workspace, or a workspace and a person) is kept.
+    func path(of id: Int64, view: String) -> String {
+        let tag = SHA256.hash(Data(view.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
         return (directory as NSString).appendingPathComponent("\(tag)-\(id)")
     }
 
-    /// Removes the copy of file `id` of `workspace`, if there is one.
-    func remove(_ id: Int64, workspace: String) {
-        try? FileManager.default.removeItem(atPath: path(of: id, workspace: workspace))
+    /// Removes the copy of file `id` of `view`, if there is one.
+    func remove(_ id: Int64, view: String) {
+        try? FileManager.default.removeItem(atPath: path(of: id, view: view))
     }
 
-    /// Fetches file `id` of `workspace` into its place through `piece` (the bytes from an
+    /// Fetches file `id` of `view` into its place through `piece` (the bytes from an
     /// offset), going on from a copy cut off before, and returns its size and digest once it is
     /// whole, checked and in place.
     func fetch(
-        _ id: Int64, workspace: String, isolation: isolated (any Actor)? = #isolation,
+        _ id: Int64, view: String, isolation: isolated (any Actor)? = #isolation,
         piece: (_ offset: Int64, _ maxBytes: Int) async -> FilePiece
     ) async throws -> (byteCount: Int64, sha256: Data) {
-        let final = path(of: id, workspace: workspace)
+        let final = path(of: id, view: view)
         try makeDirectory()
         let partial = final + ".partial"
         if !FileManager.default.fileExists(atPath: partial) {

@@ -25,11 +25,11 @@ extension RecordStore {
         let (key, base, shown, earlier) = try OutboxDatabase.mapping {
             () throws -> (Int64, OutboxStore.StoredRecord?, (version: Int, payload: Data)?, OutboxStore.Row?) in
             let key = id < 0 ? (try store.resolvedID(id, workspace: workspace) ?? id) : id
-            let base = key > 0 ? try store.storedRecord(workspace: workspace, type: action.recordType, id: key) : nil
+            let base = key > 0 ? try store.storedRecord(view: view, type: action.recordType, id: key) : nil
             let shown =
-                try Self.overlay(store, registry: registry, type: action.recordType, workspace: workspace)[key]
+                try Self.overlay(store, registry: registry, type: action.recordType, workspace: workspace, principal: principal)[key]
                 ?? base.map { ($0.version, $0.payload) }
-            let earlier = try store.unconfirmedSubmissions(workspace: workspace, forms: [F.formName]).last { row in
+            let earlier = try store.unconfirmedSubmissions(workspace: workspace, principal: principal, forms: [F.formName]).last { row in
                 guard let payload = row.payload, let edited = RecordProjection.editedID(form: payload, action: action) else { return false }
                 let resolved = edited < 0 ? ((try? store.resolvedID(edited, workspace: workspace)) ?? nil) ?? edited : edited
                 return resolved == key

@@ -29,10 +29,11 @@ extension RecordStore {
         let clock = ContinuousClock()
         let started = clock.now
         var bytes = 0
-        let workspace = self.workspace
+        let view = self.view
+        let principal = self.principal
         let transport = context.transport
         let recordTypes = self.recordTypes
-        var cursor = try OutboxDatabase.mapping { try store.pullCursor(workspace: workspace) }
+        var cursor = try OutboxDatabase.mapping { try store.pullCursor(view: view) }
         var fromScratch = false
         var refreshed = 0
         // A pull into an empty store (a new device) inserts its records without the key
@@ -53,10 +54,11 @@ extension RecordStore {
             if let next = ahead, next.cursor == cursor {
                 fetched = await next.task.value
             } else {
-                fetched = await Self.fetchPage(transport: transport, cursor: cursor, limit: pageSize, recordTypes: recordTypes)
+                fetched = await Self.fetchPage(
+                    transport: transport, cursor: cursor, limit: pageSize, principal: principal, recordTypes: recordTypes)
             }
             ahead = nil
-            guard workspace == self.workspace else { break }  // switched meanwhile: this pull's pages belong elsewhere
+            guard view == self.view else { break }  // switched meanwhile: this pull's pages belong elsewhere
             switch fetched.outcome {
             case .page(let page):
                 // A server that says "more" must move: a page with nothing in it, or a cursor
@@ -75,31 +77,35 @@ extension RecordStore {
                 if page.more {
                     let next = page.cursor
                     ahead = (
-                        next, Task { await Self.fetchPage(transport: transport, cursor: next, limit: pageSize, recordTypes: recordTypes) }
+                        next,
+                        Task {
+                            await Self.fetchPage(
+                                transport: transport, cursor: next, limit: pageSize, principal: principal, recordTypes: recordTypes)
+                        }
                     )
                 }
                 CrashPoint.pullPage.reach()
                 try writeAnnouncing {
-                    if fromScratch { try store.clearRecords(workspace: workspace) }
+                    if fromScratch { try store.clearRecords(view: view) }
                     if cursor == nil, !keysDropped, page.more, keySlots > 0, try !store.hasRecords() {
                         try store.dropRecordKeyIndexes(slots: keySlots)
                         keysDropped = true
                     }
-                    let tombstones = try store.hasTombstones(workspace: workspace)
+                    let tombstones = try store.hasTombstones(view: view)
                     for (change, index) in zip(page.changes, fetched.indexes) {
                         if let fields = change.fields {
-                            if tombstones { try store.removeTombstone(workspace: workspace, type: change.type, id: change.id) }
-                            try applyChange(change, fields: fields, workspace: workspace, index: index)
+                            if tombstones { try store.removeTombstone(view: view, type: change.type, id: change.id) }
+                            try applyChange(change, fields: fields, view: view, index: index)
                             report.upserted += 1
                         } else {
-                            if try store.deleteRecord(workspace: workspace, type: change.type, id: change.id) {
+                            if try store.deleteRecord(view: view, type: change.type, id: change.id) {
                                 noteRecord(change.type, change.id)
                             }
-                            try store.addTombstone(workspace: workspace, type: change.type, id: change.id)
+                            try store.addTombstone(view: view, type: change.type, id: change.id)
                             report.deleted += 1
                         }
                     }
-                    try store.setPullCursor(page.cursor, workspace: workspace, at: context.now())
+                    try store.setPullCursor(page.cursor, view: view, at: context.now())
                 }
                 fromScratch = false
                 cursor = page.cursor
@@ -167,9 +173,9 @@ extension RecordStore {
 
     /// Fetches the page after `cursor` and reads every record in it by its type.
     nonisolated static func fetchPage(
-        transport: any OutboxTransport, cursor: String?, limit: Int, recordTypes: RecordRegistry
+        transport: any OutboxTransport, cursor: String?, limit: Int, principal: String?, recordTypes: RecordRegistry
     ) async -> FetchedPage {
-        let outcome = await transport.fetchChanges(cursor: cursor, limit: limit)
+        let outcome = await transport.fetchChanges(cursor: cursor, limit: limit, as: principal)
         guard case .page(let page) = outcome else { return FetchedPage(outcome: outcome) }
         var fetched = FetchedPage(outcome: outcome)
         fetched.indexes.reserveCapacity(page.changes.count)

@@ -22,6 +22,10 @@ public actor RecordStore {
     let recordTypes: RecordRegistry
     /// The workspace read and written: the outbox's current one.
     var workspace: String
+    /// The person whose records are read and pulled on a shared phone (nil: nobody signed in).
+    var principal: String?
+    /// Where this person's records of this workspace are kept.
+    var view: String { PersonalView(workspace: workspace, principal: principal).key }
     var listeners: [UUID: AsyncStream<RecordsChanged>.Continuation] = [:]
     /// Records shown differently by the running transaction, announced when it commits.
     var notices: [String: Set<Int64>] = [:]
@@ -47,28 +51,28 @@ public actor RecordStore {
     /// every submission not yet confirmed applied on top (an unsent edit shows at once; a record
     /// created offline is there under its placeholder id). Never waits on the network.
     public func records<R: SyncRecord>(_ query: RecordQuery<R>) async throws -> [R] {
-        let workspace = self.workspace
+        let (workspace, principal, view) = (self.workspace, self.principal, self.view)
         let registry = self.registry
         return try await database.read { store in
             let type = R.recordType
-            let shown = try Self.overlay(store, registry: registry, type: type, workspace: workspace)
+            let shown = try Self.overlay(store, registry: registry, type: type, workspace: workspace, principal: principal)
             var wanted = query
             let stored: [OutboxStore.StoredRecord]
             switch query.filter {
             case .all:
-                stored = try store.storedRecords(workspace: workspace, type: type)
+                stored = try store.storedRecords(view: view, type: type)
             case .id(let id):
                 // A placeholder whose create has landed finds the record under its server id.
                 let effective = id < 0 ? (try store.resolvedID(id, workspace: workspace) ?? id) : id
                 wanted = .id(effective)
-                stored = try store.storedRecord(workspace: workspace, type: type, id: effective).map { [$0] } ?? []
+                stored = try store.storedRecord(view: view, type: type, id: effective).map { [$0] } ?? []
             case .field(let field, let value):
                 // A field past the last key column (a registry built by hand: the spec checker
                 // allows no more) is found by reading every record of the type.
                 if let slot = R.indexedFields.firstIndex(of: field), slot < OutboxStore.recordKeySlots {
-                    stored = try store.storedRecords(workspace: workspace, type: type, slot: slot, value: value)
+                    stored = try store.storedRecords(view: view, type: type, slot: slot, value: value)
                 } else {
-                    stored = try store.storedRecords(workspace: workspace, type: type)
+                    stored = try store.storedRecords(view: view, type: type)
                 }
             }
             var result: [R] = []
@@ -102,18 +106,20 @@ public actor RecordStore {
         return try await database.read { try $0.resolvedID(placeholder, workspace: workspace) }
     }
 
-    /// How many records the device holds for the current workspace (pulled or acknowledged).
+    /// How many records the device holds for the current workspace and person (pulled or
+    /// acknowledged).
     public func storedRecordCount() async throws -> Int {
-        let workspace = self.workspace
-        return try await database.read { try $0.recordCount(workspace: workspace) }
+        let view = self.view
+        return try await database.read { try $0.recordCount(view: view) }
     }
 
-    /// Forgets every pulled record and the feed's cursor of the current workspace, so the next
-    /// pull starts from the beginning: for a device handed to another person (another
-    /// principal, another scope). Unsent work is kept and still shows on top.
+    /// Forgets every pulled record and the feed's cursor of the current workspace and person,
+    /// so the next pull starts from the beginning (a scope that changed on the server, say).
+    /// Unsent work is kept and still shows on top. A shared phone needs no such call: each
+    /// person's records are kept apart (`Outbox.signIn`).
     public func forgetPulledRecords() throws {
-        let workspace = self.workspace
-        try database.transaction(.full) { try store.clearRecords(workspace: workspace) }
+        let view = self.view
+        try database.transaction(.full) { try store.clearRecords(view: view) }
     }
 
     // MARK: Notices
@@ -163,14 +169,15 @@ public actor RecordStore {
 
     // MARK: Overlay
 
-    /// The records of `type` that unconfirmed submissions change, by id, with those changes
-    /// applied in the order they were captured.
+    /// The records of `type` that `principal`'s unconfirmed submissions change, by id, with
+    /// those changes applied in the order they were captured.
     static func overlay(
-        _ store: OutboxStore, registry: FormRegistry, type: String, workspace: String
+        _ store: OutboxStore, registry: FormRegistry, type: String, workspace: String, principal: String?
     ) throws -> [Int64: (version: Int, payload: Data)] {
         let forms = registry.names.filter { registry[$0]?.recordAction?.recordType == type }
+        let view = PersonalView(workspace: workspace, principal: principal).key
         var shown: [Int64: (version: Int, payload: Data)] = [:]
-        for row in try store.unconfirmedSubmissions(workspace: workspace, forms: forms) {
+        for row in try store.unconfirmedSubmissions(workspace: workspace, principal: principal, forms: forms) {
             guard let form = row.form, let entry = registry[form], let action = entry.recordAction, var payload = row.payload else {
                 continue
             }
@@ -184,7 +191,7 @@ public actor RecordStore {
             case .edits:
                 guard var id = RecordProjection.editedID(form: payload, action: action) else { continue }
                 if id < 0, let server = try store.resolvedID(id, workspace: workspace) { id = server }
-                let base = try shown[id] ?? store.storedRecord(workspace: workspace, type: type, id: id).map { ($0.version, $0.payload) }
+                let base = try shown[id] ?? store.storedRecord(view: view, type: type, id: id).map { ($0.version, $0.payload) }
                 guard let base, let fields = try? RecordProjection.apply(form: payload, to: base.payload, action: action) else { continue }
                 shown[id] = (base.version, fields)
             }
@@ -199,10 +206,12 @@ public actor RecordStore {
     /// offline take the version it landed with as their base.
     func storeAcknowledgedRecord(_ row: OutboxStore.Row, _ ack: ServerAcknowledgement, now: Int64) throws {
         guard let form = row.form, let action = registry[form]?.recordAction else { return }
+        // Into the view of the person who sent it, whoever is signed in now.
+        let view = ItemLifecycle.view(of: row)
         if let change = ack.record, change.type == action.recordType, let fields = change.fields,
-            try !store.hasTombstone(workspace: row.workspace, type: change.type, id: change.id)
+            try !store.hasTombstone(view: view, type: change.type, id: change.id)
         {
-            try applyChange(change, fields: fields, workspace: row.workspace)
+            try applyChange(change, fields: fields, view: view)
         }
         guard action.kind == .creates, let placeholder = row.produces, let serverID = ack.serverID else { return }
         noteRecord(action.recordType, placeholder, serverID)
@@ -220,13 +229,13 @@ public actor RecordStore {
         }
     }
 
-    /// Writes one pulled or acknowledged record into the store, its keys included.
-    func applyChange(_ change: RecordChange, fields: Data, workspace: String, index: [RecordIndexEntry]? = nil) throws {
+    /// Writes one pulled or acknowledged record into `view`, its keys included.
+    func applyChange(_ change: RecordChange, fields: Data, view: String, index: [RecordIndexEntry]? = nil) throws {
         let entry = recordTypes[change.type]
         let index = index ?? entry.flatMap { try? $0.indexEntries(fields) } ?? []
         let keys = OutboxStore.recordKeys(index, fields: entry?.indexedFields ?? [])
         if try store.upsertRecord(
-            workspace: workspace, type: change.type, id: change.id, version: change.version, payload: fields, keys: keys)
+            view: view, type: change.type, id: change.id, version: change.version, payload: fields, keys: keys)
         {
             noteRecord(change.type, change.id)
         }

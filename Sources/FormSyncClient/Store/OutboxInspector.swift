@@ -63,8 +63,19 @@ public final class OutboxInspector {
     /// The workspaces that hold items or records, sorted.
     public func workspaces() throws -> [String] {
         try read {
-            Set(try store.counts().keys).union(try store.db.query("SELECT DISTINCT workspace FROM records", [], { $0.text(0) ?? "" }))
-                .sorted()
+            Set(Set(try store.counts().keys).union(try store.recordViews()).map { PersonalView(key: $0).workspace }).sorted()
+        }
+    }
+
+    /// The people known on a shared phone: whether their credential is on it, and who is current.
+    public func people() throws -> [(principal: String, signedIn: Bool, current: Bool)] {
+        try read { try store.people() }.map { ($0.principal, $0.present, $0.current) }
+    }
+
+    /// Every hand-over of an item: from whom, to whom, by whom, when.
+    public func handovers(of id: ItemID) throws -> [Handover] {
+        try read { try store.handovers(of: id.rawValue) }.map {
+            Handover(from: $0.from, to: $0.to, by: $0.by, at: Date(millisecondsSince1970: $0.at))
         }
     }
 
@@ -98,15 +109,19 @@ public final class OutboxInspector {
     /// Counts per state of `workspace` (every workspace when nil).
     public func stateCounts(workspace: String?) throws -> [SyncState: Int] {
         var result: [SyncState: Int] = [:]
-        for (name, counts) in try read({ try store.counts() }) where workspace == nil || name == workspace {
+        for (name, counts) in try read({ try store.counts() }) where workspace == nil || PersonalView(key: name).workspace == workspace {
             for (state, count) in counts where count > 0 { result[Self.state(state), default: 0] += count }
         }
         return result
     }
 
-    /// How many records the device holds for `workspace` (every workspace when nil).
+    /// How many records the device holds for `workspace` (every workspace when nil), for
+    /// every person.
     public func recordCount(workspace: String?) throws -> Int {
-        try read { try (workspace.map { [$0] } ?? workspaces()).reduce(0) { $0 + (try store.recordCount(workspace: $1)) } }
+        try read {
+            try store.recordViews().filter { workspace == nil || PersonalView(key: $0).workspace == workspace }
+                .reduce(0) { $0 + (try store.recordCount(view: $1)) }
+        }
     }
 
     private func read<T>(_ body: () throws -> T) throws -> T {

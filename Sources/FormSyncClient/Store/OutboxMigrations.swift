@@ -15,6 +15,7 @@ enum OutboxMigrations {
         recordKeys,
         deferredFiles,
         revocation,
+        people,
     ])
 
     static let outbox = SQLiteMigrator.Migration(
@@ -300,5 +301,38 @@ enum OutboxMigrations {
         version: 11, name: "revocation",
         sql: """
             CREATE TABLE revocation (id INTEGER PRIMARY KEY CHECK (id = 1), reason TEXT NOT NULL, revoked_at INTEGER NOT NULL);
+            """)
+
+    /// Shared phones: who captured each item (`item_owners`, only for items captured while a
+    /// person was signed in, so a device without people pays nothing for it), who is signed in
+    /// (`people`: `present` while the person's credential is on the device, `current` for the
+    /// one capturing now), and every hand-over a person made (`handovers`). The pulled records,
+    /// their tombstones, the feed's cursors and the fetched files are kept per view (the
+    /// workspace, or the workspace and the person: `RecordView`), so that each person sees
+    /// only their own and switching back re-pulls nothing.
+    static let people = SQLiteMigrator.Migration(
+        version: 12, name: "people",
+        sql: """
+            CREATE TABLE item_owners (
+                item_id INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE,
+                principal TEXT NOT NULL
+            );
+            CREATE TABLE people (
+                principal TEXT PRIMARY KEY,
+                present INTEGER NOT NULL,
+                current INTEGER NOT NULL DEFAULT 0
+            ) WITHOUT ROWID;
+            CREATE TABLE handovers (
+                item_id INTEGER NOT NULL,
+                from_principal TEXT,
+                to_principal TEXT NOT NULL,
+                by_principal TEXT NOT NULL,
+                at INTEGER NOT NULL
+            );
+            CREATE INDEX handovers_item ON handovers(item_id);
+            ALTER TABLE records RENAME COLUMN workspace TO view;
+            ALTER TABLE record_tombstones RENAME COLUMN workspace TO view;
+            ALTER TABLE pull_cursors RENAME COLUMN workspace TO view;
+            ALTER TABLE cached_files RENAME COLUMN workspace TO view;
             """)
 }

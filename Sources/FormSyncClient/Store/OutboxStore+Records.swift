@@ -6,7 +6,8 @@ import Foundation
 /// `records` holds each record's fields and version, and the values of its indexed fields in
 /// columns `key1` … `key8` (the type's indexed fields in spec order) under SQLite's own partial
 /// indexes; `pull_cursors` says where the feed resumes. A page of the feed and its cursor
-/// commit in one transaction.
+/// commit in one transaction. Each is kept per view (`PersonalView`): the workspace, or on a
+/// shared phone the workspace and the person.
 extension OutboxStore {
     /// How many fields of one record type the device indexes (the spec checker's limit too).
     static let recordKeySlots = 8
@@ -36,34 +37,34 @@ extension OutboxStore {
     /// a process was killed during one).
     func ensureRecordKeyIndexes() throws {
         for slot in 1...Self.recordKeySlots {
-            try db.run("CREATE INDEX IF NOT EXISTS records_key\(slot) ON records(workspace, type, key\(slot)) WHERE key\(slot) IS NOT NULL")
+            try db.run("CREATE INDEX IF NOT EXISTS records_key\(slot) ON records(view, type, key\(slot)) WHERE key\(slot) IS NOT NULL")
         }
     }
 
-    /// Whether any workspace holds a record.
+    /// Whether any view holds a record.
     func hasRecords() throws -> Bool {
         try !db.query("SELECT 1 FROM records LIMIT 1") { $0.int(0) }.isEmpty
     }
 
-    func addTombstone(workspace: String, type: String, id: Int64) throws {
+    func addTombstone(view: String, type: String, id: Int64) throws {
         try db.run(
-            "INSERT OR IGNORE INTO record_tombstones (workspace, type, id) VALUES (?, ?, ?)", [.text(workspace), .text(type), .integer(id)])
+            "INSERT OR IGNORE INTO record_tombstones (view, type, id) VALUES (?, ?, ?)", [.text(view), .text(type), .integer(id)])
     }
 
-    func removeTombstone(workspace: String, type: String, id: Int64) throws {
+    func removeTombstone(view: String, type: String, id: Int64) throws {
         try db.run(
-            "DELETE FROM record_tombstones WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)])
+            "DELETE FROM record_tombstones WHERE view = ? AND type = ? AND id = ?", [.text(view), .text(type), .integer(id)])
     }
 
-    /// Whether the workspace has any tombstone: a pull page need not clear them one by one
+    /// Whether the view has any tombstone: a pull page need not clear them one by one
     /// when it has none (the initial pull of a whole round, for one).
-    func hasTombstones(workspace: String) throws -> Bool {
-        try !db.query("SELECT 1 FROM record_tombstones WHERE workspace = ? LIMIT 1", [.text(workspace)]) { $0.int(0) }.isEmpty
+    func hasTombstones(view: String) throws -> Bool {
+        try !db.query("SELECT 1 FROM record_tombstones WHERE view = ? LIMIT 1", [.text(view)]) { $0.int(0) }.isEmpty
     }
 
-    func hasTombstone(workspace: String, type: String, id: Int64) throws -> Bool {
+    func hasTombstone(view: String, type: String, id: Int64) throws -> Bool {
         try !db.query(
-            "SELECT 1 FROM record_tombstones WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)]
+            "SELECT 1 FROM record_tombstones WHERE view = ? AND type = ? AND id = ?", [.text(view), .text(type), .integer(id)]
         ) { $0.int(0) }.isEmpty
     }
 
@@ -78,14 +79,14 @@ extension OutboxStore {
             let stored = try db.query("SELECT fields FROM record_index_fields WHERE type = ?", [.text(name)]) { $0.text(0) }.first ?? nil
             if stored == fields { continue }
             try db.transaction(.normal) {
-                let rows = try db.query("SELECT workspace, id, payload FROM records WHERE type = ?", [.text(name)]) {
+                let rows = try db.query("SELECT view, id, payload FROM records WHERE type = ?", [.text(name)]) {
                     ($0.text(0) ?? "", $0.int(1), $0.blob(2) ?? Data())
                 }
-                for (workspace, id, payload) in rows {
+                for (view, id, payload) in rows {
                     let keys = Self.recordKeys((try? entry.indexEntries(payload)) ?? [], fields: entry.indexedFields)
                     try db.run(
-                        "UPDATE records SET \(Self.keyAssignments) WHERE workspace = ? AND type = ? AND id = ?",
-                        keys.map { $0.map(SQLValue.text) ?? .null } + [.text(workspace), .text(name), .integer(id)])
+                        "UPDATE records SET \(Self.keyAssignments) WHERE view = ? AND type = ? AND id = ?",
+                        keys.map { $0.map(SQLValue.text) ?? .null } + [.text(view), .text(name), .integer(id)])
                 }
                 try db.run("INSERT OR REPLACE INTO record_index_fields (type, fields) VALUES (?, ?)", [.text(name), .text(fields)])
             }
@@ -104,17 +105,17 @@ extension OutboxStore {
         var payload: Data
     }
 
-    func storedRecord(workspace: String, type: String, id: Int64) throws -> StoredRecord? {
+    func storedRecord(view: String, type: String, id: Int64) throws -> StoredRecord? {
         try db.query(
-            "SELECT id, version, payload FROM records WHERE workspace = ? AND type = ? AND id = ?",
-            [.text(workspace), .text(type), .integer(id)]
+            "SELECT id, version, payload FROM records WHERE view = ? AND type = ? AND id = ?",
+            [.text(view), .text(type), .integer(id)]
         ) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }.first
     }
 
-    func storedRecords(workspace: String, type: String) throws -> [StoredRecord] {
+    func storedRecords(view: String, type: String) throws -> [StoredRecord] {
         try db.query(
-            "SELECT id, version, payload FROM records WHERE workspace = ? AND type = ? ORDER BY id",
-            [.text(workspace), .text(type)]
+            "SELECT id, version, payload FROM records WHERE view = ? AND type = ? ORDER BY id",
+            [.text(view), .text(type)]
         ) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }
     }
 
@@ -122,26 +123,26 @@ extension OutboxStore {
     /// order) is `value`, by id. The ids come from the key's index alone (a covering search),
     /// then each row by its primary key: asked for the rows directly, SQLite's planner would
     /// rather walk every record of the type in id order.
-    func storedRecords(workspace: String, type: String, slot: Int, value: String) throws -> [StoredRecord] {
+    func storedRecords(view: String, type: String, slot: Int, value: String) throws -> [StoredRecord] {
         try db.query(
             """
-            SELECT id, version, payload FROM records WHERE workspace = ?1 AND type = ?2
-            AND id IN (SELECT id FROM records WHERE workspace = ?1 AND type = ?2 AND key\(slot + 1) = ?3) ORDER BY id
-            """, [.text(workspace), .text(type), .text(value)]
+            SELECT id, version, payload FROM records WHERE view = ?1 AND type = ?2
+            AND id IN (SELECT id FROM records WHERE view = ?1 AND type = ?2 AND key\(slot + 1) = ?3) ORDER BY id
+            """, [.text(view), .text(type), .text(value)]
         ) { StoredRecord(id: $0.int(0), version: Int($0.int(1)), payload: $0.blob(2) ?? Data()) }
     }
 
-    func recordCount(workspace: String) throws -> Int {
-        Int(try db.query("SELECT COUNT(*) FROM records WHERE workspace = ?", [.text(workspace)]) { $0.int(0) }.first ?? 0)
+    func recordCount(view: String) throws -> Int {
+        Int(try db.query("SELECT COUNT(*) FROM records WHERE view = ?", [.text(view)]) { $0.int(0) }.first ?? 0)
     }
 
     /// Writes a record's state and keys unless the store already holds a newer version of it:
     /// one statement, which SQLite's indexes follow. False when the change was older than what
     /// is stored.
-    func upsertRecord(workspace: String, type: String, id: Int64, version: Int, payload: Data, keys: [String?]) throws -> Bool {
+    func upsertRecord(view: String, type: String, id: Int64, version: Int, payload: Data, keys: [String?]) throws -> Bool {
         try db.run(
             Self.upsertRecordStatement,
-            [.text(workspace), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)]
+            [.text(view), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)]
                 + keys.map { $0.map(SQLValue.text) ?? .null }) == 1
     }
 
@@ -149,40 +150,39 @@ extension OutboxStore {
     /// hash these 300 characters each time.
     private static let upsertRecordStatement = SQLiteConnection.Statement(
         """
-        INSERT INTO records (workspace, type, id, version, payload, \(keyColumns)) VALUES (?, ?, ?, ?, ?, \(keyPlaceholders))
-        ON CONFLICT (workspace, type, id) DO UPDATE SET version = excluded.version, payload = excluded.payload, \(keyUpdates)
+        INSERT INTO records (view, type, id, version, payload, \(keyColumns)) VALUES (?, ?, ?, ?, ?, \(keyPlaceholders))
+        ON CONFLICT (view, type, id) DO UPDATE SET version = excluded.version, payload = excluded.payload, \(keyUpdates)
         WHERE excluded.version >= records.version
         """)
 
     /// Removes a record; false when there was none.
-    func deleteRecord(workspace: String, type: String, id: Int64) throws -> Bool {
-        try db.run("DELETE FROM records WHERE workspace = ? AND type = ? AND id = ?", [.text(workspace), .text(type), .integer(id)]) > 0
+    func deleteRecord(view: String, type: String, id: Int64) throws -> Bool {
+        try db.run("DELETE FROM records WHERE view = ? AND type = ? AND id = ?", [.text(view), .text(type), .integer(id)]) > 0
     }
 
-    /// Forgets every record and the cursor of a workspace (before a pull from the start).
-    /// The workspaces that hold pulled records or a feed cursor.
-    func recordWorkspaces() throws -> [String] {
-        try db.query("SELECT workspace FROM records UNION SELECT workspace FROM pull_cursors") { $0.text(0) ?? "" }
+    /// The views that hold pulled records or a feed cursor.
+    func recordViews() throws -> [String] {
+        try db.query("SELECT view FROM records UNION SELECT view FROM pull_cursors") { $0.text(0) ?? "" }
     }
 
-    func clearRecords(workspace: String) throws {
-        try db.run("DELETE FROM records WHERE workspace = ?", [.text(workspace)])
-        try db.run("DELETE FROM record_tombstones WHERE workspace = ?", [.text(workspace)])
-        try db.run("DELETE FROM pull_cursors WHERE workspace = ?", [.text(workspace)])
+    /// Forgets every record and the cursor of a view (before a pull from the start).
+    func clearRecords(view: String) throws {
+        try db.run("DELETE FROM records WHERE view = ?", [.text(view)])
+        try db.run("DELETE FROM record_tombstones WHERE view = ?", [.text(view)])
+        try db.run("DELETE FROM pull_cursors WHERE view = ?", [.text(view)])
     }
 
-    func pullCursor(workspace: String) throws -> String? {
-        try db.query("SELECT cursor FROM pull_cursors WHERE workspace = ?", [.text(workspace)]) { $0.text(0) }.first ?? nil
+    func pullCursor(view: String) throws -> String? {
+        try db.query("SELECT cursor FROM pull_cursors WHERE view = ?", [.text(view)]) { $0.text(0) }.first ?? nil
     }
 
-    func setPullCursor(_ cursor: String, workspace: String, at now: Int64) throws {
+    func setPullCursor(_ cursor: String, view: String, at now: Int64) throws {
         try db.run(
-            "INSERT OR REPLACE INTO pull_cursors (workspace, cursor, pulled_at) VALUES (?, ?, ?)",
-            [.text(workspace), .text(cursor), .integer(now)])
+            "INSERT OR REPLACE INTO pull_cursors (view, cursor, pulled_at) VALUES (?, ?, ?)",
+            [.text(view), .text(cursor), .integer(now)])
     }
 
-    /// The server id a placeholder landed as, in `workspace`.
-    /// The placeholder of this device that landed as `serverID`, if one did.
+    /// The placeholder of this device that landed as `serverID` in `workspace`, if one did.
     func placeholder(resolvedTo serverID: Int64, workspace: String) throws -> Int64? {
         try db.query("SELECT placeholder FROM resolved WHERE workspace = ? AND server_id = ?", [.text(workspace), .integer(serverID)]) {
             $0.int(0)
@@ -202,9 +202,9 @@ extension OutboxStore {
         }.first
     }
 
-    /// The submissions of `forms` not yet confirmed, oldest first: what the device shows on top
-    /// of the records it pulled.
-    func unconfirmedSubmissions(workspace: String, forms: [String]) throws -> [Row] {
+    /// `principal`'s submissions of `forms` not yet confirmed, oldest first: what the device
+    /// shows that person on top of the records they pulled.
+    func unconfirmedSubmissions(workspace: String, principal: String?, forms: [String]) throws -> [Row] {
         guard !forms.isEmpty else { return [] }
         let marks = forms.indices.map { "?\($0 + 2)" }.joined(separator: ", ")
         // Open ones through `items_open`, parked ones through `items_state`.
@@ -215,6 +215,7 @@ extension OutboxStore {
             SELECT \(Self.columns) FROM items WHERE workspace = ?1 AND \(Self.settledCondition) AND state != 'confirmed' AND kind = 'submission' AND form IN (\(marks))
             ORDER BY id
             """,
-            [.text(workspace)] + forms.map { .text($0) }, Self.row)
+            [.text(workspace)] + forms.map { .text($0) }, Self.row
+        ).filter { $0.principal == principal }
     }
 }

@@ -149,6 +149,9 @@ final class OutboxStore {
         var endpoint: String?
         /// How many times the item went on the wire, whatever came back (0: never left the device).
         var sends: Int
+        /// The person who captured it (or was handed it) on a shared phone; nil when nobody was
+        /// signed in.
+        var principal: String? = nil
 
         /// A new pending item, due `now`, not yet inserted (`id` 0).
         static func new(
@@ -166,7 +169,8 @@ final class OutboxStore {
     static let columns = """
         id, kind, workspace, lane, document_id, attempt_id, form, form_version, payload, base_payload, base_version,
         produces, server_id, server_version, file_path, content_type, byte_count, sha256, state, attempts,
-        next_attempt_at, lease_expires_at, last_error, field_errors, server_payload, conflicts, endpoint, sends
+        next_attempt_at, lease_expires_at, last_error, field_errors, server_payload, conflicts, endpoint, sends,
+        (SELECT principal FROM item_owners WHERE item_owners.item_id = items.id)
         """
 
     static func row(_ r: SQLiteConnection.Row) -> Row {
@@ -178,7 +182,7 @@ final class OutboxStore {
             contentType: r.text(15), byteCount: r.optionalInt(16), sha256: r.blob(17),
             state: State(rawValue: r.text(18) ?? "") ?? .pending, attempts: Int(r.int(19)), nextAttemptAt: r.int(20),
             leaseExpiresAt: r.optionalInt(21), lastError: r.text(22), fieldErrors: r.blob(23), serverPayload: r.blob(24),
-            conflicts: r.blob(25), endpoint: r.text(26), sends: Int(r.int(27)))
+            conflicts: r.blob(25), endpoint: r.text(26), sends: Int(r.int(27)), principal: r.text(28))
     }
 
     func item(_ id: Int64) throws -> Row? {
@@ -187,7 +191,9 @@ final class OutboxStore {
 
     static let itemQuery = SQLiteConnection.Statement("SELECT \(columns) FROM items WHERE id = ?")
 
-    func items(workspace: String, states: [State]) throws -> [Row] {
+    /// Items of `workspace` in `states`, in enqueue order; only those `principal` owns when it is
+    /// given (`.some(nil)`: those nobody owns).
+    func items(workspace: String, states: [State], principal: String?? = nil) throws -> [Row] {
         // Open items are in `items_open`, the rest in `items_state`: one query per index, each
         // naming its index's condition so that SQLite can use it.
         var rows: [Row] = []
@@ -198,6 +204,7 @@ final class OutboxStore {
                 "SELECT \(Self.columns) FROM items WHERE workspace = ? AND \(condition) AND state IN (\(marks)) ORDER BY id",
                 [.text(workspace)] + wanted.map { .text($0.rawValue) }, Self.row)
         }
+        if case .some(let principal) = principal { rows.removeAll { $0.principal != principal } }
         return rows.count > 1 ? rows.sorted { $0.id < $1.id } : rows
     }
 
@@ -221,7 +228,9 @@ final class OutboxStore {
                 .text(row.state.rawValue), .integer(row.nextAttemptAt), .integer(now), .integer(now),
                 row.endpoint.map(SQLValue.text) ?? .null, row.lastError.map(SQLValue.text) ?? .null,
             ])
-        return db.lastInsertRowID
+        let id = db.lastInsertRowID
+        if let principal = row.principal { try setOwner(item: id, principal: principal) }
+        return id
     }
 
     static let insertStatement = SQLiteConnection.Statement(
@@ -576,7 +585,8 @@ final class OutboxStore {
 
     /// The lane's head, with whether it waits for a dependency that has not landed.
     /// (A deferrable dependency does not hold the head while the server takes deferred files; a
-    /// file above the metered limit waits, as for a dependency, unless a person sent it "now".)
+    /// file above the metered limit waits, as for a dependency, unless a person sent it "now";
+    /// an item whose owner is not signed in waits for them.)
     static let laneHeadQuery = SQLiteConnection.Statement(
         """
         SELECT id, state, next_attempt_at, lease_expires_at, EXISTS (
@@ -585,6 +595,8 @@ final class OutboxStore {
             AND NOT EXISTS (SELECT 1 FROM resolved r WHERE r.workspace = ?1 AND r.placeholder = d.placeholder))
         OR (kind = 'file' AND byte_count > (SELECT value FROM outbox_counters WHERE name = 'metered_file_limit')
             AND NOT EXISTS (SELECT 1 FROM any_network a WHERE a.item_id = items.id))
+        OR EXISTS (SELECT 1 FROM item_owners o WHERE o.item_id = items.id
+            AND NOT EXISTS (SELECT 1 FROM people p WHERE p.principal = o.principal AND p.present = 1))
         FROM items WHERE workspace = ?1 AND lane = ?2 AND \(openCondition) ORDER BY id LIMIT 1
         """)
     static let deleteLaneStatement = SQLiteConnection.Statement("DELETE FROM lanes WHERE workspace = ? AND lane = ?")
@@ -674,8 +686,10 @@ final class OutboxStore {
     static let leasedCountQuery = "SELECT workspace, COUNT(*) FROM items WHERE state = 'leased' GROUP BY workspace"
     static let settledCountQuery = "SELECT workspace, state, COUNT(*) FROM items WHERE \(settledCondition) GROUP BY workspace, state"
 
-    /// Item counts per workspace and state, read once when the outbox opens from the state
-    /// indexes (never from the table, whose rows hold the payloads).
+    /// Item counts per view (`PersonalView.key`: the workspace, or the workspace and the person who
+    /// owns the items) and state, read once when the outbox opens from the state indexes (never
+    /// from the table, whose rows hold the payloads); owned items, few and only on shared
+    /// phones, are then moved from their workspace's counts to their owner's.
     func counts() throws -> [String: [State: Int]] {
         var result: [String: [State: Int]] = [:]
         for (workspace, count) in try db.query(Self.openCountQuery, [], { ($0.text(0) ?? "", Int($0.int(1))) }) {
@@ -693,6 +707,16 @@ final class OutboxStore {
         {
             result[workspace, default: [:]][state, default: 0] += count
         }
+        let owned = try db.query(Self.ownedCountQuery, [], { ($0.text(0) ?? "", $0.text(1) ?? "", $0.text(2) ?? "", Int($0.int(3))) })
+        for (workspace, principal, state, count) in owned {
+            let state = State(rawValue: state) ?? .pending
+            let view = PersonalView(workspace: workspace, principal: principal).key
+            result[workspace, default: [:]][state, default: 0] -= count
+            result[view, default: [:]][state, default: 0] += count
+        }
         return result
     }
+
+    static let ownedCountQuery =
+        "SELECT i.workspace, o.principal, i.state, COUNT(*) FROM item_owners o JOIN items i ON i.id = o.item_id GROUP BY 1, 2, 3"
 }

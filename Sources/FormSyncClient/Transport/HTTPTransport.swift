@@ -19,7 +19,7 @@ public final class HTTPTransport: OutboxTransport {
     private let session: URLSession
     private let collector = ReplyCollector()
     private let maxReplyBytes: Int
-    private let token: @Sendable () async -> String?
+    private let token: @Sendable (_ principal: String?) async -> String?
     private let timeout: TimeInterval
     private let resumableFromBytes: Int64
     private let chunkBytes: Int
@@ -52,16 +52,44 @@ public final class HTTPTransport: OutboxTransport {
         self.init(
             workspace: workspace, baseURL: baseURL, timeout: timeout, maxConnections: maxConnections,
             resumableFromBytes: resumableFromBytes,
-            chunkBytes: chunkBytes, maxReplyBytes: maxReplyBytes, network: nil, token: token)
+            chunkBytes: chunkBytes, maxReplyBytes: maxReplyBytes, network: nil, tokenFor: { _ in await token() })
+    }
+
+    /// A transport for a shared phone: each request goes under the credential of the person it
+    /// is for (`OutboundRequest.principal`; the current person for pulls and file fetches; nil
+    /// for back-office and credential calls), so one person's items never go out under
+    /// another's name. `tokenFor` answers nil when that person has no credential here.
+    /// The other parameters are as in `init(workspace:baseURL:…:token:)`.
+    public convenience init(
+        workspace: String, baseURL: URL, timeout: Duration = .seconds(20), maxConnections: Int = 4,
+        resumableFromBytes: Int64 = 8 << 20, chunkBytes: Int = 4 << 20, maxReplyBytes: Int = 32 << 20,
+        tokenFor: @escaping @Sendable (_ principal: String?) async -> String?
+    ) {
+        self.init(
+            workspace: workspace, baseURL: baseURL, timeout: timeout, maxConnections: maxConnections,
+            resumableFromBytes: resumableFromBytes,
+            chunkBytes: chunkBytes, maxReplyBytes: maxReplyBytes, network: nil, tokenFor: tokenFor)
     }
 
     /// The same transport over another network: `formsync-lab torture sim` puts its seeded model
     /// of the network and the reference server's handler here, so that every request, header
     /// and classification is the real one.
-    package init(
+    package convenience init(
         workspace: String, baseURL: URL, timeout: Duration = .seconds(20), maxConnections: Int = 4,
         resumableFromBytes: Int64 = 8 << 20, chunkBytes: Int = 4 << 20, maxReplyBytes: Int = 32 << 20, network: Network?,
         token: @escaping @Sendable () async -> String?
+    ) {
+        self.init(
+            workspace: workspace, baseURL: baseURL, timeout: timeout, maxConnections: maxConnections,
+            resumableFromBytes: resumableFromBytes, chunkBytes: chunkBytes, maxReplyBytes: maxReplyBytes, network: network,
+            tokenFor: { _ in await token() })
+    }
+
+    /// The same, with a credential per person (see `init(workspace:baseURL:…:tokenFor:)`).
+    package init(
+        workspace: String, baseURL: URL, timeout: Duration = .seconds(20), maxConnections: Int = 4,
+        resumableFromBytes: Int64 = 8 << 20, chunkBytes: Int = 4 << 20, maxReplyBytes: Int = 32 << 20, network: Network?,
+        tokenFor token: @escaping @Sendable (_ principal: String?) async -> String?
     ) {
         self.network = network
         self.maxReplyBytes = min(max(64 << 10, maxReplyBytes), 1 << 30)
@@ -191,7 +219,7 @@ public final class HTTPTransport: OutboxTransport {
         headers[ProtocolHeader.document] = request.documentID
         headers[ProtocolHeader.workspace] = workspace
         headers["Accept"] = "application/json, application/problem+json"
-        if let token = await token() { headers["Authorization"] = "Bearer \(token)" }
+        if let token = await token(request.principal) { headers["Authorization"] = "Bearer \(token)" }
         http.allHTTPHeaderFields = headers
     }
 
@@ -256,6 +284,7 @@ public final class HTTPTransport: OutboxTransport {
         http.httpMethod = "POST"
         let request = OutboundRequest(
             itemID: upload.itemID, documentID: upload.documentID, attemptID: upload.attemptID, workspace: upload.workspace,
+            principal: upload.principal,
             body: .file(path: upload.file.path, contentType: upload.contentType, byteCount: upload.byteCount, sha256: upload.sha256))
         await prepare(
             &http, request,
@@ -270,6 +299,11 @@ public final class HTTPTransport: OutboxTransport {
     /// reply that carries the file's `Repr-Digest` and the range asked for is a piece: a captive
     /// portal's page, a redirect or a proxy's answer is no server.
     public func fetchFile(id: Int64, from offset: Int64, maxBytes: Int) async -> FilePiece {
+        await fetchFile(id: id, from: offset, maxBytes: maxBytes, as: nil)
+    }
+
+    /// `fetchFile` under `principal`'s credential.
+    public func fetchFile(id: Int64, from offset: Int64, maxBytes: Int, as principal: String?) async -> FilePiece {
         guard id > 0, offset >= 0, maxBytes > 0 else { return .missing }
         var http = URLRequest(url: url("/files/\(id)"))
         http.timeoutInterval = timeout
@@ -277,7 +311,7 @@ public final class HTTPTransport: OutboxTransport {
             ProtocolHeader.workspace: workspace,
             "Range": "bytes=\(offset)-\(offset.addingClamped(Int64(min(maxBytes, maxReplyBytes)) - 1))",
         ]
-        if let token = await token() { headers["Authorization"] = "Bearer \(token)" }
+        if let token = await token(principal) { headers["Authorization"] = "Bearer \(token)" }
         http.allHTTPHeaderFields = headers
         guard let reply = try? await perform(http) else {
             return .failed(reason: Task.isCancelled ? "cancelled" : "no server answered", retryAfter: nil)
@@ -441,7 +475,7 @@ public final class HTTPTransport: OutboxTransport {
         http.httpMethod = method
         http.timeoutInterval = timeout
         http.setValue(workspace, forHTTPHeaderField: ProtocolHeader.workspace)
-        if let token = await token() { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let token = await token(nil) { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         if let body {
             http.httpBody = body
             http.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -568,6 +602,11 @@ public final class HTTPTransport: OutboxTransport {
     /// Fetches one page of the change feed (`GET /changes`), classified like a send: no answer,
     /// a portal's page or a redirect is `unreachable`; 401 `authExpired`; 410 `cursorExpired`.
     public func fetchChanges(cursor: String?, limit: Int) async -> PullOutcome {
+        await fetchChanges(cursor: cursor, limit: limit, as: nil)
+    }
+
+    /// `fetchChanges` under `principal`'s credential.
+    public func fetchChanges(cursor: String?, limit: Int, as principal: String?) async -> PullOutcome {
         var components = URLComponents()
         components.queryItems = [URLQueryItem(name: "limit", value: String(max(1, min(limit, 1000))))]
         if let cursor { components.queryItems?.append(URLQueryItem(name: "cursor", value: cursor)) }
@@ -575,7 +614,7 @@ public final class HTTPTransport: OutboxTransport {
         http.timeoutInterval = timeout
         http.setValue(workspace, forHTTPHeaderField: ProtocolHeader.workspace)
         http.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
-        if let token = await token() { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let token = await token(principal) { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         do {
             let reply = try await perform(http)
             return Self.classifyPage(status: reply.status, headers: reply.headers, body: reply.body)

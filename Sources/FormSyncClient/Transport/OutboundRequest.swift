@@ -21,6 +21,9 @@ public struct OutboundRequest: Sendable, Equatable {
     public var attemptID: String
     /// The workspace (server + tenant) the item was captured in.
     public var workspace: String
+    /// The person whose credential the request goes under (on a shared phone, the one who
+    /// captured the item or was handed it); nil when nobody was signed in.
+    public var principal: String?
     public var body: Body
 
     /// Whether this is the upload of a stashed file.
@@ -29,11 +32,12 @@ public struct OutboundRequest: Sendable, Equatable {
         return false
     }
 
-    public init(itemID: ItemID, documentID: String, attemptID: String, workspace: String, body: Body) {
+    public init(itemID: ItemID, documentID: String, attemptID: String, workspace: String, principal: String? = nil, body: Body) {
         self.itemID = itemID
         self.documentID = documentID
         self.attemptID = attemptID
         self.workspace = workspace
+        self.principal = principal
         self.body = body
     }
 }
@@ -59,6 +63,22 @@ public protocol OutboxTransport: Sendable {
     func deliver(
         _ request: OutboundRequest, progress: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void
     ) async -> (DeliveryOutcome, DeliveryDetails)
+    /// `fetchChanges` under `principal`'s credential: the feed as that person may see it.
+    func fetchChanges(cursor: String?, limit: Int, as principal: String?) async -> PullOutcome
+    /// `fetchFile` under `principal`'s credential.
+    func fetchFile(id: Int64, from offset: Int64, maxBytes: Int, as principal: String?) async -> FilePiece
+}
+
+extension OutboxTransport {
+    /// A transport that holds one credential answers for whoever is signed in.
+    public func fetchChanges(cursor: String?, limit: Int, as principal: String?) async -> PullOutcome {
+        await fetchChanges(cursor: cursor, limit: limit)
+    }
+
+    /// A transport that holds one credential answers for whoever is signed in.
+    public func fetchFile(id: Int64, from offset: Int64, maxBytes: Int, as principal: String?) async -> FilePiece {
+        await fetchFile(id: id, from: offset, maxBytes: maxBytes)
+    }
 }
 
 /// What one attempt cost on the wire, for the engine's events.

@@ -1,0 +1,85 @@
+import FormSyncSQLite
+import Foundation
+
+/// The people of a shared phone (`people`), who owns each item (`item_owners`), and the
+/// hand-overs people made (`handovers`).
+extension OutboxStore {
+    /// Every person known to the device, whether their credential is on it, and the current one.
+    func people() throws -> [(principal: String, present: Bool, current: Bool)] {
+        try db.query("SELECT principal, present, current FROM people ORDER BY principal") {
+            ($0.text(0) ?? "", $0.int(1) != 0, $0.int(2) != 0)
+        }
+    }
+
+    /// Marks `principal` signed in (their credential is on the device) and, when `current`,
+    /// the one capturing from now on.
+    func signIn(_ principal: String, current: Bool) throws {
+        if current { try db.run("UPDATE people SET current = 0 WHERE current = 1", []) }
+        try db.run(
+            "INSERT INTO people (principal, present, current) VALUES (?, 1, ?) ON CONFLICT (principal) DO UPDATE SET present = 1, current = excluded.current OR current",
+            [.text(principal), .integer(current ? 1 : 0)])
+    }
+
+    /// Marks `principal` signed out: their items wait for them.
+    func signOut(_ principal: String) throws {
+        try db.run("UPDATE people SET present = 0, current = 0 WHERE principal = ?", [.text(principal)])
+    }
+
+    func setOwner(item: Int64, principal: String) throws {
+        try db.run(Self.setOwnerStatement, [.integer(item), .text(principal)])
+    }
+
+    static let setOwnerStatement = SQLiteConnection.Statement("INSERT OR REPLACE INTO item_owners (item_id, principal) VALUES (?, ?)")
+
+    /// Records that `by` handed item `item` from `from` to `to`.
+    func recordHandover(item: Int64, from: String?, to: String, by: String, at now: Int64) throws {
+        try db.run(
+            "INSERT INTO handovers (item_id, from_principal, to_principal, by_principal, at) VALUES (?, ?, ?, ?, ?)",
+            [.integer(item), from.map(SQLValue.text) ?? .null, .text(to), .text(by), .integer(now)])
+    }
+
+    /// Every hand-over of `item`, oldest first.
+    func handovers(of item: Int64) throws -> [(from: String?, to: String, by: String, at: Int64)] {
+        try db.query(
+            "SELECT from_principal, to_principal, by_principal, at FROM handovers WHERE item_id = ? ORDER BY rowid", [.integer(item)]
+        ) { ($0.text(0), $0.text(1) ?? "", $0.text(2) ?? "", $0.int(3)) }
+    }
+
+    /// The lanes whose head `principal` owns (to look at again when that person signs in or out).
+    func lanes(headedBy principal: String) throws -> [(workspace: String, lane: String)] {
+        try db.query(
+            "SELECT l.workspace, l.lane FROM lanes l JOIN item_owners o ON o.item_id = l.head WHERE o.principal = ?", [.text(principal)]
+        ) { ($0.text(0) ?? "", $0.text(1) ?? "") }
+    }
+
+    /// Open items of `workspace` whose owner is not signed in: they wait for their owner.
+    func waitingForTheirOwners(workspace: String, principal: String?) throws -> Int {
+        Int(
+            try db.query(
+                """
+                SELECT COUNT(*) FROM item_owners o JOIN items i ON i.id = o.item_id
+                WHERE i.workspace = ? AND i.state = 'pending' AND o.principal IS ?
+                AND NOT EXISTS (SELECT 1 FROM people p WHERE p.principal = o.principal AND p.present = 1)
+                """, [.text(workspace), principal.map(SQLValue.text) ?? .null]
+            ) { $0.int(0) }.first ?? 0)
+    }
+
+    /// Whether `item` waits for its owner to sign in.
+    func waitsForItsOwner(_ item: Int64) throws -> Bool {
+        try !db.query(
+            """
+            SELECT 1 FROM item_owners o WHERE o.item_id = ?
+            AND NOT EXISTS (SELECT 1 FROM people p WHERE p.principal = o.principal AND p.present = 1)
+            """, [.integer(item)]
+        ) { $0.int(0) }.isEmpty
+    }
+
+    /// The items that produce what `item` depends on and have not landed (its files, say).
+    func unlandedProducers(of item: Int64) throws -> [Row] {
+        try db.query(
+            """
+            SELECT \(Self.columns) FROM items WHERE produces IN (SELECT placeholder FROM dependencies WHERE item_id = ?)
+            AND state != 'confirmed' ORDER BY id
+            """, [.integer(item)], Self.row)
+    }
+}
