@@ -96,6 +96,10 @@ enum OutboxCommand {
                 "needs_attention": all.filter { parked.contains($0.state) }.sorted { $0.id < $1.id }.map(summary),
                 "items": Array(all.prefix(500)).map(summary),
             ]
+            let people = try outbox.people()
+            if !people.isEmpty {
+                object["people"] = people.map { ["principal": $0.principal, "signed_in": $0.signedIn, "current": $0.current] }
+            }
             if let revocation = try outbox.revocation() {
                 // Sealed work is for a person to recover (`--bundle` writes it whole, payloads included).
                 object["revoked"] = ["reason": revocation.reason, "at": ISO8601DateFormatter().string(from: revocation.at)]
@@ -110,11 +114,13 @@ enum OutboxCommand {
     }
 
     static func summary(_ item: OutboxItem) -> [String: Any] {
-        [
+        var object: [String: Any] = [
             "id": item.id.rawValue, "workspace": item.workspace, "kind": item.kind.rawValue, "form": item.form ?? "file",
             "state": item.state.rawValue, "attempts": item.attempts,
             "last_error": item.lastError ?? "", "document_id": item.documentID, "lane": item.lane,
         ]
+        if let principal = item.principal { object["principal"] = principal }
+        return object
     }
 
     /// One item in full, for a person: payload and versions as JSON, field errors, conflicts,
@@ -132,6 +138,16 @@ enum OutboxCommand {
         }
         object["field_errors"] = item.fieldErrors.map { ["pointer": $0.pointer, "code": $0.code, "detail": $0.detail] }
         object["conflicts"] = item.conflicts.map { ["pointer": $0.pointer, "reason": $0.reason] }
+        let handovers = try outbox.handovers(of: item.id)
+        if !handovers.isEmpty {
+            object["handovers"] = handovers.map { handover -> [String: Any] in
+                var entry: [String: Any] = [
+                    "to": handover.to, "by": handover.by, "at": ISO8601DateFormatter().string(from: handover.at),
+                ]
+                if let from = handover.from { entry["from"] = from }
+                return entry
+            }
+        }
         object["history"] = try outbox.history(of: item.id).map { record -> [String: Any] in
             var entry: [String: Any] = [
                 "at": record.at.millisecondsSince1970, "outcome": record.outcome, "milliseconds": record.duration.clampedMilliseconds,

@@ -124,6 +124,34 @@ struct SharedPhoneTests {
         #expect(h.transport.feedPrincipals == ["ana", "bo", "ana"])
     }
 
+    @Test func onePersonRevokedSealsTheirUnsentWorkAndPurgesTheirRecordsWhileTheOthersWorkOn() async throws {
+        let outbox = try open()
+        try await outbox.signIn("ana")
+        h.transport.scriptFeed(RecordStoreTests.page([RecordStoreTests.delivery(1, stop: 1, courier: "ana")], "a1"))
+        _ = try await outbox.pull()
+        try await outbox.enqueue(order(1), documentID: "ana-1")
+        try await outbox.signIn("bo")
+        h.transport.scriptFeed(RecordStoreTests.page([RecordStoreTests.delivery(2, stop: 1, courier: "bo")], "b1"))
+        _ = try await outbox.pull()
+        // Bo's order is behind Ana's in the same customer's lane: sealing hers must not strand his.
+        try await outbox.enqueue(order(1), documentID: "bo-1")
+
+        let events = outbox.events()
+        #expect(try await outbox.personRevoked("ana", reason: "phone reported lost by Ana") == 1)
+        var seen = events.makeAsyncIterator()
+        #expect(await seen.next() == .personRevoked(principal: "ana", reason: "phone reported lost by Ana", sealed: 1))
+        #expect(await outbox.signedIn == ["bo"])
+        #expect(await outbox.flush().sent == 1)
+        #expect(sentAs == ["bo-1": "bo"])
+        #expect(try await outbox.records(Delivery.all).map(\.id) == [2], "Bo's records stay")
+
+        let inspector = try OutboxInspector(path: h.path)
+        let sealed = try inspector.items(workspace: "acme", in: [.sealed])
+        #expect(sealed.map(\.documentID) == ["ana-1"])
+        #expect(sealed.first?.lastError?.contains("phone reported lost by Ana") == true)
+        #expect(try inspector.recordCount(workspace: "acme") == 1, "Ana's pulled records are gone")
+    }
+
     @Test func whoIsSignedInAndWhoOwnsWhatSurviveARestart() async throws {
         var outbox: Outbox? = try open()
         try await outbox!.signIn("ana")

@@ -28,6 +28,9 @@ public enum SyncEvent: Sendable, Equatable {
     /// The server revoked the device's credentials (`Outbox.deviceRevoked`): `sealed` items
     /// that had not gone out are kept for support and never sent.
     case revoked(reason: String, sealed: Int)
+    /// The server revoked one person's credential on a shared phone (`Outbox.personRevoked`):
+    /// their `sealed` items are kept for support, and the others work on.
+    case personRevoked(principal: String, reason: String, sealed: Int)
 }
 
 /// One attempt as the outbox remembers it (the newest 20 per item are kept).

@@ -91,6 +91,43 @@ extension Outbox {
         }
     }
 
+    /// The server revoked one person's credential on this shared phone (their
+    /// `DeviceCredentials.onRevocation`): they are signed out, every item of theirs that had
+    /// not gone out is sealed (kept for support, never sent under any credential, as
+    /// `deviceRevoked` does for the whole device), and what `purge` names of theirs is removed.
+    /// The other people on the phone go on working. Returns how many items it sealed.
+    @discardableResult
+    public func personRevoked(_ principal: String, reason: String, purge: RevocationPurge = .all) throws -> Int {
+        try Self.check(principal)
+        let now = environment.now()
+        let bounded = String(reason.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(200).map(Character.init))
+        let why = "sealed: \(principal)'s credential was revoked: \(bounded.isEmpty ? "revoked" : bounded)"
+        let sealed = try write(.full) {
+            try store.signOut(principal)
+            return try store.sealItems(ownedBy: principal, reason: why, now: now)
+        }
+        lifecycle.present.remove(principal)
+        if lifecycle.principal == principal {
+            lifecycle.principal = nil
+            withRecords { $0.principal = nil }
+        }
+        try lifecycle.reloadCounts()
+        let views = try storage { try store.views(of: principal) }
+        if purge.contains(.records) {
+            try write(.full) { for view in views { try store.clearRecords(view: view) } }
+        }
+        if purge.contains(.attachmentCache) {
+            let (files, _) = try storage { try store.cachedFiles() }
+            for file in files where views.contains(file.view) {
+                try write(.normal) { try store.removeCachedFile(view: file.view, id: file.id) }
+                attachments.remove(file.id, view: file.view)
+            }
+        }
+        observers.emit(.personRevoked(principal: principal, reason: bounded.isEmpty ? "revoked" : bounded, sealed: sealed))
+        emitSnapshot(changed: nil)
+        return sealed
+    }
+
     /// Looks again at the lanes `principal`'s items head: due when they are signed in, waiting
     /// when not.
     private func refreshLanes(headedBy principal: String) throws {

@@ -82,4 +82,24 @@ extension OutboxStore {
             AND state != 'confirmed' ORDER BY id
             """, [.integer(item)], Self.row)
     }
+
+    /// Seals every item `principal` owns that has not landed and is not on the wire (as
+    /// `sealItems`, for one person of a shared phone), and looks again at the lanes they headed,
+    /// where other people's items may wait behind them; how many it sealed.
+    func sealItems(ownedBy principal: String, reason: String, now: Int64) throws -> Int {
+        let lanes = try self.lanes(headedBy: principal)
+        let sealed = try db.run(
+            """
+            UPDATE items SET state = 'sealed', last_error = ?, updated_at = ?
+            WHERE state IN ('pending', 'rejected', 'conflict', 'exhausted', 'blocked')
+            AND id IN (SELECT item_id FROM item_owners WHERE principal = ?)
+            """, [.text(reason), .integer(now), .text(principal)])
+        for (workspace, lane) in lanes { try refreshLane(workspace: workspace, lane: lane) }
+        return sealed
+    }
+
+    /// The views (`PersonalView.key`) of `principal`'s records and cached files, in every workspace.
+    func views(of principal: String) throws -> [String] {
+        try (recordViews() + cachedFiles().files.map(\.view)).filter { PersonalView(key: $0).principal == principal }
+    }
 }
