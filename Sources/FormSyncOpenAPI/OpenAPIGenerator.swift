@@ -88,8 +88,10 @@ public enum OpenAPIGenerator {
             case .enrol: return jsonBody(ref("EnrolRequest"))
             case .enrolmentCreate: return jsonBody(ref("EnrolmentRequest"))
             case .revocation: return jsonBody(ref("RevocationRequest"))
+            case .supportRequestCreate: return jsonBody(ref("SupportRequestCreate"))
             default: return jsonBody(ref("RefreshRequest"))
             }
+        case .payload where route == .supportBundleUpload: return jsonBody(ref("SupportBundle"))
         case .payload: return jsonBody(.object([("type", .string("object"))]))
         case .file:
             return .object([
@@ -165,6 +167,9 @@ public enum OpenAPIGenerator {
         case (.enrolmentCreate, _): return json("Enrolment", "The code, shown once.")
         case (.devices, _): return json("DeviceList", "The devices.")
         case (.revocation, _): return json("Revocation", "The devices revoked now.")
+        case (.supportRequestCreate, _): return json("SupportRequest", "The request, open until a bundle answers it.")
+        case (.supportBundles, _): return json("SupportBundleList", "The bundles, newest first.")
+        case (.supportBundleUpload, _): return json("SupportBundleReceipt", "The bundle, kept.")
         case (.fileLookup, _): return json("FileFound", "The workspace holds a file with these bytes.")
         case (.fileFetch, 206):
             return .object([
@@ -289,7 +294,7 @@ public enum OpenAPIGenerator {
                 object(
                     [
                         ("changes", .object([("type", .string("array")), ("items", ref("Change"))])), ("cursor", string),
-                        ("more", .object([("type", .string("boolean"))])),
+                        ("more", .object([("type", .string("boolean"))])), ("support_request", ref("SupportRequest")),
                     ],
                     required: ["changes", "cursor", "more"])
             ),
@@ -359,6 +364,43 @@ public enum OpenAPIGenerator {
             ),
             ("RevocationRequest", object([("device_id", string), ("principal", string), ("reason", string)], required: [])),
             ("Revocation", object([("revoked", strings)], required: ["revoked"])),
+            ("SupportRequestCreate", object([("device_id", string), ("reason", string)], required: ["device_id"])),
+            (
+                "SupportRequest",
+                object(
+                    [("id", integer), ("device_id", string), ("reason", string), ("requested_at", dateTime), ("answered_at", dateTime)],
+                    required: ["id", "device_id", "reason", "requested_at"])
+            ),
+            (
+                "SupportBundle",
+                object(
+                    [
+                        ("formsync_bundle", integer), ("created_at", string), ("answering", integer), ("device", ref("DeviceReport")),
+                        ("outbox_schema", integer), ("workspaces", strings), ("counts", anyObject), ("records_held", integer),
+                        ("settings", anyObject), ("people", .object([("type", .string("array")), ("items", anyObject)])),
+                        ("revoked", string), ("includes_payloads", .object([("type", .string("boolean"))])),
+                        ("items", .object([("type", .string("array")), ("items", anyObject)])),
+                    ],
+                    required: [
+                        "formsync_bundle", "created_at", "outbox_schema", "workspaces", "counts", "records_held", "settings", "people",
+                        "includes_payloads", "items",
+                    ])
+            ),
+            ("SupportBundleReceipt", object([("id", integer)], required: ["id"])),
+            (
+                "ReceivedSupportBundle",
+                object(
+                    [
+                        ("id", integer), ("device_id", string), ("principal", string), ("received_at", dateTime),
+                        ("bundle", ref("SupportBundle")),
+                    ],
+                    required: ["id", "principal", "received_at", "bundle"])
+            ),
+            (
+                "SupportBundleList",
+                object(
+                    [("bundles", .object([("type", .string("array")), ("items", ref("ReceivedSupportBundle"))]))], required: ["bundles"])
+            ),
         ]
     }
 }

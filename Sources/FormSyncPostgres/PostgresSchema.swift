@@ -195,6 +195,31 @@ enum PostgresSchema {
                 ALTER TABLE grants ADD COLUMN generation BIGINT;
                 CREATE INDEX grants_device ON grants (device_id, generation) WHERE device_id IS NOT NULL;
                 """),
+        // Back-office requests for a device's support bundle, and the bundles devices send.
+        Migration(
+            version: 5, name: "support requests and bundles",
+            sql: """
+                CREATE TABLE support_requests (
+                    id BIGSERIAL PRIMARY KEY,
+                    workspace TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    requested_by TEXT NOT NULL,
+                    requested_at BIGINT NOT NULL,
+                    answered_at BIGINT,
+                    bundle_id BIGINT
+                );
+                CREATE INDEX support_requests_open ON support_requests (device_id, id) WHERE answered_at IS NULL;
+                CREATE TABLE support_bundles (
+                    id BIGSERIAL PRIMARY KEY,
+                    workspace TEXT NOT NULL,
+                    device_id TEXT,
+                    principal TEXT NOT NULL,
+                    received_at BIGINT NOT NULL,
+                    body BYTEA NOT NULL
+                );
+                CREATE INDEX support_bundles_device ON support_bundles (workspace, device_id, id);
+                """),
     ]
 
     static var latest: Int { migrations.last?.version ?? 0 }

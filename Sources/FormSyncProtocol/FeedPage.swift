@@ -8,6 +8,9 @@ public enum FeedPage {
     public static let cursor = "cursor"
     /// Whether more changes follow now.
     public static let more = "more"
+    /// A support request open for the calling device (`SupportRequest`: its `id` and `reason`),
+    /// absent when there is none: the device answers it with a support bundle.
+    public static let supportRequest = "support_request"
 
     /// The members of one change.
     public enum Change {

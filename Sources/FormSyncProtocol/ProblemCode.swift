@@ -52,6 +52,8 @@ public enum ProblemCode: String, Sendable, CaseIterable {
     case backOfficeOnly = "back-office-only"
     /// A device the workspace does not hold.
     case noSuchDevice = "no-such-device"
+    /// The bundle answers no support request open for this device.
+    case noSuchSupportRequest = "no-such-support-request"
     /// `FormSync-Workspace` names a workspace the token was not issued for.
     case workspaceForbidden = "workspace-forbidden"
     /// `GET /changes` with a cursor that is not one.
@@ -133,7 +135,9 @@ public enum ProblemCode: String, Sendable, CaseIterable {
             return 400
         case .badToken, .tokenExpired, .refreshExpired, .deviceRevoked, .enrolmentUnknown, .enrolmentExpired, .enrolmentUsed: return 401
         case .workspaceForbidden, .backOfficeOnly: return 403
-        case .noSuchUpload, .unknownForm, .wrongPath, .noSuchDocument, .noSuchRecord, .noRoute, .noSuchFile, .noSuchDevice: return 404
+        case .noSuchUpload, .unknownForm, .wrongPath, .noSuchDocument, .noSuchRecord, .noRoute, .noSuchFile, .noSuchDevice,
+            .noSuchSupportRequest:
+            return 404
         case .methodNotAllowed: return 405
         case .timeout: return 408
         case .keyInFlight, .documentExists, .documentFormMismatch, .documentWorkspaceMismatch, .documentPrincipalMismatch, .uploadBusy,

@@ -15,6 +15,12 @@ public enum Route: String, Sendable, CaseIterable {
     case devices
     /// `POST /auth/revocations`: the back office revokes a device, or a principal's devices.
     case revocation
+    /// `POST /support/requests`: the back office asks a device for a support bundle.
+    case supportRequestCreate
+    /// `GET /support/bundles`: the back office reads the bundles devices sent.
+    case supportBundles
+    /// `POST /support/bundles`: a device sends a support bundle.
+    case supportBundleUpload
     /// `GET /files/sha-256/<hex>`: a stored file looked up by its digest.
     case fileLookup
     /// `GET /files/<id>`: a stored file's bytes, whole or a range.
@@ -53,8 +59,10 @@ public enum Route: String, Sendable, CaseIterable {
     /// The request method.
     public var method: String {
         switch self {
-        case .health, .fileLookup, .fileFetch, .pendingFiles, .changes, .record, .document, .devices: return "GET"
-        case .refresh, .enrol, .enrolmentCreate, .revocation, .fileUpload, .uploadCreate, .submission: return "POST"
+        case .health, .fileLookup, .fileFetch, .pendingFiles, .changes, .record, .document, .devices, .supportBundles: return "GET"
+        case .refresh, .enrol, .enrolmentCreate, .revocation, .supportRequestCreate, .supportBundleUpload, .fileUpload, .uploadCreate,
+            .submission:
+            return "POST"
         case .uploadOffset: return "HEAD"
         case .uploadAppend: return "PATCH"
         }
@@ -69,6 +77,8 @@ public enum Route: String, Sendable, CaseIterable {
         case .enrolmentCreate: return "/auth/enrolments"
         case .devices: return "/auth/devices"
         case .revocation: return "/auth/revocations"
+        case .supportRequestCreate: return "/support/requests"
+        case .supportBundles, .supportBundleUpload: return "/support/bundles"
         case .fileLookup: return "/files/sha-256/<hex>"
         case .fileFetch: return "/files/<id>"
         case .pendingFiles: return "/pending-files"
@@ -85,8 +95,8 @@ public enum Route: String, Sendable, CaseIterable {
     /// What the request carries.
     public var body: Body {
         switch self {
-        case .refresh, .enrol, .enrolmentCreate, .revocation: return .message
-        case .submission: return .payload
+        case .refresh, .enrol, .enrolmentCreate, .revocation, .supportRequestCreate: return .message
+        case .submission, .supportBundleUpload: return .payload
         case .fileUpload, .uploadAppend: return .file
         default: return .none
         }
@@ -98,7 +108,9 @@ public enum Route: String, Sendable, CaseIterable {
     public var needsAccessToken: Bool { self != .health && self != .refresh && self != .enrol }
 
     /// Whether only the back office may ask it (`403 back-office-only` for a device).
-    public var isBackOfficeOnly: Bool { self == .enrolmentCreate || self == .devices || self == .revocation }
+    public var isBackOfficeOnly: Bool {
+        [.enrolmentCreate, .devices, .revocation, .supportRequestCreate, .supportBundles].contains(self)
+    }
 
     /// Whether the request writes under an `Idempotency-Key` and a `FormSync-Document`.
     public var isDocumentWrite: Bool { self == .submission || self == .fileUpload || self == .uploadCreate }
@@ -112,6 +124,9 @@ public enum Route: String, Sendable, CaseIterable {
         case .enrolmentCreate: return "Make a single-use code that enrols one device for a principal."
         case .devices: return "The workspace's devices: whose, what they run, when last seen, whether revoked."
         case .revocation: return "Revoke a device, or every device of a principal, at once."
+        case .supportRequestCreate: return "Ask a device for a support bundle; it learns of it in its next pull."
+        case .supportBundles: return "The support bundles the workspace's devices sent, newest first."
+        case .supportBundleUpload: return "Send this device's support bundle, unasked or answering a request."
         case .fileLookup: return "Whether the workspace holds a file with these bytes."
         case .fileFetch: return "A stored file's bytes, whole or a range."
         case .pendingFiles: return "Files that documents named before their bytes arrived, oldest first."
@@ -145,8 +160,13 @@ public enum Route: String, Sendable, CaseIterable {
         typealias P = RouteParameter
         let access = needsAccessToken ? [P.workspace] : []
         switch self {
-        case .health, .refresh, .enrol, .enrolmentCreate, .revocation:
+        case .health, .refresh, .enrol, .enrolmentCreate, .revocation, .supportRequestCreate, .supportBundleUpload:
             return access
+        case .supportBundles:
+            return access + [
+                P("device", in: .query, required: false, "Only this device's bundles."),
+                P("limit", in: .query, required: false, "How many, from 1 to 50 (10 when absent)."),
+            ]
         case .devices:
             return access + [P("principal", in: .query, required: false, "Only this principal's devices.")]
         case .fileLookup:
@@ -199,8 +219,9 @@ public enum Route: String, Sendable, CaseIterable {
     /// The statuses it answers when it succeeds (any other is a problem, `ProblemCode`).
     public var successes: [Int] {
         switch self {
-        case .health, .refresh, .fileLookup, .pendingFiles, .changes, .record, .document, .devices, .revocation: return [200]
-        case .enrol, .enrolmentCreate: return [201]
+        case .health, .refresh, .fileLookup, .pendingFiles, .changes, .record, .document, .devices, .revocation, .supportBundles:
+            return [200]
+        case .enrol, .enrolmentCreate, .supportRequestCreate, .supportBundleUpload: return [201]
         case .fileFetch: return [200, 206]
         case .fileUpload, .uploadCreate, .submission: return [200, 201]
         case .uploadOffset: return [204]
@@ -225,6 +246,9 @@ public enum Route: String, Sendable, CaseIterable {
         case ("POST", "/auth/enrol"): return .enrol
         case ("POST", "/auth/enrolments"): return .enrolmentCreate
         case ("POST", "/auth/revocations"): return .revocation
+        case ("POST", "/support/requests"): return .supportRequestCreate
+        case ("GET", "/support/bundles"): return .supportBundles
+        case ("POST", "/support/bundles"): return .supportBundleUpload
         case ("POST", "/files"): return .fileUpload
         case ("POST", "/uploads"): return .uploadCreate
         case ("HEAD", let path) where path.hasPrefix("/uploads/"): return .uploadOffset

@@ -54,7 +54,7 @@ struct AccessControl: ServerPart {
             return .refused(.problem(.workspaceForbidden, detail: "this token is not issued for workspace \(workspace)"))
         }
         if let device { noteSighting(of: device) }
-        return .allowed(Caller(principal: grant.principal, role: grant.role, workspace: workspace))
+        return .allowed(Caller(principal: grant.principal, role: grant.role, workspace: workspace, device: device))
     }
 
     /// What a request's access token is worth now.

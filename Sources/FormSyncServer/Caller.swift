@@ -6,6 +6,8 @@ struct Caller {
     var role: SyncServer.Role
     /// The workspace it named, one its token was issued for.
     var workspace: String
+    /// The device its token belongs to (nil for a token issued without one).
+    var device: String? = nil
 
     /// Whether it may read or edit what `owner` created.
     func owns(_ owner: String?) -> Bool { role == .backOffice || owner == principal }

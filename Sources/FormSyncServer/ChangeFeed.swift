@@ -44,14 +44,17 @@ struct ChangeFeed: ServerPart {
             }
             after = seq
         }
-        let response = locked { page(workspace: caller.workspace, principal: caller.feedPrincipal, after: after, limit: limit) }
+        let response = locked {
+            page(workspace: caller.workspace, principal: caller.feedPrincipal, device: caller.device, after: after, limit: limit)
+        }
         let (hook, pages) = settings.countFeedPage()
         hook?(pages)
         return response
     }
 
-    /// One page of the feed; runs under the lock.
-    private func page(workspace: String, principal: String?, after: Int64, limit: Int) -> HTTPResponse {
+    /// One page of the feed, with the support request open for `device` if there is one; runs
+    /// under the lock.
+    private func page(workspace: String, principal: String?, device: String?, after: Int64, limit: Int) -> HTTPResponse {
         do {
             guard after <= (try store.lastChange()) else {
                 return .problem(
@@ -77,7 +80,12 @@ struct ChangeFeed: ServerPart {
             }
             body.append(contentsOf: "],\"\(FeedPage.cursor)\":".utf8)
             body.append(WireSyntax.jsonBytes(WireSyntax.cursor(entries.last?.seq ?? after)))
-            body.append(contentsOf: ",\"\(FeedPage.more)\":\(more)}".utf8)
+            body.append(contentsOf: ",\"\(FeedPage.more)\":\(more)".utf8)
+            if let device, let request = try store.support.openSupportRequest(workspace: workspace, device: device) {
+                body.append(contentsOf: ",\"\(FeedPage.supportRequest)\":".utf8)
+                body.append(SupportService.encode(SupportService.summary(request)))
+            }
+            body.append(0x7D)
             return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
         } catch {
             return failure(error, "feed error")

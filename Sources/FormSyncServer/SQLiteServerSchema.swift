@@ -3,7 +3,8 @@ import FormSyncSQLite
 /// The embedded store's schema (`SQLiteServerStore`), in numbered migrations applied in order
 /// when the store opens: the ledger, documents and files (1), workspaces and principals (2),
 /// records and the change feed (3), resumable uploads (4), token digests, grants and owners (5),
-/// pending files (6), who may read a file (7), and devices and enrolments (8).
+/// pending files (6), who may read a file (7), devices and enrolments (8), and support requests
+/// and bundles (9).
 enum SQLiteServerSchema {
     static let migrations = SQLiteMigrator(migrations: [
         .init(
@@ -51,6 +52,7 @@ enum SQLiteServerSchema {
         pendingFilesMigration,
         fileAccessMigration,
         devicesMigration,
+        supportMigration,
     ])
 
     static let recordsMigration = SQLiteMigrator.Migration(
@@ -193,5 +195,31 @@ enum SQLiteServerSchema {
             ALTER TABLE grants ADD COLUMN device_id TEXT;
             ALTER TABLE grants ADD COLUMN generation INTEGER;
             CREATE INDEX grants_device ON grants(device_id, generation) WHERE device_id IS NOT NULL;
+            """)
+
+    /// Back-office requests for a device's support bundle, and the bundles devices send.
+    static let supportMigration = SQLiteMigrator.Migration(
+        version: 9, name: "support requests and bundles",
+        sql: """
+            CREATE TABLE support_requests (
+                id INTEGER PRIMARY KEY,
+                workspace TEXT NOT NULL,
+                device_id TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                requested_by TEXT NOT NULL,
+                requested_at INTEGER NOT NULL,
+                answered_at INTEGER,
+                bundle_id INTEGER
+            );
+            CREATE INDEX support_requests_open ON support_requests(device_id, id) WHERE answered_at IS NULL;
+            CREATE TABLE support_bundles (
+                id INTEGER PRIMARY KEY,
+                workspace TEXT NOT NULL,
+                device_id TEXT,
+                principal TEXT NOT NULL,
+                received_at INTEGER NOT NULL,
+                body BLOB NOT NULL
+            );
+            CREATE INDEX support_bundles_device ON support_bundles(workspace, device_id, id);
             """)
 }

@@ -25,6 +25,8 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     let recordTable: SQLiteRecords
     /// Tokens, devices and enrolments.
     let credentials: SQLiteCredentials
+    let sqliteSupport: SQLiteSupport
+    var support: any SupportStore { sqliteSupport }
     /// Writes stored files and their names durably (tests replace it with a disk that refuses).
     var durableFiles: DurableFiles {
         get { blobs.durable }
@@ -48,6 +50,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         ledger = SQLiteLedger(db: db)
         recordTable = SQLiteRecords(db: db)
         credentials = SQLiteCredentials(db: db)
+        sqliteSupport = SQLiteSupport(db: db)
         try SQLiteServerSchema.migrations.migrate(db, now: now)
         // A key left "in flight" by a server that died never committed its work (the work and
         // its recorded reply commit together): forget it so the client's retry is processed.

@@ -84,7 +84,9 @@ struct ServerRouter: ServerPart {
             return devices.refresh(request)
         case .enrol:
             return devices.enrol(request)
-        case .enrolmentCreate, .devices, .revocation:
+        case .supportBundleUpload:
+            return SupportService(context: context).upload(request)
+        case .enrolmentCreate, .devices, .revocation, .supportRequestCreate, .supportBundles:
             let caller: Caller
             switch self.caller(of: request) {
             case .refused(let refusal): return refusal
@@ -94,6 +96,8 @@ struct ServerRouter: ServerPart {
             switch matched {
             case .enrolmentCreate: return devices.createEnrolment(request, caller: caller)
             case .devices: return devices.deviceList(request, caller: caller)
+            case .supportRequestCreate: return SupportService(context: context).createRequest(request, caller: caller)
+            case .supportBundles: return SupportService(context: context).bundles(request, caller: caller)
             default: return devices.revoke(request, caller: caller)
             }
         case .changes:

@@ -13,6 +13,8 @@ import Foundation
 /// rule hold across them: one application per idempotency key, a change feed in commit order,
 /// and one append at a time per upload.
 package protocol ServerStore: CredentialStore {
+    /// Support requests and bundles (a part of the store of its own, in the same database).
+    var support: any SupportStore { get }
     /// Whether other server processes use the same data: a node then caches nothing that
     /// another node could change (access tokens are read from the store on every request).
     var sharedAcrossNodes: Bool { get }

@@ -5,13 +5,16 @@ import Foundation
 
 /// `formsync devices`: the back office's side of people and devices (docs/PROTOCOL.md,
 /// "Devices and credentials"), against any FormSync server, with a back-office token: enrol a
-/// device (print its link), list the workspace's devices, revoke a device or a principal's.
+/// device (print its link), list the workspace's devices, revoke a device or a principal's, ask
+/// a device for its support bundle and read what devices sent.
 enum DevicesCommand {
     static let help = """
         usage: formsync devices --server URL --workspace W [--principal P]
                formsync devices --server URL --workspace W --enrol PRINCIPAL [--role device|back-office] [--expires SECONDS]
                formsync devices --server URL --workspace W --revoke DEVICE_ID [--reason TEXT]
                formsync devices --server URL --workspace W --revoke-principal PRINCIPAL [--reason TEXT]
+               formsync devices --server URL --workspace W --ask-bundle DEVICE_ID [--reason TEXT]
+               formsync devices --server URL --workspace W --bundles DEVICE_ID
 
         The back office's token is read from the FORMSYNC_TOKEN environment variable (never from
         the command line, where other users of the machine could read it).
@@ -23,6 +26,9 @@ enum DevicesCommand {
                                prints the link to show the device (its QR code's text)
           --revoke DEVICE_ID   cuts one device off at once, on every node
           --revoke-principal P cuts off every device of P
+          --ask-bundle DEVICE_ID asks the device for its support bundle: it gets the request in
+                               its next pull and sends the bundle in that sync
+          --bundles DEVICE_ID  prints the support bundles the device sent, newest first
         Exit status: 0 done, 1 the server refused or did not answer, 2 a usage mistake.
         """
 
@@ -31,6 +37,7 @@ enum DevicesCommand {
             raw,
             options: [
                 "--server", "--workspace", "--principal", "--enrol", "--role", "--expires", "--revoke", "--revoke-principal", "--reason",
+                "--ask-bundle", "--bundles",
             ],
             flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
@@ -46,8 +53,13 @@ enum DevicesCommand {
         guard let token = ProcessInfo.processInfo.environment["FORMSYNC_TOKEN"], !token.isEmpty,
             token.utf8.count <= CredentialRules.maxCredentialBytes
         else { throw UsageError("set FORMSYNC_TOKEN to a back-office access token") }
-        let actions = ["--enrol", "--revoke", "--revoke-principal"].filter { args.values[$0] != nil }
-        guard actions.count <= 1 else { throw UsageError("give one of --enrol, --revoke, --revoke-principal") }
+        let actions = ["--enrol", "--revoke", "--revoke-principal", "--ask-bundle", "--bundles"].filter { args.values[$0] != nil }
+        guard actions.count <= 1 else { throw UsageError("give one of --enrol, --revoke, --revoke-principal, --ask-bundle, --bundles") }
+        for option in ["--ask-bundle", "--bundles"] {
+            if let device = args.values[option], !Identifier.isValid(device) {
+                throw UsageError("\(option) takes a device id (\(Identifier.rule))")
+            }
+        }
         let transport = HTTPTransport(workspace: workspace, baseURL: server, timeout: .seconds(30)) { token }
         if let principal = args.values["--enrol"] {
             var expires: Int64?
@@ -75,11 +87,25 @@ enum DevicesCommand {
             print(try OutboxCommand.render(["revoked": revocation.revoked]))
             return 0
         }
+        if let device = args.values["--ask-bundle"] {
+            let reply = await transport.requestSupportBundle(SupportRequestCreate(deviceID: device, reason: args.values["--reason"]))
+            guard case .done(let request) = reply else { return failed(reply) }
+            return try printed(request)
+        }
+        if let device = args.values["--bundles"] {
+            let reply = await transport.supportBundles(device: device, limit: 10)
+            guard case .done(let list) = reply else { return failed(reply) }
+            return try printed(list)
+        }
         let reply = await transport.devices(principal: args.values["--principal"])
         guard case .done(let list) = reply else { return failed(reply) }
+        return try printed(list)
+    }
+
+    private static func printed(_ value: some Encodable) throws -> Int32 {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        print(String(decoding: try encoder.encode(list), as: UTF8.self))
+        print(String(decoding: try encoder.encode(value), as: UTF8.self))
         return 0
     }
 

@@ -27,8 +27,9 @@ enum OutboxCommand {
                         queued items show as saved_on_device and leased ones as sending)
           --item ID     one item: its payload, base and server versions, field errors, conflicts
                         and attempt history
-          --bundle FILE writes a support bundle (every item with its history, the record count)
-                        to FILE instead; file contents and tokens are never included
+          --bundle FILE writes the support bundle a device would send (counts, people, the
+                        items that need a person and the newest others, each with its history
+                        and payload) to FILE instead; file contents and tokens are never included
         create makes an empty outbox at PATH when there is none (an existing outbox is left as
         it is; a file that is not an outbox is refused).
         Exit status: 0 printed, 1 the file cannot be read as an outbox or has no such item,
@@ -80,14 +81,13 @@ enum OutboxCommand {
             let counts = Dictionary(uniqueKeysWithValues: try outbox.stateCounts(workspace: workspace).map { ($0.key.rawValue, $0.value) })
             let workspaces = try workspace.map { [$0] } ?? outbox.workspaces()
             if let bundle = args.values["--bundle"] {
-                let object: [String: Any] = [
-                    "formsync_bundle": 1, "workspaces": workspaces, "created_at": ISO8601DateFormatter().string(from: Date()),
-                    "counts": counts, "records_held": try outbox.recordCount(workspace: workspace),
-                    "items": try all.map { try detail($0, outbox) },
-                    "note": "no file contents and no tokens: an outbox never stores tokens, and files are described, not copied",
-                ]
-                try Data(try render(object).utf8).write(to: URL(fileURLWithPath: bundle), options: .atomic)
-                printError("support bundle with \(all.count) items written to \(bundle)")
+                // The bundle a device sends support (`SupportBundle`), with the payloads: a
+                // person holding the file is recovering what it holds. Never a token or file bytes.
+                let made = try outbox.supportBundle(includePayloads: true)
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                try encoder.encode(made).write(to: URL(fileURLWithPath: bundle), options: .atomic)
+                printError("support bundle with \(made.items.count) items written to \(bundle)")
                 return 0
             }
             let parked: Set<SyncState> = [.rejected, .conflict, .exhausted, .blocked]

@@ -55,7 +55,8 @@ struct RouteTests {
         #expect(Route.match(method: "PUT", path: "/files/12") == nil)
         #expect(Route.allCases.filter(\.isDocumentWrite) == [.fileUpload, .uploadCreate, .submission])
         #expect(Route.allCases.filter { !$0.needsAccessToken } == [.health, .refresh, .enrol])
-        #expect(Route.allCases.filter(\.isBackOfficeOnly) == [.enrolmentCreate, .devices, .revocation])
+        #expect(
+            Route.allCases.filter(\.isBackOfficeOnly) == [.enrolmentCreate, .devices, .revocation, .supportRequestCreate, .supportBundles])
         #expect(Route.match(method: "GET", path: "/auth/enrol") == nil && Route.isFixedPath("/auth/enrol"))
     }
 }

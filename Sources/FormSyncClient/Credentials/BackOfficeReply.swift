@@ -1,7 +1,8 @@
 import FormSyncProtocol
 
-/// What a server made of a back-office request (`HTTPTransport.makeEnrolment`, `devices`,
-/// `revoke`).
+/// What a server made of a request that carries no item: the back office's
+/// (`HTTPTransport.makeEnrolment`, `devices`, `revoke`, `requestSupportBundle`,
+/// `supportBundles`) and a device's support bundle (`sendSupportBundle`).
 public enum BackOfficeReply<Value: Sendable>: Sendable {
     /// Done: the server's answer.
     case done(Value)

@@ -1,3 +1,4 @@
+import FormSyncProtocol
 import Foundation
 
 extension Outbox {
@@ -35,6 +36,12 @@ extension Outbox {
         /// Bytes the attachment cache (stored files fetched with `Outbox.file(for:)`) may hold
         /// before the least recently used go (256 MB); files a queued item names are kept.
         public var attachmentCacheBytes: Int64 = 256_000_000
+        /// What the device says of itself in its support bundles (`Outbox.supportBundle`): its
+        /// name, app and spec versions.
+        public var supportDevice: DeviceReport?
+        /// Whether support bundles carry the items' payloads (what people captured: addresses,
+        /// amounts). Off unless the app opts in; file bytes and tokens are never in a bundle.
+        public var supportBundlePayloads = false
         /// The longest lease this outbox gives: a lease ending later is from a clock that jumped back.
         var longestLeaseMilliseconds: Int64 { max(leaseMilliseconds, backgroundLeaseMilliseconds) }
 

@@ -29,7 +29,7 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The item belongs to another person on this shared phone (or to nobody, when a person is
     /// signed in): it is left alone; hand it over first (`Outbox.handOver`).
     case otherPerson(id: ItemID, owner: String?, current: String?)
-    /// A person's name that cannot be one: empty, over 256 bytes, or holding control characters.
+    /// A person's name that cannot be one: empty, over 128 bytes, or holding control characters.
     case invalidPrincipal(String)
     /// Nobody is signed in where a person is needed (a hand-over names who did it).
     case nobodySignedIn
@@ -62,7 +62,7 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
             return
                 "item \(id) belongs to \(owner.map { "'\($0)'" } ?? "nobody"), not to \(current.map { "'\($0)'" } ?? "nobody"); hand it over first"
         case .invalidPrincipal(let name):
-            return "'\(name.prefix(64))' cannot be a person's name: 1 to 256 bytes with no control characters"
+            return "'\(name.prefix(64))' cannot be a person's name: 1 to 128 bytes on one line"
         case .nobodySignedIn: return "nobody is signed in on this device"
         case .noTransport(let workspace): return "no transport serves workspace \(workspace)"
         case .notAnOutbox(let path, let reason): return "\(path) is not a FormSync outbox this build can open: \(reason)"

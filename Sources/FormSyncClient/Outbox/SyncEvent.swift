@@ -31,6 +31,8 @@ public enum SyncEvent: Sendable, Equatable {
     /// The server revoked one person's credential on a shared phone (`Outbox.personRevoked`):
     /// their `sealed` items are kept for support, and the others work on.
     case personRevoked(principal: String, reason: String, sealed: Int)
+    /// The device sent its support bundle, answering the back office's request `request`.
+    case supportBundleSent(request: Int64)
 }
 
 /// One attempt as the outbox remembers it (the newest 20 per item are kept).

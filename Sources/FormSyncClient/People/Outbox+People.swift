@@ -1,3 +1,4 @@
+import FormSyncProtocol
 import Foundation
 
 extension Outbox {
@@ -136,11 +137,9 @@ extension Outbox {
         }
     }
 
-    /// A person's name as the outbox keeps it: 1 to 256 bytes, no control characters (which
-    /// also keeps `PersonalView`'s separator out).
+    /// A person's name as the server grants it (`CredentialRules.isPrincipal`: 1 to 128 bytes on
+    /// one line, no control character, which also keeps `PersonalView`'s separator out).
     static func check(_ principal: String) throws {
-        guard (1...256).contains(principal.utf8.count),
-            !principal.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
-        else { throw OutboxError.invalidPrincipal(principal) }
+        guard CredentialRules.isPrincipal(principal) else { throw OutboxError.invalidPrincipal(principal) }
     }
 }

@@ -55,6 +55,16 @@ extension Outbox {
             transport: transport, refreshAuthentication: refreshAuthentication, maxAuthRefreshes: configuration.maxAuthRefreshesPerFlush,
             now: environment.now, observers: observers,
             networkDown: { [weak self] reason in await self?.setNetworkDown(true, reason: reason) })
-        return try await recordStore.pull(pageSize: max(1, min(pageSize, 1000)), limits: limits, context: context)
+        var report = try await recordStore.pull(pageSize: max(1, min(pageSize, 1000)), limits: limits, context: context)
+        // The back office asked this device for its support bundle: answered now, as part of
+        // this sync (a request not answered comes again with the next pull).
+        if let request = report.supportRequest {
+            if case .done = await sendSupportBundle(answering: request.id) {
+                observers.emit(.supportBundleSent(request: request.id))
+            } else {
+                report.supportRequest = request
+            }
+        }
+        return report
     }
 }

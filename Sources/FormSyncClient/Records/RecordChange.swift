@@ -1,3 +1,4 @@
+import FormSyncProtocol
 import Foundation
 
 /// One change from the server's feed: a record's latest state, or its removal from the
@@ -28,11 +29,14 @@ public struct ChangePage: Sendable, Equatable {
     public var cursor: String
     /// Whether the server holds more changes after this page.
     public var more: Bool
+    /// A back-office request for this device's support bundle, open on the server.
+    public var supportRequest: SupportRequest?
 
-    public init(changes: [RecordChange], cursor: String, more: Bool) {
+    public init(changes: [RecordChange], cursor: String, more: Bool, supportRequest: SupportRequest? = nil) {
         self.changes = changes
         self.cursor = cursor
         self.more = more
+        self.supportRequest = supportRequest
     }
 }
 
@@ -61,6 +65,9 @@ public struct PullReport: Sendable, Equatable {
     public var caughtUp = false
     /// Why the pull stopped early, when it did.
     public var stoppedBecause: PullOutcome?
+    /// A back-office request for this device's support bundle that a page carried: the sync
+    /// engine answers it (`Outbox.sendSupportBundle`).
+    public var supportRequest: SupportRequest?
 
     public init() {}
 }

@@ -109,6 +109,7 @@ extension RecordStore {
                 }
                 fromScratch = false
                 cursor = page.cursor
+                if let request = page.supportRequest { report.supportRequest = request }
                 report.pages += 1
                 bytes = page.changes.reduce(bytes) {
                     $0.addingReportingOverflow(($1.fields?.count ?? 0) + $1.type.utf8.count + 32).partialValue

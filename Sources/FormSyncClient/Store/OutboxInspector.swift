@@ -1,4 +1,5 @@
 import FormSyncModel
+import FormSyncProtocol
 import FormSyncSQLite
 import Foundation
 
@@ -64,6 +65,16 @@ public final class OutboxInspector {
     public func workspaces() throws -> [String] {
         try read {
             Set(Set(try store.counts().keys).union(try store.recordViews()).map { PersonalView(key: $0).workspace }).sorted()
+        }
+    }
+
+    /// A support bundle of this outbox (`SupportBundle`), as `formsync outbox inspect --bundle`
+    /// writes it: counts, items with their reasons and attempts, people, the revocation; no
+    /// token, no file bytes, payloads only when `includePayloads`.
+    public func supportBundle(includePayloads: Bool = false) throws -> SupportBundle {
+        try read {
+            try SupportBundleBuilder(store: store, state: { Self.state($0.state) }, countedAs: Self.state).bundle(
+                device: nil, answering: nil, includePayloads: includePayloads, settings: [:], now: Date())
         }
     }
 

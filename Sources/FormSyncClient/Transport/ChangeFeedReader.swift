@@ -19,6 +19,9 @@ enum ChangeFeedReader {
         var malformed: Bool
         var cursor: String
         var more: Bool
+        /// The support request the server asks this device to answer, if any (an unreadable
+        /// one, or one over 4 KiB, counts as none).
+        var supportRequest: SupportRequest? = nil
     }
 
     static func read(_ body: Data, limit: Int) -> Feed? {
@@ -28,6 +31,7 @@ enum ChangeFeedReader {
         var count = 0
         var cursor: String?
         var more = false
+        var supportRequest: SupportRequest?
         scanner.skipSpace()
         let read = scanner.readObject { key, scanner in
             let valueStart = scanner.index
@@ -41,6 +45,10 @@ enum ChangeFeedReader {
             case FeedPage.more:
                 guard scanner.skipValue() else { return false }
                 more = scanner.bytes[valueStart..<scanner.index].elementsEqual("true".utf8)
+            case FeedPage.supportRequest:
+                guard scanner.skipValue() else { return false }
+                let bytes = scanner.bytes[valueStart..<scanner.index]
+                supportRequest = bytes.count <= 4096 ? try? JSONDecoder().decode(SupportRequest.self, from: Data(bytes)) : nil
             default:
                 guard scanner.skipValue() else { return false }
             }
@@ -49,7 +57,9 @@ enum ChangeFeedReader {
         guard read else { return nil }
         scanner.skipSpace()
         guard scanner.atEnd, let changes, let cursor else { return nil }
-        return Feed(changes: changes, count: count, malformed: malformed, cursor: cursor, more: more)
+        return Feed(
+            changes: changes, count: count, malformed: malformed, cursor: cursor, more: more,
+            supportRequest: supportRequest.flatMap { $0.id > 0 ? $0 : nil })
     }
 
     /// The array of changes at the scanner; nil when the JSON is not well-formed. A `null`

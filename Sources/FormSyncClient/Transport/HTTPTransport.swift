@@ -466,8 +466,31 @@ public final class HTTPTransport: OutboxTransport {
         await backOffice("POST", "/auth/revocations", body: try? JSONEncoder().encode(request), expecting: 200)
     }
 
+    /// `POST /support/requests`, with this transport's (back-office) token: asks a device for
+    /// its support bundle, which it sends after its next pull.
+    public func requestSupportBundle(_ request: SupportRequestCreate) async -> BackOfficeReply<SupportRequest> {
+        await backOffice("POST", "/support/requests", body: try? JSONEncoder().encode(request), expecting: 201)
+    }
+
+    /// `GET /support/bundles`, with this transport's (back-office) token: the newest bundles
+    /// first, of one device when `device` is given.
+    public func supportBundles(device: String? = nil, limit: Int = 10) async -> BackOfficeReply<SupportBundleList> {
+        var components = URLComponents()
+        components.queryItems = [URLQueryItem(name: "limit", value: String(max(1, min(limit, 50))))]
+        if let device { components.queryItems?.append(URLQueryItem(name: "device", value: device)) }
+        return await backOffice("GET", "/support/bundles?" + (components.percentEncodedQuery ?? ""), body: nil, expecting: 200)
+    }
+
+    /// `POST /support/bundles` under `principal`'s credential: the device's support bundle.
+    public func sendSupportBundle(_ bundle: SupportBundle, as principal: String?) async -> BackOfficeReply<SupportBundleReceipt> {
+        guard let body = try? JSONEncoder().encode(bundle), body.count <= SupportBundle.maxBytes else {
+            return .refused(code: .tooLarge, detail: "the bundle is over \(SupportBundle.maxBytes) bytes")
+        }
+        return await backOffice("POST", "/support/bundles", body: body, expecting: 201, as: principal)
+    }
+
     private func backOffice<Value: Decodable & Sendable>(
-        _ method: String, _ path: String, body: Data?, expecting success: Int
+        _ method: String, _ path: String, body: Data?, expecting success: Int, as principal: String? = nil
     ) async
         -> BackOfficeReply<Value>
     {
@@ -475,7 +498,7 @@ public final class HTTPTransport: OutboxTransport {
         http.httpMethod = method
         http.timeoutInterval = timeout
         http.setValue(workspace, forHTTPHeaderField: ProtocolHeader.workspace)
-        if let token = await token(nil) { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let token = await token(principal) { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         if let body {
             http.httpBody = body
             http.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -643,7 +666,7 @@ public final class HTTPTransport: OutboxTransport {
                 return .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfter: nil)
             }
             guard !feed.malformed else { return .failed(reason: "the change feed holds a malformed change", retryAfter: nil) }
-            return .page(ChangePage(changes: feed.changes, cursor: cursor, more: feed.more))
+            return .page(ChangePage(changes: feed.changes, cursor: cursor, more: feed.more, supportRequest: feed.supportRequest))
         case 300..<400:
             return .unreachable(reason: "HTTP \(status) redirect refused (a captive portal?); nothing was followed")
         case 401:

@@ -1,4 +1,5 @@
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 /// One attempt as the transport sees it: everything needed to send it, with the payload's
@@ -67,12 +68,19 @@ public protocol OutboxTransport: Sendable {
     func fetchChanges(cursor: String?, limit: Int, as principal: String?) async -> PullOutcome
     /// `fetchFile` under `principal`'s credential.
     func fetchFile(id: Int64, from offset: Int64, maxBytes: Int, as principal: String?) async -> FilePiece
+    /// Sends the device's support bundle (`POST /support/bundles`) under `principal`'s credential.
+    func sendSupportBundle(_ bundle: SupportBundle, as principal: String?) async -> BackOfficeReply<SupportBundleReceipt>
 }
 
 extension OutboxTransport {
     /// A transport that holds one credential answers for whoever is signed in.
     public func fetchChanges(cursor: String?, limit: Int, as principal: String?) async -> PullOutcome {
         await fetchChanges(cursor: cursor, limit: limit)
+    }
+
+    /// A transport that cannot send support bundles says so.
+    public func sendSupportBundle(_ bundle: SupportBundle, as principal: String?) async -> BackOfficeReply<SupportBundleReceipt> {
+        .unreachable(reason: "this transport does not send support bundles")
     }
 
     /// A transport that holds one credential answers for whoever is signed in.
