@@ -47,7 +47,10 @@ enum DemoCommand {
         device pulls again at the end of the day. Prints per-form and per-state counts, what
         the server holds, duplicates (must be 0), whether every device's records equal the
         server's scope for its courier, parked items and a timeline. Exit status 0 only when
-        every invariant holds. Each worker attaches one photo to a delivery and to an
+        every invariant holds. Every device enrols from a link the back office made; mid-day a
+        further courier's phone is reported lost and revoked: it seals what it had not sent,
+        and support recovers that from its support bundle onto the courier's new phone (the
+        report says what was delivered, sealed and recovered). Each worker attaches one photo to a delivery and to an
         inspection (sent once), and the report says how long after the devices began to sync
         each delivery reached the server, and its photos; --bandwidth makes the server read
         at most that many bytes per second from all devices together (a 2G uplink: 20000).
@@ -100,6 +103,8 @@ struct FieldDay {
     /// SHA-256 over every captured document's identity and payload, in capture order.
     var fingerprint = SHA256()
     var captureFingerprint = ""
+    /// What became of the phone reported lost mid-day.
+    var lostPhone: LostPhone?
 
     init(folder: URL, seed: UInt64, workers: Int, items: Int) throws {
         self.folder = folder
@@ -123,12 +128,13 @@ struct FieldDay {
         defer { server.stop() }
         note("server listening on 127.0.0.1:\(port)")
 
-        // 0. Morning, with signal: the back office assigns the rounds; each device pulls its own.
+        // 0. Morning, with signal: the back office assigns the rounds and enrols each device from a
+        // link (as a QR code would give it); each device pulls its own round.
         try seedBackOffice(server)
-        var refreshTokens: [Int: String] = [:]
         for worker in 1...workers {
-            refreshTokens[worker] = try server.issueRefreshToken(principal: courier(worker), workspaces: ["demo"])
-            let pulled = try await morningPull(worker: worker, server: server, refreshToken: refreshTokens[worker]!)
+            let device = try await enrol(vault(worker), principal: courier(worker), server: server)
+            note("device \(worker) enrolled for \(courier(worker)) as \(device)")
+            let pulled = try await morningPull(worker: worker, server: server)
             note("device \(worker) pulled its round: \(pulled) records (its deliveries and the shared customers)")
         }
 
@@ -139,6 +145,8 @@ struct FieldDay {
         captureFingerprint = digest.finalize().prefix(8).map { String(format: "%02x", $0) }.joined()
         // Meanwhile the back office changes the rounds the devices carry.
         try backOfficeWhileOut(server)
+        // Mid-day, one more courier's phone is reported lost.
+        lostPhone = try await loseAPhone(server)
 
         // 2. The network flaps: the faults are planned up front from the seed.
         let plan: [(FaultPlan.Fault, Int, FaultPlan.Target, String)] = [
@@ -173,8 +181,8 @@ struct FieldDay {
             process.executableURL = executable
             process.arguments =
                 [
-                    "demo-device", "--db", database(worker).path, "--server", server.baseURL.absoluteString, "--refresh-token",
-                    refreshTokens[worker]!,
+                    "demo-device", "--db", database(worker).path, "--server", server.baseURL.absoluteString, "--vault",
+                    vault(worker).path,
                     "--clock-skew-ms", String(worker == clockAheadWorker ? -clockAhead : 0), "--deadline", String(Int(syncSeconds)),
                     "--timeout", String(deviceTimeout),
                     "--lease-ms", String(max(8000, (deviceTimeout + 5) * 1000)),
@@ -254,7 +262,7 @@ struct FieldDay {
         }
         // Evening at the depot, once every device is done: each pulls what the others sent since.
         for worker in 1...workers {
-            let pulled = try await morningPull(worker: worker, server: server, refreshToken: refreshTokens[worker]!)
+            let pulled = try await morningPull(worker: worker, server: server)
             note("device \(worker) final sync: \(pulled) records")
         }
         return try await report(server)
@@ -280,6 +288,11 @@ struct FieldDay {
 
     func database(_ worker: Int) -> URL {
         folder.appendingPathComponent("device-\(worker).sqlite")
+    }
+
+    /// The device's credential vault (`FileCredentialVault`): its refresh token, rotated.
+    func vault(_ worker: Int) -> URL {
+        folder.appendingPathComponent("device-\(worker).credentials")
     }
 
     mutating func pick<T>(_ values: [T]) -> T {
@@ -443,14 +456,16 @@ struct FieldDay {
         }
     }
 
-    /// Pulls a device's records at the depot (before it leaves, and after the day).
-    func morningPull(worker: Int, server: SyncServer, refreshToken: String) async throws -> Int {
-        let token = Mutex<String?>(nil)
-        let transport = HTTPTransport(workspace: "demo", baseURL: server.baseURL, timeout: .seconds(5)) { token.withLock { $0 } }
-        token.withLock { $0 = nil }
-        let fresh = await transport.refreshAccessToken(refreshToken: refreshToken)
-        token.withLock { $0 = fresh }
-        let outbox = try Outbox(path: database(worker).path, forms: FormCatalog.forms, records: FormCatalog.records, transport: transport)
+    /// Pulls a device's records at the depot (before it leaves, and after the day), under the
+    /// credentials in its vault.
+    func morningPull(worker: Int, server: SyncServer) async throws -> Int {
+        let credentials = try await DeviceCredentials(vault: FileCredentialVault(path: vault(worker).path), device: Self.report(worker))
+        let transport = HTTPTransport(workspace: "demo", baseURL: server.baseURL, timeout: .seconds(5)) {
+            await credentials.accessToken()
+        }
+        let outbox = try Outbox(
+            path: database(worker).path, forms: FormCatalog.forms, records: FormCatalog.records, transport: transport,
+            refreshAuthentication: { await credentials.refresh() })
         let report = try await outbox.pull()
         guard report.caughtUp else { throw DemoError.pullFailed(worker: worker, reason: String(describing: report.stoppedBecause)) }
         return try await outbox.storedRecordCount()
@@ -659,6 +674,17 @@ struct FieldDay {
             )
         }
 
+        let lostHolds = lostPhone?.holds ?? false
+        if let lost = lostPhone {
+            print("\nThe phone reported lost (\(FieldDay.lostCourier)):")
+            print("  delivered before it was lost:                \(lost.accepted.count), all on the server")
+            print("  revoked (\(lost.revokedReason)); items sealed on it: \(lost.sealed) of \(lost.queued.count) it still held")
+            print("  recovered from its support bundle:           \(lost.recovered.count) of \(lost.queued.count), sent from a new phone")
+            print(
+                "  its documents on the server:                 \(lost.onServer) of \(lost.accepted.count + lost.queued.count), \(lost.appliedTwice) applied twice"
+            )
+            print("  nothing the back office accepted was lost:   \(lostHolds ? "yes" : "NO")")
+        }
         print("\nParked items: \(parked.isEmpty ? "none" : "")")
         for line in parked { print("  " + line) }
         print("\nTimeline:")
@@ -667,7 +693,7 @@ struct FieldDay {
             missing.isEmpty && duplicates.isEmpty && appliedTwice.isEmpty && unresolved.isEmpty && parked.isEmpty && sharedOnce
             && server.fileIDs().count == photos && diverged.isEmpty && edited == 2 * workers
             && ordersUpgraded == ordersOnUpdated && ordersOldBuildStayedV1 == ordersOnOldBuild && storedV2 == storedOrders.count
-            && totalsRight == storedOrders.count && reasonsRight == inspections.count
+            && totalsRight == storedOrders.count && reasonsRight == inspections.count && lostHolds
         if !ok {
             for worker in 1...workers {
                 let lines = ((try? String(contentsOf: deviceLog(worker), encoding: .utf8)) ?? "").split(separator: "\n").suffix(15)

@@ -3,6 +3,7 @@ import FieldFormsUpdate
 import FormSyncClient
 import FormSyncCommandLine
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 import Synchronization
 
@@ -11,17 +12,21 @@ import Synchronization
 /// once nothing is left to send. `--clock-skew-ms` shifts its clock (a device whose clock was
 /// ahead during capture and has since been corrected). `--pull-only` only pulls the device's
 /// records until it has caught up (crash tests kill it mid-pull). `--resumable-from` and
-/// `--chunk-bytes` set the transport's resumable uploads (tests kill it mid-upload).
+/// `--chunk-bytes` set the transport's resumable uploads (tests kill it mid-upload). With
+/// `--vault` it is an enrolled device: its credentials (`DeviceCredentials`) rotate in that file,
+/// and a revocation seals what it had not sent and stops it.
 enum DemoDeviceCommand {
     static let help = """
-        usage: formsync demo-device --db PATH --server URL --refresh-token T [--workspace W]
+        usage: formsync demo-device --db PATH --server URL (--refresh-token T | --vault FILE) [--workspace W]
                                     [--timeout S] [--lease-ms MS] [--clock-skew-ms MS] [--deadline S]
                                     [--page-size N] [--resumable-from BYTES] [--chunk-bytes BYTES]
                                     [--pull-only] [--next-build]
 
         One device of `formsync demo`, started by it (and by crash tests) as its own process:
         syncs the outbox at PATH with the server until nothing is left to send (or, with
-        --pull-only, until its records have caught up), then exits 0.
+        --pull-only, until its records have caught up), then exits 0. --vault FILE: the
+        enrolled device's credential vault (FileCredentialVault), whose refresh token rotates;
+        a device revoked meanwhile seals its unsent items and exits 3.
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
@@ -29,7 +34,7 @@ enum DemoDeviceCommand {
             raw,
             options: [
                 "--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms", "--workspace", "--page-size",
-                "--resumable-from", "--chunk-bytes", "--deadline",
+                "--resumable-from", "--chunk-bytes", "--deadline", "--vault",
             ],
             flags: ["--pull-only", "--next-build", "--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
@@ -44,16 +49,26 @@ enum DemoDeviceCommand {
         guard timeout >= 1, lease > timeout * 1000 else { throw UsageError("--lease-ms must exceed --timeout (seconds, at least 1)") }
         guard abs(skew) <= 365 * 86_400_000 else { throw UsageError("--clock-skew-ms must be within a year") }
         guard let db = args.values["--db"], let server = args.values["--server"].flatMap(URL.init(string:)),
-            let refreshToken = args.values["--refresh-token"]
-        else { throw UsageError("demo-device needs --db, --server and --refresh-token") }
+            (args.values["--refresh-token"] == nil) != (args.values["--vault"] == nil)
+        else { throw UsageError("demo-device needs --db, --server and one of --refresh-token and --vault") }
         let token = Mutex<String?>(nil)
+        let refreshToken = args.values["--refresh-token"]
+        let credentials: DeviceCredentials? =
+            if let vault = args.values["--vault"] {
+                try await DeviceCredentials(vault: FileCredentialVault(path: vault), device: DeviceReport(name: "demo device"))
+            } else {
+                nil
+            }
         let resumableFrom = try args.integer("--resumable-from", default: 8 << 20, in: 1...(4 << 30))
         let seconds = Double(try args.integer("--deadline", default: 55, in: 1...86_400))
         let chunkBytes = try args.integer("--chunk-bytes", default: 4 << 20, in: (64 << 10)...(64 << 20))
         let transport = HTTPTransport(
             workspace: workspace, baseURL: server, timeout: .seconds(timeout), maxConnections: 3,
             resumableFromBytes: Int64(resumableFrom), chunkBytes: chunkBytes
-        ) { token.withLock { $0 } }
+        ) {
+            if let credentials { return await credentials.accessToken() }
+            return token.withLock { $0 }
+        }
         let live = OutboxEnvironment.live
         let environment = OutboxEnvironment(now: { live.now() + skew }, random: live.random, newID: live.newID)
         // `--next-build`: the app was updated and runs the next version of the specs.
@@ -68,10 +83,13 @@ enum DemoDeviceCommand {
                 lease: .milliseconds(lease)),
             environment: environment,
             refreshAuthentication: {
-                guard let fresh = await transport.refreshAccessToken(refreshToken: refreshToken) else { return false }
+                if let credentials { return await credentials.refresh() }
+                guard let refreshToken, let fresh = await transport.refreshAccessToken(refreshToken: refreshToken) else { return false }
                 token.withLock { $0 = fresh }
                 return true
             })
+        // A device the server revoked keeps what it had not sent, sealed, and stops.
+        await credentials?.onRevocation { reason in _ = try? await outbox.deviceRevoked(reason: reason, purge: .records) }
         if args.flags.contains("--pull-only") {
             let deadline = Date().addingTimeInterval(seconds)
             while Date() < deadline {
@@ -102,6 +120,10 @@ enum DemoDeviceCommand {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             try await Task.sleep(for: .milliseconds(100))
+            if let revoked = await outbox.revocation {
+                printNow("revoked: \(revoked.reason); \(try await outbox.items(in: [.sealed]).count) items sealed")
+                return 3
+            }
             let counts = await outbox.stateCounts()
             let open = [SyncState.savedOnDevice, .waitingForNetwork, .sending, .sent].reduce(0) { $0 + (counts[$1] ?? 0) }
             if open == 0 {

@@ -34,5 +34,11 @@ struct DemoProcessTests {
         #expect(text.contains("device edits on the server's records:        4 of 4 delivery edits"))
         #expect(text.contains("order totals equal to their lines:           4 of 4"))
         #expect(text.contains("failure reasons only on failed inspections:  2 of 2"))
+        // Every device enrolled from a link; the lost phone sealed what it held, and support got it back.
+        #expect(text.contains("enrolled for courier-1 as dv-"))
+        #expect(text.contains("items sealed on it: 3 of 3 it still held"))
+        #expect(text.contains("recovered from its support bundle:           3 of 3, sent from a new phone"))
+        #expect(text.contains("its documents on the server:                 5 of 5, 0 applied twice"))
+        #expect(text.contains("nothing the back office accepted was lost:   yes"))
     }
 }
