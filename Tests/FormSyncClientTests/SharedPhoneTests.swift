@@ -152,6 +152,29 @@ struct SharedPhoneTests {
         #expect(try inspector.recordCount(workspace: "acme") == 1, "Ana's pulled records are gone")
     }
 
+    /// An item of Ana's was on the wire when her credential was revoked: when it comes back
+    /// refused, it is sealed too, never left waiting for a person who will not come back.
+    @Test func aRevokedPersonsItemBackFromTheWireIsSealed() async throws {
+        let outbox = try open()
+        try await outbox.signIn("ana")
+        let id = try await outbox.enqueue(order(1), documentID: "ana-1")
+        try await outbox.signIn("bo")
+        h.transport.script(.hang)
+        let flushing = Task { await outbox.flush() }
+        while h.transport.hangingCount == 0 { await Task.yield() }
+        try await outbox.personRevoked("ana", reason: "lost")
+        h.transport.release(.authExpired)
+        _ = await flushing.value
+        let inspector = try OutboxInspector(path: h.path)
+        #expect(try inspector.item(id)?.state == .sealed)
+        // Reopened, the revocation still holds: Ana's next capture on this phone (she signs in
+        // with a new credential) goes out; what was sealed stays sealed.
+        try await outbox.signIn("ana")
+        try await outbox.enqueue(order(2), documentID: "ana-2")
+        #expect(await outbox.flush().sent == 1)
+        #expect(try OutboxInspector(path: h.path).item(id)?.state == .sealed)
+    }
+
     @Test func whoIsSignedInAndWhoOwnsWhatSurviveARestart() async throws {
         var outbox: Outbox? = try open()
         try await outbox!.signIn("ana")

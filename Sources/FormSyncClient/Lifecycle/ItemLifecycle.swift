@@ -38,6 +38,8 @@ final class ItemLifecycle {
     var principal: String?
     /// The people whose credential is on the device: their items may go out.
     var present: Set<String>
+    /// The people whose credential the server revoked, and why: their items are sealed.
+    var revokedPeople: [String: String]
     /// Committed items per view (`PersonalView.key`) and state.
     private(set) var counts: [String: [State: Int]]
     /// Why the server revoked the device, once it did (`Outbox.deviceRevoked`); nil while not.
@@ -85,6 +87,8 @@ final class ItemLifecycle {
         let people = try OutboxDatabase.mapping { try store.people() }
         principal = people.first(where: \.current)?.principal
         present = Set(people.filter(\.present).map(\.principal))
+        revokedPeople = Dictionary(
+            people.compactMap { person in person.revoked.map { (person.principal, $0) } }, uniquingKeysWith: { a, _ in a })
         self.database = database
         self.stash = stash
         self.registry = registry

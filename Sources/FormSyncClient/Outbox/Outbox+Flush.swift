@@ -55,6 +55,8 @@ extension Outbox {
         if pass?.id == id { pass = nil }
         // Revoked while the pass ran (its refresh was told so): what it handed back is sealed.
         if let reason = lifecycle.revocationReason { result = revokedReport(reason) }
+        // So is what came back from the wire of a person revoked meanwhile.
+        if (try? sealRevokedPeoplesItems(now: environment.now())) ?? 0 > 0 { result.remaining = lifecycle.remainingCount() }
         return result
     }
 

@@ -13,6 +13,7 @@ extension Outbox {
         try Self.check(principal)
         try write(.full) { try store.signIn(principal, current: current) }
         lifecycle.present.insert(principal)
+        lifecycle.revokedPeople[principal] = nil
         if current {
             lifecycle.principal = principal
             withRecords { $0.principal = principal }
@@ -102,17 +103,15 @@ extension Outbox {
         try Self.check(principal)
         let now = environment.now()
         let bounded = String(reason.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(200).map(Character.init))
-        let why = "sealed: \(principal)'s credential was revoked: \(bounded.isEmpty ? "revoked" : bounded)"
-        let sealed = try write(.full) {
-            try store.signOut(principal)
-            return try store.sealItems(ownedBy: principal, reason: why, now: now)
-        }
+        let reason = bounded.isEmpty ? "revoked" : bounded
+        try write(.full) { try store.revoke(principal, reason: reason) }
         lifecycle.present.remove(principal)
+        lifecycle.revokedPeople[principal] = reason
+        let sealed = try sealRevokedPeoplesItems(now: now)
         if lifecycle.principal == principal {
             lifecycle.principal = nil
             withRecords { $0.principal = nil }
         }
-        try lifecycle.reloadCounts()
         let views = try storage { try store.views(of: principal) }
         if purge.contains(.records) {
             try write(.full) { for view in views { try store.clearRecords(view: view) } }
@@ -124,8 +123,26 @@ extension Outbox {
                 attachments.remove(file.id, view: file.view)
             }
         }
-        observers.emit(.personRevoked(principal: principal, reason: bounded.isEmpty ? "revoked" : bounded, sealed: sealed))
+        observers.emit(.personRevoked(principal: principal, reason: reason, sealed: sealed))
         emitSnapshot(changed: nil)
+        return sealed
+    }
+
+    /// Seals every item of a revoked person that has not gone out (pending, parked, or back
+    /// from the wire since the revocation), durably; how many. Nothing to do on a phone where
+    /// nobody was revoked.
+    @discardableResult
+    func sealRevokedPeoplesItems(now: Int64) throws -> Int {
+        guard !lifecycle.revokedPeople.isEmpty else { return 0 }
+        let revoked = lifecycle.revokedPeople
+        let sealed = try write(.full) {
+            try revoked.reduce(0) { total, person in
+                total
+                    + (try store.sealItems(
+                        ownedBy: person.key, reason: "sealed: \(person.key)'s credential was revoked: \(person.value)", now: now))
+            }
+        }
+        if sealed > 0 { try lifecycle.reloadCounts() }
         return sealed
     }
 

@@ -306,7 +306,8 @@ enum OutboxMigrations {
     /// Shared phones: who captured each item (`item_owners`, only for items captured while a
     /// person was signed in, so a device without people pays nothing for it), who is signed in
     /// (`people`: `present` while the person's credential is on the device, `current` for the
-    /// one capturing now), and every hand-over a person made (`handovers`). The pulled records,
+    /// one capturing now, `revoked_reason` once the server revoked their credential: their
+    /// items are sealed, now and whenever one comes back from the wire), and every hand-over a person made (`handovers`). The pulled records,
     /// their tombstones, the feed's cursors and the fetched files are kept per view (the
     /// workspace, or the workspace and the person: `RecordView`), so that each person sees
     /// only their own and switching back re-pulls nothing.
@@ -320,7 +321,8 @@ enum OutboxMigrations {
             CREATE TABLE people (
                 principal TEXT PRIMARY KEY,
                 present INTEGER NOT NULL,
-                current INTEGER NOT NULL DEFAULT 0
+                current INTEGER NOT NULL DEFAULT 0,
+                revoked_reason TEXT
             ) WITHOUT ROWID;
             CREATE TABLE handovers (
                 item_id INTEGER NOT NULL,

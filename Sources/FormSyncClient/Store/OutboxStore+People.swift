@@ -4,20 +4,33 @@ import Foundation
 /// The people of a shared phone (`people`), who owns each item (`item_owners`), and the
 /// hand-overs people made (`handovers`).
 extension OutboxStore {
-    /// Every person known to the device, whether their credential is on it, and the current one.
-    func people() throws -> [(principal: String, present: Bool, current: Bool)] {
-        try db.query("SELECT principal, present, current FROM people ORDER BY principal") {
-            ($0.text(0) ?? "", $0.int(1) != 0, $0.int(2) != 0)
+    /// Every person known to the device, whether their credential is on it, the current one,
+    /// and why the server revoked their credential, if it did.
+    func people() throws -> [(principal: String, present: Bool, current: Bool, revoked: String?)] {
+        try db.query("SELECT principal, present, current, revoked_reason FROM people ORDER BY principal") {
+            ($0.text(0) ?? "", $0.int(1) != 0, $0.int(2) != 0, $0.text(3))
         }
+    }
+
+    /// Marks `principal`'s credential revoked (and them signed out).
+    func revoke(_ principal: String, reason: String) throws {
+        try db.run(
+            """
+            INSERT INTO people (principal, present, current, revoked_reason) VALUES (?, 0, 0, ?)
+            ON CONFLICT (principal) DO UPDATE SET present = 0, current = 0, revoked_reason = excluded.revoked_reason
+            """, [.text(principal), .text(reason)])
     }
 
     /// Marks `principal` signed in (their credential is on the device) and, when `current`,
     /// the one capturing from now on.
+    /// A person signed in again after a revocation holds a new credential: the mark goes.
     func signIn(_ principal: String, current: Bool) throws {
         if current { try db.run("UPDATE people SET current = 0 WHERE current = 1", []) }
         try db.run(
-            "INSERT INTO people (principal, present, current) VALUES (?, 1, ?) ON CONFLICT (principal) DO UPDATE SET present = 1, current = excluded.current OR current",
-            [.text(principal), .integer(current ? 1 : 0)])
+            """
+            INSERT INTO people (principal, present, current) VALUES (?, 1, ?)
+            ON CONFLICT (principal) DO UPDATE SET present = 1, current = excluded.current OR current, revoked_reason = NULL
+            """, [.text(principal), .integer(current ? 1 : 0)])
     }
 
     /// Marks `principal` signed out: their items wait for them.
