@@ -207,6 +207,8 @@ public final class SyncServer: @unchecked Sendable {
     public func documents() -> [Document] { locked { store.documents() } }
     /// The document with this identity.
     public func document(_ documentID: String) -> Document? { locked { store.document(documentID) } }
+    /// The principal whose request created a document (the harnesses check who sent what).
+    package func documentOwner(_ documentID: String) -> String? { locked { store.owner(of: documentID)?.principal } }
     /// The ids of every stored file.
     public func fileIDs() -> [Int64] { locked { store.fileIDs() } }
     /// A stored file's bytes.

@@ -71,6 +71,7 @@ package struct ClusterTorture {
             lines += [
                 "server: \(device.documents) logged documents, each exactly once; \(device.files) files intact and remapped; \(device.lanes) lanes in capture order; \(device.edits) edited deliveries carry the latest edit",
                 "feed: \(changes) changes, every one numbered; device: \(device.records) records equal the server's scope; nothing stranded; no orphan stash file",
+                "shared phone: \(device.partnerCaptures) captures by the partner, each sent under the partner's credential; partner revoked after \(device.partnerRevokedAfter) captures, \(device.sealed) of theirs sealed on the phone, none lost",
             ]
             return lines.joined(separator: "\n")
         }
@@ -96,6 +97,10 @@ package struct ClusterTorture {
             records: RecordRegistry(FormCatalog.records), workspace: TortureDevice.workspace)
         let known = try CrashTorture.morning(backOffice)
         let refreshToken = try backOffice.issueRefreshToken(principal: TortureDevice.courier, workspaces: [TortureDevice.workspace])
+        // A shared phone: the partner's credential is revoked, through the back office's node,
+        // two thirds in; every node refuses it from then on.
+        let partnerToken = try backOffice.issueRefreshToken(principal: TortureDevice.partner, workspaces: [TortureDevice.workspace])
+        var partnerRevoked = false
         let nodes = (0..<options.nodes).map {
             ServerNode(executable: options.server, database: url, log: folder.appendingPathComponent("node-\($0).log").path)
         }
@@ -119,10 +124,17 @@ package struct ClusterTorture {
             let crash: (CrashPoint, Int)? =
                 roll < 40 ? (moments[Int(random.next() % UInt64(moments.count))], 1 + Int(random.next() % 3)) : nil
             let lifetime = roll < 70 ? 0.3 + Double(random.next() % 900) / 1000 : 4.0
+            if !partnerRevoked && result.nodeKills >= options.nodeKills * 2 / 3 {
+                result.device.partnerRevokedAfter = TortureLog.read(log).count
+                try retrying {
+                    _ = try backOffice.revokeDevices(
+                        principal: TortureDevice.partner, workspace: TortureDevice.workspace, reason: "phone reported lost")
+                }
+                partnerRevoked = true
+            }
             let device = try CrashTorture.launchDevice(
                 executable: options.executable, seed: options.seed, database: database, servers: servers, refreshToken: refreshToken,
-                log: log,
-                captures: captures, known: known, crash: crash, output: output)
+                partnerToken: partnerToken, log: log, captures: captures, known: known, crash: crash, output: output)
             result.device.runs += 1
             let limit = Date().addingTimeInterval(lifetime)
             var nextKill = Date().addingTimeInterval(Double(20 + random.next() % 200) / 1000)
@@ -182,10 +194,10 @@ package struct ClusterTorture {
         try await CrashTorture.drain(
             CrashTorture.launchDevice(
                 executable: options.executable, seed: options.seed, database: database, servers: servers, refreshToken: refreshToken,
-                log: log,
-                captures: captures, known: known, crash: nil, output: output),
+                partnerToken: partnerToken, log: log, captures: captures, known: known, crash: nil, output: output),
             output: output)
-        try await CrashTorture.check(seed: options.seed, server: backOffice, database: database, log: log, into: &result.device)
+        try await CrashTorture.check(
+            seed: options.seed, server: backOffice, database: database, log: log, partnerRevoked: partnerRevoked, into: &result.device)
         // The feed: every change committed has its number (none left unsequenced), each once.
         let connection = try PostgresConnection(url: url)
         let counts = try connection.query("SELECT COUNT(*), COUNT(seq), COUNT(DISTINCT seq) FROM changes")

@@ -52,6 +52,11 @@ package struct CrashTorture {
         package var lanes = 0
         package var records = 0
         package var edits = 0
+        /// The shared phone: the partner's captures, how many of them were sealed when the back
+        /// office revoked the partner, and after how many captures that happened.
+        package var partnerCaptures = 0
+        package var sealed = 0
+        package var partnerRevokedAfter = 0
         package var seconds = 0.0
         package var failures: [String] = []
 
@@ -70,6 +75,7 @@ package struct CrashTorture {
                     "server: \(documents) logged documents, each exactly once; \(files) files intact and remapped; \(lanes) lanes in capture order; \(edits) edited deliveries carry the latest edit",
                     "deferred: \(deferred) of \(files) customers reached the server before their photo, which completed them",
                     "device: \(records) records equal the server's scope; nothing stranded; no orphan stash file",
+                    "shared phone: \(partnerCaptures) captures by the partner, each sent under the partner's credential; partner revoked after \(partnerRevokedAfter) captures, \(sealed) of theirs sealed on the phone, none lost",
                 ]).joined(separator: "\n")
         }
     }
@@ -93,6 +99,9 @@ package struct CrashTorture {
 
         let known = try Self.morning(server)
         let refreshToken = try server.issueRefreshToken(principal: TortureDevice.courier, workspaces: [workspace])
+        // The phone is shared with a partner, whose credential the back office revokes two thirds in.
+        let partnerToken = try server.issueRefreshToken(principal: TortureDevice.partner, workspaces: [workspace])
+        var partnerRevoked = false
         let database = folder.appendingPathComponent("device.sqlite").path
         let log = folder.appendingPathComponent("device.log").path
         let output = folder.appendingPathComponent("device.out")
@@ -109,17 +118,34 @@ package struct CrashTorture {
             if random.next() % 5 == 0 { server.faults.add(.dropAfterCommit, count: 1 + Int(random.next() % 2)) }
             if random.next() % 17 == 0 { server.faults.add(.unavailable(retryAfterSeconds: 1), count: 1) }
             if random.next() % 23 == 0 { server.faults.add(.captivePortal, count: 1) }
+            // The partner is revoked two thirds in, the moment a capture of theirs is saved and
+            // not yet on the server (or, failing that, five sixths in): it must be sealed or
+            // delivered, never lost and never sent under the courier's credential.
+            func revokeThePartner() throws {
+                result.partnerRevokedAfter = TortureLog.read(log).count
+                _ = try server.revokeDevices(principal: TortureDevice.partner, workspace: workspace, reason: "phone reported lost")
+                partnerRevoked = true
+            }
+            if !partnerRevoked && result.kills >= options.kills * 5 / 6 { try revokeThePartner() }
+            let watchPartner = !partnerRevoked && result.kills >= options.kills * 2 / 3
             let device = try launch(
-                database: database, server: server.baseURL, refreshToken: refreshToken, log: log, captures: captures, known: known,
-                crash: crash, output: output)
+                database: database, server: server.baseURL, refreshToken: refreshToken, partnerToken: partnerToken, log: log,
+                captures: captures, known: known, crash: crash, output: output)
             result.runs += 1
             let limit = Date().addingTimeInterval(crash == nil ? Double(delay) / 1000 : 3)
             var killedByUs = false
+            var looks = 0
             while device.isRunning {
                 if Date() >= limit {
                     device.signal(SIGKILL)
                     killedByUs = true
                     break
+                }
+                looks += 1
+                if watchPartner, !partnerRevoked, looks % 5 == 0, case .order(let i, _, TortureDevice.partner) = TortureLog.read(log).last,
+                    server.document(TorturePlan(seed: options.seed).documentID(i)) == nil
+                {
+                    try revokeThePartner()
                 }
                 try await Task.sleep(for: .milliseconds(2))
             }
@@ -144,22 +170,22 @@ package struct CrashTorture {
         // The last run: nothing armed, nothing killed; it must drain and catch up.
         try await Self.drain(
             launch(
-                database: database, server: server.baseURL, refreshToken: refreshToken, log: log, captures: captures, known: known,
-                crash: nil, output: output),
+                database: database, server: server.baseURL, refreshToken: refreshToken, partnerToken: partnerToken, log: log,
+                captures: captures, known: known, crash: nil, output: output),
             output: output)
-        try await Self.check(seed: options.seed, server: server, database: database, log: log, into: &result)
+        try await Self.check(
+            seed: options.seed, server: server, database: database, log: log, partnerRevoked: partnerRevoked, into: &result)
         result.seconds = Date().timeIntervalSince(started)
         return result
     }
 
     private func launch(
-        database: String, server: URL, refreshToken: String, log: String, captures: Int, known: [Int64], crash: (CrashPoint, Int)?,
-        output: URL
+        database: String, server: URL, refreshToken: String, partnerToken: String, log: String, captures: Int, known: [Int64],
+        crash: (CrashPoint, Int)?, output: URL
     ) throws -> ChildProcess {
         try Self.launchDevice(
-            executable: options.executable, seed: options.seed, database: database, servers: [server], refreshToken: refreshToken, log: log,
-            captures: captures,
-            known: known, crash: crash, output: output)
+            executable: options.executable, seed: options.seed, database: database, servers: [server], refreshToken: refreshToken,
+            partnerToken: partnerToken, log: log, captures: captures, known: known, crash: crash, output: output)
     }
 
     /// Waits for the last device run, which nothing kills, to drain and catch up (3 minutes at
@@ -176,13 +202,12 @@ package struct CrashTorture {
 
     /// Starts `formsync-lab torture device` against `servers` (each request to one at random).
     static func launchDevice(
-        executable: String, seed: UInt64, database: String, servers: [URL], refreshToken: String, log: String, captures: Int,
-        known: [Int64],
-        crash: (CrashPoint, Int)?, output: URL
+        executable: String, seed: UInt64, database: String, servers: [URL], refreshToken: String, partnerToken: String, log: String,
+        captures: Int, known: [Int64], crash: (CrashPoint, Int)?, output: URL
     ) throws -> ChildProcess {
         var arguments = [
             "torture", "device", "--db", database, "--server", servers.map(\.absoluteString).joined(separator: ","), "--refresh-token",
-            refreshToken,
+            refreshToken, "--partner-token", partnerToken,
             "--log", log, "--seed", String(seed), "--captures", String(captures), "--customers",
             known.map(String.init).joined(separator: ","),
         ]
@@ -239,9 +264,19 @@ package struct CrashTorture {
     }
 
     /// The invariants, each failure named with what broke it.
-    static func check(seed: UInt64, server: SyncServer, database: String, log: String, into result: inout Result) async throws {
+    static func check(
+        seed: UInt64, server: SyncServer, database: String, log: String, partnerRevoked: Bool, into result: inout Result
+    ) async throws {
         let plan = TorturePlan(seed: seed)
         let entries = TortureLog.read(log)
+        // What the phone kept sealed for support: the partner's work that never went out.
+        let inspector = try OutboxInspector(path: database)
+        let sealed = try inspector.items(workspace: nil, in: [.sealed])
+        let sealedDocuments = Set(sealed.map(\.documentID))
+        for item in sealed where !partnerRevoked || item.principal != TortureDevice.partner {
+            result.failures.append(
+                "item \(item.id) (\(item.documentID)) of \(item.principal ?? "nobody") is sealed: \(item.lastError ?? "")")
+        }
         result.captures = entries.count
         let indexes = entries.map(\.index)
         if indexes != Array(0..<indexes.count) { result.failures.append("the log's indexes are not 0…\(indexes.count - 1) in order") }
@@ -252,12 +287,21 @@ package struct CrashTorture {
         // Every saved submission is on the server exactly once, files present and remapped.
         for entry in entries {
             switch entry {
-            case .customer(let i), .order(let i, _):
+            case .customer(let i, let principal), .order(let i, _, let principal):
+                let kept = sealedDocuments.contains(plan.documentID(i))
+                if principal == TortureDevice.partner { result.partnerCaptures += 1 }
+                if kept { result.sealed += 1 }
                 guard let document = documents[plan.documentID(i)] else {
-                    result.failures.append("capture \(i) (\(plan.documentID(i))) was saved on the device but is not on the server")
+                    if !kept {
+                        result.failures.append("capture \(i) (\(plan.documentID(i))) was saved on the device but is not on the server")
+                    }
                     continue
                 }
                 if document.appliedWrites != 1 { result.failures.append("capture \(i) was applied \(document.appliedWrites) times") }
+                // Sent under its own person's credential, never under the other's.
+                if let owner = server.documentOwner(document.documentID), owner != principal {
+                    result.failures.append("capture \(i), \(principal)'s, reached the server as \(owner)'s")
+                }
                 result.documents += 1
                 guard let object = try? JSONSerialization.jsonObject(with: document.payload) as? [String: Any] else {
                     result.failures.append("capture \(i)'s server payload is not a JSON object")
@@ -333,11 +377,14 @@ package struct CrashTorture {
         // The device: records equal the server's scope; nothing stranded; no orphan stash file.
         let outbox = try Outbox(
             path: database, forms: FormCatalog.forms, records: FormCatalog.records, transport: Unreachable(workspace: workspace))
-        let counts = await outbox.stateCounts()
-        for (state, count) in counts where state != .confirmed && count > 0 {
-            let items = try await outbox.items(in: [state]).prefix(5).map { "\($0.id) \($0.form ?? "file"): \($0.lastError ?? "")" }
-            result.failures.append("\(count) item(s) stranded as \(state.rawValue): \(items.joined(separator: "; "))")
+        // Every person's items: none left anywhere but confirmed (or sealed, above).
+        let unsettled = try inspector.items(workspace: nil).filter { $0.state != .confirmed && $0.state != .sealed }
+        for (state, items) in Dictionary(grouping: unsettled, by: \.state) {
+            let listed = items.prefix(5).map { "\($0.id) \($0.form ?? "file") of \($0.principal ?? "nobody"): \($0.lastError ?? "")" }
+            result.failures.append("\(items.count) item(s) stranded as \(state.rawValue): \(listed.joined(separator: "; "))")
         }
+        // The records the courier sees.
+        if await outbox.currentPrincipal != TortureDevice.courier { try await outbox.signIn(TortureDevice.courier) }
         let (problems, records) = try await RecordConvergence.check(server: serverRecords, outbox: outbox, courier: TortureDevice.courier)
         result.failures += problems
         result.records = records

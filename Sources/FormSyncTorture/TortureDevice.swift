@@ -1,6 +1,7 @@
 import FieldForms
 import FormSyncClient
 import FormSyncModel
+import FormSyncProtocol
 import FormSyncTesting
 import Foundation
 import Synchronization
@@ -9,6 +10,12 @@ import Synchronization
 /// captures the plan's submissions from where its log ends (customers with photos, orders,
 /// edits of pulled deliveries), flushes and pulls between captures, and when every capture is
 /// in, drains and pulls until it holds what the server holds. Exits 0 then.
+///
+/// With a partner's token it is a shared phone: the courier and a partner (`partner`) are both
+/// signed in, the capture's person (`TorturePlan.person`) is switched to before each capture,
+/// and each item goes out under its own person's credential. When the server revokes the
+/// partner, the phone learns it at a refresh, seals the partner's unsent work and goes on as the
+/// courier alone.
 package struct TortureDevice {
     package var database: String
     /// The server, or the nodes of a cluster (each request to one of them at random).
@@ -21,14 +28,19 @@ package struct TortureDevice {
     package var knownCustomers: [Int64]
     /// Where this process is to die, if anywhere.
     package var crash: (point: CrashPoint, occurrence: Int)?
+    /// The partner's refresh token, on a shared phone.
+    package var partnerToken: String?
 
     package static let workspace = "acme"
     package static let courier = "ada"
+    /// The second person of a shared phone.
+    package static let partner = "cid"
 
     package init(
         database: String, servers: [URL], refreshToken: String, log: String, plan: TorturePlan, captures: Int, knownCustomers: [Int64],
-        crash: (point: CrashPoint, occurrence: Int)?
+        crash: (point: CrashPoint, occurrence: Int)?, partnerToken: String? = nil
     ) {
+        self.partnerToken = partnerToken
         self.database = database
         self.servers = servers
         self.refreshToken = refreshToken
@@ -41,14 +53,18 @@ package struct TortureDevice {
 
     /// Opens the device's outbox as the harness configures it: short timeouts and leases, so
     /// a killed process's leases lapse quickly, and uploads resumable from 128 KiB.
-    package static func openOutbox(database: String, servers: [URL], refreshToken: String) throws -> Outbox {
+    package static func openOutbox(
+        database: String, servers: [URL], refreshToken: String, partnerToken: String? = nil,
+        partnerRevoked: RevocationFlag = RevocationFlag()
+    ) throws -> Outbox {
         let token = Mutex<String?>(nil)
+        let partnerAccess = Mutex<String?>(nil)
         let nodes = servers.map { server in
             HTTPTransport(
                 workspace: workspace, baseURL: server, timeout: .seconds(1), maxConnections: 4, resumableFromBytes: 128 << 10,
                 chunkBytes: 64 << 10
-            ) {
-                token.withLock { $0 }
+            ) { principal in
+                principal == partner ? partnerAccess.withLock { $0 } : token.withLock { $0 }
             }
         }
         let spread = NodeSpreadingTransport(nodes)
@@ -62,6 +78,13 @@ package struct TortureDevice {
                     baseDelay: .milliseconds(20), maxDelay: .milliseconds(300), maxAttempts: 100_000, maxRetryAfter: .milliseconds(1000)),
                 lease: .milliseconds(1500), uploadConcurrency: 2),
             refreshAuthentication: {
+                if let partnerToken, !partnerRevoked.isSet {
+                    switch await nodes[Int.random(in: 0..<nodes.count)].refresh(RefreshRequest(refreshToken: partnerToken)) {
+                    case .issued(let credentials): partnerAccess.withLock { $0 = credentials.accessToken }
+                    case .refused(.deviceRevoked, _): partnerRevoked.set()
+                    default: break
+                    }
+                }
                 guard let fresh = await nodes[Int.random(in: 0..<nodes.count)].refreshAccessToken(refreshToken: refreshToken) else {
                     return false
                 }
@@ -70,9 +93,28 @@ package struct TortureDevice {
             })
     }
 
+    /// A shared phone learned at a refresh that the server revoked the partner: the partner's
+    /// unsent work is sealed, and the phone goes on as the courier alone.
+    private func applyRevocation(_ outbox: Outbox, _ flag: RevocationFlag) async throws {
+        guard partnerToken != nil, flag.isSet, await !outbox.revokedPrincipals.contains(Self.partner) else { return }
+        try await outbox.personRevoked(Self.partner, reason: "revoked by the server")
+        if await outbox.currentPrincipal != Self.courier { try await outbox.signIn(Self.courier) }
+    }
+
     package func run() async throws -> Int32 {
         if let crash { CrashPoint.arm(crash.point, occurrence: crash.occurrence) }
-        let outbox = try Self.openOutbox(database: database, servers: servers, refreshToken: refreshToken)
+        let revoked = RevocationFlag()
+        let outbox = try Self.openOutbox(
+            database: database, servers: servers, refreshToken: refreshToken, partnerToken: partnerToken, partnerRevoked: revoked)
+        if partnerToken != nil {
+            // Both people are on the phone, unless the server revoked the partner (the phone
+            // remembers it: `revokedPrincipals`).
+            if await outbox.revokedPrincipals.contains(Self.partner) { revoked.set() }
+            if await outbox.currentPrincipal == nil { try await outbox.signIn(Self.courier) }
+            if !revoked.isSet, await !outbox.signedIn.contains(Self.partner) {
+                try await outbox.signIn(Self.partner, current: false)
+            }
+        }
         var next = (TortureLog.read(log).map(\.index).max() ?? -1) + 1
         let writer = try TortureLog(appendingTo: log)
         defer { writer.close() }
@@ -89,6 +131,7 @@ package struct TortureDevice {
                 next += 1
             }
             _ = await outbox.flush()
+            try await applyRevocation(outbox, revoked)
             batches += 1
             if batches % 2 == 0 { _ = try await outbox.pull(pageSize: 25) }
         }
@@ -96,10 +139,12 @@ package struct TortureDevice {
         let deadline = Date().addingTimeInterval(90)
         while Date() < deadline {
             let report = await outbox.flush()
+            try await applyRevocation(outbox, revoked)
+            if partnerToken != nil, await outbox.currentPrincipal != Self.courier { try await outbox.signIn(Self.courier) }
             let pulled = try await outbox.pull(pageSize: 25)
             let counts = await outbox.stateCounts()
             let open = [SyncState.savedOnDevice, .waitingForNetwork, .sending, .sent].reduce(0) { $0 + (counts[$1] ?? 0) }
-            if open == 0 && pulled.caughtUp {
+            if open == 0 && report.remaining == 0 && pulled.caughtUp {
                 print(
                     "drained: \(counts.filter { $0.value > 0 }.map { "\($0.key.rawValue) \($0.value)" }.sorted().joined(separator: ", "))")
                 return 0
@@ -112,6 +157,13 @@ package struct TortureDevice {
     }
 
     private func capture(_ index: Int, outbox: Outbox, scratch: URL) async throws -> TortureLog.Entry {
+        // On a shared phone, the person the plan names captures it (switching is one write),
+        // unless the partner was revoked: then the courier does.
+        var person = Self.courier
+        if partnerToken != nil {
+            if plan.person(index) == Self.partner, await !outbox.revokedPrincipals.contains(Self.partner) { person = Self.partner }
+            if await outbox.currentPrincipal != person { try await outbox.signIn(person) }
+        }
         switch plan.capture(index) {
         case .customer:
             let source = scratch.appendingPathComponent("photo-\(index).jpg")
@@ -121,15 +173,15 @@ package struct TortureDevice {
                 plan.customer(index),
                 attachments: [.init(placeholder: plan.photoPlaceholder(index), source: source, contentType: "image/jpeg")],
                 documentID: plan.documentID(index), creates: plan.customerPlaceholder(index))
-            return .customer(index: index)
+            return .customer(index: index, principal: person)
         case .orderForNewCustomer(let customerIndex):
             let customer = plan.customerPlaceholder(customerIndex)
             try await outbox.enqueue(plan.order(index, customer: customer), documentID: plan.documentID(index))
-            return .order(index: index, customer: customer)
+            return .order(index: index, customer: customer, principal: person)
         case .orderForKnownCustomer(let slot):
             let customer = knownCustomers[slot % knownCustomers.count]
             try await outbox.enqueue(plan.order(index, customer: customer), documentID: plan.documentID(index))
-            return .order(index: index, customer: customer)
+            return .order(index: index, customer: customer, principal: person)
         case .deliveryEdit:
             let editable = try await outbox.records(Delivery.all).filter { ($0.stopOrder ?? 0) < 1000 }.sorted { $0.id < $1.id }
             guard !editable.isEmpty else { return .skipped(index: index) }
@@ -139,4 +191,16 @@ package struct TortureDevice {
             return .edit(index: index, delivery: delivery.id)
         }
     }
+}
+
+/// Whether a refresh was told the partner's credential is revoked (set from the refresh hook,
+/// read by the device's loop).
+package final class RevocationFlag: Sendable {
+    private let state = Mutex(false)
+
+    package init() {}
+
+    package var isSet: Bool { state.withLock { $0 } }
+
+    func set() { state.withLock { $0 = true } }
 }

@@ -13,22 +13,23 @@ import Foundation
 /// lists must all reach the server; a kill can only lose the line, never the capture.
 package struct TortureLog {
     package enum Entry: Equatable, Sendable {
-        case customer(index: Int)
-        case order(index: Int, customer: Int64)
+        /// `principal`: who captured it (on a shared phone; the courier otherwise).
+        case customer(index: Int, principal: String)
+        case order(index: Int, customer: Int64, principal: String)
         case edit(index: Int, delivery: Int64)
         /// Nothing to edit had been pulled yet.
         case skipped(index: Int)
 
         package var index: Int {
             switch self {
-            case .customer(let i), .order(let i, _), .edit(let i, _), .skipped(let i): return i
+            case .customer(let i, _), .order(let i, _, _), .edit(let i, _), .skipped(let i): return i
             }
         }
 
         var line: String {
             switch self {
-            case .customer(let i): return "C \(i)"
-            case .order(let i, let customer): return "O \(i) \(customer)"
+            case .customer(let i, let principal): return "C \(i) \(principal)"
+            case .order(let i, let customer, let principal): return "O \(i) \(customer) \(principal)"
             case .edit(let i, let delivery): return "E \(i) \(delivery)"
             case .skipped(let i): return "S \(i)"
             }
@@ -38,10 +39,10 @@ package struct TortureLog {
             let parts = line.split(separator: " ")
             guard parts.count >= 2, let index = Int(parts[1]), index >= 0 else { return nil }
             switch (parts[0], parts.count) {
-            case ("C", 2): self = .customer(index: index)
-            case ("O", 3):
+            case ("C", 3): self = .customer(index: index, principal: String(parts[2]))
+            case ("O", 4):
                 guard let c = Int64(parts[2]) else { return nil }
-                self = .order(index: index, customer: c)
+                self = .order(index: index, customer: c, principal: String(parts[3]))
             case ("E", 3):
                 guard let d = Int64(parts[2]) else { return nil }
                 self = .edit(index: index, delivery: d)

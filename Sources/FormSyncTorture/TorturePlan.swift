@@ -37,6 +37,14 @@ package struct TorturePlan: Sendable {
         }
     }
 
+    /// Who captures capture `index` on a shared phone: the partner takes some of the orders for
+    /// customers the server already had (so that nothing of the courier's ever waits on the
+    /// partner's work), the courier the rest.
+    package func person(_ index: Int) -> String {
+        if case .orderForKnownCustomer = capture(index), (UInt64(index) &* 0x9E37_79B9 ^ seed) % 3 != 0 { return TortureDevice.partner }
+        return TortureDevice.courier
+    }
+
     package func documentID(_ index: Int) -> String { "t\(seed)-\(index)" }
     package func customerPlaceholder(_ index: Int) -> Int64 { -(Self.placeholderBase + Int64(index) * 2) }
     package func photoPlaceholder(_ index: Int) -> Int64 { -(Self.placeholderBase + Int64(index) * 2 + 1) }

@@ -187,7 +187,8 @@ enum TortureCommand {
     /// Internal: the device process of `torture crash`.
     static func device(_ raw: [String]) async throws -> Int32 {
         let args = try Arguments(
-            raw, options: ["--db", "--server", "--refresh-token", "--log", "--seed", "--captures", "--customers", "--crash"])
+            raw,
+            options: ["--db", "--server", "--refresh-token", "--partner-token", "--log", "--seed", "--captures", "--customers", "--crash"])
         let servers = (args.values["--server"] ?? "").split(separator: ",").compactMap { URL(string: String($0)) }
         guard let db = args.values["--db"], !servers.isEmpty,
             let token = args.values["--refresh-token"], let log = args.values["--log"]
@@ -207,7 +208,7 @@ enum TortureCommand {
         let device = TortureDevice(
             database: db, servers: servers, refreshToken: token, log: log, plan: TorturePlan(seed: seed), captures: captures,
             knownCustomers: customers,
-            crash: crash)
+            crash: crash, partnerToken: args.values["--partner-token"])
         return try await device.run()
     }
 }

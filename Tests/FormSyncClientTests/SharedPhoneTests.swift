@@ -180,12 +180,19 @@ struct SharedPhoneTests {
         try await outbox!.signIn("ana")
         try await outbox!.enqueue(order(1), documentID: "ana-1")
         try await outbox!.signIn("bo")
+        h.transport.scriptFeed(RecordStoreTests.page([RecordStoreTests.delivery(2, stop: 1, courier: "bo")], "b1"))
+        _ = try await outbox!.pull()
         try await outbox!.signOut("ana")
         outbox = nil
         let reopened = try open()
         #expect(await reopened.currentPrincipal == "bo")
         #expect(await reopened.signedIn == ["bo"])
         #expect(try await reopened.itemsWaitingForTheirOwners().map(\.principal) == ["ana"])
+        // Bo's records, as he left them; his next pull goes on from his own cursor, as him.
+        #expect(try await reopened.records(Delivery.all).map(\.id) == [2])
+        _ = try await reopened.pull()
+        #expect(h.transport.feedCursors.last == "b1")
+        #expect(h.transport.feedPrincipals.last == "bo")
         #expect(await reopened.flush().sent == 0)
     }
 

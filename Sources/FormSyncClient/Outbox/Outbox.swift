@@ -95,7 +95,10 @@ public actor Outbox {
         let database = try OutboxDatabase(
             path: path, now: environment.now(), openFlags: configuration.fileProtection.sqliteOpenFlag, syncLog: environment.syncLog)
         let observers = ObservationHub()
-        let recordStore = RecordStore(database: database, registry: registry, recordTypes: records, workspace: workspace)
+        // The person signed in when the app last ran is still the one whose records it shows.
+        let current = try OutboxDatabase.mapping { try database.storeWhileOpening.people().first(where: \.current)?.principal }
+        let recordStore = RecordStore(
+            database: database, registry: registry, recordTypes: records, workspace: workspace, principal: current)
         lifecycle = try ItemLifecycle(
             database: database, stashDirectory: path + ".stash", registry: registry, recordTypes: records, configuration: configuration,
             environment: environment, observers: observers, recordStore: recordStore, workspace: workspace)

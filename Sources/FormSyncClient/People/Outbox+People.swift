@@ -47,6 +47,10 @@ extension Outbox {
     /// The people signed in now: their items may go out.
     public var signedIn: Set<String> { lifecycle.present }
 
+    /// The people whose credential the server revoked on this phone (`personRevoked`), until
+    /// they sign in again with a new one.
+    public var revokedPrincipals: Set<String> { Set(lifecycle.revokedPeople.keys) }
+
     /// Items of the current workspace whose owner is not signed in, whoever owns them, oldest
     /// first: what a hand-over screen lists ("three deliveries of Ana's wait for her").
     public func itemsWaitingForTheirOwners() throws -> [OutboxItem] {

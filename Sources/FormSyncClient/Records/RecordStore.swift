@@ -32,11 +32,12 @@ public actor RecordStore {
     /// The running pull, which concurrent `pull()` calls share.
     var pulling: Task<PullReport, any Error>?
 
-    init(database: OutboxDatabase, registry: FormRegistry, recordTypes: RecordRegistry, workspace: String) {
+    init(database: OutboxDatabase, registry: FormRegistry, recordTypes: RecordRegistry, workspace: String, principal: String?) {
         self.database = database
         self.registry = registry
         self.recordTypes = recordTypes
         self.workspace = workspace
+        self.principal = principal
     }
 
     /// The record store runs on its outbox's database thread: the outbox writes records in
