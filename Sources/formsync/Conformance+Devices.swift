@@ -9,7 +9,7 @@ extension Conformance {
     mutating func deviceChecks() async {
         let rules = [
             Rules.enrolmentMade, Rules.enrolTrades, Rules.enrolOnce, Rules.refreshRotates, Rules.refreshReuse, Rules.revokedRefused,
-            Rules.revocationListed, Rules.backOfficeOnly,
+            Rules.revocationListed, Rules.backOfficeOnly, Rules.supportRequested, Rules.supportAnswered,
         ]
         guard let backOfficeToken else {
             for rule in rules { notChecked(rule, "give --back-office-token") }
@@ -67,6 +67,7 @@ extension Conformance {
         guard let another = await makeEnrolment(principal, as: backOfficeToken),
             let device = await enrol(another, installation: "conformance-\(run)-c").credentials
         else { return }
+        await supportChecks(device, as: backOfficeToken)
         let refused = await send("GET", "/auth/devices", as: device.accessToken)
         let revoked = await send(
             "POST", "/auth/revocations", headers: ["Content-Type": "application/json"],
@@ -75,6 +76,46 @@ extension Conformance {
         check(
             Rules.backOfficeOnly, refused.status == 403 && refused.code == .backOfficeOnly && revocation?.revoked == [device.deviceID],
             "a device on GET /auth/devices: \(Self.describe(refused)); the principal's revocation: \(Self.describe(revoked))")
+    }
+
+    /// Support bundles: the back office asks `device`, the feed carries the request, the device's
+    /// bundle answers it; a bundle answering a request that is not the device's is refused.
+    private mutating func supportChecks(_ device: Credentials, as backOfficeToken: String) async {
+        let json = ["Content-Type": "application/json"]
+        let asked = await send(
+            "POST", "/support/requests", headers: json,
+            body: try? JSONEncoder().encode(SupportRequestCreate(deviceID: device.deviceID, reason: "conformance run \(run)")),
+            as: backOfficeToken)
+        let request = asked.status == 201 ? try? JSONDecoder().decode(SupportRequest.self, from: asked.data) : nil
+        let page = await send("GET", "/changes?limit=1", as: device.accessToken)
+        let object = try? JSONSerialization.jsonObject(with: page.data) as? [String: Any]
+        let carried = ((object?[FeedPage.supportRequest] as? [String: Any])?["id"] as? NSNumber)?.int64Value
+        check(
+            Rules.supportRequested, request != nil && carried == request?.id,
+            "the request: \(Self.describe(asked)); the feed carried \(carried.map(String.init) ?? "none")")
+        guard let request else {
+            notChecked(Rules.supportAnswered, "the server made no support request")
+            return
+        }
+        func bundle(answering id: Int64?) -> Data? {
+            try? JSONEncoder().encode(
+                SupportBundle(
+                    createdAt: "2026-12-06T10:00:00Z", answering: id, device: DeviceReport(name: "conformance \(run)"), outboxSchema: 1,
+                    workspaces: [], counts: [:], recordsHeld: 0, settings: [:], people: [], revoked: nil, includesPayloads: false,
+                    items: []))
+        }
+        let wrong = await send(
+            "POST", "/support/bundles", headers: json, body: bundle(answering: request.id + 1_000_000), as: device.accessToken)
+        let answered = await send("POST", "/support/bundles", headers: json, body: bundle(answering: request.id), as: device.accessToken)
+        let listed = await send("GET", "/support/bundles?device=\(device.deviceID)", as: backOfficeToken)
+        let bundles = (try? JSONDecoder().decode(SupportBundleList.self, from: listed.data))?.bundles ?? []
+        let deviceRead = await send("GET", "/support/bundles", as: device.accessToken)
+        check(
+            Rules.supportAnswered,
+            answered.status == 201 && bundles.contains { $0.bundle.answering == request.id } && wrong.status == 404
+                && wrong.code == .noSuchSupportRequest && deviceRead.status == 403 && deviceRead.code == .backOfficeOnly,
+            "the answer: \(Self.describe(answered)); the list: \(Self.describe(listed)); another request's answer: \(Self.describe(wrong)); a device reading: \(Self.describe(deviceRead))"
+        )
     }
 
     private func makeEnrolment(_ principal: String, as backOfficeToken: String) async -> String? {

@@ -25,6 +25,7 @@ enum Rules {
     static let health = "§2 GET /health"
     static let refresh = "§2 POST /auth/refresh"
     static let devices = "§2 Devices and credentials"
+    static let support = "§2 Support bundles"
     static let records = "§2 Records and the change feed"
     static let recordForms = "§2 Forms that create or edit a record"
     static let documents = "§2 GET /documents/<document id>"
@@ -186,6 +187,12 @@ enum Rules {
         "GET /auth/devices lists the device with its revocation; revoking a device the workspace does not hold is 404 no-such-device")
     static let backOfficeOnly = ConformanceRule(
         devices, "a device's token on a back-office route is 403 back-office-only; a principal's revocation names its devices")
+    static let supportRequested = ConformanceRule(
+        support, "POST /support/requests (back office) answers 201, and the device's next page of the feed carries the request")
+    static let supportAnswered = ConformanceRule(
+        support,
+        "the device's bundle answering it is 201 and listed by GET /support/bundles; answering a request not its own is 404 no-such-support-request; a device reading the bundles is 403"
+    )
 
     /// Every rule, in the order of PROTOCOL.md.
     static let all: [ConformanceRule] = [
@@ -202,6 +209,7 @@ enum Rules {
         lookupFound, lookupMissing, downloadRange,
         healthAnswers, refreshTrades, refreshUnknown, tokenDigests,
         enrolmentMade, enrolTrades, enrolOnce, enrolExpired, refreshRotates, refreshReuse, revokedRefused, revocationListed, backOfficeOnly,
+        supportRequested, supportAnswered,
         feedCarries, recordAnswers, recordMissing, feedResumes, badCursor, cursorAhead, badLimit, bigLimit, feedScope, feedDeletions,
         editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord,
         documentMissing,

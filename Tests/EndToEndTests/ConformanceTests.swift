@@ -173,7 +173,7 @@ struct ConformanceTests {
         #expect(result.status == 0)
         for section in [
             "§1 Syntax of what the client sends", "§2 POST <form endpoint>", "§2 Resumable uploads", "§2 Access rules",
-            "§3 The idempotency ledger", "§6 Field errors", "§2 Devices and credentials",
+            "§3 The idempotency ledger", "§6 Field errors", "§2 Devices and credentials", "§2 Support bundles",
         ] {
             #expect(result.output.contains("\n\(section)\n") || result.output.hasPrefix("\(section)\n"), "\(section)")
         }
