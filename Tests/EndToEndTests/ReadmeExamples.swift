@@ -137,6 +137,43 @@ struct ReadmeExamples {
         #expect(await outbox.stateCounts()[.confirmed] == 7)
     }
 
+    @Test func theSharedPhoneAndSupportExamplesRun() async throws {
+        let context = try AppContext()
+        let serverURL = context.serverURL
+        let sharedPhonePath = context.world.directory.appendingPathComponent("shared.sqlite").path
+        var enrolled: [DeviceCredentials] = []
+        for name in ["ana", "bo"] {
+            let made = try context.world.server.makeEnrolment(principal: name, workspace: "acme")
+            let credentials = try await DeviceCredentials(
+                vault: FileCredentialVault(path: context.world.directory.appendingPathComponent("\(name).vault").path),
+                device: DeviceReport(name: "Shift phone 3"))
+            try await credentials.enrol(
+                EnrolmentLink(server: serverURL.absoluteString, workspace: "acme", code: made.code), installation: "shift-phone-3")
+            enrolled.append(credentials)
+        }
+        let (anasCredentials, bosCredentials) = (enrolled[0], enrolled[1])
+
+        let people = SharedPhoneCredentials()
+        try await people.add(anasCredentials)  // each person enrolled on this phone with their own link and vault
+        try await people.add(bosCredentials)
+        let shared = HTTPTransport(workspace: "acme", baseURL: serverURL) { principal in await people.accessToken(for: principal) }
+        let phone = try Outbox(
+            path: sharedPhonePath, forms: FormCatalog.forms, records: FormCatalog.records, transport: shared,
+            refreshAuthentication: { await people.refresh() })
+        try await phone.signIn("ana")  // Ana captures, and sees her own records and items only
+        try await phone.enqueue(NewCustomer(name: "Quay kiosk", segment: .retail))
+        try await phone.signIn("bo")  // Bo takes over: Ana's items still go out, under Ana's credential
+        try await phone.signOut("ana")  // Ana's credential leaves the phone: her unsent items wait for her
+        for waiting in try await phone.itemsWaitingForTheirOwners() { try await phone.handOver(waiting.id, to: "bo") }
+
+        let bundle = try await phone.supportBundle()  // counts, items with reasons and attempts; no token, no payload
+        if case .done(let receipt) = await phone.sendSupportBundle() { print("support has bundle \(receipt.id)") }
+        // (end of the examples)
+        #expect(bundle.items.map(\.principal) == ["bo"] && bundle.items.allSatisfy { $0.payload == nil })
+        #expect(await phone.flush().sent == 1)
+        #expect(context.world.server.documents().map(\.form) == ["NewCustomer"])
+    }
+
     @Test func theREADMEChildProcessExampleRunsTheTool() async throws {
         let formsyncPath = DemoProcessTests.formsync.path
         let packageRoot = ReadmeTests.root.path
