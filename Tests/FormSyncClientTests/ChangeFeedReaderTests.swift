@@ -57,6 +57,26 @@ struct ChangeFeedReaderTests {
         #expect(Self.read(text) == .page(expected))
     }
 
+    /// A page carrying the back office's support request gives it to the pull; one that is not a
+    /// request (a wrong type, an id that cannot be one, more than 4 KiB) counts as none, and the
+    /// page is read all the same.
+    @Test func aSupportRequestIsReadFromThePageAndAnAbsurdOneIsNone() {
+        func request(_ member: String) -> Int64? {
+            guard case .page(let page) = Self.read(#"{"changes":[],"cursor":"c-1","more":false,"support_request":"# + member + "}")
+            else { return -1 }
+            return page.supportRequest?.id
+        }
+        #expect(request(#"{"id":12,"device_id":"dv-1","reason":"stuck","requested_at":"2026-12-06T10:00:00Z"}"#) == 12)
+        #expect(request(#"{"id":0,"device_id":"dv-1","reason":"r","requested_at":"t"}"#) == nil)
+        #expect(request(#"{"id":-4,"device_id":"dv-1","reason":"r","requested_at":"t"}"#) == nil)
+        #expect(request(#"{"id":"12","device_id":"dv-1","reason":"r","requested_at":"t"}"#) == nil)
+        #expect(request(#"{"id":99999999999999999999999,"device_id":"dv-1","reason":"r","requested_at":"t"}"#) == nil)
+        #expect(request("[1,2]") == nil)
+        #expect(request("null") == nil)
+        let long = String(repeating: "x", count: 5000)
+        #expect(request(#"{"id":12,"device_id":"dv-1","reason":""# + long + #"","requested_at":"t"}"#) == nil)
+    }
+
     @Test func membersGivenTwiceCountTheLastTimeAndNullCountsAsAbsent() {
         #expect(
             Self.read(#"{"changes":[{"type":"A","id":1,"deleted":true}],"cursor":"c1","changes":[]}"#)
