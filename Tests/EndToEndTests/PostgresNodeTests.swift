@@ -189,6 +189,48 @@ struct PostgresNodeTests {
         }
     }
 
+    @Test func aSupportRequestMadeThroughOneNodeReachesItsDeviceThroughAnotherAndItsAnswerIsReadOnBoth() async throws {
+        try await OffThePool.run {
+            let (_, nodes) = try Self.nodes(2)
+            func send(
+                _ node: Int, _ method: String, _ path: String, query: String? = nil, token: String, body: Data = Data()
+            )
+                -> HTTPResponse?
+            {
+                nodes[node].handle(
+                    HTTPRequest(
+                        method: method, path: path, query: query,
+                        headers: ["authorization": "Bearer \(token)", "formsync-workspace": "acme", "content-type": "application/json"],
+                        body: body))
+            }
+            let made = try nodes[0].makeEnrolment(principal: "ada", workspace: "acme")
+            let enrol = nodes[1].handle(
+                HTTPRequest(
+                    method: "POST", path: "/auth/enrol", query: nil, headers: ["content-type": "application/json"],
+                    body: try JSONEncoder().encode(
+                        EnrolRequest(code: made.code.description, installation: "install-ada", device: DeviceReport(name: "Van 12")))))
+            let van = try JSONDecoder().decode(Credentials.self, from: try #require(enrol?.body))
+            let office = try nodes[0].issueAccessToken(principal: "office", workspaces: ["acme"], role: .backOffice)
+            let asked = send(
+                0, "POST", "/support/requests", token: office, body: try JSONEncoder().encode(SupportRequestCreate(deviceID: van.deviceID)))
+            let request = try JSONDecoder().decode(SupportRequest.self, from: try #require(asked?.body))
+            let page = try #require(send(1, "GET", "/changes", token: van.accessToken)?.body)
+            let carried = (try JSONSerialization.jsonObject(with: page) as? [String: Any])?[FeedPage.supportRequest] as? [String: Any]
+            #expect((carried?["id"] as? NSNumber)?.int64Value == request.id, "node 1's feed carries node 0's request")
+            let bundle = SupportBundle(
+                createdAt: "2026-12-06T10:00:00Z", answering: request.id, device: nil, outboxSchema: 12, workspaces: ["acme"],
+                counts: [:], recordsHeld: 0, settings: [:], people: [], revoked: nil, includesPayloads: false, items: [])
+            #expect(send(1, "POST", "/support/bundles", token: van.accessToken, body: try JSONEncoder().encode(bundle))?.status == 201)
+            for node in 0..<2 {
+                let list = try JSONDecoder().decode(
+                    SupportBundleList.self, from: try #require(send(node, "GET", "/support/bundles", token: office)?.body))
+                #expect(list.bundles.map(\.bundle.answering) == [request.id], "node \(node)")
+                let again = try #require(send(node, "GET", "/changes", token: van.accessToken)?.body)
+                #expect((try JSONSerialization.jsonObject(with: again) as? [String: Any])?[FeedPage.supportRequest] == nil)
+            }
+        }
+    }
+
     @Test func twoNodesRefreshingOneDeviceAtOnceRotateItOnceAndRevokeNothing() async throws {
         try await OffThePool.run {
             let (_, nodes) = try Self.nodes(2)
@@ -431,6 +473,15 @@ struct PostgresOutageTests {
                         ])
                 ),
                 ("POST /orders", node.handle(try ServerGroupCommitTests.order(2, token: token))),
+                ("GET /support/bundles", get("/support/bundles", token: office)),
+                (
+                    "POST /support/requests",
+                    node.handle(
+                        HTTPRequest(
+                            method: "POST", path: "/support/requests", query: nil,
+                            headers: ["authorization": "Bearer \(office)", "formsync-workspace": "acme"],
+                            body: try JSONEncoder().encode(SupportRequestCreate(deviceID: "dv-1"))))
+                ),
             ]
             for (what, reply) in requests {
                 #expect(reply?.status == 503, "\(what): \(String(decoding: reply?.body ?? Data(), as: UTF8.self))")
