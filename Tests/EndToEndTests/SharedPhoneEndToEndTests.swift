@@ -12,28 +12,37 @@ import Testing
 /// author's credential (the server takes an edit of a delivery only from the courier it is
 /// assigned to), and each courier sees only their own records, kept while the other works.
 struct SharedPhoneEndToEndTests {
-    @Test func aSharedPhoneSendsEachPersonsItemsUnderThatPersonsCredentialAndShowsEachOnlyTheirRecords() async throws {
-        let (folder, server) = try DeviceEnrolmentTests.world()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: folder)
-        }
+    /// One phone on which Ana and Bo each enrolled with their own link and vault, its transport
+    /// asking `people` for each request's person's token.
+    static func sharedPhone(
+        _ folder: URL, _ server: SyncServer, people: SharedPhoneCredentials = SharedPhoneCredentials()
+    ) async throws
+        -> Outbox
+    {
         let report = DeviceReport(name: "Shift phone 3", appVersion: "2.5.0", specVersion: "corpus-1")
-        let people = SharedPhoneCredentials()
         for name in ["ana", "bo"] {
             let vault = FileCredentialVault(path: folder.appendingPathComponent("\(name).credentials").path)
             let credentials = try await DeviceCredentials(vault: vault, device: report)
             try await credentials.enrol(try DeviceEnrolmentTests.link(server, principal: name), installation: "shift-phone-3")
             #expect(try await people.add(credentials) == name)
         }
-        let anas = try server.putRecord(Delivery(courierId: "ana", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme")
-        let bos = try server.putRecord(Delivery(courierId: "bo", status: .assigned, stopOrder: 1, address: "Rua 2"), workspace: "acme")
         let transport = HTTPTransport(workspace: "acme", baseURL: server.baseURL, timeout: .seconds(120)) { principal in
             await people.accessToken(for: principal)
         }
-        let outbox = try Outbox(
+        return try Outbox(
             path: folder.appendingPathComponent("outbox.sqlite").path, forms: FormCatalog.forms, records: FormCatalog.records,
             transport: transport, refreshAuthentication: { await people.refresh() })
+    }
+
+    @Test func aSharedPhoneSendsEachPersonsItemsUnderThatPersonsCredentialAndShowsEachOnlyTheirRecords() async throws {
+        let (folder, server) = try DeviceEnrolmentTests.world()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: folder)
+        }
+        let outbox = try await Self.sharedPhone(folder, server)
+        let anas = try server.putRecord(Delivery(courierId: "ana", status: .assigned, stopOrder: 1, address: "Rua 1"), workspace: "acme")
+        let bos = try server.putRecord(Delivery(courierId: "bo", status: .assigned, stopOrder: 1, address: "Rua 2"), workspace: "acme")
 
         try await outbox.signIn("ana")
         _ = try await outbox.pull()
@@ -74,20 +83,8 @@ struct SharedPhoneEndToEndTests {
             server.stop()
             try? FileManager.default.removeItem(at: folder)
         }
-        let report = DeviceReport(name: "Shift phone 3", appVersion: "2.5.0", specVersion: "corpus-1")
         let people = SharedPhoneCredentials()
-        for name in ["ana", "bo"] {
-            let vault = FileCredentialVault(path: folder.appendingPathComponent("\(name).credentials").path)
-            let credentials = try await DeviceCredentials(vault: vault, device: report)
-            try await credentials.enrol(try DeviceEnrolmentTests.link(server, principal: name), installation: "shift-phone-3")
-            try await people.add(credentials)
-        }
-        let transport = HTTPTransport(workspace: "acme", baseURL: server.baseURL, timeout: .seconds(120)) { principal in
-            await people.accessToken(for: principal)
-        }
-        let outbox = try Outbox(
-            path: folder.appendingPathComponent("outbox.sqlite").path, forms: FormCatalog.forms, records: FormCatalog.records,
-            transport: transport, refreshAuthentication: { await people.refresh() })
+        let outbox = try await Self.sharedPhone(folder, server, people: people)
         try await outbox.signIn("ana")
         let hers = try await outbox.enqueue(NewCustomer(name: "Kiosk on the quay", segment: .retail))
         try await outbox.signOut("ana")

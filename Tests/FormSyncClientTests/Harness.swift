@@ -51,6 +51,17 @@ final class Harness: @unchecked Sendable {
             environment: environment, refreshAuthentication: refresh)
     }
 
+    /// The outbox with every form and record type of the catalogue (what pulls and record
+    /// reads need), on this harness's clock, identities and transports.
+    func openWithRecords() throws -> Outbox {
+        let clock = self.clock
+        let ids = self.ids
+        return try Outbox(
+            path: path, workspace: "acme", forms: FormCatalog.forms, records: FormCatalog.records,
+            transports: { [transports] in transports[$0] }, configuration: configuration,
+            environment: OutboxEnvironment(now: { clock.now }, random: { 0.5 }, newID: { ids.next() }))
+    }
+
     /// A file on disk to attach, as the camera would leave it.
     func cameraFile(_ name: String, bytes: Int = 1000) throws -> URL {
         let url = directory.appendingPathComponent(name)

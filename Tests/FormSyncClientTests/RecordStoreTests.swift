@@ -17,14 +17,7 @@ struct RecordStoreTests {
         harness = try Harness()
     }
 
-    func open() throws -> Outbox {
-        let clock = harness.clock
-        let ids = harness.ids
-        return try Outbox(
-            path: harness.path, workspace: "acme", forms: FormCatalog.forms, records: FormCatalog.records,
-            transports: { [transports = harness.transports] in transports[$0] }, configuration: harness.configuration,
-            environment: OutboxEnvironment(now: { clock.now }, random: { 0.5 }, newID: { ids.next() }))
-    }
+    func open() throws -> Outbox { try harness.openWithRecords() }
 
     static func delivery(_ id: Int64, version: Int = 1, stop: Int, courier: String = "ada") -> RecordChange {
         let record = Delivery(courierId: courier, status: .assigned, stopOrder: stop, address: "Rua \(stop)")

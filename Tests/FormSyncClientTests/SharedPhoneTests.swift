@@ -16,14 +16,7 @@ struct SharedPhoneTests {
         h = try Harness()
     }
 
-    func open() throws -> Outbox {
-        let clock = h.clock
-        let ids = h.ids
-        return try Outbox(
-            path: h.path, workspace: "acme", forms: FormCatalog.forms, records: FormCatalog.records,
-            transports: { [transports = h.transports] in transports[$0] }, configuration: h.configuration,
-            environment: OutboxEnvironment(now: { clock.now }, random: { 0.5 }, newID: { ids.next() }))
-    }
+    func open() throws -> Outbox { try h.openWithRecords() }
 
     /// Who each submission went out as, by document id.
     var sentAs: [String: String?] {
