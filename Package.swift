@@ -27,6 +27,8 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // The QR code of an enrolment link (`formsync devices --enrol … --qr`, `formsync serve`).
+        .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
 
         // The one pattern engine: the checker accepts what it compiles; validators match with it.
         .target(name: "FormSyncPattern"),
@@ -62,14 +64,14 @@ let package = Package(
         .executableTarget(name: "formsync-gen", dependencies: ["FormSpec", "FormSyncCodegen", "FormSyncCommandLine"]),
         // The next build's forms, which the demo ships mid-day (and the simulation too).
         .target(name: "FieldFormsUpdate", dependencies: ["FieldForms", "FormSpec", "FormSyncInterpreter", "FormSyncModel"]),
-        // The tool users run: check, generate, diff, schema, openapi, preview, serve, conformance, outbox, demo.
+        // The tool users run: check, generate, diff, schema, openapi, preview, serve, conformance, outbox, devices, demo.
         .executableTarget(
             name: "formsync",
             dependencies: [
                 "FormSpec", "FormSyncCodegen", "FormSyncCommandLine", "FormSyncModel", "FormSyncClient", "FormSyncHTTP", "FormSyncPattern",
                 "FormSyncProtocol", "FormSyncSQLite",
                 "FieldForms", "FieldFormsUpdate", "FormSyncServer", "FormSyncInterpreter", "FormSyncPostgres", "FormSyncOpenAPI",
-                "FormSyncAuthoring",
+                "FormSyncAuthoring", "CQRencode",
             ]
         ),
         // The lab, not a product: benchmarks (`formsync-lab bench`) and the torture harnesses.

@@ -11,6 +11,7 @@ enum DevicesCommand {
     static let help = """
         usage: formsync devices --server URL --workspace W [--principal P]
                formsync devices --server URL --workspace W --enrol PRINCIPAL [--role device|back-office] [--expires SECONDS]
+                                [--qr FILE.svg|FILE.pbm|-]
                formsync devices --server URL --workspace W --revoke DEVICE_ID [--reason TEXT]
                formsync devices --server URL --workspace W --revoke-principal PRINCIPAL [--reason TEXT]
                formsync devices --server URL --workspace W --ask-bundle DEVICE_ID [--reason TEXT]
@@ -23,7 +24,9 @@ enum DevicesCommand {
                                one principal's)
           --enrol PRINCIPAL    makes a single-use enrolment code for one device of PRINCIPAL
                                (valid --expires seconds, 60 to 604800, an hour by default) and
-                               prints the link to show the device (its QR code's text)
+                               prints the link to show the device (its QR code's text);
+                               --qr also writes the link's QR code to FILE (SVG or a PBM
+                               bitmap), or draws it on standard error (-)
           --revoke DEVICE_ID   cuts one device off at once, on every node
           --revoke-principal P cuts off every device of P
           --ask-bundle DEVICE_ID asks the device for its support bundle: it gets the request in
@@ -37,7 +40,7 @@ enum DevicesCommand {
             raw,
             options: [
                 "--server", "--workspace", "--principal", "--enrol", "--role", "--expires", "--revoke", "--revoke-principal", "--reason",
-                "--ask-bundle", "--bundles",
+                "--ask-bundle", "--bundles", "--qr",
             ],
             flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
@@ -61,6 +64,9 @@ enum DevicesCommand {
             }
         }
         let transport = HTTPTransport(workspace: workspace, baseURL: server, timeout: .seconds(30)) { token }
+        if let target = args.values["--qr"], target != "-", !["svg", "pbm"].contains((target as NSString).pathExtension.lowercased()) {
+            throw UsageError("--qr writes FILE.svg or FILE.pbm, or - for standard error")
+        }
         if let principal = args.values["--enrol"] {
             var expires: Int64?
             if let text = args.values["--expires"] {
@@ -74,6 +80,10 @@ enum DevicesCommand {
             guard case .done(let enrolment) = reply, let code = EnrolmentCode(reading: enrolment.code) else { return failed(reply) }
             let link = EnrolmentLink(server: serverText, workspace: workspace, code: code)
             printError("one device of \(enrolment.principal) (\(enrolment.role)), until \(enrolment.expiresAt); code \(code)")
+            if let target = args.values["--qr"] {
+                guard let qr = EnrolmentQRCode(link.description) else { throw UsageError("the link is too long for a QR code") }
+                if target == "-" { printError(qr.terminal) } else { try qr.write(to: target) }
+            }
             print(link)
             return 0
         }

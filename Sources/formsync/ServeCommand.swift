@@ -156,6 +156,8 @@ enum ServeCommand {
             )
         } else {
             printNow("enrolment link (one device, an hour): \(link)")
+            // The same link as a QR code, for a phone to scan off the operator's screen.
+            if isatty(STDOUT_FILENO) == 1, let code = EnrolmentQRCode(link.description) { printNow(code.terminal) }
         }
         printNow("back-office token: \(backOfficeToken)")
         printNow("access token:  \(accessToken)")

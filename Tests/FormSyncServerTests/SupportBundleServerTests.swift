@@ -95,7 +95,7 @@ struct SupportBundleServerTests {
             Data(), Data("[]".utf8), Data("{".utf8), Data(String(repeating: "[", count: 100_000).utf8), s.json(newer),
             s.json(Self.bundle(answering: nil, items: SupportBundle.maxItems + 1)), s.json(Self.bundle(answering: -5)),
             s.json(Self.bundle(answering: nil, name: "line\nbreak")),
-            Data((try String(decoding: s.json(Self.bundle(answering: nil)), as: UTF8.self)).dropLast().utf8)
+            Data((String(decoding: s.json(Self.bundle(answering: nil)), as: UTF8.self)).dropLast().utf8)
                 + Data((",\"pad\":\"" + String(repeating: "x", count: SupportBundle.maxBytes) + "\"}").utf8),
         ]
         for body in bad {
