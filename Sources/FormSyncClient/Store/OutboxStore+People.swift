@@ -40,6 +40,7 @@ extension OutboxStore {
 
     func setOwner(item: Int64, principal: String) throws {
         try db.run(Self.setOwnerStatement, [.integer(item), .text(principal)])
+        ownersExist = true
     }
 
     static let setOwnerStatement = SQLiteConnection.Statement("INSERT OR REPLACE INTO item_owners (item_id, principal) VALUES (?, ?)")

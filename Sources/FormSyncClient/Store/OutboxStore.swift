@@ -15,6 +15,10 @@ import Foundation
 /// `lanes` holds one row per lane with work, naming its head item and when that head is due.
 final class OutboxStore {
     let db: SQLiteConnection
+    /// Whether any item has an owner (`item_owners`, a shared phone): until one has, the hot
+    /// reads of the writer (an item by id, a lane's head) skip the owner lookup. Only ever set,
+    /// on the writer's own store, by `setOwner`; a reader's store keeps `true` and always looks.
+    var ownersExist = true
 
     /// Stored states. `pending` and `leased` are open (in the lane); the rest are not.
     enum State: String {
@@ -51,6 +55,7 @@ final class OutboxStore {
         do {
             db = try SQLiteConnection(path: path, create: false, backgroundCheckpointFrames: 1000, extraOpenFlags: openFlags)
             try OutboxMigrations.all.migrate(db, now: now) { [db] in try Self.checkIdentity(db, path: path) }
+            ownersExist = try !db.query("SELECT 1 FROM item_owners LIMIT 1") { $0.int(0) }.isEmpty
         } catch let error as SQLiteError {
             if error.message.contains("newer than this build") {
                 throw OutboxError.notAnOutbox(
@@ -170,7 +175,7 @@ final class OutboxStore {
         id, kind, workspace, lane, document_id, attempt_id, form, form_version, payload, base_payload, base_version,
         produces, server_id, server_version, file_path, content_type, byte_count, sha256, state, attempts,
         next_attempt_at, lease_expires_at, last_error, field_errors, server_payload, conflicts, endpoint, sends,
-        (SELECT principal FROM item_owners WHERE item_owners.item_id = items.id)
+        \(ownerColumn)
         """
 
     static func row(_ r: SQLiteConnection.Row) -> Row {
@@ -186,10 +191,15 @@ final class OutboxStore {
     }
 
     func item(_ id: Int64) throws -> Row? {
-        try db.query(Self.itemQuery, [.integer(id)], Self.row).first
+        try db.query(ownersExist ? Self.itemQuery : Self.itemQueryWithoutOwners, [.integer(id)], Self.row).first
     }
 
     static let itemQuery = SQLiteConnection.Statement("SELECT \(columns) FROM items WHERE id = ?")
+    /// `itemQuery` where no item has an owner: the same columns, the owner a constant NULL.
+    static let itemQueryWithoutOwners = SQLiteConnection.Statement(
+        "SELECT \(columns.replacingOccurrences(of: ownerColumn, with: "NULL")) FROM items WHERE id = ?")
+    /// The owner column of `columns`.
+    static let ownerColumn = "(SELECT principal FROM item_owners WHERE item_owners.item_id = items.id)"
 
     /// Items of `workspace` in `states`, in enqueue order; only those `principal` owns when it is
     /// given (`.some(nil)`: those nobody owns).
@@ -560,7 +570,7 @@ final class OutboxStore {
     /// Recomputes a lane's head and when it is due: a leased head is due when its lease
     /// expires; a pending head waiting for dependencies is not due at all (NULL) until one lands.
     func refreshLane(workspace: String, lane: String) throws {
-        let head = try db.query(Self.laneHeadQuery, [.text(workspace), .text(lane)]) {
+        let head = try db.query(ownersExist ? Self.laneHeadQuery : Self.laneHeadQueryWithoutOwners, [.text(workspace), .text(lane)]) {
             ($0.int(0), $0.text(1) ?? "", $0.int(2), $0.optionalInt(3), $0.int(4) != 0)
         }.first
         guard let (id, state, nextAttemptAt, leaseExpiresAt, waits) = head else {
@@ -595,10 +605,16 @@ final class OutboxStore {
             AND NOT EXISTS (SELECT 1 FROM resolved r WHERE r.workspace = ?1 AND r.placeholder = d.placeholder))
         OR (kind = 'file' AND byte_count > (SELECT value FROM outbox_counters WHERE name = 'metered_file_limit')
             AND NOT EXISTS (SELECT 1 FROM any_network a WHERE a.item_id = items.id))
-        OR EXISTS (SELECT 1 FROM item_owners o WHERE o.item_id = items.id
-            AND NOT EXISTS (SELECT 1 FROM people p WHERE p.principal = o.principal AND p.present = 1))
+        \(ownerWaits)
         FROM items WHERE workspace = ?1 AND lane = ?2 AND \(openCondition) ORDER BY id LIMIT 1
         """)
+    /// The lane head's owner is not signed in.
+    static let ownerWaits = """
+        OR EXISTS (SELECT 1 FROM item_owners o WHERE o.item_id = items.id
+            AND NOT EXISTS (SELECT 1 FROM people p WHERE p.principal = o.principal AND p.present = 1))
+        """
+    /// `laneHeadQuery` where no item has an owner.
+    static let laneHeadQueryWithoutOwners = SQLiteConnection.Statement(laneHeadQuery.sql.replacingOccurrences(of: ownerWaits, with: ""))
     static let deleteLaneStatement = SQLiteConnection.Statement("DELETE FROM lanes WHERE workspace = ? AND lane = ?")
     static let updateLaneStatement = SQLiteConnection.Statement("UPDATE lanes SET head = ?, due_at = ? WHERE workspace = ? AND lane = ?")
     static let insertLaneStatement = SQLiteConnection.Statement("INSERT INTO lanes (head, due_at, workspace, lane) VALUES (?, ?, ?, ?)")
