@@ -189,6 +189,17 @@ struct SharedPhoneTests {
         #expect(await reopened.flush().sent == 0)
     }
 
+    /// Once people use the phone, nobody signed in means nobody to pull for: no request goes
+    /// out under no one's credential.
+    @Test func aSharedPhoneWithNobodySignedInPullsNothing() async throws {
+        let outbox = try open()
+        try await outbox.signIn("ana")
+        _ = try await outbox.pull()
+        try await outbox.signOut("ana")
+        let report = try await outbox.pull()
+        #expect(report.pages == 0 && h.transport.feedPrincipals == ["ana"])
+    }
+
     @Test func aNameThatCannotBeAPersonsIsRefused() async throws {
         let outbox = try open()
         for name in ["", String(repeating: "a", count: 129), "ana\u{1F}bo", "line\nbreak"] {

@@ -40,6 +40,8 @@ final class ItemLifecycle {
     var present: Set<String>
     /// The people whose credential the server revoked, and why: their items are sealed.
     var revokedPeople: [String: String]
+    /// Whether anyone ever signed in on this device (a shared phone).
+    var peopleKnown: Bool
     /// Committed items per view (`PersonalView.key`) and state.
     private(set) var counts: [String: [State: Int]]
     /// Why the server revoked the device, once it did (`Outbox.deviceRevoked`); nil while not.
@@ -87,6 +89,7 @@ final class ItemLifecycle {
         let people = try OutboxDatabase.mapping { try store.people() }
         principal = people.first(where: \.current)?.principal
         present = Set(people.filter(\.present).map(\.principal))
+        peopleKnown = !people.isEmpty
         revokedPeople = Dictionary(
             people.compactMap { person in person.revoked.map { (person.principal, $0) } }, uniquingKeysWith: { a, _ in a })
         self.database = database

@@ -13,6 +13,7 @@ extension Outbox {
         try Self.check(principal)
         try write(.full) { try store.signIn(principal, current: current) }
         lifecycle.present.insert(principal)
+        lifecycle.peopleKnown = true
         lifecycle.revokedPeople[principal] = nil
         if current {
             lifecycle.principal = principal

@@ -45,12 +45,18 @@ extension Outbox {
     /// pages, bytes or seconds, with what was committed kept and the reason in the report; the
     /// next pull goes on from there.
     ///
+    /// On a shared phone the pull is the current person's (their token, their records, their
+    /// cursor); with nobody signed in it pulls nothing. A page that carries the back office's
+    /// support request is answered at once (`sendSupportBundle`).
+    ///
     /// Returns what was pulled; `stoppedBecause` says why it ended before catching up (no
     /// network, an expired token, a server error, a bound). Throws only when the database
     /// refuses.
     public func pull(pageSize: Int = 500, limits: PullLimits = PullLimits()) async throws -> PullReport {
-        // A revoked device pulls nothing more (its pulled records may just have been purged).
+        // A revoked device pulls nothing more (its pulled records may just have been purged),
+        // and a shared phone with nobody signed in has nobody to pull for.
         if lifecycle.revocationReason != nil { return PullReport() }
+        if lifecycle.principal == nil, lifecycle.peopleKnown { return PullReport() }
         let context = PullContext(
             transport: transport, refreshAuthentication: refreshAuthentication, maxAuthRefreshes: configuration.maxAuthRefreshesPerFlush,
             now: environment.now, observers: observers,
