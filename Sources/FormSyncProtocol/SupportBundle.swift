@@ -14,9 +14,11 @@ public struct SupportBundle: Codable, Sendable, Equatable {
     public var device: DeviceReport?
     /// The outbox's schema version.
     public var outboxSchema: Int
+    /// The workspaces the outbox holds items or records of.
     public var workspaces: [String]
     /// Items per state (`SyncState` names).
     public var counts: [String: Int]
+    /// How many pulled records the device holds, every person's.
     public var recordsHeld: Int
     /// The outbox's settings, by name (concurrency, retry policy, leases, limits).
     public var settings: [String: String]
@@ -32,7 +34,9 @@ public struct SupportBundle: Codable, Sendable, Equatable {
     /// One person on a shared phone.
     public struct Person: Codable, Sendable, Equatable {
         public var principal: String
+        /// Whether their credential is on the device (their items may go out).
         public var signedIn: Bool
+        /// Whether they are the one capturing now.
         public var current: Bool
 
         public init(principal: String, signedIn: Bool, current: Bool) {
@@ -48,18 +52,27 @@ public struct SupportBundle: Codable, Sendable, Equatable {
         }
     }
 
-    /// One queued item.
+    /// One queued item, as `OutboxItem` describes it.
     public struct Item: Codable, Sendable, Equatable {
+        /// The outbox's id of it.
         public var id: Int64
         public var workspace: String
+        /// Who captured it (or was handed it) on a shared phone.
         public var principal: String?
+        /// `submission` or `file`.
         public var kind: String
+        /// The form's name and spec version (nil for a file).
         public var form: String?
         public var formVersion: Int?
+        /// Its `SyncState` name.
         public var state: String
+        /// Counted attempts.
         public var attempts: Int
+        /// Why the last attempt did not land, or why it is parked or sealed.
         public var lastError: String?
+        /// Its `FormSync-Document`.
         public var documentID: String
+        /// The ordering lane it waits in.
         public var lane: String
         /// The server's field errors, as `pointer: detail`.
         public var fieldErrors: [String]
@@ -100,12 +113,17 @@ public struct SupportBundle: Codable, Sendable, Equatable {
         }
     }
 
-    /// One attempt of an item.
+    /// One attempt of an item (`AttemptRecord`).
     public struct Attempt: Codable, Sendable, Equatable {
+        /// When it finished (RFC 3339, the device's clock).
         public var at: String
+        /// `done`, `transient`, `unreachable`, `authExpired`, `conflict` or `rejected`.
         public var outcome: String
+        /// The HTTP status, when a server answered.
         public var status: Int?
+        /// The reason given, when it did not land.
         public var reason: String?
+        /// How long it took.
         public var milliseconds: Int64
 
         public init(at: String, outcome: String, status: Int?, reason: String?, milliseconds: Int64) {

@@ -7,11 +7,15 @@ public struct SupportBundleReceipt: Codable, Sendable, Equatable {
 
 /// One bundle a device sent, as `GET /support/bundles` lists it for the back office.
 public struct ReceivedSupportBundle: Codable, Sendable, Equatable {
+    /// The server's id of the bundle.
     public var id: Int64
     /// The device that sent it (nil for a credential that has no device).
     public var deviceID: String?
+    /// The principal whose token sent it.
     public var principal: String
+    /// When it arrived (RFC 3339, the server's clock).
     public var receivedAt: String
+    /// The bundle as the device sent it.
     public var bundle: SupportBundle
 
     public init(id: Int64, deviceID: String?, principal: String, receivedAt: String, bundle: SupportBundle) {
