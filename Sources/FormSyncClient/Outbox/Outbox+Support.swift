@@ -30,13 +30,21 @@ extension Outbox {
     /// (`SupportBundle.maxBytes`) loses its oldest items until it fits.
     public func sendSupportBundle(answering request: Int64? = nil) async -> BackOfficeReply<SupportBundleReceipt> {
         guard lifecycle.revocationReason == nil else { return .refused(code: .deviceRevoked, detail: "this device was revoked") }
-        guard var bundle = try? supportBundle(answering: request) else {
+        guard let bundle = try? supportBundle(answering: request) else {
             return .unreachable(reason: "the outbox's database could not be read")
         }
+        return await transport.sendSupportBundle(Self.fitting(bundle, within: SupportBundle.maxBytes), as: lifecycle.principal)
+    }
+
+    /// `bundle` without its oldest items, as many as it takes for its JSON to be at most
+    /// `maxBytes` (a quarter of what is left at a time, so that a huge bundle is cut in a few
+    /// encodings).
+    static func fitting(_ bundle: SupportBundle, within maxBytes: Int) -> SupportBundle {
+        var bundle = bundle
         let encoder = JSONEncoder()
-        while let size = try? encoder.encode(bundle).count, size > SupportBundle.maxBytes, !bundle.items.isEmpty {
+        while let size = try? encoder.encode(bundle).count, size > maxBytes, !bundle.items.isEmpty {
             bundle.items.removeFirst(max(1, bundle.items.count / 4))
         }
-        return await transport.sendSupportBundle(bundle, as: lifecycle.principal)
+        return bundle
     }
 }
