@@ -83,7 +83,7 @@ struct ChangeFeed: ServerPart {
             body.append(contentsOf: ",\"\(FeedPage.more)\":\(more)".utf8)
             if let device, let request = try store.support.openSupportRequest(workspace: workspace, device: device) {
                 body.append(contentsOf: ",\"\(FeedPage.supportRequest)\":".utf8)
-                body.append(SupportService.encode(SupportService.summary(request)))
+                body.append(DeviceService.json(SupportService.summary(request)))
             }
             body.append(0x7D)
             return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)

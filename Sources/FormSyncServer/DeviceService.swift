@@ -351,9 +351,13 @@ struct DeviceService: ServerPart {
     }
 
     static func encoded<T: Encodable>(_ status: Int, _ value: T) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body: json(value))
+    }
+
+    /// A message of the protocol's own as JSON, its keys sorted.
+    static func json<T: Encodable>(_ value: T) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let body = (try? encoder.encode(value)) ?? Data("{}".utf8)
-        return HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body: body)
+        return (try? encoder.encode(value)) ?? Data("{}".utf8)
     }
 }

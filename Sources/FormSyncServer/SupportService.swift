@@ -116,9 +116,4 @@ struct SupportService: ServerPart {
             answeredAt: request.answeredAt.map(WireSyntax.timestamp))
     }
 
-    static func encode(_ request: SupportRequest) -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(request)) ?? Data("{}".utf8)
-    }
 }

@@ -34,8 +34,14 @@ final class ItemLifecycle {
 
     /// The workspace items are captured in and sent to.
     var workspace: String
-    /// The person capturing now on a shared phone (nil: nobody signed in).
-    var principal: String?
+    /// The person capturing now on a shared phone (nil: nobody signed in); the record store
+    /// reads and pulls as them.
+    var principal: String? {
+        didSet {
+            let current = principal
+            withRecords { $0.principal = current }
+        }
+    }
     /// The people whose credential is on the device: their items may go out.
     var present: Set<String>
     /// The people whose credential the server revoked, and why: their items are sealed.
@@ -61,7 +67,8 @@ final class ItemLifecycle {
     /// The size above which files wait for an unmetered network (the store's, kept here).
     var meteredFileLimit: Int64?
 
-    /// Opens the items of `database` for `workspace`: leases a previous run left expired go
+    /// Opens the items of `database` for `workspace` (`people`: who the store says is on the
+    /// phone, read once at open): leases a previous run left expired go
     /// back to pending (same attempt identity), the record index follows `recordTypes`, what
     /// the last process committed without an fsync (it was killed between the two) is made
     /// durable before anything of it is reported, the stash's partial copies are removed, and
@@ -69,7 +76,8 @@ final class ItemLifecycle {
     init(
         database: OutboxDatabase, stashDirectory: String, registry: FormRegistry, recordTypes: RecordRegistry,
         configuration: Outbox.Configuration,
-        environment: OutboxEnvironment, observers: ObservationHub, recordStore: RecordStore, workspace: String
+        environment: OutboxEnvironment, observers: ObservationHub, recordStore: RecordStore, workspace: String,
+        people: [OutboxStore.Person]
     ) throws {
         let store = database.storeWhileOpening
         let now = environment.now()
@@ -86,7 +94,6 @@ final class ItemLifecycle {
             return (try store.counts(), try store.mostNegativePlaceholder())
         }
         revocationReason = try OutboxDatabase.mapping { try store.revocation()?.reason }
-        let people = try OutboxDatabase.mapping { try store.people() }
         principal = people.first(where: \.current)?.principal
         present = Set(people.filter(\.present).map(\.principal))
         peopleKnown = !people.isEmpty

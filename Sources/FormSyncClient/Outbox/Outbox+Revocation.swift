@@ -23,25 +23,38 @@ extension Outbox {
     @discardableResult
     public func deviceRevoked(reason: String, purge: RevocationPurge = .all) throws -> Int {
         let now = environment.now()
-        let bounded = String(reason.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(200).map(Character.init))
-        try write(.full) { try store.setRevocation(reason: bounded.isEmpty ? "revoked" : bounded, at: now) }
+        let bounded = Self.revocationReason(reason)
+        try write(.full) { try store.setRevocation(reason: bounded, at: now) }
         lifecycle.revocationReason = try storage { try store.revocation()?.reason } ?? bounded
         let sealed = try sealUnsent()
+        try remove(purge) { _ in true }
+        observers.emit(.revoked(reason: lifecycle.revocationReason ?? bounded, sealed: sealed))
+        emitSnapshot(changed: nil)
+        return sealed
+    }
+
+    /// A revocation's reason as the outbox keeps it: one line of at most 200 characters
+    /// ("revoked" when nothing of it is left).
+    static func revocationReason(_ reason: String) -> String {
+        let bounded = String(reason.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(200).map(Character.init))
+        return bounded.isEmpty ? "revoked" : bounded
+    }
+
+    /// Removes what `purge` names of the views (`PersonalView.key`) `include` selects: their
+    /// pulled records and feed cursors, their cached files.
+    func remove(_ purge: RevocationPurge, of include: (String) -> Bool) throws {
         if purge.contains(.records) {
             try write(.full) {
-                for view in try store.recordViews() { try store.clearRecords(view: view) }
+                for view in try store.recordViews() where include(view) { try store.clearRecords(view: view) }
             }
         }
         if purge.contains(.attachmentCache) {
             let (files, _) = try storage { try store.cachedFiles() }
-            for file in files {
+            for file in files where include(file.view) {
                 try write(.normal) { try store.removeCachedFile(view: file.view, id: file.id) }
                 attachments.remove(file.id, view: file.view)
             }
         }
-        observers.emit(.revoked(reason: lifecycle.revocationReason ?? bounded, sealed: sealed))
-        emitSnapshot(changed: nil)
-        return sealed
     }
 
     /// When the server revoked this device and why; nil while it has not.

@@ -96,12 +96,13 @@ public actor Outbox {
             path: path, now: environment.now(), openFlags: configuration.fileProtection.sqliteOpenFlag, syncLog: environment.syncLog)
         let observers = ObservationHub()
         // The person signed in when the app last ran is still the one whose records it shows.
-        let current = try OutboxDatabase.mapping { try database.storeWhileOpening.people().first(where: \.current)?.principal }
+        let people = try OutboxDatabase.mapping { try database.storeWhileOpening.people() }
         let recordStore = RecordStore(
-            database: database, registry: registry, recordTypes: records, workspace: workspace, principal: current)
+            database: database, registry: registry, recordTypes: records, workspace: workspace,
+            principal: people.first(where: \.current)?.principal)
         lifecycle = try ItemLifecycle(
             database: database, stashDirectory: path + ".stash", registry: registry, recordTypes: records, configuration: configuration,
-            environment: environment, observers: observers, recordStore: recordStore, workspace: workspace)
+            environment: environment, observers: observers, recordStore: recordStore, workspace: workspace, people: people)
         do {
             try configuration.fileProtection.apply(to: [path, path + "-wal", path + "-shm", path + ".stash"])
         } catch {

@@ -15,10 +15,7 @@ extension Outbox {
         lifecycle.present.insert(principal)
         lifecycle.peopleKnown = true
         lifecycle.revokedPeople[principal] = nil
-        if current {
-            lifecycle.principal = principal
-            withRecords { $0.principal = principal }
-        }
+        if current { lifecycle.principal = principal }
         try refreshLanes(headedBy: principal)
         lifecycle.networkDown = false
         emitSnapshot(changed: nil)
@@ -34,10 +31,7 @@ extension Outbox {
         try Self.check(principal)
         try write(.full) { try store.signOut(principal) }
         lifecycle.present.remove(principal)
-        if lifecycle.principal == principal {
-            lifecycle.principal = nil
-            withRecords { $0.principal = nil }
-        }
+        if lifecycle.principal == principal { lifecycle.principal = nil }
         try refreshLanes(headedBy: principal)
         emitSnapshot(changed: nil)
     }
@@ -107,27 +101,13 @@ extension Outbox {
     public func personRevoked(_ principal: String, reason: String, purge: RevocationPurge = .all) throws -> Int {
         try Self.check(principal)
         let now = environment.now()
-        let bounded = String(reason.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(200).map(Character.init))
-        let reason = bounded.isEmpty ? "revoked" : bounded
+        let reason = Self.revocationReason(reason)
         try write(.full) { try store.revoke(principal, reason: reason) }
         lifecycle.present.remove(principal)
         lifecycle.revokedPeople[principal] = reason
         let sealed = try sealRevokedPeoplesItems(now: now)
-        if lifecycle.principal == principal {
-            lifecycle.principal = nil
-            withRecords { $0.principal = nil }
-        }
-        let views = try storage { try store.views(of: principal) }
-        if purge.contains(.records) {
-            try write(.full) { for view in views { try store.clearRecords(view: view) } }
-        }
-        if purge.contains(.attachmentCache) {
-            let (files, _) = try storage { try store.cachedFiles() }
-            for file in files where views.contains(file.view) {
-                try write(.normal) { try store.removeCachedFile(view: file.view, id: file.id) }
-                attachments.remove(file.id, view: file.view)
-            }
-        }
+        if lifecycle.principal == principal { lifecycle.principal = nil }
+        try remove(purge) { PersonalView(key: $0).principal == principal }
         observers.emit(.personRevoked(principal: principal, reason: reason, sealed: sealed))
         emitSnapshot(changed: nil)
         return sealed

@@ -64,7 +64,7 @@ public final class OutboxInspector {
     /// The workspaces that hold items or records, sorted.
     public func workspaces() throws -> [String] {
         try read {
-            Set(Set(try store.counts().keys).union(try store.recordViews()).map { PersonalView(key: $0).workspace }).sorted()
+            try store.workspaceNames(counts: store.counts())
         }
     }
 
@@ -129,10 +129,7 @@ public final class OutboxInspector {
     /// How many records the device holds for `workspace` (every workspace when nil), for
     /// every person.
     public func recordCount(workspace: String?) throws -> Int {
-        try read {
-            try store.recordViews().filter { workspace == nil || PersonalView(key: $0).workspace == workspace }
-                .reduce(0) { $0 + (try store.recordCount(view: $1)) }
-        }
+        try read { try store.recordCount(workspace: workspace) }
     }
 
     private func read<T>(_ body: () throws -> T) throws -> T {

@@ -4,9 +4,12 @@ import Foundation
 /// The people of a shared phone (`people`), who owns each item (`item_owners`), and the
 /// hand-overs people made (`handovers`).
 extension OutboxStore {
+    /// One person of the `people` table.
+    typealias Person = (principal: String, present: Bool, current: Bool, revoked: String?)
+
     /// Every person known to the device, whether their credential is on it, the current one,
     /// and why the server revoked their credential, if it did.
-    func people() throws -> [(principal: String, present: Bool, current: Bool, revoked: String?)] {
+    func people() throws -> [Person] {
         try db.query("SELECT principal, present, current, revoked_reason FROM people ORDER BY principal") {
             ($0.text(0) ?? "", $0.int(1) != 0, $0.int(2) != 0, $0.text(3))
         }
@@ -66,26 +69,18 @@ extension OutboxStore {
         ) { ($0.text(0) ?? "", $0.text(1) ?? "") }
     }
 
-    /// Open items of `workspace` whose owner is not signed in: they wait for their owner.
-    func waitingForTheirOwners(workspace: String, principal: String?) throws -> Int {
-        Int(
-            try db.query(
-                """
-                SELECT COUNT(*) FROM item_owners o JOIN items i ON i.id = o.item_id
-                WHERE i.workspace = ? AND i.state = 'pending' AND o.principal IS ?
-                AND NOT EXISTS (SELECT 1 FROM people p WHERE p.principal = o.principal AND p.present = 1)
-                """, [.text(workspace), principal.map(SQLValue.text) ?? .null]
-            ) { $0.int(0) }.first ?? 0)
-    }
-
-    /// Whether `item` waits for its owner to sign in.
-    func waitsForItsOwner(_ item: Int64) throws -> Bool {
-        try !db.query(
+    /// Seals every item `principal` owns that has not landed and is not on the wire (as
+    /// `sealItems`, for one person of a shared phone), and looks again at the lanes they headed,
+    /// where other people's items may wait behind them; how many it sealed.
+    func sealItems(ownedBy principal: String, reason: String, now: Int64) throws -> Int {
+        let lanes = try self.lanes(headedBy: principal)
+        let sealed = try db.run(
             """
-            SELECT 1 FROM item_owners o WHERE o.item_id = ?
-            AND NOT EXISTS (SELECT 1 FROM people p WHERE p.principal = o.principal AND p.present = 1)
-            """, [.integer(item)]
-        ) { $0.int(0) }.isEmpty
+            UPDATE items SET state = 'sealed', last_error = ?, updated_at = ?
+            WHERE state IN \(Self.sealableStates) AND id IN (SELECT item_id FROM item_owners WHERE principal = ?)
+            """, [.text(reason), .integer(now), .text(principal)])
+        for (workspace, lane) in lanes { try refreshLane(workspace: workspace, lane: lane) }
+        return sealed
     }
 
     /// The items that produce what `item` depends on and have not landed (its files, say).
@@ -95,25 +90,5 @@ extension OutboxStore {
             SELECT \(Self.columns) FROM items WHERE produces IN (SELECT placeholder FROM dependencies WHERE item_id = ?)
             AND state != 'confirmed' ORDER BY id
             """, [.integer(item)], Self.row)
-    }
-
-    /// Seals every item `principal` owns that has not landed and is not on the wire (as
-    /// `sealItems`, for one person of a shared phone), and looks again at the lanes they headed,
-    /// where other people's items may wait behind them; how many it sealed.
-    func sealItems(ownedBy principal: String, reason: String, now: Int64) throws -> Int {
-        let lanes = try self.lanes(headedBy: principal)
-        let sealed = try db.run(
-            """
-            UPDATE items SET state = 'sealed', last_error = ?, updated_at = ?
-            WHERE state IN ('pending', 'rejected', 'conflict', 'exhausted', 'blocked')
-            AND id IN (SELECT item_id FROM item_owners WHERE principal = ?)
-            """, [.text(reason), .integer(now), .text(principal)])
-        for (workspace, lane) in lanes { try refreshLane(workspace: workspace, lane: lane) }
-        return sealed
-    }
-
-    /// The views (`PersonalView.key`) of `principal`'s records and cached files, in every workspace.
-    func views(of principal: String) throws -> [String] {
-        try (recordViews() + cachedFiles().files.map(\.view)).filter { PersonalView(key: $0).principal == principal }
     }
 }

@@ -160,6 +160,18 @@ extension OutboxStore {
         try db.run("DELETE FROM records WHERE view = ? AND type = ? AND id = ?", [.text(view), .text(type), .integer(id)]) > 0
     }
 
+    /// The workspaces that hold items (the views of `counts`) or records, sorted.
+    func workspaceNames(counts: [String: [State: Int]]) throws -> [String] {
+        Set(Set(counts.keys).union(try recordViews()).map { PersonalView(key: $0).workspace }).sorted()
+    }
+
+    /// How many records the device holds for `workspace` (every workspace when nil), every
+    /// person's.
+    func recordCount(workspace: String?) throws -> Int {
+        try recordViews().filter { workspace == nil || PersonalView(key: $0).workspace == workspace }
+            .reduce(0) { $0 + (try recordCount(view: $1)) }
+    }
+
     /// The views that hold pulled records or a feed cursor.
     func recordViews() throws -> [String] {
         try db.query("SELECT view FROM records UNION SELECT view FROM pull_cursors") { $0.text(0) ?? "" }

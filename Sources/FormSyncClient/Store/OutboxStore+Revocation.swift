@@ -20,11 +20,13 @@ extension OutboxStore {
     /// whose head is on the wire ends with it, since nothing open is left behind it.
     func sealItems(reason: String, now: Int64) throws -> Int {
         let sealed = try db.run(
-            """
-            UPDATE items SET state = 'sealed', last_error = ?, updated_at = ?
-            WHERE state IN ('pending', 'rejected', 'conflict', 'exhausted', 'blocked')
-            """, [.text(reason), .integer(now)])
+            "UPDATE items SET state = 'sealed', last_error = ?, updated_at = ? WHERE state IN \(Self.sealableStates)",
+            [.text(reason), .integer(now)])
         try db.run("DELETE FROM lanes WHERE head IN (SELECT id FROM items WHERE state = 'sealed')", [])
         return sealed
     }
+
+    /// The stored states of an item that has not landed and is not on the wire: what a
+    /// revocation seals.
+    static let sealableStates = "('pending', 'rejected', 'conflict', 'exhausted', 'blocked')"
 }

@@ -17,12 +17,12 @@ struct SupportBundleBuilder {
         device: DeviceReport?, answering: Int64?, includePayloads: Bool, settings: [String: String], now: Date
     ) throws -> SupportBundle {
         let counts = try store.counts()
-        let workspaces = Set(Set(counts.keys).union(try store.recordViews()).map { PersonalView(key: $0).workspace }).sorted()
+        let workspaces = try store.workspaceNames(counts: counts)
         var byState: [String: Int] = [:]
         for stateCounts in counts.values {
             for (state, count) in stateCounts where count > 0 { byState[countedAs(state).rawValue, default: 0] += count }
         }
-        let records = try store.recordViews().reduce(0) { $0 + (try store.recordCount(view: $1)) }
+        let records = try store.recordCount(workspace: nil)
         let all = try workspaces.flatMap {
             try store.items(workspace: $0, states: [.pending, .leased, .confirmed, .rejected, .conflict, .exhausted, .blocked, .sealed])
         }
