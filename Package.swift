@@ -50,7 +50,7 @@ let package = Package(
         // The reference server: the protocol's logic and its stores, served through FormSyncHTTP.
         .target(name: "FormSyncServer", dependencies: ["FormSyncHTTP", "FormSyncModel", "FormSyncProtocol", "FormSyncSQLite"]),
         // The server's PostgreSQL store, through libpq: for more than one server node.
-        .target(name: "FormSyncPostgres", dependencies: ["CLibPQ", "FormSyncModel", "FormSyncServer"]),
+        .target(name: "FormSyncPostgres", dependencies: ["CLibPQ", "FormSyncModel", "FormSyncProtocol", "FormSyncServer"]),
         // Runs checked specs without compiling them (serve --specs, a device on a newer spec).
         .target(name: "FormSyncInterpreter", dependencies: ["FormSpec", "FormSyncModel"]),
         // What the command-line tools share: argument parsing, diagnostics output, `generate`.

@@ -60,7 +60,10 @@ extension SpecChecker {
 
     /// The first segments of the protocol's own routes (docs/PROTOCOL.md, §2): a form posted
     /// there would reach the route, not the form, and every submission would be refused.
-    static let protocolRoutes = ["auth", "files", "uploads", "changes", "records", "documents", "health"]
+    static let protocolRoutes = [
+        "auth", "files", "uploads", "changes", "records", "documents", "health", "pending-files", "support", "submissions", "webhooks",
+        "console",
+    ]
 
     /// A form's endpoint must not begin with a protocol route, nor with a placeholder (whose
     /// value could spell one).

@@ -92,6 +92,7 @@ public enum OpenAPIGenerator {
             default: return jsonBody(ref("RefreshRequest"))
             }
         case .payload where route == .supportBundleUpload: return jsonBody(ref("SupportBundle"))
+        case .payload where route == .review: return jsonBody(ref("ReviewRequest"))
         case .payload: return jsonBody(.object([("type", .string("object"))]))
         case .file:
             return .object([
@@ -182,6 +183,9 @@ public enum OpenAPIGenerator {
         case (.changes, _): return json("ChangePage", "One page of the feed.")
         case (.record, _): return json("Entity", "The record.")
         case (.document, _): return json("Acknowledgement", "The document as the server holds it.")
+        case (.submissions, _): return json("SubmissionsPage", "One page of the submissions feed.")
+        case (.documentHistory, _), (.recordHistory, _): return json("VersionHistory", "The history, oldest first.")
+        case (.review, _): return json("Review", "The review, kept.")
         case (.uploadCreate, 201):
             return headers(
                 "The upload, created or found unfinished.", ["Location", ProtocolHeader.uploadOffset, ProtocolHeader.uploadLength])
@@ -225,6 +229,12 @@ public enum OpenAPIGenerator {
     private static let anyObject: JSONValue = .object([("type", .string("object"))])
     private static let strings: JSONValue = .object([("type", .string("array")), ("items", string)])
     private static let dateTime: JSONValue = .object([("type", .string("string")), ("format", .string("date-time"))])
+    private static let verdict: JSONValue = .object([
+        ("type", .string("string")), ("enum", .array(Review.Verdict.allCases.map { .string($0.rawValue) })),
+    ])
+    private static let event: JSONValue = .object([
+        ("type", .string("string")), ("enum", .array(HistoryEvent.allCases.map { .string($0.rawValue) })),
+    ])
 
     /// The schemas of the protocol's own messages.
     static var protocolSchemas: [(String, JSONValue)] {
@@ -259,7 +269,7 @@ public enum OpenAPIGenerator {
                     [
                         (A.documentID, string), (A.id, integer), (A.form, string), (A.formVersion, integer),
                         (A.version, .object([("type", .string("string")), ("description", .string("The ETag of this version."))])),
-                        (A.record, anyObject), (A.entity, ref("Entity")),
+                        (A.record, anyObject), (A.entity, ref("Entity")), (A.lastChange, ref("ChangeAuthor")),
                     ], required: [A.documentID, A.id, A.version])
             ),
             (
@@ -295,6 +305,7 @@ public enum OpenAPIGenerator {
                     [
                         ("changes", .object([("type", .string("array")), ("items", ref("Change"))])), ("cursor", string),
                         ("more", .object([("type", .string("boolean"))])), ("support_request", ref("SupportRequest")),
+                        ("reviews", .object([("type", .string("array")), ("items", ref("Review"))])),
                     ],
                     required: ["changes", "cursor", "more"])
             ),
@@ -387,6 +398,92 @@ public enum OpenAPIGenerator {
                     ])
             ),
             ("SupportBundleReceipt", object([("id", integer)], required: ["id"])),
+            (
+                "ChangeAuthor",
+                object(
+                    [
+                        ("principal", string), ("device_id", string), ("at", dateTime), ("captured_at", dateTime),
+                        (
+                            "via",
+                            .object([("type", .string("string")), ("enum", .array(ChangeAuthor.Via.allCases.map { .string($0.rawValue) }))])
+                        ),
+                        ("document_id", string),
+                    ], required: ["at", "via"])
+            ),
+            (
+                "ReviewIssue",
+                object([("pointer", string), ("detail", string)], required: ["pointer", "detail"])
+            ),
+            (
+                "ReviewRequest",
+                object(
+                    [
+                        ("verdict", verdict), ("version", integer), ("comment", string),
+                        ("issues", .object([("type", .string("array")), ("items", ref("ReviewIssue"))])),
+                    ], required: ["verdict"])
+            ),
+            (
+                "Review",
+                object(
+                    [
+                        ("id", integer), ("document_id", string), ("version", integer), ("verdict", verdict), ("comment", string),
+                        ("issues", .object([("type", .string("array")), ("items", ref("ReviewIssue"))])), ("reviewer", string),
+                        ("at", dateTime),
+                    ], required: ["id", "document_id", "version", "verdict", "comment", "issues", "reviewer", "at"])
+            ),
+            (
+                "FieldChange",
+                object([("pointer", string), ("old", .object([])), ("new", .object([]))], required: ["pointer"])
+            ),
+            (
+                "VersionHistory",
+                object(
+                    [
+                        ("document_id", string), ("type", string), ("id", integer),
+                        (
+                            "entries",
+                            .object([
+                                ("type", .string("array")),
+                                (
+                                    "items",
+                                    object(
+                                        [
+                                            ("event", event), ("version", integer), ("author", ref("ChangeAuthor")),
+                                            ("changes", .object([("type", .string("array")), ("items", ref("FieldChange"))])),
+                                            ("review", ref("Review")),
+                                        ], required: ["event", "version", "author", "changes"])
+                                ),
+                            ])
+                        ),
+                        ("truncated", .object([("type", .string("boolean"))])),
+                    ], required: ["id", "entries", "truncated"])
+            ),
+            (
+                "SubmissionFile",
+                object(
+                    [
+                        ("pointer", string),
+                        ("state", .object([("type", .string("string")), ("enum", .array([.string("stored"), .string("pending")]))])),
+                        ("file_id", integer), ("digest", string), ("byte_count", integer), ("content_type", string),
+                    ], required: ["pointer", "state"])
+            ),
+            (
+                "SubmissionEvent",
+                object(
+                    [
+                        ("event_id", integer), ("event", event), ("document_id", string), ("form", string), ("form_version", integer),
+                        ("id", integer), ("version", integer), ("author", ref("ChangeAuthor")), ("record", anyObject),
+                        ("files", .object([("type", .string("array")), ("items", ref("SubmissionFile"))])), ("review", ref("Review")),
+                    ], required: ["event_id", "event", "document_id", "form", "form_version", "id", "version", "author"])
+            ),
+            (
+                "SubmissionsPage",
+                object(
+                    [
+                        ("submissions", .object([("type", .string("array")), ("items", ref("SubmissionEvent"))])), ("cursor", string),
+                        ("more", .object([("type", .string("boolean"))])),
+                    ], required: ["submissions", "cursor", "more"])
+            ),
             (
                 "ReceivedSupportBundle",
                 object(

@@ -220,6 +220,62 @@ enum PostgresSchema {
                 );
                 CREATE INDEX support_bundles_device ON support_bundles (workspace, device_id, id);
                 """),
+        // Every version of documents and records with its author, and reviews. An event's `seq`
+        // (its place in the submissions feed) is given after it commits, by the feed's sequencer.
+        Migration(
+            version: 6, name: "history and reviews",
+            sql: """
+                CREATE TABLE document_events (
+                    id BIGSERIAL PRIMARY KEY,
+                    seq BIGINT UNIQUE,
+                    workspace TEXT NOT NULL,
+                    document_id TEXT NOT NULL,
+                    entity_id BIGINT NOT NULL,
+                    form TEXT NOT NULL,
+                    form_version INTEGER NOT NULL,
+                    event TEXT NOT NULL,
+                    version INTEGER NOT NULL,
+                    payload BYTEA,
+                    principal TEXT,
+                    device_id TEXT,
+                    at BIGINT NOT NULL,
+                    captured_at BIGINT,
+                    via TEXT NOT NULL,
+                    source_document TEXT,
+                    verdict TEXT,
+                    comment TEXT,
+                    issues TEXT,
+                    owner TEXT
+                );
+                CREATE INDEX document_events_document ON document_events (document_id, id);
+                CREATE INDEX document_events_feed ON document_events (workspace, seq);
+                CREATE INDEX document_events_form ON document_events (workspace, form, seq);
+                CREATE INDEX document_events_reviews ON document_events (workspace, owner, seq) WHERE verdict IS NOT NULL;
+                CREATE INDEX document_events_unsequenced ON document_events (id) WHERE seq IS NULL;
+                INSERT INTO document_events (seq, workspace, document_id, entity_id, form, form_version, event, version, payload, principal, at, via, owner)
+                    SELECT row_number() OVER (ORDER BY updated_at, id), workspace, document_id, id, form, form_version,
+                        CASE WHEN version = 1 THEN 'accepted' ELSE 'edited' END, version, payload, principal, updated_at, 'submission', principal
+                    FROM documents;
+                CREATE TABLE record_versions (
+                    n BIGSERIAL PRIMARY KEY,
+                    workspace TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    id BIGINT NOT NULL,
+                    version INTEGER NOT NULL,
+                    event TEXT NOT NULL,
+                    payload BYTEA,
+                    principal TEXT,
+                    device_id TEXT,
+                    at BIGINT NOT NULL,
+                    captured_at BIGINT,
+                    via TEXT NOT NULL,
+                    source_document TEXT
+                );
+                CREATE INDEX record_versions_record ON record_versions (workspace, type, id, n);
+                INSERT INTO record_versions (workspace, type, id, version, event, payload, at, via)
+                    SELECT workspace, type, id, version, CASE WHEN version = 1 THEN 'created' ELSE 'edited' END, payload, updated_at, 'back-office'
+                    FROM records ORDER BY updated_at;
+                """),
     ]
 
     static var latest: Int { migrations.last?.version ?? 0 }

@@ -16,7 +16,8 @@ extension PostgresServerStore {
     /// The sequencer's advisory lock ("FSCHANGE").
     static let sequencerLock: Int64 = 0x4653_4348_414E_4745
 
-    /// Numbers the committed changes that have none, in one transaction of its own.
+    /// Numbers the committed changes and documents' events that have none, in one transaction of
+    /// its own.
     func sequenceChanges() throws {
         try pool.scope {
             try pool.with { connection in
@@ -28,6 +29,16 @@ extension PostgresServerStore {
                         UPDATE changes SET seq = nextval('change_seq')
                         WHERE (workspace, type, id, scope) IN (
                             SELECT workspace, type, id, scope FROM changes WHERE seq IS NULL ORDER BY id FOR UPDATE)
+                        """)
+                    // Documents' events take the next positions in the order they were written:
+                    // two events of one document were written one after the other (the document's
+                    // row is locked meanwhile), so the feed never shows version 2 before version 1.
+                    try connection.query(
+                        """
+                        UPDATE document_events e SET seq = m.top + w.rank
+                        FROM (SELECT id, row_number() OVER (ORDER BY id) AS rank FROM document_events WHERE seq IS NULL) w,
+                            (SELECT COALESCE(MAX(seq), 0) AS top FROM document_events) m
+                        WHERE e.id = w.id
                         """)
                     try connection.run("COMMIT")
                 } catch {

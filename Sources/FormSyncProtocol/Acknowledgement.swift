@@ -18,6 +18,10 @@ public enum Acknowledgement {
     public static let entity = "entity"
     /// A stored file's size.
     public static let byteCount = "byte_count"
+    /// In a `409` or `412` reply about a document or a record: who made the server's current
+    /// version, when and through what (`ChangeAuthor`), so that a person sees whose change they
+    /// conflict with.
+    public static let lastChange = "last_change"
 
     /// Whether a reply acknowledges `document`: a 2xx, JSON, whose `document_id` is the
     /// document's. Anything else (a portal's page, another document's reply) is not one.

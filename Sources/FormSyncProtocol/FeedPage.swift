@@ -11,6 +11,10 @@ public enum FeedPage {
     /// A support request open for the calling device (`SupportRequest`: its `id` and `reason`),
     /// absent when there is none: the device answers it with a support bundle.
     public static let supportRequest = "support_request"
+    /// The back office's reviews of the calling principal's documents made since the cursor
+    /// (`Review`s, oldest first), absent when there are none: the device shows each, and
+    /// reopens a document that "has issues" for its person to fix.
+    public static let reviews = "reviews"
 
     /// The members of one change.
     public enum Change {

@@ -11,6 +11,9 @@ public enum ProtocolHeader {
     /// `true` on a reply the idempotency ledger replayed.
     public static let idempotentReplayed = "Idempotent-Replayed"
     public static let ifMatch = "If-Match"
+    /// On a submission: when its person captured it, RFC 3339 by the device's clock (kept as
+    /// the version's `ChangeAuthor.capturedAt`, never used for order).
+    public static let capturedAt = "FormSync-Captured-At"
     /// RFC 9530: the digest of a whole upload's body.
     public static let contentDigest = "Content-Digest"
     /// RFC 9530: the digest of the whole file a resumable upload carries, or a range is part of.
@@ -21,7 +24,8 @@ public enum ProtocolHeader {
 
     /// Every name above.
     public static let all = [
-        workspace, document, form, features, idempotencyKey, idempotentReplayed, ifMatch, contentDigest, reprDigest, uploadOffset,
+        workspace, document, form, features, idempotencyKey, idempotentReplayed, ifMatch, capturedAt, contentDigest, reprDigest,
+        uploadOffset,
         uploadLength, uploadComplete,
     ]
 }

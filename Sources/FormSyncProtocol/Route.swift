@@ -33,6 +33,14 @@ public enum Route: String, Sendable, CaseIterable {
     case record
     /// `GET /documents/<document id>`: one document and its record.
     case document
+    /// `GET /submissions`: the back office's feed of documents' versions and reviews.
+    case submissions
+    /// `GET /documents/<document id>/history`: a document's versions, authors and reviews.
+    case documentHistory
+    /// `GET /records/<type>/<id>/history`: a record's versions and their authors.
+    case recordHistory
+    /// `POST /documents/<document id>/reviews`: the back office's verdict on a document.
+    case review
     /// `POST /files`: a file uploaded whole.
     case fileUpload
     /// `POST /uploads`: a resumable upload created.
@@ -59,9 +67,11 @@ public enum Route: String, Sendable, CaseIterable {
     /// The request method.
     public var method: String {
         switch self {
-        case .health, .fileLookup, .fileFetch, .pendingFiles, .changes, .record, .document, .devices, .supportBundles: return "GET"
+        case .health, .fileLookup, .fileFetch, .pendingFiles, .changes, .record, .document, .devices, .supportBundles, .submissions,
+            .documentHistory, .recordHistory:
+            return "GET"
         case .refresh, .enrol, .enrolmentCreate, .revocation, .supportRequestCreate, .supportBundleUpload, .fileUpload, .uploadCreate,
-            .submission:
+            .submission, .review:
             return "POST"
         case .uploadOffset: return "HEAD"
         case .uploadAppend: return "PATCH"
@@ -85,6 +95,10 @@ public enum Route: String, Sendable, CaseIterable {
         case .changes: return "/changes"
         case .record: return "/records/<type>/<id>"
         case .document: return "/documents/<document id>"
+        case .submissions: return "/submissions"
+        case .documentHistory: return "/documents/<document id>/history"
+        case .recordHistory: return "/records/<type>/<id>/history"
+        case .review: return "/documents/<document id>/reviews"
         case .fileUpload: return "/files"
         case .uploadCreate: return "/uploads"
         case .uploadOffset, .uploadAppend: return "/uploads/<id>"
@@ -96,7 +110,7 @@ public enum Route: String, Sendable, CaseIterable {
     public var body: Body {
         switch self {
         case .refresh, .enrol, .enrolmentCreate, .revocation, .supportRequestCreate: return .message
-        case .submission, .supportBundleUpload: return .payload
+        case .submission, .supportBundleUpload, .review: return .payload
         case .fileUpload, .uploadAppend: return .file
         default: return .none
         }
@@ -109,7 +123,11 @@ public enum Route: String, Sendable, CaseIterable {
 
     /// Whether only the back office may ask it (`403 back-office-only` for a device).
     public var isBackOfficeOnly: Bool {
-        [.enrolmentCreate, .devices, .revocation, .supportRequestCreate, .supportBundles].contains(self)
+        [
+            .enrolmentCreate, .devices, .revocation, .supportRequestCreate, .supportBundles, .submissions, .documentHistory, .recordHistory,
+            .review,
+        ]
+        .contains(self)
     }
 
     /// Whether the request writes under an `Idempotency-Key` and a `FormSync-Document`.
@@ -133,6 +151,10 @@ public enum Route: String, Sendable, CaseIterable {
         case .changes: return "The changes of records in the caller's scope after a cursor, in commit order."
         case .record: return "One record in the caller's scope, with its version as the ETag."
         case .document: return "One document of the caller's, with its record and version."
+        case .submissions: return "Documents' versions and reviews after a cursor, in commit order, with their authors and files."
+        case .documentHistory: return "A document's versions with their authors and changed fields, and its reviews."
+        case .recordHistory: return "A record's versions with their authors and changed fields."
+        case .review: return "Approve a document's version, send it back with issues, or reject it."
         case .fileUpload: return "Upload a file whole; the same document again is an idempotent repeat."
         case .uploadCreate: return "Create a resumable upload of a file document, or find the one begun."
         case .uploadOffset: return "How many bytes of a resumable upload the server holds."
@@ -150,6 +172,9 @@ public enum Route: String, Sendable, CaseIterable {
         case .fileFetch: return "/files/{id}"
         case .record: return "/records/{type}/{id}"
         case .document: return "/documents/{documentID}"
+        case .documentHistory: return "/documents/{documentID}/history"
+        case .review: return "/documents/{documentID}/reviews"
+        case .recordHistory: return "/records/{type}/{id}/history"
         case .uploadOffset, .uploadAppend: return "/uploads/{id}"
         default: return template
         }
@@ -188,8 +213,20 @@ public enum Route: String, Sendable, CaseIterable {
             return access + [
                 P("type", in: .path, required: true, "The record type."), P("id", in: .path, required: true, "The record's id."),
             ]
-        case .document:
+        case .document, .documentHistory, .review:
             return access + [P("documentID", in: .path, required: true, "The document's identity (FormSync-Document).")]
+        case .recordHistory:
+            return access + [
+                P("type", in: .path, required: true, "The record type."), P("id", in: .path, required: true, "The record's id."),
+            ]
+        case .submissions:
+            return access + [
+                P("cursor", in: .query, required: false, "The cursor of the last page taken; absent, from the start."),
+                P("limit", in: .query, required: false, "How many events, 1 or more; above 500 it is served as 500 (100 when absent)."),
+                P("form", in: .query, required: false, "Only this form's documents."),
+                P("since", in: .query, required: false, "Only events the server committed at or after this RFC 3339 time."),
+                P("until", in: .query, required: false, "Only events the server committed before this RFC 3339 time."),
+            ]
         case .fileUpload:
             return access + [
                 P.idempotencyKey, P.document,
@@ -219,9 +256,10 @@ public enum Route: String, Sendable, CaseIterable {
     /// The statuses it answers when it succeeds (any other is a problem, `ProblemCode`).
     public var successes: [Int] {
         switch self {
-        case .health, .refresh, .fileLookup, .pendingFiles, .changes, .record, .document, .devices, .revocation, .supportBundles:
+        case .health, .refresh, .fileLookup, .pendingFiles, .changes, .record, .document, .devices, .revocation, .supportBundles,
+            .submissions, .documentHistory, .recordHistory:
             return [200]
-        case .enrol, .enrolmentCreate, .supportRequestCreate, .supportBundleUpload: return [201]
+        case .enrol, .enrolmentCreate, .supportRequestCreate, .supportBundleUpload, .review: return [201]
         case .fileFetch: return [200, 206]
         case .fileUpload, .uploadCreate, .submission: return [200, 201]
         case .uploadOffset: return [204]
@@ -239,8 +277,12 @@ public enum Route: String, Sendable, CaseIterable {
         case ("GET", let path) where path.hasPrefix("/files/"): return .fileFetch
         case ("GET", "/pending-files"): return .pendingFiles
         case ("GET", "/changes"): return .changes
+        case ("GET", let path) where path.hasPrefix("/records/") && path.hasSuffix("/history"): return .recordHistory
         case ("GET", let path) where path.hasPrefix("/records/"): return .record
+        case ("GET", let path) where path.hasPrefix("/documents/") && path.hasSuffix("/history"): return .documentHistory
         case ("GET", let path) where path.hasPrefix("/documents/"): return .document
+        case ("GET", "/submissions"): return .submissions
+        case ("POST", let path) where path.hasPrefix("/documents/") && path.hasSuffix("/reviews"): return .review
         case ("GET", "/auth/devices"): return .devices
         case ("POST", "/auth/refresh"): return .refresh
         case ("POST", "/auth/enrol"): return .enrol

@@ -37,12 +37,12 @@ struct ChangeFeed: ServerPart {
             let value = Int(text) ?? Int.max
             limit = min(value, SyncServer.maxChangesPerPage)
         }
-        var after: Int64 = 0
+        var after: (changes: Int64, reviews: Int64) = (0, 0)
         if let cursor = parameters["cursor"], !cursor.isEmpty {
-            guard let seq = WireSyntax.parseCursor(cursor) else {
+            guard let position = WireSyntax.parseCursor(cursor) else {
                 return .problem(.badCursor, detail: "the cursor is not one this server issued")
             }
-            after = seq
+            after = position
         }
         let response = locked {
             page(workspace: caller.workspace, principal: caller.feedPrincipal, device: caller.device, after: after, limit: limit)
@@ -52,16 +52,27 @@ struct ChangeFeed: ServerPart {
         return response
     }
 
-    /// One page of the feed, with the support request open for `device` if there is one; runs
-    /// under the lock.
-    private func page(workspace: String, principal: String?, device: String?, after: Int64, limit: Int) -> HTTPResponse {
+    /// The most reviews one page carries.
+    static let maxReviewsPerPage = 100
+
+    /// One page of the feed, with the reviews of `principal`'s documents since the cursor and
+    /// the support request open for `device` if there is one; runs under the lock.
+    private func page(
+        workspace: String, principal: String?, device: String?, after: (changes: Int64, reviews: Int64), limit: Int
+    ) -> HTTPResponse {
         do {
-            guard after <= (try store.lastChange()) else {
+            guard after.changes <= (try store.lastChange()), after.reviews <= (try store.history.lastSubmissionEvent()) else {
                 return .problem(
                     .cursorExpired, detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start")
             }
-            let page = try store.feed(workspace: workspace, principal: principal, after: after, limit: limit + 1)
-            let more = page.count > limit
+            let page = try store.feed(workspace: workspace, principal: principal, after: after.changes, limit: limit + 1)
+            var reviews: [StoredDocumentEvent] = []
+            if let principal {
+                reviews = try store.history.reviews(
+                    workspace: workspace, principal: principal, after: after.reviews, limit: Self.maxReviewsPerPage + 1)
+            }
+            let more = page.count > limit || reviews.count > Self.maxReviewsPerPage
+            reviews = Array(reviews.prefix(Self.maxReviewsPerPage))
             let entries = page.prefix(limit)
             // Written by hand around the stored bytes: records are stored as canonical JSON, so a
             // page costs no parsing and no re-encoding of them.
@@ -79,8 +90,13 @@ struct ChangeFeed: ServerPart {
                 }
             }
             body.append(contentsOf: "],\"\(FeedPage.cursor)\":".utf8)
-            body.append(WireSyntax.jsonBytes(WireSyntax.cursor(entries.last?.seq ?? after)))
+            body.append(
+                WireSyntax.jsonBytes(WireSyntax.cursor(entries.last?.seq ?? after.changes, reviews: reviews.last?.seq ?? after.reviews)))
             body.append(contentsOf: ",\"\(FeedPage.more)\":\(more)".utf8)
+            if !reviews.isEmpty {
+                body.append(contentsOf: ",\"\(FeedPage.reviews)\":".utf8)
+                body.append(DeviceService.json(reviews.compactMap(HistoryService.review)))
+            }
             if let device, let request = try store.support.openSupportRequest(workspace: workspace, device: device) {
                 body.append(contentsOf: ",\"\(FeedPage.supportRequest)\":".utf8)
                 body.append(DeviceService.json(SupportService.summary(request)))

@@ -42,7 +42,7 @@ struct FileService: ServerPart {
         if created {
             try completePendingFiles(
                 workspace: caller.workspace, digest: digest, fileID: id, byteCount: Int64(request.body.count), contentType: contentType,
-                mediaType: mediaType)
+                mediaType: mediaType, fileDocument: documentID)
         }
         return .json(
             created ? 201 : 200,
@@ -198,13 +198,13 @@ struct FileService: ServerPart {
     /// (a new version, and a change in the feed). One it does not match (another principal
     /// announced another size or type) keeps waiting.
     func completePendingFiles(
-        workspace: String, digest: Data, fileID: Int64, byteCount: Int64, contentType: String?, mediaType: String?
+        workspace: String, digest: Data, fileID: Int64, byteCount: Int64, contentType: String?, mediaType: String?, fileDocument: String
     ) throws {
         let waiting = try store.pendingFiles(workspace: workspace, digest: digest).filter {
             Self.mismatch($0, byteCount: byteCount, contentType: contentType, mediaType: mediaType) == nil
         }
         guard !waiting.isEmpty else { return }
-        let now = now()
+        let author = Authorship(principal: nil, device: nil, at: now(), capturedAt: nil, via: .fileCompleted, documentID: fileDocument)
         var documents: Set<String> = []
         var records: Set<String> = []
         for pending in waiting {
@@ -214,7 +214,7 @@ struct FileService: ServerPart {
             if documents.insert(pending.documentID).inserted, let document = store.document(pending.documentID) {
                 let payload = Self.replacing(announced, with: stored, in: document.payload)
                 if payload != document.payload {
-                    _ = try store.updateDocument(pending.documentID, payload: payload, countingWrite: false, at: now)
+                    _ = try versions.updateDocument(pending.documentID, payload: payload, countingWrite: false, by: author)
                 }
             }
             if let type = pending.recordType, let id = pending.recordID, records.insert("\(type):\(id)").inserted,
@@ -222,9 +222,9 @@ struct FileService: ServerPart {
             {
                 let payload = Self.replacing(announced, with: stored, in: record.payload)
                 if payload != record.payload {
-                    _ = try store.putRecord(
+                    _ = try versions.putRecord(
                         workspace: workspace, type: type, id: id, scope: record.scope, payload: payload,
-                        files: fileIDs(ofRecord: type, payload), at: now)
+                        files: fileIDs(ofRecord: type, payload), by: author)
                 }
             }
             try store.removePendingFile(document: pending.documentID, pointer: pending.pointer)

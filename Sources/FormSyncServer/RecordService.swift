@@ -43,9 +43,10 @@ struct RecordService: ServerPart {
         } else {
             id = try store.nextEntityID()
         }
-        let version = try store.putRecord(
+        let version = try versions.putRecord(
             workspace: seed.workspace, type: seed.type, id: id, scope: prepared.scope, payload: prepared.payload,
-            files: files.fileIDs(ofRecord: seed.type, prepared.payload), at: now())
+            files: files.fileIDs(ofRecord: seed.type, prepared.payload),
+            by: .backOffice(seed.author, at: now()))
         return SyncServer.Record(type: seed.type, id: id, version: version, scope: prepared.scope, fields: prepared.payload)
     }
 
@@ -149,8 +150,11 @@ struct RecordService: ServerPart {
             guard let current else {
                 return .problem(.noSuchRecord, detail: "\(action.recordType) \(id) no longer exists")
             }
-            if stored == payload { return try editReply(200, documentID: documentID, entry: entry, action: action, record: current) }
+            if stored == payload {
+                return try editReply(workspace: workspace, 200, documentID: documentID, entry: entry, action: action, record: current)
+            }
             return try editReply(
+                workspace: workspace,
                 409, documentID: documentID, entry: entry, action: action, record: current, code: .documentExists,
                 detail: "document \(documentID) already holds another edit; send a new edit with If-Match")
         }
@@ -162,7 +166,8 @@ struct RecordService: ServerPart {
                 .ifMatchRequired, detail: "an edit of \(action.recordType) \(id) needs If-Match with the version it was based on")
         }
         guard ifMatch.any || ifMatch.strong.contains(WireSyntax.etag(current.version)) else {
-            return try editReply(412, documentID: documentID, entry: entry, action: action, record: current, code: .staleVersion)
+            return try editReply(
+                workspace: workspace, 412, documentID: documentID, entry: entry, action: action, record: current, code: .staleVersion)
         }
         // The server's own value stands for every field it is the authority of; an edit that
         // tried to change one is a conflict for a person, not a silent overwrite.
@@ -170,6 +175,7 @@ struct RecordService: ServerPart {
         let merged = try entry.merge(serverView, payload, serverView)
         if !merged.conflicts.isEmpty {
             return try editReply(
+                workspace: workspace,
                 409, documentID: documentID, entry: entry, action: action, record: current, code: .authorityConflict,
                 detail: "the edit changes \(merged.conflicts.map(\.pointer).joined(separator: ", ")), which the server owns")
         }
@@ -180,20 +186,21 @@ struct RecordService: ServerPart {
         case .success(let value): updated = value
         case .failure(let refusal): return refusal.response
         }
-        let version = try store.putRecord(
+        let author = versions.author(caller, request, via: .recordEdit, document: documentID)
+        let version = try versions.putRecord(
             workspace: workspace, type: action.recordType, id: id, scope: updated.scope, payload: updated.payload,
-            files: files.fileIDs(ofRecord: action.recordType, updated.payload), at: now())
-        _ = try store.createDocument(
-            documentID, form: entry.name, formVersion: entry.version, workspace: workspace, principal: caller.principal,
-            payload: merged.merged, at: now())
+            files: files.fileIDs(ofRecord: action.recordType, updated.payload), by: author)
+        _ = try versions.createDocument(
+            documentID, form: entry.name, formVersion: entry.version, workspace: workspace, owner: caller.principal,
+            payload: merged.merged, by: author)
         let record = StoredRecord(type: action.recordType, id: id, version: version, scope: updated.scope, payload: updated.payload)
-        return try editReply(200, documentID: documentID, entry: entry, action: action, record: record)
+        return try editReply(workspace: workspace, 200, documentID: documentID, entry: entry, action: action, record: record)
     }
 
     /// A reply about an edited record: the record as the form sees it (`record`), its version
     /// as the ETag, and the whole record (`entity`) for the device's store.
     func editReply(
-        _ status: Int, documentID: String, entry: FormRegistry.Entry, action: RecordAction, record: StoredRecord,
+        workspace: String, _ status: Int, documentID: String, entry: FormRegistry.Entry, action: RecordAction, record: StoredRecord,
         code: ProblemCode? = nil, detail: String? = nil
     ) throws -> HTTPResponse {
         let view = try RecordProjection.editPayload(record: record.payload, id: record.id, action: action)
@@ -206,6 +213,8 @@ struct RecordService: ServerPart {
         ]
         let headers = [("ETag", WireSyntax.etag(record.version))]
         guard let code else { return .json(status, object, headers: headers) }
-        return .problem(code, detail: detail, extra: object, headers: headers)
+        // Whose version the device's edit meets, so that its person sees who changed it.
+        let lastChange = try HistoryService(context: context).lastChangeMember(workspace: workspace, type: record.type, id: record.id)
+        return .problem(code, detail: detail, extra: object.merging(lastChange) { a, _ in a }, headers: headers)
     }
 }

@@ -3,8 +3,8 @@ import FormSyncSQLite
 /// The embedded store's schema (`SQLiteServerStore`), in numbered migrations applied in order
 /// when the store opens: the ledger, documents and files (1), workspaces and principals (2),
 /// records and the change feed (3), resumable uploads (4), token digests, grants and owners (5),
-/// pending files (6), who may read a file (7), devices and enrolments (8), and support requests
-/// and bundles (9).
+/// pending files (6), who may read a file (7), devices and enrolments (8), support requests
+/// and bundles (9), and the history of documents and records (10).
 enum SQLiteServerSchema {
     static let migrations = SQLiteMigrator(migrations: [
         .init(
@@ -53,6 +53,7 @@ enum SQLiteServerSchema {
         fileAccessMigration,
         devicesMigration,
         supportMigration,
+        historyMigration,
     ])
 
     static let recordsMigration = SQLiteMigrator.Migration(
@@ -221,5 +222,60 @@ enum SQLiteServerSchema {
                 body BLOB NOT NULL
             );
             CREATE INDEX support_bundles_device ON support_bundles(workspace, device_id, id);
+            """)
+
+    /// Every version of documents and records with its author, and reviews. A document held
+    /// before gets one event for the version it is at, by its creator, with no device.
+    static let historyMigration = SQLiteMigrator.Migration(
+        version: 10, name: "history and reviews",
+        sql: """
+            CREATE TABLE document_events (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                workspace TEXT NOT NULL,
+                document_id TEXT NOT NULL,
+                entity_id INTEGER NOT NULL,
+                form TEXT NOT NULL,
+                form_version INTEGER NOT NULL,
+                event TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                payload BLOB,
+                principal TEXT,
+                device_id TEXT,
+                at INTEGER NOT NULL,
+                captured_at INTEGER,
+                via TEXT NOT NULL,
+                source_document TEXT,
+                verdict TEXT,
+                comment TEXT,
+                issues TEXT,
+                owner TEXT
+            );
+            CREATE INDEX document_events_document ON document_events(document_id, id);
+            CREATE INDEX document_events_feed ON document_events(workspace, id);
+            CREATE INDEX document_events_form ON document_events(workspace, form, id);
+            CREATE INDEX document_events_reviews ON document_events(workspace, owner, id) WHERE verdict IS NOT NULL;
+            INSERT INTO document_events (workspace, document_id, entity_id, form, form_version, event, version, payload, principal, at, via, owner)
+                SELECT workspace, document_id, id, form, form_version, CASE WHEN version = 1 THEN 'accepted' ELSE 'edited' END, version,
+                    payload, principal, updated_at, 'submission', principal
+                FROM documents ORDER BY updated_at, id;
+            CREATE TABLE record_versions (
+                n INTEGER PRIMARY KEY AUTOINCREMENT,
+                workspace TEXT NOT NULL,
+                type TEXT NOT NULL,
+                id INTEGER NOT NULL,
+                version INTEGER NOT NULL,
+                event TEXT NOT NULL,
+                payload BLOB,
+                principal TEXT,
+                device_id TEXT,
+                at INTEGER NOT NULL,
+                captured_at INTEGER,
+                via TEXT NOT NULL,
+                source_document TEXT
+            );
+            CREATE INDEX record_versions_record ON record_versions(workspace, type, id, n);
+            INSERT INTO record_versions (workspace, type, id, version, event, payload, at, via)
+                SELECT workspace, type, id, version, CASE WHEN version = 1 THEN 'created' ELSE 'edited' END, payload, updated_at, 'back-office'
+                FROM records ORDER BY updated_at;
             """)
 }

@@ -27,6 +27,8 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     let credentials: SQLiteCredentials
     let sqliteSupport: SQLiteSupport
     var support: any SupportStore { sqliteSupport }
+    let sqliteHistory: SQLiteHistory
+    var history: any HistoryStore { sqliteHistory }
     /// Writes stored files and their names durably (tests replace it with a disk that refuses).
     var durableFiles: DurableFiles {
         get { blobs.durable }
@@ -51,6 +53,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         recordTable = SQLiteRecords(db: db)
         credentials = SQLiteCredentials(db: db)
         sqliteSupport = SQLiteSupport(db: db)
+        sqliteHistory = SQLiteHistory(db: db)
         try SQLiteServerSchema.migrations.migrate(db, now: now)
         // A key left "in flight" by a server that died never committed its work (the work and
         // its recorded reply commit together): forget it so the client's retry is processed.

@@ -86,7 +86,9 @@ struct ServerRouter: ServerPart {
             return devices.enrol(request)
         case .supportBundleUpload:
             return SupportService(context: context).upload(request)
-        case .enrolmentCreate, .devices, .revocation, .supportRequestCreate, .supportBundles:
+        case .enrolmentCreate, .devices, .revocation, .supportRequestCreate, .supportBundles, .submissions, .documentHistory,
+            .recordHistory,
+            .review:
             let caller: Caller
             switch self.caller(of: request) {
             case .refused(let refusal): return refusal
@@ -98,6 +100,10 @@ struct ServerRouter: ServerPart {
             case .devices: return devices.deviceList(request, caller: caller)
             case .supportRequestCreate: return SupportService(context: context).createRequest(request, caller: caller)
             case .supportBundles: return SupportService(context: context).bundles(request, caller: caller)
+            case .submissions: return SubmissionFeed(context: context).submissions(request, caller: caller)
+            case .documentHistory: return HistoryService(context: context).documentHistory(request, caller: caller)
+            case .recordHistory: return HistoryService(context: context).recordHistory(request, caller: caller)
+            case .review: return HistoryService(context: context).review(request, caller: caller)
             default: return devices.revoke(request, caller: caller)
             }
         case .changes:

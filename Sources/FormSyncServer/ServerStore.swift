@@ -15,6 +15,9 @@ import Foundation
 package protocol ServerStore: CredentialStore {
     /// Support requests and bundles (a part of the store of its own, in the same database).
     var support: any SupportStore { get }
+    /// Every version of documents and records with its author, and reviews (a part of the
+    /// store of its own, written in the same transaction as the version).
+    var history: any HistoryStore { get }
     /// Whether other server processes use the same data: a node then caches nothing that
     /// another node could change (access tokens are read from the store on every request).
     var sharedAcrossNodes: Bool { get }

@@ -26,6 +26,10 @@ struct SubmissionService: ServerPart {
         guard let entry = registry[name] else {
             return .refused(.problem(.unknownForm, detail: "this server does not accept form \(name)"))
         }
+        if let captured = request.header(ProtocolHeader.capturedAt), WireSyntax.parseTimestamp(captured) == nil {
+            return .refused(
+                .problem(.malformed, detail: "\(ProtocolHeader.capturedAt) is an RFC 3339 time, such as 2026-12-06T10:41:07Z"))
+        }
         // Every older version is accepted and brought to the current one by the spec's
         // upgraders before anything is checked; a future version is refused in words.
         guard version <= entry.version else {
@@ -114,6 +118,7 @@ struct SubmissionService: ServerPart {
     ) throws -> HTTPResponse {
         let documentID = request.header(ProtocolHeader.document)!
         let workspace = caller.workspace
+        let author = versions.author(caller, request, via: .submission, document: documentID)
         let ifMatch = request.header(ProtocolHeader.ifMatch).flatMap(WireSyntax.entityTags)
         if let action = entry.recordAction, action.kind == .edits {
             return try records.submitEdit(
@@ -163,29 +168,29 @@ struct SubmissionService: ServerPart {
                     action.recordType, payload: try RecordProjection.apply(form: merged, to: current.payload, action: action))
                 {
                 case .success(let prepared):
-                    let version = try store.putRecord(
+                    let version = try versions.putRecord(
                         workspace: workspace, type: action.recordType, id: existing.id, scope: prepared.scope, payload: prepared.payload,
-                        files: files.fileIDs(ofRecord: action.recordType, prepared.payload), at: now())
+                        files: files.fileIDs(ofRecord: action.recordType, prepared.payload), by: author)
                     entity = RecordService.entityObject(
                         type: action.recordType, id: existing.id, version: version, payload: prepared.payload)
                 case .failure(let refusal):
                     return refusal.response
                 }
             }
-            let updated = try store.updateDocument(documentID, payload: merged, countingWrite: true, at: now())
+            let updated = try versions.updateDocument(documentID, payload: merged, countingWrite: true, by: author)
             return recordResponse(updated, status: 200, entity: entity)
         }
         if ifMatch != nil {
             return .problem(.noSuchDocument, detail: "document \(documentID) does not exist; it cannot be edited")
         }
-        let created = try store.createDocument(
-            documentID, form: name, formVersion: entry.version, workspace: workspace, principal: caller.principal,
-            payload: canonical.payload, at: now())
+        let created = try versions.createDocument(
+            documentID, form: name, formVersion: entry.version, workspace: workspace, owner: caller.principal,
+            payload: canonical.payload, by: author)
         var entity: [String: Any]?
         if let createdRecord {
-            let version = try store.putRecord(
+            let version = try versions.putRecord(
                 workspace: workspace, type: createdRecord.type, id: created.id, scope: createdRecord.scope, payload: createdRecord.payload,
-                files: files.fileIDs(ofRecord: createdRecord.type, createdRecord.payload), at: now())
+                files: files.fileIDs(ofRecord: createdRecord.type, createdRecord.payload), by: author)
             entity = RecordService.entityObject(type: createdRecord.type, id: created.id, version: version, payload: createdRecord.payload)
         }
         return recordResponse(created, status: 201, entity: entity)
@@ -233,6 +238,9 @@ struct SubmissionService: ServerPart {
         if let entity { object[Acknowledgement.entity] = entity }
         guard let code else { return .json(status, object, headers: headers) }
         object[Acknowledgement.record] = nil
+        // Whose version the device's write meets, so that its person sees who changed it.
+        let lastChange = (try? HistoryService(context: context).lastChangeMember(document: document.documentID)) ?? [:]
+        object.merge(lastChange) { a, _ in a }
         return .problem(code, detail: detail, extra: object.merging([Acknowledgement.record: record]) { a, _ in a }, headers: headers)
     }
 

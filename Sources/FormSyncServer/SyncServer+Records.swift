@@ -35,12 +35,14 @@ extension SyncServer {
     // MARK: The back office
 
     /// Creates (`id` nil: a new id from the server's sequence) or replaces a record, as the back
-    /// office does, and puts the change in the feed. Returns the record as stored.
+    /// office does, and puts the change in the feed. Returns the record as stored. `author`: the
+    /// back-office person its history names (nil: the back office, unnamed).
     @discardableResult
-    public func putRecord(_ type: String, id: Int64? = nil, fields: Data, workspace: String) throws -> Record {
+    public func putRecord(_ type: String, id: Int64? = nil, fields: Data, workspace: String, author: String? = nil) throws -> Record {
         try locked {
             try store.transaction {
-                try RecordService(context: context).seedRecord(RecordSeed(type: type, id: id, fields: fields, workspace: workspace))
+                try RecordService(context: context).seedRecord(
+                    RecordSeed(type: type, id: id, fields: fields, workspace: workspace, author: author))
             }
         }
     }
@@ -51,8 +53,11 @@ extension SyncServer {
         public var id: Int64?
         public var fields: Data
         public var workspace: String
+        /// The back-office person the record's history names (nil: the back office, unnamed).
+        public var author: String?
 
-        public init(type: String, id: Int64? = nil, fields: Data, workspace: String) {
+        public init(type: String, id: Int64? = nil, fields: Data, workspace: String, author: String? = nil) {
+            self.author = author
             self.type = type
             self.id = id
             self.fields = fields
@@ -91,16 +96,17 @@ extension SyncServer {
 
     /// Writes a typed record (a new one when its id is 0).
     @discardableResult
-    public func putRecord<R: SyncRecord>(_ record: R, workspace: String) throws -> R {
-        let stored = try putRecord(
-            R.recordType, id: record.id > 0 ? record.id : nil, fields: try FormRegistry.encode(record), workspace: workspace)
+    public func putRecord<R: SyncRecord>(_ record: R, workspace: String, author: String? = nil) throws -> R {
+        let fields = try FormRegistry.encode(record)
+        let stored = try putRecord(R.recordType, id: record.id > 0 ? record.id : nil, fields: fields, workspace: workspace, author: author)
         return try RecordProjection.decode(R.self, fields: stored.fields, id: stored.id, version: stored.version)
     }
 
     /// Deletes a record; devices that hold it receive the deletion. False when there was none.
     @discardableResult
-    public func deleteRecord(_ type: String, id: Int64, workspace: String) throws -> Bool {
-        try locked { try store.transaction { try store.deleteRecord(workspace: workspace, type: type, id: id) } }
+    public func deleteRecord(_ type: String, id: Int64, workspace: String, author: String? = nil) throws -> Bool {
+        let (writer, author) = (VersionWriter(context: context), Authorship.backOffice(author, at: context.now()))
+        return try locked { try store.transaction { try writer.deleteRecord(workspace: workspace, type: type, id: id, by: author) } }
     }
 
     /// One record, if the server holds it.

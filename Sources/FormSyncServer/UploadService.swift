@@ -195,7 +195,7 @@ struct UploadService: ServerPart {
                         upload, digest: digest, mediaType: mediaType, principal: upload.principal ?? caller.principal, at: now())
                     try files.completePendingFiles(
                         workspace: upload.workspace, digest: digest, fileID: fileID, byteCount: upload.length,
-                        contentType: upload.contentType, mediaType: mediaType)
+                        contentType: upload.contentType, mediaType: mediaType, fileDocument: upload.documentID)
                     return uploadDone(updated, fileID: fileID, status: 201)
                 }
             }

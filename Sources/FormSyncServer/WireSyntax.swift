@@ -67,14 +67,46 @@ enum WireSyntax {
     static func digestHeader(_ digest: Data) -> String { "sha-256=:\(digest.base64EncodedString()):" }
 
     /// Cursors are opaque to devices: `c1.` and a sequence number.
-    static func cursor(_ seq: Int64) -> String { "c1.\(seq)" }
+    static func cursor(_ seq: Int64, reviews: Int64 = 0) -> String { reviews == 0 ? "c1.\(seq)" : "c2.\(seq).\(reviews)" }
 
-    /// The sequence number of a cursor this server issued; nil for anything else.
-    static func parseCursor(_ text: String) -> Int64? {
-        guard text.hasPrefix("c1."), text.utf8.count <= 24 else { return nil }
-        let digits = text.dropFirst(3)
-        guard !digits.isEmpty, digits.utf8.allSatisfy({ (48...57).contains($0) }), let value = Int64(digits) else { return nil }
-        return value
+    /// The positions a change feed's cursor holds: in the records' changes, and in the reviews
+    /// (0 for a cursor from before reviews); nil for anything this server did not issue.
+    static func parseCursor(_ text: String) -> (changes: Int64, reviews: Int64)? {
+        guard text.utf8.count <= 44 else { return nil }
+        if text.hasPrefix("c1.") { return number(text.dropFirst(3)).map { ($0, 0) } }
+        guard text.hasPrefix("c2.") else { return nil }
+        let parts = text.dropFirst(3).split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, let changes = number(parts[0]), let reviews = number(parts[1]) else { return nil }
+        return (changes, reviews)
+    }
+
+    /// The submissions feed's cursor: a position its own, never mistaken for the change feed's.
+    static func submissionsCursor(_ seq: Int64) -> String { "s1.\(seq)" }
+
+    static func parseSubmissionsCursor(_ text: String) -> Int64? {
+        guard text.hasPrefix("s1."), text.utf8.count <= 24 else { return nil }
+        return number(text.dropFirst(3))
+    }
+
+    /// Decimal digits as a number that fits; nil for anything else.
+    private static func number(_ digits: Substring) -> Int64? {
+        guard !digits.isEmpty, digits.utf8.count <= 19, digits.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        return Int64(digits)
+    }
+
+    /// An RFC 3339 time (`2026-12-06T10:42:00Z`, fractions of a second and offsets allowed)
+    /// as milliseconds since 1970; nil for anything else, or a time outside years 1970 to 9999.
+    static func parseTimestamp(_ text: String) -> Int64? {
+        guard text.utf8.count <= 40, text.utf8.count >= 20 else { return nil }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        var date = formatter.date(from: text)
+        if date == nil {
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            date = formatter.date(from: text)
+        }
+        guard let seconds = date?.timeIntervalSince1970, seconds >= 0, seconds < 253_402_300_800 else { return nil }
+        return Int64((seconds * 1000).rounded(.down))
     }
 
     /// 64 lower-case hex digits as 32 bytes; nil for anything else.

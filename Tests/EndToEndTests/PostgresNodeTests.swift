@@ -124,6 +124,84 @@ struct PostgresNodeTests {
         }
     }
 
+    @Test func submissionsAcceptedOnBothNodesAppearOnceEachInTheFeedReadFromEither() async throws {
+        try await OffThePool.run {
+            let (_, nodes) = try Self.nodes(2)
+            let token = try nodes[0].issueAccessToken(workspaces: ["acme"])
+            let office = try nodes[1].issueAccessToken(principal: "office", workspaces: ["acme"], role: .backOffice)
+            let done = DispatchGroup()
+            for n in 0..<24 {
+                done.enter()
+                Thread.detachNewThread {
+                    let reply = try? nodes[n % 2].handle(ServerGroupCommitTests.order(n, token: token))
+                    if reply?.status != 201 { Issue.record("order \(n): \(reply?.status ?? 0)") }
+                    done.leave()
+                }
+            }
+            done.wait()
+            for reader in nodes {
+                var seen: [String] = []
+                var cursor = ""
+                var pages = 0
+                while pages < 30 {
+                    let reply = reader.handle(
+                        HTTPRequest(
+                            method: "GET", path: "/submissions", query: "limit=5" + (cursor.isEmpty ? "" : "&cursor=\(cursor)"),
+                            headers: ["authorization": "Bearer \(office)", "formsync-workspace": "acme"], body: Data()))
+                    let page = try JSONDecoder().decode(SubmissionsPage.self, from: try #require(reply?.body))
+                    seen += page.submissions.map(\.documentID)
+                    cursor = page.cursor
+                    pages += 1
+                    if !page.more { break }
+                }
+                #expect(seen.count == 24 && Set(seen) == Set((0..<24).map { "d-\($0)" }), "each once: \(seen)")
+            }
+        }
+    }
+
+    @Test func aDocumentEventThatCommitsLateIsNeverSkippedByASubmissionsCursorThatPassedIt() async throws {
+        try await OffThePool.run {
+            let url = try PostgresCluster.shared().makeDatabase()
+            let early = try PostgresServerStore(url: url, migrate: true, now: 0)
+            let late = try PostgresServerStore(url: url, migrate: false, now: 0)
+            let reader = try PostgresServerStore(url: url, migrate: false, now: 0)
+            @Sendable func event(_ document: String) -> StoredDocumentEvent {
+                StoredDocumentEvent(
+                    workspace: "acme", documentID: document, entityID: 1, form: "SalesOrder", formVersion: 1, event: .accepted, version: 1,
+                    payload: Data("{}".utf8),
+                    author: Authorship(principal: "ada", device: nil, at: 0, capturedAt: nil, via: .submission, documentID: document),
+                    review: nil, owner: "ada")
+            }
+            let written = DispatchSemaphore(value: 0)
+            let commit = DispatchSemaphore(value: 0)
+            let committed = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                do {
+                    try early.transaction {
+                        _ = try early.addDocumentEvent(event("written-first"))
+                        written.signal()
+                        commit.wait()
+                    }
+                } catch {
+                    Issue.record("the early transaction failed: \(error)")
+                }
+                committed.signal()
+            }
+            written.wait()
+            _ = try late.transaction { try late.addDocumentEvent(event("committed-first")) }
+            func read(after cursor: Int64) throws -> [StoredDocumentEvent] {
+                try reader.submissionEvents(workspace: "acme", after: cursor, form: nil, since: nil, until: nil, limit: 100)
+            }
+            let first = try read(after: 0)
+            #expect(first.map(\.documentID) == ["committed-first"], "only the committed event is in the feed")
+            let cursor = try #require(first.last?.seq)
+            commit.signal()
+            committed.wait()
+            #expect(try read(after: cursor).map(\.documentID) == ["written-first"], "the late event comes after the cursor")
+            #expect(try read(after: 0).map(\.documentID) == ["committed-first", "written-first"])
+        }
+    }
+
     @Test func aDeviceRevokedOnOneNodeIsRefusedOnEveryNodeWhileItsUploadIsMidway() async throws {
         try await OffThePool.run {
             let (_, nodes) = try Self.nodes(2)

@@ -56,7 +56,10 @@ struct RouteTests {
         #expect(Route.allCases.filter(\.isDocumentWrite) == [.fileUpload, .uploadCreate, .submission])
         #expect(Route.allCases.filter { !$0.needsAccessToken } == [.health, .refresh, .enrol])
         #expect(
-            Route.allCases.filter(\.isBackOfficeOnly) == [.enrolmentCreate, .devices, .revocation, .supportRequestCreate, .supportBundles])
+            Route.allCases.filter(\.isBackOfficeOnly) == [
+                .enrolmentCreate, .devices, .revocation, .supportRequestCreate, .supportBundles, .submissions, .documentHistory,
+                .recordHistory, .review,
+            ])
         #expect(Route.match(method: "GET", path: "/auth/enrol") == nil && Route.isFixedPath("/auth/enrol"))
     }
 }

@@ -154,6 +154,21 @@ struct PackageShapeTests {
         }
     }
 
+    /// Issue 46: every version of a document or a record keeps its author. The store's writes
+    /// of documents and records are called from `VersionWriter` alone, which keeps the version
+    /// with them; a write made anywhere else would leave a version with no author.
+    @Test func onlyTheVersionWriterWritesDocumentsAndRecords() throws {
+        let folder = Self.root.appendingPathComponent("Sources/FormSyncServer")
+        let writes = ["store.createDocument(", "store.updateDocument(", "store.putRecord(", "store.deleteRecord("]
+        var callers: [String: Int] = [:]
+        for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            for write in writes { callers[file, default: 0] += text.components(separatedBy: write).count - 1 }
+        }
+        #expect(callers["VersionWriter.swift"] == 4, "\(callers)")
+        #expect(callers.filter { $0.key != "VersionWriter.swift" && $0.value > 0 }.isEmpty, "\(callers)")
+    }
+
     /// Issue 44: `SyncServer` was one class worn as five files (2,075 lines) and
     /// `SQLiteServerStore` another (972). Each type of the server module, with its `Type+Part`
     /// extension files, stays within about 600 lines.
