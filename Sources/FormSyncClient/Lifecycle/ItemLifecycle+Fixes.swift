@@ -68,6 +68,7 @@ extension ItemLifecycle {
             }
             row.serverPayload = nil
             row.conflicts = nil
+            row.lastChange = nil
         }
         try reopen(&row, now: now)
     }

@@ -139,7 +139,7 @@ extension ItemLifecycle {
             itemID: row.id, attemptID: row.attemptID, attempt: row.attempts + 1,
             request: OutboundRequest(
                 itemID: ItemID(row.id), documentID: row.documentID, attemptID: row.attemptID, workspace: row.workspace,
-                principal: row.principal, body: body),
+                principal: row.principal, capturedAt: row.createdAt > 0 ? Date(millisecondsSince1970: row.createdAt) : nil, body: body),
             namesPendingFiles: namesPending)
     }
 

@@ -62,6 +62,7 @@ extension ItemLifecycle {
             row.lastError = "authentication expired; waiting for a new token"
             try store.update(row, now: now)
         case .conflict(let current, let version):
+            row.lastChange = details.lastChange.flatMap { try? JSONEncoder().encode($0) }
             try merge(&row, current: current, version: version, now: now)
         case .rejected(let reason, let fieldErrors):
             row.attempts += 1

@@ -7,7 +7,8 @@ extension Outbox {
         public let rawValue: Int
         public init(rawValue: Int) { self.rawValue = rawValue }
 
-        /// The pulled records of every workspace and person, and the feed's cursors.
+        /// The pulled records of every workspace and person, the feed's cursors, and the back
+        /// office's reviews (their words).
         public static let records = RevocationPurge(rawValue: 1)
         /// The copies of server files fetched to the device (`file(for:)`).
         public static let attachmentCache = RevocationPurge(rawValue: 2)
@@ -45,7 +46,10 @@ extension Outbox {
     func remove(_ purge: RevocationPurge, of include: (String) -> Bool) throws {
         if purge.contains(.records) {
             try write(.full) {
-                for view in try store.recordViews() where include(view) { try store.clearRecords(view: view) }
+                for view in try store.recordViews() where include(view) {
+                    try store.clearRecords(view: view)
+                    try store.clearReviews(view: view)
+                }
             }
         }
         if purge.contains(.attachmentCache) {

@@ -1,4 +1,5 @@
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 /// One item as stored, for lists, badges and the fix-and-resubmit flow.
@@ -40,6 +41,9 @@ public struct OutboxItem: Sendable, Equatable, Identifiable {
     public var serverVersion: String?
     /// The fields the merge could not settle.
     public var conflicts: [FieldConflict]
+    /// For a conflict: who made the server's version it met, when and through what, as the
+    /// server named them ("changed by the dispatcher at 10:42"); nil when it did not say.
+    public var lastChange: ChangeAuthor?
     /// The placeholder this item turns into a server id when it lands.
     public var producesPlaceholder: Int64?
     /// The server's id once acknowledged.
@@ -64,6 +68,7 @@ extension OutboxItem {
             fieldErrors: row.fieldErrors.flatMap { try? decoder.decode([FieldError].self, from: $0) } ?? [],
             basePayload: row.basePayload, serverPayload: row.serverPayload, serverVersion: row.serverVersion,
             conflicts: row.conflicts.flatMap { try? decoder.decode([FieldConflict].self, from: $0) } ?? [],
+            lastChange: row.lastChange.flatMap { try? decoder.decode(ChangeAuthor.self, from: $0) },
             producesPlaceholder: row.produces, serverID: row.serverID)
     }
 }

@@ -1,3 +1,4 @@
+import FormSyncProtocol
 import Foundation
 import Synchronization
 
@@ -33,6 +34,10 @@ public enum SyncEvent: Sendable, Equatable {
     case personRevoked(principal: String, reason: String, sealed: Int)
     /// The device sent its support bundle, answering the back office's request `request`.
     case supportBundleSent(request: Int64)
+    /// The back office reviewed a document this device sent (`Outbox.reviews(of:)`): `item`, the
+    /// item that sent it when the device still holds it; `reopened` when the review sent it back
+    /// and the item is now `rejected` for its person to fix.
+    case reviewed(item: ItemID?, review: Review, reopened: Bool)
 }
 
 /// One attempt as the outbox remembers it (the newest 20 per item are kept).

@@ -47,7 +47,8 @@ extension Outbox {
     ///
     /// On a shared phone the pull is the current person's (their token, their records, their
     /// cursor); with nobody signed in it pulls nothing. A page that carries the back office's
-    /// support request is answered at once (`sendSupportBundle`).
+    /// support request is answered at once (`sendSupportBundle`), and a review of a document this
+    /// device sent is acted on (`reviews(of:)`: one that has issues reopens its item).
     ///
     /// Returns what was pulled; `stoppedBecause` says why it ended before catching up (no
     /// network, an expired token, a server error, a bound). Throws only when the database
@@ -62,6 +63,8 @@ extension Outbox {
             now: environment.now, observers: observers,
             networkDown: { [weak self] reason in await self?.setNetworkDown(true, reason: reason) })
         var report = try await recordStore.pull(pageSize: max(1, min(pageSize, 1000)), limits: limits, context: context)
+        // The reviews the pull kept with its pages: a document sent back is reopened now.
+        try applyWaitingReviews()
         // The back office asked this device for its support bundle: answered now, as part of
         // this sync (a request not answered comes again with the next pull).
         if let request = report.supportRequest {

@@ -31,8 +31,12 @@ public struct ChangePage: Sendable, Equatable {
     public var more: Bool
     /// A back-office request for this device's support bundle, open on the server.
     public var supportRequest: SupportRequest?
+    /// The back office's reviews of this person's documents made since the cursor: kept with
+    /// the page, then acted on (a document that has issues is reopened for its person).
+    public var reviews: [Review]
 
-    public init(changes: [RecordChange], cursor: String, more: Bool, supportRequest: SupportRequest? = nil) {
+    public init(changes: [RecordChange], cursor: String, more: Bool, supportRequest: SupportRequest? = nil, reviews: [Review] = []) {
+        self.reviews = reviews
         self.changes = changes
         self.cursor = cursor
         self.more = more
@@ -68,6 +72,8 @@ public struct PullReport: Sendable, Equatable {
     /// A back-office request for this device's support bundle that a page carried: the sync
     /// engine answers it (`Outbox.sendSupportBundle`).
     public var supportRequest: SupportRequest?
+    /// Reviews of this person's documents the pull brought (`SyncEvent.reviewed` tells of each).
+    public var reviews = 0
 
     public init() {}
 }

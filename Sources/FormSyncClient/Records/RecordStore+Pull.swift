@@ -63,7 +63,7 @@ extension RecordStore {
             case .page(let page):
                 // A server that says "more" must move: a page with nothing in it, or a cursor
                 // that does not change, would otherwise keep the device pulling forever.
-                if page.more && (page.changes.isEmpty || page.cursor == cursor) {
+                if page.more && ((page.changes.isEmpty && page.reviews.isEmpty) || page.cursor == cursor) {
                     report.stoppedBecause = .failed(
                         reason: "the feed says there is more but does not advance past \(cursor ?? "the start")", retryAfter: nil)
                     return report
@@ -105,11 +105,13 @@ extension RecordStore {
                             report.deleted += 1
                         }
                     }
+                    if !page.reviews.isEmpty { try store.addReviews(page.reviews, view: view, at: context.now()) }
                     try store.setPullCursor(page.cursor, view: view, at: context.now())
                 }
                 fromScratch = false
                 cursor = page.cursor
                 if let request = page.supportRequest { report.supportRequest = request }
+                report.reviews += page.reviews.count
                 report.pages += 1
                 bytes = page.changes.reduce(bytes) {
                     $0.addingReportingOverflow(($1.fields?.count ?? 0) + $1.type.utf8.count + 32).partialValue

@@ -186,6 +186,16 @@ public actor RecordStore {
             if !resolved.isEmpty, let remapped = try? entry.remap(payload, resolved).payload { payload = remapped }
             switch action.kind {
             case .creates:
+                // A create that landed and was sent back for a fix: the person's fix shows over
+                // the record the server holds, not as a second record.
+                if let landed = row.serverID {
+                    let base = try shown[landed] ?? store.storedRecord(view: view, type: type, id: landed).map { ($0.version, $0.payload) }
+                    guard let base, let fields = try? RecordProjection.apply(form: payload, to: base.payload, action: action) else {
+                        continue
+                    }
+                    shown[landed] = (base.version, fields)
+                    continue
+                }
                 guard let placeholder = row.produces, let fields = try? RecordProjection.apply(form: payload, to: nil, action: action)
                 else { continue }
                 shown[placeholder] = (0, fields)

@@ -16,6 +16,7 @@ enum OutboxMigrations {
         deferredFiles,
         revocation,
         people,
+        reviews,
     ])
 
     static let outbox = SQLiteMigrator.Migration(
@@ -336,5 +337,28 @@ enum OutboxMigrations {
             ALTER TABLE record_tombstones RENAME COLUMN workspace TO view;
             ALTER TABLE pull_cursors RENAME COLUMN workspace TO view;
             ALTER TABLE cached_files RENAME COLUMN workspace TO view;
+            """)
+
+    /// The back office's reviews of the documents this device sent (`Review`), kept with the page
+    /// of the feed that brought them, per view, and acted on after it commits (`applied_at`):
+    /// a document that has issues reopens the item that sent it (`item_id`). A review kept here
+    /// is acted on once, even when a reset feed brings it again. An item's `last_change`: who made
+    /// the server's version a conflict met (`ChangeAuthor`, from the reply's `last_change`).
+    static let reviews = SQLiteMigrator.Migration(
+        version: 13, name: "reviews",
+        sql: """
+            CREATE TABLE reviews (
+                view TEXT NOT NULL,
+                id INTEGER NOT NULL,
+                document_id TEXT NOT NULL,
+                body BLOB NOT NULL,
+                received_at INTEGER NOT NULL,
+                applied_at INTEGER,
+                item_id INTEGER,
+                PRIMARY KEY (view, id)
+            ) WITHOUT ROWID;
+            CREATE INDEX reviews_waiting ON reviews(received_at) WHERE applied_at IS NULL;
+            CREATE INDEX reviews_document ON reviews(document_id);
+            ALTER TABLE items ADD COLUMN last_change BLOB;
             """)
 }

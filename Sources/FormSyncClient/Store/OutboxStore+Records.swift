@@ -174,7 +174,7 @@ extension OutboxStore {
 
     /// The views that hold pulled records or a feed cursor.
     func recordViews() throws -> [String] {
-        try db.query("SELECT view FROM records UNION SELECT view FROM pull_cursors") { $0.text(0) ?? "" }
+        try db.query("SELECT view FROM records UNION SELECT view FROM pull_cursors UNION SELECT view FROM reviews") { $0.text(0) ?? "" }
     }
 
     /// Forgets every record and the cursor of a view (before a pull from the start).

@@ -157,6 +157,10 @@ final class OutboxStore {
         /// The person who captured it (or was handed it) on a shared phone; nil when nobody was
         /// signed in.
         var principal: String? = nil
+        /// When it was captured (enqueued), by the outbox's clock; 0 for a row not yet inserted.
+        var createdAt: Int64 = 0
+        /// For a conflict: who made the server's version it met (`ChangeAuthor` JSON).
+        var lastChange: Data? = nil
 
         /// A new pending item, due `now`, not yet inserted (`id` 0).
         static func new(
@@ -174,8 +178,8 @@ final class OutboxStore {
     static let columns = """
         id, kind, workspace, lane, document_id, attempt_id, form, form_version, payload, base_payload, base_version,
         produces, server_id, server_version, file_path, content_type, byte_count, sha256, state, attempts,
-        next_attempt_at, lease_expires_at, last_error, field_errors, server_payload, conflicts, endpoint, sends,
-        \(ownerColumn)
+        next_attempt_at, lease_expires_at, last_error, field_errors, server_payload, conflicts, endpoint, sends, created_at,
+        last_change, \(ownerColumn)
         """
 
     static func row(_ r: SQLiteConnection.Row) -> Row {
@@ -187,7 +191,8 @@ final class OutboxStore {
             contentType: r.text(15), byteCount: r.optionalInt(16), sha256: r.blob(17),
             state: State(rawValue: r.text(18) ?? "") ?? .pending, attempts: Int(r.int(19)), nextAttemptAt: r.int(20),
             leaseExpiresAt: r.optionalInt(21), lastError: r.text(22), fieldErrors: r.blob(23), serverPayload: r.blob(24),
-            conflicts: r.blob(25), endpoint: r.text(26), sends: Int(r.int(27)), principal: r.text(28))
+            conflicts: r.blob(25), endpoint: r.text(26), sends: Int(r.int(27)), principal: r.text(30), createdAt: r.int(28),
+            lastChange: r.blob(29))
     }
 
     func item(_ id: Int64) throws -> Row? {
@@ -259,7 +264,7 @@ final class OutboxStore {
             """
             UPDATE items SET attempt_id = ?, payload = ?, endpoint = ?, base_payload = ?, base_version = ?, server_id = ?, server_version = ?,
                 state = ?, attempts = ?, next_attempt_at = ?, lease_expires_at = ?, last_error = ?, field_errors = ?,
-                server_payload = ?, conflicts = ?, updated_at = ?, sends = ?, form_version = ?
+                server_payload = ?, conflicts = ?, updated_at = ?, sends = ?, form_version = ?, last_change = ?
             WHERE id = ?
             """,
             [
@@ -270,7 +275,8 @@ final class OutboxStore {
                 .integer(row.nextAttemptAt), row.leaseExpiresAt.map(SQLValue.integer) ?? .null,
                 row.lastError.map(SQLValue.text) ?? .null, row.fieldErrors.map(SQLValue.blob) ?? .null,
                 row.serverPayload.map(SQLValue.blob) ?? .null, row.conflicts.map(SQLValue.blob) ?? .null,
-                .integer(now), .integer(Int64(row.sends)), row.formVersion.map { SQLValue.integer(Int64($0)) } ?? .null, .integer(row.id),
+                .integer(now), .integer(Int64(row.sends)), row.formVersion.map { SQLValue.integer(Int64($0)) } ?? .null,
+                row.lastChange.map(SQLValue.blob) ?? .null, .integer(row.id),
             ])
     }
 

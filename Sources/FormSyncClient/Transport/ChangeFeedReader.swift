@@ -22,7 +22,13 @@ enum ChangeFeedReader {
         /// The support request the server asks this device to answer, if any (an unreadable
         /// one, or one over 4 KiB, counts as none).
         var supportRequest: SupportRequest? = nil
+        /// The back office's reviews of the principal's documents (unreadable ones left out).
+        var reviews: [Review] = []
     }
+
+    /// The most reviews a page may carry and the most bytes they may take.
+    static let maxReviews = 100
+    static let maxReviewBytes = 1 << 20
 
     static func read(_ body: Data, limit: Int) -> Feed? {
         var scanner = JSONScanner(body)
@@ -32,6 +38,7 @@ enum ChangeFeedReader {
         var cursor: String?
         var more = false
         var supportRequest: SupportRequest?
+        var reviews: [Review] = []
         scanner.skipSpace()
         let read = scanner.readObject { key, scanner in
             let valueStart = scanner.index
@@ -49,6 +56,12 @@ enum ChangeFeedReader {
                 guard scanner.skipValue() else { return false }
                 let bytes = scanner.bytes[valueStart..<scanner.index]
                 supportRequest = bytes.count <= 4096 ? try? JSONDecoder().decode(SupportRequest.self, from: Data(bytes)) : nil
+            case FeedPage.reviews:
+                guard scanner.skipValue() else { return false }
+                let bytes = scanner.bytes[valueStart..<scanner.index]
+                if bytes.count <= maxReviewBytes, let list = try? JSONDecoder().decode([Lenient<Review>].self, from: Data(bytes)) {
+                    reviews = Array(list.compactMap(\.value).filter { $0.id > 0 && Identifier.isValid($0.documentID) }.prefix(maxReviews))
+                }
             default:
                 guard scanner.skipValue() else { return false }
             }
@@ -59,7 +72,13 @@ enum ChangeFeedReader {
         guard scanner.atEnd, let changes, let cursor else { return nil }
         return Feed(
             changes: changes, count: count, malformed: malformed, cursor: cursor, more: more,
-            supportRequest: supportRequest.flatMap { $0.id > 0 ? $0 : nil })
+            supportRequest: supportRequest.flatMap { $0.id > 0 ? $0 : nil }, reviews: reviews)
+    }
+
+    /// A value of an array read on its own: one that does not decode is nil, not the array's end.
+    struct Lenient<T: Decodable>: Decodable {
+        var value: T?
+        init(from decoder: any Decoder) throws { value = try? T(from: decoder) }
     }
 
     /// The array of changes at the scanner; nil when the JSON is not well-formed. A `null`

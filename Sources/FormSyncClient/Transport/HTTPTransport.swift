@@ -166,6 +166,9 @@ public final class HTTPTransport: OutboxTransport {
             bodyBytes = Int64(payload.count)
             headers = ["Content-Type": "application/json", ProtocolHeader.form: "\(form); version=\(version)"]
             if let baseVersion { headers[ProtocolHeader.ifMatch] = baseVersion }
+            if let captured = request.capturedAt, captured.timeIntervalSince1970 >= 0, captured.timeIntervalSince1970 < 253_402_300_800 {
+                headers[ProtocolHeader.capturedAt] = SupportBundleBuilder.timestamp(captured)
+            }
         case .file(let path, let contentType, let byteCount, let sha256):
             http = URLRequest(url: url("/files"))
             headers = [
@@ -202,7 +205,8 @@ public final class HTTPTransport: OutboxTransport {
             if case .file = request.body { progress(bodyBytes, bodyBytes) }
             let details = DeliveryDetails(
                 status: reply.status, bytesSent: bodyBytes, bytesReceived: Int64(reply.body.count),
-                serverFeatures: DeliveryDetails.features(reply.headers[ProtocolHeader.features.lowercased()]))
+                serverFeatures: DeliveryDetails.features(reply.headers[ProtocolHeader.features.lowercased()]),
+                lastChange: reply.status == 409 || reply.status == 412 ? Self.lastChange(reply.body) : nil)
             return (Self.classify(status: reply.status, headers: reply.headers, body: reply.body, documentID: request.documentID), details)
         } catch {
             return (.unreachable(reason: Task.isCancelled ? "cancelled" : Self.describe(error)), DeliveryDetails(bytesSent: 0))
@@ -417,16 +421,16 @@ public final class HTTPTransport: OutboxTransport {
 
     /// `POST /auth/refresh`: new credentials for the device's current refresh token.
     public func refresh(_ request: RefreshRequest) async -> CredentialExchange {
-        await exchange("/auth/refresh", request, expecting: 200)
+        await exchange("/auth/refresh", request, expecting: [200])
     }
 
     /// `POST /auth/enrol`: a device's first credentials for an enrolment code. Send it only to
     /// the server the enrolment link names (`DeviceCredentials.enrol` checks that).
     public func enrol(_ request: EnrolRequest) async -> CredentialExchange {
-        await exchange("/auth/enrol", request, expecting: 201)
+        await exchange("/auth/enrol", request, expecting: [201])
     }
 
-    private func exchange<Body: Encodable>(_ path: String, _ body: Body, expecting success: Int) async -> CredentialExchange {
+    private func exchange<Body: Encodable>(_ path: String, _ body: Body, expecting success: [Int]) async -> CredentialExchange {
         var http = URLRequest(url: url(path))
         http.httpMethod = "POST"
         http.timeoutInterval = timeout
@@ -446,7 +450,7 @@ public final class HTTPTransport: OutboxTransport {
     /// `POST /auth/enrolments`, with this transport's (back-office) token: a code that enrols one
     /// device for a principal in this transport's workspace.
     public func makeEnrolment(_ request: EnrolmentRequest) async -> BackOfficeReply<Enrolment> {
-        await backOffice("POST", "/auth/enrolments", body: try? JSONEncoder().encode(request), expecting: 201)
+        await backOffice("POST", "/auth/enrolments", body: try? JSONEncoder().encode(request), expecting: [201])
     }
 
     /// `GET /auth/devices`: the workspace's devices, of `principal` or all.
@@ -458,18 +462,18 @@ public final class HTTPTransport: OutboxTransport {
             let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
             path += "?principal=" + (principal.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "")
         }
-        return await backOffice("GET", path, body: nil, expecting: 200)
+        return await backOffice("GET", path, body: nil, expecting: [200])
     }
 
     /// `POST /auth/revocations`: a device, or every device of a principal, cut off at once.
     public func revoke(_ request: RevocationRequest) async -> BackOfficeReply<Revocation> {
-        await backOffice("POST", "/auth/revocations", body: try? JSONEncoder().encode(request), expecting: 200)
+        await backOffice("POST", "/auth/revocations", body: try? JSONEncoder().encode(request), expecting: [200])
     }
 
     /// `POST /support/requests`, with this transport's (back-office) token: asks a device for
     /// its support bundle, which it sends after its next pull.
     public func requestSupportBundle(_ request: SupportRequestCreate) async -> BackOfficeReply<SupportRequest> {
-        await backOffice("POST", "/support/requests", body: try? JSONEncoder().encode(request), expecting: 201)
+        await backOffice("POST", "/support/requests", body: try? JSONEncoder().encode(request), expecting: [201])
     }
 
     /// `GET /support/bundles`, with this transport's (back-office) token: the newest bundles
@@ -478,7 +482,7 @@ public final class HTTPTransport: OutboxTransport {
         var components = URLComponents()
         components.queryItems = [URLQueryItem(name: "limit", value: String(max(1, min(limit, 50))))]
         if let device { components.queryItems?.append(URLQueryItem(name: "device", value: device)) }
-        return await backOffice("GET", "/support/bundles?" + (components.percentEncodedQuery ?? ""), body: nil, expecting: 200)
+        return await backOffice("GET", "/support/bundles?" + (components.percentEncodedQuery ?? ""), body: nil, expecting: [200])
     }
 
     /// `POST /support/bundles` under `principal`'s credential: the device's support bundle.
@@ -486,11 +490,11 @@ public final class HTTPTransport: OutboxTransport {
         guard let body = try? JSONEncoder().encode(bundle), body.count <= SupportBundle.maxBytes else {
             return .refused(code: .tooLarge, detail: "the bundle is over \(SupportBundle.maxBytes) bytes")
         }
-        return await backOffice("POST", "/support/bundles", body: body, expecting: 201, as: principal)
+        return await backOffice("POST", "/support/bundles", body: body, expecting: [201], as: principal)
     }
 
-    private func backOffice<Value: Decodable & Sendable>(
-        _ method: String, _ path: String, body: Data?, expecting success: Int, as principal: String? = nil
+    func backOffice<Value: Decodable & Sendable>(
+        _ method: String, _ path: String, body: Data?, expecting successes: [Int], as principal: String? = nil
     ) async
         -> BackOfficeReply<Value>
     {
@@ -503,14 +507,14 @@ public final class HTTPTransport: OutboxTransport {
             http.httpBody = body
             http.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
-        return await protocolReply(http, Value.self, expecting: success, path: "\(method) \(path)")
+        return await protocolReply(http, Value.self, expecting: successes, path: "\(method) \(path)")
     }
 
     /// One exchange of the protocol's own messages: `Value` from a `success` reply in JSON, the
     /// code of a 4xx problem (408 and 429 ask for a retry: no answer yet), anything else (a
     /// portal's page, a redirect, a 5xx, a lost connection) no answer.
     private func protocolReply<Value: Decodable & Sendable>(
-        _ http: URLRequest, _ type: Value.Type, expecting success: Int, path: String
+        _ http: URLRequest, _ type: Value.Type, expecting successes: [Int], path: String
     ) async -> BackOfficeReply<Value> {
         let reply: (status: Int, headers: [String: String], body: Data)
         do {
@@ -519,7 +523,9 @@ public final class HTTPTransport: OutboxTransport {
             return .unreachable(reason: "\(error)")
         }
         let json = reply.headers["content-type"]?.lowercased().contains("json") == true
-        if reply.status == success, json, let value = try? JSONDecoder().decode(Value.self, from: reply.body) { return .done(value) }
+        if successes.contains(reply.status), json, let value = try? JSONDecoder().decode(Value.self, from: reply.body) {
+            return .done(value)
+        }
         guard json, (400..<500).contains(reply.status), reply.status != 408, reply.status != 429,
             let problem = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any], let name = problem["code"] as? String
         else {
@@ -536,6 +542,15 @@ public final class HTTPTransport: OutboxTransport {
             && Identifier.isValid(credentials.deviceID) && CredentialRules.isPrincipal(credentials.principal)
             && credentials.workspaces.count <= 64 && credentials.workspaces.allSatisfy(Identifier.isValid)
             && credentials.expiresIn > 0 && credentials.refreshExpiresIn > 0
+    }
+
+    /// The author a conflict reply names (`last_change`), if it names one that reads as one.
+    static func lastChange(_ body: Data) -> ChangeAuthor? {
+        guard body.count <= 1 << 20, let json = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+            let member = json[Acknowledgement.lastChange] as? [String: Any],
+            let data = try? JSONSerialization.data(withJSONObject: member), data.count <= 4096
+        else { return nil }
+        return try? JSONDecoder().decode(ChangeAuthor.self, from: data)
     }
 
     static func headers(of response: HTTPURLResponse) -> [String: String] {
@@ -666,7 +681,9 @@ public final class HTTPTransport: OutboxTransport {
                 return .failed(reason: "the change feed's page is malformed (cursor or size)", retryAfter: nil)
             }
             guard !feed.malformed else { return .failed(reason: "the change feed holds a malformed change", retryAfter: nil) }
-            return .page(ChangePage(changes: feed.changes, cursor: cursor, more: feed.more, supportRequest: feed.supportRequest))
+            return .page(
+                ChangePage(
+                    changes: feed.changes, cursor: cursor, more: feed.more, supportRequest: feed.supportRequest, reviews: feed.reviews))
         case 300..<400:
             return .unreachable(reason: "HTTP \(status) redirect refused (a captive portal?); nothing was followed")
         case 401:

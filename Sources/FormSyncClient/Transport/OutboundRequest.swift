@@ -25,6 +25,9 @@ public struct OutboundRequest: Sendable, Equatable {
     /// The person whose credential the request goes under (on a shared phone, the one who
     /// captured the item or was handed it); nil when nobody was signed in.
     public var principal: String?
+    /// When its person captured it, by the device's clock: sent as `FormSync-Captured-At` with
+    /// a submission, so the server's history shows it beside its own time.
+    public var capturedAt: Date?
     public var body: Body
 
     /// Whether this is the upload of a stashed file.
@@ -33,7 +36,11 @@ public struct OutboundRequest: Sendable, Equatable {
         return false
     }
 
-    public init(itemID: ItemID, documentID: String, attemptID: String, workspace: String, principal: String? = nil, body: Body) {
+    public init(
+        itemID: ItemID, documentID: String, attemptID: String, workspace: String, principal: String? = nil, capturedAt: Date? = nil,
+        body: Body
+    ) {
+        self.capturedAt = capturedAt
         self.itemID = itemID
         self.documentID = documentID
         self.attemptID = attemptID
@@ -100,8 +107,15 @@ public struct DeliveryDetails: Sendable, Equatable {
     /// What the server said it supports in its last reply (`FormSync-Features`, such as
     /// `deferred-files`); nil when the reply did not say.
     public var serverFeatures: Set<String>?
+    /// For a conflict (`409`, `412`): who made the server's version the write met, as the reply
+    /// named it (`Acknowledgement.lastChange`).
+    public var lastChange: ChangeAuthor?
 
-    public init(status: Int? = nil, bytesSent: Int64 = 0, bytesReceived: Int64 = 0, serverFeatures: Set<String>? = nil) {
+    public init(
+        status: Int? = nil, bytesSent: Int64 = 0, bytesReceived: Int64 = 0, serverFeatures: Set<String>? = nil,
+        lastChange: ChangeAuthor? = nil
+    ) {
+        self.lastChange = lastChange
         self.status = status
         self.bytesSent = bytesSent
         self.bytesReceived = bytesReceived
