@@ -89,6 +89,7 @@ public enum OpenAPIGenerator {
             case .enrolmentCreate: return jsonBody(ref("EnrolmentRequest"))
             case .revocation: return jsonBody(ref("RevocationRequest"))
             case .supportRequestCreate: return jsonBody(ref("SupportRequestCreate"))
+            case .webhookCreate: return jsonBody(ref("WebhookCreate"))
             default: return jsonBody(ref("RefreshRequest"))
             }
         case .payload where route == .supportBundleUpload: return jsonBody(ref("SupportBundle"))
@@ -185,7 +186,13 @@ public enum OpenAPIGenerator {
         case (.document, _): return json("Acknowledgement", "The document as the server holds it.")
         case (.submissions, _): return json("SubmissionsPage", "One page of the submissions feed.")
         case (.documentHistory, _), (.recordHistory, _): return json("VersionHistory", "The history, oldest first.")
-        case (.review, _): return json("Review", "The review, kept.")
+        case (.review, _): return json("Review", status == 201 ? "The review, kept." : "The same review, kept before.")
+        case (.webhookCreate, _): return json("Webhook", "The receiver, with its signing secret (shown this once).")
+        case (.webhooks, _): return json("WebhookList", "The receivers, without their secrets.")
+        case (.webhookSecret, _): return json("Webhook", "The receiver, with its new secret (shown this once).")
+        case (.webhookDelete, _): return json("Webhook", "The receiver removed.")
+        case (.webhookDeliveries, _): return json("WebhookDeliveryList", "The deliveries, newest first.")
+        case (.webhookResend, _): return json("WebhookDelivery", "The delivery, pending again.")
         case (.uploadCreate, 201):
             return headers(
                 "The upload, created or found unfinished.", ["Location", ProtocolHeader.uploadOffset, ProtocolHeader.uploadLength])
@@ -475,6 +482,47 @@ public enum OpenAPIGenerator {
                         ("id", integer), ("version", integer), ("author", ref("ChangeAuthor")), ("record", anyObject),
                         ("files", .object([("type", .string("array")), ("items", ref("SubmissionFile"))])), ("review", ref("Review")),
                     ], required: ["event_id", "event", "document_id", "form", "form_version", "id", "version", "author"])
+            ),
+            (
+                "WebhookCreate",
+                object(
+                    [
+                        ("url", string), ("events", .object([("type", .string("array")), ("items", event)])),
+                        ("forms", strings),
+                    ], required: ["url"])
+            ),
+            (
+                "Webhook",
+                object(
+                    [
+                        ("id", integer), ("url", string), ("events", .object([("type", .string("array")), ("items", event)])),
+                        ("forms", strings), ("created_by", string), ("created_at", dateTime), ("pending", integer), ("dead", integer),
+                        ("secret", string), ("previous_secret_until", dateTime),
+                    ], required: ["id", "url", "events", "forms", "created_by", "created_at", "pending", "dead"])
+            ),
+            (
+                "WebhookList",
+                object([("webhooks", .object([("type", .string("array")), ("items", ref("Webhook"))]))], required: ["webhooks"])
+            ),
+            (
+                "WebhookDelivery",
+                object(
+                    [
+                        ("id", integer), ("webhook_id", integer), ("event_id", integer), ("event", event), ("document_id", string),
+                        (
+                            "state",
+                            .object([
+                                ("type", .string("string")), ("enum", .array(WebhookDelivery.State.allCases.map { .string($0.rawValue) })),
+                            ])
+                        ),
+                        ("attempts", integer), ("last_status", integer), ("last_error", string), ("last_attempt_at", dateTime),
+                        ("next_attempt_at", dateTime), ("delivered_at", dateTime),
+                    ], required: ["id", "webhook_id", "event_id", "event", "document_id", "state", "attempts"])
+            ),
+            (
+                "WebhookDeliveryList",
+                object(
+                    [("deliveries", .object([("type", .string("array")), ("items", ref("WebhookDelivery"))]))], required: ["deliveries"])
             ),
             (
                 "SubmissionsPage",

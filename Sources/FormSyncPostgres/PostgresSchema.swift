@@ -276,6 +276,45 @@ enum PostgresSchema {
                     SELECT workspace, type, id, version, CASE WHEN version = 1 THEN 'created' ELSE 'edited' END, payload, updated_at, 'back-office'
                     FROM records ORDER BY updated_at;
                 """),
+        // Receivers of document events and the durable queue of their deliveries.
+        Migration(
+            version: 7, name: "webhooks",
+            sql: """
+                CREATE TABLE webhooks (
+                    id BIGSERIAL PRIMARY KEY,
+                    workspace TEXT NOT NULL,
+                    url TEXT NOT NULL,
+                    events TEXT NOT NULL,
+                    forms TEXT NOT NULL,
+                    secret TEXT NOT NULL,
+                    previous_secret TEXT,
+                    previous_until BIGINT,
+                    created_by TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    cursor BIGINT NOT NULL
+                );
+                CREATE TABLE webhook_deliveries (
+                    id BIGSERIAL PRIMARY KEY,
+                    webhook_id BIGINT NOT NULL,
+                    event_id BIGINT NOT NULL,
+                    seq BIGINT NOT NULL,
+                    document_id TEXT NOT NULL,
+                    event TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    first_attempt_at BIGINT,
+                    last_attempt_at BIGINT,
+                    next_attempt_at BIGINT NOT NULL,
+                    claimed_until BIGINT NOT NULL DEFAULT 0,
+                    last_status BIGINT,
+                    last_error TEXT,
+                    delivered_at BIGINT,
+                    UNIQUE (webhook_id, event_id)
+                );
+                CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+                CREATE INDEX webhook_deliveries_document ON webhook_deliveries (webhook_id, document_id, seq) WHERE state = 'pending';
+                CREATE INDEX webhook_deliveries_list ON webhook_deliveries (webhook_id, state, id);
+                """),
     ]
 
     static var latest: Int { migrations.last?.version ?? 0 }

@@ -64,6 +64,10 @@ extension PostgresServerStore: HistoryStore {
         ).reversed()
     }
 
+    package func documentEvent(id: Int64) throws -> StoredDocumentEvent? {
+        Self.events(try query("SELECT \(Self.eventColumns) FROM document_events WHERE id = $1", [.integer(id)])).first
+    }
+
     package func latestVersionEvent(document documentID: String) throws -> StoredDocumentEvent? {
         Self.events(
             try query(

@@ -54,6 +54,10 @@ public enum ProblemCode: String, Sendable, CaseIterable {
     case noSuchDevice = "no-such-device"
     /// The bundle answers no support request open for this device.
     case noSuchSupportRequest = "no-such-support-request"
+    /// A webhook the workspace does not hold.
+    case noSuchWebhook = "no-such-webhook"
+    /// A delivery that webhook does not hold, or one that is not a dead letter (to resend).
+    case noSuchDelivery = "no-such-delivery"
     /// `FormSync-Workspace` names a workspace the token was not issued for.
     case workspaceForbidden = "workspace-forbidden"
     /// `GET /changes` with a cursor that is not one.
@@ -136,7 +140,7 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         case .badToken, .tokenExpired, .refreshExpired, .deviceRevoked, .enrolmentUnknown, .enrolmentExpired, .enrolmentUsed: return 401
         case .workspaceForbidden, .backOfficeOnly: return 403
         case .noSuchUpload, .unknownForm, .wrongPath, .noSuchDocument, .noSuchRecord, .noRoute, .noSuchFile, .noSuchDevice,
-            .noSuchSupportRequest:
+            .noSuchSupportRequest, .noSuchWebhook, .noSuchDelivery:
             return 404
         case .methodNotAllowed: return 405
         case .timeout: return 408

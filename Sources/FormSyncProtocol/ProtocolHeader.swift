@@ -14,6 +14,13 @@ public enum ProtocolHeader {
     /// On a submission: when its person captured it, RFC 3339 by the device's clock (kept as
     /// the version's `ChangeAuthor.capturedAt`, never used for order).
     public static let capturedAt = "FormSync-Captured-At"
+    /// On a webhook's delivery: the event's id (`SubmissionEvent.eventID`; a receiver drops a
+    /// duplicate by it), its name, the receiver's id, and the signature
+    /// (`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, one `v1` per signing secret).
+    public static let eventID = "FormSync-Event-ID"
+    public static let event = "FormSync-Event"
+    public static let webhook = "FormSync-Webhook"
+    public static let signature = "FormSync-Signature"
     /// RFC 9530: the digest of a whole upload's body.
     public static let contentDigest = "Content-Digest"
     /// RFC 9530: the digest of the whole file a resumable upload carries, or a range is part of.
@@ -24,7 +31,8 @@ public enum ProtocolHeader {
 
     /// Every name above.
     public static let all = [
-        workspace, document, form, features, idempotencyKey, idempotentReplayed, ifMatch, capturedAt, contentDigest, reprDigest,
+        workspace, document, form, features, idempotencyKey, idempotentReplayed, ifMatch, capturedAt, eventID, event, webhook, signature,
+        contentDigest, reprDigest,
         uploadOffset,
         uploadLength, uploadComplete,
     ]

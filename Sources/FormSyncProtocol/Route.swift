@@ -41,6 +41,18 @@ public enum Route: String, Sendable, CaseIterable {
     case recordHistory
     /// `POST /documents/<document id>/reviews`: the back office's verdict on a document.
     case review
+    /// `POST /webhooks`: the back office registers a receiver of document events.
+    case webhookCreate
+    /// `GET /webhooks`: the workspace's receivers.
+    case webhooks
+    /// `POST /webhooks/<id>/secret`: a new signing secret (the old one signs beside it a while).
+    case webhookSecret
+    /// `DELETE /webhooks/<id>`: a receiver removed, with its deliveries.
+    case webhookDelete
+    /// `GET /webhooks/<id>/deliveries`: a receiver's deliveries and their last outcome.
+    case webhookDeliveries
+    /// `POST /webhooks/<id>/deliveries/<delivery>/resend`: a dead letter sent again.
+    case webhookResend
     /// `POST /files`: a file uploaded whole.
     case fileUpload
     /// `POST /uploads`: a resumable upload created.
@@ -68,11 +80,12 @@ public enum Route: String, Sendable, CaseIterable {
     public var method: String {
         switch self {
         case .health, .fileLookup, .fileFetch, .pendingFiles, .changes, .record, .document, .devices, .supportBundles, .submissions,
-            .documentHistory, .recordHistory:
+            .documentHistory, .recordHistory, .webhooks, .webhookDeliveries:
             return "GET"
         case .refresh, .enrol, .enrolmentCreate, .revocation, .supportRequestCreate, .supportBundleUpload, .fileUpload, .uploadCreate,
-            .submission, .review:
+            .submission, .review, .webhookCreate, .webhookSecret, .webhookResend:
             return "POST"
+        case .webhookDelete: return "DELETE"
         case .uploadOffset: return "HEAD"
         case .uploadAppend: return "PATCH"
         }
@@ -99,6 +112,11 @@ public enum Route: String, Sendable, CaseIterable {
         case .documentHistory: return "/documents/<document id>/history"
         case .recordHistory: return "/records/<type>/<id>/history"
         case .review: return "/documents/<document id>/reviews"
+        case .webhookCreate, .webhooks: return "/webhooks"
+        case .webhookSecret: return "/webhooks/<id>/secret"
+        case .webhookDelete: return "/webhooks/<id>"
+        case .webhookDeliveries: return "/webhooks/<id>/deliveries"
+        case .webhookResend: return "/webhooks/<id>/deliveries/<delivery>/resend"
         case .fileUpload: return "/files"
         case .uploadCreate: return "/uploads"
         case .uploadOffset, .uploadAppend: return "/uploads/<id>"
@@ -109,7 +127,7 @@ public enum Route: String, Sendable, CaseIterable {
     /// What the request carries.
     public var body: Body {
         switch self {
-        case .refresh, .enrol, .enrolmentCreate, .revocation, .supportRequestCreate: return .message
+        case .refresh, .enrol, .enrolmentCreate, .revocation, .supportRequestCreate, .webhookCreate: return .message
         case .submission, .supportBundleUpload, .review: return .payload
         case .fileUpload, .uploadAppend: return .file
         default: return .none
@@ -125,7 +143,7 @@ public enum Route: String, Sendable, CaseIterable {
     public var isBackOfficeOnly: Bool {
         [
             .enrolmentCreate, .devices, .revocation, .supportRequestCreate, .supportBundles, .submissions, .documentHistory, .recordHistory,
-            .review,
+            .review, .webhookCreate, .webhooks, .webhookSecret, .webhookDelete, .webhookDeliveries, .webhookResend,
         ]
         .contains(self)
     }
@@ -155,6 +173,12 @@ public enum Route: String, Sendable, CaseIterable {
         case .documentHistory: return "A document's versions with their authors and changed fields, and its reviews."
         case .recordHistory: return "A record's versions with their authors and changed fields."
         case .review: return "Approve a document's version, send it back with issues, or reject it."
+        case .webhookCreate: return "Register a receiver of the workspace's document events; its signing secret is shown once."
+        case .webhooks: return "The workspace's receivers, with their pending deliveries and dead letters."
+        case .webhookSecret: return "Rotate a receiver's signing secret; the old one signs beside it for a day."
+        case .webhookDelete: return "Remove a receiver; nothing more is sent to it."
+        case .webhookDeliveries: return "A receiver's deliveries, newest first, with their last outcome."
+        case .webhookResend: return "Send a dead letter again, from a fresh retry window."
         case .fileUpload: return "Upload a file whole; the same document again is an idempotent repeat."
         case .uploadCreate: return "Create a resumable upload of a file document, or find the one begun."
         case .uploadOffset: return "How many bytes of a resumable upload the server holds."
@@ -175,6 +199,10 @@ public enum Route: String, Sendable, CaseIterable {
         case .documentHistory: return "/documents/{documentID}/history"
         case .review: return "/documents/{documentID}/reviews"
         case .recordHistory: return "/records/{type}/{id}/history"
+        case .webhookSecret: return "/webhooks/{id}/secret"
+        case .webhookDelete: return "/webhooks/{id}"
+        case .webhookDeliveries: return "/webhooks/{id}/deliveries"
+        case .webhookResend: return "/webhooks/{id}/deliveries/{delivery}/resend"
         case .uploadOffset, .uploadAppend: return "/uploads/{id}"
         default: return template
         }
@@ -219,6 +247,20 @@ public enum Route: String, Sendable, CaseIterable {
             return access + [
                 P("type", in: .path, required: true, "The record type."), P("id", in: .path, required: true, "The record's id."),
             ]
+        case .webhookCreate, .webhooks:
+            return access
+        case .webhookSecret, .webhookDelete:
+            return access + [P("id", in: .path, required: true, "The webhook's id.")]
+        case .webhookDeliveries:
+            return access + [
+                P("id", in: .path, required: true, "The webhook's id."),
+                P("state", in: .query, required: false, "Only deliveries in this state: pending, delivered or dead."),
+                P("limit", in: .query, required: false, "How many, from 1 to 200 (50 when absent)."),
+            ]
+        case .webhookResend:
+            return access + [
+                P("id", in: .path, required: true, "The webhook's id."), P("delivery", in: .path, required: true, "The delivery's id."),
+            ]
         case .submissions:
             return access + [
                 P("cursor", in: .query, required: false, "The cursor of the last page taken; absent, from the start."),
@@ -257,9 +299,10 @@ public enum Route: String, Sendable, CaseIterable {
     public var successes: [Int] {
         switch self {
         case .health, .refresh, .fileLookup, .pendingFiles, .changes, .record, .document, .devices, .revocation, .supportBundles,
-            .submissions, .documentHistory, .recordHistory:
+            .submissions, .documentHistory, .recordHistory, .webhooks, .webhookSecret, .webhookDelete, .webhookDeliveries, .webhookResend:
             return [200]
-        case .enrol, .enrolmentCreate, .supportRequestCreate, .supportBundleUpload, .review: return [201]
+        case .enrol, .enrolmentCreate, .supportRequestCreate, .supportBundleUpload, .webhookCreate: return [201]
+        case .review: return [201, 200]
         case .fileFetch: return [200, 206]
         case .fileUpload, .uploadCreate, .submission: return [200, 201]
         case .uploadOffset: return [204]
@@ -283,6 +326,12 @@ public enum Route: String, Sendable, CaseIterable {
         case ("GET", let path) where path.hasPrefix("/documents/"): return .document
         case ("GET", "/submissions"): return .submissions
         case ("POST", let path) where path.hasPrefix("/documents/") && path.hasSuffix("/reviews"): return .review
+        case ("POST", "/webhooks"): return .webhookCreate
+        case ("GET", "/webhooks"): return .webhooks
+        case ("POST", let path) where path.hasPrefix("/webhooks/") && path.hasSuffix("/secret"): return .webhookSecret
+        case ("POST", let path) where path.hasPrefix("/webhooks/") && path.hasSuffix("/resend"): return .webhookResend
+        case ("GET", let path) where path.hasPrefix("/webhooks/") && path.hasSuffix("/deliveries"): return .webhookDeliveries
+        case ("DELETE", let path) where path.hasPrefix("/webhooks/"): return .webhookDelete
         case ("GET", "/auth/devices"): return .devices
         case ("POST", "/auth/refresh"): return .refresh
         case ("POST", "/auth/enrol"): return .enrol

@@ -93,6 +93,8 @@ package protocol HistoryStore: AnyObject, Sendable {
     func addDocumentEvent(_ event: StoredDocumentEvent) throws -> Int64
     /// The newest `limit` events of one document, oldest first.
     func documentEvents(document documentID: String, limit: Int) throws -> [StoredDocumentEvent]
+    /// One event by its id.
+    func documentEvent(id: Int64) throws -> StoredDocumentEvent?
     /// The event that made the document's current version (not a review), if any.
     func latestVersionEvent(document documentID: String) throws -> StoredDocumentEvent?
     /// Up to `limit` events of `workspace` after feed position `cursor`, in commit order, of

@@ -63,6 +63,10 @@ final class SQLiteHistory: HistoryStore, @unchecked Sendable {
         ).reversed()
     }
 
+    func documentEvent(id: Int64) throws -> StoredDocumentEvent? {
+        try db.query("SELECT \(Self.eventColumns) FROM document_events WHERE id = ?", [.integer(id)], Self.event).first
+    }
+
     func latestVersionEvent(document documentID: String) throws -> StoredDocumentEvent? {
         try db.query(
             "SELECT \(Self.eventColumns) FROM document_events WHERE document_id = ? AND verdict IS NULL ORDER BY id DESC LIMIT 1",

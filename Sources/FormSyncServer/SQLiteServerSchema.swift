@@ -4,7 +4,8 @@ import FormSyncSQLite
 /// when the store opens: the ledger, documents and files (1), workspaces and principals (2),
 /// records and the change feed (3), resumable uploads (4), token digests, grants and owners (5),
 /// pending files (6), who may read a file (7), devices and enrolments (8), support requests
-/// and bundles (9), and the history of documents and records (10).
+/// and bundles (9), the history of documents and records (10), and webhooks and their
+/// deliveries (11).
 enum SQLiteServerSchema {
     static let migrations = SQLiteMigrator(migrations: [
         .init(
@@ -54,6 +55,7 @@ enum SQLiteServerSchema {
         devicesMigration,
         supportMigration,
         historyMigration,
+        webhooksMigration,
     ])
 
     static let recordsMigration = SQLiteMigrator.Migration(
@@ -277,5 +279,45 @@ enum SQLiteServerSchema {
             INSERT INTO record_versions (workspace, type, id, version, event, payload, at, via)
                 SELECT workspace, type, id, version, CASE WHEN version = 1 THEN 'created' ELSE 'edited' END, payload, updated_at, 'back-office'
                 FROM records ORDER BY updated_at;
+            """)
+
+    /// Receivers of document events and the durable queue of their deliveries.
+    static let webhooksMigration = SQLiteMigrator.Migration(
+        version: 11, name: "webhooks",
+        sql: """
+            CREATE TABLE webhooks (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                workspace TEXT NOT NULL,
+                url TEXT NOT NULL,
+                events TEXT NOT NULL,
+                forms TEXT NOT NULL,
+                secret TEXT NOT NULL,
+                previous_secret TEXT,
+                previous_until INTEGER,
+                created_by TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                cursor INTEGER NOT NULL
+            );
+            CREATE TABLE webhook_deliveries (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                webhook_id INTEGER NOT NULL,
+                event_id INTEGER NOT NULL,
+                seq INTEGER NOT NULL,
+                document_id TEXT NOT NULL,
+                event TEXT NOT NULL,
+                state TEXT NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                first_attempt_at INTEGER,
+                last_attempt_at INTEGER,
+                next_attempt_at INTEGER NOT NULL,
+                claimed_until INTEGER NOT NULL DEFAULT 0,
+                last_status INTEGER,
+                last_error TEXT,
+                delivered_at INTEGER,
+                UNIQUE (webhook_id, event_id)
+            );
+            CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE state = 'pending';
+            CREATE INDEX webhook_deliveries_document ON webhook_deliveries(webhook_id, document_id, seq) WHERE state = 'pending';
+            CREATE INDEX webhook_deliveries_list ON webhook_deliveries(webhook_id, state, id);
             """)
 }

@@ -29,6 +29,8 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     var support: any SupportStore { sqliteSupport }
     let sqliteHistory: SQLiteHistory
     var history: any HistoryStore { sqliteHistory }
+    let sqliteWebhooks: SQLiteWebhooks
+    var webhooks: any WebhookStore { sqliteWebhooks }
     /// Writes stored files and their names durably (tests replace it with a disk that refuses).
     var durableFiles: DurableFiles {
         get { blobs.durable }
@@ -54,6 +56,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         credentials = SQLiteCredentials(db: db)
         sqliteSupport = SQLiteSupport(db: db)
         sqliteHistory = SQLiteHistory(db: db)
+        sqliteWebhooks = SQLiteWebhooks(db: db)
         try SQLiteServerSchema.migrations.migrate(db, now: now)
         // A key left "in flight" by a server that died never committed its work (the work and
         // its recorded reply commit together): forget it so the client's retry is processed.

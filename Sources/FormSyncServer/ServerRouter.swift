@@ -88,7 +88,7 @@ struct ServerRouter: ServerPart {
             return SupportService(context: context).upload(request)
         case .enrolmentCreate, .devices, .revocation, .supportRequestCreate, .supportBundles, .submissions, .documentHistory,
             .recordHistory,
-            .review:
+            .review, .webhookCreate, .webhooks, .webhookSecret, .webhookDelete, .webhookDeliveries, .webhookResend:
             let caller: Caller
             switch self.caller(of: request) {
             case .refused(let refusal): return refusal
@@ -104,6 +104,12 @@ struct ServerRouter: ServerPart {
             case .documentHistory: return HistoryService(context: context).documentHistory(request, caller: caller)
             case .recordHistory: return HistoryService(context: context).recordHistory(request, caller: caller)
             case .review: return HistoryService(context: context).review(request, caller: caller)
+            case .webhookCreate: return WebhookService(context: context).create(request, caller: caller)
+            case .webhooks: return WebhookService(context: context).list(caller: caller)
+            case .webhookSecret: return WebhookService(context: context).rotate(request, caller: caller)
+            case .webhookDelete: return WebhookService(context: context).delete(request, caller: caller)
+            case .webhookDeliveries: return WebhookService(context: context).deliveries(request, caller: caller)
+            case .webhookResend: return WebhookService(context: context).resend(request, caller: caller)
             default: return devices.revoke(request, caller: caller)
             }
         case .changes:

@@ -9,6 +9,7 @@ final class ServerSettings: Sendable {
     private let limits = Mutex(SyncServer.UploadLimits())
     private let refreshLifetime = Atomic<Int64>(ServerSettings.defaultRefreshLifetimeMilliseconds)
     private let hooks = Mutex(Hooks())
+    private let webhooks = Mutex(SyncServer.WebhookPolicy())
 
     private struct Hooks {
         var afterCommit: (@Sendable (Int) -> Void)?
@@ -41,6 +42,11 @@ final class ServerSettings: Sendable {
 
     /// Thirty days.
     static let defaultRefreshLifetimeMilliseconds: Int64 = 30 * 24 * 3600 * 1000
+
+    var webhookPolicy: SyncServer.WebhookPolicy {
+        get { webhooks.withLock { $0 } }
+        set { webhooks.withLock { $0 = newValue } }
+    }
 
     var uploadLimits: SyncServer.UploadLimits {
         get { limits.withLock { $0 } }

@@ -18,6 +18,8 @@ package protocol ServerStore: CredentialStore {
     /// Every version of documents and records with its author, and reviews (a part of the
     /// store of its own, written in the same transaction as the version).
     var history: any HistoryStore { get }
+    /// Webhooks and their deliveries (a durable queue in the same database).
+    var webhooks: any WebhookStore { get }
     /// Whether other server processes use the same data: a node then caches nothing that
     /// another node could change (access tokens are read from the store on every request).
     var sharedAcrossNodes: Bool { get }

@@ -53,6 +53,8 @@ public final class SyncServer: @unchecked Sendable {
     public let faults: FaultPlan
     /// What every part of the server shares (`ServerContext`).
     let context: ServerContext
+    /// Its webhook deliveries: a pass now (`deliver()`), or in the background (`start()`).
+    public let webhooks: WebhookRunner
     var store: any ServerStore { context.store }
     var accessTokens: AccessTokenCache { context.accessTokens }
     private var settings: ServerSettings { context.settings }
@@ -155,8 +157,9 @@ public final class SyncServer: @unchecked Sendable {
         self.faults = faults
         context = ServerContext(
             store: store, registry: registry, recordTypes: records, now: now, workspace: workspace,
-            tokenLifetimeMilliseconds: Self.milliseconds(seconds: tokenLifetimeSeconds),
+            tokenLifetimeMilliseconds: WireSyntax.milliseconds(seconds: tokenLifetimeSeconds),
             accessTokens: AccessTokenCache(), faults: faults, settings: ServerSettings())
+        webhooks = WebhookRunner(context: context)
         // Uploads abandoned while the server was down expire now, not at the next create.
         try store.exclusive {
             _ = try store.expireUploads(
@@ -194,6 +197,7 @@ public final class SyncServer: @unchecked Sendable {
     public func stop() {
         http?.stop()
         http = nil
+        webhooks.stop()
         // Writes whose replies were never sent: committed now rather than rolled back at close.
         store.flush()
     }
@@ -233,12 +237,6 @@ public final class SyncServer: @unchecked Sendable {
     }
 
     private var router: ServerRouter { ServerRouter(context: context) }
-
-    /// `seconds` in milliseconds; past Int64's range, as far in the future as it holds.
-    private static func milliseconds(seconds: Int) -> Int64 {
-        let (value, overflow) = Int64(seconds).multipliedReportingOverflow(by: 1000)
-        return overflow ? (seconds < 0 ? .min : .max) : value
-    }
 
     // MARK: Handling
 

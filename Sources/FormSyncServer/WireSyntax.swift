@@ -148,6 +148,12 @@ enum WireSyntax {
         return members
     }
 
+    /// `seconds` in milliseconds; past Int64's range, as far in the future (or past) as it holds.
+    static func milliseconds(seconds: Int) -> Int64 {
+        let (value, overflow) = Int64(seconds).multipliedReportingOverflow(by: 1000)
+        return overflow ? (seconds < 0 ? .min : .max) : value
+    }
+
     /// Milliseconds since 1970 as RFC 3339 UTC.
     static func timestamp(_ milliseconds: Int64) -> String {
         let formatter = ISO8601DateFormatter()

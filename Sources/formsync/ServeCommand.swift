@@ -144,6 +144,8 @@ enum ServeCommand {
             SyncServer.Grant(principal: "back-office", workspaces: grant.workspaces, role: .backOffice))
         let accessToken = try server.issueAccessToken(grant)
         let actual = try server.start(host: host, port: UInt16(port))
+        // Webhooks the back office registers go out from every node, a pass a second.
+        server.webhooks.start()
         printNow("FormSync reference server on http://\(host):\(actual)")
         printNow("forms: \(server.acceptedForms.map { "\($0.name) v\($0.version)" }.joined(separator: ", "))")
         printNow("records: \(server.recordTypeNames.joined(separator: ", "))")

@@ -58,7 +58,7 @@ struct RouteTests {
         #expect(
             Route.allCases.filter(\.isBackOfficeOnly) == [
                 .enrolmentCreate, .devices, .revocation, .supportRequestCreate, .supportBundles, .submissions, .documentHistory,
-                .recordHistory, .review,
+                .recordHistory, .review, .webhookCreate, .webhooks, .webhookSecret, .webhookDelete, .webhookDeliveries, .webhookResend,
             ])
         #expect(Route.match(method: "GET", path: "/auth/enrol") == nil && Route.isFixedPath("/auth/enrol"))
     }
