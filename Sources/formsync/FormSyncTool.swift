@@ -16,6 +16,7 @@ enum FormSyncTool {
             .init("preview", "Serve a live preview of the forms for their authors, reloaded as the specs change", PreviewCommand.run),
             .init("serve", "Run the reference sync server on loopback", ServeCommand.run),
             .init("devices", "Enrol, list and revoke a workspace's devices (the back office's token)", DevicesCommand.run),
+            .init("export", "A workspace's submissions as CSV and NDJSON, resumable (the back office's token)", ExportCommand.run),
             .init("conformance", "Check a FormSync server against docs/PROTOCOL.md, one rule at a time", ConformanceCommand.run),
             .init("outbox", "Look inside a device's outbox database (counts per state, items needing attention)", OutboxCommand.run),
             .init("demo", "Simulate a field day against the embedded server and report the invariants", DemoCommand.run),
