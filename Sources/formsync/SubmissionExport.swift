@@ -63,7 +63,9 @@ struct SubmissionExport {
             }
             state = kept
         }
-        if !FileManager.default.fileExists(atPath: journalPath) { FileManager.default.createFile(atPath: journalPath, contents: nil) }
+        if !FileManager.default.fileExists(atPath: journalPath), !FileManager.default.createFile(atPath: journalPath, contents: nil) {
+            throw Failure.otherSource("cannot create \(journalPath)")
+        }
         guard let journal = FileHandle(forUpdatingAtPath: journalPath) else { throw Failure.otherSource("cannot open \(journalPath)") }
         defer { try? journal.close() }
         // What the kept cursor covers, and nothing after it (a run killed between its write and
