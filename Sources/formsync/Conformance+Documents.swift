@@ -56,6 +56,7 @@ extension Conformance {
         check(Rules.documentMissing, missing.status == 404, Self.describe(missing))
         await wall(held: held, upload: unfinished)
         await deviceChecks()
+        await backOfficeChecks(held: held)
         await rawSocketChecks(form: held?.form, object: held?.object)
         for rule in Rules.all where !checked.contains(rule) && skipped[rule] == nil {
             notChecked(rule, rule.notChecked ?? "no form of the specs given lends itself to it")

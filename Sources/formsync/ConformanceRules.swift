@@ -36,6 +36,8 @@ enum Rules {
     static let lookup = "§2 Looking a file up by digest"
     static let download = "§2 GET /files/<id>"
     static let fieldErrors = "§6 Field errors"
+    static let backOfficeHalf = "§2 The back office's half: submissions, history and review"
+    static let webhooks = "§2 Webhooks"
 
     static let healthAnswers = ConformanceRule(health, "GET /health answers {service: formsync, status: ok, protocol: 1} without a token")
     static let refreshTrades = ConformanceRule(refresh, "POST /auth/refresh trades the refresh token for an access token")
@@ -194,6 +196,22 @@ enum Rules {
         "the device's bundle answering it is 201 and listed by GET /support/bundles; answering a request not its own is 404 no-such-support-request; a device reading the bundles is 403"
     )
 
+    static let feedCarriesSubmissions = ConformanceRule(
+        backOfficeHalf, "GET /submissions (back office) carries a document's accepted version with its author and record; a device is 403")
+    static let historyNamesAuthors = ConformanceRule(
+        backOfficeHalf, "GET /documents/<id>/history lists the document's versions from its acceptance, each with its author and time")
+    static let conflictNamesAuthor = ConformanceRule(
+        backOfficeHalf, "a 412 stale-version names the author of the version met (last_change)")
+    static let reviewReachesOwner = ConformanceRule(
+        backOfficeHalf, "POST /documents/<id>/reviews answers 201, and the owner's next page of the feed carries the review")
+    static let reviewStale = ConformanceRule(backOfficeHalf, "a review of a version that is not the current one is 412 stale-version")
+    static let webhookRegistered = ConformanceRule(
+        webhooks,
+        "POST /webhooks answers 201 with its secret once; GET /webhooks lists it without; a device is 403; DELETE removes it, then 404 no-such-webhook"
+    )
+    static let webhookDelivered = ConformanceRule(
+        webhooks, "a document accepted after the registration is delivered to the receiver with FormSync-Event-ID and a valid signature")
+
     /// Every rule, in the order of PROTOCOL.md.
     static let all: [ConformanceRule] = [
         badToken, badKey, badDocument, badFormHeader, controlCharacter, twoLengths, bodyTooLarge, shortBody, headTooLarge, longTarget, busy,
@@ -213,6 +231,8 @@ enum Rules {
         feedCarries, recordAnswers, recordMissing, feedResumes, badCursor, cursorAhead, badLimit, bigLimit, feedScope, feedDeletions,
         editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord,
         documentMissing,
+        feedCarriesSubmissions, historyNamesAuthors, conflictNamesAuthor, reviewReachesOwner, reviewStale, webhookRegistered,
+        webhookDelivered,
         noWorkspace, foreignWorkspace, otherPrincipal, otherPrincipalNothing, backOffice,
         replay, keyReused, keyScoped, keyRetention, keyInFlight,
         problemJSON, unsupportedEncoding, invalidPayload, fieldRuleKinds,

@@ -41,6 +41,8 @@ struct ConformanceTests {
         let world = try World()
         let other = try world.server.issueAccessToken(principal: "someone-else", workspaces: World.workspaces)
         let office = try world.server.issueAccessToken(principal: "office", workspaces: World.workspaces, role: .backOffice)
+        // Webhooks go out as `formsync serve` sends them: in the background.
+        world.server.webhooks.start(interval: 0.2)
         // Records the example forms refer to, as a back office would have made them.
         _ = try world.server.putRecord(Technician(name: "Tess"), workspace: "conformance")
         _ = try world.server.putRecord(
@@ -91,7 +93,10 @@ struct ConformanceTests {
 
     @Test func everyNodeOfAClusterOnPostgreSQLPassesEveryCheck() async throws {
         let (_, nodes) = try PostgresNodeTests.nodes(2)
-        for node in nodes { _ = try node.start() }
+        for node in nodes {
+            _ = try node.start()
+            node.webhooks.start(interval: 0.2)
+        }
         defer { for node in nodes { node.stop() } }
         let refresh = try nodes[0].issueRefreshToken(workspaces: World.workspaces)
         let other = try nodes[1].issueAccessToken(principal: "someone-else", workspaces: World.workspaces)
