@@ -118,6 +118,19 @@ extension PostgresServerStore: HistoryStore {
                 """, [.text(workspace), .text(principal), .integer(cursor), .integer(Int64(limit))]))
     }
 
+    package func recentEvents(workspace: String, form: String?, limit: Int) throws -> [StoredDocumentEvent] {
+        guard let form else {
+            return Self.events(
+                try query(
+                    "SELECT \(Self.eventColumns) FROM document_events WHERE workspace = $1 ORDER BY id DESC LIMIT $2",
+                    [.text(workspace), .integer(Int64(limit))]))
+        }
+        return Self.events(
+            try query(
+                "SELECT \(Self.eventColumns) FROM document_events WHERE workspace = $1 AND form = $2 ORDER BY id DESC LIMIT $3",
+                [.text(workspace), .text(form), .integer(Int64(limit))]))
+    }
+
     package func lastSubmissionEvent() throws -> Int64 {
         try query("SELECT COALESCE(MAX(seq), 0) FROM document_events").int(0, 0) ?? 0
     }

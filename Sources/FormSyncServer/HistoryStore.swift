@@ -106,6 +106,8 @@ package protocol HistoryStore: AnyObject, Sendable {
     /// Up to `limit` reviews after feed position `cursor` of documents `principal` created in
     /// `workspace`, in commit order.
     func reviews(workspace: String, principal: String, after cursor: Int64, limit: Int) throws -> [StoredDocumentEvent]
+    /// The newest `limit` events of `workspace` (of `form` alone when given), newest first.
+    func recentEvents(workspace: String, form: String?, limit: Int) throws -> [StoredDocumentEvent]
     /// The highest feed position handed out.
     func lastSubmissionEvent() throws -> Int64
     /// Adds a record's version.

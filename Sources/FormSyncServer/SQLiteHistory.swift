@@ -107,6 +107,17 @@ final class SQLiteHistory: HistoryStore, @unchecked Sendable {
             """, [.text(workspace), .text(principal), .integer(cursor), .integer(Int64(limit))], Self.event)
     }
 
+    func recentEvents(workspace: String, form: String?, limit: Int) throws -> [StoredDocumentEvent] {
+        guard let form else {
+            return try db.query(
+                "SELECT \(Self.eventColumns) FROM document_events WHERE workspace = ? ORDER BY id DESC LIMIT ?",
+                [.text(workspace), .integer(Int64(limit))], Self.event)
+        }
+        return try db.query(
+            "SELECT \(Self.eventColumns) FROM document_events WHERE workspace = ? AND form = ? ORDER BY id DESC LIMIT ?",
+            [.text(workspace), .text(form), .integer(Int64(limit))], Self.event)
+    }
+
     func lastSubmissionEvent() throws -> Int64 {
         try db.query("SELECT COALESCE(MAX(id), 0) FROM document_events", [], { $0.int(0) }).first ?? 0
     }

@@ -14,6 +14,8 @@ struct ServerRouter: ServerPart {
     /// nothing is read from a request that will be refused. (While a fault is planned, the faults
     /// come first, as a network in front of the server would.)
     func preflight(_ head: HTTPRequest) -> HTTPServer.Preflight {
+        // The console signs in with a cookie, not a bearer token, and reads small forms.
+        if ConsoleService.handles(head.path) { return .read(maxBodyBytes: ConsoleService.maxBodyBytes) }
         let route = Route.match(method: head.method, path: head.path)
         let limit: Int
         switch route?.body ?? Route.Body.none {
@@ -60,6 +62,7 @@ struct ServerRouter: ServerPart {
         default:
             break
         }
+        if ConsoleService.handles(request.path) { return ConsoleService(context: context).respond(request) }
         if let refusal = access.misdirected(request) { return refusal }
         guard let matched else {
             if Route.isFixedPath(request.path) {

@@ -15,7 +15,7 @@ struct ExportTests {
     /// Python's reading of the export, against the documents the test wrote out as JSON: the
     /// same flattening written a second time, in another language, as the oracle.
     static let oracle = #"""
-        import csv, json, os, sys
+        csv, json, os, sys = (__import__(name) for name in ("csv", "json", "os", "sys"))
 
         out, expected_path = sys.argv[1], sys.argv[2]
         expected = json.load(open(expected_path, encoding="utf-8"))

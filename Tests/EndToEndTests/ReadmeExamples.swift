@@ -208,3 +208,37 @@ struct ReadmeExamples {
         #expect(try JSONDecoder().decode(SiteInspection.self, from: stored.payload).failureReason == nil)
     }
 }
+
+/// docs/PROTOCOL.md's webhook signature checks, in Swift (verbatim) and in Python (taken from
+/// the page and run): both accept what the server signs and refuse a body changed by a byte.
+struct WebhookSignatureExamples {
+    @Test func theProtocolsSignatureChecksInSwiftAndPythonAcceptWhatTheServerSigns() async throws {
+        let body = Data(#"{"document_id":"d-1","event":"accepted","event_id":7}"#.utf8)
+        let secret = "whsec_conformance-example"
+        let signatureHeader = WebhookSignature.header(body: body, timestamp: Int64(Date().timeIntervalSince1970), secrets: [secret])
+
+        let trusted = WebhookSignature.verify(
+            header: signatureHeader, body: body, secret: secret, now: Int64(Date().timeIntervalSince1970))
+        #expect(trusted)
+
+        let page = try String(contentsOf: CommandLineTests.root.appendingPathComponent("docs/PROTOCOL.md"), encoding: .utf8)
+        let start = try #require(page.range(of: "```python\n"))
+        let end = try #require(page.range(of: "```", range: start.upperBound..<page.endIndex))
+        let function = String(page[start.upperBound..<end.lowerBound])
+        let program =
+            function + """
+
+                sys = __import__("sys")
+                header, secret = sys.argv[1], sys.argv[2]
+                body = open(sys.argv[3], "rb").read()
+                print(verify(header, body, secret), verify(header, body + b" ", secret), verify(header, body, secret + "x"))
+                """
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("signed-\(UUID().uuidString).json")
+        try body.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let run = try await ExportTests.python(["-c", program, signatureHeader, secret, file.path])
+        #expect(
+            run.status == 0 && run.output.trimmingCharacters(in: .whitespacesAndNewlines) == "True False False",
+            "\(run.output)\(run.errors)")
+    }
+}
