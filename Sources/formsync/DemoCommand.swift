@@ -22,10 +22,12 @@ import Synchronization
 /// holds and whether the invariants held: nothing lost, nothing applied twice.
 enum DemoError: Error, CustomStringConvertible {
     case pullFailed(worker: Int, reason: String)
+    case backOffice(String)
 
     var description: String {
         switch self {
         case .pullFailed(let worker, let reason): return "device \(worker) could not pull its round: \(reason)"
+        case .backOffice(let what): return "the back office: \(what)"
         }
     }
 }
@@ -127,6 +129,8 @@ struct FieldDay {
         let port = try server.start()
         defer { server.stop() }
         note("server listening on 127.0.0.1:\(port)")
+        var office = try openBackOffice(server)
+        note("the back office registered a webhook receiver (the demo runs it on 127.0.0.1:\(office.receiver.port))")
 
         // 0. Morning, with signal: the back office assigns the rounds and enrols each device from a
         // link (as a QR code would give it); each device pulls its own round.
@@ -265,7 +269,17 @@ struct FieldDay {
             let pulled = try await morningPull(worker: worker, server: server)
             note("device \(worker) final sync: \(pulled) records")
         }
-        return try await report(server)
+        // The back office's evening: one delivery sent back and fixed, the day exported, and
+        // every event of the day at the receiver.
+        try await sendBackAndFix(server, &office)
+        try await exportDay(server, &office)
+        let events = office.exportEvents
+        let waitUntil = Date().addingTimeInterval(30)
+        while office.deliveries(expected: events).unique < events, Date() < waitUntil {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        note("the webhook receiver holds \(office.deliveries(expected: events).unique) of the day's \(events) events")
+        return try await report(server, office)
     }
 
     /// Notes when each delivery reached the server, and when all its photos had.
@@ -506,7 +520,7 @@ struct FieldDay {
     }
 
     /// The report, and the verdict on the invariants.
-    func report(_ server: SyncServer) async throws -> Int32 {
+    func report(_ server: SyncServer, _ office: DemoBackOffice) async throws -> Int32 {
         print("\nFormSync demo: \(workers) workers × \(items) items, \(captured.count) submissions, \(photos) files")
         print("captured data fingerprint: \(captureFingerprint) (the same seed captures the same data and plans the same faults)")
         print("\nOn the devices (per form and state):")
@@ -560,7 +574,8 @@ struct FieldDay {
         let missing = captured.filter { held[$0.documentID] == nil }
         let contents = documents.map { String(decoding: $0.payload, as: UTF8.self) }
         let duplicates = captured.filter { entry in contents.filter { $0.contains("\"\(entry.marker)\"") }.count > 1 }
-        let appliedTwice = documents.filter { $0.appliedWrites != 1 }
+        // The document the supervisor sent back was written twice: once captured, once fixed.
+        let appliedTwice = documents.filter { $0.appliedWrites != ($0.documentID == office.sentBack ? 2 : 1) }
         let unresolved = documents.filter { $0.payload.range(of: Data("\"id\":-".utf8)) != nil }
         // Both directions: each device's records equal the server's scope for its courier.
         var diverged: [String] = []
@@ -685,6 +700,20 @@ struct FieldDay {
             )
             print("  nothing the back office accepted was lost:   \(lostHolds ? "yes" : "NO")")
         }
+        let hooks = office.deliveries(expected: office.exportEvents)
+        let fixedRight =
+            office.sentBack != nil && office.fixedVersion >= 2 && office.historyAuthors.last == "edited by courier-1"
+            && office.historyAuthors.contains("reviewed by supervisor")
+        let hooksRight = hooks.unique == hooks.expected && hooks.badSignatures == 0 && hooks.outOfOrder == 0
+        print("\nThe back office:")
+        print(
+            "  webhook deliveries:                          \(hooks.unique) of \(hooks.expected) events, \(hooks.duplicates) repeated, \(hooks.badSignatures) badly signed, \(hooks.outOfOrder) documents out of order"
+        )
+        print(
+            "  sent back and fixed:                         \(fixedRight ? "yes" : "NO"), version \(office.fixedVersion) (\(office.historyAuthors.joined(separator: ", ")))"
+        )
+        print(
+            "  exported:                                    \(office.exportDocuments) documents in \(office.exportTables.count) CSV tables")
         print("\nParked items: \(parked.isEmpty ? "none" : "")")
         for line in parked { print("  " + line) }
         print("\nTimeline:")
@@ -693,7 +722,8 @@ struct FieldDay {
             missing.isEmpty && duplicates.isEmpty && appliedTwice.isEmpty && unresolved.isEmpty && parked.isEmpty && sharedOnce
             && server.fileIDs().count == photos && diverged.isEmpty && edited == 2 * workers
             && ordersUpgraded == ordersOnUpdated && ordersOldBuildStayedV1 == ordersOnOldBuild && storedV2 == storedOrders.count
-            && totalsRight == storedOrders.count && reasonsRight == inspections.count && lostHolds
+            && totalsRight == storedOrders.count && reasonsRight == inspections.count && lostHolds && hooksRight && fixedRight
+            && office.exportDocuments == documents.count
         if !ok {
             for worker in 1...workers {
                 let lines = ((try? String(contentsOf: deviceLog(worker), encoding: .utf8)) ?? "").split(separator: "\n").suffix(15)

@@ -17,7 +17,9 @@ struct DemoProcessTests {
         let binary = Self.formsync
         try #require(
             FileManager.default.isExecutableFile(atPath: binary.path), "build formsync first (swift build), looked for \(binary.path)")
-        let run = try await ProcessRunner.run(binary, ["demo", "--seed", "11", "--workers", "2", "--items", "5"])
+        let kept = FileManager.default.temporaryDirectory.appendingPathComponent("demo-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: kept) }
+        let run = try await ProcessRunner.run(binary, ["demo", "--seed", "11", "--workers", "2", "--items", "5", "--keep", kept.path])
         let text = run.output
         #expect(run.status == 0, "\(text)")
         #expect(text.contains("duplicates found on the server:              0"))
@@ -40,5 +42,18 @@ struct DemoProcessTests {
         #expect(text.contains("recovered from its support bundle:           3 of 3, sent from a new phone"))
         #expect(text.contains("its documents on the server:                 5 of 5, 0 applied twice"))
         #expect(text.contains("nothing the back office accepted was lost:   yes"))
+        // The back office's half: every event of the day at the demo's receiver, once, signed and
+        // in order; one delivery sent back and fixed by its courier; the day exported.
+        #expect(text.contains(" events, 0 repeated, 0 badly signed, 0 documents out of order"), "\(text)")
+        #expect(
+            text.contains(
+                "sent back and fixed:                         yes, version 3 (accepted by courier-1, file-completed by the server, reviewed by supervisor, edited by courier-1)"
+            ), "\(text)")
+        // The export's CSV tables, read back by Python's csv module, hold the server's documents.
+        let checked = try await ExportTests.python([
+            "-c", ExportTests.oracle, kept.appendingPathComponent("export").path, kept.appendingPathComponent("server-documents.json").path,
+        ])
+        #expect(checked.status == 0, "\(checked.output)\(checked.errors)")
+        #expect(checked.output.contains("equal: 10 tables"), "\(checked.output)")
     }
 }
