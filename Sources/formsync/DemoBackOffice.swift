@@ -126,7 +126,7 @@ extension FieldDay {
 /// A request to the in-process server, as the back office's tools send it.
 enum HTTPRequestBuilder {
     static func json(_ method: String, _ path: String, token: String, workspace: String, body: Data?) -> HTTPRequest {
-        var headers = ["authorization": "Bearer \(token)", "formsync-workspace": workspace]
+        var headers = ["authorization": "Bearer \(token)", ProtocolHeader.workspace.lowercased(): workspace]
         if body != nil { headers["content-type"] = "application/json" }
         return HTTPRequest(method: method, path: path, query: nil, headers: headers, body: body ?? Data())
     }

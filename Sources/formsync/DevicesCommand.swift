@@ -47,15 +47,7 @@ enum DevicesCommand {
             print(help)
             return 0
         }
-        guard let serverText = args.values["--server"], let server = URL(string: serverText),
-            serverText.hasPrefix("https://") || serverText.hasPrefix("http://")
-        else { throw UsageError("--server takes the server's base URL (https://…)") }
-        guard let workspace = args.values["--workspace"], Identifier.isValid(workspace) else {
-            throw UsageError("--workspace takes a workspace name (\(Identifier.rule))")
-        }
-        guard let token = ProcessInfo.processInfo.environment["FORMSYNC_TOKEN"], !token.isEmpty,
-            token.utf8.count <= CredentialRules.maxCredentialBytes
-        else { throw UsageError("set FORMSYNC_TOKEN to a back-office access token") }
+        let connection = try BackOfficeConnection(args)
         let actions = ["--enrol", "--revoke", "--revoke-principal", "--ask-bundle", "--bundles"].filter { args.values[$0] != nil }
         guard actions.count <= 1 else { throw UsageError("give one of --enrol, --revoke, --revoke-principal, --ask-bundle, --bundles") }
         for option in ["--ask-bundle", "--bundles"] {
@@ -63,7 +55,7 @@ enum DevicesCommand {
                 throw UsageError("\(option) takes a device id (\(Identifier.rule))")
             }
         }
-        let transport = HTTPTransport(workspace: workspace, baseURL: server, timeout: .seconds(30)) { token }
+        let transport = connection.transport(timeout: .seconds(30))
         if let target = args.values["--qr"], target != "-", !["svg", "pbm"].contains((target as NSString).pathExtension.lowercased()) {
             throw UsageError("--qr writes FILE.svg or FILE.pbm, or - for standard error")
         }
@@ -78,7 +70,7 @@ enum DevicesCommand {
             let reply = await transport.makeEnrolment(
                 EnrolmentRequest(principal: principal, role: args.values["--role"], expiresIn: expires))
             guard case .done(let enrolment) = reply, let code = EnrolmentCode(reading: enrolment.code) else { return failed(reply) }
-            let link = EnrolmentLink(server: serverText, workspace: workspace, code: code)
+            let link = EnrolmentLink(server: connection.serverText, workspace: connection.workspace, code: code)
             printError("one device of \(enrolment.principal) (\(enrolment.role)), until \(enrolment.expiresAt); code \(code)")
             if let target = args.values["--qr"] {
                 guard let qr = EnrolmentQRCode(link.description) else { throw UsageError("the link is too long for a QR code") }

@@ -29,21 +29,13 @@ enum ExportCommand {
             print(help)
             return 0
         }
-        guard let serverText = args.values["--server"], let server = URL(string: serverText),
-            serverText.hasPrefix("https://") || serverText.hasPrefix("http://")
-        else { throw UsageError("--server takes the server's base URL (https://…)") }
-        guard let workspace = args.values["--workspace"], Identifier.isValid(workspace) else {
-            throw UsageError("--workspace takes a workspace name (\(Identifier.rule))")
-        }
+        let connection = try BackOfficeConnection(args)
         guard let out = args.values["--out"], !out.isEmpty else { throw UsageError("--out takes the folder to export into") }
         let forms = (args.values["--form"] ?? "").split(separator: ",").map(String.init)
         if let bad = forms.first(where: { !Identifier.isValid($0) }) { throw UsageError("--form takes a form name, not \(bad.prefix(40))") }
-        guard let token = ProcessInfo.processInfo.environment["FORMSYNC_TOKEN"], !token.isEmpty,
-            token.utf8.count <= CredentialRules.maxCredentialBytes
-        else { throw UsageError("set FORMSYNC_TOKEN to a back-office access token") }
-        let transport = HTTPTransport(workspace: workspace, baseURL: server, timeout: .seconds(60)) { token }
         let export = SubmissionExport(
-            transport: transport, server: serverText, workspace: workspace, directory: URL(fileURLWithPath: out),
+            transport: connection.transport(timeout: .seconds(60)), server: connection.serverText, workspace: connection.workspace,
+            directory: URL(fileURLWithPath: out),
             forms: forms.isEmpty ? nil : Set(forms))
         var line = ProgressLine()
         do {

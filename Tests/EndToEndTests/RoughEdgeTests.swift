@@ -22,7 +22,8 @@ struct RoughEdgeTests {
             let name = line.dropFirst(2).prefix { $0 != " " }
             #expect(
                 [
-                    "check", "generate", "diff", "schema", "openapi", "preview", "serve", "devices", "conformance", "outbox", "demo",
+                    "check", "generate", "diff", "schema", "openapi", "preview", "serve", "devices", "export", "conformance", "outbox",
+                    "demo",
                     "bench",
                     "torture",
                 ]
