@@ -41,6 +41,8 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAnEditForm(String)
     /// The device holds no such record (not pulled, deleted, or in another scope).
     case noSuchRecord(type: String, id: Int64)
+    /// No draft with this id in the current person's view.
+    case noSuchDraft(String)
     /// A stored file could not be fetched to the device now (no server, no such file, bytes
     /// that are not the file's); what was fetched so far is kept for the next try.
     case fileUnavailable(id: Int64, reason: String)
@@ -68,6 +70,7 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notAnOutbox(let path, let reason): return "\(path) is not a FormSync outbox this build can open: \(reason)"
         case .notAnEditForm(let name): return "form \(name) does not edit a record (its spec has no 'edits:')"
         case .noSuchRecord(let type, let id): return "this device holds no \(type) \(id)"
+        case .noSuchDraft(let id): return "no draft \(id) here"
         case .fileUnavailable(let id, let reason): return "file \(id) cannot be fetched now: \(reason)"
         }
     }

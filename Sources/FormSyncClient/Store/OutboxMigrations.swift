@@ -17,6 +17,7 @@ enum OutboxMigrations {
         revocation,
         people,
         reviews,
+        drafts,
     ])
 
     static let outbox = SQLiteMigrator.Migration(
@@ -360,5 +361,34 @@ enum OutboxMigrations {
             CREATE INDEX reviews_waiting ON reviews(received_at) WHERE applied_at IS NULL;
             CREATE INDEX reviews_document ON reviews(document_id);
             ALTER TABLE items ADD COLUMN last_change BLOB;
+            """)
+
+    /// Drafts: a form half filled (`drafts`, per view, its payload as saved, complete or not) and
+    /// the files attached to it (`draft_files`, their durable copies in the stash), until the
+    /// draft is submitted or discarded.
+    static let drafts = SQLiteMigrator.Migration(
+        version: 14, name: "drafts",
+        sql: """
+            CREATE TABLE drafts (
+                id TEXT PRIMARY KEY,
+                view TEXT NOT NULL,
+                form TEXT NOT NULL,
+                form_version INTEGER NOT NULL,
+                document_id TEXT NOT NULL,
+                payload BLOB NOT NULL,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            CREATE INDEX drafts_view ON drafts(view, updated_at);
+            CREATE TABLE draft_files (
+                draft_id TEXT NOT NULL,
+                placeholder INTEGER NOT NULL,
+                path TEXT NOT NULL,
+                content_type TEXT,
+                byte_count INTEGER NOT NULL,
+                sha256 BLOB NOT NULL,
+                PRIMARY KEY (draft_id, placeholder)
+            ) WITHOUT ROWID;
+            CREATE INDEX draft_files_path ON draft_files(path);
             """)
 }

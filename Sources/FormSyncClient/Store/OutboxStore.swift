@@ -543,7 +543,13 @@ final class OutboxStore {
     func referencesFile(_ path: String) throws -> Bool {
         // A confirmed upload's copy is no longer needed: one left behind by a process killed
         // between the confirmation's commit and the unlink is swept like any other.
-        try !db.query("SELECT 1 FROM items WHERE file_path = ? AND state != 'confirmed' LIMIT 1", [.text(path)]) { $0.int(0) }.isEmpty
+        // A draft's attachment is kept until its draft is submitted or discarded.
+        try !db.query(
+            """
+            SELECT 1 FROM items WHERE file_path = ?1 AND state != 'confirmed'
+            UNION ALL SELECT 1 FROM draft_files WHERE path = ?1 LIMIT 1
+            """, [.text(path)]
+        ) { $0.int(0) }.isEmpty
     }
 
     /// The most negative placeholder this outbox has seen, so a restarted id source never repeats one.
@@ -551,7 +557,7 @@ final class OutboxStore {
         let values = try db.query(
             """
             SELECT MIN(m) FROM (SELECT MIN(produces) AS m FROM items WHERE produces IS NOT NULL UNION ALL SELECT MIN(placeholder) FROM dependencies
-            UNION ALL SELECT MIN(placeholder) FROM resolved)
+            UNION ALL SELECT MIN(placeholder) FROM resolved UNION ALL SELECT MIN(placeholder) FROM draft_files)
             """
         ) { $0.optionalInt(0) }
         return min(values.first.flatMap { $0 } ?? 0, 0)
