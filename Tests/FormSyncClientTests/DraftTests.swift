@@ -60,7 +60,7 @@ struct DraftTests {
         #expect(try await reopened.drafts().isEmpty)
         let queued = try #require(try await reopened.item(item))
         #expect(queued.documentID == restored.documentID)
-        #expect(try await reopened.stateCounts().values.reduce(0, +) == 5, "the submission, its three photos and its signature")
+        #expect(await reopened.stateCounts().values.reduce(0, +) == 5, "the submission, its three photos and its signature")
         #expect(stashed.count == 4, "the draft's copies went; the queued uploads hold their own")
         let sent = await reopened.flush()
         #expect(sent.sent == 5 && h.sentDocuments == [restored.documentID])
