@@ -123,6 +123,14 @@ extension PostgresServerStore: WebhookStore {
             ])
     }
 
+    package func delivery(_ id: Int64, webhook: Int64) throws -> StoredDelivery? {
+        Self.deliveries(
+            try query(
+                "SELECT \(Self.deliveryColumns) FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2",
+                [.integer(id), .integer(webhook)])
+        ).first
+    }
+
     package func deliveries(webhook: Int64, state: WebhookDelivery.State?, limit: Int) throws -> [StoredDelivery] {
         guard let state else {
             return Self.deliveries(

@@ -61,7 +61,9 @@ struct ChangeFeed: ServerPart {
         workspace: String, principal: String?, device: String?, after: (changes: Int64, reviews: Int64), limit: Int
     ) -> HTTPResponse {
         do {
-            guard after.changes <= (try store.lastChange()), after.reviews <= (try store.history.lastSubmissionEvent()) else {
+            // (A cursor that passed no review needs no look at the reviews' end.)
+            let reviewsEnd = after.reviews == 0 ? 0 : try store.history.lastSubmissionEvent()
+            guard after.changes <= (try store.lastChange()), after.reviews <= reviewsEnd else {
                 return .problem(
                     .cursorExpired, detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start")
             }

@@ -108,8 +108,8 @@ struct HistoryService: ServerPart {
                     {
                         return DeviceService.encoded(200, review)
                     }
-                    let author = versions.author(caller, nil, via: .review, document: id)
-                    let eventID = try versions.review(document, stored, by: author)
+                    let author = versions.author(caller, capturedAt: nil, via: .review, document: id)
+                    let eventID = try versions.review(document, stored, workspace: owner.workspace, owner: owner.principal, by: author)
                     return DeviceService.encoded(
                         201,
                         Review(

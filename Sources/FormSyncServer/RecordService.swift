@@ -129,7 +129,7 @@ struct RecordService: ServerPart {
     /// inside the ledger's transaction.
     func submitEdit(
         _ request: HTTPRequest, entry: FormRegistry.Entry, action: RecordAction, payload: Data, caller: Caller,
-        ifMatch: (any: Bool, strong: [String])?
+        ifMatch: (any: Bool, strong: [String])?, author: Authorship
     ) throws -> HTTPResponse {
         let workspace = caller.workspace
         let documentID = request.header(ProtocolHeader.document)!
@@ -186,7 +186,6 @@ struct RecordService: ServerPart {
         case .success(let value): updated = value
         case .failure(let refusal): return refusal.response
         }
-        let author = versions.author(caller, request, via: .recordEdit, document: documentID)
         let version = try versions.putRecord(
             workspace: workspace, type: action.recordType, id: id, scope: updated.scope, payload: updated.payload,
             files: files.fileIDs(ofRecord: action.recordType, updated.payload), by: author)

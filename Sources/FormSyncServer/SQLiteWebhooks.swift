@@ -120,6 +120,13 @@ final class SQLiteWebhooks: WebhookStore, @unchecked Sendable {
             ])
     }
 
+    func delivery(_ id: Int64, webhook: Int64) throws -> StoredDelivery? {
+        try db.query(
+            "SELECT \(Self.deliveryColumns) FROM webhook_deliveries WHERE id = ? AND webhook_id = ?", [.integer(id), .integer(webhook)],
+            Self.delivery
+        ).first
+    }
+
     func deliveries(webhook: Int64, state: WebhookDelivery.State?, limit: Int) throws -> [StoredDelivery] {
         var values: [SQLValue] = [.integer(webhook)]
         var condition = ""

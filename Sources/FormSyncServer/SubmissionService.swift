@@ -15,7 +15,9 @@ struct SubmissionService: ServerPart {
     enum CheckedSubmission {
         case refused(HTTPResponse)
         case failed(any Error)
-        case accepted(name: String, entry: FormRegistry.Entry, canonical: (payload: Data, endpoint: String), files: [FileUse])
+        /// `capturedAt`: the device's capture time (`FormSync-Captured-At`), read once here.
+        case accepted(
+            name: String, entry: FormRegistry.Entry, canonical: (payload: Data, endpoint: String), files: [FileUse], capturedAt: Int64?)
     }
 
     /// The part of `submit` that depends on the request alone; runs outside the lock.
@@ -26,7 +28,9 @@ struct SubmissionService: ServerPart {
         guard let entry = registry[name] else {
             return .refused(.problem(.unknownForm, detail: "this server does not accept form \(name)"))
         }
-        if let captured = request.header(ProtocolHeader.capturedAt), WireSyntax.parseTimestamp(captured) == nil {
+        let captured = request.header(ProtocolHeader.capturedAt)
+        let capturedAt = captured.flatMap(WireSyntax.parseTimestamp)
+        if captured != nil, capturedAt == nil {
             return .refused(
                 .problem(.malformed, detail: "\(ProtocolHeader.capturedAt) is an RFC 3339 time, such as 2026-12-06T10:41:07Z"))
         }
@@ -76,7 +80,7 @@ struct SubmissionService: ServerPart {
                 return .refused(
                     .problem(.wrongPath, detail: "the payload belongs at \(endpoint), not \(request.path)"))
             }
-            return .accepted(name: name, entry: entry, canonical: (payload, endpoint), files: files)
+            return .accepted(name: name, entry: entry, canonical: (payload, endpoint), files: files, capturedAt: capturedAt)
         }
     }
 
@@ -84,12 +88,12 @@ struct SubmissionService: ServerPart {
     /// pending files noted. Runs inside the ledger's transaction.
     func submit(_ request: HTTPRequest, _ checked: CheckedSubmission, caller: Caller) throws -> HTTPResponse {
         let documentID = request.header(ProtocolHeader.document)!
-        let (name, entry, uses): (String, FormRegistry.Entry, [FileUse])
+        let (name, entry, uses, capturedAt): (String, FormRegistry.Entry, [FileUse], Int64?)
         var canonical: (payload: Data, endpoint: String)
         switch checked {
         case .refused(let response): return response
         case .failed(let error): throw error
-        case .accepted(let n, let e, let c, let f): (name, entry, canonical, uses) = (n, e, c, f)
+        case .accepted(let n, let e, let c, let f, let t): (name, entry, canonical, uses, capturedAt) = (n, e, c, f, t)
         }
         if let refusal = access.boundElsewhere(documentID, form: name, caller: caller) { return refusal }
         let pending: [FileUse]
@@ -97,7 +101,7 @@ struct SubmissionService: ServerPart {
         case .refused(let refusal): return refusal
         case .checked(let payload, let waiting): (canonical.payload, pending) = (payload, waiting)
         }
-        let response = try write(request, name: name, entry: entry, canonical: canonical, caller: caller)
+        let response = try write(request, name: name, entry: entry, canonical: canonical, caller: caller, capturedAt: capturedAt)
         if (200..<300).contains(response.status), store.document(documentID) != nil {
             var record: (type: String, id: Int64)?
             if let action = entry.recordAction {
@@ -114,15 +118,17 @@ struct SubmissionService: ServerPart {
 
     /// `submit`'s write, once its files are checked.
     private func write(
-        _ request: HTTPRequest, name: String, entry: FormRegistry.Entry, canonical: (payload: Data, endpoint: String), caller: Caller
+        _ request: HTTPRequest, name: String, entry: FormRegistry.Entry, canonical: (payload: Data, endpoint: String), caller: Caller,
+        capturedAt: Int64?
     ) throws -> HTTPResponse {
         let documentID = request.header(ProtocolHeader.document)!
         let workspace = caller.workspace
-        let author = versions.author(caller, request, via: .submission, document: documentID)
+        let author = versions.author(caller, capturedAt: capturedAt, via: .submission, document: documentID)
         let ifMatch = request.header(ProtocolHeader.ifMatch).flatMap(WireSyntax.entityTags)
         if let action = entry.recordAction, action.kind == .edits {
             return try records.submitEdit(
-                request, entry: entry, action: action, payload: canonical.payload, caller: caller, ifMatch: ifMatch)
+                request, entry: entry, action: action, payload: canonical.payload, caller: caller, ifMatch: ifMatch,
+                author: versions.author(caller, capturedAt: capturedAt, via: .recordEdit, document: documentID))
         }
         var createdRecord: (type: String, payload: Data, scope: String)?
         if let action = entry.recordAction, action.kind == .creates {

@@ -10,10 +10,8 @@ struct VersionWriter: ServerPart {
 
     /// The author of a request's write: the caller's principal and device, the server's time,
     /// and the device's capture time if it told one.
-    func author(_ caller: Caller, _ request: HTTPRequest?, via: ChangeAuthor.Via, document: String?) -> Authorship {
-        Authorship(
-            principal: caller.principal, device: caller.device, at: now(),
-            capturedAt: request?.header(ProtocolHeader.capturedAt).flatMap(WireSyntax.parseTimestamp), via: via, documentID: document)
+    func author(_ caller: Caller, capturedAt: Int64?, via: ChangeAuthor.Via, document: String?) -> Authorship {
+        Authorship(principal: caller.principal, device: caller.device, at: now(), capturedAt: capturedAt, via: via, documentID: document)
     }
 
     func createDocument(
@@ -64,13 +62,15 @@ struct VersionWriter: ServerPart {
         return true
     }
 
-    /// Keeps a review of `document`'s current version; the event's id.
-    func review(_ document: SyncServer.Document, _ review: StoredReview, by author: Authorship) throws -> Int64 {
-        let owner = store.owner(of: document.documentID)
-        return try store.history.addDocumentEvent(
+    /// Keeps a review of `document`'s current version (of `workspace`, created by `owner`); the
+    /// event's id.
+    func review(
+        _ document: SyncServer.Document, _ review: StoredReview, workspace: String, owner: String?, by author: Authorship
+    ) throws -> Int64 {
+        try store.history.addDocumentEvent(
             StoredDocumentEvent(
-                workspace: owner?.workspace ?? "", documentID: document.documentID, entityID: document.id, form: document.form,
+                workspace: workspace, documentID: document.documentID, entityID: document.id, form: document.form,
                 formVersion: document.formVersion, event: .reviewed, version: document.version, payload: nil, author: author,
-                review: review, owner: owner?.principal ?? nil))
+                review: review, owner: owner))
     }
 }

@@ -60,7 +60,9 @@ struct WebhookDispatcher: ServerPart {
     /// so two nodes never queue the same receiver's events together).
     private func queueNewEvents() throws -> Int {
         var queued = 0
-        for webhook in try locked({ try store.webhooks.webhooks(workspace: nil) }) {
+        // A receiver whose cursor is at the feed's end has nothing to queue: no transaction for it.
+        let (webhooks, end) = try locked { (try store.webhooks.webhooks(workspace: nil), try store.history.lastSubmissionEvent()) }
+        for webhook in webhooks where webhook.cursor < end {
             while true {
                 let added = try locked {
                     try store.transaction { () throws -> (events: Int, queued: Int) in
@@ -135,8 +137,10 @@ struct WebhookDispatcher: ServerPart {
             return DeliveryAttempt(state: .dead, status: reply.status, error: error, nextAttemptAt: now, at: now)
         }
         let attempts = delivery.attempts + 1
-        let ceiling = max(1, policy.maxDelaySeconds) * 1000
-        let base = min(ceiling, max(1, policy.firstDelaySeconds) * 1000 << Int64(min(attempts - 1, 20)))
+        // Seconds as the policy says them, within a year: no setting makes the arithmetic trap.
+        let year: Int64 = 366 * 24 * 3600
+        let ceiling = min(max(1, policy.maxDelaySeconds), year) * 1000
+        let base = min(ceiling, min(max(1, policy.firstDelaySeconds), year) * 1000 << Int64(min(max(attempts - 1, 0), 20)))
         var delay = base / 2 + Int64(jitter(delivery.id, attempts) % UInt64(base / 2 + 1))
         if let asked = reply.retryAfter, (1...3600).contains(asked) { delay = max(delay, asked * 1000) }
         return DeliveryAttempt(

@@ -59,7 +59,8 @@ struct WebhookService: ServerPart {
             let rotated = try locked {
                 try store.transaction { () throws -> StoredWebhook? in
                     guard var webhook = try store.webhooks.webhook(id, workspace: caller.workspace, locked: true) else { return nil }
-                    let until = now().addingReportingOverflow(settings.webhookPolicy.previousSecretSeconds * 1000).partialValue
+                    let overlap = settings.webhookPolicy.previousSecretSeconds.multipliedReportingOverflow(by: 1000)
+                    let until = now().addingReportingOverflow(overlap.overflow ? 0 : max(0, overlap.partialValue)).partialValue
                     try store.webhooks.setSecrets(id, secret: secret, previous: webhook.secret, previousUntil: until)
                     (webhook.previousSecret, webhook.previousUntil, webhook.secret) = (webhook.secret, until, secret)
                     return webhook
@@ -128,7 +129,7 @@ struct WebhookService: ServerPart {
     func resend(_ request: HTTPRequest, caller: Caller) -> HTTPResponse {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 6, parts[1] == "webhooks", parts[3] == "deliveries", parts[5] == "resend",
-            let id = Self.number(parts[2]), let deliveryID = Self.number(parts[4])
+            let id = WireSyntax.number(parts[2]), let deliveryID = WireSyntax.number(parts[4])
         else { return .problem(.noSuchWebhook, detail: "use /webhooks/{id}/deliveries/{delivery}/resend") }
         do {
             let resent = try locked {
@@ -137,9 +138,7 @@ struct WebhookService: ServerPart {
                         return .second(.noSuchWebhook)
                     }
                     guard try store.webhooks.resendDelivery(deliveryID, webhook: id, at: now()),
-                        let delivery = try store.webhooks.deliveries(webhook: id, state: .pending, limit: 10_000).first(where: {
-                            $0.id == deliveryID
-                        })
+                        let delivery = try store.webhooks.delivery(deliveryID, webhook: id)
                     else { return .second(.noSuchDelivery) }
                     return .first(delivery)
                 }
@@ -183,11 +182,6 @@ struct WebhookService: ServerPart {
     /// The id in `/webhooks/{id}<suffix>`.
     static func id(_ path: String, suffix: String) -> Int64? {
         guard path.hasPrefix("/webhooks/"), path.hasSuffix(suffix) else { return nil }
-        return number(path.dropFirst("/webhooks/".count).dropLast(suffix.count))
-    }
-
-    static func number(_ text: Substring) -> Int64? {
-        guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
-        return Int64(text)
+        return WireSyntax.number(path.dropFirst("/webhooks/".count).dropLast(suffix.count))
     }
 }

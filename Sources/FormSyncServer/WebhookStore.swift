@@ -121,6 +121,8 @@ package protocol WebhookStore: AnyObject, Sendable {
     func claimDeliveries(now: Int64, leaseUntil: Int64, limit: Int) throws -> [StoredDelivery]
     /// Records an attempt's outcome and releases the claim.
     func finishDelivery(_ id: Int64, _ attempt: DeliveryAttempt) throws
+    /// One delivery of a receiver.
+    func delivery(_ id: Int64, webhook: Int64) throws -> StoredDelivery?
     /// A receiver's deliveries, newest first (of one state when given).
     func deliveries(webhook: Int64, state: WebhookDelivery.State?, limit: Int) throws -> [StoredDelivery]
     /// How many of a receiver's deliveries are pending, and dead.

@@ -89,7 +89,7 @@ enum WireSyntax {
     }
 
     /// Decimal digits as a number that fits; nil for anything else.
-    private static func number(_ digits: Substring) -> Int64? {
+    static func number(_ digits: Substring) -> Int64? {
         guard !digits.isEmpty, digits.utf8.count <= 19, digits.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
         return Int64(digits)
     }

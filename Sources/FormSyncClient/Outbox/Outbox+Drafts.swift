@@ -52,14 +52,13 @@ extension Outbox {
         let view = draftView
         let draftID = id ?? DraftID(rawValue: environment.newID())
         try write(.normal) {
-            var row = OutboxStore.DraftRow(
-                id: draftID.rawValue, view: view, form: P.formName, formVersion: P.formVersion, documentID: environment.newID(),
-                payload: json, createdAt: now, updatedAt: now)
-            if let held = try store.draft(draftID.rawValue) {
-                guard held.view == view, held.form == P.formName else { throw OutboxError.noSuchDraft(draftID.rawValue) }
-                (row.documentID, row.createdAt) = (held.documentID, held.createdAt)
-            }
-            try store.saveDraft(row)
+            let held = try store.draft(draftID.rawValue)
+            if let held, held.view != view || held.form != P.formName { throw OutboxError.noSuchDraft(draftID.rawValue) }
+            // The document is minted at the first save and kept by every later one.
+            try store.saveDraft(
+                OutboxStore.DraftRow(
+                    id: draftID.rawValue, view: view, form: P.formName, formVersion: P.formVersion,
+                    documentID: held?.documentID ?? environment.newID(), payload: json, createdAt: held?.createdAt ?? now, updatedAt: now))
         }
         return draftID
     }

@@ -17,6 +17,8 @@ extension Outbox {
     /// Acts on the reviews pulls kept and nothing acted on yet (the pull that brought them, or
     /// the next pull when the process died between the two), and tells of each.
     func applyWaitingReviews() throws {
+        // Most pulls bring none: nothing is written (and nothing flushed) for them.
+        guard try storage({ try !store.waitingReviews().isEmpty }) else { return }
         let now = environment.now()
         let outcomes = try write(.full) { try lifecycle.applyWaitingReviews(now: now) }
         for outcome in outcomes {
