@@ -130,21 +130,21 @@ struct WebhookDispatcher: ServerPart {
         case .some(let status): error = "HTTP \(status)"
         case nil: error = String((reply.error ?? "no reply").prefix(300))
         }
+        // Seconds as the policy says them, within a century for the window and a year for a
+        // wait: no setting makes the arithmetic trap or wrap.
+        let year: Int64 = 366 * 24 * 3600
+        let window = min(max(0, policy.retryWindowSeconds), 100 * year) * 1000
         let first = delivery.firstAttemptAt ?? now
-        if now.subtractingReportingOverflow(first).partialValue
-            >= policy.retryWindowSeconds.multipliedReportingOverflow(by: 1000).partialValue
-        {
+        if now.subtractingReportingOverflow(first).partialValue >= window {
             return DeliveryAttempt(state: .dead, status: reply.status, error: error, nextAttemptAt: now, at: now)
         }
         let attempts = delivery.attempts + 1
-        // Seconds as the policy says them, within a year: no setting makes the arithmetic trap.
-        let year: Int64 = 366 * 24 * 3600
         let ceiling = min(max(1, policy.maxDelaySeconds), year) * 1000
         let base = min(ceiling, min(max(1, policy.firstDelaySeconds), year) * 1000 << Int64(min(max(attempts - 1, 0), 20)))
         var delay = base / 2 + Int64(jitter(delivery.id, attempts) % UInt64(base / 2 + 1))
         if let asked = reply.retryAfter, (1...3600).contains(asked) { delay = max(delay, asked * 1000) }
         return DeliveryAttempt(
-            state: .pending, status: reply.status, error: error, nextAttemptAt: now.addingReportingOverflow(delay).partialValue, at: now)
+            state: .pending, status: reply.status, error: error, nextAttemptAt: delay > Int64.max - now ? Int64.max : now + delay, at: now)
     }
 
     /// A number that looks random but is the same for the same delivery and attempt (SplitMix64),

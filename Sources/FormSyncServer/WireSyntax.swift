@@ -98,6 +98,13 @@ enum WireSyntax {
     /// as milliseconds since 1970; nil for anything else, or a time outside years 1970 to 9999.
     static func parseTimestamp(_ text: String) -> Int64? {
         guard text.utf8.count <= 40, text.utf8.count >= 20 else { return nil }
+        // An offset is ±hh:mm with hh at most 23 and mm at most 59 (a lenient reader takes more).
+        let tail = Array(text.utf8.suffix(6))
+        if tail[0] == UInt8(ascii: "+") || tail[0] == UInt8(ascii: "-") {
+            guard let hours = Int(String(decoding: tail[1...2], as: UTF8.self)), hours <= 23,
+                let minutes = Int(String(decoding: tail[4...5], as: UTF8.self)), minutes <= 59
+            else { return nil }
+        }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime]
         var date = formatter.date(from: text)

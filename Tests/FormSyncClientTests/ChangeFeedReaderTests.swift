@@ -204,4 +204,28 @@ struct ChangeFeedReaderTests {
         if random.next() % 8 == 0 { top.removeFirst() }
         return space() + "{" + space() + top.joined(separator: "," + space()) + space() + "}" + space()
     }
+
+    /// Issue 46: a page's reviews come from the network. One that does not read as a review, has
+    /// no id or no document id the protocol allows, is left out without losing the others; a
+    /// page carries at most 100, and a member over 1 MiB, or not an array, gives none.
+    @Test func aPagesReviewsAreReadLenientlyAndBounded() throws {
+        func review(_ id: Int, document: String = "d-1") -> String {
+            #"{"id":\#(id),"document_id":"\#(document)","version":1,"verdict":"has-issues","comment":"x","issues":[],"reviewer":"s","at":"2026-12-06T10:00:00Z"}"#
+        }
+        func reviews(_ member: String) -> [Int64]? {
+            ChangeFeedReader.read(Data(#"{"changes":[],"cursor":"c2.0.9","more":false,"reviews":\#(member)}"#.utf8), limit: 10)?.reviews
+                .map(\.id)
+        }
+        let mixed = [
+            review(1), "42", #"{"id":2}"#, review(0), review(3, document: "has space"), review(4), "null",
+            #"{"id":5,"document_id":"d","version":"one"}"#, review(6),
+        ]
+        #expect(reviews("[" + mixed.joined(separator: ",") + "]") == [1, 4, 6])
+        #expect(reviews("[" + (1...150).map { review($0) }.joined(separator: ",") + "]")?.count == 100)
+        #expect(reviews(#"{"id":1}"#) == [])
+        #expect(reviews(#""reviews""#) == [])
+        let huge = review(7).replacingOccurrences(of: #""comment":"x""#, with: #""comment":"\#(String(repeating: "x", count: 1 << 20))""#)
+        #expect(reviews("[" + huge + "]") == [])
+        #expect(ChangeFeedReader.read(Data(#"{"changes":[],"cursor":"c1.0","more":false,"reviews":[{"#.utf8), limit: 10) == nil)
+    }
 }

@@ -205,4 +205,24 @@ struct HistoryServerTests {
         #expect(s.send("POST", "/documents/plate-r/reviews", as: "ada", body: body).json["code"] as? String == "back-office-only")
         #expect(s.send("POST", "/documents/none/reviews", as: "office", body: body).json["code"] as? String == "no-such-document")
     }
+
+    /// `FormSync-Captured-At` is the device's word: anything that is not an RFC 3339 time within
+    /// years 1970 to 9999 is refused with `400 malformed` before anything is stored.
+    @Test func aCaptureTimeThatIsNotOneIsRefusedAndNothingIsStored() throws {
+        let s = try Setup()
+        for (n, value) in [
+            "yesterday", "2026-13-40T00:00:00Z", "10000-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "2026-12-06",
+            "2026-12-06T10:41:07Z" + String(repeating: "0", count: 30), "2026-12-06T10:41:07+99:00",
+        ].enumerated() {
+            let photo = FileRef(id: 0, byteCount: 10, contentType: "image/jpeg", digest: FileRef.digestText(SHA256.hash(Data([UInt8(n)]))))
+            let refused = s.send(
+                "POST", "/plates",
+                headers: [
+                    "formsync-document": "captured-\(n)", "formsync-form": "NewPlate; version=1", "content-type": "application/json",
+                    ProtocolHeader.capturedAt.lowercased(): value,
+                ], body: try FormRegistry.encode(NewPlate(name: "Sopa", photo: photo)))
+            #expect(refused.status == 400 && refused.json["code"] as? String == "malformed", "\(value): \(refused.json)")
+            #expect(s.server.document("captured-\(n)") == nil, "\(value)")
+        }
+    }
 }
