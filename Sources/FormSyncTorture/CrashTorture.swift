@@ -390,6 +390,9 @@ package struct CrashTorture {
         result.records = records
         let stash = database + ".stash"
         let db = try SQLiteConnection(path: database, create: false)
+        // Every customer was filled as a draft; the last run submitted each one.
+        let drafts = try db.query("SELECT id FROM drafts ORDER BY id") { $0.text(0) ?? "" }
+        if !drafts.isEmpty { result.failures.append("\(drafts.count) draft(s) never submitted: \(drafts.prefix(5))") }
         let referenced = Set(
             try db.query("SELECT file_path FROM items WHERE kind = 'file' AND state != 'confirmed' AND file_path IS NOT NULL") {
                 $0.text(0) ?? ""

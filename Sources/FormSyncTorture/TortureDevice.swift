@@ -7,7 +7,8 @@ import Foundation
 import Synchronization
 
 /// The device of `formsync-lab torture crash`, run as its own process so it can be killed: it
-/// captures the plan's submissions from where its log ends (customers with photos, orders,
+/// captures the plan's submissions from where its log ends (customers with photos, filled as
+/// drafts, orders,
 /// edits of pulled deliveries), flushes and pulls between captures, and when every capture is
 /// in, drains and pulls until it holds what the server holds. Exits 0 then.
 ///
@@ -166,13 +167,24 @@ package struct TortureDevice {
         }
         switch plan.capture(index) {
         case .customer:
-            let source = scratch.appendingPathComponent("photo-\(index).jpg")
-            try plan.photo(index).write(to: source)
-            defer { try? FileManager.default.removeItem(at: source) }
-            try await outbox.enqueue(
-                plan.customer(index),
-                attachments: [.init(placeholder: plan.photoPlaceholder(index), source: source, contentType: "image/jpeg")],
-                documentID: plan.documentID(index), creates: plan.customerPlaceholder(index))
+            // Filled through a draft, as an app keeps a form open for an hour: the draft is named
+            // by the capture, so a run killed mid-form resumes it, photo included. A draft
+            // submitted and gone before the log line is made again and submitted as the same
+            // document, which is that item (once means once).
+            let draft = DraftID(rawValue: "customer-\(index)")
+            let customer = plan.customer(index)
+            let held = try await outbox.draft(draft, as: NewCustomer.self)
+            if held == nil {
+                try await outbox.saveDraft(NewCustomer(name: customer.name), id: draft, documentID: plan.documentID(index))
+            }
+            if held?.attachments.contains(where: { $0.placeholder == plan.photoPlaceholder(index) }) != true {
+                let source = scratch.appendingPathComponent("photo-\(index).jpg")
+                try plan.photo(index).write(to: source)
+                defer { try? FileManager.default.removeItem(at: source) }
+                try await outbox.attach(source, to: draft, placeholder: plan.photoPlaceholder(index), contentType: "image/jpeg")
+            }
+            try await outbox.saveDraft(customer, id: draft)
+            try await outbox.submitDraft(draft, as: NewCustomer.self, creates: plan.customerPlaceholder(index))
             return .customer(index: index, principal: person)
         case .orderForNewCustomer(let customerIndex):
             let customer = plan.customerPlaceholder(customerIndex)

@@ -13,17 +13,19 @@ enum TortureCommand {
                formsync-lab torture enqueue [--kills N] [--seed S] [--tasks T] [--count C] [--keep DIR]
                formsync-lab torture cluster [--nodes N] [--node-kills K] [--seed S] [--keep DIR]
 
-        crash: a device process captures customers with photos (some large enough for resumable
-          uploads), orders and edits of pulled deliveries, and flushes and pulls against the
-          reference server on loopback. It is SIGKILLed N times (default 2000): at a named
-          moment (stash-copied: between the stash copy and the enqueue's commit; leased:
-          between the lease and the send; delivered: after the server committed, before the
-          device recorded it; pull-page: mid-pull; upload-chunk: mid-upload) or after a seeded
-          delay, and restarted, while the back office changes, deletes and reassigns records
+        crash: a device process captures customers with photos (filled as drafts; some photos
+          large enough for resumable uploads), orders and edits of pulled deliveries, and
+          flushes and pulls against the reference server on loopback. It is SIGKILLed N times
+          (default 2000): at a named moment (stash-copied: between the stash copy and the
+          enqueue's commit; leased: between the lease and the send; delivered: after the
+          server committed, before the device recorded it; pull-page: mid-pull; upload-chunk:
+          mid-upload; draft-saved: after a draft's save; draft-attached: between a draft
+          photo's copy and its row; draft-submitted: between a draft's item and its discard)
+          or after a seeded delay, and restarted, while the back office changes, deletes and reassigns records
           and the server drops replies. A last run drains; then every capture the device
           logged as saved must be on the server exactly once, files intact and remapped, lanes
           in capture order, edits landed, the device's records equal to the server's scope,
-          nothing stranded and no orphan stash file. Exit status 1 names what broke.
+          nothing stranded, no draft left and no orphan stash file. Exit status 1 names what broke.
         sim: N seeds (default 10000) from --first (default 1), each a schedule of K steps
           (default 80) run against the reference server's handler in-process through a
           seeded network (dropped requests, replies lost after commit, reordered completions,
@@ -62,6 +64,7 @@ enum TortureCommand {
         case "crash": return try await crash(rest)
         case "sim": return try await sim(rest)
         case "device": return try await device(rest)
+        case "draft-device": return try await draftDevice(rest)
         case "disk-full": return try await diskFull(rest)
         case "enqueue": return try await enqueue(rest)
         case "enqueuer": return try await enqueuer(rest)
@@ -185,6 +188,23 @@ enum TortureCommand {
     }
 
     /// Internal: the device process of `torture crash`.
+    /// The drafts' crash test's device (not in the help: the test runs it).
+    static func draftDevice(_ raw: [String]) async throws -> Int32 {
+        let args = try Arguments(raw, options: ["--db", "--crash"])
+        guard let db = args.values["--db"] else { throw UsageError("torture draft-device needs --db") }
+        return try await DraftDevice(database: db, crash: try crashPoint(args.values["--crash"])).run()
+    }
+
+    /// `--crash POINT:N`, checked.
+    static func crashPoint(_ text: String?) throws -> (CrashPoint, Int)? {
+        guard let text else { return nil }
+        let parts = text.split(separator: ":")
+        guard parts.count == 2, let point = CrashPoint(rawValue: String(parts[0])), let n = Int(parts[1]), (1...1000).contains(n) else {
+            throw UsageError("--crash takes POINT:N, POINT one of \(CrashPoint.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return (point, n)
+    }
+
     static func device(_ raw: [String]) async throws -> Int32 {
         let args = try Arguments(
             raw,
@@ -197,14 +217,7 @@ enum TortureCommand {
         let captures = try args.integer("--captures", default: 24, in: 1...10_000_000)
         let customers = (args.values["--customers"] ?? "").split(separator: ",").compactMap { Int64($0) }
         guard !customers.isEmpty else { throw UsageError("--customers lists the back office's customer ids") }
-        var crash: (CrashPoint, Int)?
-        if let text = args.values["--crash"] {
-            let parts = text.split(separator: ":")
-            guard parts.count == 2, let point = CrashPoint(rawValue: String(parts[0])), let n = Int(parts[1]), (1...1000).contains(n) else {
-                throw UsageError("--crash takes POINT:N, POINT one of \(CrashPoint.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            crash = (point, n)
-        }
+        let crash = try crashPoint(args.values["--crash"])
         let device = TortureDevice(
             database: db, servers: servers, refreshToken: token, log: log, plan: TorturePlan(seed: seed), captures: captures,
             knownCustomers: customers,

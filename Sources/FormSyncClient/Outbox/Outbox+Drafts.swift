@@ -44,8 +44,12 @@ extension Outbox {
     /// without waiting for the disk's flush, so a process killed at any moment keeps every save
     /// that returned (a power cut may lose the last ones; files attached are flushed when
     /// attached). Returns the draft's id.
+    ///
+    /// `documentID` names the document the draft will be submitted as (an app that minted one
+    /// for the job, so that a retried capture is the same document); it is taken at the first
+    /// save and a different one later is refused. Nil mints one.
     @discardableResult
-    public func saveDraft<P: FormPayload>(_ payload: P, id: DraftID? = nil) throws -> DraftID {
+    public func saveDraft<P: FormPayload>(_ payload: P, id: DraftID? = nil, documentID: String? = nil) throws -> DraftID {
         guard registry[P.formName] != nil else { throw OutboxError.unknownForm(P.formName) }
         let json = try PreparedPayload.encode(payload)
         let now = environment.now()
@@ -54,12 +58,17 @@ extension Outbox {
         try write(.normal) {
             let held = try store.draft(draftID.rawValue)
             if let held, held.view != view || held.form != P.formName { throw OutboxError.noSuchDraft(draftID.rawValue) }
-            // The document is minted at the first save and kept by every later one.
+            if let held, let documentID, documentID != held.documentID {
+                throw OutboxError.draftIsAnotherDocument(draft: draftID.rawValue, document: held.documentID, named: documentID)
+            }
+            // The document is named at the first save and kept by every later one.
             try store.saveDraft(
                 OutboxStore.DraftRow(
                     id: draftID.rawValue, view: view, form: P.formName, formVersion: P.formVersion,
-                    documentID: held?.documentID ?? environment.newID(), payload: json, createdAt: held?.createdAt ?? now, updatedAt: now))
+                    documentID: held?.documentID ?? documentID ?? environment.newID(), payload: json, createdAt: held?.createdAt ?? now,
+                    updatedAt: now))
         }
+        CrashPoint.draftSaved.reach()
         return draftID
     }
 
@@ -72,6 +81,7 @@ extension Outbox {
             throw OutboxError.noSuchDraft(id.rawValue)
         }
         let copy = try stash.store(source, name: "draft-\(environment.newID())")
+        CrashPoint.draftAttached.reach()
         let replaced = try storage { try store.draftFiles(draft: id.rawValue).first { $0.placeholder == placeholder }?.path }
         do {
             try write(.full) {
@@ -148,6 +158,7 @@ extension Outbox {
             Attachment(placeholder: $0.placeholder, source: URL(fileURLWithPath: $0.path), contentType: $0.contentType)
         }
         let item = try await save(draft.payload, attachments: attachments, documentID: draft.documentID, creates: creates)
+        CrashPoint.draftSubmitted.reach()
         try discardDraft(id)
         return ItemID(item)
     }

@@ -43,6 +43,8 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     case noSuchRecord(type: String, id: Int64)
     /// No draft with this id in the current person's view.
     case noSuchDraft(String)
+    /// A save named a document other than the one the draft has been since its first save.
+    case draftIsAnotherDocument(draft: String, document: String, named: String)
     /// A stored file could not be fetched to the device now (no server, no such file, bytes
     /// that are not the file's); what was fetched so far is kept for the next try.
     case fileUnavailable(id: Int64, reason: String)
@@ -71,6 +73,8 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notAnEditForm(let name): return "form \(name) does not edit a record (its spec has no 'edits:')"
         case .noSuchRecord(let type, let id): return "this device holds no \(type) \(id)"
         case .noSuchDraft(let id): return "no draft \(id) here"
+        case .draftIsAnotherDocument(let draft, let document, let named):
+            return "draft \(draft) is document \(document); it cannot become \(named)"
         case .fileUnavailable(let id, let reason): return "file \(id) cannot be fetched now: \(reason)"
         }
     }

@@ -22,6 +22,12 @@ package enum CrashPoint: String, CaseIterable, Sendable {
     case pullPage = "pull-page"
     /// A chunk of a resumable upload was acknowledged; the upload is not finished.
     case uploadChunk = "upload-chunk"
+    /// A draft's save committed; the call has not returned.
+    case draftSaved = "draft-saved"
+    /// A file attached to a draft is copied into the stash; the draft does not name it yet.
+    case draftAttached = "draft-attached"
+    /// A submitted draft's item is queued; the draft is not yet discarded.
+    case draftSubmitted = "draft-submitted"
 
     private static let armed = Atomic<Bool>(false)
     private static let target = Mutex<(point: CrashPoint, remaining: Int)?>(nil)
