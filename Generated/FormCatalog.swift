@@ -8,6 +8,7 @@ public enum FormCatalog {
         CustomerUpdate.self,
         DeliveryConfirmation.self,
         DeliveryUpdate.self,
+        FindingUpdate.self,
         NewCustomer.self,
         SalesOrder.self,
         SiteInspection.self,
@@ -16,6 +17,7 @@ public enum FormCatalog {
     public static let records: [any SyncRecord.Type] = [
         Customer.self,
         Delivery.self,
+        Finding.self,
         Site.self,
         Technician.self,
     ]
@@ -35,9 +37,26 @@ extension DeliveryUpdate {
         fields: ["notes", "recipient"])
 }
 
+extension FindingUpdate {
+    /// FindingUpdate edits a Finding record: the fields it sets on it.
+    public static let recordAction: RecordAction? = RecordAction(
+        kind: .edits, recordType: "Finding", keyField: "finding_id",
+        fields: ["status", "note"])
+}
+
 extension NewCustomer {
     /// NewCustomer creates a Customer record: the fields it sets on it.
     public static let recordAction: RecordAction? = RecordAction(
         kind: .creates, recordType: "Customer", keyField: nil,
         fields: ["name", "trade_name", "tax_id", "email", "segment", "opened_on", "shop_location", "accepts_cash", "referred_by"])
+}
+
+extension SiteInspection {
+    /// The lists of SiteInspection whose every item creates a record: the fields each record takes.
+    public static let listRecordActions: [ListRecordAction] = [
+        ListRecordAction(
+            list: "findings", recordType: "Finding",
+            itemFields: ["title", "severity", "photos", "follow_up_needed", "follow_up_by"],
+            formFields: ["site_code", "visit_date"]),
+    ]
 }

@@ -66,6 +66,21 @@ public struct FormDefinition: Sendable, Equatable {
     public func field(named name: String) -> FieldDefinition? {
         fields.first { $0.name == name }
     }
+
+    /// The lists whose items create records, each with the item fields the record shares and
+    /// the form fields it copies, given the declared records by name (a list whose record is
+    /// not among them is left out: the cross-spec check reports it).
+    public func listCreations(
+        records: [String: RecordDefinition]
+    ) -> [(
+        list: String, record: String, itemFields: [String], formFields: [String]
+    )] {
+        fields.compactMap { field in
+            guard case .list(let list) = field.kind, let creation = list.creates, let record = records[creation.record] else { return nil }
+            let shared = list.fields.map(\.name).filter { record.field(named: $0) != nil }
+            return (field.name, record.name, shared, creation.formFields)
+        }
+    }
 }
 
 /// One field `recalculated()` settles: cleared when it is not relevant, else calculated.
@@ -229,6 +244,26 @@ public struct ListDefinition: Sendable, Equatable {
     public var itemTypeName: String
     public var fields: [FieldDefinition]
     public var count: CountRule
+    /// The record each item creates (`creates:` on a form's list), if any.
+    public var creates: ListRecordBinding? = nil
+}
+
+/// A form's list whose every item creates a record (`creates: Finding`, or
+/// `creates: { record: Finding, form_fields: [site_code] }`): the item's fields the record shares
+/// by name, and the form's own fields each record also takes.
+public struct ListRecordBinding: Sendable, Equatable {
+    /// The record type's name.
+    public var record: String
+    /// Top-level fields of the form copied into every record made from the list.
+    public var formFields: [String]
+    /// Where `creates:` is written.
+    public var location: SourceLocation
+
+    public init(record: String, formFields: [String], location: SourceLocation) {
+        self.record = record
+        self.formFields = formFields
+        self.location = location
+    }
 }
 
 /// A field's type with the rules that belong to it.

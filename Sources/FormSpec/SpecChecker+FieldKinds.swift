@@ -200,6 +200,32 @@ extension SpecChecker {
         if case .mapping(let list) = node.kind, list.isEmpty {
             error(node.location, "list '\(display)' needs at least one field")
         }
-        return .list(ListDefinition(itemTypeName: itemName, fields: itemFields, count: counts(keys)))
+        var list = ListDefinition(itemTypeName: itemName, fields: itemFields, count: counts(keys))
+        if let node = keys["creates"]?.value { list.creates = listCreation(node, display: display) }
+        return .list(list)
+    }
+
+    /// `creates:` on a list: a record type name, or `{ record: Name, form_fields: [a, b] }`.
+    /// Where it may be written, and whether the record fits, is checked with the form and
+    /// across specs.
+    mutating func listCreation(_ node: YAMLNode, display: String) -> ListRecordBinding? {
+        var record: (String, SourceLocation)?
+        var formFields: [String] = []
+        if case .scalar = node.kind {
+            if let name = text(node, "creates") { record = (name, node.location) }
+        } else if let pairs = mapping(node, "creates") {
+            let keys = keyed(pairs, allowed: ["record", "form_fields"], context: "in 'creates' of list '\(display)'")
+            if let value = keys["record"]?.value, let name = text(value, "record") { record = (name, value.location) }
+            if let value = keys["form_fields"]?.value { formFields = stringList(value, "form_fields").map(\.value) }
+            if keys["record"] == nil {
+                error(node.location, "'creates' of list '\(display)' needs 'record': the record type each item creates")
+            }
+        }
+        guard let (name, location) = record else { return nil }
+        guard Naming.isIdentifier(name, firstLowercase: false) else {
+            error(location, "'creates' must name a record type in upper camel case, such as Finding")
+            return nil
+        }
+        return ListRecordBinding(record: name, formFields: formFields, location: location)
     }
 }

@@ -71,6 +71,8 @@ extension SpecChecker {
             binding = RecordBinding(action: action, record: target, location: node.location)
         }
 
+        checkListCreations(fields, edits: binding?.action == .edits ? binding?.record : nil)
+
         guard let name, let version, let endpoint else { return nil }
         var form = FormDefinition(
             name: name, version: version, summary: summary, endpoint: endpoint, endpointSegments: endpointSegments,
@@ -91,4 +93,55 @@ extension SpecChecker {
 
     /// Splits the endpoint into literal text and `{field}` placeholders, reporting each problem
     /// at its column.
+}
+
+extension SpecChecker {
+    /// Every `creates:` on a list, with the list's path (`findings`, `findings.measurements`).
+    static func listCreations(_ fields: [FieldDefinition], prefix: String = "") -> [(path: String, binding: ListRecordBinding)] {
+        var found: [(String, ListRecordBinding)] = []
+        for field in fields {
+            guard case .list(let list) = field.kind else { continue }
+            if let binding = list.creates { found.append((prefix + field.name, binding)) }
+            found += listCreations(list.fields, prefix: prefix + field.name + ".")
+        }
+        return found
+    }
+
+    /// A list creates records only as a form's own list, in a form that does not edit a record,
+    /// and the form fields it copies are the form's own single values.
+    mutating func checkListCreations(_ fields: [FieldDefinition], edits: String?) {
+        for (path, binding) in Self.listCreations(fields) {
+            if path.contains(".") {
+                error(binding.location, "list '\(path)' is inside another list; only a form's own lists create records")
+                continue
+            }
+            if let edits {
+                error(
+                    binding.location,
+                    "list '\(path)' creates \(binding.record) records, but the form edits \(edits); a form that edits a record creates none"
+                )
+            }
+            for name in binding.formFields {
+                guard let field = fields.first(where: { $0.name == name }) else {
+                    error(
+                        binding.location,
+                        "'form_fields' of list '\(path)' names '\(name)', which is not a field of the form\(Self.suggestion(name, fields.map(\.name)))"
+                    )
+                    continue
+                }
+                if case .list = field.kind {
+                    error(
+                        binding.location,
+                        "'form_fields' of list '\(path)' names list '\(name)'; a record takes the form's single values only")
+                }
+            }
+        }
+    }
+
+    /// A record's fields never create records.
+    mutating func refuseListCreations(in fields: [FieldDefinition]) {
+        for (path, binding) in Self.listCreations(fields) {
+            error(binding.location, "list '\(path)' of a record spec cannot create records; 'creates:' belongs on a form's list")
+        }
+    }
 }

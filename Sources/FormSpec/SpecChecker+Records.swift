@@ -15,6 +15,7 @@ extension SpecChecker {
         var scope = TypeScope(owner: name ?? "")
         let choices = choiceLists(keys, scope: &scope)
         let fields = topFields(keys, scope: &scope, choices: choices, what: "record")
+        refuseListCreations(in: fields)
         for (_, keys) in pendingExpressions {
             for (name, pair) in keys {
                 error(pair.key.location, "'\(name)' belongs to a form's field: a record holds what forms sent, it asks nothing")

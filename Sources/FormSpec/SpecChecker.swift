@@ -54,7 +54,7 @@ struct SpecChecker {
         "money": ["min", "max", "currency", "authority"],
         "reference": ["to"],
         "photo": fileKeys, "signature": fileKeys, "audio": fileKeys, "video": fileKeys, "file": fileKeys,
-        "list": ["fields", "item", "min_count", "max_count"],
+        "list": ["fields", "item", "min_count", "max_count", "creates"],
     ]
     static let fileKeys = ["min_count", "max_count", "max_bytes", "content_types", "defer", "download"]
     static let typeNames = [

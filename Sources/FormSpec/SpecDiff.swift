@@ -120,6 +120,13 @@ public enum SpecDiff {
                 .handledAtSend,
                 "authority changed from \(old.authority ?? "none") to \(new.authority ?? "none"): queued edits merge by the new rule")
         }
+        if old.creates != new.creates {
+            // The payload is the same; what the server makes of it is not: records from now on.
+            add(
+                .compatible,
+                new.creates.map { "its items now create records (\($0))" + (old.creates.map { " instead of \($0)" } ?? "") }
+                    ?? "its items no longer create records (\(old.creates ?? ""))")
+        }
         if old.to != new.to {
             add(
                 .breaking, "now refers to \(new.to ?? "?") instead of \(old.to ?? "?"): queued ids point elsewhere", .dropOrRename(new.name)

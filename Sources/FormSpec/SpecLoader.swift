@@ -148,6 +148,7 @@ public enum SpecLoader {
                     "reference '\(use.field)' points to '\(use.target)', which no record spec declares"
                         + (hint.isEmpty ? "; add a record spec for it (a file starting 'record: \(use.target)') beside this one" : hint))
             }
+            if let form = spec.form { crossCheckListCreations(form, index: index, records: records, error: error) }
             guard let form = spec.form, let binding = form.binding else { continue }
             guard let record = records[binding.record] else {
                 error(
@@ -191,6 +192,70 @@ public enum SpecLoader {
             }
         }
         return found
+    }
+
+    /// A form's lists that create records: the record exists, every field an item shares with
+    /// it (by name) and every form field it copies has the record's shape, and every field the
+    /// record requires is a required item field or a required form field it copies.
+    static func crossCheckListCreations(
+        _ form: FormDefinition, index: Int, records: [String: RecordDefinition],
+        error: (_ index: Int, _ location: SourceLocation, _ message: String) -> Void
+    ) {
+        for field in form.fields {
+            guard case .list(let list) = field.kind, let creation = list.creates else { continue }
+            let at = creation.location
+            guard let record = records[creation.record] else {
+                error(
+                    index, at,
+                    "list '\(field.name)' creates '\(creation.record)', which no record spec declares\(SpecChecker.suggestion(creation.record, records.keys.sorted()))"
+                )
+                continue
+            }
+            var supplied: [String: FieldDefinition] = [:]
+            for item in list.fields {
+                guard let recordField = record.field(named: item.name) else { continue }
+                supplied[item.name] = item
+                if !item.kind.sameShape(as: recordField.kind) {
+                    error(
+                        index, at,
+                        "field '\(field.name).\(item.name)' is \(describe(item.kind)) here but \(describe(recordField.kind)) in record \(record.name) (\(record.sourceName)); the shapes must match"
+                    )
+                }
+            }
+            for name in creation.formFields {
+                guard let copied = form.field(named: name) else { continue }
+                if list.fields.contains(where: { $0.name == name }) {
+                    error(index, at, "'\(name)' is both a field of each '\(field.name)' item and a form field it copies; keep one")
+                    continue
+                }
+                guard let recordField = record.field(named: name) else {
+                    error(
+                        index, at,
+                        "'form_fields' copies '\(name)' into \(record.name), which has no field '\(name)'\(SpecChecker.suggestion(name, record.fields.map(\.name)))"
+                    )
+                    continue
+                }
+                if !copied.kind.sameShape(as: recordField.kind) {
+                    error(
+                        index, form.fieldLocations[name] ?? at,
+                        "field '\(name)' is \(describe(copied.kind)) here but \(describe(recordField.kind)) in record \(record.name) (\(record.sourceName)); the shapes must match"
+                    )
+                }
+                supplied[name] = copied
+            }
+            for recordField in record.fields where recordField.required {
+                guard let source = supplied[recordField.name] else {
+                    error(
+                        index, at,
+                        "record \(record.name) requires '\(recordField.name)', which neither each '\(field.name)' item nor its 'form_fields' supply"
+                    )
+                    continue
+                }
+                if !source.required {
+                    error(index, at, "field '\(recordField.name)' must be required: each \(record.name) made from '\(field.name)' needs it")
+                }
+            }
+        }
     }
 
     static func describe(_ kind: FieldKind) -> String {

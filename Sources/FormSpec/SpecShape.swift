@@ -40,6 +40,9 @@ public struct SpecShape: Codable, Sendable, Equatable {
         public var contentTypes: [String]?
         public var to: String?
         public var fields: [FieldShape]?
+        /// For a list whose items create records: the record type, then the form fields each
+        /// record copies (`Finding+site_code,visit_date`).
+        public var creates: String?
         /// The field's expressions, in canonical text.
         public var relevant: String?
         public var constraint: String?
@@ -47,7 +50,7 @@ public struct SpecShape: Codable, Sendable, Equatable {
         public var choiceFilter: String?
 
         enum CodingKeys: String, CodingKey {
-            case name, type, required, conflict, authority, pattern, min, max, currency, options, multiple, to, fields
+            case name, type, required, conflict, authority, pattern, min, max, currency, options, multiple, to, fields, creates
             case relevant, constraint, calculate
             case choiceFilter = "choice_filter"
             case requiredIf = "required_if"
@@ -112,6 +115,9 @@ public struct SpecShape: Codable, Sendable, Equatable {
         case .list(let list):
             (shape.minCount, shape.maxCount) = (list.count.min, list.count.max)
             shape.fields = list.fields.map(Self.shape)
+            shape.creates = list.creates.map { creation in
+                creation.formFields.isEmpty ? creation.record : creation.record + "+" + creation.formFields.joined(separator: ",")
+            }
         case .boolean, .date, .time, .datetime, .geopoint:
             break
         }

@@ -189,7 +189,7 @@ public enum SpecLanguageSchema {
             ("choice", ["options", "choice_filter"]), ("multi_choice", ["options", "min_count", "max_count", "choice_filter"]),
             ("money", ["min", "max", "currency", "authority"]), ("reference", ["to"]),
             ("photo", fileRules), ("signature", fileRules), ("audio", fileRules), ("video", fileRules), ("file", fileRules),
-            ("list", ["fields", "item", "min_count", "max_count"]),
+            ("list", ["fields", "item", "min_count", "max_count", "creates"]),
         ]
         let common = [
             "type", "description", "label", "required", "required_if", "conflict", "relevant", "constraint", "constraint_message",
@@ -365,6 +365,42 @@ public enum SpecLanguageSchema {
                                     ),
                                     ("to", .object([("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
                                     ("item", .object([("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
+                                    (
+                                        "creates",
+                                        describe(
+                                            "(list) The record each item creates: a record type, or { record, form_fields } to copy the form's own fields into each.",
+                                            [
+                                                ("type", .array([.string("string"), .string("object")])),
+                                                ("if", .object([("type", .string("string"))])),
+                                                ("then", .object([("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])),
+                                                (
+                                                    "else",
+                                                    .object([
+                                                        ("required", .array([.string("record")])),
+                                                        ("additionalProperties", .bool(false)),
+                                                        (
+                                                            "properties",
+                                                            .object([
+                                                                (
+                                                                    "record",
+                                                                    .object([
+                                                                        ("type", .string("string")),
+                                                                        ("pattern", .string("^[A-Z][A-Za-z0-9_]*$")),
+                                                                    ])
+                                                                ),
+                                                                (
+                                                                    "form_fields",
+                                                                    .object([
+                                                                        ("type", .string("array")), ("uniqueItems", .bool(true)),
+                                                                        ("items", .object([("type", .string("string"))])),
+                                                                    ])
+                                                                ),
+                                                            ])
+                                                        ),
+                                                    ])
+                                                ),
+                                            ])
+                                    ),
                                     ("fields", ref("fields")),
                                 ])
                             ),

@@ -68,6 +68,21 @@ public struct GeneratedFile: Sendable, Equatable {
         }
         let byName = Dictionary(records.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for form in forms.sorted(by: { $0.name < $1.name }) {
+            let creations = form.listCreations(records: byName)
+            if !creations.isEmpty {
+                w.line()
+                w.block("extension \(form.name)") { w in
+                    w.doc("The lists of \(form.name) whose every item creates a record: the fields each record takes.")
+                    w.line("public static let listRecordActions: [ListRecordAction] = [")
+                    for creation in creations {
+                        w.line("    ListRecordAction(")
+                        w.line("        list: \(swiftLiteral(creation.list)), recordType: \(swiftLiteral(creation.record)),")
+                        w.line("        itemFields: [\(creation.itemFields.map(swiftLiteral).joined(separator: ", "))],")
+                        w.line("        formFields: [\(creation.formFields.map(swiftLiteral).joined(separator: ", "))]),")
+                    }
+                    w.line("]")
+                }
+            }
             guard let binding = form.binding, let record = byName[binding.record] else { continue }
             let shared = form.fields.filter { $0.name != form.entity || binding.action == .creates }
                 .map(\.name).filter { record.field(named: $0) != nil }

@@ -377,7 +377,18 @@ public enum JSONSchemaGenerator {
             guard case .object(let pairs) = fileSchema(rule) else { return [] }
             return pairs + [("x-formsync-file", .string(kind.rawValue))]
         case .list(let list):
-            return [("type", .string("array")), ("items", .object(objectSchema(list.fields)))] + counts(list.count)
+            var schema: [(String, JSONValue)] =
+                [("type", .string("array")), ("items", .object(objectSchema(list.fields)))] + counts(list.count)
+            if let creation = list.creates {
+                schema.append(
+                    (
+                        "x-formsync-creates",
+                        .object([
+                            ("record", .string(creation.record)), ("form_fields", .array(creation.formFields.map { .string($0) })),
+                        ])
+                    ))
+            }
+            return schema
         }
     }
 }

@@ -33,6 +33,9 @@ public enum SpecInterpreter {
                 kind: binding.action == .creates ? .creates : .edits, recordType: record.name,
                 keyField: binding.action == .edits ? form.entity : nil, fields: shared)
         }
+        let listActions = form.listCreations(records: records).map {
+            ListRecordAction(list: $0.list, recordType: $0.record, itemFields: $0.itemFields, formFields: $0.formFields)
+        }
         let upgrades = form.upgrades.map { step in
             FormUpgrade(
                 from: step.from, renames: Dictionary(step.renames.map { ($0.old, $0.new) }, uniquingKeysWith: { a, _ in a }),
@@ -70,7 +73,7 @@ public enum SpecInterpreter {
                 return (try merged.encoded(), merge.conflicts)
             },
             mapFiles: { json, transform in try mapFiles(try read(json), transform).encoded() },
-            recalculate: { json in try recalculated(try read(json), steps: form.settleSteps).encoded() })
+            recalculate: { json in try recalculated(try read(json), steps: form.settleSteps).encoded() }, listRecordActions: listActions)
     }
 
     /// The registry entry of one record type.

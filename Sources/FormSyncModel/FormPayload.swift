@@ -32,6 +32,8 @@ public protocol FormPayload: Codable, Sendable, Equatable {
     static func merge(base: Self, local: Self, server: Self) -> MergeResult<Self>
     /// The record the form creates or edits (`creates:`/`edits:` in its spec), if any.
     static var recordAction: RecordAction? { get }
+    /// The lists whose every item creates a record (`creates:` on a list), if any.
+    static var listRecordActions: [ListRecordAction] { get }
     /// How payloads of older versions become this one (`upgrades:` in its spec).
     static var upgrades: [FormUpgrade] { get }
 }

@@ -10,6 +10,8 @@ public struct FormRegistry: Sendable {
         public let version: Int
         /// The record the form creates or edits, if any.
         public let recordAction: RecordAction?
+        /// The form's lists whose items create records.
+        public let listRecordActions: [ListRecordAction]
         /// How payloads of older versions become this one.
         public let upgrades: [FormUpgrade]
         let decodeAndValidate: @Sendable (Data) throws -> [FieldError]
@@ -32,8 +34,10 @@ public struct FormRegistry: Sendable {
             merge: @escaping @Sendable (Data, Data, Data) throws -> (merged: Data, conflicts: [FieldConflict]),
             mapFiles: (@Sendable (Data, (FileRef) -> FileRef) throws -> Data)? = nil,
             admitting: (@Sendable (Data) throws -> Admission)? = nil,
-            recalculate: @escaping @Sendable (Data) throws -> Data = { $0 }
+            recalculate: @escaping @Sendable (Data) throws -> Data = { $0 },
+            listRecordActions: [ListRecordAction] = []
         ) {
+            self.listRecordActions = listRecordActions
             self.recalculate = recalculate
             self.admitting = admitting
             self.mapFiles = mapFiles
@@ -161,7 +165,7 @@ public struct FormRegistry: Sendable {
                 let remapped = value.remapped([:])
                 return .admitted(payload: try encode(remapped), endpoint: remapped.endpoint)
             },
-            recalculate: { try encode(try decode($0).recalculated()) })
+            recalculate: { try encode(try decode($0).recalculated()) }, listRecordActions: P.listRecordActions)
     }
 }
 

@@ -33,6 +33,30 @@ public enum RecordProjection {
         return result.data
     }
 
+    /// The records a submission's list creates, one per item in order: each item's fields the
+    /// record shares, then the form's fields it copies (a field the payload leaves out is left
+    /// out of the record).
+    public static func listRecords(form payload: Data, action: ListRecordAction) throws -> [Data] {
+        guard let form = JSONObjectSlices(payload) else { throw Failure(description: "the payload is not a JSON object") }
+        guard let list = form[action.list] else { return [] }
+        guard let items = JSONObjectSlices.elements(ofArray: list) else {
+            throw Failure(description: "'\(action.list)' is not a JSON array")
+        }
+        return try items.map { bytes in
+            guard let item = JSONObjectSlices(bytes) else { throw Failure(description: "an item of '\(action.list)' is not a JSON object") }
+            var record = JSONObjectSlices()
+            for field in action.itemFields { record.set(field, item[field]) }
+            for field in action.formFields { record.set(field, form[field]) }
+            return record.data
+        }
+    }
+
+    /// How many items a submission's list holds (0 when it holds none, or is not a list).
+    public static func itemCount(form payload: Data, list: String) -> Int {
+        guard let bytes = JSONObjectSlices(payload)?[list] else { return 0 }
+        return JSONObjectSlices.elements(ofArray: bytes)?.count ?? 0
+    }
+
     /// The id of the record an edit payload changes (its key field), if it holds one.
     public static func editedID(form payload: Data, action: RecordAction) -> Int64? {
         guard let key = action.keyField, let value = JSONObjectSlices(payload)?[key] else { return nil }

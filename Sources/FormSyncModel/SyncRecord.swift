@@ -100,9 +100,33 @@ public struct RecordAction: Sendable, Equatable {
     }
 }
 
+/// A form's list whose every item creates a record, as generated from `creates:` on the list:
+/// the server makes one record per item in the submission's transaction, and the device shows
+/// each at once under a placeholder id of its own.
+public struct ListRecordAction: Sendable, Equatable {
+    /// The list's field name in the payload.
+    public var list: String
+    /// The record type's name.
+    public var recordType: String
+    /// The item's fields that are fields of the record.
+    public var itemFields: [String]
+    /// The form's own fields each record also takes.
+    public var formFields: [String]
+
+    public init(list: String, recordType: String, itemFields: [String], formFields: [String]) {
+        self.list = list
+        self.recordType = recordType
+        self.itemFields = itemFields
+        self.formFields = formFields
+    }
+}
+
 extension FormPayload {
     /// Nil: the form neither creates nor edits a record.
     public static var recordAction: RecordAction? { nil }
+
+    /// None: no list of the form creates records.
+    public static var listRecordActions: [ListRecordAction] { [] }
 }
 
 extension SyncRecord {

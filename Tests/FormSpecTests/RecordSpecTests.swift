@@ -108,11 +108,90 @@ struct RecordSpecTests {
             ])
     }
 
+    @Test func aListThatCreatesRecordsMustLineUpWithItsRecord() throws {
+        let defect = """
+            record: Defect
+            version: 1
+            scope: owner
+            fields:
+              owner: { type: text, required: true }
+              site: { type: text, required: true }
+              title: { type: text, required: true }
+              severity: { type: choice, options: [low, high], required: true }
+              photo: photo
+            """
+        let (dir, results) = try checkTogether([
+            "Defect.yaml": defect,
+            "Audit.yaml": """
+            form: Audit
+            version: 1
+            endpoint: /audits
+            fields:
+              site: { type: text, required: true }
+              owner: text
+              title: text
+              defects:
+                type: list
+                creates: { record: Defect, form_fields: [site, owner, title, note] }
+                fields:
+                  title: text
+                  severity: { type: choice, options: [low, medium, high], required: true }
+              parts:
+                type: list
+                creates: Defet
+                fields:
+                  sku: text
+              note: text
+            """,
+        ])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let audit = try #require(results.first { $0.path.hasSuffix("Audit.yaml") })
+        #expect(
+            audit.spec.diagnostics.map(\.description) == [
+                "\(dir)/Audit.yaml:10:24: error: field 'defects.severity' is a choice of [low, medium, high] here but a choice of [low, high] in record Defect (Defect.yaml); the shapes must match",
+                "\(dir)/Audit.yaml:10:24: error: 'title' is both a field of each 'defects' item and a form field it copies; keep one",
+                "\(dir)/Audit.yaml:10:24: error: 'form_fields' copies 'note' into Defect, which has no field 'note'",
+                "\(dir)/Audit.yaml:10:24: error: field 'owner' must be required: each Defect made from 'defects' needs it",
+                "\(dir)/Audit.yaml:10:24: error: field 'title' must be required: each Defect made from 'defects' needs it",
+                "\(dir)/Audit.yaml:16:14: error: list 'parts' creates 'Defet', which no record spec declares (did you mean 'Defect'?)",
+            ])
+        #expect(audit.spec.form == nil)
+
+        // Lined up: the checked form carries the list's record, the item fields it shares and
+        // the form fields it copies.
+        let (fine, checked) = try checkTogether([
+            "Defect.yaml": defect,
+            "Audit.yaml": """
+            form: Audit
+            version: 1
+            endpoint: /audits
+            fields:
+              site: { type: text, required: true }
+              owner: { type: text, required: true }
+              defects:
+                type: list
+                creates: { record: Defect, form_fields: [site, owner] }
+                fields:
+                  title: { type: text, required: true }
+                  severity: { type: choice, options: [high, low], required: true }
+                  photo: photo
+                  remark: text
+            """,
+        ])
+        defer { try? FileManager.default.removeItem(atPath: fine) }
+        #expect(checked.allSatisfy { $0.spec.diagnostics.isEmpty }, "\(checked.flatMap(\.spec.diagnostics))")
+        let form = try #require(checked.first { $0.path.hasSuffix("Audit.yaml") }?.spec.form)
+        let records = Dictionary(uniqueKeysWithValues: checked.compactMap(\.spec.record).map { ($0.name, $0) })
+        let creations = form.listCreations(records: records)
+        #expect(creations.map(\.list) == ["defects"] && creations.map(\.record) == ["Defect"])
+        #expect(creations.first?.itemFields == ["title", "severity", "photo"] && creations.first?.formFields == ["site", "owner"])
+    }
+
     @Test func theExampleSpecsCheckTogetherWithoutAProblem() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let results = SpecLoader.check(filesAt: SpecLoader.specFiles(in: [root.appendingPathComponent("FormSpecs").path]))
         #expect(results.allSatisfy { $0.spec.diagnostics.isEmpty })
-        #expect(Set(results.compactMap(\.spec.record?.name)) == ["Customer", "Delivery", "Site", "Technician"])
+        #expect(Set(results.compactMap(\.spec.record?.name)) == ["Customer", "Delivery", "Finding", "Site", "Technician"])
         #expect(results.first { $0.spec.form?.name == "CustomerUpdate" }?.spec.form?.binding?.action == .edits)
     }
 }

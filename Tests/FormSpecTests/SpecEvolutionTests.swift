@@ -37,7 +37,7 @@ struct SpecEvolutionTests {
             "constraint 'departure > arrival' added: queued values that break it are parked",
             "constraint changed from 'quantity <= 10' to 'quantity <= 5'",
             "compatible: field 'quantity': constraint 'quantity <= 10' removed",
-            "field 'total': calculate changed from", "relevant 'quantity > 0' added",
+            "field 'total': calculate changed from", "relevant 'quantity > 0' added", "its items now create records (Defect+site)",
         ] {
             #expect(all.contains(phrase), "no pair shows: \(phrase)")
         }

@@ -82,6 +82,7 @@ struct InterpreterDifferentialTests {
         let interpreter = try #require(interpreted.forms[name])
         #expect(interpreter.version == generated.version)
         #expect(interpreter.recordAction == generated.recordAction)
+        #expect(interpreter.listRecordActions == generated.listRecordActions)
         #expect(interpreter.upgrades == generated.upgrades)
         var random = RandomPayloads(seed: UInt64(name.utf8.reduce(7) { $0 &* 31 &+ UInt64($1) }))
         var decodable: [Data] = []
