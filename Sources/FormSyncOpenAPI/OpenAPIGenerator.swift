@@ -277,7 +277,23 @@ public enum OpenAPIGenerator {
                         (A.documentID, string), (A.id, integer), (A.form, string), (A.formVersion, integer),
                         (A.version, .object([("type", .string("string")), ("description", .string("The ETag of this version."))])),
                         (A.record, anyObject), (A.entity, ref("Entity")), (A.lastChange, ref("ChangeAuthor")),
+                        (
+                            A.createdRecords,
+                            .object([
+                                ("type", .string("array")), ("items", ref("CreatedRecord")),
+                                ("description", .string("The records the submission's lists created, one per item.")),
+                            ])
+                        ),
                     ], required: [A.documentID, A.id, A.version])
+            ),
+            (
+                "CreatedRecord",
+                object(
+                    [
+                        (A.list, string), (A.position, integer), ("type", string), ("id", integer), ("version", integer),
+                        ("record", anyObject), ("deleted", .object([("type", .string("boolean"))])),
+                    ],
+                    required: [A.list, A.position, "type", "id"])
             ),
             (
                 "FileAcknowledgement",

@@ -315,6 +315,19 @@ enum PostgresSchema {
                 CREATE INDEX webhook_deliveries_document ON webhook_deliveries (webhook_id, document_id, seq) WHERE state = 'pending';
                 CREATE INDEX webhook_deliveries_list ON webhook_deliveries (webhook_id, state, id);
                 """),
+        // The records a document's lists created, item by item.
+        Migration(
+            version: 8, name: "records a document's lists created",
+            sql: """
+                CREATE TABLE document_records (
+                    document_id TEXT NOT NULL,
+                    list TEXT NOT NULL,
+                    position INTEGER NOT NULL,
+                    type TEXT NOT NULL,
+                    record_id BIGINT NOT NULL,
+                    PRIMARY KEY (document_id, list, position)
+                );
+                """),
     ]
 
     static var latest: Int { migrations.last?.version ?? 0 }

@@ -93,6 +93,25 @@ extension PostgresServerStore {
             payload: rows.bytes(row, 4) ?? Data())
     }
 
+    package func noteCreatedRecords(document documentID: String, _ records: [CreatedRecord]) throws {
+        for record in records {
+            try query(
+                "INSERT INTO document_records (document_id, list, position, type, record_id) VALUES ($1, $2, $3::bigint, $4, $5::bigint)",
+                [.text(documentID), .text(record.list), .integer(Int64(record.position)), .text(record.type), .integer(record.id)])
+        }
+    }
+
+    package func createdRecords(document documentID: String) throws -> [CreatedRecord] {
+        let rows = try query(
+            "SELECT list, position, type, record_id FROM document_records WHERE document_id = $1 ORDER BY list, position",
+            [.text(documentID)])
+        return (0..<rows.count).map { row in
+            CreatedRecord(
+                list: rows.text(row, 0) ?? "", position: Int(rows.int(row, 1) ?? 0), type: rows.text(row, 2) ?? "",
+                id: rows.int(row, 3) ?? 0)
+        }
+    }
+
     package func record(workspace: String, type: String, id: Int64) throws -> StoredRecord? {
         let rows = try query(
             "SELECT type, id, version, scope, payload FROM records WHERE workspace = $1 AND type = $2 AND id = $3\(lockingClause)",

@@ -16,6 +16,11 @@ public enum Acknowledgement {
     public static let record = "record"
     /// The whole record a create or an edit left, for the device's store.
     public static let entity = "entity"
+    /// The records a submission's lists created (`creates:` on a list), one per item: each an
+    /// `entity` with the `list` and the item's `index` (from 0) it came from.
+    public static let createdRecords = "created_records"
+    public static let list = "list"
+    public static let position = "index"
     /// A stored file's size.
     public static let byteCount = "byte_count"
     /// In a `409` or `412` reply about a document or a record: who made the server's current

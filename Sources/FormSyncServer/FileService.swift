@@ -143,13 +143,17 @@ struct FileService: ServerPart {
     /// Records a written document's pending files (none clears them), with the record it wrote.
     /// They stay the document owner's whoever wrote this version: a back-office edit leaves
     /// them on the list of the device that is to upload them.
-    func notePendingFiles(_ pending: [FileUse], documentID: String, caller: Caller, record: (type: String, id: Int64)?) throws {
+    /// `record`: the record whose copy of the file at a pointer completes with it, if any.
+    func notePendingFiles(
+        _ pending: [FileUse], documentID: String, caller: Caller, record: (_ pointer: String) -> (type: String, id: Int64)?
+    ) throws {
         let now = now()
         let owner = store.owner(of: documentID)?.principal ?? caller.principal
         try store.setPendingFiles(
             document: documentID,
             pending.map { use in
-                PendingFile(
+                let record = record(use.pointer)
+                return PendingFile(
                     documentID: documentID, pointer: use.pointer, workspace: caller.workspace, principal: owner,
                     digest: use.ref.sha256 ?? Data(),
                     byteCount: use.ref.byteCount ?? 0, contentType: use.ref.contentType ?? "", accepted: use.contentTypes,

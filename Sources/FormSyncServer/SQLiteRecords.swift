@@ -47,6 +47,21 @@ final class SQLiteRecords: @unchecked Sendable {
     static let holderQuery = SQLiteConnection.Statement(
         "SELECT (SELECT type FROM records WHERE id = ?1 LIMIT 1), EXISTS (SELECT 1 FROM documents WHERE id = ?1)")
 
+    func noteCreatedRecords(document documentID: String, _ records: [CreatedRecord]) throws {
+        for record in records {
+            try db.run(
+                "INSERT INTO document_records (document_id, list, position, type, record_id) VALUES (?, ?, ?, ?, ?)",
+                [.text(documentID), .text(record.list), .integer(Int64(record.position)), .text(record.type), .integer(record.id)])
+        }
+    }
+
+    func createdRecords(document documentID: String) throws -> [CreatedRecord] {
+        try db.query(
+            "SELECT list, position, type, record_id FROM document_records WHERE document_id = ? ORDER BY list, position",
+            [.text(documentID)]
+        ) { CreatedRecord(list: $0.text(0) ?? "", position: Int($0.int(1)), type: $0.text(2) ?? "", id: $0.int(3)) }
+    }
+
     func record(workspace: String, type: String, id: Int64) throws -> StoredRecord? {
         try db.query(
             "SELECT type, id, version, scope, payload FROM records WHERE workspace = ? AND type = ? AND id = ?",

@@ -56,6 +56,7 @@ enum SQLiteServerSchema {
         supportMigration,
         historyMigration,
         webhooksMigration,
+        documentRecordsMigration,
     ])
 
     static let recordsMigration = SQLiteMigrator.Migration(
@@ -319,5 +320,20 @@ enum SQLiteServerSchema {
             CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE state = 'pending';
             CREATE INDEX webhook_deliveries_document ON webhook_deliveries(webhook_id, document_id, seq) WHERE state = 'pending';
             CREATE INDEX webhook_deliveries_list ON webhook_deliveries(webhook_id, state, id);
+            """)
+
+    /// The records a document's lists created, item by item, so that a repeat of the
+    /// submission is answered with the same records.
+    static let documentRecordsMigration = SQLiteMigrator.Migration(
+        version: 12, name: "records a document's lists created",
+        sql: """
+            CREATE TABLE document_records (
+                document_id TEXT NOT NULL,
+                list TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                type TEXT NOT NULL,
+                record_id INTEGER NOT NULL,
+                PRIMARY KEY (document_id, list, position)
+            ) WITHOUT ROWID;
             """)
 }

@@ -214,6 +214,10 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     func nextEntityID() throws -> Int64 { try recordTable.nextEntityID() }
     func holder(ofID id: Int64) throws -> String? { try recordTable.holder(ofID: id) }
+    func noteCreatedRecords(document documentID: String, _ records: [CreatedRecord]) throws {
+        try recordTable.noteCreatedRecords(document: documentID, records)
+    }
+    func createdRecords(document documentID: String) throws -> [CreatedRecord] { try recordTable.createdRecords(document: documentID) }
     func records(workspace: String) throws -> [StoredRecord] { try recordTable.records(workspace: workspace) }
     func lastChange() throws -> Int64 { try recordTable.lastChange() }
 

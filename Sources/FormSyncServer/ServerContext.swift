@@ -39,6 +39,7 @@ extension ServerPart {
     var access: AccessControl { AccessControl(context: context) }
     var files: FileService { FileService(context: context) }
     var records: RecordService { RecordService(context: context) }
+    var lists: ListRecordService { ListRecordService(context: context) }
     var versions: VersionWriter { VersionWriter(context: context) }
 
     /// Runs `body` as one unit of work on the store (see `ServerStore.exclusive`).

@@ -116,6 +116,10 @@ package protocol ServerStore: CredentialStore {
     /// What holds `id`: a record's type, "" for a document that created no record under it, or
     /// nil when the id is free. Inside a transaction, the id stays claimed until it ends.
     func holder(ofID id: Int64) throws -> String?
+    /// Keeps which records `document`'s lists created (in the transaction that created them).
+    func noteCreatedRecords(document documentID: String, _ records: [CreatedRecord]) throws
+    /// The records `document`'s lists created, by list and position.
+    func createdRecords(document documentID: String) throws -> [CreatedRecord]
     /// One record; inside a transaction it stays locked until the transaction ends.
     func record(workspace: String, type: String, id: Int64) throws -> StoredRecord?
     func records(workspace: String) throws -> [StoredRecord]
@@ -263,6 +267,21 @@ package struct StoredFile: Sendable, Equatable {
 
 /// A file a document names by its digest before its bytes arrived (docs/PROTOCOL.md,
 /// "Deferred files"), with what its upload must match.
+/// A record a document's list created: the item it came from and the record it is.
+package struct CreatedRecord: Sendable, Equatable {
+    package var list: String
+    package var position: Int
+    package var type: String
+    package var id: Int64
+
+    package init(list: String, position: Int, type: String, id: Int64) {
+        self.list = list
+        self.position = position
+        self.type = type
+        self.id = id
+    }
+}
+
 package struct PendingFile: Sendable, Equatable {
     package var documentID: String
     /// Where the reference sits in the document's payload.

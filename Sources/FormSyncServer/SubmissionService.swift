@@ -111,7 +111,11 @@ struct SubmissionService: ServerPart {
                     record = (action.recordType, id)
                 }
             }
-            try files.notePendingFiles(pending, documentID: documentID, caller: caller, record: record)
+            // A file in an item of a list that created records completes that item's record.
+            let created = entry.listRecordActions.isEmpty || pending.isEmpty ? [] : try store.createdRecords(document: documentID)
+            try files.notePendingFiles(pending, documentID: documentID, caller: caller) { pointer in
+                lists.record(ofPointer: pointer, created: created, formRecord: record)
+            }
         }
         return response
     }
@@ -139,13 +143,23 @@ struct SubmissionService: ServerPart {
             case .failure(let refusal): if store.document(documentID) == nil { return refusal.response }
             }
         }
+        var listRecords: [ListRecordService.Prepared] = []
+        if !entry.listRecordActions.isEmpty, store.document(documentID) == nil {
+            switch try lists.prepare(entry, payload: canonical.payload) {
+            case .ready(let prepared): listRecords = prepared
+            case .refused(let response): return response
+            }
+        }
         if let existing = store.document(documentID) {
             guard let ifMatch else {
                 // A create for a document already held: the same record is an idempotent repeat;
                 // a different one must not be dropped silently, nor applied blindly.
                 let stored = try entry.remap(existing.payload, [:]).payload
                 if stored == canonical.payload {
-                    return recordResponse(existing, status: 200, entity: try records.entity(entry, id: existing.id, workspace: workspace))
+                    return recordResponse(
+                        existing, status: 200, entity: try records.entity(entry, id: existing.id, workspace: workspace),
+                        created: entry.listRecordActions.isEmpty
+                            ? nil : try lists.replies(entry, document: documentID, workspace: workspace))
                 }
                 return recordResponse(
                     existing, status: 409, code: .documentExists,
@@ -199,7 +213,8 @@ struct SubmissionService: ServerPart {
                 files: files.fileIDs(ofRecord: createdRecord.type, createdRecord.payload), by: author)
             entity = RecordService.entityObject(type: createdRecord.type, id: created.id, version: version, payload: createdRecord.payload)
         }
-        return recordResponse(created, status: 201, entity: entity)
+        let listReplies = try lists.create(listRecords, document: documentID, workspace: workspace, by: author)
+        return recordResponse(created, status: 201, entity: entity, created: entry.listRecordActions.isEmpty ? nil : listReplies)
     }
 
     /// `GET /documents/{id}`: a document of the caller's workspace that the caller may read.
@@ -219,11 +234,13 @@ struct SubmissionService: ServerPart {
         }
     }
 
+    /// `created`: the records the document's lists created (`created_records`).
     func recordResponse(
-        _ document: SyncServer.Document, status: Int, code: ProblemCode? = nil, detail: String? = nil, entity: [String: Any]? = nil
+        _ document: SyncServer.Document, status: Int, code: ProblemCode? = nil, detail: String? = nil, entity: [String: Any]? = nil,
+        created: [[String: Any]]? = nil
     ) -> HTTPResponse {
         let headers = [("ETag", WireSyntax.etag(document.version)), ("Location", "/documents/\(document.documentID)")]
-        if code == nil, entity == nil, document.payload.first == UInt8(ascii: "{") {
+        if code == nil, entity == nil, created == nil, document.payload.first == UInt8(ascii: "{") {
             // The common reply, written around the stored payload's bytes (canonical JSON from
             // the form's encoder) rather than parsed and serialised again under the lock.
             typealias A = Acknowledgement
@@ -242,6 +259,7 @@ struct SubmissionService: ServerPart {
             Acknowledgement.record: record,
         ]
         if let entity { object[Acknowledgement.entity] = entity }
+        if let created { object[Acknowledgement.createdRecords] = created }
         guard let code else { return .json(status, object, headers: headers) }
         object[Acknowledgement.record] = nil
         // Whose version the device's write meets, so that its person sees who changed it.

@@ -119,6 +119,7 @@ extension ItemLifecycle {
                     replaced.endpoint = endpoint
                     replaced.attemptID = environment.newID()
                     try replaceDependencies(of: replaced.id, with: placeholders, deferrable: deferrable)
+                    try placeItemRecords(of: replaced, json: json, actions: P.listRecordActions, now: now)
                     try store.recordDocument(workspace: workspace, documentID: documentID, digest: digest, item: replaced.id)
                     try reopen(&replaced, now: now)
                     withRecords { $0.noteRecord(of: replaced) }
@@ -143,6 +144,7 @@ extension ItemLifecycle {
                     row.lastError = Self.blockedReason
                 }
                 row.id = try store.insert(row, now: now)
+                if base == nil { try placeItemRecords(of: row, json: json, actions: P.listRecordActions, now: now) }
                 created(row)
                 withRecords { $0.noteRecord(of: row) }
                 for placeholder in placeholders {
@@ -163,6 +165,19 @@ extension ItemLifecycle {
         } catch {
             for (_, entry) in copies where !entry.shared { stash.remove(entry.copy.path) }
             throw error
+        }
+    }
+
+    /// Gives every item of the payload's lists that create records a placeholder of its own, so
+    /// that each record shows on the device, and can be referenced, before it lands. A payload
+    /// replaced before it was sent keeps each position's placeholder; what depended on a
+    /// position it no longer has is blocked for a person.
+    func placeItemRecords(of row: OutboxStore.Row, json: Data, actions: [ListRecordAction], now: Int64) throws {
+        for action in actions {
+            let dropped = try store.setItemRecords(
+                item: row.id, list: action.list, type: action.recordType, count: RecordProjection.itemCount(form: json, list: action.list),
+                mint: { placeholderIDs.next() })
+            for placeholder in dropped { try blockDependents(of: placeholder, workspace: row.workspace, now: now) }
         }
     }
 

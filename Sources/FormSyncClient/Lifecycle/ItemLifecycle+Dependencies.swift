@@ -21,7 +21,7 @@ extension ItemLifecycle {
                 try store.update(row, now: now)
                 try store.refreshLane(workspace: row.workspace, lane: row.lane)
                 report.blocked += 1
-                if let produced = row.produces { queue.append(produced) }
+                queue += try store.producedPlaceholders(of: row)
             }
         }
     }
@@ -38,7 +38,7 @@ extension ItemLifecycle {
                     row.nextAttemptAt = now
                     move(&row, to: .pending)
                     try store.update(row, now: now)
-                    if let produced = row.produces { queue.append(produced) }
+                    queue += try store.producedPlaceholders(of: row)
                 }
                 if row.state == .pending { try store.refreshLane(workspace: row.workspace, lane: row.lane) }
             }

@@ -76,6 +76,11 @@ extension ItemLifecycle {
     private func replace(_ row: inout OutboxStore.Row, with fixed: PreparedFix) throws {
         guard row.form == fixed.form else { throw OutboxError.formMismatch(expected: row.form ?? "file", got: fixed.form) }
         try replaceDependencies(of: row.id, with: fixed.placeholders)
+        // A fix of a create that never landed keeps one record per item; one that landed is an
+        // edit of the document, and its lists' records are records in their own right.
+        if row.serverID == nil, let actions = registry[fixed.form]?.listRecordActions, !actions.isEmpty {
+            try placeItemRecords(of: row, json: fixed.json, actions: actions, now: environment.now())
+        }
         row.payload = fixed.json
         row.endpoint = fixed.endpoint
         row.attemptID = environment.newID()

@@ -109,14 +109,29 @@ extension ItemLifecycle {
         row.lastError = nil
         try store.markConfirmed(row, now: now)
         report.sent += 1
+        var landed: [Int64] = []
         if let placeholder = row.produces, let serverID = ack.serverID {
             try store.resolve(placeholder: placeholder, serverID: serverID, workspace: row.workspace)
+            landed.append(placeholder)
+        }
+        // Each item of a list that created records: its placeholder is the record's server id.
+        let items = row.kind == .submission ? try store.itemRecords(of: row.id) : []
+        if !items.isEmpty {
+            let created = Dictionary(ack.createdRecords.map { ("\($0.list)/\($0.index)", $0.record) }, uniquingKeysWith: { a, _ in a })
+            for item in items {
+                guard let record = created["\(item.list)/\(item.position)"], record.type == item.type else {
+                    // The server made no record of this item (it does not know the list creates
+                    // them): what named it cannot go, and waits for a person.
+                    try blockDependents(of: item.placeholder, workspace: row.workspace, now: now)
+                    continue
+                }
+                try store.resolve(placeholder: item.placeholder, serverID: record.id, workspace: row.workspace)
+                landed.append(item.placeholder)
+            }
         }
         let confirmed = row
         try withRecords { try $0.storeAcknowledgedRecord(confirmed, ack, now: now) }
-        if let placeholder = row.produces, ack.serverID != nil {
-            try releaseDependents(of: placeholder, workspace: row.workspace, now: now)
-        }
+        for placeholder in landed { try releaseDependents(of: placeholder, workspace: row.workspace, now: now) }
     }
 
     static func outcomeReason(_ outcome: DeliveryOutcome) -> String? {
@@ -209,7 +224,9 @@ extension ItemLifecycle {
         case .conflict: report.conflicts += 1
         default: break
         }
-        if let placeholder = row.produces { try blockDependents(of: placeholder, workspace: row.workspace, now: now) }
+        for placeholder in try store.producedPlaceholders(of: row) {
+            try blockDependents(of: placeholder, workspace: row.workspace, now: now)
+        }
     }
 
     /// Back to pending with a fresh attempt budget; blocked if a dependency still needs attention.
@@ -221,8 +238,10 @@ extension ItemLifecycle {
         move(&row, to: try dependencyProblem(row.id, workspace: row.workspace) ? .blocked : .pending)
         try store.update(row, now: now)
         try store.refreshLane(workspace: row.workspace, lane: row.lane)
-        if let placeholder = row.produces, row.state == .pending {
-            try releaseDependents(of: placeholder, workspace: row.workspace, now: now)
+        if row.state == .pending {
+            for placeholder in try store.producedPlaceholders(of: row) {
+                try releaseDependents(of: placeholder, workspace: row.workspace, now: now)
+            }
         }
         rescanRequested = true
         observers.signalWork()
@@ -233,7 +252,9 @@ extension ItemLifecycle {
     func discard(_ id: ItemID, now: Int64) throws -> String? {
         var row = try existing(id)
         guard Self.isStuck(row.state) else { throw OutboxError.notAllowed(id: id, state: publicState(row), action: "discard") }
-        if let placeholder = row.produces { try blockDependents(of: placeholder, workspace: row.workspace, now: now) }
+        for placeholder in try store.producedPlaceholders(of: row) {
+            try blockDependents(of: placeholder, workspace: row.workspace, now: now)
+        }
         try store.forgetDocumentDigests(item: row.id, workspace: row.workspace, documentID: row.documentID)
         move(&row, to: nil)
         try store.delete(row.id)

@@ -29,6 +29,18 @@ extension Outbox {
         }
     }
 
+    /// The placeholders of the records item `id`'s lists create (`creates:` on a list), by
+    /// list, in item order: each record shows on the device under its placeholder at once, and
+    /// another form may name it before anything reached the server. Empty for a form whose lists
+    /// create nothing, or an item of another workspace.
+    public func itemRecordPlaceholders(of id: ItemID) throws -> [String: [Int64]] {
+        let rows = try storage { () throws -> [OutboxStore.ItemRecord] in
+            guard let row = try store.item(id.rawValue), row.workspace == workspace else { return [] }
+            return try store.itemRecords(of: row.id)
+        }
+        return Dictionary(grouping: rows, by: \.list).mapValues { $0.sorted { $0.position < $1.position }.map(\.placeholder) }
+    }
+
     /// Sends a parked item again as it is (same attempt identity), with a fresh attempt budget.
     public func retry(_ id: ItemID) throws {
         try apply(.retry, to: id)

@@ -148,7 +148,11 @@ public actor RecordStore {
     /// Notes the record an item of a bound form shows on (its placeholder, or the record it edits).
     func noteRecord(of row: OutboxStore.Row) {
         // Every state move passes here: with nobody listening, reading the payload is waste.
-        guard !listeners.isEmpty, row.kind == .submission, let form = row.form, let action = registry[form]?.recordAction else { return }
+        guard !listeners.isEmpty, row.kind == .submission, let form = row.form, let entry = registry[form] else { return }
+        if !entry.listRecordActions.isEmpty, let items = try? store.itemRecords(of: row.id) {
+            for item in items { noteRecord(item.type, item.placeholder) }
+        }
+        guard let action = entry.recordAction else { return }
         if action.kind == .creates, let placeholder = row.produces {
             noteRecord(action.recordType, placeholder)
         } else if let payload = row.payload, let id = RecordProjection.editedID(form: payload, action: action) {
@@ -175,15 +179,26 @@ public actor RecordStore {
     static func overlay(
         _ store: OutboxStore, registry: FormRegistry, type: String, workspace: String, principal: String?
     ) throws -> [Int64: (version: Int, payload: Data)] {
-        let forms = registry.names.filter { registry[$0]?.recordAction?.recordType == type }
+        let forms = registry.names.filter { name in
+            registry[name]?.recordAction?.recordType == type || registry[name]?.listRecordActions.contains { $0.recordType == type } == true
+        }
         let view = PersonalView(workspace: workspace, principal: principal).key
         var shown: [Int64: (version: Int, payload: Data)] = [:]
         for row in try store.unconfirmedSubmissions(workspace: workspace, principal: principal, forms: forms) {
-            guard let form = row.form, let entry = registry[form], let action = entry.recordAction, var payload = row.payload else {
-                continue
-            }
+            guard let form = row.form, let entry = registry[form], var payload = row.payload else { continue }
             let resolved = try store.resolvedDependencies(of: row.id, workspace: workspace)
             if !resolved.isEmpty, let remapped = try? entry.remap(payload, resolved).payload { payload = remapped }
+            // The records its lists create, each under its item's placeholder, until it lands.
+            if row.serverID == nil {
+                let items = try store.itemRecords(of: row.id)
+                for action in entry.listRecordActions where action.recordType == type {
+                    guard let records = try? RecordProjection.listRecords(form: payload, action: action) else { continue }
+                    for item in items where item.list == action.list && item.position < records.count {
+                        shown[item.placeholder] = (0, records[item.position])
+                    }
+                }
+            }
+            guard let action = entry.recordAction, action.recordType == type else { continue }
             switch action.kind {
             case .creates:
                 // A create that landed and was sent back for a fix: the person's fix shows over
@@ -216,9 +231,23 @@ public actor RecordStore {
     /// into the store (unless a newer one is there), and edits waiting on a record created
     /// offline take the version it landed with as their base.
     func storeAcknowledgedRecord(_ row: OutboxStore.Row, _ ack: ServerAcknowledgement, now: Int64) throws {
-        guard let form = row.form, let action = registry[form]?.recordAction else { return }
+        guard let form = row.form, let entry = registry[form] else { return }
         // Into the view of the person who sent it, whoever is signed in now.
         let view = ItemLifecycle.view(of: row)
+        if !ack.createdRecords.isEmpty, !entry.listRecordActions.isEmpty {
+            let created = Dictionary(ack.createdRecords.map { ("\($0.list)/\($0.index)", $0.record) }, uniquingKeysWith: { a, _ in a })
+            for item in try store.itemRecords(of: row.id) {
+                guard let change = created["\(item.list)/\(item.position)"], change.type == item.type else { continue }
+                if let fields = change.fields, try !store.hasTombstone(view: view, type: change.type, id: change.id) {
+                    try applyChange(change, fields: fields, view: view)
+                }
+                noteRecord(item.type, item.placeholder, change.id)
+                try rebaseEdits(
+                    of: item.placeholder, type: item.type, serverID: change.id, version: "\"\(change.version)\"", fields: change.fields,
+                    workspace: row.workspace, now: now)
+            }
+        }
+        guard let action = entry.recordAction else { return }
         if let change = ack.record, change.type == action.recordType, let fields = change.fields,
             try !store.hasTombstone(view: view, type: change.type, id: change.id)
         {
@@ -226,16 +255,24 @@ public actor RecordStore {
         }
         guard action.kind == .creates, let placeholder = row.produces, let serverID = ack.serverID else { return }
         noteRecord(action.recordType, placeholder, serverID)
+        try rebaseEdits(
+            of: placeholder, type: action.recordType, serverID: serverID, version: ack.version ?? ack.record.map { "\"\($0.version)\"" },
+            fields: ack.record?.fields, workspace: row.workspace, now: now)
+    }
+
+    /// Edits that wait for a record created offline take the version it landed with as their
+    /// base (and its fields as their base payload).
+    private func rebaseEdits(
+        of placeholder: Int64, type: String, serverID: Int64, version: String?, fields: Data?, workspace: String, now: Int64
+    ) throws {
         for dependent in try store.dependents(of: placeholder) {
-            guard var edit = try store.item(dependent), edit.workspace == row.workspace, edit.baseVersion == nil, edit.state != .confirmed,
+            guard var edit = try store.item(dependent), edit.workspace == workspace, edit.baseVersion == nil, edit.state != .confirmed,
                 let editForm = edit.form, let editAction = registry[editForm]?.recordAction, editAction.kind == .edits,
-                editAction.recordType == action.recordType, let payload = edit.payload,
+                editAction.recordType == type, let payload = edit.payload,
                 RecordProjection.editedID(form: payload, action: editAction) == placeholder
             else { continue }
-            edit.baseVersion = ack.version ?? ack.record.map { "\"\($0.version)\"" }
-            if let fields = ack.record?.fields {
-                edit.basePayload = try? RecordProjection.editPayload(record: fields, id: serverID, action: editAction)
-            }
+            edit.baseVersion = version
+            if let fields { edit.basePayload = try? RecordProjection.editPayload(record: fields, id: serverID, action: editAction) }
             try store.update(edit, now: now)
         }
     }

@@ -18,6 +18,7 @@ enum OutboxMigrations {
         people,
         reviews,
         drafts,
+        itemRecords,
     ])
 
     static let outbox = SQLiteMigrator.Migration(
@@ -390,5 +391,19 @@ enum OutboxMigrations {
                 PRIMARY KEY (draft_id, placeholder)
             ) WITHOUT ROWID;
             CREATE INDEX draft_files_path ON draft_files(path);
+            """)
+
+    /// The placeholders of the records a submission's lists create, one per item.
+    static let itemRecords = SQLiteMigrator.Migration(
+        version: 15, name: "item records",
+        sql: """
+            CREATE TABLE item_records (
+                placeholder INTEGER PRIMARY KEY,
+                item_id INTEGER NOT NULL,
+                type TEXT NOT NULL,
+                list TEXT NOT NULL,
+                position INTEGER NOT NULL
+            );
+            CREATE INDEX item_records_item ON item_records(item_id, list, position);
             """)
 }

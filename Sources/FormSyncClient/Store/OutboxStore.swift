@@ -315,11 +315,13 @@ final class OutboxStore {
 
     func deleteConfirmed(workspace: String, before cutoff: Int64) throws -> Int {
         try rememberLastItemID()
-        try db.run(
-            """
-            DELETE FROM attempts WHERE item_id IN (
-                SELECT id FROM items WHERE workspace = ? AND \(Self.settledCondition) AND state = 'confirmed' AND updated_at < ?)
-            """, [.text(workspace), .integer(cutoff)])
+        for table in ["attempts", "item_records"] {
+            try db.run(
+                """
+                DELETE FROM \(table) WHERE item_id IN (
+                    SELECT id FROM items WHERE workspace = ? AND \(Self.settledCondition) AND state = 'confirmed' AND updated_at < ?)
+                """, [.text(workspace), .integer(cutoff)])
+        }
         return try db.run(
             "DELETE FROM items WHERE workspace = ? AND \(Self.settledCondition) AND state = 'confirmed' AND updated_at < ?",
             [.text(workspace), .integer(cutoff)])
@@ -328,6 +330,7 @@ final class OutboxStore {
     func delete(_ id: Int64) throws {
         try rememberLastItemID()
         try db.run("DELETE FROM items WHERE id = ?", [.integer(id)])
+        try db.run("DELETE FROM item_records WHERE item_id = ?", [.integer(id)])
         try forgetAttempts(of: id)
     }
 
@@ -499,11 +502,19 @@ final class OutboxStore {
     }
 
     /// The item of `workspace` that produces `placeholder`, with its state.
+    /// (A record an item of a submission's list creates is that submission's.)
     func producer(of placeholder: Int64, workspace: String) throws -> (id: Int64, state: State)? {
-        try db.query("SELECT id, state FROM items WHERE produces = ? AND workspace = ?", [.integer(placeholder), .text(workspace)]) {
+        try db.query(Self.producerQuery, [.integer(placeholder), .text(workspace)]) {
             ($0.int(0), State(rawValue: $0.text(1) ?? "") ?? .pending)
         }.first
     }
+
+    static let producerQuery = SQLiteConnection.Statement(
+        """
+        SELECT id, state FROM items WHERE produces = ?1 AND workspace = ?2
+        UNION ALL SELECT i.id, i.state FROM item_records r JOIN items i ON i.id = r.item_id WHERE r.placeholder = ?1 AND i.workspace = ?2
+        LIMIT 1
+        """)
 
     // MARK: Documents
 
@@ -557,7 +568,8 @@ final class OutboxStore {
         let values = try db.query(
             """
             SELECT MIN(m) FROM (SELECT MIN(produces) AS m FROM items WHERE produces IS NOT NULL UNION ALL SELECT MIN(placeholder) FROM dependencies
-            UNION ALL SELECT MIN(placeholder) FROM resolved UNION ALL SELECT MIN(placeholder) FROM draft_files)
+            UNION ALL SELECT MIN(placeholder) FROM resolved UNION ALL SELECT MIN(placeholder) FROM draft_files
+            UNION ALL SELECT MIN(placeholder) FROM item_records)
             """
         ) { $0.optionalInt(0) }
         return min(values.first.flatMap { $0 } ?? 0, 0)

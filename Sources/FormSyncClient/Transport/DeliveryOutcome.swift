@@ -31,10 +31,28 @@ public struct ServerAcknowledgement: Sendable, Equatable, Codable {
     /// The record the write created or changed, as the server now holds it (`entity`), for the
     /// device's record store.
     public var record: RecordChange?
+    /// The records the submission's lists created (`created_records`), one per item: what each
+    /// item's placeholder is swapped for, and the record for the device's store.
+    public var createdRecords: [CreatedListRecord]
 
-    public init(serverID: Int64? = nil, version: String? = nil, record: RecordChange? = nil) {
+    public init(serverID: Int64? = nil, version: String? = nil, record: RecordChange? = nil, createdRecords: [CreatedListRecord] = []) {
         self.serverID = serverID
         self.version = version
+        self.record = record
+        self.createdRecords = createdRecords
+    }
+}
+
+/// A record an item of a submission's list created: the list, the item's index (from 0), and
+/// the record as the server holds it (without fields when it has been deleted since).
+public struct CreatedListRecord: Sendable, Equatable, Codable {
+    public var list: String
+    public var index: Int
+    public var record: RecordChange
+
+    public init(list: String, index: Int, record: RecordChange) {
+        self.list = list
+        self.index = index
         self.record = record
     }
 }

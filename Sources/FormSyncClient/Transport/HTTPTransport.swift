@@ -583,7 +583,8 @@ public final class HTTPTransport: OutboxTransport {
             let version = Self.version(headers["etag"] ?? (json[Acknowledgement.version] as? String))
             return .done(
                 ServerAcknowledgement(
-                    serverID: id, version: version, record: (json[Acknowledgement.entity] as? [String: Any]).flatMap(change)))
+                    serverID: id, version: version, record: (json[Acknowledgement.entity] as? [String: Any]).flatMap(change),
+                    createdRecords: Self.createdRecords(json[Acknowledgement.createdRecords])))
         case 300..<400:
             return .unreachable(reason: "HTTP \(status) redirect refused (a captive portal?); nothing was followed")
         case 401:
@@ -623,7 +624,7 @@ public final class HTTPTransport: OutboxTransport {
     /// document id, an id that is not plain digits, no `ETag` but a `version`, an `entity`):
     /// the full reading then decides, so this path only ever agrees with it.
     static func quickAcknowledgement(headers: [String: String], body: Data, documentID: String) -> ServerAcknowledgement? {
-        guard let members = JSONObjectSlices(body), members[Acknowledgement.entity] == nil,
+        guard let members = JSONObjectSlices(body), members[Acknowledgement.entity] == nil, members[Acknowledgement.createdRecords] == nil,
             let echoed = members[Acknowledgement.documentID],
             echoed.count == documentID.utf8.count + 2, echoed.first == 0x22, echoed.last == 0x22,
             echoed.dropFirst().dropLast().elementsEqual(documentID.utf8), !documentID.utf8.contains(where: { $0 == 0x5C || $0 < 0x20 })
@@ -714,6 +715,19 @@ public final class HTTPTransport: OutboxTransport {
             let fields = try? JSONSerialization.data(withJSONObject: record, options: [.sortedKeys, .withoutEscapingSlashes])
         else { return nil }
         return RecordChange(type: type, id: id, version: version, fields: fields)
+    }
+
+    /// A reply's `created_records`, as far as each entry is what the protocol promises (a
+    /// list name, an index from 0, a record or its deletion): at most 10,000, others left out.
+    static func createdRecords(_ value: Any?) -> [CreatedListRecord] {
+        guard let entries = value as? [Any] else { return [] }
+        return entries.prefix(10_000).compactMap { entry in
+            guard let object = entry as? [String: Any], let list = object[Acknowledgement.list] as? String,
+                (1...128).contains(list.utf8.count), let number = object[Acknowledgement.position] as? NSNumber,
+                let index = Int(exactly: number.doubleValue), (0..<1_000_000).contains(index), let record = change(object)
+            else { return nil }
+            return CreatedListRecord(list: list, index: index, record: record)
+        }
     }
 
     /// The current record and its version from a 412 or a 409 `document-exists` reply.
