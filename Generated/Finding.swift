@@ -12,6 +12,7 @@ public struct Finding: SyncRecord, JSONWritable, JSONReadable {
     public static let recordVersion = 1
     public static let scopeField: String? = nil
     public static let indexedFields: [String] = ["site_code", "status"]
+    public static let devicesMayDelete = true
 
     /// The server's id; negative for a record created on this device that has not landed yet.
     public var id: Int64 = 0

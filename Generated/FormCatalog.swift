@@ -8,6 +8,7 @@ public enum FormCatalog {
         CustomerUpdate.self,
         DeliveryConfirmation.self,
         DeliveryUpdate.self,
+        FindingRemoval.self,
         FindingUpdate.self,
         NewCustomer.self,
         SalesOrder.self,
@@ -35,6 +36,13 @@ extension DeliveryUpdate {
     public static let recordAction: RecordAction? = RecordAction(
         kind: .edits, recordType: "Delivery", keyField: "delivery_id",
         fields: ["notes", "recipient"])
+}
+
+extension FindingRemoval {
+    /// FindingRemoval deletes a Finding record: the fields it sets on it.
+    public static let recordAction: RecordAction? = RecordAction(
+        kind: .deletes, recordType: "Finding", keyField: "finding_id",
+        fields: [])
 }
 
 extension FindingUpdate {

@@ -28,6 +28,9 @@ public struct RecordDefinition: Sendable, Equatable {
     public var references: [ReferenceUse]
     /// Where `version:` is written.
     public var versionLocation: SourceLocation?
+    /// Whether a device may delete a record of this type (`device_deletes: true`), through a
+    /// form that `deletes:` it; otherwise only the back office deletes.
+    public var deviceDeletes: Bool = false
 
     /// The top-level field with this spec name.
     public func field(named name: String) -> FieldDefinition? {
@@ -35,11 +38,12 @@ public struct RecordDefinition: Sendable, Equatable {
     }
 }
 
-/// What a form does to a record: creates one (`creates: Customer`) or edits one
-/// (`edits: Customer`, the form's `entity` being the reference to the record edited).
+/// What a form does to a record: creates one (`creates: Customer`), edits one
+/// (`edits: Customer`, the form's `entity` being the reference to the record edited), or
+/// deletes one (`deletes: Finding`, the `entity` naming it likewise).
 public struct RecordBinding: Sendable, Equatable {
     public enum Action: String, Sendable, Equatable {
-        case creates, edits
+        case creates, edits, deletes
     }
 
     public var action: Action

@@ -48,22 +48,25 @@ extension SpecChecker {
         }
 
         var binding: RecordBinding?
-        if keys["creates"] != nil && keys["edits"] != nil {
-            error(keys["edits"]!.key.location, "a form either creates a record or edits one, not both")
+        let actions = [RecordBinding.Action.creates, .edits, .deletes].filter { keys[$0.rawValue] != nil }
+        if actions.count > 1 {
+            error(
+                keys[actions[1].rawValue]!.key.location,
+                "a form either creates, edits or deletes a record, not \(actions.map(\.rawValue).joined(separator: " and "))")
         }
-        for action in [RecordBinding.Action.creates, .edits] {
+        for action in [RecordBinding.Action.creates, .edits, .deletes] {
             guard let node = keys[action.rawValue]?.value, let target = text(node, action.rawValue) else { continue }
             guard Naming.isIdentifier(target, firstLowercase: false) else {
                 error(node.location, "'\(action.rawValue)' must name a record type in upper camel case, such as Customer")
                 continue
             }
-            if action == .edits {
-                // The record edited is the lane: edits of one record go out in order.
+            if action != .creates {
+                // The record edited or deleted is the lane: writes of one record go out in order.
                 guard let entity, let field = fields.first(where: { $0.name == entity }), case .reference(let to) = field.kind, to == target
                 else {
                     error(
                         node.location,
-                        "a form that edits \(target) needs 'entity:' naming a required reference field with 'to: \(target)': the record it edits"
+                        "a form that \(action.rawValue) \(target) needs 'entity:' naming a required reference field with 'to: \(target)': the record it \(action.rawValue)"
                     )
                     continue
                 }
@@ -71,7 +74,7 @@ extension SpecChecker {
             binding = RecordBinding(action: action, record: target, location: node.location)
         }
 
-        checkListCreations(fields, edits: binding?.action == .edits ? binding?.record : nil)
+        checkListCreations(fields, changes: binding.flatMap { $0.action == .creates ? nil : "\($0.action.rawValue) \($0.record)" })
 
         guard let name, let version, let endpoint else { return nil }
         var form = FormDefinition(
@@ -109,16 +112,17 @@ extension SpecChecker {
 
     /// A list creates records only as a form's own list, in a form that does not edit a record,
     /// and the form fields it copies are the form's own single values.
-    mutating func checkListCreations(_ fields: [FieldDefinition], edits: String?) {
+    /// `changes`: what the form does to a record it does not create ("edits Site"), if anything.
+    mutating func checkListCreations(_ fields: [FieldDefinition], changes: String?) {
         for (path, binding) in Self.listCreations(fields) {
             if path.contains(".") {
                 error(binding.location, "list '\(path)' is inside another list; only a form's own lists create records")
                 continue
             }
-            if let edits {
+            if let changes {
                 error(
                     binding.location,
-                    "list '\(path)' creates \(binding.record) records, but the form edits \(edits); a form that edits a record creates none"
+                    "list '\(path)' creates \(binding.record) records, but the form \(changes); a form that edits or deletes a record creates none"
                 )
             }
             for name in binding.formFields {

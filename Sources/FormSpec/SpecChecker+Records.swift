@@ -70,10 +70,13 @@ extension SpecChecker {
                 }
             }
         }
+        let deviceDeletes = keys["device_deletes"].flatMap { bool($0.value, "device_deletes") } ?? false
         guard let name, let version else { return nil }
-        return RecordDefinition(
+        var record = RecordDefinition(
             name: name, version: version, summary: summary, choiceLists: choices.order.map { choices.named[$0]!.set }, fields: fields,
             scope: scopeField, indexes: indexes, sourceName: sourceName, nameLocation: keys["record"]?.value.location ?? root.location,
             fieldLocations: fieldLocations, references: references, versionLocation: keys["version"]?.value.location)
+        record.deviceDeletes = deviceDeletes
+        return record
     }
 }

@@ -36,11 +36,13 @@ struct SpecChecker {
 
     typealias Pair = (key: YAMLNode, value: YAMLNode)
 
-    static let topLevelKeys = ["form", "version", "description", "endpoint", "entity", "creates", "edits", "choices", "fields", "upgrades"]
+    static let topLevelKeys = [
+        "form", "version", "description", "endpoint", "entity", "creates", "edits", "deletes", "choices", "fields", "upgrades",
+    ]
     /// How many fields a record may index: the device stores one key column per indexed field.
     static let maxIndexedFields = 8
 
-    static let recordKeys = ["record", "version", "description", "scope", "index", "choices", "fields"]
+    static let recordKeys = ["record", "version", "description", "scope", "index", "device_deletes", "choices", "fields"]
     static let commonFieldKeys = [
         "type", "description", "label", "required", "required_if", "conflict", "relevant", "constraint", "constraint_message", "calculate",
     ]

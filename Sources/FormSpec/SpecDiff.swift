@@ -49,6 +49,8 @@ public enum SpecDiff {
         shapeChange("entity", old.entity, new.entity)
         shapeChange("creates", old.creates, new.creates)
         shapeChange("edits", old.edits, new.edits)
+        shapeChange("deletes", old.deletes, new.deletes)
+        shapeChange("device_deletes", old.deviceDeletes.map { "\($0)" }, new.deviceDeletes.map { "\($0)" })
         shapeChange("scope", old.scope, new.scope)
         shapeChange("index", old.index?.joined(separator: ", "), new.index?.joined(separator: ", "))
         compare(old.fields, new.fields, prefix: "", topLevel: true, into: &changes)

@@ -157,6 +157,16 @@ public enum SpecLoader {
                 )
                 continue
             }
+            if binding.action == .deletes {
+                // A delete's other fields (a reason, say) stay with its document.
+                if !record.deviceDeletes {
+                    error(
+                        index, binding.location,
+                        "form \(form.name) deletes \(record.name), whose spec does not let devices delete it; add 'device_deletes: true' to \(record.sourceName) if devices may"
+                    )
+                }
+                continue
+            }
             for field in form.fields where field.name != form.entity || binding.action == .creates {
                 let location = form.fieldLocations[field.name] ?? binding.location
                 guard let recordField = record.field(named: field.name) else {

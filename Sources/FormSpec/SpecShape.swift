@@ -13,7 +13,10 @@ public struct SpecShape: Codable, Sendable, Equatable {
     public var entity: String?
     public var creates: String?
     public var edits: String?
+    public var deletes: String?
     public var scope: String?
+    /// A record's `device_deletes: true`.
+    public var deviceDeletes: Bool?
     public var index: [String]?
     public var fields: [FieldShape]
 
@@ -71,6 +74,7 @@ public struct SpecShape: Codable, Sendable, Equatable {
         entity = form.entity
         creates = form.binding?.action == .creates ? form.binding?.record : nil
         edits = form.binding?.action == .edits ? form.binding?.record : nil
+        deletes = form.binding?.action == .deletes ? form.binding?.record : nil
         fields = form.fields.map(Self.shape)
     }
 
@@ -80,6 +84,7 @@ public struct SpecShape: Codable, Sendable, Equatable {
         version = record.version
         scope = record.scope
         index = record.indexes.isEmpty ? nil : record.indexes
+        deviceDeletes = record.deviceDeletes ? true : nil
         fields = record.fields.map(Self.shape)
     }
 

@@ -47,6 +47,12 @@ public enum SpecLanguageSchema {
                             [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])
                     ),
                     (
+                        "deletes",
+                        describe(
+                            "The record a submission deletes (its spec says device_deletes: true); 'entity' is the reference to it.",
+                            [("type", .string("string")), ("pattern", .string("^[A-Z][A-Za-z0-9_]*$"))])
+                    ),
+                    (
                         "upgrades",
                         describe(
                             "How items of an older version become this one, by the version they start from.",
@@ -103,6 +109,12 @@ public enum SpecLanguageSchema {
                             [("type", .string("string"))])
                     ),
                     (
+                        "device_deletes",
+                        describe(
+                            "Whether devices may delete records of this type, through a form that 'deletes:' it.",
+                            [("type", .string("boolean"))])
+                    ),
+                    (
                         "index",
                         describe(
                             "Fields local queries look records up by.",
@@ -132,7 +144,10 @@ public enum SpecLanguageSchema {
                         .object([
                             (
                                 "enum",
-                                .array(["record", "version", "description", "scope", "index", "choices", "fields"].map { .string($0) })
+                                .array(
+                                    ["record", "version", "description", "scope", "index", "device_deletes", "choices", "fields"].map {
+                                        .string($0)
+                                    })
                             )
                         ])
                     ),
@@ -149,7 +164,8 @@ public enum SpecLanguageSchema {
                                 "enum",
                                 .array(
                                     [
-                                        "form", "version", "description", "endpoint", "entity", "creates", "edits", "choices", "fields",
+                                        "form", "version", "description", "endpoint", "entity", "creates", "edits", "deletes", "choices",
+                                        "fields",
                                         "upgrades",
                                     ].map { .string($0) })
                             )

@@ -84,9 +84,13 @@ public struct GeneratedFile: Sendable, Equatable {
                 }
             }
             guard let binding = form.binding, let record = byName[binding.record] else { continue }
-            let shared = form.fields.filter { $0.name != form.entity || binding.action == .creates }
-                .map(\.name).filter { record.field(named: $0) != nil }
-            let key = binding.action == .edits ? form.entity.map(swiftLiteral) ?? "nil" : "nil"
+            let shared =
+                binding.action == .deletes
+                ? []
+                : form.fields.filter { $0.name != form.entity || binding.action == .creates }.map(\.name).filter {
+                    record.field(named: $0) != nil
+                }
+            let key = binding.action != .creates ? form.entity.map(swiftLiteral) ?? "nil" : "nil"
             w.line()
             w.block("extension \(form.name)") { w in
                 w.doc("\(form.name) \(binding.action.rawValue) a \(record.name) record: the fields it sets on it.")

@@ -53,6 +53,7 @@ public enum JSONSchemaGenerator {
         var meta: [(String, JSONValue)] = [("record", .string(record.name)), ("version", .integer(Int64(record.version)))]
         if let scope = record.scope { meta.append(("scope", .string(scope))) }
         if !record.indexes.isEmpty { meta.append(("index", .array(record.indexes.map { .string($0) }))) }
+        if record.deviceDeletes { meta.append(("device_deletes", .bool(true))) }
         root.append(("x-formsync", .object(meta)))
         return .object(root)
     }

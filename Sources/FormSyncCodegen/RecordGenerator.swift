@@ -28,6 +28,7 @@ public enum RecordGenerator {
             w.line("public static let scopeField: String? = \(record.scope.map(swiftLiteral) ?? "nil")")
             w.line("public static let indexedFields: [String] = [\(record.indexes.map(swiftLiteral).joined(separator: ", "))]")
             if record.fetchesFilesEagerly { w.line("public static let fetchesFilesEagerly = true") }
+            if record.deviceDeletes { w.line("public static let devicesMayDelete = true") }
             w.line()
             w.doc("The server's id; negative for a record created on this device that has not landed yet.")
             w.line("public var id: Int64 = 0")

@@ -26,12 +26,20 @@ public enum SpecInterpreter {
         }
         var action: RecordAction?
         if let binding = form.binding, let record = records[binding.record] {
-            let shared = form.fields.filter { $0.name != form.entity || binding.action == .creates }.map(\.name).filter {
-                record.field(named: $0) != nil
-            }
+            let shared =
+                binding.action == .deletes
+                ? []
+                : form.fields.filter { $0.name != form.entity || binding.action == .creates }.map(\.name).filter {
+                    record.field(named: $0) != nil
+                }
+            let kind: RecordAction.Kind =
+                switch binding.action {
+                case .creates: .creates
+                case .edits: .edits
+                case .deletes: .deletes
+                }
             action = RecordAction(
-                kind: binding.action == .creates ? .creates : .edits, recordType: record.name,
-                keyField: binding.action == .edits ? form.entity : nil, fields: shared)
+                kind: kind, recordType: record.name, keyField: binding.action != .creates ? form.entity : nil, fields: shared)
         }
         let listActions = form.listCreations(records: records).map {
             ListRecordAction(list: $0.list, recordType: $0.record, itemFields: $0.itemFields, formFields: $0.formFields)
@@ -90,7 +98,8 @@ public enum SpecInterpreter {
                     object.values[field.name].flatMap(indexValue).map { RecordIndexEntry(field: field.name, value: $0) }
                 }
             },
-            scopeValue: { RecordRegistry.scopeValue($0, field: record.scope) }, fetchesFilesEagerly: record.fetchesFilesEagerly)
+            scopeValue: { RecordRegistry.scopeValue($0, field: record.scope) }, fetchesFilesEagerly: record.fetchesFilesEagerly,
+            devicesMayDelete: record.deviceDeletes)
     }
 
     /// Every rule a payload breaks, or the decoding failure that stops the generated decoder.

@@ -14,6 +14,8 @@ public struct RecordRegistry: Sendable {
         package let scopeValue: @Sendable (Data) -> String?
         /// Whether a file field says `download: eager`.
         package let fetchesFilesEagerly: Bool
+        /// Whether devices may delete records of the type (`device_deletes: true`).
+        public let devicesMayDelete: Bool
 
         /// The file references `json` holds, with their fields' rules (none when it does not decode).
         package func fileUses(_ json: Data) -> [FileUse] {
@@ -24,8 +26,9 @@ public struct RecordRegistry: Sendable {
             name: String, version: Int, scopeField: String?, indexedFields: [String],
             decodeAndValidate: @escaping @Sendable (Data) throws -> [FieldError],
             indexEntries: @escaping @Sendable (Data) throws -> [RecordIndexEntry],
-            scopeValue: @escaping @Sendable (Data) -> String?, fetchesFilesEagerly: Bool = false
+            scopeValue: @escaping @Sendable (Data) -> String?, fetchesFilesEagerly: Bool = false, devicesMayDelete: Bool = false
         ) {
+            self.devicesMayDelete = devicesMayDelete
             self.fetchesFilesEagerly = fetchesFilesEagerly
             self.name = name
             self.version = version
@@ -77,6 +80,7 @@ public struct RecordRegistry: Sendable {
             name: R.recordType, version: R.recordVersion, scopeField: R.scopeField, indexedFields: R.indexedFields,
             decodeAndValidate: { try decode($0).validate() },
             indexEntries: { try decode($0).indexEntries },
-            scopeValue: { scopeValue($0, field: R.scopeField) }, fetchesFilesEagerly: R.fetchesFilesEagerly)
+            scopeValue: { scopeValue($0, field: R.scopeField) }, fetchesFilesEagerly: R.fetchesFilesEagerly,
+            devicesMayDelete: R.devicesMayDelete)
     }
 }

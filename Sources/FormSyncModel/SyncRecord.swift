@@ -15,6 +15,9 @@ public protocol SyncRecord: Codable, Sendable, Equatable {
     /// Whether a file field of the record says `download: eager`: devices fetch its files as
     /// soon as they pull it.
     static var fetchesFilesEagerly: Bool { get }
+    /// Whether devices may delete a record of this type (`device_deletes: true`), through a
+    /// form that `deletes:` it; otherwise only the back office deletes.
+    static var devicesMayDelete: Bool { get }
 
     /// The server's id of the record; negative (a placeholder) for one created on this device
     /// whose creating submission has not landed yet.
@@ -82,6 +85,9 @@ public struct RecordAction: Sendable, Equatable {
         case creates
         /// An accepted submission changes the record its `keyField` refers to.
         case edits
+        /// An accepted submission deletes the record its `keyField` refers to (when the record
+        /// type lets devices delete it).
+        case deletes
     }
 
     public var kind: Kind
@@ -140,4 +146,7 @@ extension SyncRecord {
 extension SyncRecord {
     /// Records generated before `download:` existed fetch their files on first use.
     public static var fetchesFilesEagerly: Bool { false }
+
+    /// Only the back office deletes, unless the spec says `device_deletes: true`.
+    public static var devicesMayDelete: Bool { false }
 }

@@ -60,6 +60,8 @@ public enum ProblemCode: String, Sendable, CaseIterable {
     case noSuchDelivery = "no-such-delivery"
     /// `FormSync-Workspace` names a workspace the token was not issued for.
     case workspaceForbidden = "workspace-forbidden"
+    /// A device's form deletes a record whose type does not let devices delete it.
+    case deleteNotAllowed = "delete-not-allowed"
     /// `GET /changes` with a cursor that is not one.
     case badCursor = "bad-cursor"
     /// `GET /changes` with a limit that is not one.
@@ -138,7 +140,7 @@ public enum ProblemCode: String, Sendable, CaseIterable {
             .badUploadLength, .badUploadOffset, .uploadTooLong, .uploadIncomplete, .badCursor, .badLimit, .badQuery:
             return 400
         case .badToken, .tokenExpired, .refreshExpired, .deviceRevoked, .enrolmentUnknown, .enrolmentExpired, .enrolmentUsed: return 401
-        case .workspaceForbidden, .backOfficeOnly: return 403
+        case .workspaceForbidden, .backOfficeOnly, .deleteNotAllowed: return 403
         case .noSuchUpload, .unknownForm, .wrongPath, .noSuchDocument, .noSuchRecord, .noRoute, .noSuchFile, .noSuchDevice,
             .noSuchSupportRequest, .noSuchWebhook, .noSuchDelivery:
             return 404

@@ -196,6 +196,66 @@ struct RecordService: ServerPart {
         return try editReply(workspace: workspace, 200, documentID: documentID, entry: entry, action: action, record: record)
     }
 
+    // MARK: Deletes
+
+    /// Applies a delete form's submission to the record its key names, under `If-Match`, when
+    /// the record's type lets devices delete it. A record already gone (deleted by someone
+    /// else, or out of the caller's scope) is what the delete wanted: `200`, the record named
+    /// deleted. Runs inside the ledger's transaction.
+    func submitDelete(
+        _ request: HTTPRequest, entry: FormRegistry.Entry, action: RecordAction, payload: Data, caller: Caller,
+        ifMatch: (any: Bool, strong: [String])?, author: Authorship
+    ) throws -> HTTPResponse {
+        let workspace = caller.workspace
+        let documentID = request.header(ProtocolHeader.document)!
+        guard let id = RecordProjection.editedID(form: payload, action: action), id > 0 else {
+            return .problem(
+                .invalidPayload, detail: "a delete names the record it removes in \(action.keyField ?? "its key")",
+                errors: [["pointer": "#/\(action.keyField ?? "")", "code": "required", "detail": "the record's id is required"]])
+        }
+        guard recordTypes[action.recordType]?.devicesMayDelete == true else {
+            return .problem(
+                .deleteNotAllowed, detail: "devices may not delete \(action.recordType) records here; the back office deletes them")
+        }
+        if let existing = store.document(documentID) {
+            let stored = try entry.remap(existing.payload, [:]).payload
+            guard stored == payload else {
+                return .problem(.documentExists, detail: "document \(documentID) already holds another delete; send a new document")
+            }
+            return deleteReply(documentID: documentID, entry: entry, action: action, id: id)
+        }
+        let current = try store.record(workspace: workspace, type: action.recordType, id: id).flatMap {
+            caller.sees(scope: $0.scope) ? $0 : nil
+        }
+        if let current {
+            guard let ifMatch else {
+                return .problem(
+                    .ifMatchRequired, detail: "a delete of \(action.recordType) \(id) needs If-Match with the version it was decided on")
+            }
+            guard ifMatch.any || ifMatch.strong.contains(WireSyntax.etag(current.version)) else {
+                return try editReply(
+                    workspace: workspace, 412, documentID: documentID, entry: entry, action: action, record: current, code: .staleVersion)
+            }
+            _ = try versions.deleteRecord(workspace: workspace, type: action.recordType, id: id, by: author)
+        }
+        _ = try versions.createDocument(
+            documentID, form: entry.name, formVersion: entry.version, workspace: workspace, owner: caller.principal, payload: payload,
+            by: author)
+        return deleteReply(documentID: documentID, entry: entry, action: action, id: id)
+    }
+
+    /// A reply about a deleted record: the form's view of it (its key), and the record named
+    /// deleted (`entity`) for the device's store.
+    func deleteReply(documentID: String, entry: FormRegistry.Entry, action: RecordAction, id: Int64) -> HTTPResponse {
+        .json(
+            200,
+            [
+                Acknowledgement.documentID: documentID, Acknowledgement.id: id, Acknowledgement.form: entry.name,
+                Acknowledgement.formVersion: entry.version, Acknowledgement.record: [action.keyField ?? "id": id],
+                Acknowledgement.entity: ["type": action.recordType, "id": id, "deleted": true],
+            ])
+    }
+
     /// A reply about an edited record: the record as the form sees it (`record`), its version
     /// as the ETag, and the whole record (`entity`) for the device's store.
     func editReply(

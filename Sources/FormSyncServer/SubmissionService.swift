@@ -129,6 +129,11 @@ struct SubmissionService: ServerPart {
         let workspace = caller.workspace
         let author = versions.author(caller, capturedAt: capturedAt, via: .submission, document: documentID)
         let ifMatch = request.header(ProtocolHeader.ifMatch).flatMap(WireSyntax.entityTags)
+        if let action = entry.recordAction, action.kind == .deletes {
+            return try records.submitDelete(
+                request, entry: entry, action: action, payload: canonical.payload, caller: caller, ifMatch: ifMatch,
+                author: versions.author(caller, capturedAt: capturedAt, via: .recordEdit, document: documentID))
+        }
         if let action = entry.recordAction, action.kind == .edits {
             return try records.submitEdit(
                 request, entry: entry, action: action, payload: canonical.payload, caller: caller, ifMatch: ifMatch,

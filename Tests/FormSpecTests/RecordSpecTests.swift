@@ -187,6 +187,31 @@ struct RecordSpecTests {
         #expect(creations.first?.itemFields == ["title", "severity", "photo"] && creations.first?.formFields == ["site", "owner"])
     }
 
+    @Test func aFormDeletesOnlyARecordWhoseSpecLetsDevicesDeleteIt() throws {
+        let form = """
+            form: Removal
+            version: 1
+            endpoint: /customers/{customer}/removals
+            entity: customer
+            deletes: Customer
+            fields:
+              customer: { type: reference, to: Customer, required: true }
+              reason: text
+            """
+        let (dir, results) = try checkTogether(["Customer.yaml": customer, "Removal.yaml": form])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let removal = try #require(results.first { $0.path.hasSuffix("Removal.yaml") })
+        #expect(
+            removal.spec.diagnostics.map(\.description) == [
+                "\(dir)/Removal.yaml:5:10: error: form Removal deletes Customer, whose spec does not let devices delete it; add 'device_deletes: true' to Customer.yaml if devices may"
+            ])
+        let (fine, checked) = try checkTogether(["Customer.yaml": customer + "\ndevice_deletes: true\n", "Removal.yaml": form])
+        defer { try? FileManager.default.removeItem(atPath: fine) }
+        #expect(checked.allSatisfy { $0.spec.diagnostics.isEmpty }, "\(checked.flatMap(\.spec.diagnostics))")
+        #expect(checked.compactMap(\.spec.record).first?.deviceDeletes == true)
+        #expect(checked.compactMap(\.spec.form).first?.binding?.action == .deletes)
+    }
+
     @Test func theExampleSpecsCheckTogetherWithoutAProblem() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let results = SpecLoader.check(filesAt: SpecLoader.specFiles(in: [root.appendingPathComponent("FormSpecs").path]))

@@ -176,6 +176,17 @@ extension ItemLifecycle {
             try park(&row, as: .conflict, reason: "the server's record changed (version \(version))", fieldErrors: [], now: now)
             return
         }
+        // A delete decided on a version someone changed since is a person's call: the change
+        // may be why the record should stay. Resolving the conflict deletes the newer version.
+        if entry.recordAction?.kind == .deletes {
+            row.conflicts = try? FormRegistry.encode([
+                FieldConflict(pointer: JSONPointer.root, reason: "The record changed on the server after it was chosen for deletion.")
+            ])
+            try park(
+                &row, as: .conflict, reason: "the record changed on the server (version \(version)) after it was chosen for deletion",
+                fieldErrors: [], now: now)
+            return
+        }
         let merged: (merged: Data, conflicts: [FieldConflict])
         do {
             merged = try entry.merge(base, local, current)

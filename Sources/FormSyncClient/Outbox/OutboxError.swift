@@ -39,6 +39,8 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAnOutbox(path: String, reason: String)
     /// The form does not edit a record (its spec has no `edits:`).
     case notAnEditForm(String)
+    /// The form does not delete a record (its spec has no `deletes:`).
+    case notADeleteForm(String)
     /// The device holds no such record (not pulled, deleted, or in another scope).
     case noSuchRecord(type: String, id: Int64)
     /// No draft with this id in the current person's view.
@@ -71,6 +73,7 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
         case .noTransport(let workspace): return "no transport serves workspace \(workspace)"
         case .notAnOutbox(let path, let reason): return "\(path) is not a FormSync outbox this build can open: \(reason)"
         case .notAnEditForm(let name): return "form \(name) does not edit a record (its spec has no 'edits:')"
+        case .notADeleteForm(let name): return "form \(name) does not delete a record (its spec has no 'deletes:')"
         case .noSuchRecord(let type, let id): return "this device holds no \(type) \(id)"
         case .noSuchDraft(let id): return "no draft \(id) here"
         case .draftIsAnotherDocument(let draft, let document, let named):

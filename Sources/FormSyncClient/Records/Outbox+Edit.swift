@@ -20,8 +20,28 @@ extension Outbox {
     ) async throws -> ItemID {
         let inFlight = lifecycle.inFlight
         let newID = environment.newID
+        guard F.recordAction?.kind == .edits else { throw OutboxError.notAnEditForm(F.formName) }
         var draft = try withRecords { try $0.editDraft(F.self, id: id, inFlight: inFlight, newID: newID) }
         try change(&draft.payload)
         return ItemID(try await save(draft.payload, attachments: attachments, documentID: draft.documentID, base: draft.base))
+    }
+
+    /// Deletes the record `id` through the form `D` (`deletes:` in its spec; the record type must
+    /// let devices delete it): the record is gone from every read at once, and the form is
+    /// queued with the record's version as `If-Match`. Edits queued before it go first (same
+    /// lane); a later `edit` of the record finds none. If the record changed on the server in
+    /// between, the delete is parked as a conflict for a person (resolving it deletes the newer
+    /// version); if someone else deleted it first, the delete is done. `fill` sets the form's
+    /// other fields (a reason, say).
+    ///
+    /// - Returns: the outbox item's id.
+    @discardableResult
+    public func delete<D: FormPayload>(_ form: D.Type, id: Int64, _ fill: (inout D) throws -> Void = { _ in }) async throws -> ItemID {
+        guard D.recordAction?.kind == .deletes else { throw OutboxError.notADeleteForm(D.formName) }
+        let inFlight = lifecycle.inFlight
+        let newID = environment.newID
+        var draft = try withRecords { try $0.editDraft(D.self, id: id, inFlight: inFlight, newID: newID) }
+        try fill(&draft.payload)
+        return ItemID(try await save(draft.payload, documentID: draft.documentID, base: draft.base))
     }
 }

@@ -65,6 +65,11 @@ extension Outbox {
         var report = try await recordStore.pull(pageSize: max(1, min(pageSize, 1000)), limits: limits, context: context)
         // The reviews the pull kept with its pages: a document sent back is reopened now.
         try applyWaitingReviews()
+        // An unsent edit of a record the server deleted would only fail: a person settles it.
+        if report.deleted > 0 {
+            let now = environment.now()
+            if try write(.full, { try lifecycle.parkEditsOfDeletedRecords(now: now) }) > 0 { emitSnapshot(changed: nil) }
+        }
         // The back office asked this device for its support bundle: answered now, as part of
         // this sync (a request not answered comes again with the next pull).
         if let request = report.supportRequest {

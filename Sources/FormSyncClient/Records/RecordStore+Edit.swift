@@ -21,7 +21,9 @@ extension RecordStore {
     /// device's own earlier edit for a concurrent one). A record created offline is read by
     /// the server id it landed as.
     func editDraft<F: FormPayload>(_ form: F.Type, id: Int64, inFlight: Set<Int64>, newID: () -> String) throws -> EditDraft<F> {
-        guard let action = F.recordAction, action.kind == .edits else { throw OutboxError.notAnEditForm(F.formName) }
+        guard let action = F.recordAction, action.kind == .edits || action.kind == .deletes else {
+            throw OutboxError.notAnEditForm(F.formName)
+        }
         let (key, base, shown, earlier) = try OutboxDatabase.mapping {
             () throws -> (Int64, OutboxStore.StoredRecord?, (version: Int, payload: Data)?, OutboxStore.Row?) in
             let key = id < 0 ? (try store.resolvedID(id, workspace: workspace) ?? id) : id
@@ -36,7 +38,8 @@ extension RecordStore {
             }
             return (key, base, shown, earlier)
         }
-        guard let shown else { throw OutboxError.noSuchRecord(type: action.recordType, id: id) }
+        // (A record an unsent delete removes is gone for every later write.)
+        guard let shown, shown.version >= 0 else { throw OutboxError.noSuchRecord(type: action.recordType, id: id) }
         func read(_ record: Data, as what: String) throws -> F {
             do {
                 return try JSONDecoder().decode(F.self, from: try RecordProjection.editPayload(record: record, id: key, action: action))

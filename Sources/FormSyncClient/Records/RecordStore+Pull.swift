@@ -98,10 +98,7 @@ extension RecordStore {
                             try applyChange(change, fields: fields, view: view, index: index)
                             report.upserted += 1
                         } else {
-                            if try store.deleteRecord(view: view, type: change.type, id: change.id) {
-                                noteRecord(change.type, change.id)
-                            }
-                            try store.addTombstone(view: view, type: change.type, id: change.id)
+                            try removeRecord(type: change.type, id: change.id, view: view)
                             report.deleted += 1
                         }
                     }

@@ -84,7 +84,7 @@ public actor RecordStore {
                     result.append(typed)
                 }
             }
-            for (id, record) in shown {
+            for (id, record) in shown where record.version >= 0 {
                 if let typed = try? RecordProjection.decode(R.self, fields: record.payload, id: id, version: record.version),
                     wanted.matches(typed)
                 {
@@ -176,6 +176,9 @@ public actor RecordStore {
 
     /// The records of `type` that `principal`'s unconfirmed submissions change, by id, with
     /// those changes applied in the order they were captured.
+    /// An overlay entry for a record an unsent delete removes: shown nowhere.
+    static let deleted: (version: Int, payload: Data) = (-1, Data())
+
     static func overlay(
         _ store: OutboxStore, registry: FormRegistry, type: String, workspace: String, principal: String?
     ) throws -> [Int64: (version: Int, payload: Data)] {
@@ -220,6 +223,10 @@ public actor RecordStore {
                 let base = try shown[id] ?? store.storedRecord(view: view, type: type, id: id).map { ($0.version, $0.payload) }
                 guard let base, let fields = try? RecordProjection.apply(form: payload, to: base.payload, action: action) else { continue }
                 shown[id] = (base.version, fields)
+            case .deletes:
+                guard var id = RecordProjection.editedID(form: payload, action: action) else { continue }
+                if id < 0, let server = try store.resolvedID(id, workspace: workspace) { id = server }
+                shown[id] = Self.deleted
             }
         }
         return shown
@@ -253,6 +260,27 @@ public actor RecordStore {
         {
             try applyChange(change, fields: fields, view: view)
         }
+        if action.kind == .deletes, let change = ack.record, change.type == action.recordType, change.fields == nil {
+            try removeRecord(type: change.type, id: change.id, view: view)
+        }
+        // A delete queued behind this device's own edit of the record was decided on the
+        // version before it: it takes the version the edit made, so as not to meet its own
+        // edit as someone else's change.
+        if action.kind == .edits, let base = row.baseVersion, let version = ack.version, let payload = row.payload,
+            let id = RecordProjection.editedID(form: payload, action: action)
+        {
+            let deletes = registry.names.filter {
+                registry[$0]?.recordAction.map { $0.kind == .deletes && $0.recordType == action.recordType } == true
+            }
+            for var queued in try store.openSubmissions(workspace: row.workspace, forms: deletes)
+            where queued.sends == 0 && queued.baseVersion == base && queued.id > row.id {
+                guard let form = queued.form, let deleteAction = registry[form]?.recordAction, let held = queued.payload,
+                    let target = RecordProjection.editedID(form: held, action: deleteAction), target == id || target == ack.serverID
+                else { continue }
+                queued.baseVersion = version
+                try store.update(queued, now: now)
+            }
+        }
         guard action.kind == .creates, let placeholder = row.produces, let serverID = ack.serverID else { return }
         noteRecord(action.recordType, placeholder, serverID)
         try rebaseEdits(
@@ -275,6 +303,13 @@ public actor RecordStore {
             if let fields { edit.basePayload = try? RecordProjection.editPayload(record: fields, id: serverID, action: editAction) }
             try store.update(edit, now: now)
         }
+    }
+
+    /// Removes a record from `view` and keeps its tombstone (a deletion the device made and
+    /// the server acknowledged, or one the feed brought).
+    func removeRecord(type: String, id: Int64, view: String) throws {
+        if try store.deleteRecord(view: view, type: type, id: id) { noteRecord(type, id) }
+        try store.addTombstone(view: view, type: type, id: id)
     }
 
     /// Writes one pulled or acknowledged record into `view`, its keys included.

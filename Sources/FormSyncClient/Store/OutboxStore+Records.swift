@@ -230,4 +230,13 @@ extension OutboxStore {
             [.text(workspace)] + forms.map { .text($0) }, Self.row
         ).filter { $0.principal == principal }
     }
+
+    /// The open (pending, leased or blocked) submissions of `forms` in `workspace`, everyone's.
+    func openSubmissions(workspace: String, forms: [String]) throws -> [Row] {
+        guard !forms.isEmpty else { return [] }
+        let marks = forms.indices.map { "?\($0 + 2)" }.joined(separator: ", ")
+        return try db.query(
+            "SELECT \(Self.columns) FROM items WHERE workspace = ?1 AND \(Self.openCondition) AND kind = 'submission' AND form IN (\(marks)) ORDER BY id",
+            [.text(workspace)] + forms.map { .text($0) }, Self.row)
+    }
 }
