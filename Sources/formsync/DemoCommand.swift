@@ -591,6 +591,9 @@ struct FieldDay {
             for record in try await outbox.records(Customer.all) {
                 device["Customer \(record.id)"] = (record.version, try FormRegistry.encode(record))
             }
+            for record in try await outbox.records(Finding.all) {
+                device["Finding \(record.id)"] = (record.version, try FormRegistry.encode(record))
+            }
             recordsHeld += device.count
             let scope = serverRecords.filter { $0.scope.isEmpty || $0.scope == courier(worker) }
             for record in scope {
@@ -599,12 +602,18 @@ struct FieldDay {
                     diverged.append("device \(worker) lacks \(key)")
                     continue
                 }
-                let theirs: Data =
-                    record.type == "Delivery"
-                    ? try FormRegistry.encode(
+                let theirs: Data
+                switch record.type {
+                case "Delivery":
+                    theirs = try FormRegistry.encode(
                         RecordProjection.decode(Delivery.self, fields: record.fields, id: record.id, version: record.version))
-                    : try FormRegistry.encode(
+                case "Finding":
+                    theirs = try FormRegistry.encode(
+                        RecordProjection.decode(Finding.self, fields: record.fields, id: record.id, version: record.version))
+                default:
+                    theirs = try FormRegistry.encode(
                         RecordProjection.decode(Customer.self, fields: record.fields, id: record.id, version: record.version))
+                }
                 if mine.0 != record.version || mine.1 != theirs {
                     diverged.append("device \(worker) holds \(key) at version \(mine.0), the server at \(record.version)")
                 }

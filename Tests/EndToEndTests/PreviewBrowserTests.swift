@@ -48,12 +48,15 @@ struct PreviewBrowserTests {
         "CustomerUpdate": typed(CustomerUpdate.self) { $0.isRelevant($1) },
         "DeliveryConfirmation": typed(DeliveryConfirmation.self) { $0.isRelevant($1) },
         "DeliveryUpdate": typed(DeliveryUpdate.self) { $0.isRelevant($1) },
+        "FindingRemoval": typed(FindingRemoval.self) { $0.isRelevant($1) },
+        "FindingUpdate": typed(FindingUpdate.self) { $0.isRelevant($1) },
         "NewCustomer": typed(NewCustomer.self) { $0.isRelevant($1) },
         "SalesOrder": typed(SalesOrder.self) { $0.isRelevant($1) },
         "SiteInspection": typed(SiteInspection.self) { $0.isRelevant($1) },
         "Kitchen": typed(Kitchen.self) { $0.isRelevant($1) },
         "NewPlate": typed(NewPlate.self) { $0.isRelevant($1) },
         "Survey": typed(Survey.self) { $0.isRelevant($1) },
+        "Tasting": typed(Tasting.self) { $0.isRelevant($1) },
     ]
 
     static func definitions() -> [FormDefinition] {

@@ -3,14 +3,15 @@ import Foundation
 
 extension ItemLifecycle {
     /// Parks every unsent edit of a record the server deleted (a tombstone in its person's view,
-    /// no record there): sent, it could only fail. The reason says what happened and what to do;
+    /// no record there): sent, it could only fail. One sent before (its reply lost) may have
+    /// landed, and goes again for the ledger's answer. The reason says what happened and what to do;
     /// the edit's key field carries the error. Returns how many it parked.
     func parkEditsOfDeletedRecords(now: Int64) throws -> Int {
         let forms = registry.names.filter { registry[$0]?.recordAction?.kind == .edits }
         guard !forms.isEmpty else { return 0 }
         var parked = 0
         for var row in try store.openSubmissions(workspace: workspace, forms: forms)
-        where (row.state == .pending || row.state == .blocked) && !inFlight.contains(row.id) {
+        where (row.state == .pending || row.state == .blocked) && row.sends == 0 && !inFlight.contains(row.id) {
             guard let form = row.form, let action = registry[form]?.recordAction, let payload = row.payload,
                 var id = RecordProjection.editedID(form: payload, action: action)
             else { continue }
