@@ -1,6 +1,14 @@
 import CLibPQ
 import Foundation
 
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 /// One connection to a PostgreSQL server through libpq: parameterised statements, typed values
 /// in and out, and every failure as a `PostgresError` with its SQLSTATE. Used by one thread at
 /// a time (the store's pool hands it out); not safe to share between threads at once.
@@ -48,6 +56,33 @@ package final class PostgresConnection: @unchecked Sendable {
     package var inTransaction: Bool {
         let status = PQtransactionStatus(connection)
         return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
+    }
+
+    /// The payloads of the notifications that arrived on the channels this connection
+    /// `LISTEN`s to, waiting up to `seconds` for the first (none when none came). Throws when
+    /// the connection broke.
+    package func notifications(waitingUpTo seconds: Double) throws -> [String] {
+        var found = drainNotifications()
+        if !found.isEmpty { return found }
+        let socket = PQsocket(connection)
+        guard socket >= 0 else { throw PostgresError(sqlState: "08006", message: "the connection is closed", statement: "LISTEN") }
+        var watched = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&watched, 1, Int32(max(0, min(seconds, 60)) * 1000))
+        guard ready > 0 else { return [] }
+        guard PQconsumeInput(connection) == 1 else {
+            throw PostgresError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(connection)), statement: "LISTEN")
+        }
+        found = drainNotifications()
+        return found
+    }
+
+    private func drainNotifications() -> [String] {
+        var found: [String] = []
+        while let notice = PQnotifies(connection) {
+            found.append(String(cString: notice.pointee.extra))
+            PQfreemem(notice)
+        }
+        return found
     }
 
     /// Runs one or more statements without parameters (migrations, `BEGIN`, `COMMIT`).

@@ -13,6 +13,9 @@ import Foundation
 /// reply, so a device that pulls after its write sees it; a feed read runs it first when
 /// changes are waiting (a node that died between its commit and the sequencer leaves some).
 extension PostgresServerStore {
+    /// The channel the sequencer notifies with the workspace of what it numbered.
+    static let changeChannel = "formsync_changes"
+
     /// The sequencer's advisory lock ("FSCHANGE").
     static let sequencerLock: Int64 = 0x4653_4348_414E_4745
 
@@ -24,22 +27,30 @@ extension PostgresServerStore {
                 try connection.run("BEGIN")
                 do {
                     try connection.query("SELECT pg_advisory_xact_lock($1)", [.integer(Self.sequencerLock)])
-                    try connection.query(
+                    let changed = try connection.query(
                         """
                         UPDATE changes SET seq = nextval('change_seq')
                         WHERE (workspace, type, id, scope) IN (
                             SELECT workspace, type, id, scope FROM changes WHERE seq IS NULL ORDER BY id FOR UPDATE)
+                        RETURNING workspace
                         """)
+                    var workspaces = Set((0..<changed.count).compactMap { changed.text($0, 0) })
                     // Documents' events take the next positions in the order they were written:
                     // two events of one document were written one after the other (the document's
                     // row is locked meanwhile), so the feed never shows version 2 before version 1.
-                    try connection.query(
+                    let events = try connection.query(
                         """
                         UPDATE document_events e SET seq = m.top + w.rank
                         FROM (SELECT id, row_number() OVER (ORDER BY id) AS rank FROM document_events WHERE seq IS NULL) w,
                             (SELECT COALESCE(MAX(seq), 0) AS top FROM document_events) m
                         WHERE e.id = w.id
+                        RETURNING e.workspace
                         """)
+                    workspaces.formUnion((0..<events.count).compactMap { events.text($0, 0) })
+                    // Every node's long-polls hear of it once it commits (LISTEN/NOTIFY).
+                    for workspace in workspaces.sorted() {
+                        try connection.query("SELECT pg_notify($1, $2)", [.text(Self.changeChannel), .text(workspace)])
+                    }
                     try connection.run("COMMIT")
                 } catch {
                     try? connection.run("ROLLBACK")

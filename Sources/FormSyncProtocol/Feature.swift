@@ -5,6 +5,9 @@ public enum Feature: String, Sendable, CaseIterable {
     case deferredFiles = "deferred-files"
     /// `GET /files/sha-256/<hex>` answers ("Looking a file up by digest").
     case fileLookup = "file-lookup"
+    /// `GET /changes?wait=<seconds>` holds an empty page until a change the caller may see
+    /// commits, or the wait ends ("Waiting for changes").
+    case waitForChanges = "wait-for-changes"
 
     /// The features a `FormSync-Features` header or a `features` list names (unknown names are
     /// left out: a newer server's features mean nothing to an older client).

@@ -20,9 +20,12 @@ struct ChangeFeed: ServerPart {
         for pair in (request.query ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             guard parts.count == 2, parameters[parts[0]] == nil, let value = parts[1].removingPercentEncoding else {
-                return .problem(.badQuery, detail: "the query takes cursor= and limit= once each")
+                return .problem(.badQuery, detail: "the query takes cursor=, limit= and wait= once each")
             }
             parameters[parts[0]] = value
+        }
+        if let wait = parameters["wait"], Self.waitSeconds(wait) == nil {
+            return .problem(.badQuery, detail: "wait is a whole number of seconds (above the server's longest wait it is served as that)")
         }
         var limit = 500
         if let text = parameters["limit"] {
@@ -50,6 +53,25 @@ struct ChangeFeed: ServerPart {
         let (hook, pages) = settings.countFeedPage()
         hook?(pages)
         return response
+    }
+
+    /// `wait=`'s seconds: digits only, at most nine of them; nil for anything else.
+    static func waitSeconds(_ text: String) -> Int? {
+        guard (1...9).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        return Int(text)
+    }
+
+    /// The workspace of a `GET /changes` whose page is empty now (no change, review or support
+    /// request past its cursor), so that it may wait; nil when it is to be answered at once
+    /// (something to send, or a refusal).
+    func emptyPageWorkspace(_ request: HTTPRequest) -> String? {
+        guard case .allowed(let caller) = self.caller(of: request) else { return nil }
+        let response = changes(request)
+        guard response.status == 200, let page = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
+            (page[FeedPage.changes] as? [Any])?.isEmpty == true, page[FeedPage.reviews] == nil, page[FeedPage.supportRequest] == nil,
+            page[FeedPage.more] as? Bool == false
+        else { return nil }
+        return caller.workspace
     }
 
     /// The most reviews one page carries.

@@ -291,3 +291,8 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         try blobs.read(digest, from: offset, count: count)
     }
 }
+
+extension SyncServer {
+    /// The embedded store, for tests that reach into it (a server on PostgreSQL has none).
+    var sqliteStore: SQLiteServerStore { store as! SQLiteServerStore }
+}

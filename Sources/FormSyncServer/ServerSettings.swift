@@ -32,7 +32,19 @@ final class ServerSettings: Sendable {
     /// The features announced in `GET /health` and in `FormSync-Features`.
     var features: [String] {
         (acceptsDeferredFiles ? [Feature.deferredFiles.rawValue] : []) + (offersFileLookup ? [Feature.fileLookup.rawValue] : [])
+            + [Feature.waitForChanges.rawValue]
     }
+
+    private let feedWait = Atomic<Int>(ServerSettings.defaultMaxFeedWaitSeconds)
+
+    /// The longest `GET /changes?wait=` the server holds, in seconds (a longer wait is served as
+    /// this one): below the idle timeouts of the proxies and clients between it and a device.
+    var maxFeedWaitSeconds: Int {
+        get { feedWait.load(ordering: .relaxed) }
+        set { feedWait.store(max(0, newValue), ordering: .relaxed) }
+    }
+
+    static let defaultMaxFeedWaitSeconds = 25
 
     /// How long a refresh token lives unused (each refresh issues one that lives as long again).
     var refreshLifetimeMilliseconds: Int64 {

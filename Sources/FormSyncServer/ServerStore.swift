@@ -23,6 +23,10 @@ package protocol ServerStore: CredentialStore {
     /// Whether other server processes use the same data: a node then caches nothing that
     /// another node could change (access tokens are read from the store on every request).
     var sharedAcrossNodes: Bool { get }
+    /// Calls `changed` with the workspace of every change another node commits to the feed,
+    /// until the listener is stopped; nil for a store no other node writes (this node tells its
+    /// own long-polls of its own writes).
+    func changeListener(_ changed: @escaping @Sendable (String) -> Void) -> (any ChangeListener)?
 
     /// Runs `body` as one unit of work: nothing else in this process interleaves store calls
     /// with it on the SQLite store; on PostgreSQL, its calls use one connection.
@@ -267,6 +271,15 @@ package struct StoredFile: Sendable, Equatable {
 
 /// A file a document names by its digest before its bytes arrived (docs/PROTOCOL.md,
 /// "Deferred files"), with what its upload must match.
+/// Tells a node of changes other nodes commit, until stopped.
+package protocol ChangeListener: Sendable {
+    func stop()
+}
+
+extension ServerStore {
+    package func changeListener(_ changed: @escaping @Sendable (String) -> Void) -> (any ChangeListener)? { nil }
+}
+
 /// A record a document's list created: the item it came from and the record it is.
 package struct CreatedRecord: Sendable, Equatable {
     package var list: String

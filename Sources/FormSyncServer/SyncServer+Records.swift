@@ -39,7 +39,8 @@ extension SyncServer {
     /// back-office person its history names (nil: the back office, unnamed).
     @discardableResult
     public func putRecord(_ type: String, id: Int64? = nil, fields: Data, workspace: String, author: String? = nil) throws -> Record {
-        try locked {
+        defer { feedWaiters.changed(workspace: workspace) }
+        return try locked {
             try store.transaction {
                 try RecordService(context: context).seedRecord(
                     RecordSeed(type: type, id: id, fields: fields, workspace: workspace, author: author))
@@ -68,6 +69,7 @@ extension SyncServer {
     /// Writes several records in one transaction: all of them, or (when one is refused, which
     /// the error names by its index) none.
     public func putRecords(_ seeds: [RecordSeed]) throws {
+        defer { for workspace in Set(seeds.map(\.workspace)) { feedWaiters.changed(workspace: workspace) } }
         try locked {
             try store.transaction {
                 for (index, seed) in seeds.enumerated() {
@@ -106,6 +108,7 @@ extension SyncServer {
     @discardableResult
     public func deleteRecord(_ type: String, id: Int64, workspace: String, author: String? = nil) throws -> Bool {
         let (writer, author) = (VersionWriter(context: context), Authorship.backOffice(author, at: context.now()))
+        defer { feedWaiters.changed(workspace: workspace) }
         return try locked { try store.transaction { try writer.deleteRecord(workspace: workspace, type: type, id: id, by: author) } }
     }
 

@@ -55,6 +55,7 @@ public final class SyncServer: @unchecked Sendable {
     let context: ServerContext
     /// Its webhook deliveries: a pass now (`deliver()`), or in the background (`start()`).
     public let webhooks: WebhookRunner
+    let feedWaiters: FeedWaiters
     var store: any ServerStore { context.store }
     var accessTokens: AccessTokenCache { context.accessTokens }
     private var settings: ServerSettings { context.settings }
@@ -160,6 +161,7 @@ public final class SyncServer: @unchecked Sendable {
             tokenLifetimeMilliseconds: WireSyntax.milliseconds(seconds: tokenLifetimeSeconds),
             accessTokens: AccessTokenCache(), faults: faults, settings: ServerSettings())
         webhooks = WebhookRunner(context: context)
+        feedWaiters = FeedWaiters(context: context)
         // Uploads abandoned while the server was down expire now, not at the next create.
         try store.exclusive {
             _ = try store.expireUploads(
@@ -190,6 +192,7 @@ public final class SyncServer: @unchecked Sendable {
             deferred: { [self] request, reply in handle(request, reply: reply) })
         self.port = try server.start(host: host, port: port)
         http = server
+        feedWaiters.start { [weak self] request, reply in self?.handle(request, reply: reply) }
         return self.port
     }
 
@@ -197,6 +200,7 @@ public final class SyncServer: @unchecked Sendable {
     public func stop() {
         http?.stop()
         http = nil
+        feedWaiters.stop()
         webhooks.stop()
         // Writes whose replies were never sent: committed now rather than rolled back at close.
         store.flush()
@@ -274,6 +278,7 @@ public final class SyncServer: @unchecked Sendable {
             log.withLock { $0.append(entry) }
             return reply(nil)
         }
+        if matched == .changes, feedWaiters.hold(request, reply: reply) { return }  // answered when a change commits, or later
         let fault = faults.next(for: route)
         let mark = store.durabilityMark()
         var answer = router.respond(request, matched, route: route, fault: fault)
@@ -295,6 +300,7 @@ public final class SyncServer: @unchecked Sendable {
                 break
             }
             if fault == .dropAfterCommit { response = nil }  // whatever happened, the reply is lost
+            if request.method != "GET", request.method != "HEAD" { feedWaiters.changed(workspace: entry.workspace) }
             entry.status = response?.status
             entry.replayed = response?.headers.contains { $0.0 == ProtocolHeader.idempotentReplayed } ?? false
             log.withLock { $0.append(entry) }
@@ -306,9 +312,4 @@ public final class SyncServer: @unchecked Sendable {
     public static let maxSubmissionBytes = 1 << 20
     /// The largest file upload it reads.
     public static let maxFileBytes = 64 << 20
-}
-
-extension SyncServer {
-    /// The embedded store, for tests that reach into it (a server on PostgreSQL has none).
-    var sqliteStore: SQLiteServerStore { store as! SQLiteServerStore }
 }

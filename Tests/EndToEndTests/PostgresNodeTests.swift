@@ -1,4 +1,5 @@
 import FieldForms
+import FormSyncClient
 import FormSyncHTTP
 import FormSyncModel
 import FormSyncProtocol
@@ -474,6 +475,34 @@ struct PostgresAppendLockTests {
             #expect(freed)
             second.releaseAppend("u-1")
             #expect(try second.claimAppend("u-1", at: 0), "released, it can be taken again")
+        }
+    }
+}
+
+/// Changes in seconds across nodes (issue 47): a device long-polling node B is answered by a
+/// change node A commits, told through PostgreSQL's LISTEN/NOTIFY, not by its deadline.
+struct PostgresLiveChangesTests {
+    @Test func aChangeCommittedOnNodeAAnswersADeviceLongPollingNodeB() async throws {
+        let (_, nodes) = try PostgresNodeTests.nodes(2)
+        for node in nodes { _ = try node.start() }
+        defer { for node in nodes { node.stop() } }
+        let b = nodes[1].feedWaiters
+        b.maxWaitSeconds = 3_600
+        let token = try nodes[0].issueAccessToken(principal: "ada", workspaces: ["acme"])
+        let transport = HTTPTransport(workspace: "acme", baseURL: nodes[1].baseURL, timeout: .seconds(120)) { token }
+        let outbox = try Outbox(
+            path: FileManager.default.temporaryDirectory.appendingPathComponent("live-\(UUID().uuidString).sqlite").path,
+            forms: FormCatalog.forms, records: FormCatalog.records, transport: transport)
+        #expect(try await outbox.pull().caughtUp)
+        for round in 1...3 {
+            let held = Task { try await outbox.pull(wait: .seconds(100)) }
+            try await LiveChangesTests.until { b.count == 1 }
+            let delivery = try nodes[0].putRecord(
+                Delivery(courierId: "ada", status: .assigned, stopOrder: round, address: "Rua \(round)"), workspace: "acme")
+            let report = try await held.value
+            #expect(report.upserted == 1, "round \(round)")
+            #expect(try await outbox.record(Delivery.self, id: delivery.id)?.stopOrder == round)
+            #expect(b.tally.answeredByChange == round && b.tally.answeredAtDeadline == 0, "round \(round): \(b.tally)")
         }
     }
 }

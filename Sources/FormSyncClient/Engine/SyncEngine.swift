@@ -46,19 +46,28 @@ public final class SyncEngine: Sendable {
         /// never pulls. A pull also follows every pass that delivered something, and the first
         /// pass of a run.
         public var pullInterval: Duration? { pullIntervalMilliseconds.map { .milliseconds($0) } }
+        /// In the foreground (`run`), with a server that says `wait-for-changes`: the longest a
+        /// pull lets the server hold an empty page, pulling again as soon as it answers, so that
+        /// a change reaches the device in about a second instead of at the next `pullInterval`
+        /// (which it replaces while it works; without the feature, or with nil, the engine polls).
+        /// The transport asks for a few seconds less than its own timeout at most.
+        public var waitForChanges: Duration? { waitForChangesMilliseconds.map { .milliseconds($0) } }
 
         var tokenRetryMilliseconds: Int64
         var idleFloorMilliseconds: Int64
         var pullIntervalMilliseconds: Int64?
+        var waitForChangesMilliseconds: Int64?
 
         public init(
             networkBackoff: RetryPolicy = RetryPolicy(baseDelay: .seconds(1), maxDelay: .seconds(120)),
-            tokenRetry: Duration = .seconds(60), idleFloor: Duration = .milliseconds(250), pullInterval: Duration? = .seconds(300)
+            tokenRetry: Duration = .seconds(60), idleFloor: Duration = .milliseconds(250), pullInterval: Duration? = .seconds(300),
+            waitForChanges: Duration? = .seconds(25)
         ) {
             self.networkBackoff = networkBackoff
             self.tokenRetryMilliseconds = max(1, tokenRetry.clampedMilliseconds)
             self.idleFloorMilliseconds = max(1, idleFloor.clampedMilliseconds)
             self.pullIntervalMilliseconds = pullInterval.map { min(max(1000, $0.clampedMilliseconds), 86_400_000) }
+            self.waitForChangesMilliseconds = waitForChanges.map { min(max(1000, $0.clampedMilliseconds), 600_000) }
         }
     }
 
@@ -77,6 +86,8 @@ public final class SyncEngine: Sendable {
         var lastReport: FlushReport?
         var lastPull: PullReport?
         var pullRunning = false
+        /// Whether the live loop holds a long-poll open (interval pulls are not needed then).
+        var live = false
         var pullAgain = false
         var listeners: [UUID: AsyncStream<State>.Continuation] = [:]
     }
@@ -238,6 +249,19 @@ public final class SyncEngine: Sendable {
             }
         }
 
+        // Changes in seconds: a pull the server holds until something changes, again and again,
+        // started once the server answers and says it waits (asked again a minute after a no).
+        var liveTask: Task<Void, Never>?
+        var liveAskedAt: Int64?
+        defer { liveTask?.cancel() }
+        func startLive() {
+            guard let wait = configuration.waitForChangesMilliseconds, !shared.withLock({ $0.live }) else { return }
+            if let asked = liveAskedAt, now() >= asked, now() < asked.addingClamped(60_000) { return }
+            liveAskedAt = now()
+            shared.withLock { $0.live = true }
+            liveTask = Task { [self] in await live(waiting: wait) }
+        }
+
         let tokenBackoff = RetryPolicy(
             baseDelay: .milliseconds(min(1000, configuration.tokenRetryMilliseconds)),
             maxDelay: .milliseconds(configuration.tokenRetryMilliseconds))
@@ -294,17 +318,22 @@ public final class SyncEngine: Sendable {
                 continue
             }
             tokenSteps = 0
+            startLive()
             if report.sent > 0 || lastPullAt == nil { startPull() }
-            if let interval = configuration.pullIntervalMilliseconds, let last = lastPullAt,
+            let live = shared.withLock { $0.live }
+            if !live, let interval = configuration.pullIntervalMilliseconds, let last = lastPullAt,
                 now() >= last.addingClamped(interval) || now() < last
             {
                 startPull()
             }
             let due = await outbox.nextDueMilliseconds()
             set(.idle(nextDue: due.map { Date(millisecondsSince1970: $0) }))
-            let nextPull = configuration.pullIntervalMilliseconds.flatMap { interval in
-                lastPullAt.map { max(0, $0.addingClamped(interval) - now()) }
-            }
+            let nextPull =
+                live
+                ? nil
+                : configuration.pullIntervalMilliseconds.flatMap { interval in
+                    lastPullAt.map { max(0, $0.addingClamped(interval) - now()) }
+                }
             guard var delay = [due.map({ max(0, $0 - now()) }), nextPull].compactMap({ $0 }).min() else {
                 guard await wait(nil, wakeOnWork: true) else { break }
                 continue
@@ -315,6 +344,22 @@ public final class SyncEngine: Sendable {
             if delay > 0 {
                 guard await wait(delay, wakeOnWork: true) else { break }
             }
+        }
+    }
+
+    /// The live loop: when the server says it waits for changes, pulls with `waiting`
+    /// milliseconds of wait, again as soon as each answers. It ends at a pull that failed (no
+    /// network, an expired token, a server error), and with a server without the feature: the
+    /// engine then polls by `pullInterval`, and starts the loop again after its next pass that
+    /// reached the server (a minute after the last start at the soonest).
+    private func live(waiting: Int64) async {
+        defer { shared.withLock { $0.live = false } }
+        guard await outbox.serverWaitsForChanges() == true else { return }
+        while !Task.isCancelled {
+            guard let report = try? await outbox.pull(wait: .milliseconds(waiting)) else { return }
+            shared.withLock { $0.lastPull = report }
+            if report.upserted > 0 { _ = await outbox.fetchEagerFiles() }
+            if report.stoppedBecause != nil { return }
         }
     }
 

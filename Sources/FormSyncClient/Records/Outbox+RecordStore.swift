@@ -1,4 +1,5 @@
 import FormSyncModel
+import FormSyncProtocol
 
 /// The record store's reads, from the outbox (the same calls as on `recordStore`, for apps
 /// that hold only the outbox), and the pull, which is traffic: it goes through the outbox's
@@ -53,7 +54,12 @@ extension Outbox {
     /// Returns what was pulled; `stoppedBecause` says why it ended before catching up (no
     /// network, an expired token, a server error, a bound). Throws only when the database
     /// refuses.
-    public func pull(pageSize: Int = 500, limits: PullLimits = PullLimits()) async throws -> PullReport {
+    ///
+    /// `wait`: when the device is caught up, the server may hold the first page up to this long
+    /// (less a margin under the transport's timeout), answering as soon as a change this person
+    /// may see commits: a new job in seconds, not at the next poll. For a server that says
+    /// `wait-for-changes` (`serverWaitsForChanges()`); one that does not answers at once.
+    public func pull(pageSize: Int = 500, limits: PullLimits = PullLimits(), wait: Duration = .zero) async throws -> PullReport {
         // A revoked device pulls nothing more (its pulled records may just have been purged),
         // and a shared phone with nobody signed in has nobody to pull for.
         if lifecycle.revocationReason != nil { return PullReport() }
@@ -62,7 +68,7 @@ extension Outbox {
             transport: transport, refreshAuthentication: refreshAuthentication, maxAuthRefreshes: configuration.maxAuthRefreshesPerFlush,
             now: environment.now, observers: observers,
             networkDown: { [weak self] reason in await self?.setNetworkDown(true, reason: reason) })
-        var report = try await recordStore.pull(pageSize: max(1, min(pageSize, 1000)), limits: limits, context: context)
+        var report = try await recordStore.pull(pageSize: max(1, min(pageSize, 1000)), limits: limits, context: context, wait: wait)
         // The reviews the pull kept with its pages: a document sent back is reopened now.
         try applyWaitingReviews()
         // An unsent edit of a record the server deleted would only fail: a person settles it.
@@ -80,5 +86,11 @@ extension Outbox {
             }
         }
         return report
+    }
+
+    /// Whether the server holds a pull until something changes (`wait-for-changes` in its
+    /// `GET /health`); nil when no FormSync server answers now.
+    public func serverWaitsForChanges() async -> Bool? {
+        await transport.serverFeatures().map { $0.contains(Feature.waitForChanges.rawValue) }
     }
 }

@@ -14,9 +14,9 @@ struct PullContext: Sendable {
 
 extension RecordStore {
     /// Pulls for the current workspace (see `Outbox.pull`); concurrent calls share one pull.
-    func pull(pageSize: Int, limits: PullLimits, context: PullContext) async throws -> PullReport {
+    func pull(pageSize: Int, limits: PullLimits, context: PullContext, wait: Duration = .zero) async throws -> PullReport {
         if let running = pulling { return try await running.value }
-        let task = Task { try await self.runPull(pageSize: pageSize, limits: limits, context: context) }
+        let task = Task { try await self.runPull(pageSize: pageSize, limits: limits, context: context, wait: wait) }
         pulling = task
         defer { pulling = nil }
         let report = try await task.value
@@ -24,7 +24,9 @@ extension RecordStore {
         return report
     }
 
-    private func runPull(pageSize: Int, limits: PullLimits, context: PullContext) async throws -> PullReport {
+    /// `wait`: how long the server may hold the first page while it is empty (a long-poll).
+    private func runPull(pageSize: Int, limits: PullLimits, context: PullContext, wait: Duration) async throws -> PullReport {
+        var wait = wait
         var report = PullReport()
         let clock = ContinuousClock()
         let started = clock.now
@@ -55,8 +57,9 @@ extension RecordStore {
                 fetched = await next.task.value
             } else {
                 fetched = await Self.fetchPage(
-                    transport: transport, cursor: cursor, limit: pageSize, principal: principal, recordTypes: recordTypes)
+                    transport: transport, cursor: cursor, limit: pageSize, principal: principal, recordTypes: recordTypes, wait: wait)
             }
+            wait = .zero
             ahead = nil
             guard view == self.view else { break }  // switched meanwhile: this pull's pages belong elsewhere
             switch fetched.outcome {
@@ -173,9 +176,13 @@ extension RecordStore {
 
     /// Fetches the page after `cursor` and reads every record in it by its type.
     nonisolated static func fetchPage(
-        transport: any OutboxTransport, cursor: String?, limit: Int, principal: String?, recordTypes: RecordRegistry
+        transport: any OutboxTransport, cursor: String?, limit: Int, principal: String?, recordTypes: RecordRegistry,
+        wait: Duration = .zero
     ) async -> FetchedPage {
-        let outcome = await transport.fetchChanges(cursor: cursor, limit: limit, as: principal)
+        let outcome =
+            wait > .zero
+            ? await transport.fetchChanges(cursor: cursor, limit: limit, as: principal, waitingUpTo: wait)
+            : await transport.fetchChanges(cursor: cursor, limit: limit, as: principal)
         guard case .page(let page) = outcome else { return FetchedPage(outcome: outcome) }
         var fetched = FetchedPage(outcome: outcome)
         fetched.indexes.reserveCapacity(page.changes.count)

@@ -646,9 +646,24 @@ public final class HTTPTransport: OutboxTransport {
 
     /// `fetchChanges` under `principal`'s credential.
     public func fetchChanges(cursor: String?, limit: Int, as principal: String?) async -> PullOutcome {
+        await fetchChanges(cursor: cursor, limit: limit, as: principal, waiting: 0)
+    }
+
+    /// `fetchChanges` held by the server up to `wait` (whole seconds, at most a few less than
+    /// this transport's timeout, so that a held reply is never taken for a silent server).
+    public func fetchChanges(cursor: String?, limit: Int, as principal: String?, waitingUpTo wait: Duration) async -> PullOutcome {
+        let seconds = max(0, min(Int(wait.components.seconds), Int(timeout) - Self.waitMargin))
+        return await fetchChanges(cursor: cursor, limit: limit, as: principal, waiting: seconds)
+    }
+
+    /// Seconds between the longest wait asked of the server and the transport's timeout.
+    static let waitMargin = 5
+
+    private func fetchChanges(cursor: String?, limit: Int, as principal: String?, waiting seconds: Int) async -> PullOutcome {
         var components = URLComponents()
         components.queryItems = [URLQueryItem(name: "limit", value: String(max(1, min(limit, 1000))))]
         if let cursor { components.queryItems?.append(URLQueryItem(name: "cursor", value: cursor)) }
+        if seconds > 0 { components.queryItems?.append(URLQueryItem(name: "wait", value: String(seconds))) }
         var http = URLRequest(url: url("/changes?" + (components.percentEncodedQuery ?? "")))
         http.timeoutInterval = timeout
         http.setValue(workspace, forHTTPHeaderField: ProtocolHeader.workspace)

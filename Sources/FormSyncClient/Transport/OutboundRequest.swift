@@ -75,6 +75,9 @@ public protocol OutboxTransport: Sendable {
     func fetchChanges(cursor: String?, limit: Int, as principal: String?) async -> PullOutcome
     /// `fetchFile` under `principal`'s credential.
     func fetchFile(id: Int64, from offset: Int64, maxBytes: Int, as principal: String?) async -> FilePiece
+    /// `fetchChanges` that, when the page after `cursor` is empty, lets the server hold it up to
+    /// `wait` until a change the caller may see commits (`wait-for-changes`).
+    func fetchChanges(cursor: String?, limit: Int, as principal: String?, waitingUpTo wait: Duration) async -> PullOutcome
     /// Sends the device's support bundle (`POST /support/bundles`) under `principal`'s credential.
     func sendSupportBundle(_ bundle: SupportBundle, as principal: String?) async -> BackOfficeReply<SupportBundleReceipt>
 }
@@ -83,6 +86,11 @@ extension OutboxTransport {
     /// A transport that holds one credential answers for whoever is signed in.
     public func fetchChanges(cursor: String?, limit: Int, as principal: String?) async -> PullOutcome {
         await fetchChanges(cursor: cursor, limit: limit)
+    }
+
+    /// A transport that cannot wait on the server answers at once.
+    public func fetchChanges(cursor: String?, limit: Int, as principal: String?, waitingUpTo wait: Duration) async -> PullOutcome {
+        await fetchChanges(cursor: cursor, limit: limit, as: principal)
     }
 
     /// A transport that cannot send support bundles says so.
