@@ -67,7 +67,7 @@ struct LiveChangesTests {
         }
         #expect(found?.address == "Urgent: Rua Nova")
         #expect(waiters.tally.answeredByChange >= 1 && waiters.tally.answeredAtDeadline == 0)
-        await engine.stop()
+        engine.stop()
     }
 
     @Test func aHeldPullEndsAtItsDeadlineWithAnEmptyPageAndABadWaitIsRefused() async throws {
