@@ -54,10 +54,12 @@ final class FeedWaiters: Sendable {
             $0.respond = respond
             $0.listener = listener
         }
+        context.settings.holdsPulls = true
     }
 
     /// Stops: nothing more is held; those held are dropped with their connections.
     func stop() {
+        context.settings.holdsPulls = false
         let listener = state.withLock { state -> (any ChangeListener)? in
             state.respond = nil
             state.waiters = [:]

@@ -32,7 +32,16 @@ final class ServerSettings: Sendable {
     /// The features announced in `GET /health` and in `FormSync-Features`.
     var features: [String] {
         (acceptsDeferredFiles ? [Feature.deferredFiles.rawValue] : []) + (offersFileLookup ? [Feature.fileLookup.rawValue] : [])
-            + [Feature.waitForChanges.rawValue]
+            + (holdsPulls ? [Feature.waitForChanges.rawValue] : [])
+    }
+
+    private let holding = Atomic<Bool>(false)
+
+    /// Whether `GET /changes?wait=` is held (`wait-for-changes`): while the server serves HTTP
+    /// (a server answering in process, as the simulation's, answers every pull at once).
+    var holdsPulls: Bool {
+        get { holding.load(ordering: .relaxed) }
+        set { holding.store(newValue, ordering: .relaxed) }
     }
 
     private let feedWait = Atomic<Int>(ServerSettings.defaultMaxFeedWaitSeconds)

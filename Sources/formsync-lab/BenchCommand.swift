@@ -18,6 +18,7 @@ enum BenchCommand {
                formsync-lab bench pull [--records N] [--rounds R] [--delta D] [--small S]
                formsync-lab bench upload [--megabytes M] [--rounds R] [--chunk C]
                formsync-lab bench files [--rate BYTES_PER_SECOND] [--photo-megabytes M] [--shared-megabytes S] [--rounds R]
+               formsync-lab bench live [--changes N] [--rounds R] [--database postgres://…]
 
           generator   check + generate N specs (variants of the specs in DIR, default FormSpecs),
                       against a baseline that only reads the same YAML.
@@ -69,6 +70,11 @@ enum BenchCommand {
                       deferred against files first (a server without deferred files), R rounds
                       (default 3) interleaved; then the bytes sent for two deliveries sharing an
                       S MB photo (default 5), with the look-up by digest and without.
+          live        a change committed on node A of two PostgreSQL nodes (in this process, one
+                      fresh database per round) reaching a device long-polling node B: from the
+                      write to the device's pull having stored it, p50 and p99 of N changes
+                      (default 100) per round, R rounds (default 3), against the same change
+                      committed on node B itself, the two legs alternating change by change.
         Build with -c release for figures worth recording.
         """
 
@@ -78,7 +84,7 @@ enum BenchCommand {
             options: [
                 "--specs", "--rounds", "--from", "--items", "--lanes", "--small", "--concurrency", "--slow", "--records", "--delta",
                 "--megabytes", "--chunk", "--lines", "--parts", "--workers", "--identities", "--database", "--nodes", "--pull", "--rate",
-                "--photo-megabytes", "--shared-megabytes",
+                "--photo-megabytes", "--shared-megabytes", "--changes",
             ], flags: ["--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
             print(help)
@@ -159,8 +165,15 @@ enum BenchCommand {
                 photoBytes: args.integer("--photo-megabytes", default: 3, in: 1...200) * 1_000_000,
                 sharedBytes: args.integer("--shared-megabytes", default: 5, in: 1...200) * 1_000_000,
                 rounds: args.integer("--rounds", default: 3, in: 1...100))
+        case "live":
+            if let url = args.values["--database"], !(url.hasPrefix("postgres://") || url.hasPrefix("postgresql://")) {
+                throw UsageError("--database takes a postgres:// URL of a server the benchmark may create databases on")
+            }
+            return try await LiveChangesBenchmark.run(
+                changes: args.integer("--changes", default: 100, in: 1...100_000),
+                rounds: args.integer("--rounds", default: 3, in: 3...100), database: args.values["--database"])
         default:
-            throw UsageError("name a benchmark: generator, enqueue, outbox, http, server, load, pull, upload or files")
+            throw UsageError("name a benchmark: generator, enqueue, outbox, http, server, load, pull, upload, files or live")
         }
     }
 

@@ -86,8 +86,10 @@ public final class SyncEngine: Sendable {
         var lastReport: FlushReport?
         var lastPull: PullReport?
         var pullRunning = false
-        /// Whether the live loop holds a long-poll open (interval pulls are not needed then).
+        /// Whether the live loop runs (asking the server, or holding pulls).
         var live = false
+        /// Whether the server holds the live loop's pulls (interval pulls are not needed then).
+        var liveHolding = false
         var pullAgain = false
         var listeners: [UUID: AsyncStream<State>.Continuation] = [:]
     }
@@ -254,11 +256,15 @@ public final class SyncEngine: Sendable {
         var liveTask: Task<Void, Never>?
         var liveAskedAt: Int64?
         defer { liveTask?.cancel() }
-        func startLive() {
+        func startLive() async {
             guard let wait = configuration.waitForChangesMilliseconds, !shared.withLock({ $0.live }) else { return }
             if let asked = liveAskedAt, now() >= asked, now() < asked.addingClamped(60_000) { return }
             liveAskedAt = now()
-            shared.withLock { $0.live = true }
+            guard await outbox.serverWaitsForChanges() == true else { return }
+            shared.withLock {
+                $0.live = true
+                $0.liveHolding = true
+            }
             liveTask = Task { [self] in await live(waiting: wait) }
         }
 
@@ -318,9 +324,9 @@ public final class SyncEngine: Sendable {
                 continue
             }
             tokenSteps = 0
-            startLive()
+            await startLive()
             if report.sent > 0 || lastPullAt == nil { startPull() }
-            let live = shared.withLock { $0.live }
+            let live = shared.withLock { $0.liveHolding }
             if !live, let interval = configuration.pullIntervalMilliseconds, let last = lastPullAt,
                 now() >= last.addingClamped(interval) || now() < last
             {
@@ -347,19 +353,31 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    /// The live loop: when the server says it waits for changes, pulls with `waiting`
+    /// The live loop, started once the server said it waits for changes: pulls with `waiting`
     /// milliseconds of wait, again as soon as each answers. It ends at a pull that failed (no
     /// network, an expired token, a server error), and with a server without the feature: the
     /// engine then polls by `pullInterval`, and starts the loop again after its next pass that
     /// reached the server (a minute after the last start at the soonest).
+    ///
+    /// A pull that came back empty within a second was not held (a server, or a proxy, that
+    /// answers at once): the loop ends rather than spin, and polling takes over.
     private func live(waiting: Int64) async {
-        defer { shared.withLock { $0.live = false } }
-        guard await outbox.serverWaitsForChanges() == true else { return }
+        defer {
+            shared.withLock {
+                $0.live = false
+                $0.liveHolding = false
+            }
+        }
+        let clock = ContinuousClock()
         while !Task.isCancelled {
+            let started = clock.now
             guard let report = try? await outbox.pull(wait: .milliseconds(waiting)) else { return }
             shared.withLock { $0.lastPull = report }
             if report.upserted > 0 { _ = await outbox.fetchEagerFiles() }
             if report.stoppedBecause != nil { return }
+            if report.upserted == 0 && report.deleted == 0 && report.reviews == 0 && started.duration(to: clock.now) < .seconds(1) {
+                return
+            }
         }
     }
 
