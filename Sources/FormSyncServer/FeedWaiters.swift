@@ -9,7 +9,7 @@ import Synchronization
 /// told by the store's change signal), or its wait ends; either way it is then answered as an
 /// ordinary `GET /changes`. Bounded: at most `maxWaiters` held at once (past it a request is
 /// answered at once), each for at most the server's longest wait.
-final class FeedWaiters: Sendable {
+package final class FeedWaiters: Sendable {
     private struct Waiter {
         var workspace: String
         /// The request without its `wait`: answered as an ordinary page.
@@ -70,7 +70,7 @@ final class FeedWaiters: Sendable {
     }
 
     /// How many requests are held now.
-    var count: Int { state.withLock { $0.waiters.count } }
+    package var count: Int { state.withLock { $0.waiters.count } }
 
     var tally: Tally { state.withLock { $0.tally } }
 

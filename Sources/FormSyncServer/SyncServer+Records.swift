@@ -112,9 +112,6 @@ extension SyncServer {
         return try locked { try store.transaction { try writer.deleteRecord(workspace: workspace, type: type, id: id, by: author) } }
     }
 
-    /// How many pulls this node holds now, waiting for a change (benchmarks wait for one).
-    package var heldPulls: Int { feedWaiters.count }
-
     /// One record, if the server holds it.
     public func record(_ type: String, id: Int64, workspace: String) -> Record? {
         locked { (try? store.record(workspace: workspace, type: type, id: id)).flatMap { $0 }.map(Self.publicRecord) }

@@ -55,7 +55,7 @@ public final class SyncServer: @unchecked Sendable {
     let context: ServerContext
     /// Its webhook deliveries: a pass now (`deliver()`), or in the background (`start()`).
     public let webhooks: WebhookRunner
-    let feedWaiters: FeedWaiters
+    package let feedWaiters: FeedWaiters
     var store: any ServerStore { context.store }
     var accessTokens: AccessTokenCache { context.accessTokens }
     private var settings: ServerSettings { context.settings }

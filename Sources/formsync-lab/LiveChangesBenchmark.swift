@@ -42,7 +42,7 @@ enum LiveChangesBenchmark {
                 // Alternating legs: the change committed on node A, then on node B itself.
                 let writer = nodes[n % 2 == 0 ? 0 : 1]
                 let held = Task { try await outbox.pull(wait: .seconds(20)) }
-                while nodes[1].heldPulls == 0 { try await Task.sleep(for: .milliseconds(1)) }
+                while nodes[1].feedWaiters.count == 0 { try await Task.sleep(for: .milliseconds(1)) }
                 let start = DispatchTime.now().uptimeNanoseconds
                 _ = try writer.putRecord(
                     Delivery(courierId: "ada", status: .assigned, stopOrder: n + 1, address: "Rua \(n)"), workspace: "acme")

@@ -52,6 +52,7 @@ extension Conformance {
         await feedChecks()
         await scopeChecks()
         if let held { await recordChecks(held) }
+        await fieldWorkChecks(features: health.json?["features"] as? [String] ?? [])
         let missing = await send("GET", "/documents/\(id("never-written"))")
         check(Rules.documentMissing, missing.status == 404, Self.describe(missing))
         await wall(held: held, upload: unfinished)

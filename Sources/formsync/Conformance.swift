@@ -197,11 +197,19 @@ struct Conformance {
         }
         switch samples.payload(form, variant: variant, including: extra) {
         case .failure(let problem): return (nil, problem.reason)
-        case .success(let object):
-            // The sample must pass the form's own rules, as the server will run them.
-            guard let (body, _) = encoded(form, object), let entry = registry[form.name] else {
+        case .success(var object):
+            // The sample must pass the form's own rules, as the server will run them: settled
+            // first, as a device settles a form before it queues it (a field that is not
+            // relevant is cleared, a calculated one computed).
+            guard let (raw, _) = encoded(form, object), let entry = registry[form.name] else {
                 return (nil, "the sample could not be encoded")
             }
+            if let settled = try? entry.recalculate(raw),
+                let settledObject = try? JSONSerialization.jsonObject(with: settled) as? [String: Any]
+            {
+                object = settledObject
+            }
+            guard let (body, _) = encoded(form, object) else { return (nil, "the sample could not be encoded") }
             let errors = entry.validate(body)
             guard errors.isEmpty else {
                 return (nil, "the sample breaks \(errors.map { "\($0.pointer) \($0.code)" }.joined(separator: ", "))")

@@ -38,6 +38,9 @@ enum Rules {
     static let fieldErrors = "§6 Field errors"
     static let backOfficeHalf = "§2 The back office's half: submissions, history and review"
     static let webhooks = "§2 Webhooks"
+    static let listRecordForms = "§2 Several records from one submission"
+    static let deleteForms = "§2 Forms that delete a record"
+    static let waiting = "§2 Waiting for changes: GET /changes?…&wait=<seconds>"
 
     static let healthAnswers = ConformanceRule(health, "GET /health answers {service: formsync, status: ok, protocol: 1} without a token")
     static let refreshTrades = ConformanceRule(refresh, "POST /auth/refresh trades the refresh token for an access token")
@@ -212,6 +215,19 @@ enum Rules {
     static let webhookDelivered = ConformanceRule(
         webhooks, "a document accepted after the registration is delivered to the receiver with FormSync-Event-ID and a valid signature")
 
+    static let listRecords = ConformanceRule(
+        listRecordForms,
+        "a submission whose list creates records is answered with created_records, one record per item (list, index, id, record), each in the feed; the same document again names the same records"
+    )
+    static let deleteRecord = ConformanceRule(
+        deleteForms,
+        "a delete form is 428 without If-Match and 412 with a stale one; with the record's version it is 200 with the record named deleted, the feed carries the deletion, and the same document again is 200"
+    )
+    static let waitForChanges = ConformanceRule(
+        waiting,
+        "GET /changes?wait= holds an empty page until a change it may see commits and answers with it; with nothing to see it answers the empty page at its end; a wait that is not a number is 400 bad-query"
+    )
+
     /// Every rule, in the order of PROTOCOL.md.
     static let all: [ConformanceRule] = [
         badToken, badKey, badDocument, badFormHeader, controlCharacter, twoLengths, bodyTooLarge, shortBody, headTooLarge, longTarget, busy,
@@ -229,7 +245,7 @@ enum Rules {
         enrolmentMade, enrolTrades, enrolOnce, enrolExpired, refreshRotates, refreshReuse, revokedRefused, revocationListed, backOfficeOnly,
         supportRequested, supportAnswered,
         feedCarries, recordAnswers, recordMissing, feedResumes, badCursor, cursorAhead, badLimit, bigLimit, feedScope, feedDeletions,
-        editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord,
+        waitForChanges, editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord, deleteRecord, listRecords,
         documentMissing,
         feedCarriesSubmissions, historyNamesAuthors, conflictNamesAuthor, reviewReachesOwner, reviewStale, webhookRegistered,
         webhookDelivered,
