@@ -5,7 +5,7 @@ import FormSyncServer
 import Foundation
 
 /// Whether a device's pulled records equal what the server holds for it (the courier's
-/// deliveries and every customer), as both harnesses check at the end.
+/// deliveries, every customer and every finding), as both harnesses check at the end.
 enum RecordConvergence {
     /// One problem per record type that differs, and how many records the device holds.
     static func check(
@@ -27,6 +27,7 @@ enum RecordConvergence {
         }
         let (deliveries, deliveryCount) = try await compare(try expected(Delivery.self) { $0.scope == courier })
         let (customers, customerCount) = try await compare(try expected(Customer.self) { _ in true })
-        return ([deliveries, customers].compactMap { $0 }, deliveryCount + customerCount)
+        let (findings, findingCount) = try await compare(try expected(Finding.self) { _ in true })
+        return ([deliveries, customers, findings].compactMap { $0 }, deliveryCount + customerCount + findingCount)
     }
 }

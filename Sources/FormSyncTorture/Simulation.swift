@@ -27,6 +27,12 @@ package struct Simulation {
     package enum Action: Sendable, Equatable, CustomStringConvertible {
         case captureCustomer(photoBytes: Int)
         case captureOrder(slot: Int)
+        /// A site inspection whose findings each become a `Finding` record.
+        case captureInspection(findings: Int)
+        /// A repair planned against a finding, perhaps one whose inspection has not landed.
+        case editFinding(slot: Int)
+        /// A finding removed through the outbox.
+        case removeFinding(slot: Int)
         case editDelivery(slot: Int)
         case editCustomer(slot: Int, creditLimit: Bool)
         case flush
@@ -45,6 +51,9 @@ package struct Simulation {
             switch self {
             case .captureCustomer(let bytes): return "capture NewCustomer with a \(bytes)-byte photo"
             case .captureOrder(let slot): return "capture SalesOrder (customer slot \(slot))"
+            case .captureInspection(let findings): return "capture SiteInspection with \(findings) finding(s)"
+            case .editFinding(let slot): return "plan the repair of a Finding (slot \(slot))"
+            case .removeFinding(let slot): return "remove a Finding (slot \(slot))"
             case .editDelivery(let slot): return "edit a pulled Delivery (slot \(slot))"
             case .editCustomer(let slot, let money):
                 return "edit a pulled Customer (slot \(slot))\(money ? ", credit limit too (server-owned)" : "")"
@@ -90,7 +99,10 @@ package struct Simulation {
             case 8..<24: actions.append(.captureOrder(slot: Int(random.next() % 16)))
             case 24..<29: actions.append(.editDelivery(slot: Int(random.next() % 16)))
             case 29..<33: actions.append(.editCustomer(slot: Int(random.next() % 16), creditLimit: random.next() % 5 == 0))
-            case 33..<43: actions.append(.flush)
+            case 33..<40: actions.append(.flush)
+            case 40: actions.append(.captureInspection(findings: 1 + Int(random.next() % 5)))
+            case 41: actions.append(.editFinding(slot: Int(random.next() % 16)))
+            case 42: actions.append(.removeFinding(slot: Int(random.next() % 16)))
             case 43..<53: actions.append(.engine(milliseconds: 1_000 + Int64(random.next() % 300_000)))
             case 53..<60: actions.append(.pull)
             case 60..<70: actions.append(.advance(milliseconds: Int64(random.next() % 600_000)))
@@ -252,6 +264,34 @@ package struct Simulation {
                         Captured(
                             workspace: workspace, item: id, documentID: item.documentID, form: "SalesOrder", customer: customer,
                             sequence: sequence))
+                case .captureInspection(let findings):
+                    let inspection = SiteInspection(
+                        siteCode: "SIM-\(String(format: "%04d", sequence % 10_000))", inspectorId: EntityRef(1),
+                        visitDate: LocalDate("2026-12-06"), passed: true, location: GeoPoint(latitude: 38.7, longitude: -9.1),
+                        hazards: [.none],
+                        findings: (0..<findings).map { n in SiteInspection.Finding(title: "Finding \(sequence).\(n)", severity: .low) })
+                    let id = try await outbox.enqueue(inspection)
+                    guard let item = try await outbox.item(id) else { throw TortureError("item \(id) vanished after enqueue") }
+                    captured.append(
+                        Captured(
+                            workspace: workspace, item: id, documentID: item.documentID, form: "SiteInspection", customer: nil,
+                            sequence: sequence))
+                case .editFinding(let slot):
+                    let findings = try await outbox.records(Finding.all)
+                    guard !findings.isEmpty else { break }
+                    do {
+                        _ = try await outbox.edit(FindingUpdate.self, id: findings[slot % findings.count].id) { $0.status = .planned }
+                    } catch OutboxError.noSuchRecord {
+                        trace.add("  (record gone)")
+                    }
+                case .removeFinding(let slot):
+                    let findings = try await outbox.records(Finding.all)
+                    guard !findings.isEmpty else { break }
+                    do {
+                        _ = try await outbox.delete(FindingRemoval.self, id: findings[slot % findings.count].id) { $0.reason = .duplicate }
+                    } catch OutboxError.noSuchRecord {
+                        trace.add("  (record gone)")
+                    }
                 case .editDelivery(let slot):
                     let deliveries = try await outbox.records(Delivery.all)
                     guard !deliveries.isEmpty else { break }
@@ -372,6 +412,12 @@ package struct Simulation {
                 _ = try server.putRecord(moved, workspace: workspace)
             }
         default:
+            // Now and then the back office removes a finding a device may be editing.
+            let findings = records.filter { $0.type == "Finding" }
+            if n % 3 == 0, !findings.isEmpty {
+                _ = try server.deleteRecord("Finding", id: findings[(n / 5) % findings.count].id, workspace: workspace)
+                return
+            }
             guard !customers.isEmpty else { return }
             let pick = customers[(n / 5) % customers.count]
             var changed = try JSONDecoder().decode(Customer.self, from: pick.fields)
