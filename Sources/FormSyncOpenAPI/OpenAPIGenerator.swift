@@ -327,7 +327,15 @@ public enum OpenAPIGenerator {
                 object(
                     [
                         ("changes", .object([("type", .string("array")), ("items", ref("Change"))])), ("cursor", string),
-                        ("more", .object([("type", .string("boolean"))])), ("support_request", ref("SupportRequest")),
+                        ("more", .object([("type", .string("boolean"))])),
+                        (
+                            "remaining",
+                            .object([
+                                ("type", .string("integer")), ("minimum", .integer(0)), ("maximum", .integer(1_000_000)),
+                                ("description", .string("With more: how many changes follow this page, counted up to a million.")),
+                            ])
+                        ),
+                        ("support_request", ref("SupportRequest")),
                         ("reviews", .object([("type", .string("array")), ("items", ref("Review"))])),
                     ],
                     required: ["changes", "cursor", "more"])

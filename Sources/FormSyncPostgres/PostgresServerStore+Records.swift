@@ -195,6 +195,20 @@ extension PostgresServerStore {
         }
     }
 
+    package func feedRemaining(workspace: String, principal: String?, after cursor: Int64, cap: Int) throws -> Int {
+        let visible =
+            principal == nil
+            ? "(NOT c.deleted OR NOT EXISTS (SELECT 1 FROM records g WHERE g.workspace = c.workspace AND g.type = c.type AND g.id = c.id))"
+            : "(c.scope = '' OR c.scope = $4)"
+        let values: [PostgresValue] = [.integer(cursor), .text(workspace), .integer(Int64(cap))] + (principal.map { [.text($0)] } ?? [])
+        let rows = try query(
+            """
+            SELECT COUNT(*) FROM (SELECT 1 FROM changes c
+                WHERE c.seq IS NOT NULL AND c.seq > $1 AND c.workspace = $2 AND \(visible) LIMIT $3) s
+            """, values)
+        return Int(rows.int(0, 0) ?? 0)
+    }
+
     package func lastChange() throws -> Int64 {
         try query("SELECT COALESCE(MAX(seq), 0) FROM changes").int(0, 0) ?? 0
     }

@@ -8,6 +8,9 @@ public enum FeedPage {
     public static let cursor = "cursor"
     /// Whether more changes follow now.
     public static let more = "more"
+    /// With `more`: how many changes follow this page now (counted up to 1,000,000), so that a
+    /// device can show its progress through a long first pull.
+    public static let remaining = "remaining"
     /// A support request open for the calling device (`SupportRequest`: its `id` and `reason`),
     /// absent when there is none: the device answers it with a support bundle.
     public static let supportRequest = "support_request"

@@ -74,6 +74,9 @@ struct ChangeFeed: ServerPart {
         return caller.workspace
     }
 
+    /// The most a page's `remaining` counts.
+    static let maxRemaining = 1_000_000
+
     /// The most reviews one page carries.
     static let maxReviewsPerPage = 100
 
@@ -117,6 +120,11 @@ struct ChangeFeed: ServerPart {
             body.append(
                 WireSyntax.jsonBytes(WireSyntax.cursor(entries.last?.seq ?? after.changes, reviews: reviews.last?.seq ?? after.reviews)))
             body.append(contentsOf: ",\"\(FeedPage.more)\":\(more)".utf8)
+            if more {
+                let remaining = try store.feedRemaining(
+                    workspace: workspace, principal: principal, after: entries.last?.seq ?? after.changes, cap: Self.maxRemaining)
+                body.append(contentsOf: ",\"\(FeedPage.remaining)\":\(remaining)".utf8)
+            }
             if !reviews.isEmpty {
                 body.append(contentsOf: ",\"\(FeedPage.reviews)\":".utf8)
                 body.append(DeviceService.json(reviews.compactMap(HistoryService.review)))

@@ -133,6 +133,19 @@ final class SQLiteRecords: @unchecked Sendable {
         }
     }
 
+    /// How many feed entries `feed` would give after `cursor`, counted up to `cap`.
+    func feedRemaining(workspace: String, principal: String?, after cursor: Int64, cap: Int) throws -> Int {
+        let visible =
+            principal == nil
+            ? "(c.deleted = 0 OR NOT EXISTS (SELECT 1 FROM records g WHERE g.workspace = c.workspace AND g.type = c.type AND g.id = c.id))"
+            : "(c.scope = '' OR c.scope = ?)"
+        let values: [SQLValue] = [.integer(cursor), .text(workspace)] + (principal.map { [.text($0)] } ?? []) + [.integer(Int64(cap))]
+        return Int(
+            try db.query(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM changes c WHERE c.seq > ? AND c.workspace = ? AND \(visible) LIMIT ?)", values
+            ) { $0.int(0) }.first ?? 0)
+    }
+
     /// The highest sequence number handed out; a cursor beyond it comes from another database.
     func lastChange() throws -> Int64 {
         try db.query("SELECT COALESCE(MAX(seq), 0) FROM changes", [], { $0.int(0) }).first ?? 0

@@ -115,9 +115,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     }
 
     /// Commits at `synchronous=NORMAL` (see `WriteBatches.transaction`).
-    func transaction<T>(_ body: () throws -> T) throws -> T {
-        try batches.transaction(body)
-    }
+    func transaction<T>(_ body: () throws -> T) throws -> T { try batches.transaction(body) }
 
     /// Off: every write commits FULL on its own (the baseline of `formsync-lab bench server`).
     var groupCommit: Bool {
@@ -214,12 +212,13 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     func nextEntityID() throws -> Int64 { try recordTable.nextEntityID() }
     func holder(ofID id: Int64) throws -> String? { try recordTable.holder(ofID: id) }
-    func noteCreatedRecords(document documentID: String, _ records: [CreatedRecord]) throws {
-        try recordTable.noteCreatedRecords(document: documentID, records)
-    }
+    func noteCreatedRecords(document id: String, _ all: [CreatedRecord]) throws { try recordTable.noteCreatedRecords(document: id, all) }
     func createdRecords(document documentID: String) throws -> [CreatedRecord] { try recordTable.createdRecords(document: documentID) }
     func records(workspace: String) throws -> [StoredRecord] { try recordTable.records(workspace: workspace) }
     func lastChange() throws -> Int64 { try recordTable.lastChange() }
+    func feedRemaining(workspace: String, principal: String?, after cursor: Int64, cap: Int) throws -> Int {
+        try recordTable.feedRemaining(workspace: workspace, principal: principal, after: cursor, cap: cap)
+    }
 
     func record(workspace: String, type: String, id: Int64) throws -> StoredRecord? {
         try recordTable.record(workspace: workspace, type: type, id: id)

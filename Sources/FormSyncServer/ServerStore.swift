@@ -135,6 +135,9 @@ package protocol ServerStore: CredentialStore {
     /// Up to `limit` feed entries after `cursor`, in commit order: for a device of `principal`
     /// (unscoped records and those scoped to it), or for the back office (`principal` nil).
     func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry]
+    /// How many entries `feed` would give after `cursor`, counted up to `cap` (a page's
+    /// `remaining`, for a device's progress).
+    func feedRemaining(workspace: String, principal: String?, after cursor: Int64, cap: Int) throws -> Int
     /// The highest feed position handed out; a cursor beyond it comes from another database.
     func lastChange() throws -> Int64
 

@@ -70,6 +70,29 @@ struct LiveChangesTests {
         engine.stop()
     }
 
+    @Test func aLongFirstPullReportsItsProgressPageByPage() async throws {
+        let world = try World()
+        try world.server.putRecords(
+            (0..<1_200).map { n in
+                SyncServer.RecordSeed(
+                    type: "Customer", fields: Data(#"{"name":"Shop \#(n)","segment":"retail"}"#.utf8), workspace: "acme")
+            })
+        let outbox = try world.device()
+        let events = outbox.events()
+        let report = try await outbox.pull(pageSize: 500)
+        #expect(report.upserted == 1_200 && report.pages == 3)
+        var progress: [(records: Int, remaining: Int?)] = []
+        for await event in events {
+            if case .pullProgress(let records, let bytes, let remaining) = event {
+                #expect(bytes > records * 20, "the records' bytes are counted")
+                progress.append((records, remaining))
+            }
+            if case .pulled = event { break }
+        }
+        #expect(progress.map(\.records) == [500, 1_000, 1_200])
+        #expect(progress.map(\.remaining) == [700, 200, 0], "what the server said follows each page")
+    }
+
     @Test func aHeldPullEndsAtItsDeadlineWithAnEmptyPageAndABadWaitIsRefused() async throws {
         let world = try World()
         let waiters = world.server.feedWaiters

@@ -19,6 +19,10 @@ public enum SyncEvent: Sendable, Equatable {
     case parked(item: ItemID, state: SyncState, reason: String)
     /// A pull ended.
     case pulled(upserted: Int, deleted: Int, caughtUp: Bool)
+    /// A page of a pull committed: the records this pull stored so far, the bytes of them, and
+    /// how many changes the server said follow (nil when it did not say): a long first pull's
+    /// progress.
+    case pullProgress(records: Int, bytes: Int, remaining: Int?)
     /// No server answers; the engine waits and probes.
     case offline(reason: String)
     /// A server answers again.

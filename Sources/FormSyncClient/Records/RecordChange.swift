@@ -34,8 +34,15 @@ public struct ChangePage: Sendable, Equatable {
     /// The back office's reviews of this person's documents made since the cursor: kept with
     /// the page, then acted on (a document that has issues is reopened for its person).
     public var reviews: [Review]
+    /// With `more`: how many changes follow this page, as the server counted them (nil when it
+    /// did not say), for a pull's progress.
+    public var remaining: Int?
 
-    public init(changes: [RecordChange], cursor: String, more: Bool, supportRequest: SupportRequest? = nil, reviews: [Review] = []) {
+    public init(
+        changes: [RecordChange], cursor: String, more: Bool, supportRequest: SupportRequest? = nil, reviews: [Review] = [],
+        remaining: Int? = nil
+    ) {
+        self.remaining = remaining
         self.reviews = reviews
         self.changes = changes
         self.cursor = cursor

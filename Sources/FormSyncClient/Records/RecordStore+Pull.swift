@@ -116,6 +116,8 @@ extension RecordStore {
                 bytes = page.changes.reduce(bytes) {
                     $0.addingReportingOverflow(($1.fields?.count ?? 0) + $1.type.utf8.count + 32).partialValue
                 }
+                context.observers.emit(
+                    .pullProgress(records: report.upserted + report.deleted, bytes: bytes, remaining: page.more ? page.remaining : 0))
                 if !page.more {
                     report.caughtUp = true
                     return report

@@ -19,6 +19,8 @@ enum ChangeFeedReader {
         var malformed: Bool
         var cursor: String
         var more: Bool
+        /// How many changes follow the page, as the server counted them (nil when it did not).
+        var remaining: Int? = nil
         /// The support request the server asks this device to answer, if any (an unreadable
         /// one, or one over 4 KiB, counts as none).
         var supportRequest: SupportRequest? = nil
@@ -37,6 +39,7 @@ enum ChangeFeedReader {
         var count = 0
         var cursor: String?
         var more = false
+        var remaining: Int?
         var supportRequest: SupportRequest?
         var reviews: [Review] = []
         scanner.skipSpace()
@@ -52,6 +55,13 @@ enum ChangeFeedReader {
             case FeedPage.more:
                 guard scanner.skipValue() else { return false }
                 more = scanner.bytes[valueStart..<scanner.index].elementsEqual("true".utf8)
+            case FeedPage.remaining:
+                guard scanner.skipValue() else { return false }
+                // Digits only, at most seven of them (the server counts to a million).
+                let bytes = scanner.bytes[valueStart..<scanner.index]
+                if (1...7).contains(bytes.count), bytes.allSatisfy({ (48...57).contains($0) }) {
+                    remaining = Int(String(decoding: bytes, as: UTF8.self))
+                }
             case FeedPage.supportRequest:
                 guard scanner.skipValue() else { return false }
                 let bytes = scanner.bytes[valueStart..<scanner.index]
@@ -71,7 +81,7 @@ enum ChangeFeedReader {
         scanner.skipSpace()
         guard scanner.atEnd, let changes, let cursor else { return nil }
         return Feed(
-            changes: changes, count: count, malformed: malformed, cursor: cursor, more: more,
+            changes: changes, count: count, malformed: malformed, cursor: cursor, more: more, remaining: more ? remaining : nil,
             supportRequest: supportRequest.flatMap { $0.id > 0 ? $0 : nil }, reviews: reviews)
     }
 

@@ -699,7 +699,8 @@ public final class HTTPTransport: OutboxTransport {
             guard !feed.malformed else { return .failed(reason: "the change feed holds a malformed change", retryAfter: nil) }
             return .page(
                 ChangePage(
-                    changes: feed.changes, cursor: cursor, more: feed.more, supportRequest: feed.supportRequest, reviews: feed.reviews))
+                    changes: feed.changes, cursor: cursor, more: feed.more, supportRequest: feed.supportRequest, reviews: feed.reviews,
+                    remaining: feed.remaining))
         case 300..<400:
             return .unreachable(reason: "HTTP \(status) redirect refused (a captive portal?); nothing was followed")
         case 401:
