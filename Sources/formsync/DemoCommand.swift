@@ -422,8 +422,10 @@ struct FieldDay {
                     departureTime: LocalTime(hour: 10, minute: n), passed: passed,
                     failureReason: passed ? (random.next() % 2 == 0 ? "typed before the site passed" : nil) : "Finding \(marker) failed",
                     location: GeoPoint(latitude: 38.72, longitude: -9.14), hazards: [pick([.electrical, .gas, .height])],
+                    // Two findings, each a Finding record of its own once the inspection lands.
                     findings: [
-                        .init(title: "Finding \(marker)", severity: .medium, photos: [FileRef(id: photo, contentType: "image/jpeg")])
+                        .init(title: "Finding \(marker)", severity: .medium, photos: [FileRef(id: photo, contentType: "image/jpeg")]),
+                        .init(title: "Loose cover \(marker)", severity: .low),
                     ])
                 try await record(
                     try await outbox.enqueue(
@@ -646,6 +648,21 @@ struct FieldDay {
         let reasonsRight = inspections.filter { ($0["passed"] as? Bool == true) == ($0["failure_reason"] == nil) }.count
         print("  order totals equal to their lines:           \(totalsRight) of \(storedOrders.count)")
         print("  failure reasons only on failed inspections:  \(reasonsRight) of \(inspections.count)")
+        // Several records from one visit: every finding of every inspection is a Finding record,
+        // once, with its inspection's site.
+        let findingRecords = serverRecords.filter { $0.type == "Finding" }.compactMap {
+            try? JSONDecoder().decode(Finding.self, from: $0.fields)
+        }
+        let findingsCaptured = inspections.flatMap { inspection in
+            ((inspection["findings"] as? [[String: Any]]) ?? []).map {
+                "\(inspection["site_code"] as? String ?? "") \($0["title"] as? String ?? "")"
+            }
+        }
+        let findingsMade = findingRecords.map { "\($0.siteCode ?? "") \($0.title ?? "")" }
+        let findingsRight = findingsMade.sorted() == findingsCaptured.sorted()
+        print(
+            "  inspection findings made as records:         \(findingsRight ? "\(findingsMade.count) of \(findingsCaptured.count), each once with its site" : "NO: \(findingsMade.count) records for \(findingsCaptured.count) findings")"
+        )
         let (built, next) = (SalesOrder.formVersion, AppUpdate.nextVersion)
         let storedV2 = storedOrders.filter { $0.formVersion == next }.count
         print(
@@ -732,7 +749,7 @@ struct FieldDay {
             && server.fileIDs().count == photos && diverged.isEmpty && edited == 2 * workers
             && ordersUpgraded == ordersOnUpdated && ordersOldBuildStayedV1 == ordersOnOldBuild && storedV2 == storedOrders.count
             && totalsRight == storedOrders.count && reasonsRight == inspections.count && lostHolds && hooksRight && fixedRight
-            && office.exportDocuments == documents.count
+            && office.exportDocuments == documents.count && findingsRight
         if !ok {
             for worker in 1...workers {
                 let lines = ((try? String(contentsOf: deviceLog(worker), encoding: .utf8)) ?? "").split(separator: "\n").suffix(15)

@@ -30,6 +30,7 @@ struct DemoProcessTests {
         #expect(!run.errors.contains("\r"), "\(run.errors.debugDescription)")
         #expect(run.errors.contains("  syncing: server holds "))
         #expect(text.contains("device stores equal the server's scope:      yes"))
+        #expect(text.contains("inspection findings made as records:         4 of 4, each once with its site"), "two findings an inspection")
         #expect(text.contains("orders upgraded on updated devices:          2 of 2"))
         #expect(text.contains("orders sent as version 2 by the old build:   2 of 2"))
         #expect(text.contains("orders stored as version 3 on the server:    4 of 4"))
