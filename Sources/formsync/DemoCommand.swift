@@ -427,10 +427,18 @@ struct FieldDay {
                         .init(title: "Finding \(marker)", severity: .medium, photos: [FileRef(id: photo, contentType: "image/jpeg")]),
                         .init(title: "Loose cover \(marker)", severity: .low),
                     ])
-                try await record(
-                    try await outbox.enqueue(
-                        inspection, attachments: [.init(placeholder: photo, source: findingPhoto, contentType: "image/jpeg")]),
-                    "SiteInspection", "Finding \(marker)")
+                let inspected = try await outbox.enqueue(
+                    inspection, attachments: [.init(placeholder: photo, source: findingPhoto, contentType: "image/jpeg")])
+                try await record(inspected, "SiteInspection", "Finding \(marker)")
+                // The loose cover is fixed on the spot: its finding, created offline a moment ago,
+                // is closed offline too (the edit waits for the inspection and its version).
+                if let cover = try await outbox.itemRecordPlaceholders(of: inspected)["findings"]?.last {
+                    try await record(
+                        try await outbox.edit(FindingUpdate.self, id: cover) {
+                            $0.status = .fixed
+                            $0.note = "tightened on the spot"
+                        }, "FindingUpdate", "closed \(marker)")
+                }
                 if !sharedUsed.inspection { sharedPhotoHolders.append(captured.last!.documentID) }
                 sharedUsed.inspection = true
             }
@@ -651,7 +659,7 @@ struct FieldDay {
         // Several records from one visit: every finding of every inspection is a Finding record,
         // once, with its inspection's site.
         let findingRecords = serverRecords.filter { $0.type == "Finding" }.compactMap {
-            try? JSONDecoder().decode(Finding.self, from: $0.fields)
+            try? RecordProjection.decode(Finding.self, fields: $0.fields, id: $0.id, version: $0.version)
         }
         let findingsCaptured = inspections.flatMap { inspection in
             ((inspection["findings"] as? [[String: Any]]) ?? []).map {
@@ -662,6 +670,11 @@ struct FieldDay {
         let findingsRight = findingsMade.sorted() == findingsCaptured.sorted()
         print(
             "  inspection findings made as records:         \(findingsRight ? "\(findingsMade.count) of \(findingsCaptured.count), each once with its site" : "NO: \(findingsMade.count) records for \(findingsCaptured.count) findings")"
+        )
+        let closedOffline = findingRecords.filter { $0.title?.hasPrefix("Loose cover") == true }
+        let closedRight = closedOffline.count == inspections.count && closedOffline.allSatisfy { $0.status == .fixed && $0.version == 2 }
+        print(
+            "  findings closed offline, before they landed: \(closedOffline.filter { $0.status == .fixed }.count) of \(inspections.count) fixed on the server (version 2)"
         )
         let (built, next) = (SalesOrder.formVersion, AppUpdate.nextVersion)
         let storedV2 = storedOrders.filter { $0.formVersion == next }.count
@@ -749,7 +762,7 @@ struct FieldDay {
             && server.fileIDs().count == photos && diverged.isEmpty && edited == 2 * workers
             && ordersUpgraded == ordersOnUpdated && ordersOldBuildStayedV1 == ordersOnOldBuild && storedV2 == storedOrders.count
             && totalsRight == storedOrders.count && reasonsRight == inspections.count && lostHolds && hooksRight && fixedRight
-            && office.exportDocuments == documents.count && findingsRight
+            && office.exportDocuments == documents.count && findingsRight && closedRight
         if !ok {
             for worker in 1...workers {
                 let lines = ((try? String(contentsOf: deviceLog(worker), encoding: .utf8)) ?? "").split(separator: "\n").suffix(15)
