@@ -176,10 +176,7 @@ extension PostgresServerStore {
 
     package func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
         if try query("SELECT EXISTS (SELECT 1 FROM changes WHERE seq IS NULL)").int(0, 0) == 1 { try sequenceChanges() }
-        let visible =
-            principal == nil
-            ? "(NOT c.deleted OR NOT EXISTS (SELECT 1 FROM records g WHERE g.workspace = c.workspace AND g.type = c.type AND g.id = c.id))"
-            : "(c.scope = '' OR c.scope = $4)"
+        let visible = Self.visible(to: principal)
         let values: [PostgresValue] = [.integer(cursor), .text(workspace), .integer(Int64(limit))] + (principal.map { [.text($0)] } ?? [])
         let rows = try query(
             """
@@ -195,11 +192,16 @@ extension PostgresServerStore {
         }
     }
 
-    package func feedRemaining(workspace: String, principal: String?, after cursor: Int64, cap: Int) throws -> Int {
-        let visible =
-            principal == nil
+    /// Which changes a feed for `principal` shows (the back office's, nil: every scope, a
+    /// deletion only when no record took the id again); the principal is parameter 4.
+    static func visible(to principal: String?) -> String {
+        principal == nil
             ? "(NOT c.deleted OR NOT EXISTS (SELECT 1 FROM records g WHERE g.workspace = c.workspace AND g.type = c.type AND g.id = c.id))"
             : "(c.scope = '' OR c.scope = $4)"
+    }
+
+    package func feedRemaining(workspace: String, principal: String?, after cursor: Int64, cap: Int) throws -> Int {
+        let visible = Self.visible(to: principal)
         let values: [PostgresValue] = [.integer(cursor), .text(workspace), .integer(Int64(cap))] + (principal.map { [.text($0)] } ?? [])
         let rows = try query(
             """

@@ -133,11 +133,7 @@ struct RecordService: ServerPart {
     ) throws -> HTTPResponse {
         let workspace = caller.workspace
         let documentID = request.header(ProtocolHeader.document)!
-        guard let id = RecordProjection.editedID(form: payload, action: action), id > 0 else {
-            return .problem(
-                .invalidPayload, detail: "an edit names the record it changes in \(action.keyField ?? "its key")",
-                errors: [["pointer": "#/\(action.keyField ?? "")", "code": "required", "detail": "the record's id is required"]])
-        }
+        guard let id = RecordProjection.editedID(form: payload, action: action), id > 0 else { return Self.keyMissing(action, "an edit") }
         // A record in another principal's scope does not exist for this one (as for
         // GET /records): an edit of a delivery reassigned meanwhile is refused with 404, and
         // no reply carries another courier's record.
@@ -208,11 +204,7 @@ struct RecordService: ServerPart {
     ) throws -> HTTPResponse {
         let workspace = caller.workspace
         let documentID = request.header(ProtocolHeader.document)!
-        guard let id = RecordProjection.editedID(form: payload, action: action), id > 0 else {
-            return .problem(
-                .invalidPayload, detail: "a delete names the record it removes in \(action.keyField ?? "its key")",
-                errors: [["pointer": "#/\(action.keyField ?? "")", "code": "required", "detail": "the record's id is required"]])
-        }
+        guard let id = RecordProjection.editedID(form: payload, action: action), id > 0 else { return Self.keyMissing(action, "a delete") }
         guard recordTypes[action.recordType]?.devicesMayDelete == true else {
             return .problem(
                 .deleteNotAllowed, detail: "devices may not delete \(action.recordType) records here; the back office deletes them")
@@ -242,6 +234,13 @@ struct RecordService: ServerPart {
             documentID, form: entry.name, formVersion: entry.version, workspace: workspace, owner: caller.principal, payload: payload,
             by: author)
         return deleteReply(documentID: documentID, entry: entry, action: action, id: id)
+    }
+
+    /// The refusal of an edit or a delete whose key names no record id.
+    static func keyMissing(_ action: RecordAction, _ what: String) -> HTTPResponse {
+        .problem(
+            .invalidPayload, detail: "\(what) names its record in \(action.keyField ?? "its key")",
+            errors: [["pointer": "#/\(action.keyField ?? "")", "code": "required", "detail": "the record's id is required"]])
     }
 
     /// A reply about a deleted record: the form's view of it (its key), and the record named

@@ -114,10 +114,7 @@ final class SQLiteRecords: @unchecked Sendable {
     /// workspace, and the removal of a record only once it is gone from every scope), in
     /// commit order.
     func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
-        let visible =
-            principal == nil
-            ? "(c.deleted = 0 OR NOT EXISTS (SELECT 1 FROM records g WHERE g.workspace = c.workspace AND g.type = c.type AND g.id = c.id))"
-            : "(c.scope = '' OR c.scope = ?)"
+        let visible = Self.visible(to: principal)
         let values: [SQLValue] = [.integer(cursor), .text(workspace)] + (principal.map { [.text($0)] } ?? []) + [.integer(Int64(limit))]
         return try db.query(
             """
@@ -133,12 +130,17 @@ final class SQLiteRecords: @unchecked Sendable {
         }
     }
 
-    /// How many feed entries `feed` would give after `cursor`, counted up to `cap`.
-    func feedRemaining(workspace: String, principal: String?, after cursor: Int64, cap: Int) throws -> Int {
-        let visible =
-            principal == nil
+    /// Which changes a feed for `principal` shows (the back office's, nil: every scope, a
+    /// deletion only when no record took the id again); one parameter for a principal.
+    static func visible(to principal: String?) -> String {
+        principal == nil
             ? "(c.deleted = 0 OR NOT EXISTS (SELECT 1 FROM records g WHERE g.workspace = c.workspace AND g.type = c.type AND g.id = c.id))"
             : "(c.scope = '' OR c.scope = ?)"
+    }
+
+    /// How many feed entries `feed` would give after `cursor`, counted up to `cap`.
+    func feedRemaining(workspace: String, principal: String?, after cursor: Int64, cap: Int) throws -> Int {
+        let visible = Self.visible(to: principal)
         let values: [SQLValue] = [.integer(cursor), .text(workspace)] + (principal.map { [.text($0)] } ?? []) + [.integer(Int64(cap))]
         return Int(
             try db.query(
