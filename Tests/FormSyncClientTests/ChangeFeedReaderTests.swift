@@ -228,4 +228,27 @@ struct ChangeFeedReaderTests {
         #expect(reviews("[" + huge + "]") == [])
         #expect(ChangeFeedReader.read(Data(#"{"changes":[],"cursor":"c1.0","more":false,"reviews":[{"#.utf8), limit: 10) == nil)
     }
+
+    @Test func aHostileRemainingOrCreatedRecordsIsBoundedOrLeftOut() {
+        for (text, expected) in [
+            ("7", 7), ("1000000", 1_000_000), ("99999999999999999999", nil), ("-3", nil), ("1e9", nil), ("\"12\"", nil), ("null", nil),
+        ] as [(String, Int?)] {
+            let page = #"{"changes":[],"cursor":"c1.1","more":true,"remaining":"# + text + "}"
+            #expect(ChangeFeedReader.read(Data(page.utf8), limit: 10)?.remaining == expected, "remaining \(text)")
+        }
+        let quiet = #"{"changes":[],"cursor":"c1.1","more":false,"remaining":5}"#
+        #expect(ChangeFeedReader.read(Data(quiet.utf8), limit: 10)?.remaining == nil, "no remaining without more")
+
+        let good: [String: Any] = ["list": "findings", "index": 1, "type": "Finding", "id": 41, "version": 1, "record": ["title": "x"]]
+        var entries: [Any] = [
+            good, "not an object", ["list": "findings", "index": -1, "type": "Finding", "id": 42, "version": 1, "record": [:]],
+        ]
+        entries.append(["list": "findings", "index": 1e300, "type": "Finding", "id": 43, "version": 1, "record": [:]] as [String: Any])
+        entries.append(["list": "findings", "index": 2, "type": "Finding", "id": 9.1e15, "version": 1, "record": [:]] as [String: Any])
+        entries.append(["list": String(repeating: "l", count: 200), "index": 3, "type": "Finding", "id": 44, "version": 1, "record": [:]])
+        let read = HTTPTransport.createdRecords(entries)
+        #expect(read.map(\.record.id) == [41] && read.first?.index == 1 && read.first?.list == "findings")
+        #expect(HTTPTransport.createdRecords(Array(repeating: good, count: 20_000)).count == 10_000, "at most 10,000")
+        #expect(HTTPTransport.createdRecords("not a list").isEmpty)
+    }
 }
