@@ -10,6 +10,7 @@ public enum FormCatalog {
         DeliveryUpdate.self,
         FindingRemoval.self,
         FindingUpdate.self,
+        JobUpdate.self,
         NewCustomer.self,
         SalesOrder.self,
         SiteInspection.self,
@@ -19,6 +20,7 @@ public enum FormCatalog {
         Customer.self,
         Delivery.self,
         Finding.self,
+        Job.self,
         Site.self,
         Technician.self,
     ]
@@ -49,6 +51,13 @@ extension FindingUpdate {
     /// FindingUpdate edits a Finding record: the fields it sets on it.
     public static let recordAction: RecordAction? = RecordAction(
         kind: .edits, recordType: "Finding", keyField: "finding_id",
+        fields: ["status", "note"])
+}
+
+extension JobUpdate {
+    /// JobUpdate edits a Job record: the fields it sets on it.
+    public static let recordAction: RecordAction? = RecordAction(
+        kind: .edits, recordType: "Job", keyField: "job_id",
         fields: ["status", "note"])
 }
 

@@ -31,6 +31,10 @@ public struct RecordDefinition: Sendable, Equatable {
     /// Whether a device may delete a record of this type (`device_deletes: true`), through a
     /// form that `deletes:` it; otherwise only the back office deletes.
     public var deviceDeletes: Bool = false
+    /// The fields a device may subscribe to records of this type by (`subscribe_by:`), in
+    /// declaration order. Not empty: records of the type reach a device only through the
+    /// subscriptions it holds (a region, a date window), never all at once.
+    public var subscribeBy: [String] = []
 
     /// The top-level field with this spec name.
     public func field(named name: String) -> FieldDefinition? {
@@ -84,6 +88,15 @@ extension FieldKind {
         }
     }
 
+    /// Whether devices may subscribe by a field of this kind: a date by a window, a text, a
+    /// choice, a reference or an integer by a list of values.
+    public var isSubscribable: Bool {
+        switch self {
+        case .text, .integer, .date, .choice, .reference: return true
+        default: return false
+        }
+    }
+
     /// Whether local queries can look records up by a field of this kind.
     public var isIndexable: Bool {
         switch self {
@@ -105,6 +118,25 @@ extension RecordDefinition {
             case .file(_, let rule): return rule.eager
             case .list(let list): return eager(list.fields, depth: depth + 1)
             default: return false
+            }
+        }
+    }
+}
+
+extension RecordDefinition {
+    /// One `subscribe_by:` field with how a subscription matches it.
+    public struct SubscriptionKey: Sendable, Equatable {
+        public var name: String
+        /// A date field, matched by a window of dates; any other by a list of values.
+        public var byWindow: Bool
+    }
+
+    /// The `subscribe_by:` fields with how each is matched.
+    public var subscriptionKeys: [SubscriptionKey] {
+        subscribeBy.compactMap { name in
+            field(named: name).map { field in
+                if case .date = field.kind { return SubscriptionKey(name: name, byWindow: true) }
+                return SubscriptionKey(name: name, byWindow: false)
             }
         }
     }

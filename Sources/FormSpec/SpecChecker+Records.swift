@@ -71,12 +71,43 @@ extension SpecChecker {
             }
         }
         let deviceDeletes = keys["device_deletes"].flatMap { bool($0.value, "device_deletes") } ?? false
+        var subscribeBy: [String] = []
+        if let node = keys["subscribe_by"]?.value {
+            let items = stringList(node, "subscribe_by")
+            if items.isEmpty, case .sequence(let list) = node.kind, list.isEmpty {
+                error(node.location, "subscribe_by lists no field; leave the key out for records every device receives")
+            }
+            for item in items {
+                guard let field = fields.first(where: { $0.name == item.value }) else {
+                    error(item.location, "subscribe_by '\(item.value)' names no field\(suggestion(item.value, fields.map(\.name)))")
+                    continue
+                }
+                if !field.kind.isSubscribable {
+                    error(
+                        item.location,
+                        "subscribe_by '\(item.value)' is \(article(field.kind.typeName)) \(field.kind.typeName) field; devices subscribe by a date (a window) or by text, choice, reference and integer fields (a list of values)"
+                    )
+                } else if !field.required {
+                    error(
+                        item.location,
+                        "subscribe_by '\(item.value)' must be required: a record without it would match no subscription and reach no device"
+                    )
+                } else if subscribeBy.contains(item.value) {
+                    error(item.location, "subscribe_by '\(item.value)' is listed twice")
+                } else if subscribeBy.count == Self.maxSubscriptionFields {
+                    error(item.location, "subscribe_by '\(item.value)' is one too many: a record is subscribed by at most \(Self.maxSubscriptionFields) fields")
+                } else {
+                    subscribeBy.append(item.value)
+                }
+            }
+        }
         guard let name, let version else { return nil }
         var record = RecordDefinition(
             name: name, version: version, summary: summary, choiceLists: choices.order.map { choices.named[$0]!.set }, fields: fields,
             scope: scopeField, indexes: indexes, sourceName: sourceName, nameLocation: keys["record"]?.value.location ?? root.location,
             fieldLocations: fieldLocations, references: references, versionLocation: keys["version"]?.value.location)
         record.deviceDeletes = deviceDeletes
+        record.subscribeBy = subscribeBy
         return record
     }
 }

@@ -41,8 +41,10 @@ struct SpecChecker {
     ]
     /// How many fields a record may index: the device stores one key column per indexed field.
     static let maxIndexedFields = 8
+    /// The most fields a record may be subscribed by.
+    static let maxSubscriptionFields = 8
 
-    static let recordKeys = ["record", "version", "description", "scope", "index", "device_deletes", "choices", "fields"]
+    static let recordKeys = ["record", "version", "description", "scope", "index", "device_deletes", "subscribe_by", "choices", "fields"]
     static let commonFieldKeys = [
         "type", "description", "label", "required", "required_if", "conflict", "relevant", "constraint", "constraint_message", "calculate",
     ]

@@ -52,9 +52,36 @@ public enum SpecDiff {
         shapeChange("deletes", old.deletes, new.deletes)
         shapeChange("device_deletes", old.deviceDeletes.map { "\($0)" }, new.deviceDeletes.map { "\($0)" })
         shapeChange("scope", old.scope, new.scope)
+        subscriptionChange(old.subscribeBy ?? [], new.subscribeBy ?? [], into: &changes)
         shapeChange("index", old.index?.joined(separator: ", "), new.index?.joined(separator: ", "))
         compare(old.fields, new.fields, prefix: "", topLevel: true, into: &changes)
         return changes
+    }
+
+    /// `subscribe_by`: a field added to a list that was there is compatible (older apps never
+    /// subscribe by it); any other change changes which records apps built before receive, a
+    /// warning to act on (no upgrader can cover delivery).
+    static func subscriptionChange(_ old: [String], _ new: [String], into changes: inout [SpecChange]) {
+        guard old != new else { return }
+        let text = { (fields: [String]) in fields.isEmpty ? "none" : fields.joined(separator: ", ") }
+        if !old.isEmpty, old.allSatisfy(new.contains) {
+            changes.append(
+                SpecChange(kind: .compatible, field: nil, message: "subscribe_by changed from \(text(old)) to \(text(new))"))
+        } else if old.isEmpty {
+            changes.append(
+                SpecChange(
+                    kind: .handledAtSend, field: nil,
+                    message:
+                        "subscribe_by changed from none to \(text(new)): records of the type now reach devices only through subscriptions, and apps built before receive none"
+                ))
+        } else {
+            changes.append(
+                SpecChange(
+                    kind: .handledAtSend, field: nil,
+                    message:
+                        "subscribe_by changed from \(text(old)) to \(text(new)): apps built before subscribe by fields the server no longer takes"
+                ))
+        }
     }
 
     static func compare(

@@ -17,6 +17,8 @@ public struct SpecShape: Codable, Sendable, Equatable {
     public var scope: String?
     /// A record's `device_deletes: true`.
     public var deviceDeletes: Bool?
+    /// A record's `subscribe_by:` fields.
+    public var subscribeBy: [String]?
     public var index: [String]?
     public var fields: [FieldShape]
 
@@ -85,6 +87,7 @@ public struct SpecShape: Codable, Sendable, Equatable {
         scope = record.scope
         index = record.indexes.isEmpty ? nil : record.indexes
         deviceDeletes = record.deviceDeletes ? true : nil
+        subscribeBy = record.subscribeBy.isEmpty ? nil : record.subscribeBy
         fields = record.fields.map(Self.shape)
     }
 

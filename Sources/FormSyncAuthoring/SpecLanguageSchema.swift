@@ -115,6 +115,15 @@ public enum SpecLanguageSchema {
                             [("type", .string("boolean"))])
                     ),
                     (
+                        "subscribe_by",
+                        describe(
+                            "Required fields devices subscribe by (a date by a window; text, choice, reference, integer by values): records of the type then reach a device only through its subscriptions.",
+                            [
+                                ("type", .string("array")), ("uniqueItems", .bool(true)), ("items", .object([("type", .string("string"))])),
+                                ("minItems", .integer(1)), ("maxItems", .integer(8)),
+                            ])
+                    ),
+                    (
                         "index",
                         describe(
                             "Fields local queries look records up by.",
@@ -145,7 +154,7 @@ public enum SpecLanguageSchema {
                             (
                                 "enum",
                                 .array(
-                                    ["record", "version", "description", "scope", "index", "device_deletes", "choices", "fields"].map {
+                                    ["record", "version", "description", "scope", "index", "device_deletes", "subscribe_by", "choices", "fields"].map {
                                         .string($0)
                                     })
                             )

@@ -54,6 +54,7 @@ public enum JSONSchemaGenerator {
         if let scope = record.scope { meta.append(("scope", .string(scope))) }
         if !record.indexes.isEmpty { meta.append(("index", .array(record.indexes.map { .string($0) }))) }
         if record.deviceDeletes { meta.append(("device_deletes", .bool(true))) }
+        if !record.subscribeBy.isEmpty { meta.append(("subscribe_by", .array(record.subscribeBy.map { .string($0) }))) }
         root.append(("x-formsync", .object(meta)))
         return .object(root)
     }

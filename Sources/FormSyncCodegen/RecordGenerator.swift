@@ -29,6 +29,10 @@ public enum RecordGenerator {
             w.line("public static let indexedFields: [String] = [\(record.indexes.map(swiftLiteral).joined(separator: ", "))]")
             if record.fetchesFilesEagerly { w.line("public static let fetchesFilesEagerly = true") }
             if record.deviceDeletes { w.line("public static let devicesMayDelete = true") }
+            if !record.subscribeBy.isEmpty {
+                let fields = record.subscriptionKeys.map { "SubscriptionField(\(swiftLiteral($0.name)), .\($0.byWindow ? "window" : "values"))" }
+                w.line("public static let subscriptionFields: [SubscriptionField] = [\(fields.joined(separator: ", "))]")
+            }
             w.line()
             w.doc("The server's id; negative for a record created on this device that has not landed yet.")
             w.line("public var id: Int64 = 0")

@@ -16,6 +16,9 @@ public struct RecordRegistry: Sendable {
         package let fetchesFilesEagerly: Bool
         /// Whether devices may delete records of the type (`device_deletes: true`).
         public let devicesMayDelete: Bool
+        /// The fields devices subscribe to the type by; not empty, the type reaches devices
+        /// only through subscriptions.
+        public let subscriptionFields: [SubscriptionField]
 
         /// The file references `json` holds, with their fields' rules (none when it does not decode).
         package func fileUses(_ json: Data) -> [FileUse] {
@@ -26,8 +29,10 @@ public struct RecordRegistry: Sendable {
             name: String, version: Int, scopeField: String?, indexedFields: [String],
             decodeAndValidate: @escaping @Sendable (Data) throws -> [FieldError],
             indexEntries: @escaping @Sendable (Data) throws -> [RecordIndexEntry],
-            scopeValue: @escaping @Sendable (Data) -> String?, fetchesFilesEagerly: Bool = false, devicesMayDelete: Bool = false
+            scopeValue: @escaping @Sendable (Data) -> String?, fetchesFilesEagerly: Bool = false, devicesMayDelete: Bool = false,
+            subscriptionFields: [SubscriptionField] = []
         ) {
+            self.subscriptionFields = subscriptionFields
             self.devicesMayDelete = devicesMayDelete
             self.fetchesFilesEagerly = fetchesFilesEagerly
             self.name = name
@@ -68,6 +73,9 @@ public struct RecordRegistry: Sendable {
     /// The registered record type names, sorted.
     public var names: [String] { entries.keys.sorted() }
 
+    /// The types that reach devices only through subscriptions (`subscribe_by:`), sorted.
+    public var subscribedTypes: [String] { names.filter { entries[$0]?.subscriptionFields.isEmpty == false } }
+
     /// The scope field's text in a record's JSON, read without decoding the rest.
     package static func scopeValue(_ data: Data, field: String?) -> String? {
         guard let field, let raw = JSONObjectSlices(data)?[field] else { return nil }
@@ -81,6 +89,6 @@ public struct RecordRegistry: Sendable {
             decodeAndValidate: { try decode($0).validate() },
             indexEntries: { try decode($0).indexEntries },
             scopeValue: { scopeValue($0, field: R.scopeField) }, fetchesFilesEagerly: R.fetchesFilesEagerly,
-            devicesMayDelete: R.devicesMayDelete)
+            devicesMayDelete: R.devicesMayDelete, subscriptionFields: R.subscriptionFields)
     }
 }

@@ -18,6 +18,10 @@ public protocol SyncRecord: Codable, Sendable, Equatable {
     /// Whether devices may delete a record of this type (`device_deletes: true`), through a
     /// form that `deletes:` it; otherwise only the back office deletes.
     static var devicesMayDelete: Bool { get }
+    /// The fields devices subscribe to records of this type by (`subscribe_by:`). Not empty:
+    /// the records reach a device only through the subscriptions it holds
+    /// (`Outbox.subscribe`).
+    static var subscriptionFields: [SubscriptionField] { get }
 
     /// The server's id of the record; negative (a placeholder) for one created on this device
     /// whose creating submission has not landed yet.
@@ -149,4 +153,8 @@ extension SyncRecord {
 
     /// Only the back office deletes, unless the spec says `device_deletes: true`.
     public static var devicesMayDelete: Bool { false }
+
+    /// Every device receives every record of the type (in its scope) unless the spec says
+    /// `subscribe_by:`.
+    public static var subscriptionFields: [SubscriptionField] { [] }
 }

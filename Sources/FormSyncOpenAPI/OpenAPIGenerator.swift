@@ -319,6 +319,13 @@ public enum OpenAPIGenerator {
                     [
                         ("id", integer), ("type", string), ("version", integer), ("record", anyObject),
                         ("deleted", .object([("type", .string("boolean"))])),
+                        (
+                            "outside",
+                            .object([
+                                ("type", .string("boolean")),
+                                ("description", .string("In a subscription's page: the record no longer matches the subscription.")),
+                            ])
+                        ),
                     ],
                     required: ["id", "type"])
             ),

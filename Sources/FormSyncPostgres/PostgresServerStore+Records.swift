@@ -174,39 +174,52 @@ extension PostgresServerStore {
         pool.currentScope?.changesWritten = true
     }
 
-    package func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
+    package func feed(
+        workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, limit: Int
+    ) throws -> [FeedEntry] {
         if try query("SELECT EXISTS (SELECT 1 FROM changes WHERE seq IS NULL)").int(0, 0) == 1 { try sequenceChanges() }
-        let visible = Self.visible(to: principal)
-        let values: [PostgresValue] = [.integer(cursor), .text(workspace), .integer(Int64(limit))] + (principal.map { [.text($0)] } ?? [])
+        let (clause, matches, values) = Self.clause(workspace: workspace, principal: principal, selection: selection, after: cursor, bound: limit)
         let rows = try query(
             """
-            SELECT c.seq, c.type, c.id, c.deleted, r.version, r.payload
+            SELECT c.seq, c.type, c.id, c.deleted, r.version, r.payload, \(matches)
             FROM changes c LEFT JOIN records r ON r.workspace = c.workspace AND r.type = c.type AND r.id = c.id AND NOT c.deleted
-            WHERE c.seq IS NOT NULL AND c.seq > $1 AND c.workspace = $2 AND \(visible)
+            WHERE \(clause)
             ORDER BY c.seq LIMIT $3
             """, values)
         return (0..<rows.count).map { row in
             FeedEntry(
                 seq: rows.int(row, 0) ?? 0, type: rows.text(row, 1) ?? "", id: rows.int(row, 2) ?? 0, deleted: rows.int(row, 3) == 1,
-                version: Int(rows.int(row, 4) ?? 0), payload: rows.bytes(row, 5))
+                version: Int(rows.int(row, 4) ?? 0), payload: rows.bytes(row, 5), outside: rows.int(row, 6) == 0)
         }
     }
 
-    /// Which changes a feed for `principal` shows (the back office's, nil: every scope, a
-    /// deletion only when no record took the id again); the principal is parameter 4.
-    static func visible(to principal: String?) -> String {
-        principal == nil
+    /// The feed's condition and its parameters: $1 the cursor, $2 the workspace, $3 the bound,
+    /// $4 the principal when there is one (the back office's, nil: every scope, a deletion only
+    /// when no record took the id again), then the selection's.
+    static func clause(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, bound: Int) -> (
+        String, String, [PostgresValue]
+    ) {
+        let visible =
+            principal == nil
             ? "(NOT c.deleted OR NOT EXISTS (SELECT 1 FROM records g WHERE g.workspace = c.workspace AND g.type = c.type AND g.id = c.id))"
             : "(c.scope = '' OR c.scope = $4)"
+        let (selected, matches, texts) = selection.sql(
+            first: principal == nil ? 4 : 5, placeholder: { "$\($0)" }, field: { "(convert_from(r.payload, 'UTF8')::jsonb ->> '\($0)')" })
+        let values: [PostgresValue] =
+            [.integer(cursor), .text(workspace), .integer(Int64(bound))] + (principal.map { [.text($0)] } ?? [])
+            + texts.map(PostgresValue.text)
+        return ("c.seq IS NOT NULL AND c.seq > $1 AND c.workspace = $2 AND \(visible) AND \(selected)", matches, values)
     }
 
-    package func feedRemaining(workspace: String, principal: String?, after cursor: Int64, cap: Int) throws -> Int {
-        let visible = Self.visible(to: principal)
-        let values: [PostgresValue] = [.integer(cursor), .text(workspace), .integer(Int64(cap))] + (principal.map { [.text($0)] } ?? [])
+    package func feedRemaining(
+        workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, cap: Int
+    ) throws -> Int {
+        let (clause, _, values) = Self.clause(workspace: workspace, principal: principal, selection: selection, after: cursor, bound: cap)
         let rows = try query(
             """
             SELECT COUNT(*) FROM (SELECT 1 FROM changes c
-                WHERE c.seq IS NOT NULL AND c.seq > $1 AND c.workspace = $2 AND \(visible) LIMIT $3) s
+                LEFT JOIN records r ON r.workspace = c.workspace AND r.type = c.type AND r.id = c.id AND NOT c.deleted
+                WHERE \(clause) LIMIT $3) s
             """, values)
         return Int(rows.int(0, 0) ?? 0)
     }

@@ -8,6 +8,9 @@ public enum Feature: String, Sendable, CaseIterable {
     /// `GET /changes?wait=<seconds>` holds an empty page until a change the caller may see
     /// commits, or the wait ends ("Waiting for changes").
     case waitForChanges = "wait-for-changes"
+    /// `GET /changes?subscription=` serves one subscription's records of a type that reaches
+    /// devices only through subscriptions ("Subscriptions").
+    case subscriptions
 
     /// The features a `FormSync-Features` header or a `features` list names (unknown names are
     /// left out: a newer server's features mean nothing to an older client).

@@ -27,5 +27,8 @@ public enum FeedPage {
         public static let record = "record"
         /// `true` for a removal from the caller's scope.
         public static let deleted = "deleted"
+        /// `true`, in a subscription's page: the record changed and no longer matches the
+        /// subscription (it is not deleted: another subscription may still hold it).
+        public static let outside = "outside"
     }
 }

@@ -68,6 +68,9 @@ public enum ProblemCode: String, Sendable, CaseIterable {
     case badLimit = "bad-limit"
     /// A query the route does not take.
     case badQuery = "bad-query"
+    /// `GET /changes?subscription=` naming a type, a field or a value the server's specs do
+    /// not let devices subscribe by.
+    case badSubscription = "bad-subscription"
     /// A form the server does not know.
     case unknownForm = "unknown-form"
     /// A form sent to a path that is not its endpoint.
@@ -137,7 +140,8 @@ public enum ProblemCode: String, Sendable, CaseIterable {
     public var status: Int {
         switch self {
         case .malformed, .badIdempotencyKey, .badDocumentID, .badWorkspace, .badIfMatch, .badFormHeader, .digestMissing, .digestMismatch,
-            .badUploadLength, .badUploadOffset, .uploadTooLong, .uploadIncomplete, .badCursor, .badLimit, .badQuery:
+            .badUploadLength, .badUploadOffset, .uploadTooLong, .uploadIncomplete, .badCursor, .badLimit, .badQuery,
+            .badSubscription:
             return 400
         case .badToken, .tokenExpired, .refreshExpired, .deviceRevoked, .enrolmentUnknown, .enrolmentExpired, .enrolmentUsed: return 401
         case .workspaceForbidden, .backOfficeOnly, .deleteNotAllowed: return 403

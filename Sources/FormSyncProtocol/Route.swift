@@ -236,6 +236,12 @@ public enum Route: String, Sendable, CaseIterable {
             return access + [
                 P("cursor", in: .query, required: false, "The cursor of the last page taken; absent, from the start."),
                 P("limit", in: .query, required: false, "How many changes, 1 or more; above 1000 it is served as 1000."),
+                P(
+                    "wait", in: .query, required: false,
+                    "Seconds the server may hold an empty page until a change the caller may see commits (feature wait-for-changes)."),
+                P(
+                    "subscription", in: .query, required: false,
+                    "One subscription's feed (feature subscriptions): JSON {type, values: {field: [text]}, windows: {field: {from, to}}}."),
             ]
         case .record:
             return access + [

@@ -9,7 +9,8 @@ import Foundation
 struct ChangeFeed: ServerPart {
     let context: ServerContext
 
-    /// `GET /changes?cursor=…&limit=…`: the changes in the principal's scope after the cursor.
+    /// `GET /changes?cursor=…&limit=…[&subscription=…]`: the changes in the principal's scope
+    /// after the cursor, of the types devices receive without subscribing or of one subscription.
     func changes(_ request: HTTPRequest) -> HTTPResponse {
         let caller: Caller
         switch self.caller(of: request) {
@@ -20,7 +21,7 @@ struct ChangeFeed: ServerPart {
         for pair in (request.query ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             guard parts.count == 2, parameters[parts[0]] == nil, let value = parts[1].removingPercentEncoding else {
-                return .problem(.badQuery, detail: "the query takes cursor=, limit= and wait= once each")
+                return .problem(.badQuery, detail: "the query takes cursor=, limit=, wait= and subscription= once each")
             }
             parameters[parts[0]] = value
         }
@@ -47,8 +48,19 @@ struct ChangeFeed: ServerPart {
             }
             after = position
         }
+        // A device's own feed leaves out the types it receives only by subscription; the back
+        // office's holds every type.
+        var selection: FeedSelection = caller.feedPrincipal == nil ? .all : .excluding(recordTypes.subscribedTypes)
+        if let json = parameters[SubscriptionQuery.parameter] {
+            switch SubscriptionMatch.checking(json, against: recordTypes) {
+            case .first(let match): selection = .subscription(match, outsideToo: after.changes > 0)
+            case .second(let reason): return .problem(.badSubscription, detail: reason)
+            }
+        }
         let response = locked {
-            page(workspace: caller.workspace, principal: caller.feedPrincipal, device: caller.device, after: after, limit: limit)
+            page(
+                workspace: caller.workspace, principal: caller.feedPrincipal, device: caller.device, selection: selection, after: after,
+                limit: limit)
         }
         let (hook, pages) = settings.countFeedPage()
         hook?(pages)
@@ -83,8 +95,13 @@ struct ChangeFeed: ServerPart {
     /// One page of the feed, with the reviews of `principal`'s documents since the cursor and
     /// the support request open for `device` if there is one; runs under the lock.
     private func page(
-        workspace: String, principal: String?, device: String?, after: (changes: Int64, reviews: Int64), limit: Int
+        workspace: String, principal: String?, device: String?, selection: FeedSelection, after: (changes: Int64, reviews: Int64),
+        limit: Int
     ) -> HTTPResponse {
+        // A subscription's page holds its records only: reviews and support requests come with
+        // the device's own feed.
+        var subscribed = false
+        if case .subscription = selection { subscribed = true }
         do {
             // (A cursor that passed no review needs no look at the reviews' end.)
             let reviewsEnd = after.reviews == 0 ? 0 : try store.history.lastSubmissionEvent()
@@ -92,9 +109,9 @@ struct ChangeFeed: ServerPart {
                 return .problem(
                     .cursorExpired, detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start")
             }
-            let page = try store.feed(workspace: workspace, principal: principal, after: after.changes, limit: limit + 1)
+            let page = try store.feed(workspace: workspace, principal: principal, selection: selection, after: after.changes, limit: limit + 1)
             var reviews: [StoredDocumentEvent] = []
-            if let principal {
+            if let principal, !subscribed {
                 reviews = try store.history.reviews(
                     workspace: workspace, principal: principal, after: after.reviews, limit: Self.maxReviewsPerPage + 1)
             }
@@ -108,7 +125,9 @@ struct ChangeFeed: ServerPart {
                 if offset > 0 { body.append(0x2C) }
                 body.append(contentsOf: "{\"\(FeedPage.Change.id)\":\(entry.id),\"\(FeedPage.Change.type)\":".utf8)
                 body.append(WireSyntax.jsonBytes(entry.type))
-                if !entry.deleted, let payload = entry.payload {
+                if entry.outside, !entry.deleted {
+                    body.append(contentsOf: ",\"\(FeedPage.Change.outside)\":true}".utf8)
+                } else if !entry.deleted, let payload = entry.payload {
                     body.append(contentsOf: ",\"\(FeedPage.Change.version)\":\(entry.version),\"\(FeedPage.Change.record)\":".utf8)
                     body.append(payload)
                     body.append(0x7D)
@@ -122,14 +141,15 @@ struct ChangeFeed: ServerPart {
             body.append(contentsOf: ",\"\(FeedPage.more)\":\(more)".utf8)
             if more {
                 let remaining = try store.feedRemaining(
-                    workspace: workspace, principal: principal, after: entries.last?.seq ?? after.changes, cap: Self.maxRemaining)
+                    workspace: workspace, principal: principal, selection: selection, after: entries.last?.seq ?? after.changes,
+                    cap: Self.maxRemaining)
                 body.append(contentsOf: ",\"\(FeedPage.remaining)\":\(remaining)".utf8)
             }
             if !reviews.isEmpty {
                 body.append(contentsOf: ",\"\(FeedPage.reviews)\":".utf8)
                 body.append(DeviceService.json(reviews.compactMap(HistoryService.review)))
             }
-            if let device, let request = try store.support.openSupportRequest(workspace: workspace, device: device) {
+            if let device, !subscribed, let request = try store.support.openSupportRequest(workspace: workspace, device: device) {
                 body.append(contentsOf: ",\"\(FeedPage.supportRequest)\":".utf8)
                 body.append(DeviceService.json(SupportService.summary(request)))
             }

@@ -109,42 +109,54 @@ final class SQLiteRecords: @unchecked Sendable {
             [.text(workspace), .text(type), .integer(id), .text(scope), .integer(deleted ? 1 : 0)])
     }
 
-    /// Up to `limit` feed entries after `cursor` for a device of `principal` (unscoped records
-    /// and those scoped to it), or for the back office (`principal` nil: every record of the
-    /// workspace, and the removal of a record only once it is gone from every scope), in
-    /// commit order.
-    func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
-        let visible = Self.visible(to: principal)
-        let values: [SQLValue] = [.integer(cursor), .text(workspace)] + (principal.map { [.text($0)] } ?? []) + [.integer(Int64(limit))]
+    /// Up to `limit` feed entries after `cursor` that `selection` holds, for a device of
+    /// `principal` (unscoped records and those scoped to it), or for the back office (`principal`
+    /// nil: every record of the workspace, and the removal of a record only once it is gone from
+    /// every scope), in commit order.
+    func feed(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
+        let (clause, matches, values) = Self.clause(workspace: workspace, principal: principal, selection: selection, after: cursor, bound: limit)
         return try db.query(
             """
-            SELECT c.seq, c.type, c.id, c.deleted, r.version, r.payload
+            SELECT c.seq, c.type, c.id, c.deleted, r.version, r.payload, \(matches)
             FROM changes c LEFT JOIN records r ON r.workspace = c.workspace AND r.type = c.type AND r.id = c.id AND c.deleted = 0
-            WHERE c.seq > ? AND c.workspace = ? AND \(visible)
-            ORDER BY c.seq LIMIT ?
+            WHERE \(clause)
+            ORDER BY c.seq LIMIT ?3
             """, values
         ) { row in
             FeedEntry(
                 seq: row.int(0), type: row.text(1) ?? "", id: row.int(2), deleted: row.int(3) != 0, version: Int(row.optionalInt(4) ?? 0),
-                payload: row.blob(5))
+                payload: row.blob(5), outside: row.int(6) == 0)
         }
     }
 
-    /// Which changes a feed for `principal` shows (the back office's, nil: every scope, a
-    /// deletion only when no record took the id again); one parameter for a principal.
-    static func visible(to principal: String?) -> String {
-        principal == nil
+    /// The feed's condition and its parameters: ?1 the cursor, ?2 the workspace, ?3 the bound,
+    /// ?4 the principal when there is one, then the selection's.
+    private static func clause(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, bound: Int) -> (
+        String, String, [SQLValue]
+    ) {
+        let visible =
+            principal == nil
             ? "(c.deleted = 0 OR NOT EXISTS (SELECT 1 FROM records g WHERE g.workspace = c.workspace AND g.type = c.type AND g.id = c.id))"
-            : "(c.scope = '' OR c.scope = ?)"
+            : "(c.scope = '' OR c.scope = ?4)"
+        let first = principal == nil ? 4 : 5
+        let (selected, matches, texts) = selection.sql(
+            first: first, placeholder: { "?\($0)" },
+            field: { "CAST(json_extract(CAST(r.payload AS TEXT), '$.\($0)') AS TEXT)" })
+        let values: [SQLValue] =
+            [.integer(cursor), .text(workspace), .integer(Int64(bound))] + (principal.map { [.text($0)] } ?? []) + texts.map(SQLValue.text)
+        return ("c.seq > ?1 AND c.workspace = ?2 AND \(visible) AND \(selected)", matches, values)
     }
 
     /// How many feed entries `feed` would give after `cursor`, counted up to `cap`.
-    func feedRemaining(workspace: String, principal: String?, after cursor: Int64, cap: Int) throws -> Int {
-        let visible = Self.visible(to: principal)
-        let values: [SQLValue] = [.integer(cursor), .text(workspace)] + (principal.map { [.text($0)] } ?? []) + [.integer(Int64(cap))]
+    func feedRemaining(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, cap: Int) throws -> Int {
+        let (clause, _, values) = Self.clause(workspace: workspace, principal: principal, selection: selection, after: cursor, bound: cap)
         return Int(
             try db.query(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM changes c WHERE c.seq > ? AND c.workspace = ? AND \(visible) LIMIT ?)", values
+                """
+                SELECT COUNT(*) FROM (SELECT 1 FROM changes c
+                    LEFT JOIN records r ON r.workspace = c.workspace AND r.type = c.type AND r.id = c.id AND c.deleted = 0
+                    WHERE \(clause) LIMIT ?3)
+                """, values
             ) { $0.int(0) }.first ?? 0)
     }
 

@@ -216,8 +216,8 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     func createdRecords(document documentID: String) throws -> [CreatedRecord] { try recordTable.createdRecords(document: documentID) }
     func records(workspace: String) throws -> [StoredRecord] { try recordTable.records(workspace: workspace) }
     func lastChange() throws -> Int64 { try recordTable.lastChange() }
-    func feedRemaining(workspace: String, principal: String?, after cursor: Int64, cap: Int) throws -> Int {
-        try recordTable.feedRemaining(workspace: workspace, principal: principal, after: cursor, cap: cap)
+    func feedRemaining(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, cap: Int) throws -> Int {
+        try recordTable.feedRemaining(workspace: workspace, principal: principal, selection: selection, after: cursor, cap: cap)
     }
 
     func record(workspace: String, type: String, id: Int64) throws -> StoredRecord? {
@@ -232,8 +232,8 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         try recordTable.deleteRecord(workspace: workspace, type: type, id: id)
     }
 
-    func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
-        try recordTable.feed(workspace: workspace, principal: principal, after: cursor, limit: limit)
+    func feed(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
+        try recordTable.feed(workspace: workspace, principal: principal, selection: selection, after: cursor, limit: limit)
     }
 
     // MARK: Files

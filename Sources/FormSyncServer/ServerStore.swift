@@ -132,12 +132,13 @@ package protocol ServerStore: CredentialStore {
     func putRecord(workspace: String, type: String, id: Int64, scope: String, payload: Data, files: [Int64], at now: Int64) throws -> Int
     /// Removes a record; its scope's feed carries the deletion. False when there was none.
     func deleteRecord(workspace: String, type: String, id: Int64) throws -> Bool
-    /// Up to `limit` feed entries after `cursor`, in commit order: for a device of `principal`
-    /// (unscoped records and those scoped to it), or for the back office (`principal` nil).
-    func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry]
+    /// Up to `limit` feed entries after `cursor` that `selection` holds, in commit order: for a
+    /// device of `principal` (unscoped records and those scoped to it), or for the back office
+    /// (`principal` nil).
+    func feed(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, limit: Int) throws -> [FeedEntry]
     /// How many entries `feed` would give after `cursor`, counted up to `cap` (a page's
     /// `remaining`, for a device's progress).
-    func feedRemaining(workspace: String, principal: String?, after cursor: Int64, cap: Int) throws -> Int
+    func feedRemaining(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, cap: Int) throws -> Int
     /// The highest feed position handed out; a cursor beyond it comes from another database.
     func lastChange() throws -> Int64
 
@@ -210,8 +211,11 @@ package struct FeedEntry: Sendable {
     package var deleted: Bool
     package var version: Int
     package var payload: Data?
+    /// In a subscription's page: the record does not match the subscription.
+    package var outside = false
 
-    package init(seq: Int64, type: String, id: Int64, deleted: Bool, version: Int, payload: Data?) {
+    package init(seq: Int64, type: String, id: Int64, deleted: Bool, version: Int, payload: Data?, outside: Bool = false) {
+        self.outside = outside
         self.seq = seq
         self.type = type
         self.id = id
@@ -281,6 +285,11 @@ package protocol ChangeListener: Sendable {
 
 extension ServerStore {
     package func changeListener(_ changed: @escaping @Sendable (String) -> Void) -> (any ChangeListener)? { nil }
+
+    /// Every type's feed entries (see `feed(workspace:principal:selection:after:limit:)`).
+    package func feed(workspace: String, principal: String?, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
+        try feed(workspace: workspace, principal: principal, selection: .all, after: cursor, limit: limit)
+    }
 }
 
 /// A record a document's list created: the item it came from and the record it is.

@@ -47,6 +47,9 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
     case noSuchDraft(String)
     /// A save named a document other than the one the draft has been since its first save.
     case draftIsAnotherDocument(draft: String, document: String, named: String)
+    /// A subscription the app's record specs do not allow: an unknown type, one without
+    /// `subscribe_by:`, a field it is not subscribed by, a value or a window that is not one.
+    case badSubscription(String)
     /// A stored file could not be fetched to the device now (no server, no such file, bytes
     /// that are not the file's); what was fetched so far is kept for the next try.
     case fileUnavailable(id: Int64, reason: String)
@@ -76,6 +79,7 @@ public enum OutboxError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notADeleteForm(let name): return "form \(name) does not delete a record (its spec has no 'deletes:')"
         case .noSuchRecord(let type, let id): return "this device holds no \(type) \(id)"
         case .noSuchDraft(let id): return "no draft \(id) here"
+        case .badSubscription(let reason): return "subscription refused: \(reason)"
         case .draftIsAnotherDocument(let draft, let document, let named):
             return "draft \(draft) is document \(document); it cannot become \(named)"
         case .fileUnavailable(let id, let reason): return "file \(id) cannot be fetched now: \(reason)"

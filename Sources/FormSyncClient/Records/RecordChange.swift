@@ -1,25 +1,39 @@
 import FormSyncProtocol
 import Foundation
 
-/// One change from the server's feed: a record's latest state, or its removal from the
-/// device's scope (deleted, or moved to someone else).
+/// One change from the server's feed: a record's latest state, its removal from the
+/// device's scope (deleted, or moved to someone else), or, in a subscription's feed, its
+/// leaving the subscription.
 public struct RecordChange: Sendable, Equatable, Codable {
     public var type: String
     public var id: Int64
     /// The record's version after the change; 0 for a deletion.
     public var version: Int
-    /// The record's fields' JSON; nil for a deletion.
+    /// The record's fields' JSON; nil for a deletion or a record outside the subscription.
     public var fields: Data?
+    /// In a subscription's feed: the record changed and no longer matches the subscription.
+    public var isOutside: Bool
 
-    public init(type: String, id: Int64, version: Int, fields: Data?) {
+    public init(type: String, id: Int64, version: Int, fields: Data?, isOutside: Bool = false) {
         self.type = type
         self.id = id
         self.version = version
         self.fields = fields
+        self.isOutside = isOutside && fields == nil
+    }
+
+    private enum CodingKeys: String, CodingKey { case type, id, version, fields, isOutside }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            type: try container.decode(String.self, forKey: .type), id: try container.decode(Int64.self, forKey: .id),
+            version: try container.decode(Int.self, forKey: .version), fields: try container.decodeIfPresent(Data.self, forKey: .fields),
+            isOutside: try container.decodeIfPresent(Bool.self, forKey: .isOutside) ?? false)
     }
 
     /// Whether the record left the device's scope.
-    public var isDeletion: Bool { fields == nil }
+    public var isDeletion: Bool { fields == nil && !isOutside }
 }
 
 /// One page of the change feed and where the next one starts.
@@ -83,4 +97,15 @@ public struct PullReport: Sendable, Equatable {
     public var reviews = 0
 
     public init() {}
+
+    /// Adds what a pull of another feed did.
+    mutating func absorb(_ other: PullReport) {
+        pages += other.pages
+        upserted += other.upserted
+        deleted += other.deleted
+        reviews += other.reviews
+        caughtUp = caughtUp && other.caughtUp
+        stoppedBecause = stoppedBecause ?? other.stoppedBecause
+        supportRequest = supportRequest ?? other.supportRequest
+    }
 }

@@ -1,4 +1,5 @@
 import FormSyncModel
+import FormSyncProtocol
 import Foundation
 
 /// What a pull needs of the outbox it runs for: the current workspace's transport and the
@@ -12,11 +13,20 @@ struct PullContext: Sendable {
     var networkDown: @Sendable (String) async -> Void
 }
 
+/// Which feed a pull reads: the device's own, or one of its subscriptions'.
+enum PulledFeed: Sendable, Equatable {
+    case own
+    case subscription(name: String, query: SubscriptionQuery)
+}
+
 extension RecordStore {
     /// Pulls for the current workspace (see `Outbox.pull`); concurrent calls share one pull.
+    /// The feeds are read in their priority's order (the device's own at 0, before
+    /// subscriptions of the same priority); then expired subscriptions end, and records no
+    /// subscription holds any more are evicted.
     func pull(pageSize: Int, limits: PullLimits, context: PullContext, wait: Duration = .zero) async throws -> PullReport {
         if let running = pulling { return try await running.value }
-        let task = Task { try await self.runPull(pageSize: pageSize, limits: limits, context: context, wait: wait) }
+        let task = Task { try await self.pullEveryFeed(pageSize: pageSize, limits: limits, context: context, wait: wait) }
         pulling = task
         defer { pulling = nil }
         let report = try await task.value
@@ -24,8 +34,35 @@ extension RecordStore {
         return report
     }
 
+    private func pullEveryFeed(pageSize: Int, limits: PullLimits, context: PullContext, wait: Duration) async throws -> PullReport {
+        let view = self.view
+        let now = context.now()
+        try database.transaction(.normal) { try endExpiredSubscriptions(view: view, now: now) }
+        let subscriptions = try OutboxDatabase.mapping { try store.subscriptions(view: view) }
+        var feeds: [(priority: Int, feed: PulledFeed)] = [(0, .own)]
+        for row in subscriptions {
+            guard let query = try? JSONDecoder().decode(SubscriptionQuery.self, from: Data(row.query.utf8)) else { continue }
+            feeds.append((row.priority, .subscription(name: row.name, query: query)))
+        }
+        // A stable sort: the own feed stays first among priority 0.
+        let ordered = feeds.enumerated().sorted { ($0.element.priority, -$0.offset) > ($1.element.priority, -$1.offset) }.map(\.element.feed)
+        var report = PullReport()
+        report.caughtUp = true
+        for feed in ordered {
+            // Only the device's own feed is held open (`wait`): its types are the ones announced.
+            let part = try await runPull(pageSize: pageSize, limits: limits, context: context, wait: feed == .own ? wait : .zero, feed: feed)
+            guard view == self.view else { return part }
+            report.absorb(part)
+            if part.stoppedBecause != nil { return report }
+        }
+        if !subscriptions.isEmpty { try evictUnheldRecords(view: view) }
+        return report
+    }
+
     /// `wait`: how long the server may hold the first page while it is empty (a long-poll).
-    private func runPull(pageSize: Int, limits: PullLimits, context: PullContext, wait: Duration) async throws -> PullReport {
+    private func runPull(pageSize: Int, limits: PullLimits, context: PullContext, wait: Duration, feed: PulledFeed) async throws
+        -> PullReport
+    {
         var wait = wait
         var report = PullReport()
         let clock = ContinuousClock()
@@ -35,7 +72,14 @@ extension RecordStore {
         let principal = self.principal
         let transport = context.transport
         let recordTypes = self.recordTypes
-        var cursor = try OutboxDatabase.mapping { try store.pullCursor(view: view) }
+        var held: (name: String, query: SubscriptionQuery)?
+        if case .subscription(let name, let query) = feed { held = (name, query) }
+        let subscription = held
+        let subscriptionQuery = held?.query
+        var cursor = try OutboxDatabase.mapping {
+            try subscription.map { held in try store.subscriptions(view: view).first { $0.name == held.name }?.cursor }
+                ?? store.pullCursor(view: view)
+        }
         var fromScratch = false
         var refreshed = 0
         // A pull into an empty store (a new device) inserts its records without the key
@@ -57,7 +101,8 @@ extension RecordStore {
                 fetched = await next.task.value
             } else {
                 fetched = await Self.fetchPage(
-                    transport: transport, cursor: cursor, limit: pageSize, principal: principal, recordTypes: recordTypes, wait: wait)
+                    transport: transport, cursor: cursor, limit: pageSize, principal: principal, recordTypes: recordTypes, wait: wait,
+                    subscription: subscription?.query)
             }
             wait = .zero
             ahead = nil
@@ -83,13 +128,20 @@ extension RecordStore {
                         next,
                         Task {
                             await Self.fetchPage(
-                                transport: transport, cursor: next, limit: pageSize, principal: principal, recordTypes: recordTypes)
+                                transport: transport, cursor: next, limit: pageSize, principal: principal, recordTypes: recordTypes,
+                                subscription: subscriptionQuery)
                         }
                     )
                 }
                 CrashPoint.pullPage.reach()
                 try writeAnnouncing {
-                    if fromScratch { try store.clearRecords(view: view) }
+                    if fromScratch {
+                        if let subscription {
+                            try store.dropSubscriptionRecords(view: view, name: subscription.name)
+                        } else {
+                            try store.clearRecords(view: view)
+                        }
+                    }
                     if cursor == nil, !keysDropped, page.more, keySlots > 0, try !store.hasRecords() {
                         try store.dropRecordKeyIndexes(slots: keySlots)
                         keysDropped = true
@@ -97,21 +149,40 @@ extension RecordStore {
                     let tombstones = try store.hasTombstones(view: view)
                     for (change, index) in zip(page.changes, fetched.indexes) {
                         if let fields = change.fields {
+                            // A subscription brings only its type; the own feed none of the
+                            // types that come by subscription (a server that sends them is
+                            // not believed: nothing would ever evict them).
+                            let subscribed = recordTypes[change.type]?.subscriptionFields.isEmpty == false
+                            guard subscription.map({ $0.query.type == change.type }) ?? !subscribed else { continue }
                             if tombstones { try store.removeTombstone(view: view, type: change.type, id: change.id) }
                             try applyChange(change, fields: fields, view: view, index: index)
+                            if let subscription {
+                                try store.holdRecord(view: view, subscription: subscription.name, type: change.type, id: change.id)
+                            }
                             report.upserted += 1
+                        } else if change.isOutside {
+                            // Left this subscription; evicted after the pull unless another holds it.
+                            guard let subscription, subscription.query.type == change.type else { continue }
+                            try store.releaseRecord(view: view, subscription: subscription.name, type: change.type, id: change.id)
                         } else {
                             try removeRecord(type: change.type, id: change.id, view: view)
+                            try store.releaseRecord(view: view, subscription: nil, type: change.type, id: change.id)
                             report.deleted += 1
                         }
                     }
-                    if !page.reviews.isEmpty { try store.addReviews(page.reviews, view: view, at: context.now()) }
-                    try store.setPullCursor(page.cursor, view: view, at: context.now())
+                    if let subscription {
+                        try store.setSubscriptionCursor(page.cursor, view: view, name: subscription.name)
+                    } else {
+                        if !page.reviews.isEmpty { try store.addReviews(page.reviews, view: view, at: context.now()) }
+                        try store.setPullCursor(page.cursor, view: view, at: context.now())
+                    }
                 }
                 fromScratch = false
                 cursor = page.cursor
-                if let request = page.supportRequest { report.supportRequest = request }
-                report.reviews += page.reviews.count
+                if subscription == nil {
+                    if let request = page.supportRequest { report.supportRequest = request }
+                    report.reviews += page.reviews.count
+                }
                 report.pages += 1
                 bytes = page.changes.reduce(bytes) {
                     $0.addingReportingOverflow(($1.fields?.count ?? 0) + $1.type.utf8.count + 32).partialValue
@@ -179,12 +250,16 @@ extension RecordStore {
     /// Fetches the page after `cursor` and reads every record in it by its type.
     nonisolated static func fetchPage(
         transport: any OutboxTransport, cursor: String?, limit: Int, principal: String?, recordTypes: RecordRegistry,
-        wait: Duration = .zero
+        wait: Duration = .zero, subscription: SubscriptionQuery? = nil
     ) async -> FetchedPage {
-        let outcome =
-            wait > .zero
-            ? await transport.fetchChanges(cursor: cursor, limit: limit, as: principal, waitingUpTo: wait)
-            : await transport.fetchChanges(cursor: cursor, limit: limit, as: principal)
+        let outcome: PullOutcome
+        if let subscription {
+            outcome = await transport.fetchChanges(cursor: cursor, limit: limit, as: principal, subscription: subscription)
+        } else if wait > .zero {
+            outcome = await transport.fetchChanges(cursor: cursor, limit: limit, as: principal, waitingUpTo: wait)
+        } else {
+            outcome = await transport.fetchChanges(cursor: cursor, limit: limit, as: principal)
+        }
         guard case .page(let page) = outcome else { return FetchedPage(outcome: outcome) }
         var fetched = FetchedPage(outcome: outcome)
         fetched.indexes.reserveCapacity(page.changes.count)

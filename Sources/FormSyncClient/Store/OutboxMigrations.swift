@@ -19,6 +19,7 @@ enum OutboxMigrations {
         reviews,
         drafts,
         itemRecords,
+        subscriptions,
     ])
 
     static let outbox = SQLiteMigrator.Migration(
@@ -405,5 +406,30 @@ enum OutboxMigrations {
                 position INTEGER NOT NULL
             );
             CREATE INDEX item_records_item ON item_records(item_id, list, position);
+            """)
+
+    /// The subscriptions each person holds, with their feeds' cursors, and which records each
+    /// brought (a record no subscription holds is evicted).
+    static let subscriptions = SQLiteMigrator.Migration(
+        version: 16, name: "subscriptions",
+        sql: """
+            CREATE TABLE subscriptions (
+                view TEXT NOT NULL,
+                name TEXT NOT NULL,
+                type TEXT NOT NULL,
+                query TEXT NOT NULL,
+                priority INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL,
+                cursor TEXT,
+                PRIMARY KEY (view, name)
+            );
+            CREATE TABLE subscription_records (
+                view TEXT NOT NULL,
+                name TEXT NOT NULL,
+                type TEXT NOT NULL,
+                id INTEGER NOT NULL,
+                PRIMARY KEY (view, name, type, id)
+            );
+            CREATE INDEX subscription_records_record ON subscription_records(view, type, id);
             """)
 }

@@ -177,9 +177,12 @@ extension OutboxStore {
         try db.query("SELECT view FROM records UNION SELECT view FROM pull_cursors UNION SELECT view FROM reviews") { $0.text(0) ?? "" }
     }
 
-    /// Forgets every record and the cursor of a view (before a pull from the start).
+    /// Forgets every record and the cursor of a view (before a pull from the start); its
+    /// subscriptions are kept, their feeds to start again too.
     func clearRecords(view: String) throws {
         try db.run("DELETE FROM records WHERE view = ?", [.text(view)])
+        try db.run("DELETE FROM subscription_records WHERE view = ?", [.text(view)])
+        try db.run("UPDATE subscriptions SET cursor = NULL WHERE view = ?", [.text(view)])
         try db.run("DELETE FROM record_tombstones WHERE view = ?", [.text(view)])
         try db.run("DELETE FROM pull_cursors WHERE view = ?", [.text(view)])
     }

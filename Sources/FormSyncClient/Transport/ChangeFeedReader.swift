@@ -130,6 +130,7 @@ enum ChangeFeedReader {
         var id: Int64?
         var version: Int64?
         var deleted = false
+        var outside = false
         var record: Range<Int>?
         let read = scanner.readObject { key, scanner in
             let valueStart = scanner.index
@@ -140,6 +141,7 @@ enum ChangeFeedReader {
             case FeedPage.Change.id: id = absent ? nil : wholeNumber(scanner.bytes[valueStart..<scanner.index])
             case FeedPage.Change.version: version = absent ? nil : wholeNumber(scanner.bytes[valueStart..<scanner.index])
             case FeedPage.Change.deleted: deleted = scanner.bytes[valueStart..<scanner.index].elementsEqual("true".utf8)
+            case FeedPage.Change.outside: outside = scanner.bytes[valueStart..<scanner.index].elementsEqual("true".utf8)
             case FeedPage.Change.record: record = absent ? nil : valueStart..<scanner.index
             default: break
             }
@@ -148,6 +150,7 @@ enum ChangeFeedReader {
         guard read else { return nil }
         guard let type, (1...128).contains(type.utf8.count), let id, HTTPTransport.serverIDs.contains(id) else { return nil }
         if deleted { return RecordChange(type: type, id: id, version: 0, fields: nil) }
+        if outside { return RecordChange(type: type, id: id, version: 0, fields: nil, isOutside: true) }
         guard let version, version >= 1, version < Int64(Int32.max), let record, scanner.bytes[record.lowerBound] == 0x7B else {
             return nil
         }

@@ -659,12 +659,22 @@ public final class HTTPTransport: OutboxTransport {
     /// Seconds between the longest wait asked of the server and the transport's timeout.
     static let waitMargin = 5
 
-    private func fetchChanges(cursor: String?, limit: Int, as principal: String?, waiting seconds: Int) async -> PullOutcome {
-        var components = URLComponents()
-        components.queryItems = [URLQueryItem(name: "limit", value: String(max(1, min(limit, 1000))))]
-        if let cursor { components.queryItems?.append(URLQueryItem(name: "cursor", value: cursor)) }
-        if seconds > 0 { components.queryItems?.append(URLQueryItem(name: "wait", value: String(seconds))) }
-        var http = URLRequest(url: url("/changes?" + (components.percentEncodedQuery ?? "")))
+    /// `fetchChanges` of one subscription's feed.
+    public func fetchChanges(cursor: String?, limit: Int, as principal: String?, subscription: SubscriptionQuery) async -> PullOutcome {
+        await fetchChanges(cursor: cursor, limit: limit, as: principal, waiting: 0, subscription: subscription)
+    }
+
+    private func fetchChanges(
+        cursor: String?, limit: Int, as principal: String?, waiting seconds: Int, subscription: SubscriptionQuery? = nil
+    ) async -> PullOutcome {
+        // Every value is percent-encoded but for unreserved characters: a subscription's JSON
+        // holds `&`, `=` and `+`, which a query would otherwise read as its own.
+        var pairs = [("limit", String(max(1, min(limit, 1000))))]
+        if let cursor { pairs.append(("cursor", cursor)) }
+        if seconds > 0 { pairs.append(("wait", String(seconds))) }
+        if let subscription { pairs.append((SubscriptionQuery.parameter, subscription.json)) }
+        let query = pairs.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: Self.unreserved) ?? "")" }
+        var http = URLRequest(url: url("/changes?" + query.joined(separator: "&")))
         http.timeoutInterval = timeout
         http.setValue(workspace, forHTTPHeaderField: ProtocolHeader.workspace)
         http.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
@@ -676,6 +686,9 @@ public final class HTTPTransport: OutboxTransport {
             return .unreachable(reason: Task.isCancelled ? "cancelled" : Self.describe(error))
         }
     }
+
+    /// RFC 3986's unreserved characters: the only ones a query value carries as they are.
+    static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// The most changes a page may carry before it is taken for a broken server.
     static let maxChangesPerPage = 10_000

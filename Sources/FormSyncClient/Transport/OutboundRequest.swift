@@ -78,6 +78,9 @@ public protocol OutboxTransport: Sendable {
     /// `fetchChanges` that, when the page after `cursor` is empty, lets the server hold it up to
     /// `wait` until a change the caller may see commits (`wait-for-changes`).
     func fetchChanges(cursor: String?, limit: Int, as principal: String?, waitingUpTo wait: Duration) async -> PullOutcome
+    /// One page of a subscription's feed (`GET /changes?subscription=`): the records of its type
+    /// that match it, and after the start the ones that left it, marked outside.
+    func fetchChanges(cursor: String?, limit: Int, as principal: String?, subscription: SubscriptionQuery) async -> PullOutcome
     /// Sends the device's support bundle (`POST /support/bundles`) under `principal`'s credential.
     func sendSupportBundle(_ bundle: SupportBundle, as principal: String?) async -> BackOfficeReply<SupportBundleReceipt>
 }
@@ -91,6 +94,11 @@ extension OutboxTransport {
     /// A transport that cannot wait on the server answers at once.
     public func fetchChanges(cursor: String?, limit: Int, as principal: String?, waitingUpTo wait: Duration) async -> PullOutcome {
         await fetchChanges(cursor: cursor, limit: limit, as: principal)
+    }
+
+    /// A transport that cannot read a subscription's feed says so.
+    public func fetchChanges(cursor: String?, limit: Int, as principal: String?, subscription: SubscriptionQuery) async -> PullOutcome {
+        .failed(reason: "this transport does not read subscriptions", retryAfter: nil)
     }
 
     /// A transport that cannot send support bundles says so.
