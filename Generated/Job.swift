@@ -6,12 +6,12 @@ import Foundation
 
 /// A job planned for a region's crew on a given day.
 ///
-/// Spec: `Job.yaml`, version 1; received by every device of the workspace; looked up by `region`, `due_on`, `status`.
+/// Spec: `Job.yaml`, version 1; received by every device of the workspace; looked up by `region`, `due_on`.
 public struct Job: SyncRecord, JSONWritable, JSONReadable {
     public static let recordType = "Job"
     public static let recordVersion = 1
     public static let scopeField: String? = nil
-    public static let indexedFields: [String] = ["region", "due_on", "status"]
+    public static let indexedFields: [String] = ["region", "due_on"]
     public static let subscriptionFields: [SubscriptionField] = [SubscriptionField("region", .values), SubscriptionField("due_on", .window)]
 
     /// The server's id; negative for a record created on this device that has not landed yet.
@@ -222,7 +222,6 @@ public struct Job: SyncRecord, JSONWritable, JSONReadable {
         var entries: [RecordIndexEntry] = []
         if let value = region { entries.append(RecordIndexEntry(field: "region", value: value.rawValue)) }
         if let value = dueOn { entries.append(RecordIndexEntry(field: "due_on", value: value.description)) }
-        if let value = status { entries.append(RecordIndexEntry(field: "status", value: value.rawValue)) }
         return entries
     }
 
@@ -234,10 +233,5 @@ public struct Job: SyncRecord, JSONWritable, JSONReadable {
     /// The Job records whose `due_on` is `value`.
     public static func byDueOn(_ value: LocalDate) -> RecordQuery<Job> {
         RecordQuery(.field("due_on", value.description))
-    }
-
-    /// The Job records whose `status` is `value`.
-    public static func byStatus(_ value: Job.Status) -> RecordQuery<Job> {
-        RecordQuery(.field("status", value.rawValue))
     }
 }

@@ -95,7 +95,10 @@ extension SpecChecker {
                 } else if subscribeBy.contains(item.value) {
                     error(item.location, "subscribe_by '\(item.value)' is listed twice")
                 } else if subscribeBy.count == Self.maxSubscriptionFields {
-                    error(item.location, "subscribe_by '\(item.value)' is one too many: a record is subscribed by at most \(Self.maxSubscriptionFields) fields")
+                    error(
+                        item.location,
+                        "subscribe_by '\(item.value)' is one too many: a record is subscribed by at most \(Self.maxSubscriptionFields) fields"
+                    )
                 } else {
                     subscribeBy.append(item.value)
                 }

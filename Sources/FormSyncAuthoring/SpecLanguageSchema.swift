@@ -154,7 +154,10 @@ public enum SpecLanguageSchema {
                             (
                                 "enum",
                                 .array(
-                                    ["record", "version", "description", "scope", "index", "device_deletes", "subscribe_by", "choices", "fields"].map {
+                                    [
+                                        "record", "version", "description", "scope", "index", "device_deletes", "subscribe_by", "choices",
+                                        "fields",
+                                    ].map {
                                         .string($0)
                                     })
                             )

@@ -30,7 +30,9 @@ public enum RecordGenerator {
             if record.fetchesFilesEagerly { w.line("public static let fetchesFilesEagerly = true") }
             if record.deviceDeletes { w.line("public static let devicesMayDelete = true") }
             if !record.subscribeBy.isEmpty {
-                let fields = record.subscriptionKeys.map { "SubscriptionField(\(swiftLiteral($0.name)), .\($0.byWindow ? "window" : "values"))" }
+                let fields = record.subscriptionKeys.map {
+                    "SubscriptionField(\(swiftLiteral($0.name)), .\($0.byWindow ? "window" : "values"))"
+                }
                 w.line("public static let subscriptionFields: [SubscriptionField] = [\(fields.joined(separator: ", "))]")
             }
             w.line()

@@ -99,7 +99,8 @@ public enum SpecInterpreter {
                 }
             },
             scopeValue: { RecordRegistry.scopeValue($0, field: record.scope) }, fetchesFilesEagerly: record.fetchesFilesEagerly,
-            devicesMayDelete: record.deviceDeletes, subscriptionFields: record.subscriptionKeys.map { SubscriptionField($0.name, $0.byWindow ? .window : .values) })
+            devicesMayDelete: record.deviceDeletes,
+            subscriptionFields: record.subscriptionKeys.map { SubscriptionField($0.name, $0.byWindow ? .window : .values) })
     }
 
     /// Every rule a payload breaks, or the decoding failure that stops the generated decoder.

@@ -178,7 +178,8 @@ extension PostgresServerStore {
         workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, limit: Int
     ) throws -> [FeedEntry] {
         if try query("SELECT EXISTS (SELECT 1 FROM changes WHERE seq IS NULL)").int(0, 0) == 1 { try sequenceChanges() }
-        let (clause, matches, values) = Self.clause(workspace: workspace, principal: principal, selection: selection, after: cursor, bound: limit)
+        let (clause, matches, values) = Self.clause(
+            workspace: workspace, principal: principal, selection: selection, after: cursor, bound: limit)
         let rows = try query(
             """
             SELECT c.seq, c.type, c.id, c.deleted, r.version, r.payload, \(matches)
@@ -196,7 +197,9 @@ extension PostgresServerStore {
     /// The feed's condition and its parameters: $1 the cursor, $2 the workspace, $3 the bound,
     /// $4 the principal when there is one (the back office's, nil: every scope, a deletion only
     /// when no record took the id again), then the selection's.
-    static func clause(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, bound: Int) -> (
+    static func clause(
+        workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, bound: Int
+    ) -> (
         String, String, [PostgresValue]
     ) {
         let visible =

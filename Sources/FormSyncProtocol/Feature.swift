@@ -10,7 +10,7 @@ public enum Feature: String, Sendable, CaseIterable {
     case waitForChanges = "wait-for-changes"
     /// `GET /changes?subscription=` serves one subscription's records of a type that reaches
     /// devices only through subscriptions ("Subscriptions").
-    case subscriptions
+    case subscriptions = "subscription-feeds"
 
     /// The features a `FormSync-Features` header or a `features` list names (unknown names are
     /// left out: a newer server's features mean nothing to an older client).

@@ -241,7 +241,8 @@ public enum Route: String, Sendable, CaseIterable {
                     "Seconds the server may hold an empty page until a change the caller may see commits (feature wait-for-changes)."),
                 P(
                     "subscription", in: .query, required: false,
-                    "One subscription's feed (feature subscriptions): JSON {type, values: {field: [text]}, windows: {field: {from, to}}}."),
+                    "One subscription's feed (feature subscription-feeds): JSON {type, values: {field: [text]}, windows: {field: {from, to}}}."
+                ),
             ]
         case .record:
             return access + [

@@ -109,7 +109,8 @@ struct ChangeFeed: ServerPart {
                 return .problem(
                     .cursorExpired, detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start")
             }
-            let page = try store.feed(workspace: workspace, principal: principal, selection: selection, after: after.changes, limit: limit + 1)
+            let page = try store.feed(
+                workspace: workspace, principal: principal, selection: selection, after: after.changes, limit: limit + 1)
             var reviews: [StoredDocumentEvent] = []
             if let principal, !subscribed {
                 reviews = try store.history.reviews(

@@ -18,7 +18,9 @@ package enum FeedSelection: Sendable, Equatable {
     /// an expression that is 1 when the record matches (for a subscription), with the text
     /// values they take as parameters numbered from `first`. `placeholder` writes parameter n,
     /// `field` the text of a payload's top-level field.
-    package func sql(first: Int, placeholder: (Int) -> String, field: (String) -> String) -> (
+    package func sql(
+        first: Int, placeholder: (Int) -> String, field: (String) -> String
+    ) -> (
         condition: String, matches: String, values: [String]
     ) {
         var values: [String] = []
@@ -86,7 +88,9 @@ package struct SubscriptionMatch: Sendable, Equatable {
         let fields = Dictionary(entry.subscriptionFields.map { ($0.name, $0.match) }, uniquingKeysWith: { a, _ in a })
         let allowed = entry.subscriptionFields.map(\.name).joined(separator: ", ")
         let named = (query.values ?? [:]).count + (query.windows ?? [:]).count
-        guard named <= SubscriptionQuery.maxFields else { return .second("the subscription names over \(SubscriptionQuery.maxFields) fields") }
+        guard named <= SubscriptionQuery.maxFields else {
+            return .second("the subscription names over \(SubscriptionQuery.maxFields) fields")
+        }
         var match = SubscriptionMatch(type: entry.name, values: [], windows: [])
         for (field, values) in (query.values ?? [:]).sorted(by: { $0.key < $1.key }) {
             guard fields[field] == .values else {

@@ -114,7 +114,8 @@ final class SQLiteRecords: @unchecked Sendable {
     /// nil: every record of the workspace, and the removal of a record only once it is gone from
     /// every scope), in commit order.
     func feed(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
-        let (clause, matches, values) = Self.clause(workspace: workspace, principal: principal, selection: selection, after: cursor, bound: limit)
+        let (clause, matches, values) = Self.clause(
+            workspace: workspace, principal: principal, selection: selection, after: cursor, bound: limit)
         return try db.query(
             """
             SELECT c.seq, c.type, c.id, c.deleted, r.version, r.payload, \(matches)
@@ -131,7 +132,9 @@ final class SQLiteRecords: @unchecked Sendable {
 
     /// The feed's condition and its parameters: ?1 the cursor, ?2 the workspace, ?3 the bound,
     /// ?4 the principal when there is one, then the selection's.
-    private static func clause(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, bound: Int) -> (
+    private static func clause(
+        workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, bound: Int
+    ) -> (
         String, String, [SQLValue]
     ) {
         let visible =

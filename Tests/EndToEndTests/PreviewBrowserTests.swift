@@ -50,6 +50,7 @@ struct PreviewBrowserTests {
         "DeliveryUpdate": typed(DeliveryUpdate.self) { $0.isRelevant($1) },
         "FindingRemoval": typed(FindingRemoval.self) { $0.isRelevant($1) },
         "FindingUpdate": typed(FindingUpdate.self) { $0.isRelevant($1) },
+        "JobUpdate": typed(JobUpdate.self) { $0.isRelevant($1) },
         "NewCustomer": typed(NewCustomer.self) { $0.isRelevant($1) },
         "SalesOrder": typed(SalesOrder.self) { $0.isRelevant($1) },
         "SiteInspection": typed(SiteInspection.self) { $0.isRelevant($1) },

@@ -207,6 +207,32 @@ struct ReadmeExamples {
         let stored = try #require(world.server.documents().first)
         #expect(try JSONDecoder().decode(SiteInspection.self, from: stored.payload).failureReason == nil)
     }
+
+    @Test func theSubscriptionExampleRuns() async throws {
+        let world = try World()
+        let north = try world.server.putRecord(SubscriptionTests.job(.north, "2026-12-20", "north later"), workspace: "acme")
+        let south = try world.server.putRecord(SubscriptionTests.job(.south, "2026-12-07", "south today"), workspace: "acme")
+        _ = try world.server.putRecord(SubscriptionTests.job(.south, "2026-12-08", "south tomorrow"), workspace: "acme")
+        let outbox = try world.device()
+        // docs/Records.md, "Subscriptions"
+        // A technician's phone: the north crew's jobs for a week, and today's jobs of every region
+        // first, for a day; the engine's pulls keep both current.
+        try await outbox.subscribe(
+            RecordSubscription(
+                "north crew", of: Job.self, where: [.oneOf("region", ["north"])], for: .seconds(7 * 86_400)))
+        try await outbox.subscribe(
+            RecordSubscription(
+                "today", of: Job.self, where: [.between("due_on", from: LocalDate("2026-12-07"), to: LocalDate("2026-12-07"))],
+                for: .seconds(86_400), priority: 1))
+        _ = try await outbox.pull()
+        let held = try await outbox.subscriptions()  // name, type, priority, expiresAt, records
+        try await outbox.unsubscribe("north crew")  // its jobs leave, but one a queued JobUpdate edits
+        _ = held
+        // (end of the example)
+        #expect(held.map(\.name) == ["today", "north crew"] && held.map(\.records) == [1, 1])
+        #expect(try await outbox.records(Job.all).map(\.id) == [south.id])
+        _ = north
+    }
 }
 
 /// docs/PROTOCOL.md's webhook signature checks, in Swift (verbatim) and in Python (taken from

@@ -4,6 +4,7 @@ import FormSyncModel
 import FormSyncProtocol
 import FormSyncServer
 import FormSyncTesting
+import FormSyncTorture
 import Foundation
 import Synchronization
 import Testing
@@ -91,7 +92,7 @@ struct SubscriptionTests {
                 for: .seconds(86_400), priority: 1))
         let changes = await outbox.recordChanges()
         let progress = Mutex<[Int?]>([])
-        let events = await outbox.events()
+        let events = outbox.events()
         let watcher = Task {
             for await event in events {
                 if case .pullProgress(_, _, let remaining) = event { progress.withLock { $0.append(remaining) } }
@@ -144,5 +145,48 @@ struct SubscriptionTests {
             }
             #expect(reason.hasPrefix("HTTP 400: "), "\(reason)")
         }
+    }
+
+    /// A visit of one technician's, subscribed to by region: a subscription narrows what the
+    /// scope lets a person see, never widens it.
+    struct CrewVisit: SyncRecord {
+        static let recordType = "CrewVisit"
+        static let recordVersion = 1
+        static let scopeField: String? = "technician"
+        static let indexedFields: [String] = []
+        static let subscriptionFields = [SubscriptionField("region", .values)]
+        var id: Int64 = 0
+        var version = 0
+        var technician: String
+        var region: String
+
+        enum CodingKeys: String, CodingKey { case technician, region }
+        func validate() -> [FieldError] { [] }
+        var indexEntries: [RecordIndexEntry] { [] }
+    }
+
+    @Test func aSubscriptionBringsOnlyWhatThePersonsScopeAllows() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("subscription-scope-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try TestStore.server(directory: directory.path, forms: FormCatalog.forms, records: [CrewVisit.self])
+        _ = try server.start()
+        defer { server.stop() }
+        let adaNorth = try server.putRecord(CrewVisit(technician: "ada", region: "north"), workspace: "acme")
+        _ = try server.putRecord(CrewVisit(technician: "ada", region: "south"), workspace: "acme")
+        _ = try server.putRecord(CrewVisit(technician: "bob", region: "north"), workspace: "acme")
+        let token = try server.issueAccessToken(principal: "ada", workspaces: ["acme"])
+        let transport = HTTPTransport(workspace: "acme", baseURL: server.baseURL, timeout: .seconds(120)) { token }
+
+        let north = SubscriptionQuery(type: "CrewVisit", values: ["region": ["north"]])
+        guard case .page(let page) = await transport.fetchChanges(cursor: nil, limit: 100, as: nil, subscription: north) else {
+            Issue.record("no page")
+            return
+        }
+        #expect(page.changes.map(\.id) == [adaNorth.id], "ada's north visit, not bob's")
+        guard case .page(let own) = await transport.fetchChanges(cursor: nil, limit: 100, as: nil) else {
+            Issue.record("no page")
+            return
+        }
+        #expect(own.changes.isEmpty, "a subscribed type is not in the device's own feed")
     }
 }

@@ -216,7 +216,7 @@ struct RecordSpecTests {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let results = SpecLoader.check(filesAt: SpecLoader.specFiles(in: [root.appendingPathComponent("FormSpecs").path]))
         #expect(results.allSatisfy { $0.spec.diagnostics.isEmpty })
-        #expect(Set(results.compactMap(\.spec.record?.name)) == ["Customer", "Delivery", "Finding", "Site", "Technician"])
+        #expect(Set(results.compactMap(\.spec.record?.name)) == ["Customer", "Delivery", "Finding", "Job", "Site", "Technician"])
         #expect(results.first { $0.spec.form?.name == "CustomerUpdate" }?.spec.form?.binding?.action == .edits)
     }
 }

@@ -91,6 +91,7 @@ struct OutboxDurabilityTests {
                 "1 outbox", "2 workspace walls, sends, documents", "3 records", "4 attempt history", "5 record tombstones",
                 "6 leased items index", "7 lean items", "8 resolved by server id", "9 record keys", "10 deferred files",
                 "11 revocation", "12 people", "13 reviews", "14 drafts", "15 item records",
+                "16 subscriptions",
             ])
         _ = try h.open()  // a second open applies nothing twice
         #expect(try db.query("SELECT COUNT(*) FROM migrations") { $0.int(0) } == [Int64(OutboxMigrations.all.latestVersion)])

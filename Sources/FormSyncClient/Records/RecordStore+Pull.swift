@@ -45,12 +45,14 @@ extension RecordStore {
             feeds.append((row.priority, .subscription(name: row.name, query: query)))
         }
         // A stable sort: the own feed stays first among priority 0.
-        let ordered = feeds.enumerated().sorted { ($0.element.priority, -$0.offset) > ($1.element.priority, -$1.offset) }.map(\.element.feed)
+        let ordered = feeds.enumerated().sorted { ($0.element.priority, -$0.offset) > ($1.element.priority, -$1.offset) }.map(
+            \.element.feed)
         var report = PullReport()
         report.caughtUp = true
         for feed in ordered {
             // Only the device's own feed is held open (`wait`): its types are the ones announced.
-            let part = try await runPull(pageSize: pageSize, limits: limits, context: context, wait: feed == .own ? wait : .zero, feed: feed)
+            let part = try await runPull(
+                pageSize: pageSize, limits: limits, context: context, wait: feed == .own ? wait : .zero, feed: feed)
             guard view == self.view else { return part }
             report.absorb(part)
             if part.stoppedBecause != nil { return report }
@@ -60,7 +62,9 @@ extension RecordStore {
     }
 
     /// `wait`: how long the server may hold the first page while it is empty (a long-poll).
-    private func runPull(pageSize: Int, limits: PullLimits, context: PullContext, wait: Duration, feed: PulledFeed) async throws
+    private func runPull(
+        pageSize: Int, limits: PullLimits, context: PullContext, wait: Duration, feed: PulledFeed
+    ) async throws
         -> PullReport
     {
         var wait = wait
