@@ -52,6 +52,8 @@ package struct CrashTorture {
         package var lanes = 0
         package var records = 0
         package var edits = 0
+        package var inspections = 0
+        package var removals = 0
         /// The shared phone: the partner's captures, how many of them were sealed when the back
         /// office revoked the partner, and after how many captures that happened.
         package var partnerCaptures = 0
@@ -73,6 +75,7 @@ package struct CrashTorture {
             return
                 (run + [
                     "server: \(documents) logged documents, each exactly once; \(files) files intact and remapped; \(lanes) lanes in capture order; \(edits) edited deliveries carry the latest edit",
+                    "field work: \(inspections) inspections made their findings as records, each once; \(removals) findings removed, each once",
                     "deferred: \(deferred) of \(files) customers reached the server before their photo, which completed them",
                     "device: \(records) records equal the server's scope; nothing stranded; no orphan stash file",
                     "shared phone: \(partnerCaptures) captures by the partner, each sent under the partner's credential; partner revoked after \(partnerRevokedAfter) captures, \(sealed) of theirs sealed on the phone, none lost",
@@ -223,6 +226,10 @@ package struct CrashTorture {
         for n in 0..<8 {
             known.append(try server.putRecord(Customer(name: "Known shop \(n)", segment: .wholesale), workspace: workspace).id)
         }
+        for n in 0..<TorturePlan.seededFindings {
+            _ = try server.putRecord(
+                Finding(siteCode: "TRT-0000", title: "Seeded finding \(n)", severity: .low), workspace: workspace)
+        }
         for n in 0..<24 {
             let courier = n % 3 == 2 ? "bob" : TortureDevice.courier
             _ = try server.putRecord(
@@ -284,10 +291,11 @@ package struct CrashTorture {
         let serverFiles = Set(server.fileIDs())
         var lanes: [Int64: [(id: Int64, index: Int)]] = [:]
         var lastEdit: [Int64: Int] = [:]
+        var removed: Set<Int64> = []
         // Every saved submission is on the server exactly once, files present and remapped.
         for entry in entries {
             switch entry {
-            case .customer(let i, let principal), .order(let i, _, let principal):
+            case .customer(let i, let principal), .order(let i, _, let principal), .inspection(let i, let principal):
                 let kept = sealedDocuments.contains(plan.documentID(i))
                 if principal == TortureDevice.partner { result.partnerCaptures += 1 }
                 if kept { result.sealed += 1 }
@@ -305,6 +313,10 @@ package struct CrashTorture {
                 result.documents += 1
                 guard let object = try? JSONSerialization.jsonObject(with: document.payload) as? [String: Any] else {
                     result.failures.append("capture \(i)'s server payload is not a JSON object")
+                    continue
+                }
+                if case .inspection = entry {
+                    result.inspections += 1
                     continue
                 }
                 if case .customer = entry {
@@ -333,6 +345,8 @@ package struct CrashTorture {
                 }
             case .edit(let i, let delivery):
                 lastEdit[delivery] = max(lastEdit[delivery] ?? -1, i)
+            case .removal(_, let finding):
+                removed.insert(finding)
             case .skipped:
                 break
             }
@@ -350,6 +364,7 @@ package struct CrashTorture {
             entries.compactMap { entry -> String? in
                 if case .edit = entry { return nil }
                 if case .skipped = entry { return nil }
+                if case .removal = entry { return nil }
                 return plan.documentID(entry.index)
             })
         for document in documents.values where document.documentID.hasPrefix("t\(seed)-") && !planned.contains(document.documentID) {
@@ -373,6 +388,41 @@ package struct CrashTorture {
             }
         }
         result.edits = lastEdit.count
+        // Inspections: each made its two findings, each once, as records of their own.
+        let findings = serverRecords.filter { $0.type == "Finding" }.compactMap {
+            try? RecordProjection.decode(Finding.self, fields: $0.fields, id: $0.id, version: $0.version)
+        }
+        let byTitle = Dictionary(grouping: findings, by: { $0.title ?? "" })
+        for case .inspection(let i, _) in entries where documents[plan.documentID(i)] != nil {
+            for title in plan.findingTitles(i) where byTitle[title]?.count != 1 {
+                result.failures.append("inspection \(i) made \(byTitle[title]?.count ?? 0) finding(s) titled \(title), not one")
+            }
+        }
+        // Removals: every finding the device removed is gone, removed by one document applied
+        // once; every seeded finding gone was removed by the device (nobody else removes them).
+        var removals: [Int64: Int] = [:]
+        for document in documents.values where document.form == "FindingRemoval" {
+            let object = try? JSONSerialization.jsonObject(with: document.payload) as? [String: Any]
+            guard let finding = (object?["finding_id"] as? NSNumber)?.int64Value else {
+                result.failures.append("removal \(document.documentID) names no finding")
+                continue
+            }
+            removals[finding, default: 0] += 1
+            if document.appliedWrites != 1 {
+                result.failures.append("the removal of finding \(finding) was applied \(document.appliedWrites) times")
+            }
+        }
+        let present = Set(findings.map(\.id))
+        for finding in removed where present.contains(finding) {
+            result.failures.append("finding \(finding) was removed but is on the server")
+        }
+        for (finding, count) in removals where count != 1 { result.failures.append("finding \(finding) was removed by \(count) documents") }
+        let seeded = (0..<TorturePlan.seededFindings).map { "Seeded finding \($0)" }
+        let left = Set(findings.compactMap(\.title)).intersection(seeded).count
+        if seeded.count - left != removals.count {
+            result.failures.append("\(seeded.count - left) seeded findings are gone, \(removals.count) removed by the device")
+        }
+        result.removals = removals.count
 
         // The device: records equal the server's scope; nothing stranded; no orphan stash file.
         let outbox = try Outbox(

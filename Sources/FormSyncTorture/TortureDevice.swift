@@ -201,6 +201,20 @@ package struct TortureDevice {
             let recipient = plan.recipient(index)
             try await outbox.edit(DeliveryUpdate.self, id: delivery.id) { $0.recipient = recipient }
             return .edit(index: index, delivery: delivery.id)
+        case .inspection:
+            // Its two findings become Finding records of their own when it lands.
+            try await outbox.enqueue(plan.inspection(index), documentID: plan.documentID(index))
+            return .inspection(index: index, principal: person)
+        case .findingRemoval(let number):
+            // A seeded finding, removed once. A run killed after the delete was queued but
+            // before its line finds the finding gone from its reads and skips it; the delete
+            // still goes out, and the check finds it by its document.
+            let title = "Seeded finding \(number)"
+            guard let finding = try await outbox.records(Finding.all).first(where: { $0.title == title }) else {
+                return .skipped(index: index)
+            }
+            try await outbox.delete(FindingRemoval.self, id: finding.id) { $0.reason = .duplicate }
+            return .removal(index: index, finding: finding.id)
         }
     }
 }

@@ -19,10 +19,14 @@ package struct TortureLog {
         case edit(index: Int, delivery: Int64)
         /// Nothing to edit had been pulled yet.
         case skipped(index: Int)
+        case inspection(index: Int, principal: String)
+        /// The removal of the seeded finding with this server id.
+        case removal(index: Int, finding: Int64)
 
         package var index: Int {
             switch self {
-            case .customer(let i, _), .order(let i, _, _), .edit(let i, _), .skipped(let i): return i
+            case .customer(let i, _), .order(let i, _, _), .edit(let i, _), .skipped(let i), .inspection(let i, _), .removal(let i, _):
+                return i
             }
         }
 
@@ -32,6 +36,8 @@ package struct TortureLog {
             case .order(let i, let customer, let principal): return "O \(i) \(customer) \(principal)"
             case .edit(let i, let delivery): return "E \(i) \(delivery)"
             case .skipped(let i): return "S \(i)"
+            case .inspection(let i, let principal): return "I \(i) \(principal)"
+            case .removal(let i, let finding): return "R \(i) \(finding)"
             }
         }
 
@@ -47,6 +53,10 @@ package struct TortureLog {
                 guard let d = Int64(parts[2]) else { return nil }
                 self = .edit(index: index, delivery: d)
             case ("S", 2): self = .skipped(index: index)
+            case ("I", 3): self = .inspection(index: index, principal: String(parts[2]))
+            case ("R", 3):
+                guard let f = Int64(parts[2]) else { return nil }
+                self = .removal(index: index, finding: f)
             default: return nil
             }
         }

@@ -18,7 +18,14 @@ package struct TorturePlan: Sendable {
         case orderForKnownCustomer(slot: Int)
         /// An edit of a delivery the device pulled.
         case deliveryEdit
+        /// A site inspection whose findings list makes two Finding records.
+        case inspection
+        /// The removal of seeded finding number `finding` (the back office made them).
+        case findingRemoval(finding: Int)
     }
+
+    /// How many findings the back office seeds, for removals to remove.
+    package static let seededFindings = 400
 
     package let seed: UInt64
     /// The placeholders start here, far from any the outbox mints from the clock (ms × 1000).
@@ -31,6 +38,8 @@ package struct TorturePlan: Sendable {
     package func capture(_ index: Int) -> Capture {
         switch index % 6 {
         case 0: return .customer
+        case 5 where index % 12 == 5: return .inspection
+        case 5 where index % 24 == 11: return .findingRemoval(finding: index / 24)
         case 1, 2, 5: return .orderForNewCustomer(customerIndex: index - index % 6)
         case 3: return .orderForKnownCustomer(slot: Int((UInt64(index) &* 2_654_435_761 ^ seed) % 1000))
         default: return .deliveryEdit
@@ -72,6 +81,16 @@ package struct TorturePlan: Sendable {
     package func customer(_ index: Int) -> NewCustomer {
         NewCustomer(
             name: "Torture shop \(index)", segment: .retail, shopFront: FileRef(id: photoPlaceholder(index), contentType: "image/jpeg"))
+    }
+
+    /// The titles of the findings inspection `index` makes.
+    package func findingTitles(_ index: Int) -> [String] { ["t\(index)-f0", "t\(index)-f1"] }
+
+    package func inspection(_ index: Int) -> SiteInspection {
+        SiteInspection(
+            siteCode: String(format: "TRT-%04d", index % 10_000), inspectorId: EntityRef(1), visitDate: LocalDate("2026-11-30"),
+            passed: true, location: GeoPoint(latitude: 38.7, longitude: -9.1), hazards: [.height],
+            findings: findingTitles(index).map { SiteInspection.Finding(title: $0, severity: .low) })
     }
 
     package func order(_ index: Int, customer: Int64) -> SalesOrder {
