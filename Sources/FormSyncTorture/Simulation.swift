@@ -270,7 +270,17 @@ package struct Simulation {
                         visitDate: LocalDate("2026-12-06"), passed: true, location: GeoPoint(latitude: 38.7, longitude: -9.1),
                         hazards: [.none],
                         findings: (0..<findings).map { n in SiteInspection.Finding(title: "Finding \(sequence).\(n)", severity: .low) })
-                    let id = try await outbox.enqueue(inspection)
+                    // Every other inspection is filled as a draft over two saves, then submitted.
+                    let id: ItemID
+                    if sequence % 2 == 0 {
+                        var begun = inspection
+                        begun.findings = Array((inspection.findings ?? []).prefix(1))
+                        let draft = try await outbox.saveDraft(begun)
+                        _ = try await outbox.saveDraft(inspection, id: draft)
+                        id = try await outbox.submitDraft(draft, as: SiteInspection.self)
+                    } else {
+                        id = try await outbox.enqueue(inspection)
+                    }
                     guard let item = try await outbox.item(id) else { throw TortureError("item \(id) vanished after enqueue") }
                     captured.append(
                         Captured(
