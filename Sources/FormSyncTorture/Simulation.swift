@@ -274,7 +274,7 @@ package struct Simulation {
                     let id: ItemID
                     if sequence % 2 == 0 {
                         var begun = inspection
-                        begun.findings = Array((inspection.findings ?? []).prefix(1))
+                        begun.findings = Array(inspection.findings.prefix(1))
                         let draft = try await outbox.saveDraft(begun)
                         _ = try await outbox.saveDraft(inspection, id: draft)
                         id = try await outbox.submitDraft(draft, as: SiteInspection.self)

@@ -23,11 +23,13 @@ import Synchronization
 enum DemoError: Error, CustomStringConvertible {
     case pullFailed(worker: Int, reason: String)
     case backOffice(String)
+    case device(String)
 
     var description: String {
         switch self {
         case .pullFailed(let worker, let reason): return "device \(worker) could not pull its round: \(reason)"
         case .backOffice(let what): return "the back office: \(what)"
+        case .device(let what): return "a device: \(what)"
         }
     }
 }
@@ -107,6 +109,8 @@ struct FieldDay {
     var captureFingerprint = ""
     /// What became of the phone reported lost mid-day.
     var lostPhone: LostPhone?
+    /// The interrupted form and the crews' jobs.
+    var fieldWork = FieldWork()
 
     init(folder: URL, seed: UInt64, workers: Int, items: Int) throws {
         self.folder = folder
@@ -139,10 +143,11 @@ struct FieldDay {
             let device = try await enrol(vault(worker), principal: courier(worker), server: server)
             note("device \(worker) enrolled for \(courier(worker)) as \(device)")
             let pulled = try await morningPull(worker: worker, server: server)
-            note("device \(worker) pulled its round: \(pulled) records (its deliveries and the shared customers)")
+            note("device \(worker) pulled its round: \(pulled) records (its deliveries, the shared customers and its crew's jobs)")
         }
 
-        // 1. Capture offline: nothing can reach the server.
+        // 1. Capture offline: nothing can reach the server. Device 1's app is killed mid-form first.
+        try await killMidForm(server: server)
         for worker in 1...workers { try await capture(worker: worker) }
         note("captured \(captured.count) submissions and \(photos) files offline on \(workers) devices")
         var digest = fingerprint
@@ -349,6 +354,20 @@ struct FieldDay {
             fingerprint.update(Data(item.documentID.utf8))
             fingerprint.update(item.payload ?? Data())
         }
+        // The courier whose app was killed mid-form opens it again and finishes the delivery.
+        if worker == 1, let resumed = try await resumeDraft(outbox) {
+            try await record(resumed, "DeliveryConfirmation", "w1-resumed")
+            note("device 1 resumed its draft: both photos there, signature taken, submitted")
+        }
+        // The crew starts and finishes the first job of its region offline.
+        if let job = try await outbox.records(Job.all).min(by: { $0.id < $1.id }) {
+            let marker = "w\(worker)-job"
+            try await record(
+                try await outbox.edit(JobUpdate.self, id: job.id) {
+                    $0.status = .done
+                    $0.note = marker
+                }, "JobUpdate", marker)
+        }
         let customer = outbox.placeholderIDs.next()
         let shop = outbox.placeholderIDs.next()
         let shopMarker = "w\(worker)-customer"
@@ -478,6 +497,7 @@ struct FieldDay {
         for n in 1...max(3, workers) {
             try server.putRecord(Customer(name: "Customer \(n)", email: "c\(n)@example.pt", segment: .retail), workspace: "demo")
         }
+        try seedJobs(server)
     }
 
     /// Pulls a device's records at the depot (before it leaves, and after the day), under the
@@ -490,6 +510,8 @@ struct FieldDay {
         let outbox = try Outbox(
             path: database(worker).path, forms: FormCatalog.forms, records: FormCatalog.records, transport: transport,
             refreshAuthentication: { await credentials.refresh() })
+        // The device holds its crew's jobs only, not every region's.
+        try await outbox.subscribe(Self.crewSubscription(worker))
         let report = try await outbox.pull()
         guard report.caughtUp else { throw DemoError.pullFailed(worker: worker, reason: String(describing: report.stoppedBecause)) }
         return try await outbox.storedRecordCount()
@@ -508,6 +530,16 @@ struct FieldDay {
                 changed += 1
                 continue
             }
+            if record.type == "Job" {
+                // The north crew's second job goes to the west crew: it leaves the north phones.
+                var job = try JSONDecoder().decode(Job.self, from: record.fields)
+                guard job.region == .north, job.dueOn == LocalDate("2026-12-01") else { continue }
+                job.region = .west
+                try server.putRecord("Job", id: record.id, fields: try FormRegistry.encode(job), workspace: "demo")
+                changed += 1
+                continue
+            }
+            guard record.type == "Delivery" else { continue }
             var fields = try JSONDecoder().decode(Delivery.self, from: record.fields)
             guard let stop = fields.stopOrder, fields.courierId != "courier-x" else { continue }
             switch stop {
@@ -590,6 +622,7 @@ struct FieldDay {
         // Both directions: each device's records equal the server's scope for its courier.
         var diverged: [String] = []
         var recordsHeld = 0
+        var jobsHeld = 0
         let serverRecords = server.records(workspace: "demo")
         for worker in 1...workers {
             let outbox = try Outbox(
@@ -604,8 +637,19 @@ struct FieldDay {
             for record in try await outbox.records(Finding.all) {
                 device["Finding \(record.id)"] = (record.version, try FormRegistry.encode(record))
             }
+            for record in try await outbox.records(Job.all) {
+                device["Job \(record.id)"] = (record.version, try FormRegistry.encode(record))
+            }
             recordsHeld += device.count
-            let scope = serverRecords.filter { $0.scope.isEmpty || $0.scope == courier(worker) }
+            // Jobs: the device's region's only (its subscription), every one of them.
+            let region = FieldWork.region(worker).rawValue
+            let scope = serverRecords.filter {
+                ($0.scope.isEmpty || $0.scope == courier(worker))
+                    && ($0.type != "Job"
+                        || (try? RecordProjection.decode(Job.self, fields: $0.fields, id: $0.id, version: $0.version))?.region?.rawValue
+                            == region)
+            }
+            jobsHeld += device.keys.filter { $0.hasPrefix("Job ") }.count
             for record in scope {
                 let key = "\(record.type) \(record.id)"
                 guard let mine = device.removeValue(forKey: key) else {
@@ -620,6 +664,9 @@ struct FieldDay {
                 case "Finding":
                     theirs = try FormRegistry.encode(
                         RecordProjection.decode(Finding.self, fields: record.fields, id: record.id, version: record.version))
+                case "Job":
+                    theirs = try FormRegistry.encode(
+                        RecordProjection.decode(Job.self, fields: record.fields, id: record.id, version: record.version))
                 default:
                     theirs = try FormRegistry.encode(
                         RecordProjection.decode(Customer.self, fields: record.fields, id: record.id, version: record.version))
@@ -675,6 +722,23 @@ struct FieldDay {
         let closedRight = closedOffline.count == inspections.count && closedOffline.allSatisfy { $0.status == .fixed && $0.version == 2 }
         print(
             "  findings closed offline, before they landed: \(closedOffline.filter { $0.status == .fixed }.count) of \(inspections.count) fixed on the server (version 2)"
+        )
+        // A crew's own subset: each device holds its region's jobs (checked above with the rest of
+        // its records), and the job it finished offline is done on the server.
+        let jobs = serverRecords.filter { $0.type == "Job" }.compactMap {
+            try? RecordProjection.decode(Job.self, fields: $0.fields, id: $0.id, version: $0.version)
+        }
+        let jobsDone = jobs.filter { $0.status == .done && $0.version == 2 && $0.note?.hasSuffix("-job") == true }.count
+        let regions = Set((1...workers).map { FieldWork.region($0) })
+        let jobsRight =
+            jobsDone == regions.count
+            && jobsHeld == (1...workers).reduce(0) { n, w in n + jobs.filter { $0.region == FieldWork.region(w) }.count }
+        print(
+            "  jobs by region subscription:                 \(jobsHeld) held on \(workers) devices, each its own region's (\(jobs.count) planned in 4 regions); \(jobsDone) of \(regions.count) regions' first job done offline (version 2)"
+        )
+        let draftRight = try await draftLanded(server, sentBack: office.sentBack)
+        print(
+            "  a form killed mid-way, resumed from its draft: \(draftRight ? "landed once, its 2 photos byte for byte, no draft left" : "NO")"
         )
         let (built, next) = (SalesOrder.formVersion, AppUpdate.nextVersion)
         let storedV2 = storedOrders.filter { $0.formVersion == next }.count
@@ -762,7 +826,7 @@ struct FieldDay {
             && server.fileIDs().count == photos && diverged.isEmpty && edited == 2 * workers
             && ordersUpgraded == ordersOnUpdated && ordersOldBuildStayedV1 == ordersOnOldBuild && storedV2 == storedOrders.count
             && totalsRight == storedOrders.count && reasonsRight == inspections.count && lostHolds && hooksRight && fixedRight
-            && office.exportDocuments == documents.count && findingsRight && closedRight
+            && office.exportDocuments == documents.count && findingsRight && closedRight && jobsRight && draftRight
         if !ok {
             for worker in 1...workers {
                 let lines = ((try? String(contentsOf: deviceLog(worker), encoding: .utf8)) ?? "").split(separator: "\n").suffix(15)

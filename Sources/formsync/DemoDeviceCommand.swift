@@ -21,12 +21,15 @@ enum DemoDeviceCommand {
                                     [--timeout S] [--lease-ms MS] [--clock-skew-ms MS] [--deadline S]
                                     [--page-size N] [--resumable-from BYTES] [--chunk-bytes BYTES]
                                     [--pull-only] [--next-build]
+                                    [--draft ID --draft-document DOC --draft-photos PATH,PATH]
 
         One device of `formsync demo`, started by it (and by crash tests) as its own process:
         syncs the outbox at PATH with the server until nothing is left to send (or, with
         --pull-only, until its records have caught up), then exits 0. --vault FILE: the
         enrolled device's credential vault (FileCredentialVault), whose refresh token rotates;
-        a device revoked meanwhile seals its unsent items and exits 3.
+        a device revoked meanwhile seals its unsent items and exits 3. --draft ID: a courier
+        half-way through a delivery confirmation: saves draft ID (document DOC) for its first
+        delivery with the photos attached, prints "draft saved", and waits to be killed.
         """
 
     static func run(_ raw: [String]) async throws -> Int32 {
@@ -34,7 +37,7 @@ enum DemoDeviceCommand {
             raw,
             options: [
                 "--db", "--server", "--refresh-token", "--timeout", "--lease-ms", "--clock-skew-ms", "--workspace", "--page-size",
-                "--resumable-from", "--chunk-bytes", "--deadline", "--vault",
+                "--resumable-from", "--chunk-bytes", "--deadline", "--vault", "--draft", "--draft-document", "--draft-photos",
             ],
             flags: ["--pull-only", "--next-build", "--help", "-h"])
         if args.flags.contains("--help") || args.flags.contains("-h") {
@@ -88,6 +91,11 @@ enum DemoDeviceCommand {
                 token.withLock { $0 = fresh }
                 return true
             })
+        if let draft = args.values["--draft"] {
+            return try await fillDraft(
+                outbox, id: DraftID(rawValue: draft), document: args.values["--draft-document"],
+                photos: (args.values["--draft-photos"] ?? "").split(separator: ",").map(String.init), seconds: seconds)
+        }
         // A device the server revoked keeps what it had not sent, sealed, and stops.
         await credentials?.onRevocation { reason in _ = try? await outbox.deviceRevoked(reason: reason, purge: .records) }
         if args.flags.contains("--pull-only") {
@@ -142,5 +150,29 @@ enum DemoDeviceCommand {
             }
         }
         return 1
+    }
+
+    /// The placeholders of a draft's photos: fixed, so the demo's seed makes the same payload.
+    static let draftPhotoPlaceholder: Int64 = -9_000_000_000_000_000
+
+    /// Fills the delivery confirmation of the device's first delivery as a draft, with its
+    /// photos, then waits for the demo to kill it.
+    static func fillDraft(_ outbox: Outbox, id: DraftID, document: String?, photos: [String], seconds: Double) async throws -> Int32 {
+        guard let delivery = try await outbox.records(Delivery.all).min(by: { $0.id < $1.id }) else {
+            throw UsageError("the device holds no delivery to confirm")
+        }
+        var form = DeliveryConfirmation(deliveryId: EntityRef(delivery.id), outcome: .delivered)
+        _ = try await outbox.saveDraft(form, id: id, documentID: document)
+        var refs: [FileRef] = []
+        for (n, path) in photos.enumerated() {
+            let placeholder = draftPhotoPlaceholder - Int64(n)
+            try await outbox.attach(URL(fileURLWithPath: path), to: id, placeholder: placeholder, contentType: "image/jpeg")
+            refs.append(FileRef(id: placeholder, contentType: "image/jpeg"))
+            form.proofPhotos = refs
+            _ = try await outbox.saveDraft(form, id: id)
+        }
+        printNow("draft saved: \(refs.count) photos")
+        try await Task.sleep(for: .seconds(seconds))
+        return 0
     }
 }

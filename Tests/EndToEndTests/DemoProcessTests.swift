@@ -32,6 +32,12 @@ struct DemoProcessTests {
         #expect(text.contains("device stores equal the server's scope:      yes"))
         #expect(text.contains("inspection findings made as records:         4 of 4, each once with its site"), "two findings an inspection")
         #expect(text.contains("findings closed offline, before they landed: 2 of 2 fixed on the server"))
+        // Field work: an app killed mid-form resumes its draft; each crew holds its region's jobs
+        // (north 2 less the one moved west, south 2) and closes one offline.
+        #expect(text.contains("app killed (SIGKILL) mid-form"), "\(text)")
+        #expect(text.contains("resumed from its draft: landed once, its 2 photos byte for byte, no draft left"), "\(text)")
+        #expect(text.contains("jobs by region subscription:                 3 held on 2 devices, each its own region's"), "\(text)")
+        #expect(text.contains("2 of 2 regions' first job done offline (version 2)"), "\(text)")
         #expect(text.contains("orders upgraded on updated devices:          2 of 2"))
         #expect(text.contains("orders sent as version 2 by the old build:   2 of 2"))
         #expect(text.contains("orders stored as version 3 on the server:    4 of 4"))
@@ -56,6 +62,6 @@ struct DemoProcessTests {
             "-c", ExportTests.oracle, kept.appendingPathComponent("export").path, kept.appendingPathComponent("server-documents.json").path,
         ])
         #expect(checked.status == 0, "\(checked.output)\(checked.errors)")
-        #expect(checked.output.contains("equal: 11 tables"), "\(checked.output)")
+        #expect(checked.output.contains("equal: 12 tables"), "\(checked.output)")
     }
 }
