@@ -11,6 +11,7 @@ extension Conformance {
         let created = await listRecordChecks()
         await deleteChecks(created: created)
         await waitChecks(features: features)
+        await subscriptionChecks(features: features)
     }
 
     /// Submits a form whose list creates records, with two items; the records it made, by type.
@@ -139,5 +140,51 @@ extension Conformance {
                 && Self.acknowledges(write, document: document) && answer.status == 200 && changes >= 1,
             "with nothing to see HTTP \(quiet.status) (\(quietChanges.map(String.init) ?? "no") changes), wait=soon HTTP \(bad.status), held HTTP \(answer.status) with \(changes) change(s) after \(Self.describe(write))"
         )
+    }
+
+    /// A server that lists `subscription-feeds`: a subscription to a type whose spec says
+    /// `subscribe_by:` is served with that type's matching records only; the device's own feed
+    /// holds none of the type; a field the spec does not subscribe by, and a type without
+    /// `subscribe_by:`, are 400 bad-subscription.
+    mutating func subscriptionChecks(features: [String]) async {
+        guard features.contains(Feature.subscriptions.rawValue) else {
+            notChecked(Rules.subscriptions, "the server does not list \(Feature.subscriptions.rawValue)")
+            return
+        }
+        guard let record = records.values.sorted(by: { $0.name < $1.name }).first(where: { !$0.subscribeBy.isEmpty }),
+            let key = record.subscriptionKeys.first
+        else {
+            notChecked(Rules.subscriptions, "no record spec says subscribe_by")
+            return
+        }
+        func query(_ subscription: SubscriptionQuery) -> String {
+            "/changes?limit=200&subscription=" + (subscription.json.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        }
+        let wanted =
+            key.byWindow
+            ? SubscriptionQuery(type: record.name, windows: [key.name: .init(from: "2000-01-01", to: nil)])
+            : SubscriptionQuery(type: record.name, values: [key.name: ["conformance"]])
+        let served = await send("GET", query(wanted))
+        let servedChanges = served.json?[FeedPage.changes] as? [[String: Any]]
+        let onlyItsType = servedChanges?.allSatisfy { $0[FeedPage.Change.type] as? String == record.name } ?? false
+        let unknown = await send("GET", query(SubscriptionQuery(type: record.name, values: ["no_such_field": ["x"]])))
+        let plain = records.values.sorted(by: { $0.name < $1.name }).first { $0.subscribeBy.isEmpty }
+        let unsubscribable = await plain.asyncMap { await send("GET", query(SubscriptionQuery(type: $0.name))) }
+        let subscribed = Set(records.values.filter { !$0.subscribeBy.isEmpty }.map(\.name))
+        let own = await readFeed(from: nil)
+        let ownClean = own?.changes.allSatisfy { !subscribed.contains($0[FeedPage.Change.type] as? String ?? "") } ?? false
+        check(
+            Rules.subscriptions,
+            served.status == 200 && onlyItsType && unknown.status == 400 && unknown.code == .badSubscription
+                && (unsubscribable.map { $0.status == 400 && $0.code == .badSubscription } ?? true) && ownClean,
+            "\(record.name) by \(key.name): HTTP \(served.status) (\(servedChanges?.count ?? 0) change(s), \(onlyItsType ? "all" : "not all") of its type); an unknown field HTTP \(unknown.status) \(unknown.code?.rawValue ?? ""); \(plain.map { "\($0.name), without subscribe_by, " } ?? "")\(unsubscribable.map { "HTTP \($0.status)" } ?? ""); the device's own feed \(ownClean ? "holds none of them" : "holds some or did not read")"
+        )
+    }
+}
+
+extension Optional {
+    fileprivate func asyncMap<T>(_ transform: (Wrapped) async -> T) async -> T? {
+        guard let self else { return nil }
+        return await transform(self)
     }
 }

@@ -41,6 +41,7 @@ enum Rules {
     static let listRecordForms = "§2 Several records from one submission"
     static let deleteForms = "§2 Forms that delete a record"
     static let waiting = "§2 Waiting for changes: GET /changes?…&wait=<seconds>"
+    static let subscribing = "§2 Subscriptions: GET /changes?…&subscription=<json>"
 
     static let healthAnswers = ConformanceRule(health, "GET /health answers {service: formsync, status: ok, protocol: 1} without a token")
     static let refreshTrades = ConformanceRule(refresh, "POST /auth/refresh trades the refresh token for an access token")
@@ -228,6 +229,11 @@ enum Rules {
         "GET /changes?wait= holds an empty page until a change it may see commits and answers with it; with nothing to see it answers the empty page at its end; a wait that is not a number is 400 bad-query"
     )
 
+    static let subscriptions = ConformanceRule(
+        subscribing,
+        "GET /changes?subscription= serves only the subscribed type's records; the device's own feed holds none of a type with subscribe_by; an unknown field or a type without subscribe_by is 400 bad-subscription"
+    )
+
     /// Every rule, in the order of PROTOCOL.md.
     static let all: [ConformanceRule] = [
         badToken, badKey, badDocument, badFormHeader, controlCharacter, twoLengths, bodyTooLarge, shortBody, headTooLarge, longTarget, busy,
@@ -245,7 +251,8 @@ enum Rules {
         enrolmentMade, enrolTrades, enrolOnce, enrolExpired, refreshRotates, refreshReuse, revokedRefused, revocationListed, backOfficeOnly,
         supportRequested, supportAnswered,
         feedCarries, recordAnswers, recordMissing, feedResumes, badCursor, cursorAhead, badLimit, bigLimit, feedScope, feedDeletions,
-        waitForChanges, editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord, deleteRecord, listRecords,
+        waitForChanges, subscriptions, editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord, deleteRecord,
+        listRecords,
         documentMissing,
         feedCarriesSubmissions, historyNamesAuthors, conflictNamesAuthor, reviewReachesOwner, reviewStale, webhookRegistered,
         webhookDelivered,
