@@ -86,6 +86,26 @@ struct ChangeFeed: ServerPart {
         return caller.workspace
     }
 
+    /// For a device's own feed (no `subscription`) in a workspace with types that come by
+    /// subscription: the feed's end now, from which `hasSubscribedChange` looks; nil otherwise.
+    func subscribedChangesMark(_ request: HTTPRequest) -> Int64? {
+        guard !recordTypes.subscribedTypes.isEmpty, !(request.query ?? "").contains(SubscriptionQuery.parameter + "="),
+            case .allowed(let caller) = self.caller(of: request), caller.feedPrincipal != nil
+        else { return nil }
+        return try? locked { try store.lastChange() }
+    }
+
+    /// Whether a record of a type that comes by subscription, in the caller's scope, changed
+    /// after `mark`.
+    func hasSubscribedChange(_ request: HTTPRequest, after mark: Int64) -> Bool {
+        guard case .allowed(let caller) = self.caller(of: request), let principal = caller.feedPrincipal else { return false }
+        let types = recordTypes.subscribedTypes
+        let found = try? locked {
+            try store.feedRemaining(workspace: caller.workspace, principal: principal, selection: .only(types), after: mark, cap: 1)
+        }
+        return (found ?? 0) > 0
+    }
+
     /// The most a page's `remaining` counts.
     static let maxRemaining = 1_000_000
 

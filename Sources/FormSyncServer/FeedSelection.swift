@@ -9,6 +9,8 @@ package enum FeedSelection: Sendable, Equatable {
     case all
     /// Every type but these.
     case excluding([String])
+    /// These types only.
+    case only([String])
     /// One subscription's records. With `outsideToo` (a cursor past the start: the device may
     /// hold records that left the subscription since) the changes of its type's records that
     /// do not match come too, marked outside; from the start only matching records come.
@@ -34,6 +36,9 @@ package enum FeedSelection: Sendable, Equatable {
         case .excluding(let types):
             guard !types.isEmpty else { return ("TRUE", "1", []) }
             return ("c.type NOT IN (\(types.map(next).joined(separator: ", ")))", "1", values)
+        case .only(let types):
+            guard !types.isEmpty else { return ("FALSE", "1", []) }
+            return ("c.type IN (\(types.map(next).joined(separator: ", ")))", "1", values)
         case .subscription(let match, let outsideToo):
             let type = "c.type = \(next(match.type))"
             var terms: [String] = []

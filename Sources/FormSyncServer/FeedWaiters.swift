@@ -14,6 +14,10 @@ package final class FeedWaiters: Sendable {
         var workspace: String
         /// The request without its `wait`: answered as an ordinary page.
         var request: HTTPRequest
+        /// For a device's own feed, which leaves out the types that come by subscription: the
+        /// feed's end when it was held. A change of those types past it answers the request
+        /// (empty), and the device's pull then reads its subscriptions.
+        var mark: Int64?
         var reply: @Sendable (HTTPResponse?) -> Void
     }
 
@@ -85,11 +89,14 @@ package final class FeedWaiters: Sendable {
     func hold(_ request: HTTPRequest, reply: @escaping @Sendable (HTTPResponse?) -> Void) -> Bool {
         guard let (seconds, bare) = Self.waiting(request), seconds > 0 else { return false }
         let wait = min(seconds, context.settings.maxFeedWaitSeconds)
-        guard wait > 0, let workspace = ChangeFeed(context: context).emptyPageWorkspace(bare) else { return false }
+        let feed = ChangeFeed(context: context)
+        // (The mark is read before the look: a change between them answers at the first recheck.)
+        let mark = feed.subscribedChangesMark(bare)
+        guard wait > 0, let workspace = feed.emptyPageWorkspace(bare) else { return false }
         let id = state.withLock { state -> UInt64? in
             guard state.respond != nil, state.waiters.count < Self.maxWaiters else { return nil }
             state.next += 1
-            state.waiters[state.next] = Waiter(workspace: workspace, request: bare, reply: reply)
+            state.waiters[state.next] = Waiter(workspace: workspace, request: bare, mark: mark, reply: reply)
             return state.next
         }
         guard let id else { return false }
@@ -113,9 +120,11 @@ package final class FeedWaiters: Sendable {
 
     private func recheck(_ id: UInt64) {
         guard let waiter = state.withLock({ $0.waiters[id] }) else { return }
-        let empty = ChangeFeed(context: context).emptyPageWorkspace(waiter.request) != nil
+        let feed = ChangeFeed(context: context)
+        let empty = feed.emptyPageWorkspace(waiter.request) != nil
+        let subscribed = empty && waiter.mark.map { feed.hasSubscribedChange(waiter.request, after: $0) } == true
         state.withLock { $0.tally.rechecks += 1 }
-        if !empty { answer(id, byChange: true) }
+        if !empty || subscribed { answer(id, byChange: true) }
     }
 
     /// Answers a held request as an ordinary page, once (whoever takes it from the table).

@@ -2,12 +2,13 @@ import FieldForms
 import FormSyncClient
 import FormSyncModel
 import FormSyncProtocol
-import FormSyncServer
 import FormSyncTesting
 import FormSyncTorture
 import Foundation
 import Synchronization
 import Testing
+
+@testable import FormSyncServer
 
 /// Subscriptions (issue 47): a type whose spec says `subscribe_by:` reaches a device only
 /// through the subscriptions it holds; each brings exactly its records, keeps them current,
@@ -111,6 +112,26 @@ struct SubscriptionTests {
         #expect(order.first == "Job" && order.dropFirst().allSatisfy { $0 == "Finding" }, "\(order)")
         try await LiveChangesTests.until { progress.withLock { $0.count } == 7 }
         #expect(progress.withLock { $0 } == [0, 25, 20, 15, 10, 5, 0], "the job page, then the archive counted down")
+    }
+
+    @Test func aHeldPullIsAnsweredByANewJobOfASubscribedTypeAndThePullBringsIt() async throws {
+        let world = try World()
+        let waiters = world.server.feedWaiters
+        // Longer than this test may take: only a change can answer the pull.
+        waiters.maxWaitSeconds = 3_600
+        let outbox = try world.device()
+        try await outbox.subscribe(RecordSubscription("north", of: Job.self, where: [.oneOf("region", ["north"])], for: .seconds(86_400)))
+        #expect(try await outbox.pull().caughtUp)
+
+        // The device's own feed holds no job, but a new job of its crew answers the held pull,
+        // and the same pull reads the subscription's feed.
+        let held = Task { try await outbox.pull(wait: .seconds(100)) }
+        try await LiveChangesTests.until { waiters.count == 1 && waiters.tally.rechecks >= 1 }
+        let urgent = try world.server.putRecord(Self.job(.north, "2026-12-07", "urgent"), workspace: "acme")
+        let report = try await held.value
+        #expect(report.upserted == 1 && report.caughtUp)
+        #expect(try await outbox.record(Job.self, id: urgent.id)?.title == "urgent")
+        #expect(waiters.tally.answeredByChange == 1 && waiters.tally.answeredAtDeadline == 0)
     }
 
     @Test func aSubscriptionTheSpecsDoNotAllowIsRefusedOnTheDeviceAndOnTheServer() async throws {
