@@ -90,7 +90,12 @@ package struct SubscriptionMatch: Sendable, Equatable {
         guard !entry.subscriptionFields.isEmpty else {
             return .second("\(entry.name) reaches every device without a subscription (its spec has no subscribe_by)")
         }
-        let fields = Dictionary(entry.subscriptionFields.map { ($0.name, $0.match) }, uniquingKeysWith: { a, _ in a })
+        // Field names go into the SQL as JSON paths: only a spec's plain names are taken.
+        let fields = Dictionary(
+            entry.subscriptionFields.filter {
+                $0.name.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F }
+            }
+            .map { ($0.name, $0.match) }, uniquingKeysWith: { a, _ in a })
         let allowed = entry.subscriptionFields.map(\.name).joined(separator: ", ")
         let named = (query.values ?? [:]).count + (query.windows ?? [:]).count
         guard named <= SubscriptionQuery.maxFields else {

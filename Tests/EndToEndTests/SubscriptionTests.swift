@@ -134,6 +134,19 @@ struct SubscriptionTests {
         #expect(waiters.tally.answeredByChange == 1 && waiters.tally.answeredAtDeadline == 0)
     }
 
+    @Test func whenTheLastSubscriptionExpiresItsRecordsLeaveAtTheNextPull() async throws {
+        let world = try World()
+        _ = try world.server.putRecord(Self.job(.east, "2026-12-07", "east today"), workspace: "acme")
+        let outbox = try world.device()
+        try await outbox.subscribe(RecordSubscription("east", of: Job.self, where: [.oneOf("region", ["east"])], for: .seconds(60)))
+        _ = try await outbox.pull()
+        #expect(try await Self.titles(outbox) == ["east today"])
+        world.clock.advance(by: 60_000)
+        _ = try await outbox.pull()
+        #expect(try await outbox.subscriptions().isEmpty)
+        #expect(try await outbox.records(Job.all).isEmpty)
+    }
+
     @Test func aSubscriptionTheSpecsDoNotAllowIsRefusedOnTheDeviceAndOnTheServer() async throws {
         let world = try World()
         let outbox = try world.device()

@@ -57,7 +57,9 @@ extension RecordStore {
             report.absorb(part)
             if part.stoppedBecause != nil { return report }
         }
-        if !subscriptions.isEmpty { try evictUnheldRecords(view: view) }
+        // (Also when the last subscription just expired, or the app's update made a type one
+        // that comes by subscription: what no subscription holds leaves.)
+        if !recordTypes.subscribedTypes.isEmpty { try evictUnheldRecords(view: view) }
         return report
     }
 
