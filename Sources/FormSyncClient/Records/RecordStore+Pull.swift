@@ -233,7 +233,7 @@ extension RecordStore {
     }
 
     /// Runs `body` in one transaction and announces the records it changed once it commits.
-    private func writeAnnouncing(_ body: () throws -> Void) throws {
+    func writeAnnouncing(_ body: () throws -> Void) throws {
         _ = takeNotices()
         do {
             try database.transaction(.normal, body)

@@ -18,7 +18,7 @@ extension RecordStore {
     /// still shows on the record it changes, and is sent against it.
     func evictUnheldRecords(view: String) throws {
         let (workspace, principal, registry) = (self.workspace, self.principal, self.registry)
-        try writeAnnouncingEviction {
+        try writeAnnouncing {
             let drafts = try store.drafts(view: view)
             for type in recordTypes.subscribedTypes {
                 let unheld = try store.unheldRecords(view: view, type: type)
@@ -35,17 +35,6 @@ extension RecordStore {
                 }
             }
         }
-    }
-
-    private func writeAnnouncingEviction(_ body: () throws -> Void) throws {
-        _ = takeNotices()
-        do {
-            try database.transaction(.normal, body)
-        } catch {
-            _ = takeNotices()
-            throw error
-        }
-        announce(takeNotices())
     }
 
     /// Adds or renews a subscription of the current person (see `Outbox.subscribe`).
