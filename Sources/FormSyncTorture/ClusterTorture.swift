@@ -70,6 +70,7 @@ package struct ClusterTorture {
             }
             lines += [
                 "server: \(device.documents) logged documents, each exactly once; \(device.files) files intact and remapped; \(device.lanes) lanes in capture order; \(device.edits) edited deliveries carry the latest edit",
+                "field work: \(device.inspections) inspections made their findings as records, each once; \(device.removals) findings removed, each once",
                 "feed: \(changes) changes, every one numbered; device: \(device.records) records equal the server's scope; nothing stranded; no orphan stash file",
                 "shared phone: \(device.partnerCaptures) captures by the partner, each sent under the partner's credential; partner revoked after \(device.partnerRevokedAfter) captures, \(device.sealed) of theirs sealed on the phone, none lost",
             ]

@@ -140,6 +140,8 @@ struct InterpreterDifferentialTests {
         let interpreter = try #require(interpreted.records[name])
         #expect(interpreter.scopeField == generated.scopeField)
         #expect(interpreter.indexedFields == generated.indexedFields)
+        #expect(interpreter.subscriptionFields == generated.subscriptionFields)
+        #expect(interpreter.devicesMayDelete == generated.devicesMayDelete)
         var random = RandomPayloads(seed: UInt64(name.utf8.reduce(11) { $0 &* 31 &+ UInt64($1) }))
         for round in 0..<400 {
             let json = Data(random.payload(record.fields).utf8)
