@@ -5,11 +5,12 @@ import FormSyncServer
 import Foundation
 
 /// Whether a device's pulled records equal what the server holds for it (the courier's
-/// deliveries, every customer and every finding), as both harnesses check at the end.
+/// deliveries, every customer and every finding, and the jobs of the region it subscribes to),
+/// as both harnesses check at the end.
 enum RecordConvergence {
     /// One problem per record type that differs, and how many records the device holds.
     static func check(
-        server records: [SyncServer.Record], outbox: Outbox, courier: String
+        server records: [SyncServer.Record], outbox: Outbox, courier: String, jobRegion: Job.Region? = nil
     ) async throws -> (problems: [String], records: Int) {
         func expected<R: SyncRecord>(_ type: R.Type, where include: (SyncServer.Record) -> Bool) throws -> [Int64: R] {
             Dictionary(
@@ -28,6 +29,10 @@ enum RecordConvergence {
         let (deliveries, deliveryCount) = try await compare(try expected(Delivery.self) { $0.scope == courier })
         let (customers, customerCount) = try await compare(try expected(Customer.self) { _ in true })
         let (findings, findingCount) = try await compare(try expected(Finding.self) { _ in true })
-        return ([deliveries, customers, findings].compactMap { $0 }, deliveryCount + customerCount + findingCount)
+        let (jobs, jobCount) = try await compare(
+            try expected(Job.self) { record in
+                jobRegion != nil && (try? JSONDecoder().decode(Job.self, from: record.fields))?.region == jobRegion
+            })
+        return ([deliveries, customers, findings, jobs].compactMap { $0 }, deliveryCount + customerCount + findingCount + jobCount)
     }
 }

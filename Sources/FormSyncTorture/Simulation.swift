@@ -178,6 +178,7 @@ package struct Simulation {
                 _ = try server.putRecord(
                     Delivery(courierId: n % 3 == 2 ? "bob" : "ada", status: .assigned, stopOrder: n + 1, address: "Rua \(n)"),
                     workspace: workspace)
+                _ = try server.putRecord(Self.job(n), workspace: workspace)
             }
         }
         let network = SimulatedNetwork(seed: seed, server: server, trace: trace, sabotage: sabotage)
@@ -218,6 +219,12 @@ package struct Simulation {
         }
         var workspace = "acme"
         var outbox = try open(registry, workspace: workspace)
+        // The device's crew is the north's, in both workspaces: its jobs come by subscription
+        // (for years: the device's clock jumps must not end it).
+        for name in workspaces.reversed() {
+            try await outbox.switchWorkspace(to: name)
+            try await outbox.subscribe(Self.crew)
+        }
         let engine = SimulatedEngine(
             environment: environment, trueNow: { time.withLock { $0 } }, setTrueTime: { value in time.withLock { $0 = value } },
             trace: trace)
@@ -393,6 +400,16 @@ package struct Simulation {
         outcome.faults = network.faultCounts
     }
 
+    /// The device's subscription, and the region the check expects its jobs from.
+    static let crew = RecordSubscription(
+        "crew", of: Job.self, where: [.oneOf("region", [Job.Region.north.rawValue])], for: .seconds(10 * 365 * 86_400))
+
+    static func job(_ n: Int) -> Job {
+        Job(
+            region: [.north, .south, .east][n % 3], dueOn: LocalDate(year: 2026, month: 12, day: 1 + n % 28), siteCode: "SIM-0001",
+            title: "Job \(n)", status: .planned)
+    }
+
     private func backOffice(_ server: SyncServer, workspace: String, _ n: Int) throws {
         let records = server.records(workspace: workspace)
         let deliveries = records.filter { $0.type == "Delivery" }
@@ -406,6 +423,21 @@ package struct Simulation {
             changed.address = "Rua \(n)"
             if n % 3 == 0 { changed.recipient = "office-\(n)" }
             _ = try server.putRecord(changed, workspace: workspace)
+        case 2 where n % 4 == 3:
+            // A job is planned, or one moves between the north and the south (into and out of
+            // the device's subscription), or is dropped.
+            let jobs = records.filter { $0.type == "Job" }
+            switch (n / 4) % 3 {
+            case 0: _ = try server.putRecord(Self.job(n), workspace: workspace)
+            case 1 where !jobs.isEmpty:
+                let pick = jobs[(n / 12) % jobs.count]
+                var moved = try JSONDecoder().decode(Job.self, from: pick.fields)
+                moved.id = pick.id
+                moved.region = moved.region == .north ? .south : .north
+                _ = try server.putRecord(moved, workspace: workspace)
+            default:
+                if !jobs.isEmpty { _ = try server.deleteRecord("Job", id: jobs[(n / 12) % jobs.count].id, workspace: workspace) }
+            }
         case 2:
             _ = try server.putRecord(
                 Delivery(courierId: n % 2 == 0 ? "ada" : "bob", status: .assigned, stopOrder: 1 + n % 50, address: "Nova \(n)"),
@@ -510,7 +542,7 @@ package struct Simulation {
                 for item in parked { try? await outbox.discard(item.id) }
             }
             let (problems, _) = try await RecordConvergence.check(
-                server: server.records(workspace: workspace), outbox: outbox, courier: "ada")
+                server: server.records(workspace: workspace), outbox: outbox, courier: "ada", jobRegion: .north)
             outcome.failures += problems.map { "\(workspace): \($0)" }
         }
     }
