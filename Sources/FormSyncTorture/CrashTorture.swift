@@ -226,15 +226,16 @@ package struct CrashTorture {
         for n in 0..<8 {
             known.append(try server.putRecord(Customer(name: "Known shop \(n)", segment: .wholesale), workspace: workspace).id)
         }
-        for n in 0..<TorturePlan.seededFindings {
-            _ = try server.putRecord(
-                Finding(siteCode: "TRT-0000", title: "Seeded finding \(n)", severity: .low), workspace: workspace)
-        }
         for n in 0..<24 {
             let courier = n % 3 == 2 ? "bob" : TortureDevice.courier
             _ = try server.putRecord(
                 Delivery(courierId: courier, status: .assigned, stopOrder: n % 2 == 0 ? n + 1 : 1000 + n, address: "Rua \(n)"),
                 workspace: workspace)
+        }
+        // After the round, so that a device's first pages bring its deliveries (edits need them).
+        for n in 0..<TorturePlan.seededFindings {
+            _ = try server.putRecord(
+                Finding(siteCode: "TRT-0000", title: "Seeded finding \(n)", severity: .low), workspace: workspace)
         }
         return known
     }
