@@ -171,6 +171,10 @@ struct SubscriptionTests {
             SubscriptionQuery(type: "Job", values: ["title": ["x"]]), SubscriptionQuery(type: "Finding"),
             SubscriptionQuery(type: "Nope"), SubscriptionQuery(type: "Job", windows: ["due_on": .init(from: "yesterday", to: nil)]),
             SubscriptionQuery(type: "Job", values: ["region": []]),
+            // Absurd sizes: too many values, a value too long, JSON over 8 KiB.
+            SubscriptionQuery(type: "Job", values: ["region": (0..<201).map { "r\($0)" }]),
+            SubscriptionQuery(type: "Job", values: ["region": [String(repeating: "n", count: 257)]]),
+            SubscriptionQuery(type: "Job", values: ["region": (0..<150).map { _ in String(repeating: "x", count: 60) }]),
         ] {
             let outcome = await transport.fetchChanges(cursor: nil, limit: 10, as: nil, subscription: query)
             guard case .failed(let reason, _) = outcome else {

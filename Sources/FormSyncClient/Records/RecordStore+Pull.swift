@@ -83,8 +83,7 @@ extension RecordStore {
         let subscription = held
         let subscriptionQuery = held?.query
         var cursor = try OutboxDatabase.mapping {
-            try subscription.map { held in try store.subscriptions(view: view).first { $0.name == held.name }?.cursor }
-                ?? store.pullCursor(view: view)
+            try subscription.map { try store.subscriptionCursor(view: view, name: $0.name) } ?? store.pullCursor(view: view)
         }
         var fromScratch = false
         var refreshed = 0

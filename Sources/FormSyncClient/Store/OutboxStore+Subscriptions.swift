@@ -47,6 +47,12 @@ extension OutboxStore {
         return try db.run("DELETE FROM subscriptions WHERE view = ? AND name = ?", [.text(view), .text(name)]) > 0
     }
 
+    /// Where a subscription's feed resumes (nil: from the start, or no such subscription).
+    func subscriptionCursor(view: String, name: String) throws -> String? {
+        try db.query("SELECT cursor FROM subscriptions WHERE view = ? AND name = ?", [.text(view), .text(name)]) { $0.text(0) }.first
+            ?? nil
+    }
+
     func setSubscriptionCursor(_ cursor: String, view: String, name: String) throws {
         try db.run("UPDATE subscriptions SET cursor = ? WHERE view = ? AND name = ?", [.text(cursor), .text(view), .text(name)])
     }
