@@ -76,7 +76,8 @@ extension PostgresServerStore: HistoryStore {
         ).first
     }
 
-    /// Numbers what committed without a position first (a node that died before its sequencer ran).
+    /// Numbers what committed without a position first (the sequencer's pass has not run yet,
+    /// or its node died before it did).
     private func sequenceWaitingEvents() throws {
         if try query("SELECT EXISTS (SELECT 1 FROM document_events WHERE seq IS NULL)").int(0, 0) == 1 { try sequenceChanges() }
     }
@@ -132,7 +133,8 @@ extension PostgresServerStore: HistoryStore {
     }
 
     package func lastSubmissionEvent() throws -> Int64 {
-        try query("SELECT COALESCE(MAX(seq), 0) FROM document_events").int(0, 0) ?? 0
+        try sequenceWaitingEvents()
+        return try query("SELECT COALESCE(MAX(seq), 0) FROM document_events").int(0, 0) ?? 0
     }
 
     package func addRecordVersion(_ version: StoredRecordVersion) throws {

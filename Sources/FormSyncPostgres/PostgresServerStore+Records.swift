@@ -9,9 +9,10 @@ import Foundation
 /// skip 41 for ever. So a change is written without a number (`seq` NULL, invisible to the
 /// feed), and numbers are given to committed changes only, by a sequencer that runs alone
 /// (an advisory lock held until its transaction commits): every number it gives is larger than
-/// any number a reader could have seen. A writer runs it right after its commit, before its
-/// reply, so a device that pulls after its write sees it; a feed read runs it first when
-/// changes are waiting (a node that died between its commit and the sequencer leaves some).
+/// any number a reader could have seen. A writer asks its node's `PostgresSequencer` for a pass
+/// after its commit and replies without waiting (writes committing meanwhile share one pass);
+/// a feed read runs it first when changes are waiting, so a device that pulls right after its
+/// write sees it (and so do the changes of a node that died between its commit and a pass).
 extension PostgresServerStore {
     /// The channel the sequencer notifies with the workspace of what it numbered.
     static let changeChannel = "formsync_changes"

@@ -20,6 +20,8 @@ import Synchronization
 /// for anything else.
 package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     let pool: PostgresConnectionPool
+    /// Numbers the feed after writes, off their path (set once, at the end of `init`).
+    private(set) var sequencer: PostgresSequencer!
     /// The connections holding an upload's append lock, by upload id (see `claimAppend`).
     let appendHolders = Mutex<[String: PostgresConnection]>([:])
     /// Where the database is (with its password, if the URL has one: never print it as is).
@@ -44,6 +46,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
             if migrate { try PostgresSchema.migrate(connection, now: now) }
             try PostgresSchema.check(connection)
         }
+        sequencer = PostgresSequencer { [weak self] in try self?.sequenceChanges() }
     }
 
     package var sharedAcrossNodes: Bool { true }
@@ -82,7 +85,8 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         }
     }
 
-    /// One attempt: BEGIN, `body`, COMMIT (ROLLBACK when anything threw), then the feed's sequencer.
+    /// One attempt: BEGIN, `body`, COMMIT (ROLLBACK when anything threw); a commit that wrote
+    /// changes asks the feed's sequencer for a pass, and does not wait for it.
     private func inTransaction<T>(_ scope: PostgresConnectionPool.Scope, begin: String, _ body: () throws -> T) throws -> T {
         try pool.with { try $0.run(begin) }
         scope.transactionOpen = true
@@ -97,7 +101,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
             throw error
         }
         scope.transactionOpen = false
-        if scope.changesWritten { try? sequenceChanges() }
+        if scope.changesWritten { sequencer.request() }
         return result
     }
 

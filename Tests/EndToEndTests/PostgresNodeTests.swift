@@ -125,6 +125,36 @@ struct PostgresNodeTests {
         }
     }
 
+    /// A write does not wait for the feed's sequencer: here another session holds the
+    /// sequencer's lock, the write is answered anyway with its change unnumbered, and the pass it
+    /// asked for numbers it once the holder lets go, with nobody reading the feed.
+    @Test func aWriteIsAnsweredWhileTheSequencerIsHeldAndItsChangeIsNumberedWhenTheHolderLetsGo() async throws {
+        try await OffThePool.run {
+            let url = try PostgresCluster.shared().makeDatabase()
+            let store = try PostgresServerStore(url: url, migrate: true, now: 0)
+            let holder = try PostgresConnection(url: url)
+            let watcher = try PostgresConnection(url: url)
+            try holder.run("BEGIN")
+            try holder.query("SELECT pg_advisory_xact_lock($1)", [.integer(PostgresServerStore.sequencerLock)])
+            let payload = Data(#"{"name":"Held","segment":"retail"}"#.utf8)
+            try store.transaction {
+                _ = try store.putRecord(workspace: "acme", type: "Customer", id: 1, scope: "", payload: payload, files: [], at: 0)
+            }
+            let unnumbered = "SELECT COUNT(*) FROM changes WHERE seq IS NULL"
+            #expect(try watcher.query(unnumbered).int(0, 0) == 1, "the write was answered before its change was numbered")
+            // The pass the write asked for is waiting for the lock (a write that ran the sequencer
+            // itself would have given up on it by now, and nothing would be waiting).
+            let waiting = """
+                SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                """
+            while try watcher.query(waiting).int(0, 0) == 0 { usleep(5_000) }
+            try holder.run("COMMIT")
+            while try watcher.query(unnumbered).int(0, 0) != 0 { usleep(5_000) }
+            #expect(try watcher.query("SELECT seq FROM changes").int(0, 0) == 1)
+        }
+    }
+
     @Test func submissionsAcceptedOnBothNodesAppearOnceEachInTheFeedReadFromEither() async throws {
         try await OffThePool.run {
             let (_, nodes) = try Self.nodes(2)
