@@ -19,6 +19,10 @@ package final class PostgresConnection: @unchecked Sendable {
     private var prepared: [String: String] = [:]
     /// At most this many are kept; past it, statements run unprepared.
     static let maxPrepared = 256
+    /// Statements whose answers nothing reads, sent with the next statement that needs one.
+    private var queued: [(sql: String, parameters: [PostgresValue])] = []
+    /// A pipeline ended out of step: the connection is dropped rather than used again.
+    private var broken = false
 
     /// Connects to `url` (`postgres://user@host:port/database?…`, or libpq's `key=value` form),
     /// giving up after `timeoutSeconds`.
@@ -50,7 +54,7 @@ package final class PostgresConnection: @unchecked Sendable {
     deinit { PQfinish(connection) }
 
     /// Whether the connection still works (false once the server closed it or died).
-    package var isUsable: Bool { PQstatus(connection) == CONNECTION_OK }
+    package var isUsable: Bool { !broken && PQstatus(connection) == CONNECTION_OK }
 
     /// Whether a transaction is open on it (or failed and not yet rolled back).
     package var inTransaction: Bool {
@@ -85,8 +89,18 @@ package final class PostgresConnection: @unchecked Sendable {
         return found
     }
 
-    /// Runs one or more statements without parameters (migrations, `BEGIN`, `COMMIT`).
+    /// Runs one or more statements without parameters (migrations, `BEGIN`, `COMMIT`). A single
+    /// statement goes in the same round trip as the statements queued by `later`; `ROLLBACK`
+    /// forgets them instead.
     package func run(_ sql: String) throws {
+        if sql == "ROLLBACK" { queued = [] }
+        if !queued.isEmpty {
+            if !sql.contains(";") {
+                _ = try pipelined(sql, [])
+                return
+            }
+            _ = try pipelined(nil, [])
+        }
         let result = PQexec(connection, sql)
         defer { PQclear(result) }
         try check(result, sql)
@@ -95,6 +109,124 @@ package final class PostgresConnection: @unchecked Sendable {
     /// Runs one statement with `parameters` (`$1`, `$2`, …) and returns its rows.
     @discardableResult
     package func query(_ sql: String, _ parameters: [PostgresValue] = []) throws -> PostgresRows {
+        if !queued.isEmpty, let rows = try pipelined(sql, parameters) { return rows }
+        let (types, buffers, formats) = try Self.encoded(parameters, sql)
+        let lengths = buffers.map { Int32($0?.count ?? 0) }
+        let name = try preparedName(sql, types)
+        let result: OpaquePointer? = Self.withPointers(buffers) { pointers in
+            if let name { return PQexecPrepared(connection, name, Int32(parameters.count), pointers, lengths, formats, 1) }
+            return PQexecParams(connection, sql, Int32(parameters.count), types, pointers, lengths, formats, 1)
+        }
+        guard let result else { throw PostgresError(sqlState: nil, message: Self.trimmed(PQerrorMessage(connection)), statement: sql) }
+        do {
+            try check(result, sql)
+        } catch {
+            PQclear(result)
+            throw error
+        }
+        return PostgresRows(result)
+    }
+
+    /// Queues a statement whose answer nothing reads (a `SET LOCAL`, the last write before
+    /// `COMMIT`): it is sent with the next statement that needs an answer, in one round trip
+    /// (libpq's pipeline mode), and an error it raises is thrown by that statement. Inside a
+    /// transaction only, so that such an error fails the transaction it belongs to.
+    package func later(_ sql: String, _ parameters: [PostgresValue] = []) {
+        queued.append((sql, parameters))
+    }
+
+    /// Forgets the statements `later` queued and that were not sent (the connection goes back
+    /// to its pool).
+    package func discardQueued() {
+        queued = []
+    }
+
+    /// Sends the queued statements and `sql` (when there is one) in one pipeline and returns
+    /// `sql`'s rows; the first error of any of them is thrown (the ones after it were not run).
+    private func pipelined(_ sql: String?, _ parameters: [PostgresValue]) throws -> PostgresRows? {
+        var batch = queued
+        queued = []
+        if let sql { batch.append((sql, parameters)) }
+        var sends: [(types: [UInt32], buffers: [Data?], formats: [Int32], name: String?)] = []
+        for statement in batch {
+            let (types, buffers, formats) = try Self.encoded(statement.parameters, statement.sql)
+            // (Prepared before the pipeline begins: preparing is a round trip of its own, once.)
+            let name = statement.parameters.isEmpty ? nil : try preparedName(statement.sql, types)
+            sends.append((types, buffers, formats, name))
+        }
+        guard PQenterPipelineMode(connection) == 1 else {
+            throw PostgresError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(connection)), statement: batch[0].sql)
+        }
+        var failure: PostgresError?
+        var answer: OpaquePointer?
+        defer {
+            if PQexitPipelineMode(connection) != 1 { broken = true }
+        }
+        for (index, statement) in batch.enumerated() {
+            let send = sends[index]
+            let lengths = send.buffers.map { Int32($0?.count ?? 0) }
+            let sent = Self.withPointers(send.buffers) { pointers in
+                if let name = send.name {
+                    return PQsendQueryPrepared(connection, name, Int32(statement.parameters.count), pointers, lengths, send.formats, 1)
+                }
+                return PQsendQueryParams(
+                    connection, statement.sql, Int32(statement.parameters.count), send.types, pointers, lengths, send.formats, 1)
+            }
+            guard sent == 1 else {
+                broken = true
+                throw PostgresError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(connection)), statement: statement.sql)
+            }
+        }
+        guard PQpipelineSync(connection) == 1 else {
+            broken = true
+            throw PostgresError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(connection)), statement: batch[0].sql)
+        }
+        for (index, statement) in batch.enumerated() {
+            guard let result = PQgetResult(connection) else {
+                broken = true
+                throw failure
+                    ?? PostgresError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(connection)), statement: statement.sql)
+            }
+            let status = PQresultStatus(result)
+            if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
+                if sql != nil && index == batch.count - 1 { answer = result } else { PQclear(result) }
+            } else {
+                if status != PGRES_PIPELINE_ABORTED, failure == nil {
+                    do { try check(result, statement.sql) } catch let error as PostgresError { failure = error }
+                }
+                PQclear(result)
+            }
+            // The end of this statement's results.
+            while let extra = PQgetResult(connection) { PQclear(extra) }
+        }
+        let sync = PQgetResult(connection)
+        if PQresultStatus(sync) != PGRES_PIPELINE_SYNC { broken = true }
+        PQclear(sync)
+        if let failure {
+            if let answer { PQclear(answer) }
+            throw failure
+        }
+        return answer.map(PostgresRows.init)
+    }
+
+    /// The statement's name on this connection, prepared now if it was not (nil once
+    /// `maxPrepared` are: it then runs unprepared).
+    private func preparedName(_ sql: String, _ types: [UInt32]) throws -> String? {
+        if let name = prepared[sql] { return name }
+        guard prepared.count < Self.maxPrepared else { return nil }
+        let candidate = "s\(prepared.count)"
+        let made = PQprepare(connection, candidate, sql, Int32(types.count), types)
+        defer { PQclear(made) }
+        guard PQresultStatus(made) == PGRES_COMMAND_OK else {
+            try check(made, sql)
+            return nil
+        }
+        prepared[sql] = candidate
+        return candidate
+    }
+
+    /// Parameters as libpq takes them: type oids, bytes, and formats (text or binary).
+    private static func encoded(_ parameters: [PostgresValue], _ sql: String) throws -> ([UInt32], [Data?], [Int32]) {
         guard parameters.count <= Int(Int16.max) else {
             throw PostgresError(sqlState: "54023", message: "too many parameters (\(parameters.count))", statement: sql)
         }
@@ -124,31 +256,7 @@ package final class PostgresConnection: @unchecked Sendable {
                 formats.append(1)
             }
         }
-        let lengths = buffers.map { Int32($0?.count ?? 0) }
-        var name = prepared[sql]
-        if name == nil && prepared.count < Self.maxPrepared {
-            let candidate = "s\(prepared.count)"
-            let made = PQprepare(connection, candidate, sql, Int32(parameters.count), types)
-            defer { PQclear(made) }
-            if PQresultStatus(made) == PGRES_COMMAND_OK {
-                prepared[sql] = candidate
-                name = candidate
-            } else {
-                try check(made, sql)
-            }
-        }
-        let result: OpaquePointer? = Self.withPointers(buffers) { pointers in
-            if let name { return PQexecPrepared(connection, name, Int32(parameters.count), pointers, lengths, formats, 1) }
-            return PQexecParams(connection, sql, Int32(parameters.count), types, pointers, lengths, formats, 1)
-        }
-        guard let result else { throw PostgresError(sqlState: nil, message: Self.trimmed(PQerrorMessage(connection)), statement: sql) }
-        do {
-            try check(result, sql)
-        } catch {
-            PQclear(result)
-            throw error
-        }
-        return PostgresRows(result)
+        return (types, buffers, formats)
     }
 
     private func check(_ result: OpaquePointer?, _ sql: String) throws {

@@ -88,6 +88,7 @@ final class PostgresConnectionPool: Sendable {
 
     func checkIn(_ connection: PostgresConnection) {
         guard connection.isUsable else { return }
+        connection.discardQueued()
         if connection.inTransaction { try? connection.run("ROLLBACK") }
         idle.withLock { connections in
             if connections.count < maxIdle { connections.append(connection) }

@@ -88,7 +88,10 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     /// One attempt: BEGIN, `body`, COMMIT (ROLLBACK when anything threw); a commit that wrote
     /// changes asks the feed's sequencer for a pass, and does not wait for it.
     private func inTransaction<T>(_ scope: PostgresConnectionPool.Scope, begin: String, _ body: () throws -> T) throws -> T {
-        try pool.with { try $0.run(begin) }
+        // Sent with the transaction's first statement, in one round trip.
+        try pool.with { connection in
+            for statement in begin.split(separator: ";") { connection.later(statement.trimmingCharacters(in: .whitespaces)) }
+        }
         scope.transactionOpen = true
         scope.changesWritten = false
         defer { scope.transactionOpen = false }
@@ -125,11 +128,12 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
                                 ).affected
                             }
                             guard claimed == 1 else { return try recorded(key) ?? .inFlight }
-                            try pool.with { try $0.run("SET LOCAL lock_timeout = \(Self.lockWaitMilliseconds)") }
+                            try pool.with { $0.later("SET LOCAL lock_timeout = \(Self.lockWaitMilliseconds)") }
                             hold?()
                             let response = try body()
-                            _ = try pool.with {
-                                try $0.query(
+                            // Sent with the COMMIT.
+                            try pool.with {
+                                $0.later(
                                     "UPDATE ledger SET status = $2, headers = $3, body = $4 WHERE key = $1",
                                     [.text(key), .integer(Int64(response.status)), .text(response.headerLines), .bytes(response.body)])
                             }

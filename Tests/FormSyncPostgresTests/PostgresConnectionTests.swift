@@ -27,6 +27,49 @@ struct PostgresConnectionTests {
         }
     }
 
+    /// `later` saves a round trip per statement whose answer nothing reads: such statements wait
+    /// for the next statement that needs an answer and run before it, in order, in one pipeline.
+    @Test func queuedStatementsRunWithTheNextOneInOrderAndCommitWithTheCommit() async throws {
+        try await OffThePool.run {
+            let url = try PostgresCluster.shared().makeDatabase()
+            let connection = try PostgresConnection(url: url)
+            let other = try PostgresConnection(url: url)
+            try connection.run("CREATE TABLE q (n BIGINT PRIMARY KEY, at BIGINT NOT NULL)")
+            connection.later("INSERT INTO q VALUES (1, 10)")
+            connection.later("INSERT INTO q VALUES ($1, $2)", [.integer(2), .integer(20)])
+            #expect(try other.query("SELECT COUNT(*) FROM q").int(0, 0) == 0, "nothing is sent before a statement needs an answer")
+            let rows = try connection.query("SELECT n FROM q ORDER BY n")
+            #expect((0..<rows.count).map { rows.int($0, 0) } == [1, 2])
+            try connection.run("BEGIN")
+            connection.later("INSERT INTO q VALUES ($1, $2)", [.integer(3), .integer(30)])
+            try connection.run("COMMIT")
+            #expect(try other.query("SELECT COUNT(*) FROM q WHERE n = 3").int(0, 0) == 1, "the queued write committed with the COMMIT")
+        }
+    }
+
+    @Test func theFirstErrorOfAQueuedStatementFailsItsTransactionAndRollbackForgetsWhatWaits() async throws {
+        try await OffThePool.run {
+            let connection = try PostgresConnection(url: try PostgresCluster.shared().makeDatabase())
+            try connection.run("CREATE TABLE q (n BIGINT PRIMARY KEY)")
+            try connection.query("INSERT INTO q VALUES (1)")
+            try connection.run("BEGIN")
+            connection.later("INSERT INTO q VALUES ($1)", [.integer(2)])
+            connection.later("INSERT INTO q VALUES ($1)", [.integer(1)])
+            connection.later("INSERT INTO q VALUES ($1)", [.integer(3)])
+            let error = #expect(throws: PostgresError.self) { try connection.query("SELECT 1") }
+            #expect(error?.isUniqueViolation == true)
+            #expect(error?.statement.hasPrefix("INSERT INTO q") == true, "the error names the statement that raised it")
+            #expect(connection.inTransaction)
+            try connection.run("ROLLBACK")
+            try connection.run("BEGIN")
+            connection.later("INSERT INTO q VALUES ($1)", [.integer(4)])
+            try connection.run("ROLLBACK")
+            #expect(connection.isUsable)
+            let rows = try connection.query("SELECT n FROM q ORDER BY n")
+            #expect((0..<rows.count).map { rows.int($0, 0) } == [1], "nothing of either rolled-back transaction is left")
+        }
+    }
+
     @Test func aBrokenConstraintIsAnErrorWithItsSQLState() throws {
         let connection = try PostgresConnection(url: try PostgresCluster.shared().makeDatabase())
         try connection.run("CREATE TABLE u (k TEXT PRIMARY KEY)")
