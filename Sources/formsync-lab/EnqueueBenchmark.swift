@@ -66,9 +66,11 @@ enum EnqueueBenchmark {
             var ratios: [Double] = []
             var rawCPU: [Double] = []
             var enqueueCPU: [Double] = []
+            var rawBytes: [Double] = []
+            var enqueueBytes: [Double] = []
             for round in 0..<rounds {
-                var r = (seconds: 0.0, cpu: 0.0)
-                var e = (seconds: 0.0, fsyncs: 0, cpu: 0.0)
+                var r: (seconds: Double, cpu: Double, written: Int?) = (0, 0, nil)
+                var e: (seconds: Double, fsyncs: Int, cpu: Double, written: Int?) = (0, 0, 0, nil)
                 if round % 2 == 0 {
                     r = try measuredRawCommits(path: path(), count: items, payload: bytes)
                     e = try await measuredEnqueues(path: path(), count: items, order: sample, tasks: 1)
@@ -81,6 +83,10 @@ enum EnqueueBenchmark {
                 ratios.append(r.seconds / e.seconds)
                 rawCPU.append(r.cpu / Double(items))
                 enqueueCPU.append(e.cpu / Double(items))
+                if let raw = r.written, let enqueued = e.written {
+                    rawBytes.append(Double(raw) / Double(items))
+                    enqueueBytes.append(Double(enqueued) / Double(items))
+                }
             }
             print("  \(label) (\(bytes.count) bytes of JSON):")
             print("    raw FULL single-row commit of the same bytes: \(spread(raw))")
@@ -89,6 +95,13 @@ enum EnqueueBenchmark {
                 "    enqueue rate / raw rate: \(ratio(median(raw) / median(enqueue))) (per round \(ratio(ratios.min()!))–\(ratio(ratios.max()!)))"
             )
             print("    CPU per item (all threads, user + system): raw \(spread(rawCPU)), enqueue \(spread(enqueueCPU))")
+            if rawBytes.isEmpty {
+                print("    bytes written per item: not measured on this system (Linux's /proc/self/io)")
+            } else {
+                print(
+                    "    bytes written per item (every write and pwrite: log, database, checkpoints): raw \(kilobytes(rawBytes)), enqueue \(kilobytes(enqueueBytes))"
+                )
+            }
         }
 
         let (_, big) = orders[1]
@@ -106,7 +119,7 @@ enum EnqueueBenchmark {
         var sharing: [Double] = []
         var cpu: [Double] = []
         for round in 0..<rounds {
-            var run = (seconds: 0.0, fsyncs: 0, cpu: 0.0)
+            var run: (seconds: Double, fsyncs: Int, cpu: Double, written: Int?) = (0, 0, 0, nil)
             if round % 2 == 0 {
                 raw.append(try rawCommits(path: path(), count: items, payload: bytes) / Double(items))
                 run = try await measuredEnqueues(path: path(), count: items, order: big, tasks: 4)
@@ -207,7 +220,7 @@ enum EnqueueBenchmark {
     /// `enqueues`, with the log fsyncs it took and the process's CPU time (all threads) meanwhile.
     static func measuredEnqueues(
         path: String, count: Int, order: SalesOrder, tasks: Int
-    ) async throws -> (seconds: Double, fsyncs: Int, cpu: Double) {
+    ) async throws -> (seconds: Double, fsyncs: Int, cpu: Double, written: Int?) {
         let outbox = try Outbox(path: path, forms: [SalesOrder.self], transport: ScriptedTransport(workspace: "bench"))
         for n in 0..<warmUp {
             var copy = order
@@ -215,6 +228,7 @@ enum EnqueueBenchmark {
             try await outbox.enqueue(copy)
         }
         let fsyncsBefore = outbox.walSync.fsyncCount
+        let writtenBefore = ProcessUsage.bytesWritten()
         let cpuStart = processCPU()
         let start = DispatchTime.now().uptimeNanoseconds
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -231,7 +245,8 @@ enum EnqueueBenchmark {
             }
             try await group.waitForAll()
         }
-        return (seconds(since: start), outbox.walSync.fsyncCount - fsyncsBefore, processCPU() - cpuStart)
+        let written = writtenBefore.flatMap { before in ProcessUsage.bytesWritten().map { $0 - before } }
+        return (seconds(since: start), outbox.walSync.fsyncCount - fsyncsBefore, processCPU() - cpuStart, written)
     }
 
     /// Commits made, untimed, before each timed run, raw and outbox alike. A new database's log
@@ -249,7 +264,7 @@ enum EnqueueBenchmark {
     }
 
     /// `rawCommits`, with the process's CPU time (all threads) meanwhile.
-    static func measuredRawCommits(path: String, count: Int, payload: Data) throws -> (seconds: Double, cpu: Double) {
+    static func measuredRawCommits(path: String, count: Int, payload: Data) throws -> (seconds: Double, cpu: Double, written: Int?) {
         var db: OpaquePointer?
         guard sqlite3_open(path, &db) == SQLITE_OK, let db else { throw BenchmarkFailure(message: "cannot open \(path)") }
         defer { sqlite3_close(db) }
@@ -270,8 +285,10 @@ enum EnqueueBenchmark {
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         var start = DispatchTime.now().uptimeNanoseconds
         var cpuStart = processCPU()
+        var writtenBefore = ProcessUsage.bytesWritten()
         for n in -warmUp..<count {
             if n == 0 {
+                writtenBefore = ProcessUsage.bytesWritten()
                 cpuStart = processCPU()
                 start = DispatchTime.now().uptimeNanoseconds
             }
@@ -284,7 +301,8 @@ enum EnqueueBenchmark {
             sqlite3_reset(commit)
             guard sqlite3_step(commit) == SQLITE_DONE else { throw BenchmarkFailure(message: "raw COMMIT failed") }
         }
-        return (seconds(since: start), processCPU() - cpuStart)
+        let written = writtenBefore.flatMap { before in ProcessUsage.bytesWritten().map { $0 - before } }
+        return (seconds(since: start), processCPU() - cpuStart, written)
     }
 
     /// The naive queue: one JSON array of base64 payloads, rewritten and fsynced on every
@@ -340,6 +358,11 @@ enum EnqueueBenchmark {
         let flush = seconds(since: flushStart) / Double(max(1, report.sent))
         guard report.sent == queued + operations else { throw BenchmarkFailure(message: "flush did not deliver everything: \(report)") }
         return (add, flush)
+    }
+
+    /// Bytes per item, median and spread, in KB.
+    static func kilobytes(_ values: [Double]) -> String {
+        String(format: "%.1f KB (%.1f–%.1f)", BenchCommand.median(values) / 1000, values.min()! / 1000, values.max()! / 1000)
     }
 
     static func spread(_ values: [Double]) -> String {

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Darwin)
     import Darwin
 #elseif canImport(Glibc)
@@ -6,8 +8,9 @@
     import Musl
 #endif
 
-/// What this process (or its waited-for children) has used: CPU time and peak memory, in the
-/// same units on every platform (`ru_maxrss` is KiB on Linux, bytes on Apple platforms).
+/// What this process (or its waited-for children) has used: CPU time, peak memory and bytes
+/// written, in the same units on every platform (`ru_maxrss` is KiB on Linux, bytes on Apple
+/// platforms).
 enum ProcessUsage {
     static func usage(children: Bool) -> rusage {
         var usage = rusage()
@@ -34,6 +37,22 @@ enum ProcessUsage {
             return Double(usage.ru_maxrss) / 1_048_576
         #elseif canImport(Glibc) || canImport(Musl)
             return Double(usage.ru_maxrss) / 1024
+        #endif
+    }
+
+    /// Bytes this process has handed to `write` and `pwrite` so far, all files (Linux's
+    /// `/proc/self/io`, `wchar`); nil where the system does not say (Darwin).
+    static func bytesWritten() -> Int? {
+        #if canImport(Darwin)
+            return nil
+        #elseif canImport(Glibc) || canImport(Musl)
+            guard let handle = FileHandle(forReadingAtPath: "/proc/self/io") else { return nil }
+            defer { try? handle.close() }
+            guard let data = try? handle.read(upToCount: 4096), let text = String(data: data, encoding: .utf8) else { return nil }
+            for line in text.split(separator: "\n") where line.hasPrefix("wchar:") {
+                return Int(line.dropFirst("wchar:".count).trimmingCharacters(in: .whitespaces))
+            }
+            return nil
         #endif
     }
 }
