@@ -96,7 +96,7 @@ enum EnqueueBenchmark {
             )
             print("    CPU per item (all threads, user + system): raw \(spread(rawCPU)), enqueue \(spread(enqueueCPU))")
             if rawBytes.isEmpty {
-                print("    bytes written per item: not measured on this system (Linux's /proc/self/io)")
+                print("    bytes written per item: not measured on this system (only Linux counts them)")
             } else {
                 print(
                     "    bytes written per item (every write and pwrite: log, database, checkpoints): raw \(kilobytes(rawBytes)), enqueue \(kilobytes(enqueueBytes))"
