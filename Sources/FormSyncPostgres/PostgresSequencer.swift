@@ -26,15 +26,11 @@ final class PostgresSequencer: Sendable {
     private let state = Mutex(State())
     private let queue = DispatchQueue(label: "formsync.pg-sequencer")
     private let pass: @Sendable () throws -> Void
-    private let passes = Atomic<Int>(0)
 
     /// A sequencer whose passes run `pass` (the store's `sequenceChanges`).
     init(pass: @escaping @Sendable () throws -> Void) {
         self.pass = pass
     }
-
-    /// How many passes ran, failed ones included.
-    var passCount: Int { passes.load(ordering: .relaxed) }
 
     /// Asks for a pass: now, or right after the one under way.
     func request() {
@@ -51,7 +47,6 @@ final class PostgresSequencer: Sendable {
 
     private func run() {
         while true {
-            passes.add(1, ordering: .relaxed)
             var failed = false
             do { try pass() } catch { failed = true }
             let next = state.withLock { state -> (again: Bool, retry: Bool) in

@@ -245,7 +245,7 @@ enum EnqueueBenchmark {
             }
             try await group.waitForAll()
         }
-        let written = writtenBefore.flatMap { before in ProcessUsage.bytesWritten().map { $0 - before } }
+        let written = ProcessUsage.bytesWritten(since: writtenBefore)
         return (seconds(since: start), outbox.walSync.fsyncCount - fsyncsBefore, processCPU() - cpuStart, written)
     }
 
@@ -301,7 +301,7 @@ enum EnqueueBenchmark {
             sqlite3_reset(commit)
             guard sqlite3_step(commit) == SQLITE_DONE else { throw BenchmarkFailure(message: "raw COMMIT failed") }
         }
-        let written = writtenBefore.flatMap { before in ProcessUsage.bytesWritten().map { $0 - before } }
+        let written = ProcessUsage.bytesWritten(since: writtenBefore)
         return (seconds(since: start), processCPU() - cpuStart, written)
     }
 

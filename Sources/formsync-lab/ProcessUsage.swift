@@ -40,6 +40,12 @@ enum ProcessUsage {
         #endif
     }
 
+    /// Bytes handed to `write` and `pwrite` since `before` (an earlier `bytesWritten()`); nil
+    /// where the system does not say.
+    static func bytesWritten(since before: Int?) -> Int? {
+        before.flatMap { before in bytesWritten().map { $0 - before } }
+    }
+
     /// Bytes this process has handed to `write` and `pwrite` so far, all files (Linux's
     /// `/proc/self/io`, `wchar`); nil where the system does not say (Darwin).
     static func bytesWritten() -> Int? {
