@@ -189,6 +189,7 @@ package final class PostgresConnection: @unchecked Sendable {
             }
             let status = PQresultStatus(result)
             if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
+                if failure == nil { failure = Self.rolledBack(result, statement.sql) }
                 if sql != nil && index == batch.count - 1 { answer = result } else { PQclear(result) }
             } else {
                 if status != PGRES_PIPELINE_ABORTED, failure == nil {
@@ -269,6 +270,16 @@ package final class PostgresConnection: @unchecked Sendable {
                 sqlState: state ?? (isUsable ? nil : "08006"),
                 message: message.isEmpty ? Self.trimmed(PQerrorMessage(connection)) : message, statement: sql)
         }
+        if let rolledBack = Self.rolledBack(result, sql) { throw rolledBack }
+    }
+
+    /// A `COMMIT` that PostgreSQL answered `ROLLBACK`: a statement of its transaction failed
+    /// earlier and whoever ran it did not stop there. Nothing of it was kept, so it is an error
+    /// (one worth running the transaction again for), never a silent success.
+    private static func rolledBack(_ result: OpaquePointer, _ sql: String) -> PostgresError? {
+        guard sql == "COMMIT", let tag = PQcmdStatus(result), String(cString: tag) == "ROLLBACK" else { return nil }
+        return PostgresError(
+            sqlState: "40000", message: "the transaction was rolled back at its COMMIT: a statement in it had failed", statement: sql)
     }
 
     private static func withPointers<R>(_ buffers: [Data?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
@@ -326,8 +337,9 @@ package struct PostgresError: Error, CustomStringConvertible, Sendable {
     package var isConnectionLost: Bool {
         sqlState?.hasPrefix("08") ?? true || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03"
     }
-    /// Another transaction won a race (`40001`, `40P01`): run the whole transaction again.
-    package var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+    /// Another transaction won a race (`40001`, `40P01`), or a failure in it went unseen until a
+    /// later statement (`25P02`) or its `COMMIT` (`40000`): run the whole transaction again.
+    package var isRetryable: Bool { ["40001", "40P01", "40000", "25P02"].contains(sqlState) }
     /// A unique constraint was broken (`23505`).
     package var isUniqueViolation: Bool { sqlState == "23505" }
     /// A lock was not granted in time (`55P03`).

@@ -23,6 +23,9 @@ final class PostgresConnectionPool: Sendable {
         var transactionOpen = false
         /// Changes were written in the transaction now open: the feed's sequencer runs after it commits.
         var changesWritten = false
+        /// Rows the transaction now open locked or wrote, by key: read again in it, they cannot
+        /// have changed, so they are answered without a round trip. Emptied when it begins and ends.
+        var lockedRows: [String: any Sendable] = [:]
 
         init(pool: ObjectIdentifier) { self.pool = pool }
     }

@@ -62,18 +62,29 @@ extension PostgresServerStore {
     }
 
     package func nextEntityID() throws -> Int64 {
+        // One connection for the claim and the look that follows it.
+        try pool.scope { try claimNextEntityID() }
+    }
+
+    private func claimNextEntityID() throws -> Int64 {
         while true {
             // The next number, claimed until the transaction ends; then (in a statement of its
-            // own, which sees what committed before the claim) what holds it.
+            // own, which sees what committed before the claim, sent in the same round trip)
+            // what holds it.
             let rows: PostgresRows
             do {
-                rows = try query("SELECT s.id, pg_advisory_xact_lock(s.id)::text FROM (SELECT nextval('entity_ids') AS id) s")
+                try pool.with { $0.later("SELECT pg_advisory_xact_lock(nextval('entity_ids'))") }
+                rows = try query(
+                    """
+                    SELECT (SELECT type FROM records WHERE id = s.id LIMIT 1), EXISTS (SELECT 1 FROM documents WHERE id = s.id), s.id
+                    FROM (SELECT currval('entity_ids') AS id) s
+                    """)
             } catch let error as PostgresError where error.sqlState == "2200H" {
                 throw IDsExhausted()
             }
-            guard let candidate = rows.int(0, 0), candidate >= 1, candidate <= SyncServer.maxEntityID else { throw IDsExhausted() }
+            guard let candidate = rows.int(0, 2), candidate >= 1, candidate <= SyncServer.maxEntityID else { throw IDsExhausted() }
             // Ids the back office chose itself are stepped over.
-            if try heldBy(candidate) == nil { return candidate }
+            if Self.holder(rows) == nil { return candidate }
         }
     }
 
@@ -93,8 +104,13 @@ extension PostgresServerStore {
 
     /// What holds `id`, as the statement's snapshot sees it.
     private func heldBy(_ id: Int64) throws -> String? {
-        let rows = try query(
-            "SELECT (SELECT type FROM records WHERE id = $1 LIMIT 1), EXISTS (SELECT 1 FROM documents WHERE id = $1)", [.integer(id)])
+        Self.holder(
+            try query(
+                "SELECT (SELECT type FROM records WHERE id = $1 LIMIT 1), EXISTS (SELECT 1 FROM documents WHERE id = $1)", [.integer(id)]))
+    }
+
+    /// A record's type, "" for a document, or nil, from a row of (its record's type, whether a document has it).
+    private static func holder(_ rows: PostgresRows) -> String? {
         if let type = rows.text(0, 0) { return type }
         return rows.int(0, 1) == 1 ? "" : nil
     }

@@ -94,7 +94,11 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         }
         scope.transactionOpen = true
         scope.changesWritten = false
-        defer { scope.transactionOpen = false }
+        scope.lockedRows = [:]
+        defer {
+            scope.transactionOpen = false
+            scope.lockedRows = [:]
+        }
         let result: T
         do {
             result = try body()
@@ -195,12 +199,25 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     }
 
     package func document(_ documentID: String) -> SyncServer.Document? {
+        if let locked = lockedRow("document", documentID) as SyncServer.Document? { return locked }
         guard
             let rows = try? query(
                 "SELECT \(Self.documentColumns) FROM documents WHERE document_id = $1\(lockingClause)", [.text(documentID)]),
             rows.count == 1
         else { return nil }
-        return Self.document(rows, 0)
+        return keepLocked(Self.document(rows, 0), "document", documentID)
+    }
+
+    /// A row this transaction locked or wrote under `key`, when one is open and holds it.
+    private func lockedRow<T: Sendable>(_ kind: String, _ key: String) -> T? {
+        pool.currentScope.flatMap { $0.transactionOpen ? $0.lockedRows[kind + ":" + key] as? T : nil }
+    }
+
+    /// Keeps `row` for the rest of the open transaction (nothing outside one), and returns it.
+    @discardableResult
+    private func keepLocked<T: Sendable>(_ row: T, _ kind: String, _ key: String) -> T {
+        if let scope = pool.currentScope, scope.transactionOpen { scope.lockedRows[kind + ":" + key] = row }
+        return row
     }
 
     package func documentCount() -> Int {
@@ -225,7 +242,8 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
                 .integer(id), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace), .text(principal),
                 .bytes(payload), .integer(now),
             ])
-        return Self.document(rows, 0)
+        keepLocked(DocumentOwner(form: form, workspace: workspace, principal: principal), "owner", documentID)
+        return keepLocked(Self.document(rows, 0), "document", documentID)
     }
 
     package func updateDocument(_ documentID: String, payload: Data, countingWrite: Bool, at now: Int64) throws -> SyncServer.Document {
@@ -237,7 +255,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         guard rows.count == 1 else {
             throw PostgresError(sqlState: "02000", message: "document \(documentID) is gone", statement: "UPDATE documents")
         }
-        return Self.document(rows, 0)
+        return keepLocked(Self.document(rows, 0), "document", documentID)
     }
 
     // MARK: Files
@@ -329,7 +347,15 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
 
     // MARK: Owners
 
+    /// A document's owner as read from its row: its form, workspace and principal never change.
+    private struct DocumentOwner: Sendable {
+        var form: String
+        var workspace: String
+        var principal: String
+    }
+
     package func owner(of documentID: String) -> (form: String?, workspace: String, principal: String?)? {
+        if let known = lockedRow("owner", documentID) as DocumentOwner? { return (known.form, known.workspace, known.principal) }
         guard
             let rows = try? query(
                 """
@@ -339,6 +365,9 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
                 LIMIT 1
                 """, [.text(documentID)]), rows.count == 1
         else { return nil }
+        if let form = rows.text(0, 0), let principal = rows.text(0, 2) {
+            keepLocked(DocumentOwner(form: form, workspace: rows.text(0, 1) ?? "", principal: principal), "owner", documentID)
+        }
         return (rows.text(0, 0), rows.text(0, 1) ?? "", rows.text(0, 2))
     }
 }

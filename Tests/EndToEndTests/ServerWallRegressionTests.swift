@@ -50,6 +50,17 @@ struct ServerWallRegressionTests {
         #expect(Set(fixture.server.documents().map(\.id) + [next.id, largest]).count == 3, "ids stay unique")
     }
 
+    @Test func aCreateStepsOverTheIdsTheBackOfficeChoseItself() throws {
+        let fixture = try Server()
+        for id in Int64(1)...3 {
+            _ = try fixture.server.putRecord(
+                "Customer", id: id, fields: try FormRegistry.encode(Customer(name: "Seed \(id)", segment: .retail)), workspace: "acme")
+        }
+        for n in 1...2 { #expect(fixture.server.handle(try ServerGroupCommitTests.order(n, token: fixture.token))?.status == 201) }
+        let ids = fixture.server.documents().map(\.id)
+        #expect(ids.count == 2 && Set(ids).isDisjoint(with: [1, 2, 3]), "\(ids)")
+    }
+
     @Test func aSeedOfATypeTheServerHasNoSpecForOrAnOverlongTypeIsRefused() throws {
         let fixture = try Server()
         for type in [String(repeating: "T", count: 200), "Parcel", ""] {

@@ -70,6 +70,26 @@ struct PostgresConnectionTests {
         }
     }
 
+    @Test func aCommitAnsweredRollbackIsAnErrorNotASilentSuccess() async throws {
+        try await OffThePool.run {
+            let connection = try PostgresConnection(url: try PostgresCluster.shared().makeDatabase())
+            try connection.run("CREATE TABLE c (n BIGINT PRIMARY KEY)")
+            try connection.query("INSERT INTO c VALUES (1)")
+            for queued in [false, true] {
+                try connection.run("BEGIN")
+                try connection.query("INSERT INTO c VALUES ($1)", [.integer(2)])
+                // A failure someone looked past (a `try?` read): the transaction is aborted.
+                _ = try? connection.query("INSERT INTO c VALUES ($1)", [.integer(1)])
+                if queued { connection.later("SELECT 1") }
+                let error = #expect(throws: PostgresError.self) { try connection.run("COMMIT") }
+                #expect(error?.isRetryable == true, "queued: \(queued)")
+                try connection.run("ROLLBACK")  // what a store does after any error
+                let rows = try connection.query("SELECT n FROM c ORDER BY n")
+                #expect((0..<rows.count).map { rows.int($0, 0) } == [1], "nothing of the rolled-back transaction is kept")
+            }
+        }
+    }
+
     @Test func aBrokenConstraintIsAnErrorWithItsSQLState() throws {
         let connection = try PostgresConnection(url: try PostgresCluster.shared().makeDatabase())
         try connection.run("CREATE TABLE u (k TEXT PRIMARY KEY)")
