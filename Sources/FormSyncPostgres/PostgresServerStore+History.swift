@@ -10,23 +10,36 @@ extension PostgresServerStore: HistoryStore {
     package var history: any HistoryStore { self }
 
     package func addDocumentEvent(_ event: StoredDocumentEvent) throws -> Int64 {
-        let author = event.author
-        let rows = try query(
-            """
-            INSERT INTO document_events (workspace, document_id, entity_id, form, form_version, event, version, payload, principal,
-                device_id, at, captured_at, via, source_document, verdict, comment, issues, owner)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING id
-            """,
-            [
-                .text(event.workspace), .text(event.documentID), .integer(event.entityID), .text(event.form),
-                .integer(Int64(event.formVersion)), .text(event.event.rawValue), .integer(Int64(event.version)),
-                event.payload.map(PostgresValue.bytes) ?? .null, Self.text(author.principal), Self.text(author.device),
-                .integer(author.at), author.capturedAt.map(PostgresValue.integer) ?? .null, .text(author.via.rawValue),
-                Self.text(author.documentID), Self.text(event.review?.verdict.rawValue), Self.text(event.review?.comment),
-                event.review.map { .text(String(decoding: $0.issuesJSON, as: UTF8.self)) } ?? .null, Self.text(event.owner),
-            ])
+        let rows = try query(Self.insertEvent + " RETURNING id", Self.eventValues(event))
         pool.currentScope?.changesWritten = true
         return rows.int(0, 0) ?? 0
+    }
+
+    package func noteDocumentEvent(_ event: StoredDocumentEvent) throws {
+        guard let scope = pool.currentScope, scope.transactionOpen else {
+            _ = try addDocumentEvent(event)
+            return
+        }
+        try pool.with { $0.later(Self.insertEvent, Self.eventValues(event)) }
+        scope.changesWritten = true
+    }
+
+    private static let insertEvent = """
+        INSERT INTO document_events (workspace, document_id, entity_id, form, form_version, event, version, payload, principal,
+            device_id, at, captured_at, via, source_document, verdict, comment, issues, owner)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+        """
+
+    private static func eventValues(_ event: StoredDocumentEvent) -> [PostgresValue] {
+        let author = event.author
+        return [
+            .text(event.workspace), .text(event.documentID), .integer(event.entityID), .text(event.form),
+            .integer(Int64(event.formVersion)), .text(event.event.rawValue), .integer(Int64(event.version)),
+            event.payload.map(PostgresValue.bytes) ?? .null, Self.text(author.principal), Self.text(author.device),
+            .integer(author.at), author.capturedAt.map(PostgresValue.integer) ?? .null, .text(author.via.rawValue),
+            Self.text(author.documentID), Self.text(event.review?.verdict.rawValue), Self.text(event.review?.comment),
+            event.review.map { .text(String(decoding: $0.issuesJSON, as: UTF8.self)) } ?? .null, Self.text(event.owner),
+        ]
     }
 
     private static func text(_ value: String?) -> PostgresValue { value.map(PostgresValue.text) ?? .null }

@@ -48,21 +48,24 @@ extension PostgresServerStore {
     }
 
     package func setPendingFiles(document documentID: String, _ files: [PendingFile]) throws {
+        // Nothing here is read back: sent with the transaction's next statement.
         try transaction {
-            try query("DELETE FROM pending_files WHERE document_id = $1", [.text(documentID)])
-            for file in files {
-                try query(
-                    """
-                    INSERT INTO pending_files (\(Self.pendingColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-                    ON CONFLICT (document_id, pointer) DO NOTHING
-                    """,
-                    [
-                        .text(file.documentID), .text(file.pointer), .text(file.workspace), .text(file.principal), .bytes(file.digest),
-                        .integer(file.byteCount),
-                        .text(file.contentType), .text(file.accepted.joined(separator: " ")),
-                        file.recordType.map(PostgresValue.text) ?? .null,
-                        file.recordID.map(PostgresValue.integer) ?? .null, .integer(file.since),
-                    ])
+            try pool.with { connection in
+                connection.later("DELETE FROM pending_files WHERE document_id = $1", [.text(documentID)])
+                for file in files {
+                    connection.later(
+                        """
+                        INSERT INTO pending_files (\(Self.pendingColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                        ON CONFLICT (document_id, pointer) DO NOTHING
+                        """,
+                        [
+                            .text(file.documentID), .text(file.pointer), .text(file.workspace), .text(file.principal), .bytes(file.digest),
+                            .integer(file.byteCount),
+                            .text(file.contentType), .text(file.accepted.joined(separator: " ")),
+                            file.recordType.map(PostgresValue.text) ?? .null,
+                            file.recordID.map(PostgresValue.integer) ?? .null, .integer(file.since),
+                        ])
+                }
             }
         }
     }

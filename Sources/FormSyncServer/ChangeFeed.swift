@@ -125,7 +125,7 @@ struct ChangeFeed: ServerPart {
         do {
             // (A cursor that passed no review needs no look at the reviews' end.)
             let reviewsEnd = after.reviews == 0 ? 0 : try store.history.lastSubmissionEvent()
-            guard after.changes <= (try store.lastChange()), after.reviews <= reviewsEnd else {
+            guard after.changes <= (try store.highestChangePosition()), after.reviews <= reviewsEnd else {
                 return .problem(
                     .cursorExpired, detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start")
             }

@@ -91,6 +91,10 @@ package protocol HistoryStore: AnyObject, Sendable {
     /// Adds a document's event; its id. It joins the submissions feed once it commits (in
     /// commit order across nodes).
     func addDocumentEvent(_ event: StoredDocumentEvent) throws -> Int64
+    /// `addDocumentEvent` for a caller that needs no id: a store may send it with the
+    /// transaction's next statement (an error it raises then fails that statement, and the
+    /// transaction).
+    func noteDocumentEvent(_ event: StoredDocumentEvent) throws
     /// The newest `limit` events of one document, oldest first.
     func documentEvents(document documentID: String, limit: Int) throws -> [StoredDocumentEvent]
     /// One event by its id.
@@ -114,4 +118,8 @@ package protocol HistoryStore: AnyObject, Sendable {
     func addRecordVersion(_ version: StoredRecordVersion) throws
     /// The newest `limit` versions of one record (across a deletion and a re-creation), oldest first.
     func recordVersions(workspace: String, type: String, id: Int64, limit: Int) throws -> [StoredRecordVersion]
+}
+
+extension HistoryStore {
+    package func noteDocumentEvent(_ event: StoredDocumentEvent) throws { _ = try addDocumentEvent(event) }
 }

@@ -139,8 +139,13 @@ package protocol ServerStore: CredentialStore {
     /// How many entries `feed` would give after `cursor`, counted up to `cap` (a page's
     /// `remaining`, for a device's progress).
     func feedRemaining(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, cap: Int) throws -> Int
-    /// The highest feed position handed out; a cursor beyond it comes from another database.
+    /// The newest committed change's feed position: the feed's end as readers see it now.
     func lastChange() throws -> Int64
+    /// The highest feed position ever handed out: a cursor beyond it comes from another
+    /// database. (On a store that numbers changes after their commit, a record written again
+    /// has no position until its next one, so the feed's end can briefly be below a cursor
+    /// handed out a moment ago.)
+    func highestChangePosition() throws -> Int64
 
     // MARK: Resumable uploads
     func upload(id: String) throws -> StoredUpload?
@@ -284,6 +289,8 @@ package protocol ChangeListener: Sendable {
 }
 
 extension ServerStore {
+    package func highestChangePosition() throws -> Int64 { try lastChange() }
+
     package func changeListener(_ changed: @escaping @Sendable (String) -> Void) -> (any ChangeListener)? { nil }
 
     /// Every type's feed entries (see `feed(workspace:principal:selection:after:limit:)`).

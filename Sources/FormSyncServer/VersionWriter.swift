@@ -19,7 +19,7 @@ struct VersionWriter: ServerPart {
     ) throws -> SyncServer.Document {
         let document = try store.createDocument(
             documentID, form: form, formVersion: formVersion, workspace: workspace, principal: owner, payload: payload, at: author.at)
-        _ = try store.history.addDocumentEvent(
+        try store.history.noteDocumentEvent(
             StoredDocumentEvent(
                 workspace: workspace, documentID: documentID, entityID: document.id, form: form, formVersion: formVersion,
                 event: .accepted, version: document.version, payload: payload, author: author, review: nil, owner: owner))
@@ -30,7 +30,7 @@ struct VersionWriter: ServerPart {
     func updateDocument(_ documentID: String, payload: Data, countingWrite: Bool, by author: Authorship) throws -> SyncServer.Document {
         let document = try store.updateDocument(documentID, payload: payload, countingWrite: countingWrite, at: author.at)
         let owner = store.owner(of: documentID)
-        _ = try store.history.addDocumentEvent(
+        try store.history.noteDocumentEvent(
             StoredDocumentEvent(
                 workspace: owner?.workspace ?? "", documentID: documentID, entityID: document.id, form: document.form,
                 formVersion: document.formVersion, event: author.via == .fileCompleted ? .fileCompleted : .edited,

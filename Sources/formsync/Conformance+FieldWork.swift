@@ -102,7 +102,7 @@ extension Conformance {
             noBase.status == 428 && stale.status == 412 && Self.acknowledges(applied, document: document)
                 && entity?["deleted"] as? Bool == true
                 && Self.acknowledges(repeated, document: document) && gone.status == 404 && deletion == true,
-            "without If-Match HTTP \(noBase.status), stale HTTP \(stale.status), \(Self.describe(applied)), again HTTP \(repeated.status), then GET HTTP \(gone.status), the feed \(deletion == true ? "carries" : "lacks") the deletion"
+            "without If-Match HTTP \(noBase.status), stale HTTP \(stale.status), \(Self.describe(applied)), again HTTP \(repeated.status), then GET HTTP \(gone.status), \(after == nil ? "the feed could not be read" : "the feed \(deletion == true ? "carries" : "lacks") the deletion")"
         )
     }
 

@@ -155,6 +155,60 @@ struct PostgresNodeTests {
         }
     }
 
+    @Test func aCursorAtTheFeedsEndStaysValidWhileItsRecordIsWrittenAgainAndNotYetNumbered() async throws {
+        try await OffThePool.run {
+            let (url, nodes) = try Self.nodes(1)
+            let node = nodes[0]
+            let token = try node.issueAccessToken(workspaces: ["acme"])
+            /// A page's changes (id and version) and cursor.
+            func read(_ reply: HTTPResponse?) throws -> (changes: [(id: Int64, version: Int)], cursor: String) {
+                let body = try #require(reply?.body)
+                let json = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+                let changes = (json[FeedPage.changes] as? [[String: Any]] ?? []).map {
+                    (($0[FeedPage.Change.id] as? NSNumber)?.int64Value ?? 0, ($0[FeedPage.Change.version] as? NSNumber)?.intValue ?? 0)
+                }
+                return (changes, try #require(json[FeedPage.cursor] as? String))
+            }
+            @Sendable func page(after cursor: String?) -> HTTPResponse? {
+                node.handle(
+                    HTTPRequest(
+                        method: "GET", path: "/changes", query: cursor.map { "cursor=\($0)" },
+                        headers: ["authorization": "Bearer \(token)", ProtocolHeader.workspace.lowercased(): "acme"], body: Data()))
+            }
+            let record = try node.putRecord(Customer(name: "First", segment: .retail), workspace: "acme")
+            let first = try read(page(after: nil))
+            #expect(first.changes.map(\.id) == [record.id])
+            // The record is written again while the sequencer is held: its change waits unnumbered.
+            let holder = try PostgresConnection(url: url)
+            try holder.run("BEGIN")
+            try holder.query("SELECT pg_advisory_xact_lock($1)", [.integer(PostgresServerStore.sequencerLock)])
+            _ = try node.putRecord(
+                "Customer", id: record.id, fields: try FormRegistry.encode(Customer(name: "Second", segment: .retail)), workspace: "acme")
+            let reply = Mutex<HTTPResponse?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                let answer = page(after: first.cursor)
+                reply.withLock { $0 = answer }
+                done.signal()
+            }
+            // The pull waits for the numbering (or was refused at once, which the wait below cannot tell).
+            let watcher = try PostgresConnection(url: url)
+            let waiting = """
+                SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                """
+            while try watcher.query(waiting).int(0, 0) == 0 { usleep(5_000) }
+            try holder.run("COMMIT")
+            done.wait()
+            let answer = try #require(reply.withLock { $0 })
+            #expect(
+                answer.status == 200, "a cursor the feed gave is not \"ahead of the feed\": \(String(decoding: answer.body, as: UTF8.self))"
+            )
+            let next = try read(answer)
+            #expect(next.changes.map(\.id) == [record.id] && next.changes.first?.version == 2)
+        }
+    }
+
     @Test func submissionsAcceptedOnBothNodesAppearOnceEachInTheFeedReadFromEither() async throws {
         try await OffThePool.run {
             let (_, nodes) = try Self.nodes(2)
