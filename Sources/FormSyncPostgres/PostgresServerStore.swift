@@ -233,17 +233,26 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         _ documentID: String, form: String, formVersion: Int, workspace: String, principal: String, payload: Data, at now: Int64
     ) throws -> SyncServer.Document {
         let id = try nextEntityID()
-        let rows = try query(
-            """
+        let insert = """
             INSERT INTO documents (id, document_id, form, form_version, workspace, principal, version, payload, applied_writes, created_at, updated_at)
-            VALUES ($1, $2, $3, $4, $5, $6, 1, $7, 1, $8, $8) RETURNING \(Self.documentColumns)
-            """,
-            [
-                .integer(id), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace), .text(principal),
-                .bytes(payload), .integer(now),
-            ])
+            VALUES ($1, $2, $3, $4, $5, $6, 1, $7, 1, $8, $8)
+            """
+        let values: [PostgresValue] = [
+            .integer(id), .text(documentID), .text(form), .integer(Int64(formVersion)), .text(workspace), .text(principal),
+            .bytes(payload), .integer(now),
+        ]
+        let document: SyncServer.Document
+        if pool.currentScope?.transactionOpen == true {
+            // Its row is what was sent: it goes with the transaction's next statement, and a
+            // document id another node took meanwhile fails that statement (and the transaction).
+            try pool.with { $0.later(insert, values) }
+            document = SyncServer.Document(
+                documentID: documentID, id: id, form: form, formVersion: formVersion, version: 1, payload: payload, appliedWrites: 1)
+        } else {
+            document = Self.document(try query(insert + " RETURNING \(Self.documentColumns)", values), 0)
+        }
         keepLocked(DocumentOwner(form: form, workspace: workspace, principal: principal), "owner", documentID)
-        return keepLocked(Self.document(rows, 0), "document", documentID)
+        return keepLocked(document, "document", documentID)
     }
 
     package func updateDocument(_ documentID: String, payload: Data, countingWrite: Bool, at now: Int64) throws -> SyncServer.Document {
