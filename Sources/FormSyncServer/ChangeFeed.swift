@@ -42,11 +42,13 @@ struct ChangeFeed: ServerPart {
             limit = min(value, SyncServer.maxChangesPerPage)
         }
         var after: (changes: Int64, reviews: Int64) = (0, 0)
+        var counted: WireSyntax.FeedCount?
         if let cursor = parameters["cursor"], !cursor.isEmpty {
             guard let position = WireSyntax.parseCursor(cursor) else {
                 return .problem(.badCursor, detail: "the cursor is not one this server issued")
             }
-            after = position
+            after = (position.changes, position.reviews)
+            counted = position.count
         }
         // A device's own feed leaves out the types it receives only by subscription; the back
         // office's holds every type.
@@ -60,7 +62,7 @@ struct ChangeFeed: ServerPart {
         let response = locked {
             page(
                 workspace: caller.workspace, principal: caller.feedPrincipal, device: caller.device, selection: selection, after: after,
-                limit: limit)
+                counted: counted, limit: limit)
         }
         let (hook, pages) = settings.countFeedPage()
         hook?(pages)
@@ -112,11 +114,35 @@ struct ChangeFeed: ServerPart {
     /// The most reviews one page carries.
     static let maxReviewsPerPage = 100
 
+    /// How many changes follow a page of a long pull, and what its cursor keeps of that count.
+    /// Counted once (up to `maxRemaining`) when the cursor carries no count; then carried from
+    /// page to page, less what each page brought, plus what was numbered past the counted end
+    /// since: a pull of N changes counts them once, not once per page. (A record written again
+    /// meanwhile may be counted twice: the figure is for progress, not for bookkeeping.) `top`:
+    /// the feed's end as this request first read it, past which no cursor's count can be.
+    private func remaining(
+        workspace: String, principal: String?, selection: FeedSelection, after last: Int64, brought entries: ArraySlice<FeedEntry>,
+        counted: WireSyntax.FeedCount?, top: Int64
+    ) throws -> (changes: Int, count: WireSyntax.FeedCount) {
+        let cap = Int64(Self.maxRemaining)
+        if let counted, counted.top <= top, (0...cap).contains(counted.below) {
+            let below = max(0, counted.below - Int64(entries.count { $0.seq <= counted.top }))
+            let newer = try store.feedRemaining(
+                workspace: workspace, principal: principal, selection: selection, after: max(counted.top, last), cap: Self.maxRemaining)
+            return (Int(min(cap, below + Int64(newer))), WireSyntax.FeedCount(top: counted.top, below: below))
+        }
+        // (Read now: the page's read numbered what was waiting.)
+        let end = try store.highestChangePosition()
+        let changes = try store.feedRemaining(
+            workspace: workspace, principal: principal, selection: selection, after: last, cap: Self.maxRemaining)
+        return (changes, WireSyntax.FeedCount(top: max(end, last), below: Int64(changes)))
+    }
+
     /// One page of the feed, with the reviews of `principal`'s documents since the cursor and
     /// the support request open for `device` if there is one; runs under the lock.
     private func page(
         workspace: String, principal: String?, device: String?, selection: FeedSelection, after: (changes: Int64, reviews: Int64),
-        limit: Int
+        counted: WireSyntax.FeedCount?, limit: Int
     ) -> HTTPResponse {
         // A subscription's page holds its records only: reviews and support requests come with
         // the device's own feed.
@@ -125,7 +151,8 @@ struct ChangeFeed: ServerPart {
         do {
             // (A cursor that passed no review needs no look at the reviews' end.)
             let reviewsEnd = after.reviews == 0 ? 0 : try store.history.lastSubmissionEvent()
-            guard after.changes <= (try store.highestChangePosition()), after.reviews <= reviewsEnd else {
+            let top = try store.highestChangePosition()
+            guard after.changes <= top, after.reviews <= reviewsEnd else {
                 return .problem(
                     .cursorExpired, detail: "the cursor is ahead of this server's feed (its data was reset); pull again from the start")
             }
@@ -156,16 +183,17 @@ struct ChangeFeed: ServerPart {
                     body.append(contentsOf: ",\"\(FeedPage.Change.deleted)\":true}".utf8)
                 }
             }
+            let last = entries.last?.seq ?? after.changes
+            let remaining =
+                more
+                ? try remaining(
+                    workspace: workspace, principal: principal, selection: selection, after: last, brought: entries, counted: counted,
+                    top: top) : nil
             body.append(contentsOf: "],\"\(FeedPage.cursor)\":".utf8)
             body.append(
-                WireSyntax.jsonBytes(WireSyntax.cursor(entries.last?.seq ?? after.changes, reviews: reviews.last?.seq ?? after.reviews)))
+                WireSyntax.jsonBytes(WireSyntax.cursor(last, reviews: reviews.last?.seq ?? after.reviews, count: remaining?.count)))
             body.append(contentsOf: ",\"\(FeedPage.more)\":\(more)".utf8)
-            if more {
-                let remaining = try store.feedRemaining(
-                    workspace: workspace, principal: principal, selection: selection, after: entries.last?.seq ?? after.changes,
-                    cap: Self.maxRemaining)
-                body.append(contentsOf: ",\"\(FeedPage.remaining)\":\(remaining)".utf8)
-            }
+            if let remaining { body.append(contentsOf: ",\"\(FeedPage.remaining)\":\(remaining.changes)".utf8) }
             if !reviews.isEmpty {
                 body.append(contentsOf: ",\"\(FeedPage.reviews)\":".utf8)
                 body.append(DeviceService.json(reviews.compactMap(HistoryService.review)))

@@ -67,17 +67,31 @@ enum WireSyntax {
     static func digestHeader(_ digest: Data) -> String { "sha-256=:\(digest.base64EncodedString()):" }
 
     /// Cursors are opaque to devices: `c1.` and a sequence number.
-    static func cursor(_ seq: Int64, reviews: Int64 = 0) -> String { reviews == 0 ? "c1.\(seq)" : "c2.\(seq).\(reviews)" }
+    static func cursor(_ seq: Int64, reviews: Int64 = 0, count: FeedCount? = nil) -> String {
+        if let count { return "c3.\(seq).\(reviews).\(count.top).\(count.below)" }
+        return reviews == 0 ? "c1.\(seq)" : "c2.\(seq).\(reviews)"
+    }
+
+    /// What a page of a long pull counted of the changes after it, carried by its cursor so that
+    /// the next page need not count them again: `below` changes up to position `top`.
+    struct FeedCount: Equatable {
+        var top: Int64
+        var below: Int64
+    }
 
     /// The positions a change feed's cursor holds: in the records' changes, and in the reviews
-    /// (0 for a cursor from before reviews); nil for anything this server did not issue.
-    static func parseCursor(_ text: String) -> (changes: Int64, reviews: Int64)? {
-        guard text.utf8.count <= 44 else { return nil }
-        if text.hasPrefix("c1.") { return number(text.dropFirst(3)).map { ($0, 0) } }
-        guard text.hasPrefix("c2.") else { return nil }
+    /// (0 for a cursor from before reviews), and what it counted of the changes after it, if it
+    /// did; nil for anything this server did not issue.
+    static func parseCursor(_ text: String) -> (changes: Int64, reviews: Int64, count: FeedCount?)? {
+        guard text.utf8.count <= 84 else { return nil }
+        if text.hasPrefix("c1.") { return number(text.dropFirst(3)).map { ($0, 0, nil) } }
+        let three = text.hasPrefix("c3.")
+        guard text.hasPrefix("c2.") || three else { return nil }
         let parts = text.dropFirst(3).split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, let changes = number(parts[0]), let reviews = number(parts[1]) else { return nil }
-        return (changes, reviews)
+        guard parts.count == (three ? 4 : 2), let changes = number(parts[0]), let reviews = number(parts[1]) else { return nil }
+        guard three else { return (changes, reviews, nil) }
+        guard let top = number(parts[2]), let below = number(parts[3]) else { return nil }
+        return (changes, reviews, FeedCount(top: top, below: below))
     }
 
     /// The submissions feed's cursor: a position its own, never mistaken for the change feed's.

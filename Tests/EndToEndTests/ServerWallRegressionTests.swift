@@ -2,6 +2,7 @@ import FieldForms
 import FormSyncClient
 import FormSyncHTTP
 import FormSyncModel
+import FormSyncProtocol
 import FormSyncTesting
 import FormSyncTorture
 import Foundation
@@ -59,6 +60,41 @@ struct ServerWallRegressionTests {
         for n in 1...2 { #expect(fixture.server.handle(try ServerGroupCommitTests.order(n, token: fixture.token))?.status == 201) }
         let ids = fixture.server.documents().map(\.id)
         #expect(ids.count == 2 && Set(ids).isDisjoint(with: [1, 2, 3]), "\(ids)")
+    }
+
+    @Test func aLongPullsRemainingIsCarriedByItsCursorWithWhatCommitsMeanwhileAndAForgedCountIsCountedAgain() throws {
+        let fixture = try Server()
+        func seed(_ count: Int) throws {
+            try fixture.server.putRecords(
+                (0..<count).map { n in
+                    SyncServer.RecordSeed(
+                        type: "Customer", fields: Data(#"{"name":"Shop \#(n)","segment":"retail"}"#.utf8), workspace: "acme")
+                })
+        }
+        func page(_ cursor: String?) throws -> (count: Int, cursor: String, remaining: Int?) {
+            let reply = try #require(fixture.get("/changes", query: "limit=100" + (cursor.map { "&cursor=\($0)" } ?? "")))
+            #expect(reply.status == 200)
+            let json = try #require(try JSONSerialization.jsonObject(with: reply.body) as? [String: Any])
+            return (
+                (json[FeedPage.changes] as? [Any])?.count ?? -1, try #require(json[FeedPage.cursor] as? String),
+                json[FeedPage.remaining] as? Int
+            )
+        }
+        try seed(350)
+        let first = try page(nil)
+        #expect(first.count == 100 && first.remaining == 250)
+        try seed(7)  // committed mid-pull: past the counted end
+        let second = try page(first.cursor)
+        #expect(second.count == 100 && second.remaining == 157)
+        // A count the server would not have written (beyond its feed, absurd) is not believed.
+        let position = try #require(WireSyntax.parseCursor(second.cursor))
+        for forged in [(position.changes + 1_000_000, 3), (position.changes, 9_999_999)] {
+            let cursor = "c3.\(position.changes).0.\(forged.0).\(forged.1)"
+            #expect(try page(cursor).remaining == 57, "\(cursor)")
+        }
+        for cursor in ["c3.1.0.2", "c3.1.0.2.-1", "c3.1.0.2.3.4"] {
+            #expect(fixture.get("/changes", query: "cursor=\(cursor)")?.status == 400, "\(cursor)")
+        }
     }
 
     @Test func aSeedOfATypeTheServerHasNoSpecForOrAnOverlongTypeIsRefused() throws {
