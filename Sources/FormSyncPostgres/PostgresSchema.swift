@@ -328,6 +328,14 @@ enum PostgresSchema {
                     PRIMARY KEY (document_id, list, position)
                 );
                 """),
+        // The feed's end across workspaces (`MAX(seq)`), read by every sequencer pass and by
+        // the feeds' cursor checks: without these, each read scanned every event or change.
+        Migration(
+            version: 9, name: "the feeds' ends",
+            sql: """
+                CREATE INDEX document_events_seq ON document_events (seq);
+                CREATE INDEX changes_seq ON changes (seq);
+                """),
     ]
 
     static var latest: Int { migrations.last?.version ?? 0 }
