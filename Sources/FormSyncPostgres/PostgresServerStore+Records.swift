@@ -248,14 +248,11 @@ extension PostgresServerStore {
         try query("SELECT COALESCE(MAX(seq), 0) FROM changes").int(0, 0) ?? 0
     }
 
-    /// The sequence's last number: a change written again loses its number until the next pass,
-    /// so the largest number in the table can be below a cursor a device was given.
+    /// The sequence's last number (every position comes from it): a change written again loses
+    /// its number until the next pass, so the largest number in the table can be below a cursor
+    /// a device was given.
     package func highestChangePosition() throws -> Int64 {
-        try query(
-            """
-            SELECT GREATEST((SELECT COALESCE(MAX(seq), 0) FROM changes), (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM change_seq))
-            """
-        ).int(0, 0) ?? 0
+        try query("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM change_seq").int(0, 0) ?? 0
     }
 
     // MARK: Who may fetch a file

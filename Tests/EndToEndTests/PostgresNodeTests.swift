@@ -16,6 +16,12 @@ import Testing
 /// finishes or honours, and the rules one process kept with its lock hold across processes.
 /// (Each test makes its own database in the shared throwaway cluster.)
 struct PostgresNodeTests {
+    /// How many sessions of the current database wait for an advisory lock (the sequencer's).
+    static let waitingLocks = """
+        SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        """
+
     static func nodes(_ count: Int, url: String? = nil) throws -> (url: String, nodes: [SyncServer]) {
         let url = try url ?? PostgresCluster.shared().makeDatabase()
         let nodes = try (0..<count).map { _ in
@@ -144,11 +150,7 @@ struct PostgresNodeTests {
             #expect(try watcher.query(unnumbered).int(0, 0) == 1, "the write was answered before its change was numbered")
             // The pass the write asked for is waiting for the lock (a write that ran the sequencer
             // itself would have given up on it by now, and nothing would be waiting).
-            let waiting = """
-                SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                """
-            while try watcher.query(waiting).int(0, 0) == 0 { usleep(5_000) }
+            while try watcher.query(Self.waitingLocks).int(0, 0) == 0 { usleep(5_000) }
             try holder.run("COMMIT")
             while try watcher.query(unnumbered).int(0, 0) != 0 { usleep(5_000) }
             #expect(try watcher.query("SELECT seq FROM changes").int(0, 0) == 1)
@@ -191,13 +193,10 @@ struct PostgresNodeTests {
                 reply.withLock { $0 = answer }
                 done.signal()
             }
-            // The pull waits for the numbering (or was refused at once, which the wait below cannot tell).
+            // The pull waits for the numbering beside the write's own pass (two waiting for the
+            // lock), or was answered at once.
             let watcher = try PostgresConnection(url: url)
-            let waiting = """
-                SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                """
-            while try watcher.query(waiting).int(0, 0) == 0 { usleep(5_000) }
+            while reply.withLock({ $0 == nil }), (try watcher.query(Self.waitingLocks).int(0, 0) ?? 0) < 2 { usleep(5_000) }
             try holder.run("COMMIT")
             done.wait()
             let answer = try #require(reply.withLock { $0 })
