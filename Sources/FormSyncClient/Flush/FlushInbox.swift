@@ -17,6 +17,8 @@ final class FlushInbox: Sendable {
     }
 
     private let state = Mutex(State())
+    /// How many times the caller's thread may run what is queued behind it before the caller waits.
+    private static let yields = 4
 
     /// Leaves an answer and wakes the pass if it waits.
     func put(_ arrival: Arrival) {
@@ -27,12 +29,21 @@ final class FlushInbox: Sendable {
         }?.resume()
     }
 
-    /// Every answer that came back since the last call, waiting for one when there is none.
-    /// Not cancellable on purpose: a cancelled pass still waits for its requests (which its
-    /// cancellation ends) to hand their items back. It runs in the caller's isolation (the
+    /// Every answer that came back since the last call, waiting for one when there is none;
+    /// `waited` says whether it had to (answers are not coming faster than the pass records
+    /// them). Not cancellable on purpose: a cancelled pass still waits for its requests (which
+    /// its cancellation ends) to hand their items back. It runs in the caller's isolation (the
     /// outbox's thread): a plain `async` method of a class would hop to the global pool and
     /// back on every turn of the pass.
-    func takeAll(isolation: isolated (any Actor)? = #isolation) async -> [Arrival] {
+    func takeAll(isolation: isolated (any Actor)? = #isolation) async -> (arrivals: [Arrival], waited: Bool) {
+        // Requests that answer at once (a transport in the same process, a reply already in
+        // its buffer) run on this thread, queued behind the caller: they go first, for a few
+        // turns of the thread.
+        for _ in 0..<Self.yields {
+            if let ready = takeReady() { return (ready, false) }
+            await Task.yield()
+        }
+        if let ready = takeReady() { return (ready, false) }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state -> Bool in
                 if state.arrivals.isEmpty { state.waiter = continuation }
@@ -40,7 +51,12 @@ final class FlushInbox: Sendable {
             }
             if ready { continuation.resume() }
         }
-        return state.withLock { state in
+        return (takeReady() ?? [], true)
+    }
+
+    private func takeReady() -> [Arrival]? {
+        state.withLock { state in
+            guard !state.arrivals.isEmpty else { return nil }
             defer { state.arrivals = [] }
             return state.arrivals
         }

@@ -7,6 +7,13 @@ import Foundation
 /// more is due now. It stops leasing at the first "no server answered", pauses for a new
 /// token when one expired, and hands its requests back when cancelled.
 ///
+/// While answers come faster than it can record them one turn at a time (a fast server, a
+/// transport in the same process), it leases submissions ahead of the free slots and sends
+/// them as slots free up, recording the answers in one transaction when the leases ahead run
+/// out: a dozen answers and a dozen leases per commit instead of a few. Never more requests
+/// are on the wire than the configuration's concurrency; leases ahead that are not sent when
+/// the pass ends are handed back unsent.
+///
 /// It runs on its outbox's thread; its requests run there too, so an answer costs no thread hop.
 /// It sees its outbox only through `FlushContext`.
 final class FlushPass {
@@ -14,6 +21,11 @@ final class FlushPass {
     private var refreshes = 0
     private var running = 0
     private var uploads = 0
+    /// Leased and committed, not sent yet, in the order they were leased.
+    private var ahead: [ItemLifecycle.Lease] = []
+    /// Whether the last answers were there before the pass looked for them (it leases ahead
+    /// only then: over a network that keeps it waiting, a lease is taken when a slot frees).
+    private var answersOutpace = false
 
     func run<Context: FlushContext>(_ outbox: isolated Context) async -> FlushReport {
         let lifecycle = outbox.lifecycle
@@ -28,8 +40,8 @@ final class FlushPass {
         let inbox = FlushInbox()
         let executor = outbox.requestExecutor
         await withDiscardingTaskGroup { group in
-            var leases: [ItemLifecycle.Lease] = []
             func launch(_ leases: [ItemLifecycle.Lease]) {
+                lifecycle.markSent(leases)
                 for lease in leases {
                     running += 1
                     if lease.request.isFileUpload { uploads += 1 }
@@ -50,16 +62,38 @@ final class FlushPass {
                     }
                 }
             }
+            // Answers taken from the inbox and not recorded yet.
+            var unrecorded: [FlushInbox.Arrival] = []
+            var recordNow = false
             while true {
                 lifecycle.rescanRequested = false
-                // The leases taken with the last answers go out first; then whatever is due
-                // fills the slots still free.
-                launch(leases)
-                leases = []
-                if !paused && !lifecycle.report.offline && !Task.isCancelled {
-                    launch(nextLeases(outbox, transport: transport, free: freeSlots(configuration)))
+                if recordNow && !unrecorded.isEmpty {
+                    // The answers are recorded and the slots they freed leased again in one
+                    // transaction (one commit per turn of the loop instead of two).
+                    let refill = canSend(outbox, transport: transport) ? refill(configuration) : nil
+                    ahead += record(unrecorded, outbox, cancelled: Task.isCancelled, refill: refill)
+                    unrecorded = []
+                }
+                recordNow = false
+                if canSend(outbox, transport: transport) {
+                    launch(takeAhead(configuration))
+                    // Submission slots the leases ahead could not fill: lease for them (and
+                    // ahead), recording what came back in the same transaction.
+                    if freeSlots(configuration).submissions > 0 {
+                        if unrecorded.isEmpty {
+                            ahead += nextLeases(outbox, transport: transport, free: refill(configuration))
+                        } else {
+                            ahead += record(unrecorded, outbox, cancelled: false, refill: refill(configuration))
+                            unrecorded = []
+                        }
+                        if canSend(outbox, transport: transport) { launch(takeAhead(configuration)) }
+                    }
                 }
                 if running == 0 {
+                    if !unrecorded.isEmpty {
+                        recordNow = true
+                        continue
+                    }
                     if paused && !lifecycle.report.offline && !Task.isCancelled {
                         refreshes += 1
                         if refreshes <= configuration.maxAuthRefreshesPerFlush, await outbox.renewToken() {
@@ -72,20 +106,83 @@ final class FlushPass {
                     if lifecycle.rescanRequested && !lifecycle.report.offline && !Task.isCancelled { continue }
                     break
                 }
-                let arrived = await inbox.takeAll()
+                // With the requests' executor preferred, the wake-up of an answer (or of the
+                // yield for one) stays on this thread instead of passing through the global pool.
+                let (arrived, waited) = await withTaskExecutorPreference(executor) { await inbox.takeAll() }
+                answersOutpace = !waited
                 running -= arrived.count
                 uploads -= arrived.filter { $0.lease.request.isFileUpload }.count
                 if arrived.contains(where: { if case .authExpired = $0.outcome { return true } else { return false } }) { paused = true }
-                // The answers are recorded and the slots they freed leased again in one
-                // transaction (one commit per turn of the loop instead of two).
-                let refill = paused || Task.isCancelled || transport.workspace != outbox.workspace ? nil : freeSlots(configuration)
-                leases = record(arrived, outbox, cancelled: Task.isCancelled, refill: refill)
+                unrecorded += arrived
+                // Answers that came while the pass was busy are recorded with the next ones, once
+                // the leases ahead run out; any other answer, or one the pass had to wait for,
+                // at once.
+                recordNow =
+                    waited || paused || Task.isCancelled
+                    || arrived.contains { arrival in
+                        if case .done = arrival.outcome { return false }
+                        return true
+                    }
             }
+            handBack(outbox)
         }
         var result = lifecycle.report
         result.remaining = lifecycle.remainingCount()
         result.retrying = lifecycle.retrying.count
         return result
+    }
+
+    /// Whether the pass may send now: not paused for a token, not offline, not cancelled, and
+    /// its transport still the outbox's workspace's.
+    private func canSend<Context: FlushContext>(_ outbox: isolated Context, transport: any OutboxTransport) -> Bool {
+        !paused && !outbox.lifecycle.report.offline && !Task.isCancelled && transport.workspace == outbox.workspace
+    }
+
+    /// How many submissions a pass leases ahead of its free slots: three turns' worth, at most 192.
+    private func aheadLimit(_ configuration: Outbox.Configuration) -> Int {
+        min(3 * configuration.concurrency, 192)
+    }
+
+    /// What to lease: the free slots, and, while answers outpace the pass, submissions ahead up
+    /// to the limit.
+    private func refill(_ configuration: Outbox.Configuration) -> (submissions: Int, uploads: Int) {
+        let free = freeSlots(configuration)
+        guard answersOutpace else { return free }
+        let waiting = ahead.filter { !$0.request.isFileUpload }.count
+        return (free.submissions + max(0, aheadLimit(configuration) - waiting), free.uploads)
+    }
+
+    /// The leases ahead that fit the free slots, oldest first; the rest stay ahead.
+    private func takeAhead(_ configuration: Outbox.Configuration) -> [ItemLifecycle.Lease] {
+        var free = freeSlots(configuration)
+        var sending: [ItemLifecycle.Lease] = []
+        var kept: [ItemLifecycle.Lease] = []
+        for lease in ahead {
+            if lease.request.isFileUpload ? free.uploads > 0 : free.submissions > 0 {
+                if lease.request.isFileUpload { free.uploads -= 1 } else { free.submissions -= 1 }
+                sending.append(lease)
+            } else {
+                kept.append(lease)
+            }
+        }
+        ahead = kept
+        return sending
+    }
+
+    /// Hands back the leases ahead that were never sent: their items are pending again (in one
+    /// transaction; if it fails, the leases run out instead).
+    private func handBack<Context: FlushContext>(_ outbox: isolated Context) {
+        guard !ahead.isEmpty else { return }
+        let lifecycle = outbox.lifecycle
+        let leases = ahead
+        ahead = []
+        let now = outbox.clock()
+        _ = try? outbox.write(.normal) { try lifecycle.release(leases, now: now) }
+        lifecycle.forgetAhead(leases)
+        for lease in leases {
+            lifecycle.emitSnapshot(
+                changed: OutboxItemChange(id: ItemID(lease.itemID), state: lifecycle.publicState(id: lease.itemID, .pending)))
+        }
     }
 
     /// The slots free in each pool.
@@ -106,7 +203,7 @@ final class FlushPass {
             let leases = try? outbox.write(
                 .normal, { try lifecycle.leaseDue(submissions: free.submissions, uploads: free.uploads, now: now) })
         else { return [] }
-        lifecycle.markSent(leases)
+        lifecycle.holdAhead(leases)
         return leases
     }
 
@@ -117,7 +214,7 @@ final class FlushPass {
     /// upload makes the commit FULL, since its stash copy is deleted right after.
     ///
     /// `refill`: slots to lease again in the same transaction, after the answers are recorded
-    /// (none once one of them found no server); the leases are returned, already marked sent.
+    /// (none once one of them found no server); the leases are returned, held for the pass.
     private func record<Context: FlushContext>(
         _ arrivals: [FlushInbox.Arrival], _ outbox: isolated Context, cancelled: Bool, refill: (submissions: Int, uploads: Int)?
     ) -> [ItemLifecycle.Lease] {
@@ -151,7 +248,7 @@ final class FlushPass {
                 guard let refill, !lifecycle.report.offline else { return (settled, []) }
                 return (settled, try lifecycle.leaseDue(submissions: refill.submissions, uploads: refill.uploads, now: now))
             }
-            lifecycle.markSent(leases)
+            lifecycle.holdAhead(leases)
         } catch {
             // The transitions did not commit: the items stay leased, their leases expire, and
             // the same attempts are sent again; the server's ledger answers with the recorded results.

@@ -24,11 +24,13 @@ extension ItemLifecycle {
     /// Up to `count` due lane heads of one pool, leaving out those in flight, retrying in this
     /// flush, or in `skipping`.
     func dueHeads(files: Bool, count: Int, skipping: Set<Int64>, now: Int64) throws -> [(lane: String, head: Int64)] {
-        let skip = inFlight.count + retrying.count + skipping.count
+        let skip = inFlight.count + leasedAhead.count + retrying.count + skipping.count
         let candidates = try store.dueLanes(
             workspace: workspace, now: now, horizon: configuration.horizonMilliseconds, limit: skip + count, files: files)
         return Array(
-            candidates.filter { !inFlight.contains($0.head) && !retrying.contains($0.head) && !skipping.contains($0.head) }.prefix(count))
+            candidates.filter {
+                !inFlight.contains($0.head) && !leasedAhead.contains($0.head) && !retrying.contains($0.head) && !skipping.contains($0.head)
+            }.prefix(count))
     }
 
     /// Leases due lane heads inside the caller's transaction (a flush pass's, on its own or
@@ -58,9 +60,35 @@ extension ItemLifecycle {
     /// After the leases' transaction committed: they are in flight, and shown as sent.
     func markSent(_ leases: [Lease]) {
         for lease in leases {
+            leasedAhead.remove(lease.itemID)
             inFlight.insert(lease.itemID)
             emitSnapshot(changed: OutboxItemChange(id: ItemID(lease.itemID), state: .sent))
         }
+    }
+
+    /// After the leases' transaction committed, for leases a flush pass sends later, as its
+    /// slots free up: no other lease takes their items meanwhile.
+    func holdAhead(_ leases: [Lease]) {
+        leasedAhead.formUnion(leases.map(\.itemID))
+    }
+
+    /// Hands back, inside the caller's transaction, leases a flush pass took ahead and never
+    /// sent: each item is pending again as it was before its lease (not counted as sent), and
+    /// its lane due now. A lease the item no longer holds is left alone.
+    func release(_ leases: [Lease], now: Int64) throws {
+        for lease in leases {
+            guard var row = try store.item(lease.itemID), row.state == .leased, row.attemptID == lease.attemptID else { continue }
+            move(&row, to: .pending)
+            row.leaseExpiresAt = nil
+            row.sends = max(0, row.sends - 1)
+            try store.update(row, now: now)
+            try store.refreshLane(workspace: row.workspace, lane: row.lane)
+        }
+    }
+
+    /// Once the release's transaction committed (or failed: the leases then run out).
+    func forgetAhead(_ leases: [Lease]) {
+        for lease in leases { leasedAhead.remove(lease.itemID) }
     }
 
     /// Leases one lane head inside the caller's transaction; nil when it cannot go now (it was

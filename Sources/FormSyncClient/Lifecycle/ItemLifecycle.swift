@@ -56,6 +56,8 @@ final class ItemLifecycle {
     var changes: [Change] = []
     /// Items this process leased whose request is on the wire.
     var inFlight: Set<Int64> = []
+    /// Items the running flush pass leased ahead, to send as slots free up (not on the wire yet).
+    var leasedAhead: Set<Int64> = []
     /// Items that went back to waiting during the running flush pass: not attempted again in it.
     var retrying: Set<Int64> = []
     /// What the running flush pass's transitions did.
