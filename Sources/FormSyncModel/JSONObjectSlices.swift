@@ -100,8 +100,16 @@ package struct JSONScanner {
     /// character).
     package func string(from start: Int) -> String? {
         let inner = bytes[(start + 1)..<(index - 1)]
-        if !inner.contains(where: { $0 == 0x5C || $0 < 0x20 }) { return String(validating: inner, as: UTF8.self) }
-        return try? JSONDecoder().decode(String.self, from: bytes(from: start))
+        var plain = true
+        var ascii = true
+        for byte in inner {
+            if byte == 0x5C || byte < 0x20 { plain = false }
+            if byte >= 0x80 { ascii = false }
+        }
+        guard plain else { return try? JSONDecoder().decode(String.self, from: bytes(from: start)) }
+        // ASCII needs no validation (`String(validating:as:)` looks its generic metadata up at
+        // run time, on every call).
+        return ascii ? String(decoding: inner, as: UTF8.self) : String(validating: inner, as: UTF8.self)
     }
 
     package mutating func consume(_ byte: UInt8) -> Bool {

@@ -84,6 +84,18 @@ struct JSONReaderEquivalenceTests {
         #expect(entry.validate(Data(#"{"customer_id": 7.0, "discount_percent": 2.5}"#.utf8)).allSatisfy { $0.code != "invalid" })
     }
 
+    @Test func aStringOfInvalidUTF8IsDeclinedAndOneBeyondASCIIIsRead() throws {
+        func order(_ reference: [UInt8]) -> Data {
+            Data(#"{"customer_id": 7, "customer_reference": ""#.utf8) + reference + Data(#""}"#.utf8)
+        }
+        for invalid: [UInt8] in [[0x41, 0xFF, 0x42], [0x41, 0xC3], [0xED, 0xA0, 0x80], [0xC0, 0xAF]] {
+            #expect(JSONInput.value(SalesOrder.self, from: order(invalid)) == nil, "\(invalid)")
+            #expect(Self.compare(SalesOrder.self, order(invalid)).agree)
+        }
+        #expect(JSONInput.value(SalesOrder.self, from: order(Array("PO Größe 7/12".utf8)))?.customerReference == "PO Größe 7/12")
+        #expect(JSONInput.value(SalesOrder.self, from: order(Array("PO 7/12".utf8)))?.customerReference == "PO 7/12")
+    }
+
     @Test func numbersAtTheEdgesOfDoubleAreReadAsTheDecoderReadsThem() throws {
         let numbers = [
             "0", "-0", "-0.0", "1e308", "1.7976931348623157e308", "1e309", "-1e-400", "4.9e-324", "2.4703282292062328e-324",

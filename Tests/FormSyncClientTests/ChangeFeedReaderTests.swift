@@ -104,6 +104,23 @@ struct ChangeFeedReaderTests {
         }
     }
 
+    @Test func aTypeOfInvalidUTF8IsRefusedAndOneBeyondASCIIIsRead() {
+        func page(_ type: [UInt8]) -> PullOutcome {
+            let body = Data(#"{"changes":[{"type":""#.utf8) + type + Data(#"","id":1,"deleted":true}],"cursor":"c1"}"#.utf8)
+            return HTTPTransport.classifyPage(status: 200, headers: ["content-type": "application/json"], body: body)
+        }
+        for invalid: [UInt8] in [[0x41, 0xFF, 0x42], [0x41, 0xC3], [0xED, 0xA0, 0x80]] {
+            if case .page = page(invalid) { Issue.record("\(invalid) is not UTF-8") }
+            #expect(
+                page(invalid)
+                    == Self.reference(
+                        Data(#"{"changes":[{"type":""#.utf8) + invalid + Data(#"","id":1,"deleted":true}],"cursor":"c1"}"#.utf8)))
+        }
+        #expect(
+            page(Array("Größe".utf8))
+                == .page(ChangePage(changes: [RecordChange(type: "Größe", id: 1, version: 0, fields: nil)], cursor: "c1", more: false)))
+    }
+
     @Test func aPageOfMoreChangesThanTheLimitIsRefusedWithoutKeepingThem() async {
         await OffThePool.run {
             let one = #"{"type":"A","id":1,"deleted":true}"#
