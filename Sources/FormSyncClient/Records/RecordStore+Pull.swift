@@ -96,23 +96,24 @@ extension RecordStore {
         defer {
             if keysDropped { try? database.transaction(.normal) { try store.ensureRecordKeyIndexes() } }
         }
-        // The next page is fetched and read while this one commits; nothing of it is stored
-        // before this one's transaction has committed, and a pull that ends drops it, leaving
-        // its request to end by its reply or its timeout (`CancellationShield`).
-        var ahead: (cursor: String, task: Task<FetchedPage, Never>)?
+        // The next page is fetched while this one is read and committed: its request goes as
+        // soon as this page's cursor is known. Nothing of it is stored before this one's
+        // transaction has committed, and a pull that ends drops it, leaving its request to end
+        // by its reply or its timeout (`CancellationShield`).
+        var ahead: (cursor: String, task: Task<PullOutcome, Never>)?
         while !Task.isCancelled {
-            let fetched: FetchedPage
+            let outcome: PullOutcome
             if let next = ahead, next.cursor == cursor {
-                fetched = await next.task.value
+                outcome = await next.task.value
             } else {
-                fetched = await Self.fetchPage(
-                    transport: transport, cursor: cursor, limit: pageSize, principal: principal, recordTypes: recordTypes, wait: wait,
+                outcome = await Self.fetchOutcome(
+                    transport: transport, cursor: cursor, limit: pageSize, principal: principal, wait: wait,
                     subscription: subscription?.query)
             }
             wait = .zero
             ahead = nil
             guard view == self.view else { break }  // switched meanwhile: this pull's pages belong elsewhere
-            switch fetched.outcome {
+            switch outcome {
             case .page(let page):
                 // A server that says "more" must move: a page with nothing in it, or a cursor
                 // that does not change, would otherwise keep the device pulling forever.
@@ -121,22 +122,24 @@ extension RecordStore {
                         reason: "the feed says there is more but does not advance past \(cursor ?? "the start")", retryAfter: nil)
                     return report
                 }
-                // Every record is read by its type before anything is stored: a page holding one
-                // this build cannot read is not committed, and the cursor stays where it was.
-                if let unreadable = fetched.unreadable {
-                    report.stoppedBecause = .failed(reason: unreadable, retryAfter: nil)
-                    return report
-                }
                 if page.more {
                     let next = page.cursor
                     ahead = (
                         next,
                         Task {
-                            await Self.fetchPage(
-                                transport: transport, cursor: next, limit: pageSize, principal: principal, recordTypes: recordTypes,
-                                subscription: subscriptionQuery)
+                            await Self.fetchOutcome(
+                                transport: transport, cursor: next, limit: pageSize, principal: principal, subscription: subscriptionQuery)
                         }
                     )
+                }
+                // Every record is read by its type before anything is stored (off the database's
+                // thread): a page holding one this build cannot read is not committed, and the
+                // cursor stays where it was.
+                let fetched = await Self.readPage(page, recordTypes: recordTypes)
+                guard view == self.view else { return report }
+                if let unreadable = fetched.unreadable {
+                    report.stoppedBecause = .failed(reason: unreadable, retryAfter: nil)
+                    return report
                 }
                 CrashPoint.pullPage.reach()
                 try writeAnnouncing {
@@ -207,24 +210,24 @@ extension RecordStore {
             case .authExpired:
                 refreshed += 1
                 guard refreshed <= context.maxAuthRefreshes, await context.refreshAuthentication() else {
-                    report.stoppedBecause = fetched.outcome
+                    report.stoppedBecause = outcome
                     return report
                 }
             case .cursorExpired:
                 // The server lost the history this cursor points into: start over, and swap
                 // the whole store only when the first page of the new history commits.
                 guard !fromScratch, cursor != nil else {
-                    report.stoppedBecause = fetched.outcome
+                    report.stoppedBecause = outcome
                     return report
                 }
                 cursor = nil
                 fromScratch = true
             case .unreachable(let reason):
                 await context.networkDown(reason)
-                report.stoppedBecause = fetched.outcome
+                report.stoppedBecause = outcome
                 return report
             case .failed:
-                report.stoppedBecause = fetched.outcome
+                report.stoppedBecause = outcome
                 return report
             }
         }
@@ -243,30 +246,31 @@ extension RecordStore {
         announce(takeNotices())
     }
 
-    /// One page of the feed as fetched, each record read by its type off the database's thread.
+    /// One page of the feed, each record read by its type off the database's thread.
     struct FetchedPage: Sendable {
-        var outcome: PullOutcome
         /// Each change's index entries, in the page's order (none for a deletion).
         var indexes: [[RecordIndexEntry]] = []
         /// Why a record of the page cannot be read by this build, when one cannot.
         var unreadable: String?
     }
 
-    /// Fetches the page after `cursor` and reads every record in it by its type.
-    nonisolated static func fetchPage(
-        transport: any OutboxTransport, cursor: String?, limit: Int, principal: String?, recordTypes: RecordRegistry,
-        wait: Duration = .zero, subscription: SubscriptionQuery? = nil
-    ) async -> FetchedPage {
-        let outcome: PullOutcome
+    /// Fetches the page after `cursor`.
+    nonisolated static func fetchOutcome(
+        transport: any OutboxTransport, cursor: String?, limit: Int, principal: String?, wait: Duration = .zero,
+        subscription: SubscriptionQuery? = nil
+    ) async -> PullOutcome {
         if let subscription {
-            outcome = await transport.fetchChanges(cursor: cursor, limit: limit, as: principal, subscription: subscription)
+            return await transport.fetchChanges(cursor: cursor, limit: limit, as: principal, subscription: subscription)
         } else if wait > .zero {
-            outcome = await transport.fetchChanges(cursor: cursor, limit: limit, as: principal, waitingUpTo: wait)
+            return await transport.fetchChanges(cursor: cursor, limit: limit, as: principal, waitingUpTo: wait)
         } else {
-            outcome = await transport.fetchChanges(cursor: cursor, limit: limit, as: principal)
+            return await transport.fetchChanges(cursor: cursor, limit: limit, as: principal)
         }
-        guard case .page(let page) = outcome else { return FetchedPage(outcome: outcome) }
-        var fetched = FetchedPage(outcome: outcome)
+    }
+
+    /// Reads every record of `page` by its type, on the caller's task (not the database's thread).
+    nonisolated static func readPage(_ page: ChangePage, recordTypes: RecordRegistry) async -> FetchedPage {
+        var fetched = FetchedPage()
         fetched.indexes.reserveCapacity(page.changes.count)
         for change in page.changes {
             guard let fields = change.fields else {
