@@ -119,13 +119,7 @@ enum WireSyntax {
                 let minutes = Int(String(decoding: tail[4...5], as: UTF8.self)), minutes <= 59
             else { return nil }
         }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        var date = formatter.date(from: text)
-        if date == nil {
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            date = formatter.date(from: text)
-        }
+        let date = InternetTime.date(text, fractionalSeconds: false) ?? InternetTime.date(text, fractionalSeconds: true)
         guard let seconds = date?.timeIntervalSince1970, seconds >= 0, seconds < 253_402_300_800 else { return nil }
         return Int64((seconds * 1000).rounded(.down))
     }
@@ -177,9 +171,7 @@ enum WireSyntax {
 
     /// Milliseconds since 1970 as RFC 3339 UTC.
     static func timestamp(_ milliseconds: Int64) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        InternetTime.string(Date(timeIntervalSince1970: Double(milliseconds) / 1000))
     }
 
     /// One range within `total` bytes, as RFC 9110 §14.1.2 reads it: `bytes=<first>-<last>`

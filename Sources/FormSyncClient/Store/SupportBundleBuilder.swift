@@ -56,8 +56,6 @@ struct SupportBundleBuilder {
     }
 
     static func timestamp(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
+        InternetTime.string(date, fractionalSeconds: true)
     }
 }
