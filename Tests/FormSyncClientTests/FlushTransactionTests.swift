@@ -55,6 +55,19 @@ struct FlushTransactionTests {
         #expect(commits.withLock { $0 } <= 6, "\(commits.withLock { $0 }) commits for 48 items")
     }
 
+    @Test func aConcurrencyAsLargeAsAnIntHoldsSendsEverythingOnce() async throws {
+        let h = try Harness()
+        h.configuration.concurrency = .max
+        h.configuration.uploadConcurrency = .max
+        let outbox = try h.open()
+        try await enqueueLanes(outbox, customers: 30, perCustomer: 2)
+        let report = await outbox.flush()
+        #expect(report.sent == 60)
+        #expect(report.remaining == 0)
+        #expect(h.sentDocuments.count == 60 && Set(h.sentDocuments).count == 60)
+        expectLaneOrder(h, customers: 30, perCustomer: 2)
+    }
+
     @Test func leasesTakenAheadAreHandedBackUnsentWhenTheNetworkGoesAway() async throws {
         let h = try Harness()
         h.configuration.concurrency = 2

@@ -67,13 +67,8 @@ final class FlushPass {
             var recordNow = false
             while true {
                 lifecycle.rescanRequested = false
-                if recordNow && !unrecorded.isEmpty {
-                    // The answers are recorded and the slots they freed leased again in one
-                    // transaction (one commit per turn of the loop instead of two).
-                    let refill = canSend(outbox, transport: transport) ? refill(configuration) : nil
-                    ahead += record(unrecorded, outbox, cancelled: Task.isCancelled, refill: refill)
-                    unrecorded = []
-                }
+                // An answer to act on at once is recorded before anything more goes out.
+                if recordNow { recordAnswers(&unrecorded, outbox, transport: transport) }
                 recordNow = false
                 if canSend(outbox, transport: transport) {
                     launch(takeAhead(configuration))
@@ -83,8 +78,7 @@ final class FlushPass {
                         if unrecorded.isEmpty {
                             ahead += nextLeases(outbox, transport: transport, free: refill(configuration))
                         } else {
-                            ahead += record(unrecorded, outbox, cancelled: false, refill: refill(configuration))
-                            unrecorded = []
+                            recordAnswers(&unrecorded, outbox, transport: transport)
                         }
                         if canSend(outbox, transport: transport) { launch(takeAhead(configuration)) }
                     }
@@ -138,9 +132,21 @@ final class FlushPass {
         !paused && !outbox.lifecycle.report.offline && !Task.isCancelled && transport.workspace == outbox.workspace
     }
 
-    /// How many submissions a pass leases ahead of its free slots: three turns' worth, at most 192.
+    /// Records the answers taken and not recorded yet, leasing the slots they freed (and ahead)
+    /// in the same transaction while the pass may send: one commit per batch of answers.
+    private func recordAnswers<Context: FlushContext>(
+        _ unrecorded: inout [FlushInbox.Arrival], _ outbox: isolated Context, transport: any OutboxTransport
+    ) {
+        guard !unrecorded.isEmpty else { return }
+        let refill = canSend(outbox, transport: transport) ? refill(outbox.configuration) : nil
+        ahead += record(unrecorded, outbox, cancelled: Task.isCancelled, refill: refill)
+        unrecorded = []
+    }
+
+    /// How many submissions a pass leases ahead of its free slots: three turns' worth, at most
+    /// 192 (a concurrency of any size, `Int.max` included).
     private func aheadLimit(_ configuration: Outbox.Configuration) -> Int {
-        min(3 * configuration.concurrency, 192)
+        max(0, min(configuration.concurrency, 64)) * 3
     }
 
     /// What to lease: the free slots, and, while answers outpace the pass, submissions ahead up
@@ -149,7 +155,8 @@ final class FlushPass {
         let free = freeSlots(configuration)
         guard answersOutpace else { return free }
         let waiting = ahead.filter { !$0.request.isFileUpload }.count
-        return (free.submissions + max(0, aheadLimit(configuration) - waiting), free.uploads)
+        let (wanted, overflow) = free.submissions.addingReportingOverflow(max(0, aheadLimit(configuration) - waiting))
+        return (overflow ? .max : wanted, free.uploads)
     }
 
     /// The leases ahead that fit the free slots, oldest first; the rest stay ahead.

@@ -25,8 +25,10 @@ extension ItemLifecycle {
     /// flush, or in `skipping`.
     func dueHeads(files: Bool, count: Int, skipping: Set<Int64>, now: Int64) throws -> [(lane: String, head: Int64)] {
         let skip = inFlight.count + leasedAhead.count + retrying.count + skipping.count
+        // (`count` is a pool's free slots: as large as the app's concurrency, `Int.max` included.)
+        let (limit, overflow) = skip.addingReportingOverflow(count)
         let candidates = try store.dueLanes(
-            workspace: workspace, now: now, horizon: configuration.horizonMilliseconds, limit: skip + count, files: files)
+            workspace: workspace, now: now, horizon: configuration.horizonMilliseconds, limit: overflow ? .max : limit, files: files)
         return Array(
             candidates.filter {
                 !inFlight.contains($0.head) && !leasedAhead.contains($0.head) && !retrying.contains($0.head) && !skipping.contains($0.head)
