@@ -68,6 +68,8 @@ enum EnqueueBenchmark {
             var enqueueCPU: [Double] = []
             var rawBytes: [Double] = []
             var enqueueBytes: [Double] = []
+            var floor: [Double] = []
+            var floorCPU: [Double] = []
             for round in 0..<rounds {
                 var r: (seconds: Double, cpu: Double, written: Int?) = (0, 0, nil)
                 var e: (seconds: Double, fsyncs: Int, cpu: Double, written: Int?) = (0, 0, 0, nil)
@@ -78,6 +80,9 @@ enum EnqueueBenchmark {
                     e = try await measuredEnqueues(path: path(), count: items, order: sample, tasks: 1)
                     r = try measuredRawCommits(path: path(), count: items, payload: bytes)
                 }
+                let f = try measuredSchemaFloor(path: path(), count: items, payload: bytes)
+                floor.append(f.seconds / Double(items))
+                floorCPU.append(f.cpu / Double(items))
                 raw.append(r.seconds / Double(items))
                 enqueue.append(e.seconds / Double(items))
                 ratios.append(r.seconds / e.seconds)
@@ -95,6 +100,9 @@ enum EnqueueBenchmark {
                 "    enqueue rate / raw rate: \(ratio(median(raw) / median(enqueue))) (per round \(ratio(ratios.min()!))–\(ratio(ratios.max()!)))"
             )
             print("    CPU per item (all threads, user + system): raw \(spread(rawCPU)), enqueue \(spread(enqueueCPU))")
+            print(
+                "    the enqueue's own statements (resolved-id look-up, item, document digest, lane) in the outbox's schema, raw C, FULL commit: \(spread(floor)), CPU \(spread(floorCPU)); rate / raw rate: \(ratio(median(raw) / median(floor))), the schema's floor"
+            )
             if rawBytes.isEmpty {
                 print("    bytes written per item: not measured on this system (only Linux counts them)")
             } else {
@@ -303,6 +311,99 @@ enum EnqueueBenchmark {
         }
         let written = ProcessUsage.bytesWritten(since: writtenBefore)
         return (seconds(since: start), processCPU() - cpuStart, written)
+    }
+
+    /// What an enqueue's commit costs with nothing of FormSync around it: the four statements
+    /// an enqueue of this order runs (the lane's resolved-id look-up, the item with the
+    /// outbox's id rule, the document digest, the lane), in the schema an outbox creates, with
+    /// the C API and prepared statements, one FULL commit each; random document and attempt
+    /// ids as the outbox mints them. The gap between this and the raw single-row commit is the
+    /// schema's (its indexes and rows); the gap between this and `enqueue` is FormSync's.
+    static func measuredSchemaFloor(path: String, count: Int, payload: Data) throws -> (seconds: Double, cpu: Double) {
+        // The schema, made by an outbox and closed again.
+        _ = try Outbox(path: path, forms: [SalesOrder.self], transport: ScriptedTransport(workspace: "bench"))
+        var db: OpaquePointer?
+        guard sqlite3_open(path, &db) == SQLITE_OK, let db else { throw BenchmarkFailure(message: "cannot open \(path)") }
+        defer { sqlite3_close(db) }
+        sqlite3_exec(
+            db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384", nil, nil, nil)
+        let texts = [
+            "BEGIN IMMEDIATE", "COMMIT", "SELECT placeholder FROM resolved WHERE workspace = ? AND server_id = ?",
+            """
+            INSERT INTO items (id, kind, workspace, lane, document_id, attempt_id, form, form_version, payload, state, next_attempt_at,
+                created_at, updated_at)
+            VALUES (
+                MAX(COALESCE((SELECT MAX(id) FROM items), 0), COALESCE((SELECT value FROM outbox_counters WHERE name = 'items'), 0)) + 1,
+                'submission', 'bench', ?, ?, ?, 'SalesOrder', 1, ?, 'pending', ?, ?, ?)
+            """,
+            "INSERT OR REPLACE INTO documents (workspace, document_id, digest, item_id) VALUES ('bench', ?, ?, ?)",
+            "INSERT OR IGNORE INTO lanes (workspace, lane, head, due_at) VALUES ('bench', ?, ?, ?)",
+        ]
+        var statements: [OpaquePointer] = []
+        defer { for statement in statements { sqlite3_finalize(statement) } }
+        for text in texts {
+            var statement: OpaquePointer?
+            guard sqlite3_prepare_v2(db, text, -1, &statement, nil) == SQLITE_OK, let statement else {
+                throw BenchmarkFailure(message: "the outbox's schema changed: \(String(cString: sqlite3_errmsg(db)))")
+            }
+            statements.append(statement)
+        }
+        let (begin, commit, resolved, item, document, lane) = (
+            statements[0], statements[1], statements[2], statements[3], statements[4], statements[5]
+        )
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        func step(_ statement: OpaquePointer, _ what: String) throws {
+            let rc = sqlite3_step(statement)
+            guard rc == SQLITE_DONE || rc == SQLITE_ROW else {
+                throw BenchmarkFailure(message: "raw \(what) failed: \(String(cString: sqlite3_errmsg(db)))")
+            }
+            sqlite3_reset(statement)
+        }
+        var start = DispatchTime.now().uptimeNanoseconds
+        var cpuStart = processCPU()
+        for n in -warmUp..<count {
+            if n == 0 {
+                cpuStart = processCPU()
+                start = DispatchTime.now().uptimeNanoseconds
+            }
+            let customer = Int64(n.magnitude % 100 + 1)
+            let laneName = "customer_id:\(customer)"
+            let documentID = UUID().uuidString
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            var digest = SHA256()
+            digest.update(Data("SalesOrder\n1\n\n".utf8))
+            digest.update(payload)
+            let digestBytes = digest.finalize()
+            try step(begin, "BEGIN")
+            sqlite3_bind_text(resolved, 1, "bench", -1, transient)
+            sqlite3_bind_int64(resolved, 2, customer)
+            try step(resolved, "look-up")
+            sqlite3_bind_text(item, 1, laneName, -1, transient)
+            sqlite3_bind_text(item, 2, documentID, -1, transient)
+            sqlite3_bind_text(item, 3, UUID().uuidString, -1, transient)
+            _ = payload.withUnsafeBytes { sqlite3_bind_blob(item, 4, $0.baseAddress, Int32($0.count), transient) }
+            for index in Int32(5)...7 { sqlite3_bind_int64(item, index, now) }
+            try step(item, "item insert")
+            let id = sqlite3_last_insert_rowid(db)
+            sqlite3_bind_text(document, 1, documentID, -1, transient)
+            _ = digestBytes.withUnsafeBytes { sqlite3_bind_blob(document, 2, $0.baseAddress, Int32($0.count), transient) }
+            sqlite3_bind_int64(document, 3, id)
+            try step(document, "document insert")
+            sqlite3_bind_text(lane, 1, laneName, -1, transient)
+            sqlite3_bind_int64(lane, 2, id)
+            sqlite3_bind_int64(lane, 3, now)
+            try step(lane, "lane insert")
+            try step(commit, "COMMIT")
+        }
+        let elapsed = seconds(since: start)
+        let cpu = processCPU() - cpuStart
+        var counted: OpaquePointer?
+        defer { sqlite3_finalize(counted) }
+        sqlite3_prepare_v2(db, "SELECT (SELECT COUNT(*) FROM items) + (SELECT COUNT(*) FROM documents)", -1, &counted, nil)
+        guard sqlite3_step(counted) == SQLITE_ROW, sqlite3_column_int64(counted, 0) == Int64(2 * (warmUp + count)) else {
+            throw BenchmarkFailure(message: "the schema's floor did not store an item and a document per commit")
+        }
+        return (elapsed, cpu)
     }
 
     /// The naive queue: one JSON array of base64 payloads, rewritten and fsynced on every
