@@ -23,6 +23,9 @@ package final class PostgresConnection: @unchecked Sendable {
     private var queued: [(sql: String, parameters: [PostgresValue])] = []
     /// A pipeline ended out of step: the connection is dropped rather than used again.
     private var broken = false
+    /// The times this connection sent something and waited for the server's answer (a
+    /// statement, a pipeline, a statement's preparation): what a write's latency is made of.
+    package private(set) var roundTrips = 0
 
     /// Connects to `url` (`postgres://user@host:port/database?…`, or libpq's `key=value` form),
     /// giving up after `timeoutSeconds`.
@@ -96,11 +99,12 @@ package final class PostgresConnection: @unchecked Sendable {
         if sql == "ROLLBACK" { queued = [] }
         if !queued.isEmpty {
             if !sql.contains(";") {
-                _ = try pipelined(sql, [])
+                _ = try pipelined([(sql, [])])
                 return
             }
-            _ = try pipelined(nil, [])
+            _ = try pipelined([])
         }
+        roundTrips += 1
         let result = PQexec(connection, sql)
         defer { PQclear(result) }
         try check(result, sql)
@@ -109,10 +113,11 @@ package final class PostgresConnection: @unchecked Sendable {
     /// Runs one statement with `parameters` (`$1`, `$2`, …) and returns its rows.
     @discardableResult
     package func query(_ sql: String, _ parameters: [PostgresValue] = []) throws -> PostgresRows {
-        if !queued.isEmpty, let rows = try pipelined(sql, parameters) { return rows }
+        if !queued.isEmpty { return try pipelined([(sql, parameters)])[0] }
         let (types, buffers, formats) = try Self.encoded(parameters, sql)
         let lengths = buffers.map { Int32($0?.count ?? 0) }
         let name = try preparedName(sql, types)
+        roundTrips += 1
         let result: OpaquePointer? = Self.withPointers(buffers) { pointers in
             if let name { return PQexecPrepared(connection, name, Int32(parameters.count), pointers, lengths, formats, 1) }
             return PQexecParams(connection, sql, Int32(parameters.count), types, pointers, lengths, formats, 1)
@@ -141,12 +146,23 @@ package final class PostgresConnection: @unchecked Sendable {
         queued = []
     }
 
-    /// Sends the queued statements and `sql` (when there is one) in one pipeline and returns
-    /// `sql`'s rows; the first error of any of them is thrown (the ones after it were not run).
-    private func pipelined(_ sql: String?, _ parameters: [PostgresValue]) throws -> PostgresRows? {
+    /// Runs `statements` after the ones `later` queued, all in one round trip (libpq's pipeline
+    /// mode), and returns each one's rows in order: reads that need no answer of each other
+    /// cost one wait for the server instead of one each. Each statement still sees what the
+    /// ones before it did. The first error of any of them is thrown (the ones after it were not
+    /// run).
+    package func queryEach(_ statements: [(sql: String, parameters: [PostgresValue])]) throws -> [PostgresRows] {
+        try pipelined(statements)
+    }
+
+    /// Sends the queued statements and `tail` in one pipeline and returns `tail`'s rows; the
+    /// first error of any of them is thrown (the ones after it were not run).
+    private func pipelined(_ tail: [(sql: String, parameters: [PostgresValue])]) throws -> [PostgresRows] {
         var batch = queued
         queued = []
-        if let sql { batch.append((sql, parameters)) }
+        let firstAnswer = batch.count
+        batch += tail
+        guard !batch.isEmpty else { return [] }
         var sends: [(types: [UInt32], buffers: [Data?], formats: [Int32], name: String?)] = []
         for statement in batch {
             let (types, buffers, formats) = try Self.encoded(statement.parameters, statement.sql)
@@ -158,7 +174,7 @@ package final class PostgresConnection: @unchecked Sendable {
             throw PostgresError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(connection)), statement: batch[0].sql)
         }
         var failure: PostgresError?
-        var answer: OpaquePointer?
+        var answers: [OpaquePointer] = []
         defer {
             if PQexitPipelineMode(connection) != 1 { broken = true }
         }
@@ -177,6 +193,7 @@ package final class PostgresConnection: @unchecked Sendable {
                 throw PostgresError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(connection)), statement: statement.sql)
             }
         }
+        roundTrips += 1
         guard PQpipelineSync(connection) == 1 else {
             broken = true
             throw PostgresError(sqlState: "08006", message: Self.trimmed(PQerrorMessage(connection)), statement: batch[0].sql)
@@ -190,7 +207,7 @@ package final class PostgresConnection: @unchecked Sendable {
             let status = PQresultStatus(result)
             if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
                 if failure == nil { failure = Self.rolledBack(result, statement.sql) }
-                if sql != nil && index == batch.count - 1 { answer = result } else { PQclear(result) }
+                if index >= firstAnswer { answers.append(result) } else { PQclear(result) }
             } else {
                 if status != PGRES_PIPELINE_ABORTED, failure == nil {
                     do { try check(result, statement.sql) } catch let error as PostgresError { failure = error }
@@ -203,11 +220,9 @@ package final class PostgresConnection: @unchecked Sendable {
         let sync = PQgetResult(connection)
         if PQresultStatus(sync) != PGRES_PIPELINE_SYNC { broken = true }
         PQclear(sync)
-        if let failure {
-            if let answer { PQclear(answer) }
-            throw failure
-        }
-        return answer.map(PostgresRows.init)
+        let rows = answers.map(PostgresRows.init)
+        if let failure { throw failure }
+        return rows
     }
 
     /// The statement's name on this connection, prepared now if it was not (nil once
@@ -216,6 +231,7 @@ package final class PostgresConnection: @unchecked Sendable {
         if let name = prepared[sql] { return name }
         guard prepared.count < Self.maxPrepared else { return nil }
         let candidate = "s\(prepared.count)"
+        roundTrips += 1
         let made = PQprepare(connection, candidate, sql, Int32(types.count), types)
         defer { PQclear(made) }
         guard PQresultStatus(made) == PGRES_COMMAND_OK else {

@@ -32,6 +32,18 @@ final class PostgresConnectionPool: Sendable {
 
     @TaskLocal static var scope: Scope?
 
+    /// Counts the round trips of the statements run on the calling thread's task while it is
+    /// bound (by a test or a measurement; nothing counts otherwise). Work other threads do
+    /// meanwhile (the sequencer's passes) is not counted.
+    @TaskLocal static var roundTripCounter: RoundTripCounter?
+
+    /// A count of round trips (see `roundTripCounter`).
+    final class RoundTripCounter: Sendable {
+        private let count = Atomic<Int>(0)
+        var value: Int { count.load(ordering: .relaxed) }
+        func add(_ n: Int) { count.add(n, ordering: .relaxed) }
+    }
+
     /// The current unit of work of this pool, if one is open on this thread.
     var currentScope: Scope? {
         guard let scope = Self.scope, scope.pool == ObjectIdentifier(self) else { return nil }
@@ -65,17 +77,24 @@ final class PostgresConnectionPool: Sendable {
     private func once<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         if let scope = currentScope {
             if let connection = scope.connection {
-                if connection.isUsable { return try body(connection) }
+                if connection.isUsable { return try counted(connection, body) }
                 if scope.transactionOpen {
                     throw PostgresError(sqlState: "08006", message: "the connection was lost in the middle of a transaction", statement: "")
                 }
             }
             let connection = try checkOut()
             scope.connection = connection
-            return try body(connection)
+            return try counted(connection, body)
         }
         let connection = try checkOut()
         defer { checkIn(connection) }
+        return try counted(connection, body)
+    }
+
+    private func counted<T>(_ connection: PostgresConnection, _ body: (PostgresConnection) throws -> T) throws -> T {
+        guard let counter = Self.roundTripCounter else { return try body(connection) }
+        let before = connection.roundTrips
+        defer { counter.add(connection.roundTrips - before) }
         return try body(connection)
     }
 

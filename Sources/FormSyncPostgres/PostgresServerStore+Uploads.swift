@@ -26,6 +26,7 @@ extension PostgresServerStore {
     }
 
     package func createUpload(_ upload: StoredUpload, at now: Int64) throws {
+        forgetMissingOwner(upload.documentID)
         try query(
             """
             INSERT INTO uploads (upload_id, document_id, workspace, principal, length, "offset", digest, content_type, created_at, touched_at)

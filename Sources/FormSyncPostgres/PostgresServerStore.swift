@@ -113,7 +113,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     }
 
     package func idempotentWrite(
-        key: String, hash: Data, hold: (() -> Void)?, now: Int64, _ body: () throws -> RecordedReply
+        key: String, hash: Data, hold: (() -> Void)?, now: Int64, document: String?, _ body: () throws -> RecordedReply
     ) throws -> LedgerOutcome {
         try pool.scope {
             var attempt = 0
@@ -125,14 +125,23 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
                         try inTransaction(pool.currentScope!, begin: "BEGIN; SET LOCAL lock_timeout = \(max(1, keyWaitMilliseconds))") {
                             // The row is the claim: a second request with the key waits here until
                             // this transaction ends, then finds the reply it recorded.
-                            let claimed = try pool.with {
-                                try $0.query(
-                                    "INSERT INTO ledger (key, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING",
-                                    [.text(key), .bytes(hash), .integer(now)]
-                                ).affected
+                            let claim = (
+                                sql: "INSERT INTO ledger (key, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING",
+                                parameters: [PostgresValue.text(key), .bytes(hash), .integer(now)]
+                            )
+                            let longWait = "SET LOCAL lock_timeout = \(Self.lockWaitMilliseconds)"
+                            let claimed: Int
+                            if let document, hold == nil {
+                                // What the write will read of its document goes with the claim, read
+                                // after it in the same round trip (and locked, under the long wait).
+                                let rows = try pool.with { try $0.queryEach([claim, (longWait, [])] + prefetch(document)) }
+                                claimed = rows[0].affected
+                                if claimed == 1 { keepPrefetched(owner: rows[2], document: rows[3], documentID: document) }
+                            } else {
+                                claimed = try pool.with { try $0.query(claim.sql, claim.parameters).affected }
+                                if claimed == 1 { try pool.with { $0.later(longWait) } }
                             }
                             guard claimed == 1 else { return try recorded(key) ?? .inFlight }
-                            try pool.with { $0.later("SET LOCAL lock_timeout = \(Self.lockWaitMilliseconds)") }
                             hold?()
                             let response = try body()
                             // Sent with the COMMIT.
@@ -200,6 +209,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
 
     package func document(_ documentID: String) -> SyncServer.Document? {
         if let locked = lockedRow("document", documentID) as SyncServer.Document? { return locked }
+        if lockedRow("no-document", documentID) as Bool? == true { return nil }
         guard
             let rows = try? query(
                 "SELECT \(Self.documentColumns) FROM documents WHERE document_id = $1\(lockingClause)", [.text(documentID)]),
@@ -213,12 +223,48 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         pool.currentScope.flatMap { $0.transactionOpen ? $0.lockedRows[kind + ":" + key] as? T : nil }
     }
 
-    /// Keeps `row` for the rest of the open transaction (nothing outside one), and returns it.
+    /// Keeps `row` for the rest of the open transaction (nothing outside one), and returns it;
+    /// a document or owner kept replaces the mark that there was none.
     @discardableResult
     private func keepLocked<T: Sendable>(_ row: T, _ kind: String, _ key: String) -> T {
-        if let scope = pool.currentScope, scope.transactionOpen { scope.lockedRows[kind + ":" + key] = row }
+        if let scope = pool.currentScope, scope.transactionOpen {
+            scope.lockedRows[kind + ":" + key] = row
+            scope.lockedRows["no-" + kind + ":" + key] = nil
+        }
         return row
     }
+
+    /// Forgets that this transaction found no owner of `documentID`: it just stored a row that
+    /// makes one (a file, an upload).
+    func forgetMissingOwner(_ documentID: String) {
+        pool.currentScope?.lockedRows["no-owner:" + documentID] = nil
+    }
+
+    /// The reads a write makes of its document first (its owner, then its row, locked), to be
+    /// sent with the ledger's claim.
+    private func prefetch(_ documentID: String) -> [(sql: String, parameters: [PostgresValue])] {
+        [(Self.ownerQuery, [.text(documentID)]), (Self.lockedDocumentQuery, [.text(documentID)])]
+    }
+
+    /// Keeps what `prefetch` read for the rest of the transaction, absence included (the
+    /// document's row is locked; a document, file or upload stored later in the transaction
+    /// replaces the mark). An owner known only from a file or an upload is read again, as
+    /// `owner(of:)` does.
+    private func keepPrefetched(owner: PostgresRows, document: PostgresRows, documentID: String) {
+        guard let scope = pool.currentScope, scope.transactionOpen else { return }
+        if owner.count == 0 {
+            scope.lockedRows["no-owner:" + documentID] = true
+        } else if let form = owner.text(0, 0), let principal = owner.text(0, 2) {
+            keepLocked(DocumentOwner(form: form, workspace: owner.text(0, 1) ?? "", principal: principal), "owner", documentID)
+        }
+        if document.count == 1 {
+            keepLocked(Self.document(document, 0), "document", documentID)
+        } else {
+            scope.lockedRows["no-document:" + documentID] = true
+        }
+    }
+
+    private static let lockedDocumentQuery = "SELECT " + documentColumns + " FROM documents WHERE document_id = $1 FOR UPDATE"
 
     package func documentCount() -> Int {
         Int((try? query("SELECT COUNT(*) FROM documents"))?.int(0, 0) ?? 0)
@@ -301,7 +347,8 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
         _ documentID: String, workspace: String, principal: String, digest: Data, contentType: String?, mediaType: String, byteCount: Int64,
         at now: Int64
     ) throws -> Int64 {
-        try query(
+        forgetMissingOwner(documentID)
+        return try query(
             """
             INSERT INTO files (document_id, workspace, principal, digest, content_type, media_type, byte_count, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id
             """,
@@ -357,6 +404,13 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     // MARK: Owners
 
     /// A document's owner as read from its row: its form, workspace and principal never change.
+    private static let ownerQuery = """
+        SELECT form, workspace, principal FROM documents WHERE document_id = $1
+        UNION ALL SELECT NULL, workspace, principal FROM files WHERE document_id = $1
+        UNION ALL SELECT NULL, workspace, principal FROM uploads WHERE document_id = $1
+        LIMIT 1
+        """
+
     private struct DocumentOwner: Sendable {
         var form: String
         var workspace: String
@@ -365,15 +419,8 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
 
     package func owner(of documentID: String) -> (form: String?, workspace: String, principal: String?)? {
         if let known = lockedRow("owner", documentID) as DocumentOwner? { return (known.form, known.workspace, known.principal) }
-        guard
-            let rows = try? query(
-                """
-                SELECT form, workspace, principal FROM documents WHERE document_id = $1
-                UNION ALL SELECT NULL, workspace, principal FROM files WHERE document_id = $1
-                UNION ALL SELECT NULL, workspace, principal FROM uploads WHERE document_id = $1
-                LIMIT 1
-                """, [.text(documentID)]), rows.count == 1
-        else { return nil }
+        if lockedRow("no-owner", documentID) as Bool? == true { return nil }
+        guard let rows = try? query(Self.ownerQuery, [.text(documentID)]), rows.count == 1 else { return nil }
         if let form = rows.text(0, 0), let principal = rows.text(0, 2) {
             keepLocked(DocumentOwner(form: form, workspace: rows.text(0, 1) ?? "", principal: principal), "owner", documentID)
         }

@@ -42,7 +42,7 @@ struct IdempotencyLedger: ServerPart {
         let prepared = prepare()
         let outcome: LedgerOutcome
         do {
-            outcome = try store.idempotentWrite(key: key, hash: hash, hold: hold, now: now()) {
+            outcome = try store.idempotentWrite(key: key, hash: hash, hold: hold, now: now(), document: document) {
                 let response = try process(prepared, caller)
                 return RecordedReply(status: response.status, headers: response.headers, body: response.body)
             }

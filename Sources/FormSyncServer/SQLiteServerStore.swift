@@ -129,7 +129,7 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     // MARK: Ledger
 
     func idempotentWrite(
-        key: String, hash: Data, hold: (() -> Void)?, now: Int64, _ body: () throws -> RecordedReply
+        key: String, hash: Data, hold: (() -> Void)?, now: Int64, document: String?, _ body: () throws -> RecordedReply
     ) throws -> LedgerOutcome {
         if let hold {
             // Marked in flight first and then held, so that a retry arriving meanwhile meets 409.

@@ -40,9 +40,10 @@ package protocol ServerStore: CredentialStore {
     /// The idempotency ledger around a write: the recorded reply when `key` was answered, a
     /// mark that it is in flight, or `body`'s reply committed together with its work. `hold`: the
     /// request is marked in flight, then `hold` runs before its work (a delay or a held request:
-    /// faults for tests).
+    /// faults for tests). `document`: the document the write is about, which a store may read
+    /// together with the claim (the PostgreSQL store does: one round trip for both).
     func idempotentWrite(
-        key: String, hash: Data, hold: (() -> Void)?, now: Int64, _ body: () throws -> RecordedReply
+        key: String, hash: Data, hold: (() -> Void)?, now: Int64, document: String?, _ body: () throws -> RecordedReply
     ) throws -> LedgerOutcome
 
     /// A mark taken before a request runs; `whenDurable(since:)` waits for what it wrote.

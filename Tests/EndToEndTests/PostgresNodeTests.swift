@@ -64,6 +64,40 @@ struct PostgresNodeTests {
         }
     }
 
+    /// On PostgreSQL a write waits for the server once per round trip. A submission's claim
+    /// of its key goes with the reads of its document (owner, row locked) in one; its new id
+    /// takes one, its rows and `COMMIT` one, its token one. An edit reads nothing more either.
+    @Test func aSubmissionWaitsForPostgreSQLFourTimesAndAnEditOfItAsOften() async throws {
+        try await OffThePool.run {
+            let (_, nodes) = try Self.nodes(1)
+            let node = nodes[0]
+            let token = try node.issueAccessToken(workspaces: ["acme"])
+            func counted(_ request: HTTPRequest) -> (reply: HTTPResponse?, roundTrips: Int) {
+                let counter = PostgresConnectionPool.RoundTripCounter()
+                let reply = PostgresConnectionPool.$roundTripCounter.withValue(counter) { node.handle(request) }
+                return (reply, counter.value)
+            }
+            var creates: [Int] = []
+            var edits: [Int] = []
+            // (The first ones prepare their statements on the connections they get.)
+            for n in 0..<8 {
+                let created = counted(try ServerGroupCommitTests.order(n, token: token))
+                #expect(created.reply?.status == 201, "\(created.reply?.status ?? 0)")
+                var edit = try ServerGroupCommitTests.order(n, token: token)
+                edit.headers["idempotency-key"] = "edit-\(n)"
+                edit.headers["if-match"] = created.reply?.headers.first { $0.0 == "ETag" }?.1
+                let edited = counted(edit)
+                #expect(edited.reply?.status == 200, "\(edited.reply?.status ?? 0)")
+                if n >= 4 {
+                    creates.append(created.roundTrips)
+                    edits.append(edited.roundTrips)
+                }
+            }
+            #expect(creates.min() == 4, "round trips of each submission: \(creates)")
+            #expect(edits.min() == 4, "round trips of each edit: \(edits)")
+        }
+    }
+
     @Test func aKeyHeldByOneNodeIsInFlightOnAnotherAndReplayedThere() async throws {
         try await OffThePool.run {
             let (_, nodes) = try Self.nodes(2)

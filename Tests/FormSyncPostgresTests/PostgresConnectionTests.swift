@@ -47,6 +47,47 @@ struct PostgresConnectionTests {
         }
     }
 
+    /// `queryEach` sends its statements (after any queued ones) in one round trip and answers
+    /// each with its own rows; each sees what the ones before it did, and the first error stops
+    /// the rest.
+    @Test func statementsSentTogetherAreEachAnsweredInOrderAndTheFirstErrorStopsTheRest() async throws {
+        try await OffThePool.run {
+            let url = try PostgresCluster.shared().makeDatabase()
+            let connection = try PostgresConnection(url: url)
+            try connection.run("CREATE TABLE q (n BIGINT PRIMARY KEY)")
+            try connection.run("BEGIN")
+            connection.later("INSERT INTO q VALUES ($1)", [.integer(1)])
+            let before = connection.roundTrips
+            let rows = try connection.queryEach([
+                ("INSERT INTO q VALUES ($1), ($2) ON CONFLICT DO NOTHING", [.integer(1), .integer(2)]),
+                ("SELECT n FROM q WHERE n >= $1 ORDER BY n", [.integer(0)]),
+                ("SELECT COUNT(*) FROM q WHERE n = $1", [.integer(9)]),
+            ])
+            #expect(rows.count == 3)
+            #expect(rows[0].affected == 1, "the queued insert ran first: only 2 was new")
+            #expect((0..<rows[1].count).map { rows[1].int($0, 0) } == [1, 2])
+            #expect(rows[2].int(0, 0) == 0)
+            // The four with parameters (the queued one too) were prepared on their first use, one
+            // round trip each; then one round trip for all of them.
+            #expect(connection.roundTrips - before == 5)
+            let again = connection.roundTrips
+            _ = try connection.queryEach([("SELECT n FROM q WHERE n >= $1 ORDER BY n", [.integer(2)]), ("SELECT 1", [])])
+            #expect(connection.roundTrips - again == 1)
+            try connection.run("COMMIT")
+            let error = #expect(throws: PostgresError.self) {
+                try connection.queryEach([
+                    ("INSERT INTO q VALUES ($1)", [.integer(3)]), ("INSERT INTO q VALUES ($1)", [.integer(1)]),
+                    ("INSERT INTO q VALUES ($1)", [.integer(4)]),
+                ])
+            }
+            #expect(error?.isUniqueViolation == true)
+            let left = try connection.query("SELECT n FROM q ORDER BY n")
+            #expect(
+                (0..<left.count).map { left.int($0, 0) } == [1, 2],
+                "outside a transaction the pipeline is one: nothing of it stays, and 4 never ran")
+        }
+    }
+
     @Test func theFirstErrorOfAQueuedStatementFailsItsTransactionAndRollbackForgetsWhatWaits() async throws {
         try await OffThePool.run {
             let connection = try PostgresConnection(url: try PostgresCluster.shared().makeDatabase())
