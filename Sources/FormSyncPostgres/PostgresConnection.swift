@@ -166,8 +166,10 @@ package final class PostgresConnection: @unchecked Sendable {
         var sends: [(types: [UInt32], buffers: [Data?], formats: [Int32], name: String?)] = []
         for statement in batch {
             let (types, buffers, formats) = try Self.encoded(statement.parameters, statement.sql)
-            // (Prepared before the pipeline begins: preparing is a round trip of its own, once.)
-            let name = statement.parameters.isEmpty ? nil : try preparedName(statement.sql, types)
+            // (Prepared before the pipeline begins: preparing is a round trip of its own, once; a
+            // statement with no parameters too, so that its parse and plan are not paid each
+            // time. A text of several statements cannot be prepared, nor sent this way.)
+            let name = statement.sql.contains(";") ? nil : try preparedName(statement.sql, types)
             sends.append((types, buffers, formats, name))
         }
         guard PQenterPipelineMode(connection) == 1 else {

@@ -70,9 +70,19 @@ struct PostgresConnectionTests {
             // The four with parameters (the queued one too) were prepared on their first use, one
             // round trip each; then one round trip for all of them.
             #expect(connection.roundTrips - before == 5)
+            // A statement without parameters is prepared too (its parse and plan are not paid
+            // again each time), once.
+            let pair: [(sql: String, parameters: [PostgresValue])] = [
+                ("SELECT n FROM q WHERE n >= $1 ORDER BY n", [.integer(2)]), ("SELECT COUNT(*) FROM q", []),
+            ]
+            _ = try connection.queryEach(pair)
             let again = connection.roundTrips
-            _ = try connection.queryEach([("SELECT n FROM q WHERE n >= $1 ORDER BY n", [.integer(2)]), ("SELECT 1", [])])
+            let counted = try connection.queryEach(pair)
             #expect(connection.roundTrips - again == 1)
+            #expect(counted[1].int(0, 0) == 2)
+            let prepared = try connection.query(
+                "SELECT COUNT(*) FROM pg_prepared_statements WHERE statement = $1", [.text("SELECT COUNT(*) FROM q")])
+            #expect(prepared.int(0, 0) == 1)
             try connection.run("COMMIT")
             let error = #expect(throws: PostgresError.self) {
                 try connection.queryEach([
