@@ -99,10 +99,10 @@ package final class PostgresConnection: @unchecked Sendable {
         if sql == "ROLLBACK" { queued = [] }
         if !queued.isEmpty {
             if !sql.contains(";") {
-                _ = try pipelined([(sql, [])])
+                _ = try queryEach([(sql, [])])
                 return
             }
-            _ = try pipelined([])
+            _ = try queryEach([])
         }
         roundTrips += 1
         let result = PQexec(connection, sql)
@@ -113,7 +113,7 @@ package final class PostgresConnection: @unchecked Sendable {
     /// Runs one statement with `parameters` (`$1`, `$2`, …) and returns its rows.
     @discardableResult
     package func query(_ sql: String, _ parameters: [PostgresValue] = []) throws -> PostgresRows {
-        if !queued.isEmpty { return try pipelined([(sql, parameters)])[0] }
+        if !queued.isEmpty { return try queryEach([(sql, parameters)])[0] }
         let (types, buffers, formats) = try Self.encoded(parameters, sql)
         let lengths = buffers.map { Int32($0?.count ?? 0) }
         let name = try preparedName(sql, types)
@@ -152,16 +152,10 @@ package final class PostgresConnection: @unchecked Sendable {
     /// ones before it did. The first error of any of them is thrown (the ones after it were not
     /// run).
     package func queryEach(_ statements: [(sql: String, parameters: [PostgresValue])]) throws -> [PostgresRows] {
-        try pipelined(statements)
-    }
-
-    /// Sends the queued statements and `tail` in one pipeline and returns `tail`'s rows; the
-    /// first error of any of them is thrown (the ones after it were not run).
-    private func pipelined(_ tail: [(sql: String, parameters: [PostgresValue])]) throws -> [PostgresRows] {
         var batch = queued
         queued = []
         let firstAnswer = batch.count
-        batch += tail
+        batch += statements
         guard !batch.isEmpty else { return [] }
         var sends: [(types: [UInt32], buffers: [Data?], formats: [Int32], name: String?)] = []
         for statement in batch {
