@@ -4,9 +4,10 @@ import Synchronization
 
 /// A node's ear for the changes other nodes commit: one thread with a connection of its own
 /// that `LISTEN`s to the sequencer's channel and hands each workspace it hears of to
-/// `changed`. A broken connection is opened again (after a second, then up to half a minute
-/// apart); what was committed meanwhile is seen by the next look of each long-poll, at its
-/// deadline at the latest.
+/// `changed`. It is listening when made (unless the database cannot be reached then), so that
+/// a request held once the node serves hears of every change committed after it was held. A
+/// broken connection is opened again (after a second, then up to half a minute apart); what was
+/// committed meanwhile is seen by the next look of each long-poll, at its deadline at the latest.
 final class PostgresChangeListener: ChangeListener, @unchecked Sendable {
     private let url: String
     private let changed: @Sendable (String) -> Void
@@ -16,7 +17,8 @@ final class PostgresChangeListener: ChangeListener, @unchecked Sendable {
     init(url: String, changed: @escaping @Sendable (String) -> Void) {
         self.url = url
         self.changed = changed
-        let thread = Thread { [self] in run() }
+        let first = try? Self.listening(url)
+        let thread = Thread { [self] in run(first) }
         thread.name = "formsync.pg-listen"
         thread.start()
     }
@@ -26,13 +28,21 @@ final class PostgresChangeListener: ChangeListener, @unchecked Sendable {
         ended.wait()
     }
 
-    private func run() {
+    /// A connection that listens to the channel.
+    private static func listening(_ url: String) throws -> PostgresConnection {
+        let connection = try PostgresConnection(url: url, timeoutSeconds: 5)
+        try connection.run("LISTEN \(PostgresServerStore.changeChannel)")
+        return connection
+    }
+
+    private func run(_ first: PostgresConnection?) {
         defer { ended.signal() }
         var pause = 1.0
+        var ready = first
         while !stopped.load(ordering: .acquiring) {
             do {
-                let connection = try PostgresConnection(url: url, timeoutSeconds: 5)
-                try connection.run("LISTEN \(PostgresServerStore.changeChannel)")
+                let connection = try ready ?? Self.listening(url)
+                ready = nil
                 pause = 1
                 while !stopped.load(ordering: .acquiring) {
                     // A short look, so that stop() is not kept waiting.
