@@ -10,6 +10,9 @@ public struct HTTPRequest: Sendable {
     /// Header names are lower-cased.
     public var headers: [String: String]
     public var body: Data
+    /// What the server's preflight noted when it saw this request's head (nil when it noted
+    /// nothing, or the request did not come through an `HTTPServer`).
+    package var preflightNote: (any Sendable)?
 
     package init(method: String, path: String, query: String?, headers: [String: String], body: Data) {
         self.method = method

@@ -27,8 +27,10 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// What to do with a request whose head has arrived, before its body is read.
     public enum Preflight: Sendable {
-        /// Read the body, at most this many bytes (413 above it, decided from the head).
-        case read(maxBodyBytes: Int)
+        /// Read the body, at most this many bytes (413 above it, decided from the head); `note`
+        /// is handed to the handler with the request (`HTTPRequest.preflightNote`), so that what
+        /// the head's check found is not looked up again.
+        case read(maxBodyBytes: Int, note: (any Sendable)? = nil)
         /// Answer this now, without reading the body, and close the connection.
         case refuse(HTTPResponse)
     }
@@ -76,6 +78,8 @@ public final class HTTPServer: @unchecked Sendable {
         /// Tells this connection from a later one on the same descriptor.
         let serial: Int
         var reservedBody = 0
+        /// What the preflight of the request being read noted.
+        var preflightNote: (any Sendable)?
         /// Bumped on every activity; an entry of the idle queue with an older stamp is stale.
         var stamp = 0
 
@@ -502,7 +506,8 @@ public final class HTTPServer: @unchecked Sendable {
                     case .refuse(let response):
                         respond(connection, response, keepAlive: false)
                         return
-                    case .read(let limit):
+                    case .read(let limit, let note):
+                        connection.preflightNote = note
                         let declared = HTTPRequestParser.contentLength(head.headers["content-length"])
                         let reserve = min(declared ?? limit, limit)
                         if let declared, declared > limit {
@@ -522,11 +527,13 @@ public final class HTTPServer: @unchecked Sendable {
                         connection.deadline = now + limits.bodyTimeout
                         step = connection.parser.beginBody(limit: limit)
                     }
-                case .request(let request, let keepAlive):
+                case .request(var request, let keepAlive):
                     if connection.reservedBody > 0 {
                         lock.withLock { bufferedBodyBytes -= connection.reservedBody }
                         connection.reservedBody = 0
                     }
+                    request.preflightNote = connection.preflightNote
+                    connection.preflightNote = nil
                     connection.processing = true
                     dispatch(Job(fd: connection.fd, request: request, keepAlive: keepAlive))
                     return

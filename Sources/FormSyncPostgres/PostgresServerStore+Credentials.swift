@@ -22,11 +22,17 @@ extension PostgresServerStore {
     }
 
     package func grant(ofToken token: String, kind: String) throws -> StoredGrant? {
-        let rows = try query(
-            """
-            SELECT g.principal, g.role, g.workspaces, g.expires_at, g.device_id, g.generation, d.revoked_at, d.last_seen_at
-            FROM grants g LEFT JOIN devices d ON d.device_id = g.device_id WHERE g.digest = $1 AND g.kind = $2
-            """, [.bytes(StoredGrant.digest(token)), .text(kind)])
+        Self.storedGrant(try query(Self.grantQuery, [.bytes(StoredGrant.digest(token)), .text(kind)]))
+    }
+
+    /// A token's grant and its device's state, by the token's digest ($1) and kind ($2).
+    static let grantQuery = """
+        SELECT g.principal, g.role, g.workspaces, g.expires_at, g.device_id, g.generation, d.revoked_at, d.last_seen_at
+        FROM grants g LEFT JOIN devices d ON d.device_id = g.device_id WHERE g.digest = $1 AND g.kind = $2
+        """
+
+    /// The grant `grantQuery` found, if it found one.
+    static func storedGrant(_ rows: PostgresRows) -> StoredGrant? {
         guard rows.count == 1, let grant = Self.grant(rows, 0, principal: 0, role: 1, workspaces: 2) else { return nil }
         return StoredGrant(
             grant: grant, expiresAt: rows.int(0, 3) ?? 0, device: rows.text(0, 4), generation: rows.int(0, 5),

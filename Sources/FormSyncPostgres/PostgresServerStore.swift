@@ -113,7 +113,8 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
     }
 
     package func idempotentWrite(
-        key: String, hash: Data, hold: (() -> Void)?, now: Int64, document: String?, _ body: () throws -> RecordedReply
+        key: String, hash: Data, hold: (() -> Void)?, now: Int64, document: String?, token: TokenProof?,
+        _ body: () throws -> RecordedReply
     ) throws -> LedgerOutcome {
         try pool.scope {
             var attempt = 0
@@ -130,19 +131,30 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
                                 parameters: [PostgresValue.text(key), .bytes(hash), .integer(now)]
                             )
                             let longWait = "SET LOCAL lock_timeout = \(Self.lockWaitMilliseconds)"
+                            let check = token.map { (sql: Self.grantQuery, parameters: [PostgresValue.bytes($0.digest), .text("access")]) }
                             let claimed: Int
+                            var granted: StoredGrant?
                             if let document, hold == nil {
-                                // What the write will read of its document goes with the claim, read
-                                // after it in the same round trip (and locked, under the long wait).
-                                let rows = try pool.with { try $0.queryEach([claim, (longWait, [])] + prefetch(document)) }
+                                // The token's check and what the write will read of its document go
+                                // with the claim, read after it in the same round trip (the document
+                                // locked, under the long wait).
+                                let rows = try pool.with {
+                                    try $0.queryEach([claim, (longWait, [])] + (check.map { [$0] } ?? []) + prefetch(document))
+                                }
                                 claimed = rows[0].affected
-                                if claimed == 1 { keepPrefetched(owner: rows[2], document: rows[3], documentID: document) }
+                                let read = token == nil ? 2 : 3
+                                if token != nil { granted = Self.storedGrant(rows[2]) }
+                                if claimed == 1 { keepPrefetched(owner: rows[read], document: rows[read + 1], documentID: document) }
                             } else {
                                 claimed = try pool.with { try $0.query(claim.sql, claim.parameters).affected }
-                                if claimed == 1 { try pool.with { $0.later(longWait) } }
+                                if claimed == 1 {
+                                    try pool.with { $0.later(longWait) }
+                                    hold?()
+                                }
+                                if let check { granted = Self.storedGrant(try query(check.sql, check.parameters)) }
                             }
+                            if let token, !token.holds(granted, now: now) { throw TokenWithdrawn() }
                             guard claimed == 1 else { return try recorded(key) ?? .inFlight }
-                            hold?()
                             let response = try body()
                             // Sent with the COMMIT.
                             try pool.with {
@@ -153,6 +165,8 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
                             return .processed(response)
                         }
                     }
+                } catch is TokenWithdrawn {
+                    return .tokenWithdrawn
                 } catch let error as PostgresError where error.isLockTimeout {
                     return .inFlight
                 } catch let error as PostgresError where error.isConnectionLost && attempt < 3 {
@@ -164,6 +178,9 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
             }
         }
     }
+
+    /// Ends a write whose token no longer holds (its transaction rolls back).
+    private struct TokenWithdrawn: Error {}
 
     /// The recorded reply to `key`, if it committed.
     private func recorded(_ key: String) throws -> LedgerOutcome? {

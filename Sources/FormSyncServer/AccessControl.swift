@@ -18,12 +18,45 @@ struct AccessControl: ServerPart {
     /// `421` for a workspace this server does not host, `403 workspace-forbidden` for one the
     /// token was not issued for.
     func caller(of request: HTTPRequest) -> CallerCheck {
+        guard let check = lookUp(request) else { return .refused(Self.storeUnavailable()) }
+        return caller(of: request, token: check)
+    }
+
+    /// What the request's token is worth now; nil (said on standard error) when the store could
+    /// not answer.
+    private func lookUp(_ request: HTTPRequest) -> TokenCheck? {
         do {
-            return caller(of: request, token: try tokenCheck(of: request))
+            return try tokenCheck(of: request)
         } catch {
             FileHandle.standardError.write(Data("formsync server: the token could not be looked up: \(error)\n".utf8))
-            return .refused(Self.storeUnavailable())
+            return nil
         }
+    }
+
+    /// The caller of a document write, and (on a store shared across nodes) the token it was
+    /// found by, for the write's transaction to check again: there the look-up the request's
+    /// preflight made (`HeadCheck`) is taken as it is, since the transaction checks it anyway.
+    func writer(of request: HTTPRequest) -> (CallerCheck, TokenProof?) {
+        guard store.sharedAcrossNodes, let token = Self.bearerToken(request) else { return (caller(of: request), nil) }
+        let head = request.preflightNote as? HeadCheck
+        guard let check = head?.token == token ? head?.check : lookUp(request) else { return (.refused(Self.storeUnavailable()), nil) }
+        let found = caller(of: request, token: check)
+        guard case .allowed = found, case .valid(let grant, let device) = check else { return (found, nil) }
+        return (found, TokenProof(digest: StoredGrant.digest(token), grant: grant, device: device))
+    }
+
+    /// What a request's preflight found of its access token, handed on with the request
+    /// (`HTTPRequest.preflightNote`) so that its write does not look the token up again.
+    struct HeadCheck: Sendable {
+        let token: String
+        let check: TokenCheck
+    }
+
+    /// The caller of a request's head, and what its write may take on from it (see `writer(of:)`).
+    func preflightCaller(of head: HTTPRequest) -> (CallerCheck, HeadCheck?) {
+        guard store.sharedAcrossNodes, let token = Self.bearerToken(head) else { return (caller(of: head), nil) }
+        guard let check = lookUp(head) else { return (.refused(Self.storeUnavailable()), nil) }
+        return (caller(of: head, token: check), HeadCheck(token: token, check: check))
     }
 
     private func caller(of request: HTTPRequest, token: TokenCheck) -> CallerCheck {
@@ -58,7 +91,7 @@ struct AccessControl: ServerPart {
     }
 
     /// What a request's access token is worth now.
-    enum TokenCheck {
+    enum TokenCheck: Sendable {
         case missing
         case unknown
         case expired

@@ -17,9 +17,10 @@ struct IdempotencyLedger: ServerPart {
     func write<P>(
         _ request: HTTPRequest, fault: FaultPlan.Fault?, prepare: () -> P, perform process: @escaping (P, Caller) throws -> HTTPResponse
     ) -> HTTPResponse? {
+        let (found, token) = access.writer(of: request)
         let caller: Caller
-        switch self.caller(of: request) {
-        case .allowed(let found): caller = found
+        switch found {
+        case .allowed(let allowed): caller = allowed
         case .refused(let refusal): return refusal
         }
         if let refusal = Self.headerProblem(request) { return refusal }
@@ -42,7 +43,7 @@ struct IdempotencyLedger: ServerPart {
         let prepared = prepare()
         let outcome: LedgerOutcome
         do {
-            outcome = try store.idempotentWrite(key: key, hash: hash, hold: hold, now: now(), document: document) {
+            outcome = try store.idempotentWrite(key: key, hash: hash, hold: hold, now: now(), document: document, token: token) {
                 let response = try process(prepared, caller)
                 return RecordedReply(status: response.status, headers: response.headers, body: response.body)
             }
@@ -58,6 +59,10 @@ struct IdempotencyLedger: ServerPart {
         case .recorded(_, let replay):
             return HTTPResponse(
                 status: replay.status, headers: replay.headers + [(ProtocolHeader.idempotentReplayed, "true")], body: replay.body)
+        case .tokenWithdrawn:
+            // Revoked or expired since it was found: the refusal a fresh look-up gives.
+            if case .refused(let refusal) = self.caller(of: request) { return refusal }
+            return Self.storeUnavailable()
         case .inFlight:
             return .problem(
                 .keyInFlight, detail: "a request with this Idempotency-Key is still being processed", headers: [("Retry-After", "1")])

@@ -128,8 +128,11 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     // MARK: Ledger
 
+    /// (`token` is not checked again: the store is not shared across nodes, and a revocation
+    /// empties the token cache under the lock its writes take.)
     func idempotentWrite(
-        key: String, hash: Data, hold: (() -> Void)?, now: Int64, document: String?, _ body: () throws -> RecordedReply
+        key: String, hash: Data, hold: (() -> Void)?, now: Int64, document: String?, token: TokenProof?,
+        _ body: () throws -> RecordedReply
     ) throws -> LedgerOutcome {
         if let hold {
             // Marked in flight first and then held, so that a retry arriving meanwhile meets 409.

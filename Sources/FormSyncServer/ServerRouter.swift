@@ -27,7 +27,8 @@ struct ServerRouter: ServerPart {
         guard let route, route.body != .none, route.needsAccessToken, faults.isEmpty, !faults.isOutage else {
             return .read(maxBodyBytes: limit)
         }
-        switch caller(of: head) {
+        let (found, check) = access.preflightCaller(of: head)
+        switch found {
         case .refused(let refusal):
             return .refuse(refusal)
         case .allowed(let caller) where route.isBackOfficeOnly && caller.role != .backOffice:
@@ -36,7 +37,8 @@ struct ServerRouter: ServerPart {
             break
         }
         if route.isDocumentWrite, let refusal = IdempotencyLedger.headerProblem(head) { return .refuse(refusal) }
-        return .read(maxBodyBytes: limit)
+        // A document write checks its token again in its transaction: it takes on this look-up.
+        return .read(maxBodyBytes: limit, note: route.isDocumentWrite ? check : nil)
     }
 
     /// The answer to `request` (nil: the connection is closed without one): a planned fault's, a

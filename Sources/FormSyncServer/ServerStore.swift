@@ -41,9 +41,13 @@ package protocol ServerStore: CredentialStore {
     /// mark that it is in flight, or `body`'s reply committed together with its work. `hold`: the
     /// request is marked in flight, then `hold` runs before its work (a delay or a held request:
     /// faults for tests). `document`: the document the write is about, which a store may read
-    /// together with the claim (the PostgreSQL store does: one round trip for both).
+    /// together with the claim (the PostgreSQL store does: one round trip for both). `token`:
+    /// the access token the caller was found by, to check again inside the write's transaction
+    /// (given for a store shared across nodes, where another node may revoke it at any time;
+    /// the outcome is `tokenWithdrawn` when it no longer holds).
     func idempotentWrite(
-        key: String, hash: Data, hold: (() -> Void)?, now: Int64, document: String?, _ body: () throws -> RecordedReply
+        key: String, hash: Data, hold: (() -> Void)?, now: Int64, document: String?, token: TokenProof?,
+        _ body: () throws -> RecordedReply
     ) throws -> LedgerOutcome
 
     /// A mark taken before a request runs; `whenDurable(since:)` waits for what it wrote.
@@ -182,6 +186,27 @@ package enum LedgerOutcome {
     case recorded(hash: Data, response: RecordedReply)
     /// A request with this key is being processed now (here or on another node).
     case inFlight
+    /// The access token no longer grants what it granted when the caller was found (revoked,
+    /// expired or removed meanwhile): nothing was written.
+    case tokenWithdrawn
+}
+
+/// An access token and what it was found to grant before a write (maybe when the request's
+/// head arrived, before a long body): the write's transaction checks that it still does, so
+/// that a revocation or expiry that came meanwhile, on any node, refuses the write.
+package struct TokenProof: Sendable {
+    /// The token's SHA-256, as the grants table keys it.
+    package var digest: Data
+    package var grant: SyncServer.Grant
+    /// The device it was issued to (nil for a token issued without one).
+    package var device: String?
+
+    /// Whether the token, found now as `found` (nil: not found), still grants what it granted
+    /// at `now`.
+    package func holds(_ found: StoredGrant?, now: Int64) -> Bool {
+        guard let found else { return false }
+        return !found.deviceRevoked && found.expiresAt > now && found.grant == grant && found.device == device
+    }
 }
 
 /// Why a reply could not be sent as it was made.

@@ -109,4 +109,28 @@ struct HTTPServerRobustnessTests {
         #expect((error as? URLError)?.code != .timedOut, "\(error)")
         #expect(heads.withLock { $0 } == 2, "the request was not sent again: \(error)")
     }
+
+    /// What the preflight notes of a request's head reaches that request's handler, and only
+    /// that request's: the next one on the same connection sees its own preflight's note.
+    @Test func whatThePreflightNotedOfAHeadReachesThatRequestsHandlerAndNoOther() async throws {
+        let server = HTTPServer(
+            preflight: { head in .read(maxBodyBytes: 1 << 20, note: head.path == "/noted" ? "noted \(head.method)" : nil) },
+            handler: { request in
+                HTTPResponse(status: 200, headers: [], body: Data(((request.preflightNote as? String) ?? "nothing").utf8))
+            })
+        let port = try server.start()
+        defer { server.stop() }
+        let session = URLSession(configuration: .ephemeral)
+        func send(_ method: String, _ path: String) async throws -> String {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+            request.httpMethod = method
+            if method == "POST" { request.httpBody = Data("body".utf8) }
+            let (body, _) = try await session.data(for: request)
+            return String(decoding: body, as: UTF8.self)
+        }
+        #expect(try await send("POST", "/noted") == "noted POST")
+        #expect(try await send("POST", "/plain") == "nothing")
+        #expect(try await send("GET", "/noted") == "noted GET")
+        #expect(try await send("GET", "/plain") == "nothing")
+    }
 }

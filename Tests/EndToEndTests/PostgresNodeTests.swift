@@ -65,8 +65,9 @@ struct PostgresNodeTests {
     }
 
     /// On PostgreSQL a write waits for the server once per round trip. A submission's claim
-    /// of its key goes with the reads of its document (owner, row locked) in one; its new id
-    /// takes one, its rows and `COMMIT` one, its token one. An edit reads nothing more either.
+    /// of its key goes with the reads of its document (owner, row locked) and the token's check
+    /// in one; its new id takes one, its rows and `COMMIT` one, its token's look-up one (none
+    /// after a preflight looked it up). An edit reads nothing more either.
     @Test func aSubmissionWaitsForPostgreSQLFourTimesAndAnEditOfItAsOften() async throws {
         try await OffThePool.run {
             let (_, nodes) = try Self.nodes(1)
@@ -95,7 +96,68 @@ struct PostgresNodeTests {
             }
             #expect(creates.min() == 4, "round trips of each submission: \(creates)")
             #expect(edits.min() == 4, "round trips of each edit: \(edits)")
+
+            // Over HTTP the token was looked up by the preflight of the request's head: the
+            // write takes that on and checks the token again in its claim's round trip.
+            var noted: [Int] = []
+            for n in 8..<12 {
+                let created = counted(try Self.preflighted(try ServerGroupCommitTests.order(n, token: token), on: node))
+                #expect(created.reply?.status == 201, "\(created.reply?.status ?? 0)")
+                noted.append(created.roundTrips)
+            }
+            #expect(noted.min() == 3, "round trips of each submission after its preflight: \(noted)")
         }
+    }
+
+    /// `request` as an `HTTPServer` hands it to `node` once `node`'s preflight has seen its head.
+    static func preflighted(_ request: HTTPRequest, on node: SyncServer) throws -> HTTPRequest {
+        var head = request
+        head.body = Data()
+        guard case .read(_, let note) = ServerRouter(context: node.context).preflight(head) else {
+            throw PreflightRefused()
+        }
+        var noted = request
+        noted.preflightNote = note
+        return noted
+    }
+
+    struct PreflightRefused: Error {}
+
+    /// A device revoked on another node after its write's head was checked (while its body was
+    /// on the way) has the write refused: the write's transaction checks the token again.
+    @Test func aWriteWhoseDeviceIsRevokedOnAnotherNodeWhileItsBodyArrivesIsRefusedAndWritesNothing() async throws {
+        try await OffThePool.run {
+            let (_, nodes) = try Self.nodes(2)
+            let van = try Self.enrol("ada", on: nodes[0], issuer: nodes[0])
+            let office = try nodes[1].issueAccessToken(principal: "office", workspaces: ["acme"], role: .backOffice)
+            let before = try Self.preflighted(try ServerGroupCommitTests.order(1, token: van.accessToken), on: nodes[0])
+            #expect(nodes[0].handle(before)?.status == 201, "a write whose token holds is taken")
+
+            let request = try Self.preflighted(try ServerGroupCommitTests.order(2, token: van.accessToken), on: nodes[0])
+            let revoked = nodes[1].handle(
+                HTTPRequest(
+                    method: "POST", path: "/auth/revocations", query: nil,
+                    headers: ["authorization": "Bearer \(office)", "formsync-workspace": "acme", "content-type": "application/json"],
+                    body: try JSONEncoder().encode(RevocationRequest(deviceID: van.deviceID, reason: "lost"))))
+            #expect(revoked?.status == 200)
+            let refused = nodes[0].handle(request)
+            #expect(refused?.status == 401)
+            #expect(
+                (try? JSONSerialization.jsonObject(with: refused?.body ?? Data()) as? [String: Any])?["code"] as? String == "device-revoked"
+            )
+            #expect(nodes[1].documents().count == 1, "the refused write wrote nothing")
+        }
+    }
+
+    /// A device enrolled for `principal` through `node`, with a code `issuer` made.
+    static func enrol(_ principal: String, on node: SyncServer, issuer: SyncServer) throws -> Credentials {
+        let made = try issuer.makeEnrolment(principal: principal, workspace: "acme")
+        let body = try JSONEncoder().encode(
+            EnrolRequest(code: made.code.description, installation: "install-\(principal)", device: DeviceReport(name: principal)))
+        let reply = node.handle(
+            HTTPRequest(method: "POST", path: "/auth/enrol", query: nil, headers: ["content-type": "application/json"], body: body))
+        try #require(reply?.status == 201)
+        return try JSONDecoder().decode(Credentials.self, from: reply?.body ?? Data())
     }
 
     @Test func aKeyHeldByOneNodeIsInFlightOnAnotherAndReplayedThere() async throws {
@@ -330,16 +392,8 @@ struct PostgresNodeTests {
             func code(_ reply: HTTPResponse?) -> String? {
                 (try? JSONSerialization.jsonObject(with: reply?.body ?? Data()) as? [String: Any])?["code"] as? String
             }
-            func enrol(_ principal: String, on node: Int) throws -> Credentials {
-                let made = try nodes[0].makeEnrolment(principal: principal, workspace: "acme")
-                let body = try JSONEncoder().encode(
-                    EnrolRequest(code: made.code.description, installation: "install-\(principal)", device: DeviceReport(name: principal)))
-                let reply = send(node, "POST", "/auth/enrol", headers: ["content-type": "application/json"], body: body)
-                try #require(reply?.status == 201)
-                return try JSONDecoder().decode(Credentials.self, from: reply?.body ?? Data())
-            }
-            let van = try enrol("ada", on: 1)
-            let other = try enrol("bob", on: 0)
+            let van = try Self.enrol("ada", on: nodes[1], issuer: nodes[0])
+            let other = try Self.enrol("bob", on: nodes[0], issuer: nodes[0])
             let office = try nodes[1].issueAccessToken(principal: "office", workspaces: ["acme"], role: .backOffice)
 
             // The upload begins on node 0 and takes its first half on node 1.
@@ -599,6 +653,21 @@ struct PostgresAppendLockTests {
 /// Changes in seconds across nodes (issue 47): a device long-polling node B is answered by a
 /// change node A commits, told through PostgreSQL's LISTEN/NOTIFY, not by its deadline.
 struct PostgresLiveChangesTests {
+    /// A node listens for the other nodes' changes once its listener is made (as the node
+    /// starts), not a moment later: a request held right after the start hears of a change
+    /// committed right after it was held.
+    @Test func aNodeListensForOtherNodesChangesAsSoonAsItsListenerIsMade() async throws {
+        let url = try PostgresCluster.shared().makeDatabase()
+        let store = try PostgresServerStore(url: url, migrate: true, now: 0)
+        let look = try PostgresConnection(url: url, timeoutSeconds: 5)
+        let listener = try #require(store.changeListener { _ in })
+        defer { listener.stop() }
+        let listening = try look.query(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND query = $1",
+            [.text("LISTEN \(PostgresServerStore.changeChannel)")])
+        #expect(listening.int(0, 0) == 1)
+    }
+
     @Test func aChangeCommittedOnNodeAAnswersADeviceLongPollingNodeB() async throws {
         let (_, nodes) = try PostgresNodeTests.nodes(2)
         for node in nodes { _ = try node.start() }
