@@ -336,6 +336,15 @@ enum PostgresSchema {
                 CREATE INDEX document_events_seq ON document_events (seq);
                 CREATE INDEX changes_seq ON changes (seq);
                 """),
+        // The indexes of version 9 repeat the ones `UNIQUE (seq)` made, which answer `MAX(seq)`
+        // as well (a backward scan of the index alone); each was written again by every event,
+        // change and numbering.
+        Migration(
+            version: 10, name: "no index twice",
+            sql: """
+                DROP INDEX document_events_seq;
+                DROP INDEX changes_seq;
+                """),
     ]
 
     static var latest: Int { migrations.last?.version ?? 0 }

@@ -623,6 +623,28 @@ struct PostgresNodeTests {
     }
 }
 
+/// The schema a node migrates to keeps no index twice: a second index on the same columns
+/// with the same predicate answers nothing the first does not, and every write pays for it.
+struct PostgresSchemaIndexTests {
+    @Test func noTwoIndexesOfTheSchemaCoverTheSameColumnsUnderTheSamePredicate() async throws {
+        try await OffThePool.run {
+            let url = try PostgresCluster.shared().makeDatabase()
+            _ = try PostgresServerStore(url: url, migrate: true, now: 0)
+            let twice = try PostgresConnection(url: url).query(
+                """
+                SELECT a.indexrelid::regclass::text || ' and ' || b.indexrelid::regclass::text
+                FROM pg_index a JOIN pg_index b ON a.indrelid = b.indrelid AND a.indexrelid < b.indexrelid
+                    AND a.indkey::text = b.indkey::text
+                    AND COALESCE(pg_get_expr(a.indpred, a.indrelid), '') = COALESCE(pg_get_expr(b.indpred, b.indrelid), '')
+                    AND COALESCE(pg_get_expr(a.indexprs, a.indrelid), '') = COALESCE(pg_get_expr(b.indexprs, b.indrelid), '')
+                JOIN pg_class c ON c.oid = a.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = 'public'
+                """)
+            #expect(twice.count == 0, "indexes twice: \((0..<twice.count).map { twice.text($0, 0) ?? "" })")
+        }
+    }
+}
+
 /// One append at a time per upload, across nodes, and a node that dies mid-append holds nothing.
 struct PostgresAppendLockTests {
     @Test func anAppendHeldByANodeThatDiesIsFreeAtOnce() async throws {
