@@ -128,8 +128,6 @@ final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     // MARK: Ledger
 
-    /// (`token` is not checked again: the store is not shared across nodes, and a revocation
-    /// empties the token cache under the lock its writes take.)
     func idempotentWrite(
         key: String, hash: Data, hold: (() -> Void)?, now: Int64, document: String?, token: TokenProof?,
         _ body: () throws -> RecordedReply
