@@ -131,19 +131,18 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
                                 parameters: [PostgresValue.text(key), .bytes(hash), .integer(now)]
                             )
                             let longWait = "SET LOCAL lock_timeout = \(Self.lockWaitMilliseconds)"
-                            let check = token.map { (sql: Self.grantQuery, parameters: [PostgresValue.bytes($0.digest), .text("access")]) }
+                            let check =
+                                token.map { [(sql: Self.grantQuery, parameters: [PostgresValue.bytes($0.digest), .text("access")])] } ?? []
                             let claimed: Int
                             var granted: StoredGrant?
                             if let document, hold == nil {
                                 // The token's check and what the write will read of its document go
                                 // with the claim, read after it in the same round trip (the document
                                 // locked, under the long wait).
-                                let rows = try pool.with {
-                                    try $0.queryEach([claim, (longWait, [])] + (check.map { [$0] } ?? []) + prefetch(document))
-                                }
+                                let rows = try pool.with { try $0.queryEach([claim, (longWait, [])] + check + prefetch(document)) }
                                 claimed = rows[0].affected
-                                let read = token == nil ? 2 : 3
-                                if token != nil { granted = Self.storedGrant(rows[2]) }
+                                if !check.isEmpty { granted = Self.storedGrant(rows[2]) }
+                                let read = 2 + check.count
                                 if claimed == 1 { keepPrefetched(owner: rows[read], document: rows[read + 1], documentID: document) }
                             } else {
                                 claimed = try pool.with { try $0.query(claim.sql, claim.parameters).affected }
@@ -151,7 +150,7 @@ package final class PostgresServerStore: ServerStore, @unchecked Sendable {
                                     try pool.with { $0.later(longWait) }
                                     hold?()
                                 }
-                                if let check { granted = Self.storedGrant(try query(check.sql, check.parameters)) }
+                                if let check = check.first { granted = Self.storedGrant(try query(check.sql, check.parameters)) }
                             }
                             if let token, !token.holds(granted, now: now) { throw TokenWithdrawn() }
                             guard claimed == 1 else { return try recorded(key) ?? .inFlight }

@@ -37,12 +37,11 @@ struct AccessControl: ServerPart {
     /// found by, for the write's transaction to check again: there the look-up the request's
     /// preflight made (`HeadCheck`) is taken as it is, since the transaction checks it anyway.
     func writer(of request: HTTPRequest) -> (CallerCheck, TokenProof?) {
-        guard store.sharedAcrossNodes, let token = Self.bearerToken(request) else { return (caller(of: request), nil) }
-        let head = request.preflightNote as? HeadCheck
-        guard let check = head?.token == token ? head?.check : lookUp(request) else { return (.refused(Self.storeUnavailable()), nil) }
-        let found = caller(of: request, token: check)
-        guard case .allowed = found, case .valid(let grant, let device) = check else { return (found, nil) }
-        return (found, TokenProof(digest: StoredGrant.digest(token), grant: grant, device: device))
+        guard let (found, head) = sharedCaller(of: request, reusing: request.preflightNote as? HeadCheck) else {
+            return (caller(of: request), nil)
+        }
+        guard case .allowed = found, let head, case .valid(let grant, let device) = head.check else { return (found, nil) }
+        return (found, TokenProof(digest: StoredGrant.digest(head.token), grant: grant, device: device))
     }
 
     /// What a request's preflight found of its access token, handed on with the request
@@ -54,9 +53,18 @@ struct AccessControl: ServerPart {
 
     /// The caller of a request's head, and what its write may take on from it (see `writer(of:)`).
     func preflightCaller(of head: HTTPRequest) -> (CallerCheck, HeadCheck?) {
-        guard store.sharedAcrossNodes, let token = Self.bearerToken(head) else { return (caller(of: head), nil) }
-        guard let check = lookUp(head) else { return (.refused(Self.storeUnavailable()), nil) }
-        return (caller(of: head, token: check), HeadCheck(token: token, check: check))
+        sharedCaller(of: head, reusing: nil) ?? (caller(of: head), nil)
+    }
+
+    /// On a store shared across nodes, the caller of a request that carries a bearer token and
+    /// what its token was found to be: `reused` when it is of the same token, else looked up
+    /// now. Nil elsewhere (the cached look-up of `caller(of:)` serves).
+    private func sharedCaller(of request: HTTPRequest, reusing reused: HeadCheck?) -> (CallerCheck, HeadCheck?)? {
+        guard store.sharedAcrossNodes, let token = Self.bearerToken(request) else { return nil }
+        guard let check = reused?.token == token ? reused?.check : lookUp(request) else {
+            return (.refused(Self.storeUnavailable()), nil)
+        }
+        return (caller(of: request, token: check), HeadCheck(token: token, check: check))
     }
 
     private func caller(of request: HTTPRequest, token: TokenCheck) -> CallerCheck {
