@@ -149,6 +149,30 @@ struct PostgresNodeTests {
         }
     }
 
+    /// What a preflight found of one token is never taken on for a request that carries
+    /// another: forged, absurd or empty tokens behind a valid token's look-up are refused and
+    /// write nothing.
+    @Test func aPreflightsLookUpOfOneTokenIsNotTakenOnForARequestCarryingAnother() async throws {
+        try await OffThePool.run {
+            let (_, nodes) = try Self.nodes(1)
+            let token = try nodes[0].issueAccessToken(workspaces: ["acme"])
+            let noted = try Self.preflighted(try ServerGroupCommitTests.order(1, token: token), on: nodes[0])
+            #expect(noted.preflightNote != nil, "the preflight noted its look-up")
+            for forged in ["a-unknown", "", String(repeating: "x", count: 600), "a-\u{0}", "' OR 1=1 --", token + "x"] {
+                var request = noted
+                request.headers["authorization"] = "Bearer \(forged)"
+                #expect(nodes[0].handle(request)?.status == 401, "\(forged.prefix(20))")
+            }
+            #expect(nodes[0].documents().isEmpty)
+            // Another principal's valid token is looked up for itself: the write is that principal's.
+            var other = noted
+            other.headers["authorization"] = "Bearer \(try nodes[0].issueAccessToken(principal: "bob", workspaces: ["acme"]))"
+            #expect(nodes[0].handle(other)?.status == 201)
+            let document = try #require(noted.header("formsync-document"))
+            #expect(nodes[0].context.store.owner(of: document)?.principal == "bob")
+        }
+    }
+
     /// A device enrolled for `principal` through `node`, with a code `issuer` made.
     static func enrol(_ principal: String, on node: SyncServer, issuer: SyncServer) throws -> Credentials {
         let made = try issuer.makeEnrolment(principal: principal, workspace: "acme")
