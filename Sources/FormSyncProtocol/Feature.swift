@@ -11,6 +11,9 @@ public enum Feature: String, Sendable, CaseIterable {
     /// `GET /changes?subscription=` serves one subscription's records of a type that reaches
     /// devices only through subscriptions ("Subscriptions").
     case subscriptions = "subscription-feeds"
+    /// `GET /changes` answers a device that accepts it with compact pages of up to 10,000
+    /// changes (`CompactFeedPage`, "Compact pages").
+    case compactFeed = "compact-feed"
 
     /// The features a `FormSync-Features` header or a `features` list names (unknown names are
     /// left out: a newer server's features mean nothing to an older client).

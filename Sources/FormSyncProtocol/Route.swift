@@ -235,7 +235,9 @@ public enum Route: String, Sendable, CaseIterable {
         case .changes:
             return access + [
                 P("cursor", in: .query, required: false, "The cursor of the last page taken; absent, from the start."),
-                P("limit", in: .query, required: false, "How many changes, 1 or more; above 1000 it is served as 1000."),
+                P(
+                    "limit", in: .query, required: false,
+                    "How many changes, 1 or more; above 1000 it is served as 1000 (10,000 for a compact page, feature compact-feed)."),
                 P(
                     "wait", in: .query, required: false,
                     "Seconds the server may hold an empty page until a change the caller may see commits (feature wait-for-changes)."),

@@ -248,6 +248,51 @@ package final class SQLiteConnection {
         try run(prepared(statement), sql: statement.sql, values)
     }
 
+    /// Binds one run's values straight into a prepared statement, without an array of them:
+    /// for a statement run once per row of a large batch (a pull's records).
+    package struct Binder: ~Copyable {
+        let statement: OpaquePointer
+        private(set) var failure: Int32 = SQLITE_OK
+
+        fileprivate init(statement: OpaquePointer) { self.statement = statement }
+
+        private mutating func check(_ rc: Int32) { if rc != SQLITE_OK, failure == SQLITE_OK { failure = rc } }
+
+        package mutating func integer(_ index: Int32, _ value: Int64) { check(sqlite3_bind_int64(statement, index, value)) }
+
+        package mutating func text(_ index: Int32, _ value: String?) {
+            guard var value else { return check(sqlite3_bind_null(statement, index)) }
+            let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+            check(value.withUTF8 { sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), transient) })
+        }
+
+        package mutating func blob(_ index: Int32, _ value: Data) {
+            let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+            check(
+                value.withUnsafeBytes { raw in
+                    sqlite3_bind_blob(statement, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), transient)
+                })
+        }
+    }
+
+    /// `run` for a declared statement whose values `bind` sets (every parameter it leaves
+    /// unset is NULL); returns the number of rows it changed.
+    @discardableResult
+    package func run(_ statement: Statement, binding bind: (inout Binder) -> Void) throws -> Int {
+        let prepared = try prepared(statement)
+        defer {
+            sqlite3_reset(prepared)
+            commits.publish()
+        }
+        sqlite3_clear_bindings(prepared)
+        var binder = Binder(statement: prepared)
+        bind(&binder)
+        guard binder.failure == SQLITE_OK else { throw error(binder.failure, statement.sql) }
+        let rc = sqlite3_step(prepared)
+        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw error(rc, statement.sql) }
+        return Int(sqlite3_changes(handle))
+    }
+
     private func run(_ statement: OpaquePointer, sql: String, _ values: [SQLValue]) throws -> Int {
         defer {
             sqlite3_reset(statement)

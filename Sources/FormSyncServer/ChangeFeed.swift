@@ -11,7 +11,11 @@ struct ChangeFeed: ServerPart {
 
     /// `GET /changes?cursor=…&limit=…[&subscription=…]`: the changes in the principal's scope
     /// after the cursor, of the types devices receive without subscribing or of one subscription.
-    func changes(_ request: HTTPRequest) -> HTTPResponse {
+    /// A request that accepts `CompactFeedPage.mediaType` is answered with a compact page (of up
+    /// to 10,000 changes); any other, and every page `json` asks for, with JSON.
+    func changes(_ request: HTTPRequest, json: Bool = false) -> HTTPResponse {
+        let compact = !json && Self.acceptsCompact(request.header("Accept"))
+        let maxLimit = compact ? CompactFeedPage.maxChanges : SyncServer.maxChangesPerPage
         let caller: Caller
         switch self.caller(of: request) {
         case .allowed(let found): caller = found
@@ -35,11 +39,11 @@ struct ChangeFeed: ServerPart {
                 return .problem(
                     .badLimit,
                     detail:
-                        "limit is a whole number from 1 (above \(SyncServer.maxChangesPerPage) it is served as \(SyncServer.maxChangesPerPage))"
+                        "limit is a whole number from 1 (above \(maxLimit) it is served as \(maxLimit))"
                 )
             }
             let value = Int(text) ?? Int.max
-            limit = min(value, SyncServer.maxChangesPerPage)
+            limit = min(value, maxLimit)
         }
         var after: (changes: Int64, reviews: Int64) = (0, 0)
         var counted: WireSyntax.FeedCount?
@@ -62,11 +66,26 @@ struct ChangeFeed: ServerPart {
         let response = locked {
             page(
                 workspace: caller.workspace, principal: caller.feedPrincipal, device: caller.device, selection: selection, after: after,
-                counted: counted, limit: limit)
+                counted: counted, limit: limit, compact: compact)
         }
         let (hook, pages) = settings.countFeedPage()
         hook?(pages)
         return response
+    }
+
+    /// Whether an `Accept` header names the compact page (with a weight above zero): a list
+    /// of media ranges, parameters after `;`.
+    static func acceptsCompact(_ accept: String?) -> Bool {
+        guard let accept, accept.utf8.count <= 1024 else { return false }
+        for range in accept.split(separator: ",") {
+            let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard parts.first == CompactFeedPage.mediaType else { continue }
+            let refused = parts.dropFirst().contains {
+                $0.replacingOccurrences(of: " ", with: "").range(of: #"^q=0(\.0{0,3})?$"#, options: .regularExpression) != nil
+            }
+            return !refused
+        }
+        return false
     }
 
     /// `wait=`'s seconds: digits only, at most nine of them; nil for anything else.
@@ -80,7 +99,7 @@ struct ChangeFeed: ServerPart {
     /// (something to send, or a refusal).
     func emptyPageWorkspace(_ request: HTTPRequest) -> String? {
         guard case .allowed(let caller) = self.caller(of: request) else { return nil }
-        let response = changes(request)
+        let response = changes(request, json: true)
         guard response.status == 200, let page = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
             (page[FeedPage.changes] as? [Any])?.isEmpty == true, page[FeedPage.reviews] == nil, page[FeedPage.supportRequest] == nil,
             page[FeedPage.more] as? Bool == false
@@ -142,7 +161,7 @@ struct ChangeFeed: ServerPart {
     /// the support request open for `device` if there is one; runs under the lock.
     private func page(
         workspace: String, principal: String?, device: String?, selection: FeedSelection, after: (changes: Int64, reviews: Int64),
-        counted: WireSyntax.FeedCount?, limit: Int
+        counted: WireSyntax.FeedCount?, limit: Int, compact: Bool
     ) -> HTTPResponse {
         // A subscription's page holds its records only: reviews and support requests come with
         // the device's own feed.
@@ -163,33 +182,27 @@ struct ChangeFeed: ServerPart {
                 reviews = try store.history.reviews(
                     workspace: workspace, principal: principal, after: after.reviews, limit: Self.maxReviewsPerPage + 1)
             }
-            let more = page.count > limit || reviews.count > Self.maxReviewsPerPage
-            reviews = Array(reviews.prefix(Self.maxReviewsPerPage))
-            let entries = page.prefix(limit)
-            // Written by hand around the stored bytes: records are stored as canonical JSON, so a
-            // page costs no parsing and no re-encoding of them.
-            var body = Data("{\"\(FeedPage.changes)\":[".utf8)
-            for (offset, entry) in entries.enumerated() {
-                if offset > 0 { body.append(0x2C) }
-                body.append(contentsOf: "{\"\(FeedPage.Change.id)\":\(entry.id),\"\(FeedPage.Change.type)\":".utf8)
-                body.append(WireSyntax.jsonBytes(entry.type))
-                if entry.outside, !entry.deleted {
-                    body.append(contentsOf: ",\"\(FeedPage.Change.outside)\":true}".utf8)
-                } else if !entry.deleted, let payload = entry.payload {
-                    body.append(contentsOf: ",\"\(FeedPage.Change.version)\":\(entry.version),\"\(FeedPage.Change.record)\":".utf8)
-                    body.append(payload)
-                    body.append(0x7D)
-                } else {
-                    body.append(contentsOf: ",\"\(FeedPage.Change.deleted)\":true}".utf8)
+            var entries = page.prefix(limit)
+            if compact {
+                // A compact page stops after the change that takes its records past its bound.
+                var bytes = 0
+                if let cut = entries.firstIndex(where: {
+                    bytes += $0.payload?.count ?? 0
+                    return bytes > CompactFeedPage.maxRecordBytes
+                }) {
+                    entries = entries[...cut]
                 }
             }
+            let more = page.count > entries.count || reviews.count > Self.maxReviewsPerPage
+            reviews = Array(reviews.prefix(Self.maxReviewsPerPage))
             let last = entries.last?.seq ?? after.changes
             let remaining =
                 more
                 ? try remaining(
                     workspace: workspace, principal: principal, selection: selection, after: last, brought: entries, counted: counted,
                     top: top) : nil
-            body.append(contentsOf: "],\"\(FeedPage.cursor)\":".utf8)
+            // The page's members but its changes, written once for either form.
+            var body = Data(",\"\(FeedPage.cursor)\":".utf8)
             body.append(
                 WireSyntax.jsonBytes(WireSyntax.cursor(last, reviews: reviews.last?.seq ?? after.reviews, count: remaining?.count)))
             body.append(contentsOf: ",\"\(FeedPage.more)\":\(more)".utf8)
@@ -203,9 +216,48 @@ struct ChangeFeed: ServerPart {
                 body.append(DeviceService.json(SupportService.summary(request)))
             }
             body.append(0x7D)
-            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+            if compact {
+                var writer = CompactFeedPage.Writer(
+                    envelope: Data("{\"\(FeedPage.changes)\":[]".utf8) + body, count: entries.count,
+                    capacity: entries.reduce(0) { $0 + ($1.payload?.count ?? 0) + $1.type.utf8.count + 20 })
+                for entry in entries {
+                    if entry.outside, !entry.deleted {
+                        writer.append(kind: .outside, type: entry.type, id: entry.id)
+                    } else if !entry.deleted, let payload = entry.payload {
+                        writer.append(kind: .state, type: entry.type, id: entry.id, version: entry.version, record: payload)
+                    } else {
+                        writer.append(kind: .deleted, type: entry.type, id: entry.id)
+                    }
+                }
+                return HTTPResponse(status: 200, headers: [("Content-Type", CompactFeedPage.mediaType)], body: writer.body)
+            }
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Self.jsonPage(entries, members: body))
         } catch {
             return failure(error, "feed error")
         }
+    }
+
+    /// A JSON page: its changes, then `members` (the rest of the page, from its first comma to
+    /// its closing brace). Written by hand around the stored bytes: records are stored as
+    /// canonical JSON, so a page costs no parsing and no re-encoding of them.
+    private static func jsonPage(_ entries: ArraySlice<FeedEntry>, members: Data) -> Data {
+        var body = Data("{\"\(FeedPage.changes)\":[".utf8)
+        for (offset, entry) in entries.enumerated() {
+            if offset > 0 { body.append(0x2C) }
+            body.append(contentsOf: "{\"\(FeedPage.Change.id)\":\(entry.id),\"\(FeedPage.Change.type)\":".utf8)
+            body.append(WireSyntax.jsonBytes(entry.type))
+            if entry.outside, !entry.deleted {
+                body.append(contentsOf: ",\"\(FeedPage.Change.outside)\":true}".utf8)
+            } else if !entry.deleted, let payload = entry.payload {
+                body.append(contentsOf: ",\"\(FeedPage.Change.version)\":\(entry.version),\"\(FeedPage.Change.record)\":".utf8)
+                body.append(payload)
+                body.append(0x7D)
+            } else {
+                body.append(contentsOf: ",\"\(FeedPage.Change.deleted)\":true}".utf8)
+            }
+        }
+        body.append(0x5D)
+        body.append(members)
+        return body
     }
 }

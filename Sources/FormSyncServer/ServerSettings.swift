@@ -32,7 +32,7 @@ final class ServerSettings: Sendable {
     /// The features announced in `GET /health` and in `FormSync-Features`.
     var features: [String] {
         (acceptsDeferredFiles ? [Feature.deferredFiles.rawValue] : []) + (offersFileLookup ? [Feature.fileLookup.rawValue] : [])
-            + (holdsPulls ? [Feature.waitForChanges.rawValue] : []) + [Feature.subscriptions.rawValue]
+            + (holdsPulls ? [Feature.waitForChanges.rawValue] : []) + [Feature.subscriptions.rawValue, Feature.compactFeed.rawValue]
     }
 
     private let holding = Atomic<Bool>(false)

@@ -75,7 +75,9 @@ enum PullBenchmark {
         print(
             "            \(spread(rawIndexed)), \(rate(records, median(rawIndexed))) records/s; rate / raw insert rate: \(String(format: "%.2f", median(raw) / median(rawIndexed)))×"
         )
-        print("  initial pull, device process over loopback HTTP (pages of 1000, each page and its cursor one transaction, index kept):")
+        print(
+            "  initial pull, device process over loopback HTTP, default configuration (compact pages: the first of 1,000, then of up to 10,000; each page and its cursor one transaction, key indexes built at its end):"
+        )
         print(
             "            \(spread(pull)), \(rate(records, median(pull))) records/s; rate / raw insert rate: \(String(format: "%.2f", median(raw) / median(pull)))× (per round \(perRound(raw: raw, pull: pull)))"
         )
@@ -141,7 +143,7 @@ enum PullBenchmark {
         process.executableURL = URL(fileURLWithPath: try LabExecutables.formsync())
         process.arguments = [
             "demo-device", "--pull-only", "--db", db, "--server", server.baseURL.absoluteString, "--refresh-token", refreshToken,
-            "--workspace", "big", "--page-size", "1000", "--timeout", "60", "--lease-ms", "120000",
+            "--workspace", "big", "--timeout", "60", "--lease-ms", "120000",
         ]
         let output = Pipe()
         process.standardOutput = output

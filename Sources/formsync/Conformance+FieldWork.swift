@@ -12,6 +12,48 @@ extension Conformance {
         await deleteChecks(created: created)
         await waitChecks(features: features)
         await subscriptionChecks(features: features)
+        await compactFeedChecks(features: features)
+    }
+
+    /// A server that lists `compact-feed`: the feed's first page asked for in the compact form is
+    /// one, holding the JSON page's changes (each record the same JSON object), cursor and
+    /// `more`; a limit above 1,000 is served.
+    mutating func compactFeedChecks(features: [String]) async {
+        guard features.contains(Feature.compactFeed.rawValue) else {
+            notChecked(Rules.compactFeed, "the server does not list \(Feature.compactFeed.rawValue)")
+            return
+        }
+        let accept = ["Accept": CompactFeedPage.mediaType]
+        let json = await send("GET", "/changes?limit=50")
+        let compact = await send("GET", "/changes?limit=50", headers: accept)
+        let large = await send("GET", "/changes?limit=20000", headers: accept)
+        let page = CompactFeedPage.read(compact.data, limit: CompactFeedPage.maxChanges)
+        let envelope = page.flatMap { try? JSONSerialization.jsonObject(with: $0.envelope) as? [String: Any] }
+        let changes = json.json?[FeedPage.changes] as? [[String: Any]] ?? []
+        var same = page?.frames.count == changes.count
+        for (frame, change) in zip(page?.frames ?? [], changes) {
+            let kind: CompactFeedPage.Kind =
+                change[FeedPage.Change.deleted] as? Bool == true
+                ? .deleted : change[FeedPage.Change.outside] as? Bool == true ? .outside : .state
+            let record = frame.record.flatMap { try? JSONSerialization.jsonObject(with: compact.data[$0]) as? NSDictionary }
+            same =
+                same && frame.kind == kind && frame.type == change[FeedPage.Change.type] as? String
+                && frame.id == (change[FeedPage.Change.id] as? NSNumber)?.int64Value
+                && (kind != .state
+                    || (Int(frame.version) == change[FeedPage.Change.version] as? Int
+                        && record != nil && record == (change[FeedPage.Change.record] as? NSDictionary)))
+        }
+        let sameEnd =
+            envelope?[FeedPage.cursor] as? String == json.json?[FeedPage.cursor] as? String
+            && envelope?[FeedPage.more] as? Bool == json.json?[FeedPage.more] as? Bool
+        let compactType = compact.headers["content-type"]?.lowercased().hasPrefix(CompactFeedPage.mediaType) == true
+        let largeRead = CompactFeedPage.read(large.data, limit: CompactFeedPage.maxChanges) != nil
+        check(
+            Rules.compactFeed,
+            json.status == 200 && compact.status == 200 && compactType && page != nil && same && sameEnd && large.status == 200
+                && largeRead,
+            "JSON HTTP \(json.status) with \(changes.count) change(s); compact HTTP \(compact.status), content type \(compact.headers["content-type"] ?? "none"), \(page.map { "\($0.frames.count) frame(s)" } ?? "not a compact page"), \(same ? "the same changes" : "not the same changes"), \(sameEnd ? "the same cursor and more" : "another cursor or more"); limit=20000 HTTP \(large.status)\(largeRead ? "" : ", not a compact page")"
+        )
     }
 
     /// Submits a form whose list creates records, with two items; the records it made, by type.

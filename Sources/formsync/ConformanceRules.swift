@@ -42,6 +42,7 @@ enum Rules {
     static let deleteForms = "§2 Forms that delete a record"
     static let waiting = "§2 Waiting for changes: GET /changes?…&wait=<seconds>"
     static let subscribing = "§2 Subscriptions: GET /changes?…&subscription=<json>"
+    static let compactPages = "§2 Compact pages: GET /changes with Accept: application/vnd.formsync.feed"
 
     static let healthAnswers = ConformanceRule(health, "GET /health answers {service: formsync, status: ok, protocol: 1} without a token")
     static let refreshTrades = ConformanceRule(refresh, "POST /auth/refresh trades the refresh token for an access token")
@@ -234,6 +235,11 @@ enum Rules {
         "GET /changes?subscription= serves only the subscribed type's records; the device's own feed holds none of a type with subscribe_by; an unknown field or a type without subscribe_by is 400 bad-subscription"
     )
 
+    static let compactFeed = ConformanceRule(
+        compactPages,
+        "GET /changes accepting application/vnd.formsync.feed is a compact page with the JSON page's changes (type, id, version, record), cursor and more; a limit above 1000 is served, not refused"
+    )
+
     /// Every rule, in the order of PROTOCOL.md.
     static let all: [ConformanceRule] = [
         badToken, badKey, badDocument, badFormHeader, controlCharacter, twoLengths, bodyTooLarge, shortBody, headTooLarge, longTarget, busy,
@@ -251,7 +257,8 @@ enum Rules {
         enrolmentMade, enrolTrades, enrolOnce, enrolExpired, refreshRotates, refreshReuse, revokedRefused, revocationListed, backOfficeOnly,
         supportRequested, supportAnswered,
         feedCarries, recordAnswers, recordMissing, feedResumes, badCursor, cursorAhead, badLimit, bigLimit, feedScope, feedDeletions,
-        waitForChanges, subscriptions, editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord, deleteRecord,
+        waitForChanges, subscriptions, compactFeed, editNoIfMatch, editRecord, editRecordStale, editRecordMissing, invalidRecord,
+        deleteRecord,
         listRecords,
         documentMissing,
         feedCarriesSubmissions, historyNamesAuthors, conflictNamesAuthor, reviewReachesOwner, reviewStale, webhookRegistered,

@@ -1,4 +1,5 @@
 import FormSyncModel
+import FormSyncProtocol
 import FormSyncTesting
 import Foundation
 import Testing
@@ -267,5 +268,67 @@ struct ChangeFeedReaderTests {
         #expect(read.map(\.record.id) == [41] && read.first?.index == 1 && read.first?.list == "findings")
         #expect(HTTPTransport.createdRecords(Array(repeating: good, count: 20_000)).count == 10_000, "at most 10,000")
         #expect(HTTPTransport.createdRecords("not a list").isEmpty)
+    }
+}
+
+/// A compact page (`CompactFeedPage`) is read into the same page as its JSON form, each change
+/// checked by the same rules; one that is not a compact page is a failure of the server, not a
+/// portal's page.
+struct CompactChangeFeedReaderTests {
+    static func classify(_ body: Data) -> PullOutcome {
+        HTTPTransport.classifyPage(status: 200, headers: ["content-type": CompactFeedPage.mediaType], body: body)
+    }
+
+    static func page(count: Int? = nil, _ frames: (inout CompactFeedPage.Writer) -> Void, frameCount: Int) -> Data {
+        let envelope = Data(#"{"changes":[],"cursor":"c-9","more":true,"remaining":12}"#.utf8)
+        var writer = CompactFeedPage.Writer(envelope: envelope, count: count ?? frameCount)
+        frames(&writer)
+        return writer.body
+    }
+
+    @Test func aCompactPageReadsAsItsJSONFormWithEachRecordsExactBytes() {
+        let body = Self.page(
+            {
+                $0.append(kind: .state, type: "Delivery", id: 7, version: 2, record: Data(#"{"b": 1.50, "a":"x"}"#.utf8))
+                $0.append(kind: .deleted, type: "Delivery", id: 8)
+            }, frameCount: 2)
+        let json = HTTPTransport.classifyPage(
+            status: 200, headers: ["content-type": "application/json"],
+            body: Data(
+                #"{"changes":[{"type":"Delivery","id":7,"version":2,"record":{"b": 1.50, "a":"x"}},{"type":"Delivery","id":8,"deleted":true}],"cursor":"c-9","more":true,"remaining":12}"#
+                    .utf8))
+        #expect(Self.classify(body) == json)
+        guard case .page(let page) = Self.classify(body) else {
+            Issue.record("not a page")
+            return
+        }
+        #expect(page.changes.count == 2 && page.remaining == 12)
+    }
+
+    /// An id out of range, a version of 0, a record that is not an object: the page is
+    /// malformed, as its JSON form would be.
+    @Test(arguments: [
+        (Int64(0), 1, #"{"a":1}"#), (Int64(1) << 53, 1, #"{"a":1}"#), (7, 0, #"{"a":1}"#), (7, 1, #"[1]"#), (7, 1, ""),
+    ])
+    func aChangeThatBreaksARuleMakesThePageMalformed(id: Int64, version: Int, record: String) {
+        let body = Self.page(
+            { $0.append(kind: .state, type: "Delivery", id: id, version: version, record: Data(record.utf8)) }, frameCount: 1)
+        #expect(Self.classify(body) == .failed(reason: "the change feed holds a malformed change", retryAfter: nil))
+    }
+
+    @Test func bytesThatAreNotACompactPageAreAFailureOfTheServer() {
+        let whole = Self.page({ $0.append(kind: .deleted, type: "Delivery", id: 8) }, frameCount: 1)
+        for body in [
+            whole.dropLast(), Data("<html>portal</html>".utf8),
+            Self.page(count: 2, { $0.append(kind: .deleted, type: "D", id: 8) }, frameCount: 1),
+        ] {
+            #expect(Self.classify(Data(body)) == .failed(reason: "the change feed's compact page is malformed", retryAfter: nil))
+        }
+        // An envelope that already holds changes is not one either.
+        var writer = CompactFeedPage.Writer(
+            envelope: Data(#"{"changes":[{"type":"D","id":1,"deleted":true}],"cursor":"c"}"#.utf8), count: 0)
+        #expect(Self.classify(writer.body) == .failed(reason: "the change feed's compact page is malformed", retryAfter: nil))
+        writer = CompactFeedPage.Writer(envelope: Data(#"{"changes":[],"cursor":"c"}"#.utf8), count: 0)
+        #expect(Self.classify(writer.body) == .page(ChangePage(changes: [], cursor: "c", more: false)))
     }
 }

@@ -59,7 +59,13 @@ extension Outbox {
     /// (less a margin under the transport's timeout), answering as soon as a change this person
     /// may see commits: a new job in seconds, not at the next poll. For a server that says
     /// `wait-for-changes` (`serverWaitsForChanges()`); one that does not answers at once.
-    public func pull(pageSize: Int = 500, limits: PullLimits = PullLimits(), wait: Duration = .zero) async throws -> PullReport {
+    ///
+    /// `pageSize`: the most changes a page after the first asks for (the first asks for at most
+    /// 1,000, so that the first records show at once); a server of compact pages serves up to
+    /// 10,000 (fewer past 8 MiB of records), one that answers JSON up to 1,000.
+    public func pull(
+        pageSize: Int = CompactFeedPage.maxChanges, limits: PullLimits = PullLimits(), wait: Duration = .zero
+    ) async throws -> PullReport {
         // A revoked device pulls nothing more (its pulled records may just have been purged),
         // and a shared phone with nobody signed in has nobody to pull for.
         if lifecycle.revocationReason != nil { return PullReport() }
@@ -68,7 +74,8 @@ extension Outbox {
             transport: transport, refreshAuthentication: refreshAuthentication, maxAuthRefreshes: configuration.maxAuthRefreshesPerFlush,
             now: environment.now, observers: observers,
             networkDown: { [weak self] reason in await self?.setNetworkDown(true, reason: reason) })
-        var report = try await recordStore.pull(pageSize: max(1, min(pageSize, 1000)), limits: limits, context: context, wait: wait)
+        var report = try await recordStore.pull(
+            pageSize: max(1, min(pageSize, CompactFeedPage.maxChanges)), limits: limits, context: context, wait: wait)
         // The reviews the pull kept with its pages: a document sent back is reopened now.
         try applyWaitingReviews()
         // An unsent edit of a record the server deleted would only fail: a person settles it.

@@ -100,16 +100,21 @@ extension RecordStore {
         // soon as this page's cursor is known. Nothing of it is stored before this one's
         // transaction has committed, and a pull that ends drops it, leaving its request to end
         // by its reply or its timeout (`CancellationShield`).
-        var ahead: (cursor: String, task: Task<PullOutcome, Never>)?
+        var ahead: (cursor: String, task: Task<ReadOutcome, Never>)?
+        // The first page is small, so that the first records arrive without waiting for a
+        // page the size of the rest.
+        var limit = min(pageSize, Self.firstPageSize)
         while !Task.isCancelled {
-            let outcome: PullOutcome
+            let read: ReadOutcome
             if let next = ahead, next.cursor == cursor {
-                outcome = await next.task.value
+                read = await next.task.value
             } else {
-                outcome = await Self.fetchOutcome(
-                    transport: transport, cursor: cursor, limit: pageSize, principal: principal, wait: wait,
-                    subscription: subscription?.query)
+                read = await Self.fetchAndRead(
+                    transport: transport, cursor: cursor, limit: limit, principal: principal, wait: wait,
+                    subscription: subscription?.query, recordTypes: recordTypes)
             }
+            limit = pageSize
+            let outcome = read.outcome
             wait = .zero
             ahead = nil
             guard view == self.view else { break }  // switched meanwhile: this pull's pages belong elsewhere
@@ -127,16 +132,16 @@ extension RecordStore {
                     ahead = (
                         next,
                         Task {
-                            await Self.fetchOutcome(
-                                transport: transport, cursor: next, limit: pageSize, principal: principal, subscription: subscriptionQuery)
+                            await Self.fetchAndRead(
+                                transport: transport, cursor: next, limit: pageSize, principal: principal, subscription: subscriptionQuery,
+                                recordTypes: recordTypes)
                         }
                     )
                 }
-                // Every record is read by its type before anything is stored (off the database's
-                // thread): a page holding one this build cannot read is not committed, and the
-                // cursor stays where it was.
-                let fetched = await Self.readPage(page, recordTypes: recordTypes)
-                guard view == self.view else { return report }
+                // Every record was read by its type before anything is stored (off the database's
+                // thread, as the page arrived): a page holding one this build cannot read is not
+                // committed, and the cursor stays where it was.
+                let fetched = read.fetched ?? FetchedPage()
                 if let unreadable = fetched.unreadable {
                     report.stoppedBecause = .failed(reason: unreadable, retryAfter: nil)
                     return report
@@ -155,15 +160,14 @@ extension RecordStore {
                         keysDropped = true
                     }
                     let tombstones = try store.hasTombstones(view: view)
-                    for (change, index) in zip(page.changes, fetched.indexes) {
+                    for (offset, change) in page.changes.enumerated() {
                         if let fields = change.fields {
                             // A subscription brings only its type; the own feed none of the
                             // types that come by subscription (a server that sends them is
                             // not believed: nothing would ever evict them).
-                            let subscribed = recordTypes[change.type]?.subscriptionFields.isEmpty == false
-                            guard subscription.map({ $0.query.type == change.type }) ?? !subscribed else { continue }
+                            guard subscription.map({ $0.query.type == change.type }) ?? !fetched.subscribed[offset] else { continue }
                             if tombstones { try store.removeTombstone(view: view, type: change.type, id: change.id) }
-                            try applyChange(change, fields: fields, view: view, index: index)
+                            try applyChange(change, fields: fields, view: view, keys: fetched.keys[offset])
                             if let subscription {
                                 try store.holdRecord(view: view, subscription: subscription.name, type: change.type, id: change.id)
                             }
@@ -248,10 +252,33 @@ extension RecordStore {
 
     /// One page of the feed, each record read by its type off the database's thread.
     struct FetchedPage: Sendable {
-        /// Each change's index entries, in the page's order (none for a deletion).
-        var indexes: [[RecordIndexEntry]] = []
+        /// Each change's key columns, in the page's order (none for a deletion).
+        var keys: [[String?]] = []
+        /// Whether each change's type comes only by subscription.
+        var subscribed: [Bool] = []
         /// Why a record of the page cannot be read by this build, when one cannot.
         var unreadable: String?
+    }
+
+    /// The most changes the first page of a pull asks for.
+    static let firstPageSize = 1000
+
+    /// A page fetched and its records read by their types (nil for an outcome without a page).
+    struct ReadOutcome: Sendable {
+        var outcome: PullOutcome
+        var fetched: FetchedPage?
+    }
+
+    /// Fetches the page after `cursor` and reads its records by their types, off the
+    /// database's thread: the page after the one being committed is made ready meanwhile.
+    nonisolated static func fetchAndRead(
+        transport: any OutboxTransport, cursor: String?, limit: Int, principal: String?, wait: Duration = .zero,
+        subscription: SubscriptionQuery? = nil, recordTypes: RecordRegistry
+    ) async -> ReadOutcome {
+        let outcome = await fetchOutcome(
+            transport: transport, cursor: cursor, limit: limit, principal: principal, wait: wait, subscription: subscription)
+        guard case .page(let page) = outcome else { return ReadOutcome(outcome: outcome, fetched: nil) }
+        return ReadOutcome(outcome: outcome, fetched: await readPage(page, recordTypes: recordTypes))
     }
 
     /// Fetches the page after `cursor`.
@@ -271,18 +298,28 @@ extension RecordStore {
     /// Reads every record of `page` by its type, on the caller's task (not the database's thread).
     nonisolated static func readPage(_ page: ChangePage, recordTypes: RecordRegistry) async -> FetchedPage {
         var fetched = FetchedPage()
-        fetched.indexes.reserveCapacity(page.changes.count)
+        fetched.keys.reserveCapacity(page.changes.count)
+        fetched.subscribed.reserveCapacity(page.changes.count)
+        // A page holds a few types: each is looked up once.
+        var types: [String: RecordRegistry.Entry?] = [:]
         for change in page.changes {
+            let entry =
+                types[change.type]
+                ?? {
+                    types[change.type] = .some(recordTypes[change.type])
+                    return recordTypes[change.type]
+                }()
+            fetched.subscribed.append(entry?.subscriptionFields.isEmpty == false)
             guard let fields = change.fields else {
-                fetched.indexes.append([])
+                fetched.keys.append([])
                 continue
             }
             do {
-                if let entry = recordTypes[change.type] {
-                    fetched.indexes.append(try entry.indexEntries(fields))
+                if let entry {
+                    fetched.keys.append(OutboxStore.recordKeys(try entry.indexEntries(fields), fields: entry.indexedFields))
                 } else {
                     _ = try JSONSerialization.jsonObject(with: fields)
-                    fetched.indexes.append([])
+                    fetched.keys.append([])
                 }
             } catch {
                 fetched.unreadable = "the feed holds \(change.type) \(change.id), which this build cannot read: \(error)"

@@ -313,10 +313,13 @@ public actor RecordStore {
     }
 
     /// Writes one pulled or acknowledged record into `view`, its keys included.
-    func applyChange(_ change: RecordChange, fields: Data, view: String, index: [RecordIndexEntry]? = nil) throws {
-        let entry = recordTypes[change.type]
-        let index = index ?? entry.flatMap { try? $0.indexEntries(fields) } ?? []
-        let keys = OutboxStore.recordKeys(index, fields: entry?.indexedFields ?? [])
+    /// `keys`: the record's key columns when they were read already (a pull reads them off
+    /// this thread).
+    func applyChange(_ change: RecordChange, fields: Data, view: String, keys: [String?]? = nil) throws {
+        let keys =
+            keys
+            ?? recordTypes[change.type].map { OutboxStore.recordKeys((try? $0.indexEntries(fields)) ?? [], fields: $0.indexedFields) }
+            ?? []
         if try store.upsertRecord(
             view: view, type: change.type, id: change.id, version: change.version, payload: fields, keys: keys)
         {

@@ -140,10 +140,14 @@ extension OutboxStore {
     /// one statement, which SQLite's indexes follow. False when the change was older than what
     /// is stored.
     func upsertRecord(view: String, type: String, id: Int64, version: Int, payload: Data, keys: [String?]) throws -> Bool {
-        try db.run(
-            Self.upsertRecordStatement,
-            [.text(view), .text(type), .integer(id), .integer(Int64(version)), .blob(payload)]
-                + keys.map { $0.map(SQLValue.text) ?? .null }) == 1
+        try db.run(Self.upsertRecordStatement) { values in
+            values.text(1, view)
+            values.text(2, type)
+            values.integer(3, id)
+            values.integer(4, Int64(version))
+            values.blob(5, payload)
+            for (slot, key) in keys.prefix(Self.recordKeySlots).enumerated() where key != nil { values.text(Int32(6 + slot), key) }
+        } == 1
     }
 
     /// Declared once: a pull runs it for every record, and a statement found by its text would

@@ -85,6 +85,43 @@ enum ChangeFeedReader {
             supportRequest: supportRequest.flatMap { $0.id > 0 ? $0 : nil }, reviews: reviews)
     }
 
+    /// Reads a compact page (`CompactFeedPage`): its envelope as a JSON page with no changes,
+    /// then its frames, each checked as a JSON change is (a change that breaks a rule makes the
+    /// page `malformed`; a record's bytes must be an object, which its type's decoding reads in
+    /// full before anything is stored). Nil when the bytes are not a compact page.
+    static func readCompact(_ body: Data, limit: Int) -> Feed? {
+        guard let page = CompactFeedPage.read(body, limit: limit), var feed = read(page.envelope, limit: 0), feed.count == 0 else {
+            return nil
+        }
+        var changes: [RecordChange] = []
+        changes.reserveCapacity(page.frames.count)
+        var malformed = false
+        for frame in page.frames {
+            guard (1...128).contains(frame.type.utf8.count), HTTPTransport.serverIDs.contains(frame.id) else {
+                malformed = true
+                continue
+            }
+            switch frame.kind {
+            case .deleted:
+                changes.append(RecordChange(type: frame.type, id: frame.id, version: 0, fields: nil))
+            case .outside:
+                changes.append(RecordChange(type: frame.type, id: frame.id, version: 0, fields: nil, isOutside: true))
+            case .state:
+                guard frame.version >= 1, frame.version < Int64(Int32.max), let record = frame.record, record.count >= 2,
+                    body[record.lowerBound] == 0x7B, body[record.upperBound - 1] == 0x7D
+                else {
+                    malformed = true
+                    continue
+                }
+                changes.append(RecordChange(type: frame.type, id: frame.id, version: Int(frame.version), fields: Data(body[record])))
+            }
+        }
+        feed.changes = changes
+        feed.count = page.frames.count
+        feed.malformed = malformed
+        return feed
+    }
+
     /// A value of an array read on its own: one that does not decode is nil, not the array's end.
     struct Lenient<T: Decodable>: Decodable {
         var value: T?

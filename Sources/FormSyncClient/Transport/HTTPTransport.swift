@@ -669,7 +669,8 @@ public final class HTTPTransport: OutboxTransport {
     ) async -> PullOutcome {
         // Every value is percent-encoded but for unreserved characters: a subscription's JSON
         // holds `&`, `=` and `+`, which a query would otherwise read as its own.
-        var pairs = [("limit", String(max(1, min(limit, 1000))))]
+        // A server that answers JSON serves a limit above 1,000 as 1,000.
+        var pairs = [("limit", String(max(1, min(limit, CompactFeedPage.maxChanges))))]
         if let cursor { pairs.append(("cursor", cursor)) }
         if seconds > 0 { pairs.append(("wait", String(seconds))) }
         if let subscription { pairs.append((SubscriptionQuery.parameter, subscription.json)) }
@@ -677,7 +678,7 @@ public final class HTTPTransport: OutboxTransport {
         var http = URLRequest(url: url("/changes?" + query.joined(separator: "&")))
         http.timeoutInterval = timeout
         http.setValue(workspace, forHTTPHeaderField: ProtocolHeader.workspace)
-        http.setValue("application/json, application/problem+json", forHTTPHeaderField: "Accept")
+        http.setValue("\(CompactFeedPage.mediaType), application/json, application/problem+json", forHTTPHeaderField: "Accept")
         if let token = await token(principal) { http.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         do {
             let reply = try await perform(http)
@@ -698,9 +699,15 @@ public final class HTTPTransport: OutboxTransport {
     static func classifyPage(status: Int, headers: [String: String], body: Data) -> PullOutcome {
         switch status {
         case 200:
-            guard headers["content-type"]?.lowercased().hasPrefix("application/json") == true,
-                let feed = ChangeFeedReader.read(body, limit: maxChangesPerPage)
-            else {
+            let contentType = headers["content-type"]?.lowercased()
+            let read =
+                contentType?.hasPrefix(CompactFeedPage.mediaType) == true
+                ? ChangeFeedReader.readCompact(body, limit: maxChangesPerPage)
+                : contentType?.hasPrefix("application/json") == true ? ChangeFeedReader.read(body, limit: maxChangesPerPage) : nil
+            guard let feed = read else {
+                if contentType?.hasPrefix(CompactFeedPage.mediaType) == true {
+                    return .failed(reason: "the change feed's compact page is malformed", retryAfter: nil)
+                }
                 return .unreachable(reason: "HTTP 200 that is not a change feed (a captive portal or proxy?)")
             }
             let cursor = feed.cursor
