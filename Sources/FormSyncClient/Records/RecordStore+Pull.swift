@@ -69,7 +69,6 @@ extension RecordStore {
     ) async throws
         -> PullReport
     {
-        var wait = wait
         var report = PullReport()
         let clock = ContinuousClock()
         let started = clock.now
@@ -96,27 +95,29 @@ extension RecordStore {
         defer {
             if keysDropped { try? database.transaction(.normal) { try store.ensureRecordKeyIndexes() } }
         }
-        // The next page is fetched while this one is read and committed: its request goes as
-        // soon as this page's cursor is known. Nothing of it is stored before this one's
-        // transaction has committed, and a pull that ends drops it, leaving its request to end
-        // by its reply or its timeout (`CancellationShield`).
-        var ahead: (cursor: String, task: Task<ReadOutcome, Never>)?
-        // The first page is small, so that the first records arrive without waiting for a
-        // page the size of the rest.
-        var limit = min(pageSize, Self.firstPageSize)
+        // Pages are fetched and read ahead while the one before them commits (`FeedPrefetch`):
+        // nothing of them is stored before it has, and a pull that ends drops them. The first
+        // page is small, so that the first records arrive without waiting for a page the size of
+        // the rest; only the first request of the pull may be held (`wait`).
+        var prefetch: FeedPrefetch?
+        defer { prefetch?.cancel() }
+        let firstWait = wait
+        var waited = false
         while !Task.isCancelled {
-            let read: ReadOutcome
-            if let next = ahead, next.cursor == cursor {
-                read = await next.task.value
-            } else {
-                read = await Self.fetchAndRead(
-                    transport: transport, cursor: cursor, limit: limit, principal: principal, wait: wait,
-                    subscription: subscription?.query, recordTypes: recordTypes)
+            if prefetch == nil {
+                let mayWait = !waited
+                waited = true
+                prefetch = FeedPrefetch(
+                    cursor: cursor, firstLimit: min(pageSize, Self.firstPageSize), limit: pageSize,
+                    fetch: { cursor, limit, first in
+                        await Self.fetchOutcome(
+                            transport: transport, cursor: cursor, limit: limit, principal: principal,
+                            wait: first && mayWait ? firstWait : .zero, subscription: subscriptionQuery)
+                    },
+                    read: { page in await Self.readPage(page, recordTypes: recordTypes) })
             }
-            limit = pageSize
+            guard let read = await prefetch?.next() else { break }
             let outcome = read.outcome
-            wait = .zero
-            ahead = nil
             guard view == self.view else { break }  // switched meanwhile: this pull's pages belong elsewhere
             switch outcome {
             case .page(let page):
@@ -126,17 +127,6 @@ extension RecordStore {
                     report.stoppedBecause = .failed(
                         reason: "the feed says there is more but does not advance past \(cursor ?? "the start")", retryAfter: nil)
                     return report
-                }
-                if page.more {
-                    let next = page.cursor
-                    ahead = (
-                        next,
-                        Task {
-                            await Self.fetchAndRead(
-                                transport: transport, cursor: next, limit: pageSize, principal: principal, subscription: subscriptionQuery,
-                                recordTypes: recordTypes)
-                        }
-                    )
                 }
                 // Every record was read by its type before anything is stored (off the database's
                 // thread, as the page arrived): a page holding one this build cannot read is not
@@ -206,7 +196,6 @@ extension RecordStore {
                     return report
                 }
                 if let bound = limits.reached(pages: report.pages, bytes: bytes, elapsed: started.duration(to: clock.now)) {
-                    ahead?.task.cancel()
                     report.stoppedBecause = .failed(
                         reason: "the pull stopped at its bound of \(bound); the next pull goes on from here", retryAfter: nil)
                     return report
@@ -217,6 +206,9 @@ extension RecordStore {
                     report.stoppedBecause = outcome
                     return report
                 }
+                // The same page again, under the new token.
+                prefetch?.cancel()
+                prefetch = nil
             case .cursorExpired:
                 // The server lost the history this cursor points into: start over, and swap
                 // the whole store only when the first page of the new history commits.
@@ -226,6 +218,8 @@ extension RecordStore {
                 }
                 cursor = nil
                 fromScratch = true
+                prefetch?.cancel()
+                prefetch = nil
             case .unreachable(let reason):
                 await context.networkDown(reason)
                 report.stoppedBecause = outcome
@@ -267,18 +261,6 @@ extension RecordStore {
     struct ReadOutcome: Sendable {
         var outcome: PullOutcome
         var fetched: FetchedPage?
-    }
-
-    /// Fetches the page after `cursor` and reads its records by their types, off the
-    /// database's thread: the page after the one being committed is made ready meanwhile.
-    nonisolated static func fetchAndRead(
-        transport: any OutboxTransport, cursor: String?, limit: Int, principal: String?, wait: Duration = .zero,
-        subscription: SubscriptionQuery? = nil, recordTypes: RecordRegistry
-    ) async -> ReadOutcome {
-        let outcome = await fetchOutcome(
-            transport: transport, cursor: cursor, limit: limit, principal: principal, wait: wait, subscription: subscription)
-        guard case .page(let page) = outcome else { return ReadOutcome(outcome: outcome, fetched: nil) }
-        return ReadOutcome(outcome: outcome, fetched: await readPage(page, recordTypes: recordTypes))
     }
 
     /// Fetches the page after `cursor`.
