@@ -37,34 +37,37 @@ public enum CompactFeedPage {
 
     /// Writes a compact page: the envelope first, then exactly `count` changes.
     public struct Writer: Sendable {
+        private var bytes: [UInt8]
+
         /// The page's bytes so far.
-        public private(set) var body: Data
+        public var body: Data { Data(bytes) }
 
         /// `envelope`: the page's JSON object with `changes` empty; `count`: how many changes
         /// will be appended; `capacity`: the bytes expected, to allocate once.
         public init(envelope: Data, count: Int, capacity: Int = 0) {
-            body = Data(capacity: capacity + envelope.count + 16)
-            body.append(contentsOf: CompactFeedPage.magic)
-            Self.append(UInt32(truncatingIfNeeded: envelope.count), to: &body)
-            body.append(envelope)
-            Self.append(UInt32(truncatingIfNeeded: count), to: &body)
+            bytes = []
+            bytes.reserveCapacity(capacity + envelope.count + 16)
+            bytes.append(contentsOf: CompactFeedPage.magic)
+            append(UInt32(truncatingIfNeeded: envelope.count))
+            envelope.withUnsafeBytes { bytes.append(contentsOf: $0) }
+            append(UInt32(truncatingIfNeeded: count))
         }
 
         /// Appends one change; `version` and `record` for a state only.
         public mutating func append(kind: Kind, type: String, id: Int64, version: Int = 0, record: Data? = nil) {
-            body.append(kind.rawValue)
-            let typeBytes = Array(type.utf8.prefix(Int(UInt16.max)))
-            Self.append(UInt16(typeBytes.count), to: &body)
-            body.append(contentsOf: typeBytes)
-            Self.append(UInt64(bitPattern: id), to: &body)
+            bytes.append(kind.rawValue)
+            let typeLength = min(type.utf8.count, Int(UInt16.max))
+            append(UInt16(typeLength))
+            bytes.append(contentsOf: type.utf8.prefix(typeLength))
+            append(UInt64(bitPattern: id))
             guard kind == .state else { return }
-            Self.append(UInt32(clamping: version), to: &body)
-            Self.append(UInt32(truncatingIfNeeded: record?.count ?? 0), to: &body)
-            if let record { body.append(record) }
+            append(UInt32(clamping: version))
+            append(UInt32(truncatingIfNeeded: record?.count ?? 0))
+            record?.withUnsafeBytes { bytes.append(contentsOf: $0) }
         }
 
-        private static func append<T: FixedWidthInteger>(_ value: T, to data: inout Data) {
-            withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) }
+        private mutating func append<T: FixedWidthInteger>(_ value: T) {
+            withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
         }
     }
 
