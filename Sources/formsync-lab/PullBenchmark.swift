@@ -44,7 +44,9 @@ enum PullBenchmark {
             }
         }
         let sample = payloads.first ?? Data()
-        let refreshToken = try server.issueRefreshToken(principal: "ada", workspaces: ["big", "small"])
+        // One record, for a device process's fixed cost: start, credentials, the first page.
+        try server.putRecords([SyncServer.RecordSeed(type: "Delivery", fields: sample, workspace: "one")])
+        let refreshToken = try server.issueRefreshToken(principal: "ada", workspaces: ["big", "small", "one"])
         print(
             "pull benchmark: \(records) Delivery records (\(sample.count) bytes of JSON each) for one courier, \(rounds) rounds interleaved"
         )
@@ -53,6 +55,7 @@ enum PullBenchmark {
         var raw: [Double] = []
         var rawIndexed: [Double] = []
         var pull: [Double] = []
+        var fixed: [Double] = []
         var deviceCPU: [Double] = []
         var pulledPath = ""
         for round in 0..<rounds {
@@ -65,6 +68,10 @@ enum PullBenchmark {
             let before = EnqueueBenchmark.processCPU(children: true)
             pull.append(try devicePull(db: pulledPath, server: server, refreshToken: refreshToken, expect: records))
             deviceCPU.append(EnqueueBenchmark.processCPU(children: true) - before)
+            fixed.append(
+                try devicePull(
+                    db: folder.appendingPathComponent("one-\(round).sqlite").path, server: server, refreshToken: refreshToken, expect: 1,
+                    workspace: "one"))
         }
         let peakMiB = ProcessUsage.peakMiB(children: true)
         print("  baseline: raw SQLite inserts of the same rows, 1000 per transaction, WAL + synchronous=NORMAL:")
@@ -85,6 +92,12 @@ enum PullBenchmark {
             "  device process CPU (user + system) per record: \(String(format: "%.1f", median(deviceCPU) / Double(records) * 1e6)) µs (median of the rounds)"
         )
         print("  device process peak RSS (largest of the \(rounds) pulls): \(String(format: "%.1f", peakMiB)) MiB")
+        print("  a device process's fixed cost, the same pull of a workspace of 1 record (start, credentials, first page):")
+        print("            \(spread(fixed))")
+        let floor = median(rawIndexed) + median(fixed)
+        print(
+            "  the pull's floor here, the schema's floor plus that fixed cost: \(String(format: "%.0f", floor * 1000)) ms; rate / raw insert rate: \(String(format: "%.2f", median(raw) / floor))×"
+        )
 
         // 2. Deltas: D changes on the N-record store against D changes on the S-record store.
         let token = Mutex<String?>(try server.issueAccessToken(principal: "ada", workspaces: ["big", "small"]))
@@ -138,12 +151,12 @@ enum PullBenchmark {
     }
 
     /// Runs `formsync demo-device --pull-only` on a fresh database; its wall time.
-    static func devicePull(db: String, server: SyncServer, refreshToken: String, expect: Int) throws -> Double {
+    static func devicePull(db: String, server: SyncServer, refreshToken: String, expect: Int, workspace: String = "big") throws -> Double {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try LabExecutables.formsync())
         process.arguments = [
             "demo-device", "--pull-only", "--db", db, "--server", server.baseURL.absoluteString, "--refresh-token", refreshToken,
-            "--workspace", "big", "--timeout", "60", "--lease-ms", "120000",
+            "--workspace", workspace, "--timeout", "60", "--lease-ms", "120000",
         ]
         let output = Pipe()
         process.standardOutput = output
