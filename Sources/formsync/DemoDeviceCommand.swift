@@ -45,7 +45,7 @@ enum DemoDeviceCommand {
             return 0
         }
         let workspace = args.values["--workspace"] ?? "demo"
-        let pageSize = try args.integer("--page-size", default: 10_000, in: 1...10_000)
+        let pageSize = try args.integer("--page-size", default: 5_000, in: 1...10_000)
         let timeout = try args.integer("--timeout", default: 3, in: 1...600)
         let lease = try args.integer("--lease-ms", default: 8000, in: 1000...86_400_000)
         let skew = Int64(try args.integer("--clock-skew-ms", default: 0, in: -31_536_000_000...31_536_000_000))
