@@ -92,4 +92,29 @@ struct FeedPrefetchTests {
         let asked = feed.counts.withLock { $0.requests.count }
         #expect(asked <= 4, "the first page, the two ahead of it, and at most the one on its way when cancelled")
     }
+
+    /// A pull waiting for a page the server holds (a long-poll) ends as soon as its task is
+    /// cancelled, and the request's task is cancelled with it.
+    @Test(.timeLimit(.minutes(1)))
+    func aCallerCancelledWhileAPageIsHeldGetsNoneAtOnce() async {
+        let started = AsyncStream<Void>.makeStream()
+        let ended = Mutex(false)
+        let prefetch = FeedPrefetch(
+            cursor: nil, firstLimit: 5, limit: 5,
+            fetch: { _, _, _ in
+                started.continuation.yield()
+                try? await Task.sleep(for: .seconds(3_600))
+                ended.withLock { $0 = true }
+                return .unreachable(reason: "cancelled")
+            },
+            read: { _ in RecordStore.FetchedPage() })
+        let waiting = Task { await prefetch.next() }
+        var iterator = started.stream.makeAsyncIterator()
+        _ = await iterator.next()
+        waiting.cancel()
+        #expect(await waiting.value == nil)
+        #expect(await prefetch.next() == nil)
+        // The held request's task was cancelled: its sleep ends, long before its hour.
+        while !ended.withLock({ $0 }) { await Task.yield() }
+    }
 }

@@ -56,9 +56,19 @@ final class FeedPrefetch: Sendable {
         producer.withLock { $0 = task }
     }
 
-    /// The next page in order, read; nil once every fetched page was taken and none follows.
+    /// The next page in order, read; nil once every fetched page was taken and none follows,
+    /// or at once when the caller is cancelled (which cancels the prefetch).
     func next() async -> RecordStore.ReadOutcome? {
-        let task = await withCheckedContinuation { (continuation: CheckedContinuation<Task<RecordStore.ReadOutcome, Never>?, Never>) in
+        let task = await withTaskCancellationHandler {
+            await waitForPage()
+        } onCancel: {
+            cancel()
+        }
+        return await task?.value
+    }
+
+    private func waitForPage() async -> Task<RecordStore.ReadOutcome, Never>? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Task<RecordStore.ReadOutcome, Never>?, Never>) in
             let answer: Task<RecordStore.ReadOutcome, Never>?? = state.withLock { state in
                 if !state.fetched.isEmpty {
                     let first = state.fetched.removeFirst()
@@ -72,7 +82,6 @@ final class FeedPrefetch: Sendable {
             }
             if let answer { continuation.resume(returning: answer) }
         }
-        return await task?.value
     }
 
     /// Stops fetching: pages fetched and not taken are dropped.
