@@ -74,15 +74,21 @@ public enum CompactFeedPage {
     /// One change as a frame holds it. `record` is the range of the record's bytes in the page.
     public struct Frame: Sendable, Equatable {
         public var kind: Kind
+        /// The record's type, as the frame names it.
         public var type: String
+        /// The record's id, as sent (the caller checks its range).
         public var id: Int64
+        /// A state's version (0 for the other kinds), as sent.
         public var version: Int64
+        /// Where a state's record lies in the page's bytes (nil for the other kinds).
         public var record: Range<Int>?
     }
 
     /// A compact page read: its envelope's bytes and its frames.
     public struct Read: Sendable {
+        /// The page's JSON object with `changes` empty.
         public var envelope: Data
+        /// The changes, in the page's order.
         public var frames: [Frame]
     }
 
