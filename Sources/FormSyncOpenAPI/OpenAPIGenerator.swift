@@ -181,7 +181,19 @@ public enum OpenAPIGenerator {
             ])
         case (.fileFetch, _): return .object([("description", .string("The whole file.")), ("content", .object([("*/*", .object([]))]))])
         case (.pendingFiles, _): return json("PendingFiles", "The files still pending.")
-        case (.changes, _): return json("ChangePage", "One page of the feed.")
+        case (.changes, _):
+            // A server that lists compact-feed answers a request accepting it with the compact
+            // form of the same page (docs/PROTOCOL.md, "Compact pages").
+            return .object([
+                ("description", .string("One page of the feed; compact to a request that accepts it (feature compact-feed).")),
+                (
+                    "content",
+                    .object([
+                        ("application/json", .object([("schema", ref("ChangePage"))])),
+                        (CompactFeedPage.mediaType, .object([])),
+                    ])
+                ),
+            ])
         case (.record, _): return json("Entity", "The record.")
         case (.document, _): return json("Acknowledgement", "The document as the server holds it.")
         case (.submissions, _): return json("SubmissionsPage", "One page of the submissions feed.")
