@@ -218,22 +218,9 @@ package final class SQLiteConnection {
     private func bind(_ values: [SQLValue], to statement: OpaquePointer, sql: String) throws {
         // A parameter given no value is NULL, not what an earlier run left in it.
         if values.count < sqlite3_bind_parameter_count(statement) { sqlite3_clear_bindings(statement) }
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-        for (offset, value) in values.enumerated() {
-            let index = Int32(offset + 1)
-            let rc: Int32
-            switch value {
-            case .null: rc = sqlite3_bind_null(statement, index)
-            case .integer(let v): rc = sqlite3_bind_int64(statement, index, v)
-            case .real(let v): rc = sqlite3_bind_double(statement, index, v)
-            case .text(let v): rc = v.withCString { sqlite3_bind_text(statement, index, $0, -1, transient) }
-            case .blob(let v):
-                rc = v.withUnsafeBytes { raw in
-                    sqlite3_bind_blob(statement, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), transient)
-                }
-            }
-            guard rc == SQLITE_OK else { throw error(rc, sql) }
-        }
+        var binder = Binder(statement: statement)
+        for (offset, value) in values.enumerated() { binder.value(Int32(offset + 1), value) }
+        guard binder.failure == SQLITE_OK else { throw error(binder.failure, sql) }
     }
 
     /// Runs one statement that returns no rows; returns the number of rows it changed.
@@ -260,6 +247,16 @@ package final class SQLiteConnection {
 
         package mutating func integer(_ index: Int32, _ value: Int64) { check(sqlite3_bind_int64(statement, index, value)) }
 
+        mutating func value(_ index: Int32, _ value: SQLValue) {
+            switch value {
+            case .null: check(sqlite3_bind_null(statement, index))
+            case .integer(let v): integer(index, v)
+            case .real(let v): check(sqlite3_bind_double(statement, index, v))
+            case .text(let v): text(index, v)
+            case .blob(let v): blob(index, v)
+            }
+        }
+
         package mutating func text(_ index: Int32, _ value: String?) {
             guard var value else { return check(sqlite3_bind_null(statement, index)) }
             let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
@@ -280,25 +277,25 @@ package final class SQLiteConnection {
     @discardableResult
     package func run(_ statement: Statement, binding bind: (inout Binder) -> Void) throws -> Int {
         let prepared = try prepared(statement)
-        defer {
-            sqlite3_reset(prepared)
-            commits.publish()
+        return try step(prepared, sql: statement.sql) {
+            sqlite3_clear_bindings(prepared)
+            var binder = Binder(statement: prepared)
+            bind(&binder)
+            guard binder.failure == SQLITE_OK else { throw error(binder.failure, statement.sql) }
         }
-        sqlite3_clear_bindings(prepared)
-        var binder = Binder(statement: prepared)
-        bind(&binder)
-        guard binder.failure == SQLITE_OK else { throw error(binder.failure, statement.sql) }
-        let rc = sqlite3_step(prepared)
-        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw error(rc, statement.sql) }
-        return Int(sqlite3_changes(handle))
     }
 
     private func run(_ statement: OpaquePointer, sql: String, _ values: [SQLValue]) throws -> Int {
+        try step(statement, sql: sql) { try bind(values, to: statement, sql: sql) }
+    }
+
+    /// Binds with `bind`, runs the statement to its end and resets it: the rows it changed.
+    private func step(_ statement: OpaquePointer, sql: String, bind: () throws -> Void) throws -> Int {
         defer {
             sqlite3_reset(statement)
             commits.publish()
         }
-        try bind(values, to: statement, sql: sql)
+        try bind()
         let rc = sqlite3_step(statement)
         guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw error(rc, sql) }
         return Int(sqlite3_changes(handle))
