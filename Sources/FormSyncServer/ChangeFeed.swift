@@ -80,10 +80,7 @@ struct ChangeFeed: ServerPart {
         for range in accept.split(separator: ",") {
             let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             guard parts.first == CompactFeedPage.mediaType else { continue }
-            let refused = parts.dropFirst().contains {
-                $0.replacingOccurrences(of: " ", with: "").range(of: #"^q=0(\.0{0,3})?$"#, options: .regularExpression) != nil
-            }
-            return !refused
+            return !parts.dropFirst().contains { $0.hasPrefix("q=") && Double($0.dropFirst(2)) == 0 }
         }
         return false
     }
@@ -186,11 +183,12 @@ struct ChangeFeed: ServerPart {
             if compact {
                 // A compact page stops after the change that takes its records past its bound.
                 var bytes = 0
-                if let cut = entries.firstIndex(where: {
-                    bytes += $0.payload?.count ?? 0
-                    return bytes > CompactFeedPage.maxRecordBytes
-                }) {
-                    entries = entries[...cut]
+                for (index, entry) in zip(entries.indices, entries) {
+                    bytes += entry.payload?.count ?? 0
+                    if bytes > CompactFeedPage.maxRecordBytes {
+                        entries = entries[...index]
+                        break
+                    }
                 }
             }
             let more = page.count > entries.count || reviews.count > Self.maxReviewsPerPage
@@ -221,13 +219,7 @@ struct ChangeFeed: ServerPart {
                     envelope: Data("{\"\(FeedPage.changes)\":[]".utf8) + body, count: entries.count,
                     capacity: entries.reduce(0) { $0 + ($1.payload?.count ?? 0) + $1.type.utf8.count + 20 })
                 for entry in entries {
-                    if entry.outside, !entry.deleted {
-                        writer.append(kind: .outside, type: entry.type, id: entry.id)
-                    } else if !entry.deleted, let payload = entry.payload {
-                        writer.append(kind: .state, type: entry.type, id: entry.id, version: entry.version, record: payload)
-                    } else {
-                        writer.append(kind: .deleted, type: entry.type, id: entry.id)
-                    }
+                    writer.append(kind: entry.kind, type: entry.type, id: entry.id, version: entry.version, record: entry.payload)
                 }
                 return HTTPResponse(status: 200, headers: [("Content-Type", CompactFeedPage.mediaType)], body: writer.body)
             }
@@ -246,18 +238,29 @@ struct ChangeFeed: ServerPart {
             if offset > 0 { body.append(0x2C) }
             body.append(contentsOf: "{\"\(FeedPage.Change.id)\":\(entry.id),\"\(FeedPage.Change.type)\":".utf8)
             body.append(WireSyntax.jsonBytes(entry.type))
-            if entry.outside, !entry.deleted {
+            switch entry.kind {
+            case .outside:
                 body.append(contentsOf: ",\"\(FeedPage.Change.outside)\":true}".utf8)
-            } else if !entry.deleted, let payload = entry.payload {
+            case .state:
                 body.append(contentsOf: ",\"\(FeedPage.Change.version)\":\(entry.version),\"\(FeedPage.Change.record)\":".utf8)
-                body.append(payload)
+                body.append(entry.payload ?? Data())
                 body.append(0x7D)
-            } else {
+            case .deleted:
                 body.append(contentsOf: ",\"\(FeedPage.Change.deleted)\":true}".utf8)
             }
         }
         body.append(0x5D)
         body.append(members)
         return body
+    }
+}
+
+extension FeedEntry {
+    /// What the entry says of its record, in either form of a page: its latest state (with its
+    /// fields), its removal from the scope, or its leaving a subscription.
+    fileprivate var kind: CompactFeedPage.Kind {
+        if deleted { return .deleted }
+        if outside { return .outside }
+        return payload == nil ? .deleted : .state
     }
 }

@@ -41,11 +41,8 @@ final class FeedPrefetch: Sendable {
                     guard case .page(let page) = outcome else { return RecordStore.ReadOutcome(outcome: outcome, fetched: nil) }
                     return RecordStore.ReadOutcome(outcome: outcome, fetched: await read(page))
                 }
-                // (A page that says "more" and brings nothing, or does not move, stops the pull.)
-                guard case .page(let page) = outcome, page.more, !(page.changes.isEmpty && page.reviews.isEmpty), page.cursor != cursor,
-                    !Task.isCancelled
-                else {
-                    add(reading, last: true)
+                guard case .page(let page) = outcome, page.more, !page.stalls(after: cursor), !Task.isCancelled else {
+                    hand(reading, last: true)
                     return
                 }
                 cursor = page.cursor
@@ -93,8 +90,8 @@ final class FeedPrefetch: Sendable {
         }
     }
 
-    /// Adds a page for the consumer; waits while `depth` pages are waiting (unless it is the last).
-    private func add(_ page: Task<RecordStore.ReadOutcome, Never>, last: Bool = false) {
+    /// Hands a page to the consumer, or keeps it for the next `next()`; the last closes.
+    private func hand(_ page: Task<RecordStore.ReadOutcome, Never>, last: Bool) {
         state.withLock { state in
             if state.ended { return }
             if let consumer = state.consumer {
@@ -107,8 +104,9 @@ final class FeedPrefetch: Sendable {
         }
     }
 
+    /// Hands a page on, then waits while `depth` pages are waiting untaken.
     private func add(_ page: Task<RecordStore.ReadOutcome, Never>) async {
-        add(page, last: false)
+        hand(page, last: false)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let proceed = state.withLock { state in
                 guard !state.ended, state.fetched.count >= depth else { return true }

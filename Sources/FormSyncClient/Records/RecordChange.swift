@@ -65,6 +65,14 @@ public struct ChangePage: Sendable, Equatable {
     }
 }
 
+extension ChangePage {
+    /// Whether the page says "more" without moving (nothing in it, or the cursor it was asked
+    /// after): a server that did so would keep a device pulling forever, so the pull stops.
+    func stalls(after cursor: String?) -> Bool {
+        more && ((changes.isEmpty && reviews.isEmpty) || self.cursor == cursor)
+    }
+}
+
 /// What became of one request for a page of the change feed.
 public enum PullOutcome: Sendable, Equatable {
     case page(ChangePage)

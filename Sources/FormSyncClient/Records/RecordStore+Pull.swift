@@ -69,6 +69,7 @@ extension RecordStore {
     ) async throws
         -> PullReport
     {
+        var wait = wait
         var report = PullReport()
         let clock = ContinuousClock()
         let started = clock.now
@@ -101,18 +102,16 @@ extension RecordStore {
         // the rest; only the first request of the pull may be held (`wait`).
         var prefetch: FeedPrefetch?
         defer { prefetch?.cancel() }
-        let firstWait = wait
-        var waited = false
         while !Task.isCancelled {
             if prefetch == nil {
-                let mayWait = !waited
-                waited = true
+                let held = wait
+                wait = .zero
                 prefetch = FeedPrefetch(
                     cursor: cursor, firstLimit: min(pageSize, Self.firstPageSize), limit: pageSize,
                     fetch: { cursor, limit, first in
                         await Self.fetchOutcome(
                             transport: transport, cursor: cursor, limit: limit, principal: principal,
-                            wait: first && mayWait ? firstWait : .zero, subscription: subscriptionQuery)
+                            wait: first ? held : .zero, subscription: subscriptionQuery)
                     },
                     read: { page in await Self.readPage(page, recordTypes: recordTypes) })
             }
@@ -121,9 +120,7 @@ extension RecordStore {
             guard view == self.view else { break }  // switched meanwhile: this pull's pages belong elsewhere
             switch outcome {
             case .page(let page):
-                // A server that says "more" must move: a page with nothing in it, or a cursor
-                // that does not change, would otherwise keep the device pulling forever.
-                if page.more && ((page.changes.isEmpty && page.reviews.isEmpty) || page.cursor == cursor) {
+                if page.stalls(after: cursor) {
                     report.stoppedBecause = .failed(
                         reason: "the feed says there is more but does not advance past \(cursor ?? "the start")", retryAfter: nil)
                     return report
@@ -282,15 +279,8 @@ extension RecordStore {
         var fetched = FetchedPage()
         fetched.keys.reserveCapacity(page.changes.count)
         fetched.subscribed.reserveCapacity(page.changes.count)
-        // A page holds a few types: each is looked up once.
-        var types: [String: RecordRegistry.Entry?] = [:]
         for change in page.changes {
-            let entry =
-                types[change.type]
-                ?? {
-                    types[change.type] = .some(recordTypes[change.type])
-                    return recordTypes[change.type]
-                }()
+            let entry = recordTypes[change.type]
             fetched.subscribed.append(entry?.subscriptionFields.isEmpty == false)
             guard let fields = change.fields else {
                 fetched.keys.append([])

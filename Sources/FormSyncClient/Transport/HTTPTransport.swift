@@ -699,15 +699,14 @@ public final class HTTPTransport: OutboxTransport {
     static func classifyPage(status: Int, headers: [String: String], body: Data) -> PullOutcome {
         switch status {
         case 200:
-            let contentType = headers["content-type"]?.lowercased()
+            let contentType = headers["content-type"]?.lowercased() ?? ""
+            let compact = contentType.hasPrefix(CompactFeedPage.mediaType)
             let read =
-                contentType?.hasPrefix(CompactFeedPage.mediaType) == true
+                compact
                 ? ChangeFeedReader.readCompact(body, limit: maxChangesPerPage)
-                : contentType?.hasPrefix("application/json") == true ? ChangeFeedReader.read(body, limit: maxChangesPerPage) : nil
+                : contentType.hasPrefix("application/json") ? ChangeFeedReader.read(body, limit: maxChangesPerPage) : nil
             guard let feed = read else {
-                if contentType?.hasPrefix(CompactFeedPage.mediaType) == true {
-                    return .failed(reason: "the change feed's compact page is malformed", retryAfter: nil)
-                }
+                if compact { return .failed(reason: "the change feed's compact page is malformed", retryAfter: nil) }
                 return .unreachable(reason: "HTTP 200 that is not a change feed (a captive portal or proxy?)")
             }
             let cursor = feed.cursor
