@@ -84,7 +84,12 @@ struct CompactFeedTests {
         #expect(all.frames.contains { $0.kind == .deleted && $0.id == first.id && $0.record == nil })
     }
 
-    @Test(arguments: [nil, "application/json", "\(CompactFeedPage.mediaType);q=0, application/json", "application/vnd.formsync.feedx"])
+    @Test(arguments: [
+        nil, "application/json", "\(CompactFeedPage.mediaType);q=0, application/json", "\(CompactFeedPage.mediaType); q=0.000",
+        "application/vnd.formsync.feedx",
+        // An absurd header (past 1 KiB) is not searched for it.
+        String(repeating: "text/x-filler, ", count: 80) + CompactFeedPage.mediaType,
+    ])
     func aRequestThatDoesNotAcceptTheCompactFormGetsJSON(accept: String?) async throws {
         let world = try World()
         try Self.seed(world, count: 2)
