@@ -98,13 +98,13 @@ struct FeedPrefetchTests {
     @Test(.timeLimit(.minutes(1)))
     func aCallerCancelledWhileAPageIsHeldGetsNoneAtOnce() async {
         let started = AsyncStream<Void>.makeStream()
-        let ended = Mutex(false)
+        let ended = AsyncStream<Void>.makeStream()
         let prefetch = FeedPrefetch(
             cursor: nil, firstLimit: 5, limit: 5,
             fetch: { _, _, _ in
                 started.continuation.yield()
                 try? await Task.sleep(for: .seconds(3_600))
-                ended.withLock { $0 = true }
+                ended.continuation.yield()
                 return .unreachable(reason: "cancelled")
             },
             read: { _ in RecordStore.FetchedPage() })
@@ -115,6 +115,7 @@ struct FeedPrefetchTests {
         #expect(await waiting.value == nil)
         #expect(await prefetch.next() == nil)
         // The held request's task was cancelled: its sleep ends, long before its hour.
-        while !ended.withLock({ $0 }) { await Task.yield() }
+        var endings = ended.stream.makeAsyncIterator()
+        _ = await endings.next()
     }
 }
