@@ -265,6 +265,36 @@ struct RecordStoreTests {
         #expect(await iterator.next()?.changes == ["Delivery": [4, 5]])
     }
 
+    @Test func aPageWrittenInBatchesAppliesEachChangeInTheFeedsOrderAndAnnouncesOnlyWhatItWrote() async throws {
+        let outbox = try open()
+        harness.transport.scriptFeed(Self.page([Self.delivery(1, version: 5, stop: 1)], "c1"))
+        _ = try await outbox.pull()
+        let notices = await outbox.recordChanges()
+        var iterator = notices.makeAsyncIterator()
+        // 41 records (batches of 8 and one), a removal, then 71 (one of 64 and seven of one):
+        // record 1 older than the stored one, record 10 twice, record 20 removed and back.
+        var changes = (2...40).map { Self.delivery(Int64($0), stop: $0) }
+        changes.insert(Self.delivery(1, version: 3, stop: 999), at: 17)
+        changes.append(Self.delivery(10, version: 2, stop: 100))
+        changes.append(RecordChange(type: "Delivery", id: 20, version: 0, fields: nil))
+        changes.append(Self.delivery(20, version: 2, stop: 200))
+        changes += (41...110).map { Self.delivery(Int64($0), stop: $0) }
+        harness.transport.scriptFeed(Self.page(changes, "c2"))
+        let report = try await outbox.pull()
+        #expect(report.upserted == 112)
+        #expect(report.deleted == 1)
+        #expect(await iterator.next()?.changes == ["Delivery": Set((2...110).map { Int64($0) })])
+        let kept = try #require(try await outbox.record(Delivery.self, id: 1))
+        #expect(kept.version == 5)
+        #expect(kept.stopOrder == 1)
+        #expect(try await outbox.records(Delivery.byStopOrder(999)).isEmpty)
+        #expect(try await outbox.record(Delivery.self, id: 10)?.stopOrder == 100)
+        #expect(try await outbox.records(Delivery.byStopOrder(10)).isEmpty)
+        #expect(try await outbox.record(Delivery.self, id: 20)?.version == 2)
+        #expect(try await outbox.records(Delivery.byStopOrder(200)).map(\.id) == [20])
+        #expect(try await outbox.storedRecordCount() == 110)
+    }
+
     @Test func editingThroughAFormThatEditsNothingOrARecordNotHereIsRefused() async throws {
         let outbox = try open()
         await #expect(throws: OutboxError.notAnEditForm("SalesOrder")) {

@@ -146,7 +146,17 @@ extension RecordStore {
                         try store.dropRecordKeyIndexes(slots: keySlots)
                         keysDropped = true
                     }
-                    let tombstones = try store.hasTombstones(view: view)
+                    var tombstones = try store.hasTombstones(view: view)
+                    // Records are written in batches of many rows; a removal writes the batch
+                    // before it first, so that each record's changes apply in the feed's order.
+                    var batch: [OutboxStore.RecordRow] = []
+                    func writeBatch() throws {
+                        guard !batch.isEmpty else { return }
+                        for (row, written) in zip(batch, try store.upsertRecords(view: view, batch)) where written {
+                            noteRecord(row.type, row.id)
+                        }
+                        batch.removeAll(keepingCapacity: true)
+                    }
                     for (offset, change) in page.changes.enumerated() {
                         if let fields = change.fields {
                             // A subscription brings only its type; the own feed none of the
@@ -154,21 +164,28 @@ extension RecordStore {
                             // not believed: nothing would ever evict them).
                             guard subscription.map({ $0.query.type == change.type }) ?? !fetched.subscribed[offset] else { continue }
                             if tombstones { try store.removeTombstone(view: view, type: change.type, id: change.id) }
-                            try applyChange(change, fields: fields, view: view, keys: fetched.keys[offset])
+                            batch.append(
+                                OutboxStore.RecordRow(
+                                    type: change.type, id: change.id, version: change.version, payload: fields, keys: fetched.keys[offset]))
                             if let subscription {
                                 try store.holdRecord(view: view, subscription: subscription.name, type: change.type, id: change.id)
                             }
                             report.upserted += 1
-                        } else if change.isOutside {
+                            continue
+                        }
+                        try writeBatch()
+                        if change.isOutside {
                             // Left this subscription; evicted after the pull unless another holds it.
                             guard let subscription, subscription.query.type == change.type else { continue }
                             try store.releaseRecord(view: view, subscription: subscription.name, type: change.type, id: change.id)
                         } else {
                             try removeRecord(type: change.type, id: change.id, view: view)
+                            tombstones = true  // the record may come back later in this page
                             try store.releaseRecord(view: view, subscription: nil, type: change.type, id: change.id)
                             report.deleted += 1
                         }
                     }
+                    try writeBatch()
                     if let subscription {
                         try store.setSubscriptionCursor(page.cursor, view: view, name: subscription.name)
                     } else {

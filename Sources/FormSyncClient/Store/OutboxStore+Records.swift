@@ -152,12 +152,66 @@ extension OutboxStore {
 
     /// Declared once: a pull runs it for every record, and a statement found by its text would
     /// hash these 300 characters each time.
-    private static let upsertRecordStatement = SQLiteConnection.Statement(
-        """
-        INSERT INTO records (view, type, id, version, payload, \(keyColumns)) VALUES (?, ?, ?, ?, ?, \(keyPlaceholders))
-        ON CONFLICT (view, type, id) DO UPDATE SET version = excluded.version, payload = excluded.payload, \(keyUpdates)
-        WHERE excluded.version >= records.version
-        """)
+    private static let upsertRecordStatement = upsertStatement(rows: 1)
+
+    /// One record of a batch for `upsertRecords`.
+    struct RecordRow {
+        var type: String
+        var id: Int64
+        var version: Int
+        var payload: Data
+        var keys: [String?]
+    }
+
+    /// Writes `rows` in order, each as `upsertRecord` would, in statements of many rows (a
+    /// pull's page: one statement per record costs SQLite a third more per record). Returns,
+    /// for each row, whether it was written; one older than what is stored is not.
+    func upsertRecords(view: String, _ rows: [RecordRow]) throws -> [Bool] {
+        var written: [Bool] = []
+        written.reserveCapacity(rows.count)
+        var start = 0
+        while start < rows.count {
+            let statement = Self.upsertBatches.first { $0.rows <= rows.count - start } ?? Self.upsertBatches[Self.upsertBatches.count - 1]
+            let chunk = rows[start..<(start + statement.rows)]
+            let changed = try db.run(statement.statement) { values in
+                for (row, record) in chunk.enumerated() {
+                    let base = Int32(row * (5 + Self.recordKeySlots))
+                    values.text(base + 1, view)
+                    values.text(base + 2, record.type)
+                    values.integer(base + 3, record.id)
+                    values.integer(base + 4, Int64(record.version))
+                    values.blob(base + 5, record.payload)
+                    for (slot, key) in record.keys.prefix(Self.recordKeySlots).enumerated() where key != nil {
+                        values.text(base + 6 + Int32(slot), key)
+                    }
+                }
+            }
+            if changed == chunk.count {
+                written.append(contentsOf: repeatElement(true, count: chunk.count))
+            } else {
+                // Some row was older than the stored record: the stored versions say which
+                // were written (a record twice in the batch is written by its newest).
+                for record in chunk {
+                    written.append(try storedRecord(view: view, type: record.type, id: record.id)?.version == record.version)
+                }
+            }
+            start += chunk.count
+        }
+        return written
+    }
+
+    /// The multi-row forms of the upsert, largest first; the last writes one row.
+    private static let upsertBatches = [64, 8, 1].map { (rows: $0, statement: $0 == 1 ? upsertRecordStatement : upsertStatement(rows: $0)) }
+
+    private static func upsertStatement(rows: Int) -> SQLiteConnection.Statement {
+        let row = "(?, ?, ?, ?, ?, \(keyPlaceholders))"
+        return SQLiteConnection.Statement(
+            """
+            INSERT INTO records (view, type, id, version, payload, \(keyColumns)) VALUES \(Array(repeating: row, count: rows).joined(separator: ", "))
+            ON CONFLICT (view, type, id) DO UPDATE SET version = excluded.version, payload = excluded.payload, \(keyUpdates)
+            WHERE excluded.version >= records.version
+            """)
+    }
 
     /// Removes a record; false when there was none.
     func deleteRecord(view: String, type: String, id: Int64) throws -> Bool {
