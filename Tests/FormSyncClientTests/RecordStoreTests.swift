@@ -293,6 +293,9 @@ struct RecordStoreTests {
         #expect(try await outbox.record(Delivery.self, id: 20)?.version == 2)
         #expect(try await outbox.records(Delivery.byStopOrder(200)).map(\.id) == [20])
         #expect(try await outbox.storedRecordCount() == 110)
+        // Back after its removal, record 20 keeps no tombstone (which would hide it from an acknowledgement).
+        let db = try SQLiteConnection(path: harness.path, create: false)
+        #expect(try db.query("SELECT id FROM record_tombstones") { $0.int(0) }.isEmpty)
     }
 
     @Test func editingThroughAFormThatEditsNothingOrARecordNotHereIsRefused() async throws {
