@@ -128,16 +128,28 @@ public struct FormRegistry: Sendable {
     /// `type` from `data`: by its generated reader when it takes the bytes (the plain JSON
     /// devices send), else by `JSONDecoder`, which gives the same value or the exact error.
     static func decodePayload<P: Decodable>(_ type: P.Type, from data: Data) throws -> P {
-        if let readable = P.self as? any JSONReadable.Type, let value = readPlain(readable, from: data) as? P { return value }
-        return try JSONDecoder().decode(P.self, from: data)
+        try decoder(for: P.self)(data)
     }
 
-    private static func readPlain<R: JSONReadable>(_ type: R.Type, from data: Data) -> R? {
-        JSONInput.value(type, from: data)
+    /// `decodePayload` for one type, its reader chosen once: a registry's entries decode every
+    /// payload and record of their type (a pull's hundred thousand), and the look-up of `P`'s
+    /// conformance and the cast of each value back cost as much as a small record's reading.
+    static func decoder<P: Decodable>(for type: P.Type) -> @Sendable (Data) throws -> P {
+        guard let readable = P.self as? any JSONReadable.Type else { return { try JSONDecoder().decode(P.self, from: $0) } }
+        return plainDecoder(readable, as: P.self)
+    }
+
+    /// `R` is `P` itself (the type `decoder` opened), so a value of one is a value of the other.
+    private static func plainDecoder<R: JSONReadable, P: Decodable>(_ readable: R.Type, as type: P.Type) -> @Sendable (Data) throws -> P {
+        precondition(R.self == P.self)
+        return { data in
+            if let value = JSONInput.value(R.self, from: data) { return unsafeBitCast(value, to: P.self) }
+            return try JSONDecoder().decode(P.self, from: data)
+        }
     }
 
     static func entry<P: FormPayload>(for type: P.Type) -> Entry {
-        let decode: @Sendable (Data) throws -> P = { try decodePayload(P.self, from: $0) }
+        let decode = decoder(for: P.self)
         return Entry(
             name: P.formName, version: P.formVersion, recordAction: P.recordAction, upgrades: P.upgrades,
             decodeAndValidate: { try decode($0).validate() },

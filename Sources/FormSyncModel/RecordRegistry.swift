@@ -83,7 +83,7 @@ public struct RecordRegistry: Sendable {
     }
 
     static func entry<R: SyncRecord>(for type: R.Type) -> Entry {
-        let decode: @Sendable (Data) throws -> R = { try FormRegistry.decodePayload(R.self, from: $0) }
+        let decode = FormRegistry.decoder(for: R.self)
         return Entry(
             name: R.recordType, version: R.recordVersion, scopeField: R.scopeField, indexedFields: R.indexedFields,
             decodeAndValidate: { try decode($0).validate() },
