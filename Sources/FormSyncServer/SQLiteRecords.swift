@@ -114,20 +114,40 @@ final class SQLiteRecords: @unchecked Sendable {
     /// nil: every record of the workspace, and the removal of a record only once it is gone from
     /// every scope), in commit order.
     func feed(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, limit: Int) throws -> [FeedEntry] {
-        let (clause, matches, values) = Self.clause(
-            workspace: workspace, principal: principal, selection: selection, after: cursor, bound: limit)
-        return try db.query(
-            """
-            SELECT c.seq, c.type, c.id, c.deleted, r.version, r.payload, \(matches)
-            FROM changes c LEFT JOIN records r ON r.workspace = c.workspace AND r.type = c.type AND r.id = c.id AND c.deleted = 0
-            WHERE \(clause)
-            ORDER BY c.seq LIMIT ?3
-            """, values
-        ) { row in
+        let (sql, values) = Self.feedQuery(workspace: workspace, principal: principal, selection: selection, after: cursor, limit: limit)
+        return try db.query(sql, values) { row in
             FeedEntry(
                 seq: row.int(0), type: row.text(1) ?? "", id: row.int(2), deleted: row.int(3) != 0, version: Int(row.optionalInt(4) ?? 0),
                 payload: row.blob(5), outside: row.int(6) == 0)
         }
+    }
+
+    /// `feed`'s statement and its parameters.
+    static func feedQuery(
+        workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, limit: Int
+    ) -> (sql: String, values: [SQLValue]) {
+        let (clause, matches, values) = clause(
+            workspace: workspace, principal: principal, selection: selection, after: cursor, bound: limit)
+        let sql = """
+            SELECT c.seq, c.type, c.id, c.deleted, r.version, r.payload, \(matches)
+            FROM changes c LEFT JOIN records r ON r.workspace = c.workspace AND r.type = c.type AND r.id = c.id AND c.deleted = 0
+            WHERE \(clause)
+            ORDER BY c.seq LIMIT ?3
+            """
+        return (sql, values)
+    }
+
+    /// `feedRemaining`'s statement and its parameters.
+    static func remainingQuery(
+        workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, cap: Int
+    ) -> (sql: String, values: [SQLValue]) {
+        let (clause, _, values) = clause(workspace: workspace, principal: principal, selection: selection, after: cursor, bound: cap)
+        // Only a subscription's condition reads the record: a count of any other feed needs no
+        // look-up of each change's record (100,000 of them at a new device's first page).
+        let join =
+            clause.contains("r.payload")
+            ? "LEFT JOIN records r ON r.workspace = c.workspace AND r.type = c.type AND r.id = c.id AND c.deleted = 0" : ""
+        return ("SELECT COUNT(*) FROM (SELECT 1 FROM changes c \(join) WHERE \(clause) LIMIT ?3)", values)
     }
 
     /// The feed's condition and its parameters: ?1 the cursor, ?2 the workspace, ?3 the bound,
@@ -152,18 +172,8 @@ final class SQLiteRecords: @unchecked Sendable {
 
     /// How many feed entries `feed` would give after `cursor`, counted up to `cap`.
     func feedRemaining(workspace: String, principal: String?, selection: FeedSelection, after cursor: Int64, cap: Int) throws -> Int {
-        let (clause, _, values) = Self.clause(workspace: workspace, principal: principal, selection: selection, after: cursor, bound: cap)
-        // Only a subscription's condition reads the record: a count of any other feed needs no
-        // look-up of each change's record (100,000 of them at a new device's first page).
-        let join =
-            clause.contains("r.payload")
-            ? "LEFT JOIN records r ON r.workspace = c.workspace AND r.type = c.type AND r.id = c.id AND c.deleted = 0" : ""
-        return Int(
-            try db.query(
-                """
-                SELECT COUNT(*) FROM (SELECT 1 FROM changes c \(join) WHERE \(clause) LIMIT ?3)
-                """, values
-            ) { $0.int(0) }.first ?? 0)
+        let (sql, values) = Self.remainingQuery(workspace: workspace, principal: principal, selection: selection, after: cursor, cap: cap)
+        return Int(try db.query(sql, values) { $0.int(0) }.first ?? 0)
     }
 
     /// The highest sequence number handed out; a cursor beyond it comes from another database.

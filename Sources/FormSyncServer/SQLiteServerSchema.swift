@@ -4,8 +4,9 @@ import FormSyncSQLite
 /// when the store opens: the ledger, documents and files (1), workspaces and principals (2),
 /// records and the change feed (3), resumable uploads (4), token digests, grants and owners (5),
 /// pending files (6), who may read a file (7), devices and enrolments (8), support requests
-/// and bundles (9), the history of documents and records (10), and webhooks and their
-/// deliveries (11).
+/// and bundles (9), the history of documents and records (10), webhooks and their
+/// deliveries (11), the records a document's lists created (12), and the feed's index holding
+/// what a page reads of each change (13).
 enum SQLiteServerSchema {
     static let migrations = SQLiteMigrator(migrations: [
         .init(
@@ -57,6 +58,7 @@ enum SQLiteServerSchema {
         historyMigration,
         webhooksMigration,
         documentRecordsMigration,
+        feedIndexMigration,
     ])
 
     static let recordsMigration = SQLiteMigrator.Migration(
@@ -335,5 +337,15 @@ enum SQLiteServerSchema {
                 record_id INTEGER NOT NULL,
                 PRIMARY KEY (document_id, list, position)
             ) WITHOUT ROWID;
+            """)
+
+    /// The feed's index holds each change's scope, type, id and whether it is a deletion: a
+    /// page, and the count of what remains after it (a new device's first page counts its whole
+    /// scope), read the index alone, without a look-up of each change's row.
+    static let feedIndexMigration = SQLiteMigrator.Migration(
+        version: 13, name: "the feed's covering index",
+        sql: """
+            DROP INDEX changes_feed;
+            CREATE INDEX changes_feed ON changes(workspace, seq, scope, type, id, deleted);
             """)
 }
