@@ -175,10 +175,29 @@ enum PullBenchmark {
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         let elapsed = OutboxBenchmark.seconds(since: start)
-        guard process.terminationStatus == 0, text.contains("caught up: \(expect) records") else {
+        guard process.terminationStatus == 0, text.contains("caught up") else {
             throw BenchmarkFailure(message: "the device pull failed (exit \(process.terminationStatus)): \(text.suffix(400))")
         }
+        // Counted once the process has ended, outside the time measured.
+        let stored = try storedRecords(db: db)
+        guard stored == expect else { throw BenchmarkFailure(message: "the device pull stored \(stored) records, not \(expect)") }
         return elapsed
+    }
+
+    /// How many records a device's database holds.
+    static func storedRecords(db path: String) throws -> Int {
+        var db: OpaquePointer?
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let db else {
+            throw BenchmarkFailure(message: "cannot open \(path)")
+        }
+        defer { sqlite3_close(db) }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM records", -1, &statement, nil) == SQLITE_OK else {
+            throw BenchmarkFailure(message: "cannot count the records of \(path)")
+        }
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW else { throw BenchmarkFailure(message: "cannot count the records of \(path)") }
+        return Int(sqlite3_column_int64(statement, 0))
     }
 
     /// The same rows inserted with the C API at the pull's durability, `perStatement` rows to a
