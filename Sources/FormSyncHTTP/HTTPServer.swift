@@ -346,7 +346,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
 
         func respond(_ connection: Connection, _ response: HTTPResponse, keepAlive: Bool) {
-            connection.output += Self.serialize(response, keepAlive: keepAlive)
+            Self.serialize(response, keepAlive: keepAlive, into: &connection.output)
             connection.closeAfterWrite = !keepAlive
             if let stream = response.stream, stream.count > 0, response.status != 204 {
                 if connection.stream == nil { streaming += 1 }
@@ -718,12 +718,23 @@ public final class HTTPServer: @unchecked Sendable {
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 64\r\nConnection: close\r\n\r\nlost".utf8)
 
     static func serialize(_ response: HTTPResponse, keepAlive: Bool) -> [UInt8] {
+        var bytes: [UInt8] = []
+        serialize(response, keepAlive: keepAlive, into: &bytes)
+        return bytes
+    }
+
+    /// Appends the response's bytes to `output`, its body copied once (a page of the feed is
+    /// megabytes: each copy more is a fresh allocation and its page faults).
+    static func serialize(_ response: HTTPResponse, keepAlive: Bool, into output: inout [UInt8]) {
         var head = "HTTP/1.1 \(response.status) \(HTTPResponse.reason(response.status))\r\n"
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
         // A 204 has no content and so no Content-Length (docs/PROTOCOL.md, "Standards").
         if response.status != 204 { head += "Content-Length: \(response.stream?.count ?? Int64(response.body.count))\r\n" }
         head += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
-        return Array(head.utf8) + (response.status == 204 ? [] : Array(response.body))
+        let body = response.status == 204 ? 0 : response.body.count
+        output.reserveCapacity(output.count + head.utf8.count + body)
+        output.append(contentsOf: head.utf8)
+        if body > 0 { response.body.withUnsafeBytes { output.append(contentsOf: $0) } }
     }
 
     private static func setNonBlocking(_ fd: Int32) {
