@@ -58,6 +58,7 @@ enum PullBenchmark {
         var pull: [Double] = []
         var fixed: [Double] = []
         var deviceCPU: [Double] = []
+        var serverCPU: [Double] = []
         var pulledPath = ""
         for round in 0..<rounds {
             raw.append(try rawInserts(path: folder.appendingPathComponent("raw-\(round).sqlite").path, count: records, payload: sample))
@@ -72,8 +73,10 @@ enum PullBenchmark {
             )
             pulledPath = folder.appendingPathComponent("device-\(round).sqlite").path
             let before = EnqueueBenchmark.processCPU(children: true)
+            let serverBefore = EnqueueBenchmark.processCPU()
             pull.append(try devicePull(db: pulledPath, server: server, refreshToken: refreshToken, expect: records))
             deviceCPU.append(EnqueueBenchmark.processCPU(children: true) - before)
+            serverCPU.append(EnqueueBenchmark.processCPU() - serverBefore)
             fixed.append(
                 try devicePull(
                     db: folder.appendingPathComponent("one-\(round).sqlite").path, server: server, refreshToken: refreshToken, expect: 1,
@@ -100,6 +103,9 @@ enum PullBenchmark {
         )
         print(
             "  device process CPU (user + system) per record: \(String(format: "%.1f", median(deviceCPU) / Double(records) * 1e6)) µs (median of the rounds)"
+        )
+        print(
+            "  the server's CPU (this process, while the device pulls) per record: \(String(format: "%.1f", median(serverCPU) / Double(records) * 1e6)) µs; the two cores' time per record at the pull's median: \(String(format: "%.1f", 2 * median(pull) / Double(records) * 1e6)) µs"
         )
         print("  device process peak RSS (largest of the \(rounds) pulls): \(String(format: "%.1f", peakMiB)) MiB")
         print("  a device process's fixed cost, the same pull of a workspace of 1 record (start, credentials, first page):")

@@ -234,6 +234,33 @@ struct RecordStoreTests {
         #expect(try await outbox.records(Delivery.byStopOrder(2)).map(\.id) == [2, 3])
     }
 
+    @Test func aPullFromScratchBuildsTheKeyIndexesWhileItsLastPagesAreFetched() async throws {
+        let outbox = try open()
+        let all = (1...8).map { "records_key\($0)" }
+        // The server says 1,000,000 changes follow the first page, then 3 the second: the key
+        // indexes are left out until the second commits, then built before the third arrives.
+        harness.transport.scriptFeed(
+            .outcome(.page(ChangePage(changes: [Self.delivery(1, stop: 1)], cursor: "c1", more: true, remaining: 1_000_000))))
+        harness.transport.scriptFeed(
+            .outcome(.page(ChangePage(changes: [Self.delivery(2, stop: 2)], cursor: "c2", more: true, remaining: 3))))
+        harness.transport.scriptFeed(.hang)
+        let events = outbox.events()
+        let pulling = Task { try await outbox.pull(pageSize: 2) }
+        // The pull tells its progress after each page, once what it does after the page is done.
+        var pages = 0
+        for await event in events {
+            guard case .pullProgress = event else { continue }
+            pages += 1
+            if pages == 1 { #expect(try Self.keyIndexes(harness.path) == (3...8).map { "records_key\($0)" }) }
+            if pages == 2 { break }
+        }
+        #expect(try Self.keyIndexes(harness.path) == all, "built before the last page came")
+        harness.transport.releaseFeed(.page(ChangePage(changes: [Self.delivery(3, stop: 2)], cursor: "c3", more: false)))
+        let report = try await pulling.value
+        #expect(report.upserted == 3 && report.caughtUp)
+        #expect(try await outbox.records(Delivery.byStopOrder(2)).map(\.id) == [2, 3])
+    }
+
     /// A process killed during such a pull leaves the store without its key indexes: the next
     /// open creates them again, and queries by field use them.
     @Test func aStoreLeftWithoutItsKeyIndexesGetsThemBackAtOpen() async throws {

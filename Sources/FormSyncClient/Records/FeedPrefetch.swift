@@ -27,7 +27,10 @@ final class FeedPrefetch: Sendable {
 
     /// Starts fetching after `cursor`: the first page asks for `firstLimit` changes, the others
     /// for `limit`.
-    init(cursor: String?, firstLimit: Int, limit: Int, depth: Int = 2, fetch: @escaping Fetch, read: @escaping Read) {
+    /// How many pages are fetched ahead unless told otherwise.
+    static let defaultDepth = 2
+
+    init(cursor: String?, firstLimit: Int, limit: Int, depth: Int = defaultDepth, fetch: @escaping Fetch, read: @escaping Read) {
         self.depth = max(1, depth)
         let task = Task { [self] in
             var cursor = cursor

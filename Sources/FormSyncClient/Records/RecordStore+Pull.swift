@@ -203,6 +203,15 @@ extension RecordStore {
                 bytes = page.changes.reduce(bytes) {
                     $0.addingReportingOverflow(($1.fields?.count ?? 0) + $1.type.utf8.count + 32).partialValue
                 }
+                // When what remains is no more than the pages fetched ahead, the key indexes are
+                // built now, while those pages are fetched and read, not after them (a core would
+                // idle meanwhile); the last pages' records then go into the indexes as they are
+                // written. (The server's count only times this: the indexes are built either way.)
+                if keysDropped, page.more, let remaining = page.remaining, remaining <= FeedPrefetch.defaultDepth * pageSize,
+                    (try? database.transaction(.normal, { try store.ensureRecordKeyIndexes() })) != nil
+                {
+                    keysDropped = false
+                }
                 context.observers.emit(
                     .pullProgress(records: report.upserted + report.deleted, bytes: bytes, remaining: page.more ? page.remaining : 0))
                 if !page.more {
