@@ -127,20 +127,20 @@ public struct FormRegistry: Sendable {
 
     /// `type` from `data`: by its generated reader when it takes the bytes (the plain JSON
     /// devices send), else by `JSONDecoder`, which gives the same value or the exact error.
-    static func decodePayload<P: Decodable>(_ type: P.Type, from data: Data) throws -> P {
+    static func decodePayload<P: Decodable & SendableMetatype>(_ type: P.Type, from data: Data) throws -> P {
         try decoder(for: P.self)(data)
     }
 
     /// `decodePayload` for one type, its reader chosen once: a registry's entries decode every
     /// payload and record of their type (a pull's hundred thousand), and the look-up of `P`'s
     /// conformance and the cast of each value back cost as much as a small record's reading.
-    static func decoder<P: Decodable>(for type: P.Type) -> @Sendable (Data) throws -> P {
+    static func decoder<P: Decodable & SendableMetatype>(for type: P.Type) -> @Sendable (Data) throws -> P {
         guard let readable = P.self as? any JSONReadable.Type else { return { try JSONDecoder().decode(P.self, from: $0) } }
         return plainDecoder(readable, as: P.self)
     }
 
     /// `R` is `P` itself (the type `decoder` opened), so a value of one is a value of the other.
-    private static func plainDecoder<R: JSONReadable, P: Decodable>(_ readable: R.Type, as type: P.Type) -> @Sendable (Data) throws -> P {
+    private static func plainDecoder<R: JSONReadable, P: Decodable & SendableMetatype>(_ readable: R.Type, as type: P.Type) -> @Sendable (Data) throws -> P {
         precondition(R.self == P.self)
         return { data in
             if let value = JSONInput.value(R.self, from: data) { return unsafeBitCast(value, to: P.self) }

@@ -3,7 +3,7 @@ import Foundation
 /// A value that reads itself from plain JSON (`JSONInput`) as its `Decodable` conformance
 /// reads it under `JSONDecoder`, declining what it does not take. Generated payloads, their
 /// items and choices conform; `FormRegistry` tries it before `JSONDecoder`.
-public protocol JSONReadable {
+public protocol JSONReadable: SendableMetatype {
     /// Reads the value, or throws `JSONInput.Declined`.
     init(json input: inout JSONInput) throws
 }
