@@ -140,7 +140,9 @@ public struct FormRegistry: Sendable {
     }
 
     /// `R` is `P` itself (the type `decoder` opened), so a value of one is a value of the other.
-    private static func plainDecoder<R: JSONReadable, P: Decodable & SendableMetatype>(_ readable: R.Type, as type: P.Type) -> @Sendable (Data) throws -> P {
+    private static func plainDecoder<R: JSONReadable, P: Decodable & SendableMetatype>(
+        _ readable: R.Type, as type: P.Type
+    ) -> @Sendable (Data) throws -> P {
         precondition(R.self == P.self)
         return { data in
             if let value = JSONInput.value(R.self, from: data) { return unsafeBitCast(value, to: P.self) }
