@@ -155,7 +155,8 @@ let package = Package(
         .testTarget(
             name: "FormSyncServerTests",
             dependencies: [
-                "CorpusForms", "FormSyncHTTP", "FormSyncModel", "FormSyncProtocol", "FormSyncServer", "FormSyncTesting", "FormSyncTorture",
+                "CorpusForms", "FormSyncHTTP", "FormSyncModel", "FormSyncProtocol", "FormSyncServer", "FormSyncSQLite", "FormSyncTesting",
+                "FormSyncTorture",
             ]),
         .testTarget(name: "FormSyncPostgresTests", dependencies: ["FormSyncPostgres", "FormSyncTesting", "FormSyncTorture"]),
         .testTarget(name: "FormSyncTestingTests", dependencies: ["FormSyncTesting"]),
