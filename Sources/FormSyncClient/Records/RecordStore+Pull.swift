@@ -152,9 +152,8 @@ extension RecordStore {
                     var batch: [OutboxStore.RecordRow] = []
                     func writeBatch() throws {
                         guard !batch.isEmpty else { return }
-                        for (row, written) in zip(batch, try store.upsertRecords(view: view, batch)) where written {
-                            noteRecord(row.type, row.id)
-                        }
+                        let written = try store.upsertRecords(view: view, batch)
+                        for index in written.indices where written[index] { noteRecord(batch[index].type, batch[index].id) }
                         batch.removeAll(keepingCapacity: true)
                     }
                     for (offset, change) in page.changes.enumerated() {
