@@ -239,21 +239,36 @@ struct RecordStoreTests {
         let all = (1...8).map { "records_key\($0)" }
         // The server says 1,000,000 changes follow the first page, then 3 the second: the key
         // indexes are left out until the second commits, then built before the third arrives.
+        // The second and third requests are held until the test has looked.
         harness.transport.scriptFeed(
             .outcome(.page(ChangePage(changes: [Self.delivery(1, stop: 1)], cursor: "c1", more: true, remaining: 1_000_000))))
-        harness.transport.scriptFeed(
-            .outcome(.page(ChangePage(changes: [Self.delivery(2, stop: 2)], cursor: "c2", more: true, remaining: 3))))
+        harness.transport.scriptFeed(.hang)
         harness.transport.scriptFeed(.hang)
         let events = outbox.events()
-        let pulling = Task { try await outbox.pull(pageSize: 2) }
-        // The pull tells its progress after each page, once what it does after the page is done.
-        var pages = 0
-        for await event in events {
-            guard case .pullProgress = event else { continue }
-            pages += 1
-            if pages == 1 { #expect(try Self.keyIndexes(harness.path) == (3...8).map { "records_key\($0)" }) }
-            if pages == 2 { break }
+        let pages = Counter()
+        let watching = Task {
+            for await event in events {
+                if case .pullProgress = event { pages.increment() }
+            }
         }
+        defer { watching.cancel() }
+        let ended = Counter()
+        let pulling = Task {
+            defer { ended.increment() }
+            return try await outbox.pull(pageSize: 2)
+        }
+        // Each page's progress is told once what the pull does after the page is done; waited
+        // for as events (see the test above), a pull that ends instead stopping the wait.
+        func waitFor(pages count: Int, hanging: Int) async throws {
+            while (pages.value < count || harness.transport.hangingFeedCount < hanging) && ended.value == 0 {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            try #require(ended.value == 0, "the pull ended before its page \(count + 1)")
+        }
+        try await waitFor(pages: 1, hanging: 1)
+        #expect(try Self.keyIndexes(harness.path) == (3...8).map { "records_key\($0)" }, "left out while much remains")
+        harness.transport.releaseFeed(.page(ChangePage(changes: [Self.delivery(2, stop: 2)], cursor: "c2", more: true, remaining: 3)))
+        try await waitFor(pages: 2, hanging: 1)
         #expect(try Self.keyIndexes(harness.path) == all, "built before the last page came")
         harness.transport.releaseFeed(.page(ChangePage(changes: [Self.delivery(3, stop: 2)], cursor: "c3", more: false)))
         let report = try await pulling.value
