@@ -128,7 +128,8 @@ public struct FormRegistry: Sendable {
     /// `type` from `data`: by its generated reader when it takes the bytes (the plain JSON
     /// devices send), else by `JSONDecoder`, which gives the same value or the exact error.
     static func decodePayload<P: Decodable & SendableMetatype>(_ type: P.Type, from data: Data) throws -> P {
-        try decoder(for: P.self)(data)
+        guard let readable = P.self as? any JSONReadable.Type else { return try JSONDecoder().decode(P.self, from: data) }
+        return try read(readable, as: P.self, from: data)
     }
 
     /// `decodePayload` for one type, its reader chosen once: a registry's entries decode every
@@ -139,15 +140,18 @@ public struct FormRegistry: Sendable {
         return plainDecoder(readable, as: P.self)
     }
 
-    /// `R` is `P` itself (the type `decoder` opened), so a value of one is a value of the other.
     private static func plainDecoder<R: JSONReadable, P: Decodable & SendableMetatype>(
         _ readable: R.Type, as type: P.Type
     ) -> @Sendable (Data) throws -> P {
+        { try read(R.self, as: P.self, from: $0) }
+    }
+
+    /// `data` read by `R`'s plain reader, else by `JSONDecoder`. `R` is `P` itself (the type a
+    /// caller opened from `P.self`), so a value of one is a value of the other.
+    private static func read<R: JSONReadable, P: Decodable>(_ readable: R.Type, as type: P.Type, from data: Data) throws -> P {
         precondition(R.self == P.self)
-        return { data in
-            if let value = JSONInput.value(R.self, from: data) { return unsafeBitCast(value, to: P.self) }
-            return try JSONDecoder().decode(P.self, from: data)
-        }
+        if let value = JSONInput.value(R.self, from: data) { return unsafeBitCast(value, to: P.self) }
+        return try JSONDecoder().decode(P.self, from: data)
     }
 
     static func entry<P: FormPayload>(for type: P.Type) -> Entry {

@@ -3,6 +3,7 @@ import FieldForms
 import FormSyncClient
 import FormSyncCommandLine
 import FormSyncModel
+import FormSyncSQLite
 import FormSyncServer
 import Foundation
 import Synchronization
@@ -192,18 +193,7 @@ enum PullBenchmark {
 
     /// How many records a device's database holds.
     static func storedRecords(db path: String) throws -> Int {
-        var db: OpaquePointer?
-        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let db else {
-            throw BenchmarkFailure(message: "cannot open \(path)")
-        }
-        defer { sqlite3_close(db) }
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM records", -1, &statement, nil) == SQLITE_OK else {
-            throw BenchmarkFailure(message: "cannot count the records of \(path)")
-        }
-        defer { sqlite3_finalize(statement) }
-        guard sqlite3_step(statement) == SQLITE_ROW else { throw BenchmarkFailure(message: "cannot count the records of \(path)") }
-        return Int(sqlite3_column_int64(statement, 0))
+        Int(try SQLiteConnection(readingOnly: path).query("SELECT COUNT(*) FROM records") { $0.int(0) }.first ?? 0)
     }
 
     /// The same rows inserted with the C API at the pull's durability, `perStatement` rows to a

@@ -140,19 +140,8 @@ extension OutboxStore {
     /// one statement, which SQLite's indexes follow. False when the change was older than what
     /// is stored.
     func upsertRecord(view: String, type: String, id: Int64, version: Int, payload: Data, keys: [String?]) throws -> Bool {
-        try db.run(Self.upsertRecordStatement) { values in
-            values.text(1, view)
-            values.text(2, type)
-            values.integer(3, id)
-            values.integer(4, Int64(version))
-            values.blob(5, payload)
-            for (slot, key) in keys.prefix(Self.recordKeySlots).enumerated() where key != nil { values.text(Int32(6 + slot), key) }
-        } == 1
+        try upsertRecords(view: view, [RecordRow(type: type, id: id, version: version, payload: payload, keys: keys)]) == [true]
     }
-
-    /// Declared once: a pull runs it for every record, and a statement found by its text would
-    /// hash these 300 characters each time.
-    private static let upsertRecordStatement = upsertStatement(rows: 1)
 
     /// One record of a batch for `upsertRecords`.
     struct RecordRow {
@@ -200,8 +189,10 @@ extension OutboxStore {
         return written
     }
 
-    /// The multi-row forms of the upsert, largest first; the last writes one row.
-    private static let upsertBatches = [64, 8, 1].map { (rows: $0, statement: $0 == 1 ? upsertRecordStatement : upsertStatement(rows: $0)) }
+    /// The multi-row forms of the upsert, largest first; the last writes one row. Declared
+    /// once: a pull runs them for every record, and a statement found by its text would hash
+    /// its characters each time.
+    private static let upsertBatches = [64, 8, 1].map { (rows: $0, statement: upsertStatement(rows: $0)) }
 
     private static func upsertStatement(rows: Int) -> SQLiteConnection.Statement {
         let row = "(?, ?, ?, ?, ?, \(keyPlaceholders))"
