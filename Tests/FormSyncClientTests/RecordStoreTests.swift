@@ -276,6 +276,25 @@ struct RecordStoreTests {
         #expect(try await outbox.records(Delivery.byStopOrder(2)).map(\.id) == [2, 3])
     }
 
+    @Test func aServerThatMisstatesWhatRemainsOnlyMovesWhenTheKeyIndexesAreBuilt() async throws {
+        // The first page says nothing remains yet more follows, the second a count far past
+        // the feed: the indexes are built early or late, and every record is found by its keys.
+        for (first, second) in [(0, 9_999_999), (9_999_999, 0)] {
+            let outbox = try open()
+            try await outbox.forgetPulledRecords()
+            harness.transport.scriptFeed(
+                .outcome(.page(ChangePage(changes: [Self.delivery(1, stop: 1)], cursor: "c1", more: true, remaining: first))))
+            harness.transport.scriptFeed(
+                .outcome(.page(ChangePage(changes: [Self.delivery(2, stop: 2)], cursor: "c2", more: true, remaining: second))))
+            harness.transport.scriptFeed(Self.page([Self.delivery(3, stop: 2)], "c3"))
+            let report = try await outbox.pull(pageSize: 2)
+            #expect(report.upserted == 3 && report.caughtUp)
+            #expect(try Self.keyIndexes(harness.path) == (1...8).map { "records_key\($0)" })
+            #expect(try await outbox.records(Delivery.byStopOrder(2)).map(\.id) == [2, 3])
+            #expect(try await outbox.records(Delivery.byStatus(.assigned)).map(\.id) == [1, 2, 3])
+        }
+    }
+
     /// A process killed during such a pull leaves the store without its key indexes: the next
     /// open creates them again, and queries by field use them.
     @Test func aStoreLeftWithoutItsKeyIndexesGetsThemBackAtOpen() async throws {
